@@ -1,0 +1,148 @@
+//! Cluster and node-pool records (read side). `up`/`down` and pool changes arrive with
+//! the operation engine.
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::app::AppState;
+use crate::model::{Cluster, NodePool};
+use crate::service::clusters::{ClusterPath, ListClusters};
+use crate::service::{self, Caller};
+
+use super::error::ApiError;
+use super::extract::{ApiPath, ApiQuery};
+use super::{ErrorResponses, PageQuery};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_clusters))
+        .routes(routes!(list_project_clusters))
+        .routes(routes!(get_cluster))
+        .routes(routes!(list_node_pools))
+        .routes(routes!(get_node_pool))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListClustersResponse {
+    pub clusters: Vec<Cluster>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct ListClustersQuery {
+    /// Only this team's clusters (`ml-research` or `teams/ml-research`).
+    pub team: Option<String>,
+    /// Only clusters in this state.
+    pub state: Option<String>,
+    pub page_size: Option<i64>,
+    pub page_token: Option<String>,
+}
+
+/// Clusters of the caller's teams.
+#[utoipa::path(get, path = "/v1/clusters", tag = "clusters", params(ListClustersQuery),
+    responses((status = 200, body = ListClustersResponse), ErrorResponses))]
+async fn list_clusters(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<ListClustersQuery>,
+) -> Result<Json<ListClustersResponse>, ApiError> {
+    let page = PageQuery {
+        page_size: q.page_size,
+        page_token: q.page_token,
+    };
+    let list = ListClusters {
+        team: q.team,
+        state: q.state,
+        project: None,
+        zone: None,
+    };
+    let page = service::clusters::list(&s.db, &caller, list, &page.request()).await?;
+    Ok(Json(ListClustersResponse {
+        clusters: page.items,
+        next_page_token: page.next_page_token,
+    }))
+}
+
+/// Clusters of one project; `{zone}` is a zone or `-` for every zone.
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters", tag = "clusters",
+    params(("project" = String, Path), ("zone" = String, Path, description = "a zone, or - for all"), PageQuery),
+    responses((status = 200, body = ListClustersResponse), ErrorResponses))]
+async fn list_project_clusters(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath((project, zone)): ApiPath<(String, String)>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> Result<Json<ListClustersResponse>, ApiError> {
+    let list = ListClusters {
+        team: None,
+        state: None,
+        project: Some(project),
+        zone: (zone != "-").then_some(zone),
+    };
+    let page = service::clusters::list(&s.db, &caller, list, &q.request()).await?;
+    Ok(Json(ListClustersResponse {
+        clusters: page.items,
+        next_page_token: page.next_page_token,
+    }))
+}
+
+/// A cluster record with its node pools.
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", tag = "clusters",
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
+    responses((status = 200, body = Cluster), ErrorResponses))]
+async fn get_cluster(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+) -> Result<Json<Cluster>, ApiError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    Ok(Json(service::clusters::get(&s.db, &caller, &path).await?))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListNodePoolsResponse {
+    pub node_pools: Vec<NodePool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+}
+
+/// Node pools of a cluster.
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", tag = "nodePools",
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), PageQuery),
+    responses((status = 200, body = ListNodePoolsResponse), ErrorResponses))]
+async fn list_node_pools(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> Result<Json<ListNodePoolsResponse>, ApiError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    let page = service::clusters::list_pools(&s.db, &caller, &path, &q.request()).await?;
+    Ok(Json(ListNodePoolsResponse {
+        node_pools: page.items,
+        next_page_token: page.next_page_token,
+    }))
+}
+
+/// One node pool.
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", tag = "nodePools",
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path)),
+    responses((status = 200, body = NodePool), ErrorResponses))]
+async fn get_node_pool(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath((project, zone, cluster, pool)): ApiPath<(String, String, String, String)>,
+) -> Result<Json<NodePool>, ApiError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    Ok(Json(
+        service::clusters::get_pool(&s.db, &caller, &path, &pool).await?,
+    ))
+}

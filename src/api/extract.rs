@@ -1,0 +1,117 @@
+//! Extractors that turn axum's rejections into Google-shaped errors: malformed JSON
+//! names the parse position, unknown fields are named, oversized bodies get 413.
+
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use super::error::ApiError;
+
+/// `axum::Json` with API errors.
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(ApiJson(v)),
+            Err(r) => Err(json_rejection(r)),
+        }
+    }
+}
+
+fn json_rejection(r: JsonRejection) -> ApiError {
+    match r {
+        JsonRejection::JsonDataError(e) => {
+            // serde's message names the field and the position (line, column).
+            let msg = std::error::Error::source(&e)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| e.body_text());
+            let reason = if msg.contains("unknown field") {
+                "UNKNOWN_FIELD"
+            } else {
+                "INVALID_FIELD"
+            };
+            ApiError::invalid(reason, format!("request body: {msg}"))
+        }
+        JsonRejection::JsonSyntaxError(e) => {
+            let msg = std::error::Error::source(&e)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| e.body_text());
+            ApiError::invalid(
+                "MALFORMED_JSON",
+                format!("request body is not valid JSON: {msg}"),
+            )
+        }
+        JsonRejection::MissingJsonContentType(_) => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UNSUPPORTED_MEDIA_TYPE",
+            "send the body as JSON with Content-Type: application/json",
+        ),
+        JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "BODY_TOO_LARGE",
+                "request body is larger than the 1 MiB limit",
+            )
+        }
+        other => ApiError::invalid("BAD_BODY", other.body_text()),
+    }
+}
+
+/// `axum::extract::Query` with API errors.
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| ApiQuery(q.0))
+            .map_err(|r: QueryRejection| {
+                ApiError::invalid("INVALID_QUERY", format!("query string: {}", r.body_text()))
+            })
+    }
+}
+
+/// `axum::extract::Path` with API errors.
+pub struct ApiPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| ApiPath(p.0))
+            .map_err(|r: PathRejection| ApiError::invalid("INVALID_PATH", r.body_text()))
+    }
+}
+
+/// Split a custom-method segment `id:verb` (AIP-136).
+pub fn split_verb(segment: &str) -> Option<(&str, &str)> {
+    segment.rsplit_once(':')
+}
+
+pub fn unknown_verb(path: &str) -> ApiError {
+    ApiError::not_found(
+        "METHOD_NOT_FOUND",
+        format!("no such method {path}; see /docs for the API reference"),
+    )
+}

@@ -1,0 +1,52 @@
+//! Unauthenticated service endpoints: liveness, readiness.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::app::AppState;
+use crate::store;
+
+use super::error::{ApiError, ErrorBody};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    #[schema(example = "ok")]
+    pub status: String,
+}
+
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "service", security(),
+    responses((status = 200, body = Health)))]
+async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+    })
+}
+
+/// The database answers and every migration is applied.
+#[utoipa::path(get, path = "/readyz", tag = "service", security(),
+    responses((status = 200, body = Health), (status = 503, body = ErrorBody)))]
+async fn readyz(State(s): State<AppState>) -> Result<Json<Health>, ApiError> {
+    let unavailable =
+        |why: &str| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "NOT_READY", why.to_owned());
+    match store::db::ready(&s.db).await {
+        Ok(true) => Ok(Json(Health {
+            status: "ready".into(),
+        })),
+        Ok(false) => Err(unavailable("database migrations are not all applied")),
+        Err(e) => {
+            tracing::warn!(error = %super::error::ErrorChain(&e), "readiness check failed");
+            Err(unavailable("database unreachable"))
+        }
+    }
+}

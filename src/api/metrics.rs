@@ -1,0 +1,75 @@
+//! Prometheus metrics: one process-wide recorder, an HTTP middleware that counts
+//! requests and times them by matched route and status, and the `/metrics` endpoint.
+//!
+//! Invariant: the `route` label is the route template (`/v1/teams/{team}`), never the
+//! raw path, so label cardinality stays bounded.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::app::AppState;
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// The process-wide recorder (installed on first use; later calls share it).
+pub fn handle() -> PrometheusHandle {
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(
+                    Matcher::Suffix("_seconds".into()),
+                    &[
+                        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                        10.0, 30.0, 60.0,
+                    ],
+                )
+                .and_then(|b| Ok(b.build_recorder()));
+            match recorder {
+                Ok(r) => {
+                    let h = r.handle();
+                    // Fails only if another recorder was installed first; then ours
+                    // still renders (empty) and the other keeps working.
+                    let _ = metrics::set_global_recorder(r);
+                    h
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "metrics recorder not built");
+                    PrometheusBuilder::new().build_recorder().handle()
+                }
+            }
+        })
+        .clone()
+}
+
+pub async fn track(req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = req.method().to_string();
+    let resp = next.run(req).await;
+    let status = resp.status().as_u16().to_string();
+    let labels = [("route", route), ("method", method), ("status", status)];
+    metrics::counter!("kineticd_http_requests_total", &labels).increment(1);
+    metrics::histogram!("kineticd_http_request_duration_seconds", &labels)
+        .record(start.elapsed().as_secs_f64());
+    resp
+}
+
+/// Prometheus text exposition.
+#[utoipa::path(get, path = "/metrics", tag = "service", security(),
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+pub async fn metrics_text(State(s): State<AppState>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        s.metrics.render(),
+    )
+}

@@ -1,0 +1,68 @@
+//! HTTP surface: extract, authenticate, call the service, render. Handlers hold no
+//! business rules and no SQL.
+//!
+//! Invariant: every route's behaviour and schema are described by the OpenAPI document
+//! built in [`openapi`]; `openapi/kineticd.json` is that document, checked by a test.
+
+pub mod auth;
+pub mod clusters;
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod metrics;
+pub mod openapi;
+pub mod profiles;
+pub mod teams;
+
+use serde::Deserialize;
+use utoipa::{IntoParams, IntoResponses};
+
+use crate::service::PageRequest;
+use error::ErrorBody;
+
+/// `?pageSize=&pageToken=` (AIP-158).
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Results per page: default 50, at most 1000 (larger values are lowered).
+    pub page_size: Option<i64>,
+    /// `nextPageToken` of the previous page.
+    pub page_token: Option<String>,
+}
+
+impl PageQuery {
+    pub fn request(&self) -> PageRequest {
+        PageRequest {
+            size: self.page_size,
+            token: self.page_token.clone(),
+        }
+    }
+}
+
+/// The error responses every authenticated route can give (Google error shape).
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum ErrorResponses {
+    /// INVALID_ARGUMENT: a field, path or query value is wrong; the reason names it.
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// UNAUTHENTICATED: TOKEN_MISSING, TOKEN_EXPIRED, TOKEN_BAD_SIGNATURE, TOKEN_BAD_AUDIENCE, ...
+    #[response(status = 401)]
+    Unauthenticated(ErrorBody),
+    /// PERMISSION_DENIED: a team member whose role is too small.
+    #[response(status = 403)]
+    PermissionDenied(ErrorBody),
+    /// NOT_FOUND: absent, or owned by a team the caller is not in.
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    /// ALREADY_EXISTS / FAILED_PRECONDITION / ABORTED.
+    #[response(status = 409)]
+    Conflict(ErrorBody),
+    /// INVALID_ARGUMENT: request body over 1 MiB.
+    #[response(status = 413)]
+    TooLarge(ErrorBody),
+    /// INTERNAL: the cause is in the server log under the x-request-id.
+    #[response(status = 500)]
+    Internal(ErrorBody),
+}

@@ -1,0 +1,123 @@
+//! `/v1/profiles`: the caller's own profiles, and the `:activate` custom method.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::app::AppState;
+use crate::model::Profile;
+use crate::service::{self, Caller};
+
+use super::error::ApiError;
+use super::extract::{ApiJson, ApiPath, ApiQuery, split_verb, unknown_verb};
+use super::{ErrorResponses, PageQuery};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_profiles))
+        .routes(routes!(get_profile, put_profile, delete_profile))
+        // Custom methods share the resource's path segment (`{profile}:activate`);
+        // the router cannot split a segment, so one handler dispatches on the verb.
+        .route("/v1/profiles/{profile}", post(profile_verb))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListProfilesResponse {
+    pub profiles: Vec<Profile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+}
+
+/// The caller's profiles.
+#[utoipa::path(get, path = "/v1/profiles", tag = "profiles", params(PageQuery),
+    responses((status = 200, body = ListProfilesResponse), ErrorResponses))]
+async fn list_profiles(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> Result<Json<ListProfilesResponse>, ApiError> {
+    let page = service::profiles::list(&s.db, &caller, &q.request()).await?;
+    Ok(Json(ListProfilesResponse {
+        profiles: page.items,
+        next_page_token: page.next_page_token,
+    }))
+}
+
+/// One of the caller's profiles.
+#[utoipa::path(get, path = "/v1/profiles/{profile}", tag = "profiles",
+    params(("profile" = String, Path, description = "profile id")),
+    responses((status = 200, body = Profile), ErrorResponses))]
+async fn get_profile(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Profile>, ApiError> {
+    Ok(Json(service::profiles::get(&s.db, &caller, &id).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PutProfileRequest {
+    /// `projects/{p}/zones/{z}/clusters/{c}`
+    #[schema(example = "projects/my-gcp-project/zones/us-central1-a/clusters/kinetic-cluster")]
+    pub cluster: String,
+    /// Kubernetes namespace; default `default`.
+    pub namespace: Option<String>,
+}
+
+/// Create or replace a profile (keeps whether it is active).
+#[utoipa::path(put, path = "/v1/profiles/{profile}", tag = "profiles",
+    request_body = PutProfileRequest,
+    params(("profile" = String, Path, description = "profile id")),
+    responses((status = 200, body = Profile), ErrorResponses))]
+async fn put_profile(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(req): ApiJson<PutProfileRequest>,
+) -> Result<Json<Profile>, ApiError> {
+    let (p, _created) =
+        service::profiles::put(&s.db, &caller, &id, &req.cluster, req.namespace.as_deref()).await?;
+    Ok(Json(p))
+}
+
+/// Delete one of the caller's profiles.
+#[utoipa::path(delete, path = "/v1/profiles/{profile}", tag = "profiles",
+    params(("profile" = String, Path, description = "profile id")),
+    responses((status = 204, description = "deleted"), ErrorResponses))]
+async fn delete_profile(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
+    service::profiles::delete(&s.db, &caller, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Make this profile the caller's only active one.
+#[utoipa::path(post, path = "/v1/profiles/{profile}:activate", tag = "profiles",
+    params(("profile" = String, Path, description = "profile id")),
+    responses((status = 200, body = Profile), ErrorResponses))]
+pub async fn activate_profile(
+    s: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<Json<Profile>, ApiError> {
+    Ok(Json(service::profiles::activate(&s.db, caller, id).await?))
+}
+
+async fn profile_verb(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath(segment): ApiPath<String>,
+) -> Result<Json<Profile>, ApiError> {
+    match split_verb(&segment) {
+        Some((id, "activate")) => activate_profile(&s, &caller, id).await,
+        _ => Err(unknown_verb(&format!("POST /v1/profiles/{segment}"))),
+    }
+}

@@ -1,0 +1,203 @@
+//! `/v1/me`, `/v1/teams`, `/v1/teams/{team}/members`.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::app::AppState;
+use crate::domain::Role;
+use crate::model::{Me, Member, Team};
+use crate::service::{self, Caller};
+
+use super::error::ApiError;
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::{ErrorResponses, PageQuery};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(me))
+        .routes(routes!(create_team, list_teams))
+        .routes(routes!(get_team, update_team, delete_team))
+        .routes(routes!(list_members))
+        .routes(routes!(put_member, delete_member))
+}
+
+/// Who am I: email, admin flag, teams with roles, active profile.
+#[utoipa::path(get, path = "/v1/me", tag = "identity",
+    responses((status = 200, body = Me), ErrorResponses))]
+async fn me(State(s): State<AppState>, caller: Caller) -> Result<Json<Me>, ApiError> {
+    Ok(Json(service::teams::me(&s.db, &caller).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateTeamRequest {
+    /// `^[a-z][a-z0-9-]{2,39}$`
+    #[schema(example = "ml-research")]
+    pub team_id: String,
+    pub display_name: Option<String>,
+    /// GCP projects the team owns; each can belong to one team only.
+    #[serde(default)]
+    pub projects: Vec<String>,
+}
+
+/// Create a team; the caller becomes its OWNER.
+#[utoipa::path(post, path = "/v1/teams", tag = "teams", request_body = CreateTeamRequest,
+    responses((status = 201, body = Team), ErrorResponses))]
+async fn create_team(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiJson(req): ApiJson<CreateTeamRequest>,
+) -> Result<(StatusCode, Json<Team>), ApiError> {
+    let team = service::teams::create(
+        &s.db,
+        &caller,
+        service::teams::NewTeam {
+            team_id: req.team_id,
+            display_name: req.display_name,
+            projects: req.projects,
+        },
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(team)))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTeamsResponse {
+    pub teams: Vec<Team>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+}
+
+/// Teams the caller belongs to (service admins: all teams).
+#[utoipa::path(get, path = "/v1/teams", tag = "teams", params(PageQuery),
+    responses((status = 200, body = ListTeamsResponse), ErrorResponses))]
+async fn list_teams(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> Result<Json<ListTeamsResponse>, ApiError> {
+    let page = service::teams::list(&s.db, &caller, &q.request()).await?;
+    Ok(Json(ListTeamsResponse {
+        teams: page.items,
+        next_page_token: page.next_page_token,
+    }))
+}
+
+/// A team (VIEWER or more).
+#[utoipa::path(get, path = "/v1/teams/{team}", tag = "teams",
+    params(("team" = String, Path, description = "team id")),
+    responses((status = 200, body = Team), ErrorResponses))]
+async fn get_team(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath(team): ApiPath<String>,
+) -> Result<Json<Team>, ApiError> {
+    Ok(Json(service::teams::get(&s.db, &caller, &team).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateTeamRequest {
+    pub display_name: Option<String>,
+    /// The complete new project list (a project with clusters cannot be removed).
+    pub projects: Option<Vec<String>>,
+}
+
+/// Change a team's display name or projects (ADMIN or more).
+#[utoipa::path(patch, path = "/v1/teams/{team}", tag = "teams", request_body = UpdateTeamRequest,
+    params(("team" = String, Path, description = "team id")),
+    responses((status = 200, body = Team), ErrorResponses))]
+async fn update_team(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath(team): ApiPath<String>,
+    ApiJson(req): ApiJson<UpdateTeamRequest>,
+) -> Result<Json<Team>, ApiError> {
+    let patch = service::teams::TeamPatch {
+        display_name: req.display_name,
+        projects: req.projects,
+    };
+    Ok(Json(
+        service::teams::update(&s.db, &caller, &team, patch).await?,
+    ))
+}
+
+/// Delete a team (OWNER; refused while it has clusters).
+#[utoipa::path(delete, path = "/v1/teams/{team}", tag = "teams",
+    params(("team" = String, Path, description = "team id")),
+    responses((status = 204, description = "deleted"), ErrorResponses))]
+async fn delete_team(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath(team): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
+    service::teams::delete(&s.db, &caller, &team).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListMembersResponse {
+    pub members: Vec<Member>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+}
+
+/// Members of a team (VIEWER or more).
+#[utoipa::path(get, path = "/v1/teams/{team}/members", tag = "teams",
+    params(("team" = String, Path, description = "team id"), PageQuery),
+    responses((status = 200, body = ListMembersResponse), ErrorResponses))]
+async fn list_members(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath(team): ApiPath<String>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> Result<Json<ListMembersResponse>, ApiError> {
+    let page = service::teams::list_members(&s.db, &caller, &team, &q.request()).await?;
+    Ok(Json(ListMembersResponse {
+        members: page.items,
+        next_page_token: page.next_page_token,
+    }))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PutMemberRequest {
+    pub role: Role,
+}
+
+/// Add a member or change a role (ADMIN or more; OWNER to grant or change OWNER).
+#[utoipa::path(put, path = "/v1/teams/{team}/members/{email}", tag = "teams",
+    request_body = PutMemberRequest,
+    params(("team" = String, Path, description = "team id"),
+           ("email" = String, Path, description = "member email")),
+    responses((status = 200, body = Member), ErrorResponses))]
+async fn put_member(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath((team, email)): ApiPath<(String, String)>,
+    ApiJson(req): ApiJson<PutMemberRequest>,
+) -> Result<Json<Member>, ApiError> {
+    Ok(Json(
+        service::teams::put_member(&s.db, &caller, &team, &email, req.role).await?,
+    ))
+}
+
+/// Remove a member (ADMIN or more, or yourself; never the last OWNER).
+#[utoipa::path(delete, path = "/v1/teams/{team}/members/{email}", tag = "teams",
+    params(("team" = String, Path, description = "team id"),
+           ("email" = String, Path, description = "member email")),
+    responses((status = 204, description = "removed"), ErrorResponses))]
+async fn delete_member(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath((team, email)): ApiPath<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    service::teams::delete_member(&s.db, &caller, &team, &email).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

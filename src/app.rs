@@ -1,0 +1,148 @@
+//! Application assembly: shared state, the router with its middleware, and the serve
+//! loop with graceful shutdown.
+//!
+//! Invariant: every response passes through the same middleware stack (request id,
+//! metrics, tracing, body limit), including errors and unmatched routes.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Request, StatusCode};
+use metrics_exporter_prometheus::PrometheusHandle;
+use tokio::net::TcpListener;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::api::auth::{Authenticator, HasAuth, Mode};
+use crate::api::error::ApiError;
+use crate::auth::{IapConfig, IapVerifier};
+use crate::config::{Identity, Settings};
+use crate::store::Db;
+
+pub const BODY_LIMIT: usize = 1024 * 1024;
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+#[derive(Clone)]
+pub struct AppState {
+    pub db: Db,
+    pub auth: Arc<Authenticator>,
+    pub metrics: PrometheusHandle,
+}
+
+impl HasAuth for AppState {
+    fn authenticator(&self) -> &Arc<Authenticator> {
+        &self.auth
+    }
+}
+
+/// The shared outbound HTTP client (JWKS now; cloud clients later).
+pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
+    crate::auth::install_tls_provider();
+    reqwest::Client::builder()
+        .user_agent(concat!("kineticd/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(30))
+        .build()
+}
+
+impl AppState {
+    pub fn new(db: Db, settings: &Settings) -> Result<AppState, reqwest::Error> {
+        let mode = match &settings.identity {
+            Identity::Dev => Mode::Dev,
+            Identity::Iap { jwks_url, audience } => {
+                let mut cfg = IapConfig::new(audience.clone());
+                cfg.jwks_url = jwks_url.clone();
+                Mode::Iap(IapVerifier::new(cfg, http_client()?))
+            }
+        };
+        Ok(AppState {
+            db,
+            auth: Arc::new(Authenticator {
+                mode,
+                admins: settings.admins.iter().cloned().collect::<HashSet<_>>(),
+            }),
+            metrics: crate::api::metrics::handle(),
+        })
+    }
+}
+
+async fn not_found(req: Request<axum::body::Body>) -> ApiError {
+    ApiError::not_found(
+        "ROUTE_NOT_FOUND",
+        format!(
+            "no route for {} {}; see /docs",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}
+
+async fn method_not_allowed(req: Request<axum::body::Body>) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+        format!("{} is not supported on {}", req.method(), req.uri().path()),
+    )
+}
+
+pub fn router(state: AppState) -> Router {
+    let (api, doc) = crate::api::openapi::router().split_for_parts();
+    let mut doc = doc;
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(crate::api::metrics::track))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &Request<axum::body::Body>| {
+                let id = req
+                    .headers()
+                    .get(&REQUEST_ID)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %id)
+            }),
+        )
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .with_state(state)
+}
+
+/// Serve `router` on `listener` until `shutdown` resolves, then drain in-flight requests.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutdown signal received; draining");
+}

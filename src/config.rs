@@ -1,0 +1,223 @@
+//! One typed `Settings`, built from flags and `KINETIC_*` environment variables and
+//! validated before anything starts.
+//!
+//! Invariant: a `Settings` value is internally consistent (for example, development
+//! identity is only ever paired with a loopback listen address).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use crate::domain::Email;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuthMode {
+    /// Identity from the `X-Kinetic-User` header; loopback only.
+    Dev,
+    /// Identity from the Identity-Aware Proxy's signed JWT.
+    Iap,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Json,
+    Pretty,
+}
+
+/// Flags of `kineticd serve`; every flag also reads its environment variable.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Run the whole product locally: development identity, the built-in simulator and a
+    /// private PostgreSQL when DATABASE_URL is unset.
+    #[arg(long)]
+    pub dev: bool,
+    /// Address the API listens on.
+    #[arg(long, env = "KINETIC_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// PostgreSQL URL. Unset with --dev: a private server under the data folder.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Largest number of database connections this process opens.
+    #[arg(long, env = "KINETIC_DB_MAX_CONNECTIONS", default_value_t = 20)]
+    pub db_max_connections: u32,
+    /// Identity source; default `dev` with --dev, else `iap`.
+    #[arg(long, env = "KINETIC_AUTH", value_enum)]
+    pub auth: Option<AuthMode>,
+    /// JWKS URL for IAP token signatures.
+    #[arg(
+        long,
+        env = "KINETIC_IAP_JWKS_URL",
+        default_value = "https://www.gstatic.com/iap/verify/public_key-jwk"
+    )]
+    pub iap_jwks_url: String,
+    /// Expected `aud` of IAP tokens: /projects/NUMBER/global/backendServices/ID.
+    #[arg(long, env = "KINETIC_IAP_AUDIENCE")]
+    pub iap_audience: Option<String>,
+    /// Comma-separated emails of service admins, who see and change everything.
+    #[arg(long, env = "KINETIC_ADMINS", value_delimiter = ',')]
+    pub admins: Vec<String>,
+    /// Log format; default `pretty` with --dev, else `json`.
+    #[arg(long, env = "KINETIC_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+    /// Background workers in this process (0: API-only replica).
+    #[arg(long, env = "KINETIC_WORKERS", default_value_t = 8)]
+    pub workers: usize,
+    /// Seconds in-flight work gets to finish after SIGTERM.
+    #[arg(long, env = "KINETIC_SHUTDOWN_GRACE_SECONDS", default_value_t = 30)]
+    pub shutdown_grace_seconds: u64,
+    /// Folder for local state (the private PostgreSQL of --dev).
+    #[arg(long, env = "KINETIC_DATA_DIR", default_value = ".kineticd")]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub enum Identity {
+    Dev,
+    Iap { jwks_url: String, audience: String },
+}
+
+/// Validated settings of a serving process.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub dev: bool,
+    pub listen: SocketAddr,
+    pub database_url: Option<String>,
+    pub db_max_connections: u32,
+    pub identity: Identity,
+    pub admins: Vec<Email>,
+    pub log_format: LogFormat,
+    pub workers: usize,
+    pub shutdown_grace: Duration,
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "KINETIC_AUTH=dev trusts a plain header and is only allowed on a loopback address, \
+         but the listen address is {0}: listen on 127.0.0.1 or use KINETIC_AUTH=iap"
+    )]
+    DevAuthNotLoopback(SocketAddr),
+    #[error(
+        "KINETIC_AUTH=iap needs KINETIC_IAP_AUDIENCE (the backend service audience, \
+         /projects/NUMBER/global/backendServices/ID)"
+    )]
+    MissingAudience,
+    #[error("KINETIC_ADMINS entry {0:?} is not an email address")]
+    BadAdmin(String),
+    #[error("KINETIC_DB_MAX_CONNECTIONS must be at least 2")]
+    TooFewConnections,
+    #[error("DATABASE_URL is required without --dev (with --dev a private PostgreSQL is started)")]
+    MissingDatabase,
+}
+
+impl Settings {
+    pub fn from_args(a: ServeArgs) -> Result<Settings, ConfigError> {
+        let auth = a
+            .auth
+            .unwrap_or(if a.dev { AuthMode::Dev } else { AuthMode::Iap });
+        let identity = match auth {
+            AuthMode::Dev if !a.listen.ip().is_loopback() => {
+                return Err(ConfigError::DevAuthNotLoopback(a.listen));
+            }
+            AuthMode::Dev => Identity::Dev,
+            AuthMode::Iap => Identity::Iap {
+                jwks_url: a.iap_jwks_url,
+                audience: a
+                    .iap_audience
+                    .filter(|s| !s.trim().is_empty())
+                    .ok_or(ConfigError::MissingAudience)?,
+            },
+        };
+        let admins = a
+            .admins
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .map(|s| Email::parse(s).map_err(|_| ConfigError::BadAdmin(s.to_owned())))
+            .collect::<Result<Vec<_>, _>>()?;
+        if a.db_max_connections < 2 {
+            return Err(ConfigError::TooFewConnections);
+        }
+        let database_url = a.database_url.filter(|s| !s.trim().is_empty());
+        if database_url.is_none() && !a.dev {
+            return Err(ConfigError::MissingDatabase);
+        }
+        Ok(Settings {
+            dev: a.dev,
+            listen: a.listen,
+            database_url,
+            db_max_connections: a.db_max_connections,
+            identity,
+            admins,
+            log_format: a.log_format.unwrap_or(if a.dev {
+                LogFormat::Pretty
+            } else {
+                LogFormat::Json
+            }),
+            workers: a.workers,
+            shutdown_grace: Duration::from_secs(a.shutdown_grace_seconds),
+            data_dir: a.data_dir,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<Settings, ConfigError> {
+        let mut v = vec!["t"];
+        v.extend_from_slice(args);
+        Settings::from_args(T::try_parse_from(v).expect("flags parse").a)
+    }
+
+    #[test]
+    fn dev_auth_refused_off_loopback() {
+        let e = parse(&["--dev", "--listen", "0.0.0.0:8080"]).unwrap_err();
+        assert!(matches!(e, ConfigError::DevAuthNotLoopback(_)), "{e}");
+        assert!(e.to_string().contains("loopback"));
+        assert!(parse(&["--dev", "--listen", "[::1]:8080"]).is_ok());
+    }
+
+    #[test]
+    fn iap_needs_audience_and_database() {
+        let e = parse(&["--auth", "iap", "--database-url", "postgres://x/y"]).unwrap_err();
+        assert!(matches!(e, ConfigError::MissingAudience));
+        let e = parse(&[
+            "--auth",
+            "iap",
+            "--iap-audience",
+            "/projects/1/global/backendServices/2",
+        ])
+        .unwrap_err();
+        assert!(matches!(e, ConfigError::MissingDatabase));
+        let s = parse(&[
+            "--iap-audience",
+            "/projects/1/global/backendServices/2",
+            "--database-url",
+            "postgres://x/y",
+            "--admins",
+            "A@x.io, b@y.io",
+        ])
+        .unwrap();
+        assert!(matches!(s.identity, Identity::Iap { .. }));
+        assert_eq!(s.admins[0].as_str(), "a@x.io");
+        assert_eq!(s.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn bad_admin_named() {
+        let e = parse(&["--dev", "--admins", "root"]).unwrap_err();
+        assert!(e.to_string().contains("\"root\""));
+    }
+}

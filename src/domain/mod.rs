@@ -1,0 +1,10 @@
+//! Pure rules of the product, no I/O. Nothing here imports another module of ours.
+//!
+//! Invariant: a value of a type from this module has already passed its rule, so code
+//! that holds a `TeamId` or a `ClusterName` never re-checks it.
+
+pub mod names;
+pub mod roles;
+
+pub use names::{ClusterName, Email, NameError, PoolId, ProfileId, ProjectId, TeamId, ZoneName};
+pub use roles::Role;

@@ -1,0 +1,300 @@
+//! Validated names (parse, don't validate). Each newtype can only hold a value that
+//! satisfies its rule; construction is the only place the rule is checked.
+
+use std::fmt;
+
+/// Why a name was refused; the message says the rule so a caller can fix the input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} {value:?} is invalid: {rule}")]
+pub struct NameError {
+    pub kind: &'static str,
+    pub value: String,
+    pub rule: &'static str,
+}
+
+fn is_lower_alnum(c: char) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit()
+}
+
+/// `^[a-z]` then `[allowed]{min..=max}` middle chars, optional last-char rule.
+fn check(
+    kind: &'static str,
+    rule: &'static str,
+    value: &str,
+    ok: impl Fn(&str) -> bool,
+) -> Result<String, NameError> {
+    if ok(value) {
+        Ok(value.to_owned())
+    } else {
+        Err(NameError {
+            kind,
+            value: value.chars().take(80).collect(),
+            rule,
+        })
+    }
+}
+
+macro_rules! name_type {
+    ($(#[$doc:meta])* $ty:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $ty(String);
+
+        impl $ty {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $ty {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = NameError;
+            fn from_str(s: &str) -> Result<Self, NameError> {
+                Self::parse(s)
+            }
+        }
+    };
+}
+
+name_type!(
+    /// A team id: `^[a-z][a-z0-9-]{2,39}$`.
+    TeamId
+);
+impl TeamId {
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        check(
+            "team id",
+            "must match ^[a-z][a-z0-9-]{2,39}$ (3-40 characters: lowercase letters, digits, hyphens; starting with a letter)",
+            s,
+            |s| {
+                let mut c = s.chars();
+                (3..=40).contains(&s.len())
+                    && c.next().is_some_and(|c| c.is_ascii_lowercase())
+                    && c.all(|c| is_lower_alnum(c) || c == '-')
+            },
+        )
+        .map(Self)
+    }
+}
+
+name_type!(
+    /// A GCP project id: 6-30 characters, lowercase letters, digits and hyphens,
+    /// starting with a letter and not ending with a hyphen.
+    ProjectId
+);
+impl ProjectId {
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        check(
+            "project id",
+            "must be 6-30 characters of lowercase letters, digits and hyphens, start with a letter and not end with a hyphen",
+            s,
+            |s| {
+                let mut c = s.chars();
+                (6..=30).contains(&s.len())
+                    && c.next().is_some_and(|c| c.is_ascii_lowercase())
+                    && s.chars().all(|c| is_lower_alnum(c) || c == '-')
+                    && !s.ends_with('-')
+            },
+        )
+        .map(Self)
+    }
+}
+
+name_type!(
+    /// A Compute zone such as `us-central1-a`: `{region}-{letter}` where the region is
+    /// `{area}-{location}{digit}`.
+    ZoneName
+);
+impl ZoneName {
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        check(
+            "zone",
+            "must look like us-central1-a (region, hyphen, one letter)",
+            s,
+            |s| {
+                let parts: Vec<&str> = s.split('-').collect();
+                parts.len() == 3
+                    && s.len() <= 63
+                    && !parts[0].is_empty()
+                    && parts[0].chars().all(|c| c.is_ascii_lowercase())
+                    && parts[1].len() >= 2
+                    && parts[1].chars().all(is_lower_alnum)
+                    && parts[1]
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_lowercase())
+                    && parts[1].chars().last().is_some_and(|c| c.is_ascii_digit())
+                    && parts[2].len() == 1
+                    && parts[2].chars().all(|c| c.is_ascii_lowercase())
+            },
+        )
+        .map(Self)
+    }
+
+    /// The region holding this zone (`us-central1-a` -> `us-central1`).
+    pub fn region(&self) -> &str {
+        self.0.rsplit_once('-').map(|(r, _)| r).unwrap_or(&self.0)
+    }
+}
+
+fn gke_name(s: &str, max: usize) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && s.len() <= max
+        && b[0].is_ascii_lowercase()
+        && s.chars().all(|c| is_lower_alnum(c) || c == '-')
+        && !s.ends_with('-')
+}
+
+name_type!(
+    /// A GKE cluster name: at most 40 characters, `^[a-z]([-a-z0-9]*[a-z0-9])?$`.
+    ClusterName
+);
+impl ClusterName {
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        check(
+            "cluster name",
+            "must be at most 40 characters matching ^[a-z]([-a-z0-9]*[a-z0-9])?$",
+            s,
+            |s| gke_name(s, 40),
+        )
+        .map(Self)
+    }
+}
+
+name_type!(
+    /// A GKE node pool name: at most 40 characters, same alphabet as clusters.
+    PoolId
+);
+impl PoolId {
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        check(
+            "node pool id",
+            "must be at most 40 characters matching ^[a-z]([-a-z0-9]*[a-z0-9])?$",
+            s,
+            |s| gke_name(s, 40),
+        )
+        .map(Self)
+    }
+}
+
+name_type!(
+    /// A profile id: `^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$`.
+    ProfileId
+);
+impl ProfileId {
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        check(
+            "profile id",
+            "must match ^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$",
+            s,
+            |s| {
+                (1..=64).contains(&s.len())
+                    && s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            },
+        )
+        .map(Self)
+    }
+}
+
+name_type!(
+    /// A user's email, lowercased: `local@domain` with a dot-free or dotted domain,
+    /// no whitespace, at most 254 characters.
+    Email
+);
+impl Email {
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        let lower = s.trim().to_ascii_lowercase();
+        check(
+            "email",
+            "must be an address like alice@example.com",
+            &lower,
+            |s| {
+                s.len() <= 254
+                    && s.split_once('@').is_some_and(|(local, domain)| {
+                        !local.is_empty()
+                            && !domain.is_empty()
+                            && !domain.contains('@')
+                            && !domain.starts_with('.')
+                            && !domain.ends_with('.')
+                    })
+                    && !s
+                        .chars()
+                        .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+            },
+        )
+        .map(Self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn team_ids() {
+        for ok in ["abc", "ml-research", "a23", &"a".repeat(40)] {
+            assert!(TeamId::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in ["ab", "1abc", "Abc", "ab_c", "", &"a".repeat(41)] {
+            assert!(TeamId::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn zones_and_regions() {
+        let z = ZoneName::parse("us-central1-a").unwrap();
+        assert_eq!(z.region(), "us-central1");
+        assert_eq!(
+            ZoneName::parse("europe-west4-b").unwrap().region(),
+            "europe-west4"
+        );
+        for bad in [
+            "us-central1",
+            "uscentral1-a",
+            "us-central-a",
+            "us-central1-ab",
+            "",
+        ] {
+            assert!(ZoneName::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cluster_names() {
+        assert!(ClusterName::parse("kinetic-cluster").is_ok());
+        assert!(ClusterName::parse("a").is_ok());
+        assert!(ClusterName::parse(&"a".repeat(40)).is_ok());
+        for bad in ["", "A", "a-", "-a", "1a", &"a".repeat(41), "a_b"] {
+            assert!(ClusterName::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn projects_profiles_emails() {
+        assert!(ProjectId::parse("my-gcp-project").is_ok());
+        assert!(ProjectId::parse("short").is_err());
+        assert!(ProjectId::parse("my-project-").is_err());
+        assert!(ProfileId::parse("Research_1").is_ok());
+        assert!(ProfileId::parse("_x").is_err());
+        assert_eq!(
+            Email::parse("Alice@Example.COM").unwrap().as_str(),
+            "alice@example.com"
+        );
+        assert!(Email::parse("nobody").is_err());
+        assert!(Email::parse("a b@x").is_err());
+    }
+}

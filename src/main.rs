@@ -1,0 +1,5 @@
+//! `kineticd` binary: see [`kineticd::cli`].
+
+fn main() -> std::process::ExitCode {
+    kineticd::cli::main()
+}

@@ -1,0 +1,107 @@
+//! Clusters and node pools as clients see them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Names of every cloud resource a cluster owns (null until created).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClusterResources {
+    pub gke_cluster: Option<String>,
+    pub network: Option<String>,
+    pub router: Option<String>,
+    pub nat: Option<String>,
+    pub artifact_repository: Option<String>,
+    pub jobs_bucket: Option<String>,
+    pub builds_bucket: Option<String>,
+    pub state_bucket: Option<String>,
+    pub node_service_account: Option<String>,
+    pub build_service_account: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Cluster {
+    /// `projects/{project}/zones/{zone}/clusters/{cluster}`.
+    #[schema(example = "projects/my-gcp-project/zones/us-central1-a/clusters/kinetic-cluster")]
+    pub name: String,
+    pub project: String,
+    pub zone: String,
+    pub region: String,
+    pub cluster_id: String,
+    /// `teams/{teamId}` owning the project.
+    pub team: String,
+    /// PROVISIONING | RUNNING | RECONCILING | DELETING | DELETED | ERROR
+    #[schema(example = "RUNNING")]
+    pub state: String,
+    pub force_destroy: bool,
+    pub resources: ClusterResources,
+    pub endpoint: Option<String>,
+    pub node_pools: Vec<NodePool>,
+    pub create_time: String,
+    pub update_time: String,
+    pub created_by: String,
+    pub reconciling: bool,
+    pub etag: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    /// NO_SCHEDULE | PREFER_NO_SCHEDULE | NO_EXECUTE
+    pub effect: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailoverRef {
+    /// SPOT | ON_DEMAND
+    pub role: String,
+    pub paired_pool: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EstimatedCost {
+    #[schema(example = "USD")]
+    pub currency: String,
+    pub per_node: f64,
+    pub at_min: f64,
+    pub at_max: f64,
+}
+
+/// A node pool. Its shape is fixed when the pool is added and preserved by every later
+/// operation.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodePool {
+    /// `projects/{p}/zones/{z}/clusters/{c}/nodePools/{pool}`.
+    pub name: String,
+    #[schema(example = "gpu-l4-3f2a")]
+    pub pool_id: String,
+    #[schema(example = "gpu-l4")]
+    pub accelerator: String,
+    /// GPU | TPU
+    pub kind: String,
+    pub machine_type: String,
+    pub gke_accelerator_type: Option<String>,
+    pub accelerator_count: Option<i64>,
+    pub tpu_topology: Option<String>,
+    pub hosts_per_slice: Option<i64>,
+    pub min_nodes: i64,
+    pub max_nodes: i64,
+    pub spot: bool,
+    pub reservation: Option<String>,
+    pub zones: Vec<String>,
+    pub taints: Vec<Taint>,
+    pub labels: BTreeMap<String, String>,
+    pub max_run_duration: Option<String>,
+    pub driver_version: Option<String>,
+    pub failover: Option<FailoverRef>,
+    pub state: String,
+    pub estimated_hourly_cost: Option<EstimatedCost>,
+    pub create_time: String,
+}

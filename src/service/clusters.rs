@@ -1,0 +1,252 @@
+//! Reading cluster and node-pool records. Clusters are created by `up` (an operation);
+//! here they are only read.
+//!
+//! Invariant: a cluster is visible only through the team that owns its project; anyone
+//! else gets 404 PROJECT_NOT_FOUND / CLUSTER_NOT_FOUND, never a hint it exists.
+
+use crate::domain::{ClusterName, PoolId, ProjectId, Role, ZoneName};
+use crate::model::{self, Cluster, ClusterResources, NodePool};
+use crate::store::{
+    self, Db,
+    clusters::{ClusterFilter, ClusterKey, ClusterRecord},
+    node_pools::NodePoolRecord,
+};
+
+use super::access::{self, Caller};
+use super::{Error, Page, PageRequest, Result};
+
+pub const STATES: [&str; 6] = [
+    "PROVISIONING",
+    "RUNNING",
+    "RECONCILING",
+    "DELETING",
+    "DELETED",
+    "ERROR",
+];
+
+pub fn cluster_name(project: &str, zone: &str, name: &str) -> String {
+    format!("projects/{project}/zones/{zone}/clusters/{name}")
+}
+
+pub fn render_pool(c: &ClusterRecord, p: NodePoolRecord) -> NodePool {
+    let mut pool: NodePool = serde_json::from_value(p.spec).unwrap_or_default();
+    pool.name = format!(
+        "{}/nodePools/{}",
+        cluster_name(&c.project_id, &c.zone, &c.name),
+        p.pool_id
+    );
+    pool.pool_id = p.pool_id;
+    pool.state = p.state;
+    pool.create_time = model::timestamp(p.create_time);
+    pool
+}
+
+pub fn render_cluster(c: ClusterRecord, pools: Vec<NodePoolRecord>) -> Cluster {
+    let node_pools = pools.into_iter().map(|p| render_pool(&c, p)).collect();
+    let region = ZoneName::parse(&c.zone)
+        .map(|z| z.region().to_owned())
+        .unwrap_or_default();
+    Cluster {
+        name: cluster_name(&c.project_id, &c.zone, &c.name),
+        region,
+        cluster_id: c.id.to_string(),
+        team: format!("teams/{}", c.team_id),
+        state: c.state,
+        force_destroy: c
+            .spec
+            .get("forceDestroy")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true),
+        resources: serde_json::from_value::<ClusterResources>(c.resources).unwrap_or_default(),
+        endpoint: c.endpoint,
+        node_pools,
+        create_time: model::timestamp(c.create_time),
+        update_time: model::timestamp(c.update_time),
+        created_by: c.created_by,
+        reconciling: c.reconciling,
+        etag: model::etag(c.version, c.update_time),
+        project: c.project_id,
+        zone: c.zone,
+    }
+}
+
+fn project_not_found(project: &str) -> Error {
+    Error::not_found(
+        "PROJECT_NOT_FOUND",
+        format!("project {project} does not belong to any of your teams: ask a team ADMIN to add it (PATCH /v1/teams/TEAM)"),
+    )
+    .with("project", project)
+}
+
+/// The team owning `project` if the caller holds at least `need` in it.
+pub async fn project_team(
+    db: &Db,
+    caller: &Caller,
+    project: &ProjectId,
+    need: Role,
+    action: &str,
+) -> Result<String> {
+    let team = store::teams::project_team(db, project.as_str())
+        .await?
+        .ok_or_else(|| project_not_found(project.as_str()))?;
+    let role = access::team_role(db, caller, &team)
+        .await?
+        .ok_or_else(|| project_not_found(project.as_str()))?;
+    access::check(role, need, action, &team)?;
+    Ok(team)
+}
+
+fn cluster_not_found(name: &str) -> Error {
+    Error::not_found("CLUSTER_NOT_FOUND", format!("cluster {name} not found")).with("cluster", name)
+}
+
+/// Parsed `{project}/{zone}/{cluster}` path parts.
+pub struct ClusterPath {
+    pub project: ProjectId,
+    pub zone: ZoneName,
+    pub cluster: ClusterName,
+}
+
+impl ClusterPath {
+    pub fn parse(project: &str, zone: &str, cluster: &str) -> Result<Self> {
+        Ok(ClusterPath {
+            project: ProjectId::parse(project)?,
+            zone: ZoneName::parse(zone)?,
+            cluster: ClusterName::parse(cluster)?,
+        })
+    }
+
+    pub fn name(&self) -> String {
+        cluster_name(
+            self.project.as_str(),
+            self.zone.as_str(),
+            self.cluster.as_str(),
+        )
+    }
+}
+
+/// The cluster record the caller may read (404 otherwise).
+pub async fn record(db: &Db, caller: &Caller, path: &ClusterPath) -> Result<ClusterRecord> {
+    project_team(db, caller, &path.project, Role::Viewer, "reading clusters").await?;
+    let c = store::clusters::get(
+        db,
+        path.project.as_str(),
+        path.zone.as_str(),
+        path.cluster.as_str(),
+    )
+    .await?
+    .ok_or_else(|| cluster_not_found(&path.name()))?;
+    // The project may have changed hands since the record was made.
+    if access::team_role(db, caller, &c.team_id).await?.is_none() {
+        return Err(cluster_not_found(&path.name()));
+    }
+    Ok(c)
+}
+
+pub async fn get(db: &Db, caller: &Caller, path: &ClusterPath) -> Result<Cluster> {
+    let c = record(db, caller, path).await?;
+    let pools = store::node_pools::list(db, c.id, None, 10_000).await?;
+    Ok(render_cluster(c, pools))
+}
+
+pub struct ListClusters {
+    pub team: Option<String>,
+    pub state: Option<String>,
+    pub project: Option<String>,
+    pub zone: Option<String>,
+}
+
+pub async fn list(
+    db: &Db,
+    caller: &Caller,
+    q: ListClusters,
+    page: &PageRequest,
+) -> Result<Page<Cluster>> {
+    if let Some(s) = &q.state
+        && !STATES.contains(&s.as_str())
+    {
+        return Err(Error::invalid(
+            "INVALID_FILTER",
+            format!("state {s:?} is not one of {}", STATES.join(", ")),
+        ));
+    }
+    if let Some(p) = &q.project {
+        let p = ProjectId::parse(p)?;
+        project_team(db, caller, &p, Role::Viewer, "listing clusters").await?;
+    }
+    if let Some(z) = &q.zone {
+        ZoneName::parse(z)?;
+    }
+    let team = q
+        .team
+        .as_deref()
+        .map(|t| t.strip_prefix("teams/").unwrap_or(t).to_owned());
+    if let Some(t) = &team {
+        access::require(db, caller, t, Role::Viewer, "listing clusters").await?;
+    }
+    let filter = ClusterFilter {
+        teams: access::visible_teams(db, caller).await?,
+        team,
+        state: q.state,
+        project: q.project,
+        zone: q.zone,
+    };
+    let scope = format!(
+        "clusters?{:?}{:?}{:?}{:?}",
+        filter.team, filter.state, filter.project, filter.zone
+    );
+    let after: Option<ClusterKey> = page.after(&scope)?;
+    let rows = store::clusters::list(db, &filter, after.as_ref(), page.limit()? + 1).await?;
+    let page = page.page(
+        &scope,
+        rows,
+        |c| (c.project_id.clone(), c.zone.clone(), c.name.clone(), c.id),
+        |c| c,
+    )?;
+    let ids: Vec<_> = page.items.iter().map(|c| c.id).collect();
+    let mut pools = store::node_pools::list_for_clusters(db, &ids).await?;
+    let items = page
+        .items
+        .into_iter()
+        .map(|c| {
+            let mine: Vec<_> = pools.extract_if(.., |p| p.cluster_id == c.id).collect();
+            render_cluster(c, mine)
+        })
+        .collect();
+    Ok(Page {
+        items,
+        next_page_token: page.next_page_token,
+    })
+}
+
+pub async fn list_pools(
+    db: &Db,
+    caller: &Caller,
+    path: &ClusterPath,
+    page: &PageRequest,
+) -> Result<Page<NodePool>> {
+    let c = record(db, caller, path).await?;
+    let scope = format!("pools/{}", c.id);
+    let after: Option<String> = page.after(&scope)?;
+    let rows = store::node_pools::list(db, c.id, after.as_deref(), page.limit()? + 1).await?;
+    page.page(&scope, rows, |p| p.pool_id.clone(), |p| render_pool(&c, p))
+}
+
+pub async fn get_pool(
+    db: &Db,
+    caller: &Caller,
+    path: &ClusterPath,
+    pool: &str,
+) -> Result<NodePool> {
+    let pool = PoolId::parse(pool)?;
+    let c = record(db, caller, path).await?;
+    let p = store::node_pools::get(db, c.id, pool.as_str())
+        .await?
+        .ok_or_else(|| {
+            Error::not_found(
+                "NODE_POOL_NOT_FOUND",
+                format!("node pool {}/nodePools/{pool} not found", path.name()),
+            )
+        })?;
+    Ok(render_pool(&c, p))
+}

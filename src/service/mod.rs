@@ -1,0 +1,18 @@
+//! Service logic: decides what a request means, checks who may do it, and calls the
+//! store. Handlers stay thin; the service never sees HTTP types.
+//!
+//! Invariant: every function here that reads or changes a team's resources first
+//! resolves the caller's role through [`access`], so a non-member gets 404, not 403.
+
+pub mod access;
+pub mod clusters;
+pub mod page;
+pub mod profiles;
+pub mod teams;
+
+pub use access::Caller;
+pub use page::{Page, PageRequest};
+
+/// The error type of the service layer (Google-shaped, with a reason).
+pub type Error = crate::api::error::ApiError;
+pub type Result<T> = std::result::Result<T, Error>;

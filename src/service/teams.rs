@@ -1,0 +1,259 @@
+//! Teams and members: creation (the caller becomes OWNER), project claims, role changes.
+//!
+//! Invariant: a team always has at least one OWNER, and a project with live clusters
+//! never leaves its team.
+
+use std::collections::BTreeSet;
+
+use crate::domain::{Email, ProjectId, Role, TeamId};
+use crate::model::{self, Member, Team};
+use crate::store::{self, Db, teams::MemberRecord, teams::TeamRecord};
+
+use super::access::{self, Caller, team_not_found};
+use super::{Error, Page, PageRequest, Result};
+
+pub fn render_team(t: TeamRecord) -> Team {
+    Team {
+        name: format!("teams/{}", t.team_id),
+        team_id: t.team_id,
+        display_name: t.display_name,
+        projects: t.projects,
+        create_time: model::timestamp(t.create_time),
+        update_time: model::timestamp(t.update_time),
+        etag: model::etag(t.version, t.update_time),
+    }
+}
+
+fn render_member(m: MemberRecord) -> Member {
+    Member {
+        email: m.email,
+        role: Role::parse(&m.role).unwrap_or(Role::Viewer),
+        add_time: model::timestamp(m.add_time),
+    }
+}
+
+/// Validate and de-duplicate a project list (sorted).
+fn parse_projects(projects: &[String]) -> Result<Vec<String>> {
+    let mut set = BTreeSet::new();
+    for p in projects {
+        let id = ProjectId::parse(p)
+            .map_err(|e| Error::invalid("INVALID_PROJECT", e.to_string()).with("project", p))?;
+        set.insert(id.to_string());
+    }
+    Ok(set.into_iter().collect())
+}
+
+fn check_display_name(s: &str) -> Result<()> {
+    if s.chars().count() > 100 || s.chars().any(|c| c.is_control()) {
+        return Err(Error::invalid(
+            "INVALID_DISPLAY_NAME",
+            "displayName must be at most 100 characters without control characters",
+        ));
+    }
+    Ok(())
+}
+
+pub struct NewTeam {
+    pub team_id: String,
+    pub display_name: Option<String>,
+    pub projects: Vec<String>,
+}
+
+pub async fn create(db: &Db, caller: &Caller, req: NewTeam) -> Result<Team> {
+    let team_id = TeamId::parse(&req.team_id)?;
+    let display = req.display_name.unwrap_or_default();
+    check_display_name(&display)?;
+    let projects = parse_projects(&req.projects)?;
+    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    let t = store::teams::insert_team(
+        &mut tx,
+        team_id.as_str(),
+        &display,
+        &projects,
+        caller.email.as_str(),
+    )
+    .await?;
+    tx.commit().await.map_err(store::StoreError::from)?;
+    tracing::info!(team = %team_id, by = %caller.email, "team created");
+    Ok(render_team(t))
+}
+
+pub async fn list(db: &Db, caller: &Caller, page: &PageRequest) -> Result<Page<Team>> {
+    let member = (!caller.admin).then(|| caller.email.as_str());
+    let after: Option<String> = page.after("teams")?;
+    let rows = store::teams::list_teams(db, member, after.as_deref(), page.limit()? + 1).await?;
+    page.page("teams", rows, |t| t.team_id.clone(), render_team)
+}
+
+pub async fn get(db: &Db, caller: &Caller, team: &str) -> Result<Team> {
+    access::require(db, caller, team, Role::Viewer, "reading the team").await?;
+    store::teams::get_team(db, team)
+        .await?
+        .map(render_team)
+        .ok_or_else(|| team_not_found(team))
+}
+
+pub struct TeamPatch {
+    pub display_name: Option<String>,
+    pub projects: Option<Vec<String>>,
+}
+
+pub async fn update(db: &Db, caller: &Caller, team: &str, patch: TeamPatch) -> Result<Team> {
+    access::require(db, caller, team, Role::Admin, "changing the team").await?;
+    if let Some(d) = &patch.display_name {
+        check_display_name(d)?;
+    }
+    let projects = patch.projects.as_deref().map(parse_projects).transpose()?;
+    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    store::teams::lock_team(&mut tx, team)
+        .await?
+        .ok_or_else(|| team_not_found(team))?;
+    if let Some(d) = &patch.display_name {
+        store::teams::update_display_name(&mut tx, team, d).await?;
+    }
+    if let Some(projects) = &projects {
+        let current = store::teams::get_team(&mut *tx, team)
+            .await?
+            .map(|t| t.projects)
+            .unwrap_or_default();
+        let removed: Vec<String> = current
+            .into_iter()
+            .filter(|p| !projects.contains(p))
+            .collect();
+        if store::clusters::count_live_in_projects(&mut *tx, &removed).await? > 0 {
+            return Err(Error::precondition(
+                "PROJECT_HAS_CLUSTERS",
+                format!(
+                    "cannot remove project(s) {} from teams/{team}: they still have clusters; run down on them first",
+                    removed.join(", ")
+                ),
+            ));
+        }
+        store::teams::set_projects(&mut tx, team, projects).await?;
+    }
+    store::teams::touch_team(&mut tx, team).await?;
+    let t = store::teams::get_team(&mut *tx, team)
+        .await?
+        .ok_or_else(|| team_not_found(team))?;
+    tx.commit().await.map_err(store::StoreError::from)?;
+    Ok(render_team(t))
+}
+
+pub async fn delete(db: &Db, caller: &Caller, team: &str) -> Result<()> {
+    access::require(db, caller, team, Role::Owner, "deleting the team").await?;
+    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    store::teams::lock_team(&mut tx, team)
+        .await?
+        .ok_or_else(|| team_not_found(team))?;
+    let live = store::clusters::count_live_in_team(&mut *tx, team).await?;
+    if live > 0 {
+        return Err(Error::precondition(
+            "TEAM_HAS_CLUSTERS",
+            format!("teams/{team} still has {live} cluster(s); run down on them before deleting the team"),
+        )
+        .with("clusters", live));
+    }
+    store::teams::delete_team(&mut tx, team).await?;
+    tx.commit().await.map_err(store::StoreError::from)?;
+    tracing::info!(team, by = %caller.email, "team deleted");
+    Ok(())
+}
+
+pub async fn list_members(
+    db: &Db,
+    caller: &Caller,
+    team: &str,
+    page: &PageRequest,
+) -> Result<Page<Member>> {
+    access::require(db, caller, team, Role::Viewer, "listing members").await?;
+    let scope = format!("members/{team}");
+    let after: Option<String> = page.after(&scope)?;
+    let rows = store::teams::list_members(db, team, after.as_deref(), page.limit()? + 1).await?;
+    page.page(&scope, rows, |m| m.email.clone(), render_member)
+}
+
+fn last_owner(team: &str) -> Error {
+    Error::precondition(
+        "LAST_OWNER",
+        format!("teams/{team} must keep at least one OWNER: make someone else OWNER first"),
+    )
+}
+
+pub async fn put_member(
+    db: &Db,
+    caller: &Caller,
+    team: &str,
+    email: &str,
+    role: Role,
+) -> Result<Member> {
+    let email = Email::parse(email)?;
+    let my_role = access::require(db, caller, team, Role::Admin, "managing members").await?;
+    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    let owners = store::teams::lock_owner_count(&mut tx, team).await?;
+    let old = store::teams::role_in(&mut *tx, team, email.as_str())
+        .await?
+        .and_then(|r| Role::parse(&r));
+    if role == Role::Owner || old == Some(Role::Owner) {
+        access::check(my_role, Role::Owner, "granting or changing OWNER", team)?;
+    }
+    if old == Some(Role::Owner) && role != Role::Owner && owners <= 1 {
+        return Err(last_owner(team));
+    }
+    let m = store::teams::upsert_member(&mut tx, team, email.as_str(), role.as_str()).await?;
+    store::teams::touch_team(&mut tx, team).await?;
+    tx.commit().await.map_err(store::StoreError::from)?;
+    tracing::info!(team, member = %email, role = role.as_str(), by = %caller.email, "member set");
+    Ok(render_member(m))
+}
+
+pub async fn delete_member(db: &Db, caller: &Caller, team: &str, email: &str) -> Result<()> {
+    let email = Email::parse(email)?;
+    let my_role = access::team_role(db, caller, team)
+        .await?
+        .ok_or_else(|| team_not_found(team))?;
+    let is_self = email == caller.email;
+    if !is_self {
+        access::check(my_role, Role::Admin, "removing members", team)?;
+    }
+    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    let owners = store::teams::lock_owner_count(&mut tx, team).await?;
+    let old = store::teams::role_in(&mut *tx, team, email.as_str())
+        .await?
+        .and_then(|r| Role::parse(&r))
+        .ok_or_else(|| {
+            Error::not_found(
+                "MEMBER_NOT_FOUND",
+                format!("{email} is not a member of teams/{team}"),
+            )
+        })?;
+    if old == Role::Owner && !is_self {
+        access::check(my_role, Role::Owner, "removing an OWNER", team)?;
+    }
+    if old == Role::Owner && owners <= 1 {
+        return Err(last_owner(team));
+    }
+    store::teams::delete_member(&mut tx, team, email.as_str()).await?;
+    store::teams::touch_team(&mut tx, team).await?;
+    tx.commit().await.map_err(store::StoreError::from)?;
+    tracing::info!(team, member = %email, by = %caller.email, "member removed");
+    Ok(())
+}
+
+pub async fn me(db: &Db, caller: &Caller) -> Result<model::Me> {
+    let teams = store::teams::roles_of(db, caller.email.as_str())
+        .await?
+        .into_iter()
+        .filter_map(|(t, r)| {
+            Role::parse(&r).map(|role| model::TeamRole {
+                team: format!("teams/{t}"),
+                role,
+            })
+        })
+        .collect();
+    Ok(model::Me {
+        email: caller.email.to_string(),
+        admin: caller.admin,
+        teams,
+        active_profile: super::profiles::active(db, caller).await?,
+    })
+}

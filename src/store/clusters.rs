@@ -1,0 +1,182 @@
+//! Cluster records. At most one non-DELETED record holds a (project, zone, name); deleted
+//! records stay for history, so a later `up` of the same name creates a new record.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::AssertSqlSafe;
+use sqlx::PgExecutor;
+use uuid::Uuid;
+
+use super::StoreError;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ClusterRecord {
+    pub id: Uuid,
+    pub project_id: String,
+    pub zone: String,
+    pub name: String,
+    pub team_id: String,
+    pub state: String,
+    pub spec: Value,
+    pub resources: Value,
+    pub endpoint: Option<String>,
+    pub reconciling: bool,
+    pub created_by: String,
+    pub create_time: DateTime<Utc>,
+    pub update_time: DateTime<Utc>,
+    pub version: i64,
+}
+
+/// What a new record holds; everything else starts at its default.
+#[derive(Debug, Clone)]
+pub struct NewCluster<'a> {
+    pub project_id: &'a str,
+    pub zone: &'a str,
+    pub name: &'a str,
+    pub team_id: &'a str,
+    pub state: &'a str,
+    pub spec: Value,
+    pub resources: Value,
+    pub created_by: &'a str,
+}
+
+const COLUMNS: &str = "id, project_id, zone, name, team_id, state, spec, resources, endpoint, \
+                       reconciling, created_by, create_time, update_time, version";
+
+pub async fn insert(
+    ex: impl PgExecutor<'_>,
+    c: NewCluster<'_>,
+) -> Result<ClusterRecord, StoreError> {
+    let sql = format!(
+        "INSERT INTO clusters (id, project_id, zone, name, team_id, state, spec, resources, created_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING {COLUMNS}"
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(Uuid::now_v7())
+        .bind(c.project_id)
+        .bind(c.zone)
+        .bind(c.name)
+        .bind(c.team_id)
+        .bind(c.state)
+        .bind(c.spec)
+        .bind(c.resources)
+        .bind(c.created_by)
+        .fetch_one(ex)
+        .await?)
+}
+
+/// The live record for a name, or else the most recently deleted one.
+pub async fn get(
+    ex: impl PgExecutor<'_>,
+    project: &str,
+    zone: &str,
+    name: &str,
+) -> Result<Option<ClusterRecord>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM clusters WHERE project_id = $1 AND zone = $2 AND name = $3 \
+         ORDER BY (state <> 'DELETED') DESC, create_time DESC LIMIT 1"
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(project)
+        .bind(zone)
+        .bind(name)
+        .fetch_optional(ex)
+        .await?)
+}
+
+/// Filters for [`list`]; `None` means "any".
+#[derive(Debug, Default, Clone)]
+pub struct ClusterFilter {
+    /// Restrict to these teams (`None`: every team, for service admins).
+    pub teams: Option<Vec<String>>,
+    pub team: Option<String>,
+    pub state: Option<String>,
+    pub project: Option<String>,
+    pub zone: Option<String>,
+}
+
+/// Keyset position: the last (project, zone, name, id) of the previous page.
+pub type ClusterKey = (String, String, String, Uuid);
+
+pub async fn list(
+    ex: impl PgExecutor<'_>,
+    f: &ClusterFilter,
+    after: Option<&ClusterKey>,
+    limit: i64,
+) -> Result<Vec<ClusterRecord>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM clusters \
+         WHERE ($1::text[] IS NULL OR team_id = ANY($1)) \
+           AND ($2::text IS NULL OR team_id = $2) \
+           AND ($3::text IS NULL OR state = $3) \
+           AND ($4::text IS NULL OR project_id = $4) \
+           AND ($5::text IS NULL OR zone = $5) \
+           AND ($6::text IS NULL OR (project_id, zone, name, id) > ($6, $7, $8, $9)) \
+         ORDER BY project_id, zone, name, id LIMIT $10"
+    );
+    let (a, b, c, d) = match after {
+        Some((a, b, c, d)) => (
+            Some(a.as_str()),
+            Some(b.as_str()),
+            Some(c.as_str()),
+            Some(*d),
+        ),
+        None => (None, None, None, None),
+    };
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(f.teams.as_deref())
+        .bind(f.team.as_deref())
+        .bind(f.state.as_deref())
+        .bind(f.project.as_deref())
+        .bind(f.zone.as_deref())
+        .bind(a)
+        .bind(b)
+        .bind(c)
+        .bind(d)
+        .bind(limit)
+        .fetch_all(ex)
+        .await?)
+}
+
+/// Number of live (not DELETED) clusters in any of `projects`.
+pub async fn count_live_in_projects(
+    ex: impl PgExecutor<'_>,
+    projects: &[String],
+) -> Result<i64, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM clusters WHERE project_id = ANY($1) AND state <> 'DELETED'",
+    )
+    .bind(projects)
+    .fetch_one(ex)
+    .await?)
+}
+
+/// Number of live clusters owned by a team.
+pub async fn count_live_in_team(ex: impl PgExecutor<'_>, team: &str) -> Result<i64, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM clusters WHERE team_id = $1 AND state <> 'DELETED'",
+    )
+    .bind(team)
+    .fetch_one(ex)
+    .await?)
+}
+
+/// True when a live cluster with this full name exists in one of `teams` (any team when `None`).
+pub async fn live_exists(
+    ex: impl PgExecutor<'_>,
+    project: &str,
+    zone: &str,
+    name: &str,
+    teams: Option<&[String]>,
+) -> Result<bool, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM clusters WHERE project_id = $1 AND zone = $2 AND name = $3 \
+         AND state <> 'DELETED' AND ($4::text[] IS NULL OR team_id = ANY($4)))",
+    )
+    .bind(project)
+    .bind(zone)
+    .bind(name)
+    .bind(teams)
+    .fetch_one(ex)
+    .await?)
+}

@@ -1,0 +1,38 @@
+//! Connection pool and embedded migrations. Migrations are compiled into the binary and
+//! applied at start-up, so a running kineticd always has the schema it was built for.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+pub type Db = PgPool;
+
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// Open a pool of at most `max_connections` to `url`.
+pub async fn connect(url: &str, max_connections: u32) -> Result<Db, sqlx::Error> {
+    let opts: PgConnectOptions = url.parse()?;
+    let opts = opts.application_name("kineticd");
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(opts)
+        .await
+}
+
+/// Apply every embedded migration not yet applied.
+pub async fn migrate(db: &Db) -> Result<(), sqlx::migrate::MigrateError> {
+    MIGRATOR.run(db).await
+}
+
+/// True when the database answers and every embedded migration is applied.
+pub async fn ready(db: &Db) -> Result<bool, sqlx::Error> {
+    let applied: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM _sqlx_migrations WHERE success AND version = ANY($1)",
+    )
+    .bind(MIGRATOR.iter().map(|m| m.version).collect::<Vec<i64>>())
+    .fetch_one(db)
+    .await?;
+    Ok(applied as usize == MIGRATOR.iter().count())
+}

@@ -1,0 +1,88 @@
+//! Node pool records, keyed by (cluster record id, pool id). The pool's full desired
+//! shape lives in `spec` so later operations preserve spot, reservation and placement.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::AssertSqlSafe;
+use sqlx::PgExecutor;
+use uuid::Uuid;
+
+use super::StoreError;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct NodePoolRecord {
+    pub cluster_id: Uuid,
+    pub pool_id: String,
+    pub state: String,
+    pub spec: Value,
+    pub create_time: DateTime<Utc>,
+    pub update_time: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "cluster_id, pool_id, state, spec, create_time, update_time";
+
+pub async fn insert(
+    ex: impl PgExecutor<'_>,
+    cluster_id: Uuid,
+    pool_id: &str,
+    state: &str,
+    spec: Value,
+) -> Result<NodePoolRecord, StoreError> {
+    let sql = format!(
+        "INSERT INTO node_pools (cluster_id, pool_id, state, spec) VALUES ($1, $2, $3, $4) \
+         RETURNING {COLUMNS}"
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(cluster_id)
+        .bind(pool_id)
+        .bind(state)
+        .bind(spec)
+        .fetch_one(ex)
+        .await?)
+}
+
+pub async fn get(
+    ex: impl PgExecutor<'_>,
+    cluster_id: Uuid,
+    pool_id: &str,
+) -> Result<Option<NodePoolRecord>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM node_pools WHERE cluster_id = $1 AND pool_id = $2");
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(cluster_id)
+        .bind(pool_id)
+        .fetch_optional(ex)
+        .await?)
+}
+
+/// Pools of a cluster in pool-id order, after `after`.
+pub async fn list(
+    ex: impl PgExecutor<'_>,
+    cluster_id: Uuid,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<NodePoolRecord>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM node_pools WHERE cluster_id = $1 \
+         AND ($2::text IS NULL OR pool_id > $2) ORDER BY pool_id LIMIT $3"
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(cluster_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(ex)
+        .await?)
+}
+
+/// Pools of many clusters at once (for embedding in cluster lists), ordered by pool id.
+pub async fn list_for_clusters(
+    ex: impl PgExecutor<'_>,
+    cluster_ids: &[Uuid],
+) -> Result<Vec<NodePoolRecord>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM node_pools WHERE cluster_id = ANY($1) ORDER BY cluster_id, pool_id"
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(cluster_ids)
+        .fetch_all(ex)
+        .await?)
+}

@@ -1,0 +1,130 @@
+//! Profiles: per-caller named pointers at a cluster. A partial unique index keeps at most
+//! one active profile per caller; activation flips flags in one transaction.
+
+use chrono::{DateTime, Utc};
+use sqlx::AssertSqlSafe;
+use sqlx::{PgConnection, PgExecutor};
+
+use super::StoreError;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ProfileRecord {
+    pub owner_email: String,
+    pub profile_id: String,
+    pub cluster: String,
+    pub namespace: String,
+    pub active: bool,
+    pub create_time: DateTime<Utc>,
+    pub update_time: DateTime<Utc>,
+}
+
+const COLUMNS: &str =
+    "owner_email, profile_id, cluster, namespace, active, create_time, update_time";
+
+/// Create or replace; keeps `active` of an existing profile.
+pub async fn upsert(
+    ex: impl PgExecutor<'_>,
+    owner: &str,
+    profile_id: &str,
+    cluster: &str,
+    namespace: &str,
+) -> Result<(ProfileRecord, bool), StoreError> {
+    let sql = format!(
+        "INSERT INTO profiles (owner_email, profile_id, cluster, namespace) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (owner_email, profile_id) DO UPDATE \
+           SET cluster = EXCLUDED.cluster, namespace = EXCLUDED.namespace, update_time = now() \
+         RETURNING {COLUMNS}, (xmax = 0) AS created"
+    );
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        p: ProfileRecord,
+        created: bool,
+    }
+    let r: Row = sqlx::query_as(AssertSqlSafe(sql))
+        .bind(owner)
+        .bind(profile_id)
+        .bind(cluster)
+        .bind(namespace)
+        .fetch_one(ex)
+        .await?;
+    Ok((r.p, r.created))
+}
+
+pub async fn get(
+    ex: impl PgExecutor<'_>,
+    owner: &str,
+    profile_id: &str,
+) -> Result<Option<ProfileRecord>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM profiles WHERE owner_email = $1 AND profile_id = $2");
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(owner)
+        .bind(profile_id)
+        .fetch_optional(ex)
+        .await?)
+}
+
+pub async fn active(
+    ex: impl PgExecutor<'_>,
+    owner: &str,
+) -> Result<Option<ProfileRecord>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM profiles WHERE owner_email = $1 AND active");
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(owner)
+        .fetch_optional(ex)
+        .await?)
+}
+
+pub async fn list(
+    ex: impl PgExecutor<'_>,
+    owner: &str,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<ProfileRecord>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM profiles WHERE owner_email = $1 \
+         AND ($2::text IS NULL OR profile_id > $2) ORDER BY profile_id LIMIT $3"
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(owner)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(ex)
+        .await?)
+}
+
+pub async fn delete(
+    ex: impl PgExecutor<'_>,
+    owner: &str,
+    profile_id: &str,
+) -> Result<bool, StoreError> {
+    let n = sqlx::query("DELETE FROM profiles WHERE owner_email = $1 AND profile_id = $2")
+        .bind(owner)
+        .bind(profile_id)
+        .execute(ex)
+        .await?
+        .rows_affected();
+    Ok(n > 0)
+}
+
+/// Make `profile_id` the caller's only active profile; `None` if it does not exist.
+pub async fn activate(
+    tx: &mut PgConnection,
+    owner: &str,
+    profile_id: &str,
+) -> Result<Option<ProfileRecord>, StoreError> {
+    sqlx::query("UPDATE profiles SET active = false, update_time = now() WHERE owner_email = $1 AND active AND profile_id <> $2")
+        .bind(owner)
+        .bind(profile_id)
+        .execute(&mut *tx)
+        .await?;
+    let sql = format!(
+        "UPDATE profiles SET active = true, update_time = now() \
+         WHERE owner_email = $1 AND profile_id = $2 RETURNING {COLUMNS}"
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(owner)
+        .bind(profile_id)
+        .fetch_optional(&mut *tx)
+        .await?)
+}

@@ -1,0 +1,292 @@
+//! Teams, their projects and members. A project row's primary key is the project id, so
+//! the database itself guarantees a project belongs to at most one team.
+
+use chrono::{DateTime, Utc};
+use sqlx::AssertSqlSafe;
+use sqlx::{PgConnection, PgExecutor};
+
+use super::{StoreError, unique_violation};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TeamRecord {
+    pub team_id: String,
+    pub display_name: String,
+    pub projects: Vec<String>,
+    pub create_time: DateTime<Utc>,
+    pub update_time: DateTime<Utc>,
+    pub version: i64,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MemberRecord {
+    pub email: String,
+    pub role: String,
+    pub add_time: DateTime<Utc>,
+}
+
+const TEAM_COLUMNS: &str = "t.team_id, t.display_name, t.create_time, t.update_time, t.version, \
+     COALESCE((SELECT array_agg(p.project_id ORDER BY p.project_id) FROM team_projects p \
+               WHERE p.team_id = t.team_id), '{}') AS projects";
+
+fn map_project_conflict(e: sqlx::Error, projects: &[String]) -> StoreError {
+    match unique_violation(&e).as_deref() {
+        Some("teams_pkey") => StoreError::TeamExists,
+        Some("team_projects_pkey") => {
+            // Postgres names the key in the detail; fall back to the first project.
+            let detail = match &e {
+                sqlx::Error::Database(d) => d.message().to_owned(),
+                _ => String::new(),
+            };
+            let project = projects
+                .iter()
+                .find(|p| detail.contains(p.as_str()))
+                .or(projects.first())
+                .cloned()
+                .unwrap_or_default();
+            StoreError::ProjectClaimed(project)
+        }
+        _ => StoreError::Db(e),
+    }
+}
+
+/// Create a team with its projects and its first OWNER, in the caller's transaction.
+pub async fn insert_team(
+    tx: &mut PgConnection,
+    team_id: &str,
+    display_name: &str,
+    projects: &[String],
+    owner: &str,
+) -> Result<TeamRecord, StoreError> {
+    sqlx::query("INSERT INTO teams (team_id, display_name) VALUES ($1, $2)")
+        .bind(team_id)
+        .bind(display_name)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| map_project_conflict(e, projects))?;
+    claim_projects(tx, team_id, projects).await?;
+    sqlx::query("INSERT INTO team_members (team_id, email, role) VALUES ($1, $2, 'OWNER')")
+        .bind(team_id)
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?;
+    get_team(&mut *tx, team_id)
+        .await?
+        .ok_or(StoreError::Db(sqlx::Error::RowNotFound))
+}
+
+async fn claim_projects(
+    tx: &mut PgConnection,
+    team_id: &str,
+    projects: &[String],
+) -> Result<(), StoreError> {
+    for p in projects {
+        // A savepoint-free check keeps the error precise: which project is taken.
+        sqlx::query("INSERT INTO team_projects (project_id, team_id) VALUES ($1, $2)")
+            .bind(p)
+            .bind(team_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| match unique_violation(&e) {
+                Some(_) => StoreError::ProjectClaimed(p.clone()),
+                None => StoreError::Db(e),
+            })?;
+    }
+    Ok(())
+}
+
+pub async fn get_team(
+    ex: impl PgExecutor<'_>,
+    team_id: &str,
+) -> Result<Option<TeamRecord>, StoreError> {
+    let sql = format!("SELECT {TEAM_COLUMNS} FROM teams t WHERE t.team_id = $1");
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(team_id)
+        .fetch_optional(ex)
+        .await?)
+}
+
+/// Teams ordered by id after `after`; only those `member` belongs to unless `None` (admin).
+pub async fn list_teams(
+    ex: impl PgExecutor<'_>,
+    member: Option<&str>,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<TeamRecord>, StoreError> {
+    let sql = format!(
+        "SELECT {TEAM_COLUMNS} FROM teams t \
+         WHERE ($1::text IS NULL OR EXISTS (SELECT 1 FROM team_members m WHERE m.team_id = t.team_id AND m.email = $1)) \
+           AND ($2::text IS NULL OR t.team_id > $2) \
+         ORDER BY t.team_id LIMIT $3"
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(member)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(ex)
+        .await?)
+}
+
+/// Lock the team row for an update; `None` when it does not exist.
+pub async fn lock_team(tx: &mut PgConnection, team_id: &str) -> Result<Option<i64>, StoreError> {
+    Ok(
+        sqlx::query_scalar("SELECT version FROM teams WHERE team_id = $1 FOR UPDATE")
+            .bind(team_id)
+            .fetch_optional(&mut *tx)
+            .await?,
+    )
+}
+
+pub async fn update_display_name(
+    tx: &mut PgConnection,
+    team_id: &str,
+    display_name: &str,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE teams SET display_name = $2 WHERE team_id = $1")
+        .bind(team_id)
+        .bind(display_name)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// Replace the team's project set (adds claimed with a precise conflict error).
+pub async fn set_projects(
+    tx: &mut PgConnection,
+    team_id: &str,
+    projects: &[String],
+) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM team_projects WHERE team_id = $1 AND NOT (project_id = ANY($2))")
+        .bind(team_id)
+        .bind(projects)
+        .execute(&mut *tx)
+        .await?;
+    let current: Vec<String> =
+        sqlx::query_scalar("SELECT project_id FROM team_projects WHERE team_id = $1")
+            .bind(team_id)
+            .fetch_all(&mut *tx)
+            .await?;
+    let new: Vec<String> = projects
+        .iter()
+        .filter(|p| !current.contains(p))
+        .cloned()
+        .collect();
+    claim_projects(tx, team_id, &new).await
+}
+
+pub async fn touch_team(tx: &mut PgConnection, team_id: &str) -> Result<(), StoreError> {
+    sqlx::query("UPDATE teams SET update_time = now(), version = version + 1 WHERE team_id = $1")
+        .bind(team_id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+pub async fn delete_team(tx: &mut PgConnection, team_id: &str) -> Result<bool, StoreError> {
+    // Finished operations keep their history; their team reference is cleared by FK.
+    let n = sqlx::query("DELETE FROM teams WHERE team_id = $1")
+        .bind(team_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    Ok(n > 0)
+}
+
+/// The team owning a GCP project, if any.
+pub async fn project_team(
+    ex: impl PgExecutor<'_>,
+    project: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(
+        sqlx::query_scalar("SELECT team_id FROM team_projects WHERE project_id = $1")
+            .bind(project)
+            .fetch_optional(ex)
+            .await?,
+    )
+}
+
+/// Every (team, role) the user holds, ordered by team.
+pub async fn roles_of(
+    ex: impl PgExecutor<'_>,
+    email: &str,
+) -> Result<Vec<(String, String)>, StoreError> {
+    Ok(
+        sqlx::query_as("SELECT team_id, role FROM team_members WHERE email = $1 ORDER BY team_id")
+            .bind(email)
+            .fetch_all(ex)
+            .await?,
+    )
+}
+
+pub async fn role_in(
+    ex: impl PgExecutor<'_>,
+    team_id: &str,
+    email: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(
+        sqlx::query_scalar("SELECT role FROM team_members WHERE team_id = $1 AND email = $2")
+            .bind(team_id)
+            .bind(email)
+            .fetch_optional(ex)
+            .await?,
+    )
+}
+
+pub async fn list_members(
+    ex: impl PgExecutor<'_>,
+    team_id: &str,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<MemberRecord>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT email, role, add_time FROM team_members \
+         WHERE team_id = $1 AND ($2::text IS NULL OR email > $2) ORDER BY email LIMIT $3",
+    )
+    .bind(team_id)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(ex)
+    .await?)
+}
+
+/// Lock the team's member rows and return the OWNER count (serialises owner changes).
+pub async fn lock_owner_count(tx: &mut PgConnection, team_id: &str) -> Result<i64, StoreError> {
+    let owners: Vec<String> = sqlx::query_scalar(
+        "SELECT email FROM team_members WHERE team_id = $1 AND role = 'OWNER' FOR UPDATE",
+    )
+    .bind(team_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(owners.len() as i64)
+}
+
+pub async fn upsert_member(
+    tx: &mut PgConnection,
+    team_id: &str,
+    email: &str,
+    role: &str,
+) -> Result<MemberRecord, StoreError> {
+    Ok(sqlx::query_as(
+        "INSERT INTO team_members (team_id, email, role) VALUES ($1, $2, $3) \
+         ON CONFLICT (team_id, email) DO UPDATE SET role = EXCLUDED.role \
+         RETURNING email, role, add_time",
+    )
+    .bind(team_id)
+    .bind(email)
+    .bind(role)
+    .fetch_one(&mut *tx)
+    .await?)
+}
+
+pub async fn delete_member(
+    tx: &mut PgConnection,
+    team_id: &str,
+    email: &str,
+) -> Result<bool, StoreError> {
+    let n = sqlx::query("DELETE FROM team_members WHERE team_id = $1 AND email = $2")
+        .bind(team_id)
+        .bind(email)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    Ok(n > 0)
+}

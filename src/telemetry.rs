@@ -1,0 +1,21 @@
+//! Logging set-up: JSON lines in production, human-readable in development; `RUST_LOG`
+//! (default `info`) filters.
+
+use tracing_subscriber::EnvFilter;
+
+use crate::config::LogFormat;
+
+pub fn init(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // try_init: a second initialisation (tests) keeps the first subscriber.
+    let _ = match format {
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .try_init(),
+        LogFormat::Pretty => builder.compact().try_init(),
+    };
+}
