@@ -103,7 +103,6 @@ CREATE TABLE operations (
     update_time       timestamptz NOT NULL DEFAULT now(),
     end_time          timestamptz
 );
-CREATE UNIQUE INDEX operations_request_id ON operations (created_by, request_id) WHERE request_id IS NOT NULL;
 CREATE INDEX operations_unfinished ON operations (serial_key, create_time, id) WHERE end_time IS NULL;
 CREATE INDEX operations_claimable ON operations (create_time, id) WHERE state IN ('QUEUED', 'RUNNING', 'CANCELLING');
 CREATE INDEX operations_by_team ON operations (team_id, create_time DESC, id DESC);
@@ -117,8 +116,21 @@ CREATE TABLE idempotency_keys (
     caller       text NOT NULL,
     key          text NOT NULL,
     fingerprint  text NOT NULL,
-    operation_id uuid NOT NULL REFERENCES operations (id) ON DELETE CASCADE,
+    -- Deferred: the key is inserted first in the enqueue transaction, so a concurrent
+    -- identical request blocks on it and then finds the winner's operation.
+    operation_id uuid NOT NULL REFERENCES operations (id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED,
     create_time  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (caller, key)
 );
 CREATE INDEX idempotency_keys_by_time ON idempotency_keys (create_time);
+CREATE INDEX idempotency_keys_by_operation ON idempotency_keys (operation_id);
+
+-- Effects of the NOOP test workflow, committed in the same fenced transaction that marks
+-- a step DONE; tests count them to prove no step's effect is applied twice.
+CREATE TABLE noop_effects (
+    operation_id uuid NOT NULL REFERENCES operations (id) ON DELETE CASCADE,
+    step_id      text NOT NULL,
+    generation   bigint NOT NULL,
+    applied_time timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX noop_effects_by_operation ON noop_effects (operation_id, step_id);

@@ -21,6 +21,7 @@ use crate::api::auth::{Authenticator, HasAuth, Mode};
 use crate::api::error::ApiError;
 use crate::auth::{IapConfig, IapVerifier};
 use crate::config::{Identity, Settings};
+use crate::ops::Events;
 use crate::store::Db;
 
 pub const BODY_LIMIT: usize = 1024 * 1024;
@@ -31,6 +32,10 @@ pub struct AppState {
     pub db: Db,
     pub auth: Arc<Authenticator>,
     pub metrics: PrometheusHandle,
+    /// Operation events (wake-ups, cancels, waiters) from this process's LISTEN connection.
+    pub events: Arc<Events>,
+    /// Whether the NOOP test workflow may be enqueued.
+    pub test_workflows: bool,
 }
 
 impl HasAuth for AppState {
@@ -49,8 +54,18 @@ pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
         .build()
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("building the HTTP client")]
+    Http(#[from] reqwest::Error),
+    #[error("listening for operation events on PostgreSQL")]
+    Listen(#[from] sqlx::Error),
+}
+
 impl AppState {
-    pub fn new(db: Db, settings: &Settings) -> Result<AppState, reqwest::Error> {
+    /// Build the state; `url` is the database URL (the event listener opens its own
+    /// connection so that waiters never take one from the pool).
+    pub async fn start(db: Db, url: &str, settings: &Settings) -> Result<AppState, StartError> {
         let mode = match &settings.identity {
             Identity::Dev => Mode::Dev,
             Identity::Iap { jwks_url, audience } => {
@@ -66,6 +81,8 @@ impl AppState {
                 admins: settings.admins.iter().cloned().collect::<HashSet<_>>(),
             }),
             metrics: crate::api::metrics::handle(),
+            events: Events::start(url).await?,
+            test_workflows: settings.test_workflows,
         })
     }
 }

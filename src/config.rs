@@ -64,6 +64,15 @@ pub struct ServeArgs {
     /// Background workers in this process (0: API-only replica).
     #[arg(long, env = "KINETIC_WORKERS", default_value_t = 8)]
     pub workers: usize,
+    /// Seconds an operation's lease lasts without a heartbeat (another worker takes over after).
+    #[arg(long, env = "KINETIC_LEASE_SECONDS", default_value_t = 30.0)]
+    pub lease_seconds: f64,
+    /// Days finished operations are kept.
+    #[arg(long, env = "KINETIC_OPERATION_RETENTION_DAYS", default_value_t = 30)]
+    pub operation_retention_days: u32,
+    /// Enable the NOOP test workflow (default: on with --dev).
+    #[arg(long, env = "KINETIC_TEST_WORKFLOWS")]
+    pub test_workflows: Option<bool>,
     /// Seconds in-flight work gets to finish after SIGTERM.
     #[arg(long, env = "KINETIC_SHUTDOWN_GRACE_SECONDS", default_value_t = 30)]
     pub shutdown_grace_seconds: u64,
@@ -89,6 +98,9 @@ pub struct Settings {
     pub admins: Vec<Email>,
     pub log_format: LogFormat,
     pub workers: usize,
+    pub lease: Duration,
+    pub operation_retention: Duration,
+    pub test_workflows: bool,
     pub shutdown_grace: Duration,
     pub data_dir: PathBuf,
 }
@@ -107,6 +119,8 @@ pub enum ConfigError {
     MissingAudience,
     #[error("KINETIC_ADMINS entry {0:?} is not an email address")]
     BadAdmin(String),
+    #[error("KINETIC_LEASE_SECONDS must be between 1 and 3600")]
+    BadLease,
     #[error("KINETIC_DB_MAX_CONNECTIONS must be at least 2")]
     TooFewConnections,
     #[error("DATABASE_URL is required without --dev (with --dev a private PostgreSQL is started)")]
@@ -141,6 +155,9 @@ impl Settings {
         if a.db_max_connections < 2 {
             return Err(ConfigError::TooFewConnections);
         }
+        if !(1.0..=3600.0).contains(&a.lease_seconds) {
+            return Err(ConfigError::BadLease);
+        }
         let database_url = a.database_url.filter(|s| !s.trim().is_empty());
         if database_url.is_none() && !a.dev {
             return Err(ConfigError::MissingDatabase);
@@ -158,6 +175,11 @@ impl Settings {
                 LogFormat::Json
             }),
             workers: a.workers,
+            lease: Duration::from_secs_f64(a.lease_seconds),
+            operation_retention: Duration::from_secs(
+                u64::from(a.operation_retention_days) * 86_400,
+            ),
+            test_workflows: a.test_workflows.unwrap_or(a.dev),
             shutdown_grace: Duration::from_secs(a.shutdown_grace_seconds),
             data_dir: a.data_dir,
         })

@@ -11,6 +11,7 @@ pub mod config;
 pub mod devdb;
 pub mod domain;
 pub mod model;
+pub mod ops;
 pub mod service;
 pub mod store;
 pub mod telemetry;

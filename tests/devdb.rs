@@ -145,6 +145,35 @@ async fn foreign_non_empty_folder_is_not_initialised() {
 }
 
 #[tokio::test]
+async fn start_failure_quotes_the_server_log() {
+    let dir = unique_dir("broken");
+    PrivatePostgres::start_ephemeral(&dir)
+        .await
+        .expect("start")
+        .stop()
+        .await
+        .expect("stop");
+    let conf = dir.join("postgresql.conf");
+    let mut text = std::fs::read_to_string(&conf).expect("read conf");
+    text.push_str("kineticd_bogus_setting = on\n");
+    std::fs::write(&conf, text).expect("write conf");
+
+    let err = PrivatePostgres::start_ephemeral(&dir)
+        .await
+        .expect_err("broken configuration");
+    let DevDbError::StartFailed { log_tail, .. } = &err else {
+        panic!("expected StartFailed, got {err:?}");
+    };
+    assert!(log_tail.contains("kineticd_bogus_setting"), "{log_tail}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("failed to start") && msg.contains(LOG_FILE),
+        "{msg}"
+    );
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+}
+
+#[tokio::test]
 async fn temporary_server_folder_is_removed_on_stop() {
     let pg = PrivatePostgres::start_temporary().await.expect("start");
     assert!(pg.ran_initdb());

@@ -9,10 +9,13 @@ pub mod clusters;
 pub mod error;
 pub mod extract;
 pub mod health;
+pub mod idempotency;
 pub mod metrics;
 pub mod openapi;
+pub mod operations;
 pub mod profiles;
 pub mod teams;
+pub mod testing;
 
 use serde::Deserialize;
 use utoipa::{IntoParams, IntoResponses};

@@ -18,7 +18,13 @@ use super::error::ErrorBody;
                        google.rpc.Status with an ErrorInfo reason; lists use keyset page tokens.",
         license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
-    paths(super::profiles::activate_profile),
+    paths(
+        super::profiles::activate_profile,
+        super::operations::get_operation,
+        super::operations::watch_operation,
+        super::operations::cancel_operation,
+        super::operations::wait_operation
+    ),
     components(schemas(ErrorBody)),
     modifiers(&Security),
     security(("iap" = [])),
@@ -28,6 +34,8 @@ use super::error::ErrorBody;
         (name = "profiles", description = "Per-caller pointers at clusters"),
         (name = "clusters", description = "Cluster records"),
         (name = "nodePools", description = "Node pool records"),
+        (name = "operations", description = "Long-running operations (AIP-151)"),
+        (name = "testing", description = "Engine test workflow (development and test mode only)"),
         (name = "service", description = "Health, readiness, metrics")
     )
 )]
@@ -57,6 +65,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::teams::router())
         .merge(super::profiles::router())
         .merge(super::clusters::router())
+        .merge(super::operations::router())
+        .merge(super::testing::router())
 }
 
 /// The OpenAPI document as served at `/openapi.json` and committed as

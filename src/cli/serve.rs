@@ -1,11 +1,14 @@
-//! `kineticd serve`: database (private in --dev without DATABASE_URL), migrations, API.
+//! `kineticd serve`: database (private in --dev without DATABASE_URL), migrations, API,
+//! worker pool and background tasks, and an orderly shutdown of all of them.
 
 use anyhow::Context;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use crate::app::{self, AppState};
 use crate::config::{ServeArgs, Settings};
 use crate::devdb::PrivatePostgres;
+use crate::ops::{self, WorkerConfig, WorkerPool, retention};
 use crate::store;
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -29,10 +32,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
 
     let result = serve(&settings, &url).await;
-    if let Some(pg) = private {
-        if let Err(e) = pg.stop().await {
-            tracing::warn!(error = %e, "private PostgreSQL did not stop cleanly");
-        }
+    if let Some(pg) = private
+        && let Err(e) = pg.stop().await
+    {
+        tracing::warn!(error = %e, "private PostgreSQL did not stop cleanly");
     }
     result
 }
@@ -42,29 +45,63 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
         .await
         .context("connecting to PostgreSQL")?;
     store::migrate(&db).await.context("applying migrations")?;
-    let state = AppState::new(db.clone(), settings)?;
+    let state = AppState::start(db.clone(), url, settings).await?;
     let listener = TcpListener::bind(settings.listen)
         .await
         .with_context(|| format!("listening on {}", settings.listen))?;
     let addr = listener.local_addr()?;
-    tracing::info!(%addr, dev = settings.dev, "kineticd listening");
+    tracing::info!(%addr, dev = settings.dev, workers = settings.workers, "kineticd listening");
     if settings.dev {
         println!("kineticd API: http://{addr}  (docs: http://{addr}/docs)");
     }
+
+    let workers = (settings.workers > 0).then(|| {
+        WorkerPool::start(
+            db.clone(),
+            state.events.clone(),
+            ops::registry(settings.test_workflows),
+            WorkerConfig {
+                workers: settings.workers,
+                lease: settings.lease,
+                ..WorkerConfig::default()
+            },
+        )
+    });
+    let background = CancellationToken::new();
+    tokio::spawn(retention::run(
+        db.clone(),
+        settings.operation_retention,
+        std::time::Duration::from_secs(3600),
+        background.clone(),
+    ));
+    tokio::spawn(retention::run_gauges(
+        db.clone(),
+        std::time::Duration::from_secs(5),
+        background.clone(),
+    ));
+
     let grace = settings.shutdown_grace;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let shutdown = async move {
-        app::shutdown_signal().await;
-        let _ = tx.send(());
-    };
-    let server = app::serve(listener, app::router(state), shutdown);
-    tokio::pin!(server);
-    tokio::select! {
-        r = &mut server => r?,
-        _ = async { let _ = rx.await; tokio::time::sleep(grace).await } => {
-            tracing::warn!(?grace, "grace period over; exiting with requests in flight");
+    let stop = CancellationToken::new();
+    let stop_http = stop.clone();
+    let server = tokio::spawn(app::serve(listener, app::router(state), async move {
+        stop_http.cancelled().await
+    }));
+    app::shutdown_signal().await;
+    stop.cancel();
+    background.cancel();
+    // Workers and HTTP drain together within the grace period.
+    let drain_workers = async {
+        if let Some(w) = workers {
+            w.shutdown(grace).await;
         }
-    }
+    };
+    let drain_http = async {
+        if tokio::time::timeout(grace, server).await.is_err() {
+            tracing::warn!(?grace, "grace period over; closing open connections");
+        }
+    };
+    tokio::join!(drain_workers, drain_http);
     db.close().await;
+    tracing::info!("stopped");
     Ok(())
 }

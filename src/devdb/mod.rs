@@ -22,6 +22,7 @@
 
 mod account;
 mod binaries;
+mod launch;
 mod process;
 mod server;
 
@@ -83,7 +84,7 @@ pub enum DevDbError {
     )]
     Unreachable { data_dir: PathBuf, user: String },
 
-    #[error("could not {action} {}: {source}: check that the path exists and is writable", path.display())]
+    #[error("could not {action} {}: {source} (check the path and its permissions)", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,

@@ -22,7 +22,7 @@ pub fn command(program: &Path, user: Option<&RunAs>, cwd: &Path) -> Command {
     if let Some(user) = user {
         cmd.uid(user.uid).gid(user.gid);
     }
-    let _ = die_with_parent;
+    die_with_parent(&mut cmd);
     cmd
 }
 
@@ -151,30 +151,30 @@ fn send_signal(pid: u32, sig: libc::c_int) {
 pub fn live_server_pid(data_dir: &Path) -> Option<u32> {
     let text = std::fs::read_to_string(data_dir.join("postmaster.pid")).ok()?;
     let pid: u32 = text.lines().next()?.trim().parse().ok()?;
-    let raw = libc::pid_t::try_from(pid).ok().filter(|p| *p > 0)?;
+    (pid_running(pid) && comm_is_postgres(pid)).then_some(pid)
+}
+
+/// Whether process `pid` exists and (on Linux) is not a zombie awaiting its reaper.
+pub fn pid_running(pid: u32) -> bool {
+    let Some(raw) = libc::pid_t::try_from(pid).ok().filter(|p| *p > 0) else {
+        return false;
+    };
     // SAFETY: kill with signal 0 only checks for existence and permission.
     let exists = unsafe { libc::kill(raw, 0) } == 0
         || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    (exists && looks_like_postgres(pid)).then_some(pid)
+    exists && proc_stat(pid).is_none_or(|(_, state)| state != 'Z')
 }
 
-#[cfg(target_os = "linux")]
-fn looks_like_postgres(pid: u32) -> bool {
-    // /proc/<pid>/stat is "pid (comm) state ...": a zombie is not a running server.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let Some((head, tail)) = stat.rsplit_once(')') else {
-                return true;
-            };
-            let comm = head.split_once('(').map_or("", |(_, c)| c);
-            let state = tail.trim_start().chars().next();
-            (comm.starts_with("postgres") || comm.starts_with("postmaster")) && state != Some('Z')
-        }
-        Err(_) => true, // cannot tell: assume the worst
-    }
+/// `(comm, state)` from `/proc/<pid>/stat` ("pid (comm) state ..."), where available.
+fn proc_stat(pid: u32) -> Option<(String, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (head, tail) = stat.rsplit_once(')')?;
+    let comm = head.split_once('(')?.1.to_owned();
+    Some((comm, tail.trim_start().chars().next()?))
 }
 
-#[cfg(not(target_os = "linux"))]
-fn looks_like_postgres(_pid: u32) -> bool {
-    true
+/// Whether `pid` runs postgres (true when we cannot tell: assume the worst).
+fn comm_is_postgres(pid: u32) -> bool {
+    proc_stat(pid)
+        .is_none_or(|(comm, _)| comm.starts_with("postgres") || comm.starts_with("postmaster"))
 }

@@ -1,17 +1,14 @@
-//! [`PrivatePostgres`]: initdb, start, readiness, databases, shutdown.
+//! [`PrivatePostgres`]: the public face of the private server.
 
-use std::fs::OpenOptions;
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgSslMode};
 use sqlx::{Connection, PgConnection};
 
-use super::account::{self, RunAs};
-use super::process::{self, Supervised, live_server_pid};
+use super::account;
+use super::launch::{Launch, append_log, connect_options, free_port, initdb, launch};
+use super::process::{Supervised, live_server_pid, pid_running};
 use super::{DevDbError, PgBinaries, SUPERUSER};
 
 /// Server output (and our own start-up notes) inside the data folder.
@@ -19,7 +16,6 @@ pub const LOG_FILE: &str = "server.log";
 /// Line appended to [`LOG_FILE`] after `initdb` created the cluster.
 pub const INITDB_MARKER: &str = "kineticd: initdb created this data folder";
 
-const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 const PORT_ATTEMPTS: u32 = 5;
 
@@ -55,12 +51,14 @@ impl PrivatePostgres {
         Self::start_with(data_dir, StartOptions { ephemeral: true }).await
     }
 
-    /// Ephemeral server in a fresh folder under `$TMPDIR/kineticd-pg-tmp`, removed by
+    /// Ephemeral server in a fresh folder under `$TMPDIR/kineticd-pg-tmp-<euid>`, removed by
     /// [`PrivatePostgres::stop`]. Folders left by dead processes (whose servers died with
     /// them) are swept on the next call.
     pub async fn start_temporary() -> Result<PrivatePostgres, DevDbError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let base = std::env::temp_dir().join("kineticd-pg-tmp");
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        let base = std::env::temp_dir().join(format!("kineticd-pg-tmp-{euid}"));
         account::ensure_owned_dir(&base)?;
         sweep_dead(&base);
         let name = format!(
@@ -247,227 +245,8 @@ impl Drop for PrivatePostgres {
     }
 }
 
-async fn initdb(
-    bins: &PgBinaries,
-    data_dir: &Path,
-    user: Option<&RunAs>,
-    options: StartOptions,
-) -> Result<(), DevDbError> {
-    let not_empty = std::fs::read_dir(data_dir)
-        .map_err(|e| DevDbError::io("read", data_dir, e))?
-        .next()
-        .is_some();
-    if not_empty {
-        return Err(DevDbError::NotADataDir {
-            data_dir: data_dir.to_path_buf(),
-        });
-    }
-    let mut cmd = process::command(&bins.initdb(), user, data_dir);
-    cmd.arg("-D").arg(data_dir).args([
-        "-U",
-        SUPERUSER,
-        "--auth=trust",
-        "--encoding=UTF8",
-        "--no-locale",
-    ]);
-    if options.ephemeral {
-        cmd.arg("--no-sync");
-    }
-    tracing::info!(data_dir = %data_dir.display(), "running initdb");
-    let out = tokio::process::Command::from(cmd)
-        .output()
-        .await
-        .map_err(|e| DevDbError::io("run", bins.initdb(), e))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    Err(DevDbError::Initdb {
-        data_dir: data_dir.to_path_buf(),
-        status: out.status.to_string(),
-        output: format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    })
-}
-
-enum Launch {
-    /// The port was taken between picking and binding it: try another one.
-    PortClash(DevDbError),
-    Failed(DevDbError),
-}
-
-async fn launch(
-    bins: &PgBinaries,
-    data_dir: &Path,
-    log_path: &Path,
-    port: u16,
-    user: Option<&RunAs>,
-    options: StartOptions,
-) -> Result<Supervised, Launch> {
-    let failed = Launch::Failed;
-    let offset = std::fs::metadata(log_path).map_or(0, |m| m.len());
-    append_log(
-        log_path,
-        user,
-        &format!("kineticd: starting postgres on 127.0.0.1:{port}"),
-    )
-    .map_err(failed)?;
-    let log = open_log(log_path, user).map_err(failed)?;
-    let log_err = log
-        .try_clone()
-        .map_err(|e| failed(DevDbError::io("open", log_path, e)))?;
-    let mut cmd = process::command(&bins.postgres(), user, data_dir);
-    cmd.arg("-D").arg(data_dir).arg("-p").arg(port.to_string());
-    let mut settings = vec![
-        "listen_addresses=127.0.0.1",
-        "unix_socket_directories=",
-        "max_connections=300",
-        "shared_buffers=128MB",
-    ];
-    if options.ephemeral {
-        settings.extend([
-            "fsync=off",
-            "synchronous_commit=off",
-            "full_page_writes=off",
-        ]);
-    }
-    for setting in settings {
-        cmd.arg("-c").arg(setting);
-    }
-    cmd.stdout(log).stderr(log_err);
-    let child =
-        Supervised::spawn(cmd).map_err(|e| failed(DevDbError::io("run", bins.postgres(), e)))?;
-    let Err(reason) = wait_ready(&child, port, data_dir).await else {
-        return Ok(child);
-    };
-    // Not ready: make sure it is gone before reporting (or retrying).
-    for sig in [libc::SIGQUIT, libc::SIGKILL] {
-        child.signal(sig);
-        if child.wait(Duration::from_secs(5)).await {
-            break;
-        }
-    }
-    let log_tail = log_tail(log_path, offset);
-    if let Some(pid) = live_server_pid(data_dir) {
-        return Err(failed(DevDbError::InUse {
-            data_dir: data_dir.to_path_buf(),
-            pid,
-        }));
-    }
-    let clash = log_tail.contains("could not bind") || log_tail.contains("already in use");
-    let err = DevDbError::StartFailed {
-        reason,
-        log: log_path.to_path_buf(),
-        log_tail,
-    };
-    Err(if clash {
-        Launch::PortClash(err)
-    } else {
-        failed(err)
-    })
-}
-
-/// Polls until the server on `port` answers and is ours (same data folder).
-async fn wait_ready(child: &Supervised, port: u16, data_dir: &Path) -> Result<(), String> {
-    let deadline = Instant::now() + READY_TIMEOUT;
-    let options = connect_options(port, "postgres");
-    loop {
-        if let Some(status) = child.exit_status() {
-            return Err(format!("postgres exited ({status})"));
-        }
-        let attempt =
-            tokio::time::timeout(Duration::from_secs(5), PgConnection::connect_with(&options))
-                .await;
-        let last_error = match attempt {
-            Ok(Ok(mut conn)) => {
-                let dir: Result<String, _> =
-                    sqlx::query_scalar("SELECT current_setting('data_directory')")
-                        .fetch_one(&mut conn)
-                        .await;
-                let _ = conn.close().await;
-                match dir {
-                    Ok(dir) if same_file(Path::new(&dir), data_dir) => return Ok(()),
-                    Ok(dir) => {
-                        return Err(format!(
-                            "port {port} is served by another PostgreSQL server (data folder {dir})"
-                        ));
-                    }
-                    Err(e) => e.to_string(),
-                }
-            }
-            Ok(Err(e)) => e.to_string(),
-            Err(_) => "connection attempt timed out".into(),
-        };
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "it did not accept connections on 127.0.0.1:{port} within {} s (last error: \
-                 {last_error})",
-                READY_TIMEOUT.as_secs()
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn connect_options(port: u16, database: &str) -> PgConnectOptions {
-    PgConnectOptions::new_without_pgpass()
-        .host("127.0.0.1")
-        .port(port)
-        .username(SUPERUSER)
-        .database(database)
-        .ssl_mode(PgSslMode::Disable)
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
 fn sql_state(e: &sqlx::Error) -> Option<String> {
     e.as_database_error()?.code().map(|c| c.into_owned())
-}
-
-/// A port the kernel just handed out on 127.0.0.1 (free now; `launch` retries on a race).
-fn free_port() -> Result<u16, DevDbError> {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .map_err(|e| DevDbError::io("bind a free port on", "127.0.0.1", e))
-}
-
-fn open_log(path: &Path, user: Option<&RunAs>) -> Result<std::fs::File, DevDbError> {
-    let file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| DevDbError::io("open", path, e))?;
-    if let Some(user) = user {
-        std::os::unix::fs::fchown(&file, Some(user.uid), Some(user.gid))
-            .map_err(|e| DevDbError::io("change the owner of", path, e))?;
-    }
-    Ok(file)
-}
-
-fn append_log(path: &Path, user: Option<&RunAs>, line: &str) -> Result<(), DevDbError> {
-    open_log(path, user)?
-        .write_all(format!("{line}\n").as_bytes())
-        .map_err(|e| DevDbError::io("write", path, e))
-}
-
-/// The last 30 lines written to the log since byte `offset`.
-fn log_tail(path: &Path, offset: u64) -> String {
-    let Ok(bytes) = std::fs::read(path) else {
-        return String::from("(log unreadable)");
-    };
-    let start = usize::try_from(offset).unwrap_or(0).min(bytes.len());
-    let text = String::from_utf8_lossy(&bytes[start..]);
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(30)..].join("\n")
 }
 
 /// Removes `<base>/<pid>-<n>` folders whose process is gone (their servers died with it).
@@ -480,15 +259,11 @@ fn sweep_dead(base: &Path) {
         let Some(pid) = name
             .to_str()
             .and_then(|n| n.split_once('-'))
-            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
-            .filter(|pid| *pid > 0)
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
         else {
             continue;
         };
-        // SAFETY: kill with signal 0 only checks for existence and permission.
-        let owner_alive = unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-        if owner_alive || live_server_pid(&entry.path()).is_some() {
+        if pid_running(pid) || live_server_pid(&entry.path()).is_some() {
             continue;
         }
         if let Err(e) = std::fs::remove_dir_all(entry.path()) {

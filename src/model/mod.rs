@@ -5,10 +5,12 @@
 //! together with `openapi/kineticd.json`.
 
 pub mod cluster;
+pub mod operation;
 pub mod profile;
 pub mod team;
 
 pub use cluster::{Cluster, ClusterResources, EstimatedCost, FailoverRef, NodePool, Taint};
+pub use operation::{Operation, OperationError, OperationMetadata, Progress, Step};
 pub use profile::Profile;
 pub use team::{Me, Member, Team, TeamRole};
 

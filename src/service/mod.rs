@@ -6,9 +6,11 @@
 
 pub mod access;
 pub mod clusters;
+pub mod operations;
 pub mod page;
 pub mod profiles;
 pub mod teams;
+pub mod testing;
 
 pub use access::Caller;
 pub use page::{Page, PageRequest};

@@ -7,6 +7,7 @@
 pub mod clusters;
 pub mod db;
 pub mod node_pools;
+pub mod operations;
 pub mod profiles;
 pub mod teams;
 

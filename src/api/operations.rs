@@ -1,0 +1,166 @@
+//! `/v1/operations`: get, list, and the custom methods `:cancel`, `:wait`, `:watch`.
+
+use std::convert::Infallible;
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::app::AppState;
+use crate::model::Operation;
+use crate::service::operations::WatchEvent;
+use crate::service::{self, Caller};
+
+use super::ErrorResponses;
+use super::error::ApiError;
+use super::extract::{ApiPath, ApiQuery, split_verb, unknown_verb};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_operations))
+        // `{operation}` may carry a custom verb (`id:watch`, `id:cancel`, `id:wait`).
+        .route("/v1/operations/{operation}", get(get_or_watch).post(verb))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct ListOperationsQuery {
+    /// Terms joined by AND: `done=true|false`, `state=RUNNING`, `type=UP_CLUSTER`,
+    /// `target="projects/p/zones/z/clusters/c"`, `team=ml`, `createdBy="a@x"`.
+    pub filter: Option<String>,
+    pub page_size: Option<i64>,
+    pub page_token: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListOperationsResponse {
+    pub operations: Vec<Operation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+}
+
+/// Operations of the caller's teams, newest first.
+#[utoipa::path(get, path = "/v1/operations", tag = "operations", params(ListOperationsQuery),
+    responses((status = 200, body = ListOperationsResponse), ErrorResponses))]
+async fn list_operations(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiQuery(q): ApiQuery<ListOperationsQuery>,
+) -> Result<Json<ListOperationsResponse>, ApiError> {
+    let page = service::PageRequest {
+        size: q.page_size,
+        token: q.page_token,
+    };
+    let filter = q.filter.unwrap_or_default();
+    let page = service::operations::list(&s.db, &caller, &filter, &page).await?;
+    Ok(Json(ListOperationsResponse {
+        operations: page.items,
+        next_page_token: page.next_page_token,
+    }))
+}
+
+/// An operation.
+#[utoipa::path(get, path = "/v1/operations/{operation}", tag = "operations",
+    params(("operation" = String, Path, description = "operation id")),
+    responses((status = 200, body = Operation), ErrorResponses))]
+pub async fn get_operation(
+    s: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<Json<Operation>, ApiError> {
+    Ok(Json(service::operations::get(&s.db, caller, id).await?))
+}
+
+/// Server-sent events: one `progress` event (the Operation) per change, then `done`
+/// with the final Operation.
+#[utoipa::path(get, path = "/v1/operations/{operation}:watch", tag = "operations",
+    params(("operation" = String, Path, description = "operation id")),
+    responses((status = 200, description = "text/event-stream of `progress` and `done` events, each carrying an Operation", content_type = "text/event-stream", body = Operation), ErrorResponses))]
+pub async fn watch_operation(
+    s: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<Response, ApiError> {
+    let stream = service::operations::watch(s.db.clone(), s.events.clone(), caller, id).await?;
+    let events = stream.map(|e| {
+        let (name, op) = match e {
+            WatchEvent::Progress(op) => ("progress", op),
+            WatchEvent::Done(op) => ("done", op),
+        };
+        let data = serde_json::to_string(&op).unwrap_or_default();
+        Ok::<_, Infallible>(Event::default().event(name).data(data))
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+async fn get_or_watch(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath(segment): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    match split_verb(&segment) {
+        None => Ok(get_operation(&s, &caller, &segment).await?.into_response()),
+        Some((id, "watch")) => watch_operation(&s, &caller, id).await,
+        _ => Err(unknown_verb(&format!("GET /v1/operations/{segment}"))),
+    }
+}
+
+/// Request cancellation. A queued operation is cancelled at once; a running one stops
+/// at its next safe point (a long cloud wait is abandoned at once) and ends CANCELLED
+/// with error code 1.
+#[utoipa::path(post, path = "/v1/operations/{operation}:cancel", tag = "operations",
+    params(("operation" = String, Path, description = "operation id")),
+    responses((status = 200, body = Operation), ErrorResponses))]
+pub async fn cancel_operation(
+    s: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<Json<Operation>, ApiError> {
+    Ok(Json(service::operations::cancel(&s.db, caller, id).await?))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WaitQuery {
+    /// How long to wait, e.g. `30s` or `500ms` (default 30s, at most 60s).
+    pub timeout: Option<String>,
+}
+
+/// Long-poll: returns when the operation is done or at the timeout, whichever first.
+#[utoipa::path(post, path = "/v1/operations/{operation}:wait", tag = "operations",
+    params(("operation" = String, Path, description = "operation id"), WaitQuery),
+    responses((status = 200, body = Operation), ErrorResponses))]
+pub async fn wait_operation(
+    s: &AppState,
+    caller: &Caller,
+    id: &str,
+    q: &WaitQuery,
+) -> Result<Json<Operation>, ApiError> {
+    let timeout = service::operations::parse_timeout(q.timeout.as_deref())?;
+    Ok(Json(
+        service::operations::wait(&s.db, &s.events, caller, id, timeout).await?,
+    ))
+}
+
+async fn verb(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath(segment): ApiPath<String>,
+    ApiQuery(q): ApiQuery<WaitQuery>,
+) -> Result<Json<Operation>, ApiError> {
+    match split_verb(&segment) {
+        Some((id, "cancel")) => cancel_operation(&s, &caller, id).await,
+        Some((id, "wait")) => wait_operation(&s, &caller, id, &q).await,
+        _ => Err(unknown_verb(&format!("POST /v1/operations/{segment}"))),
+    }
+}

@@ -1,0 +1,90 @@
+//! `/v1/testing/noopOperations`: enqueue the NOOP test workflow. Answers 404 unless the
+//! server runs in development mode or with KINETIC_TEST_WORKFLOWS=true.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::app::AppState;
+use crate::model::Operation;
+use crate::ops::workflows::noop::NoopSpec;
+use crate::service::{self, Caller};
+
+use super::error::ApiError;
+use super::extract::{ApiJson, ApiQuery};
+use super::{ErrorResponses, idempotency};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(create_noop))
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NoopRequest {
+    /// Team the operation belongs to (MEMBER or more).
+    pub team: String,
+    /// Serialisation key: operations with the same target run one at a time.
+    pub target: Option<String>,
+    /// Number of steps (1-100).
+    pub steps: u32,
+    #[serde(default)]
+    pub step_millis: u64,
+    #[serde(default)]
+    pub parallel: bool,
+    /// Step index -> retryable failures before success.
+    #[serde(default)]
+    pub fail_retryable: BTreeMap<String, u32>,
+    pub fail_terminal_at: Option<u32>,
+    pub hang_at: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct MutationQuery {
+    /// AIP-155 request id (or send the Idempotency-Key header).
+    pub request_id: Option<String>,
+}
+
+/// Enqueue a NOOP operation (engine testing; development and test mode only).
+#[utoipa::path(post, path = "/v1/testing/noopOperations", tag = "testing",
+    request_body = NoopRequest, params(MutationQuery),
+    responses((status = 202, body = Operation), ErrorResponses))]
+async fn create_noop(
+    State(s): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<MutationQuery>,
+    ApiJson(req): ApiJson<NoopRequest>,
+) -> Result<(StatusCode, Json<Operation>), ApiError> {
+    if !s.test_workflows {
+        return Err(ApiError::not_found(
+            "ROUTE_NOT_FOUND",
+            "test workflows are disabled on this server (enable with --dev or KINETIC_TEST_WORKFLOWS=true)",
+        ));
+    }
+    let body = serde_json::to_value(&req).unwrap_or_default();
+    let idem = idempotency::for_request(
+        q.request_id.as_deref(),
+        &headers,
+        "POST",
+        "/v1/testing/noopOperations",
+        &body,
+    )?;
+    let spec = NoopSpec {
+        steps: req.steps,
+        step_millis: req.step_millis,
+        parallel: req.parallel,
+        fail_retryable: req.fail_retryable,
+        fail_terminal_at: req.fail_terminal_at,
+        hang_at: req.hang_at,
+    };
+    let (op, _) =
+        service::testing::enqueue_noop(&s.db, &caller, &req.team, req.target, spec, idem).await?;
+    Ok((StatusCode::ACCEPTED, Json(op)))
+}

@@ -1,0 +1,82 @@
+//! Operations (AIP-151) as clients see them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::ops::steps::StepState;
+
+/// google.rpc.Status of a failed or cancelled operation; `code` is a google.rpc.Code
+/// (1 = CANCELLED), and `details[0].metadata.step` names the failed step.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct OperationError {
+    pub code: i32,
+    pub status: String,
+    pub message: String,
+    #[schema(value_type = Vec<Object>)]
+    pub details: Vec<Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    pub id: String,
+    pub description: String,
+    pub state: StepState,
+    pub start_time: Option<String>,
+    pub end_time: Option<String>,
+    pub attempts: u32,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    pub percent: u32,
+    pub steps_done: u32,
+    pub steps_total: u32,
+    pub current_step: Option<String>,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationMetadata {
+    /// UP_CLUSTER | DOWN_CLUSTER | ADD_NODE_POOL | REMOVE_NODE_POOL | FAILOVER_DRILL | NOOP
+    #[serde(rename = "type")]
+    pub op_type: String,
+    /// The resource the operation changes.
+    pub target: String,
+    /// `teams/{teamId}`.
+    pub team: Option<String>,
+    pub created_by: String,
+    pub request_id: Option<String>,
+    /// QUEUED | RUNNING | SUCCEEDED | FAILED | CANCELLING | CANCELLED
+    pub state: String,
+    pub create_time: String,
+    pub start_time: Option<String>,
+    pub update_time: String,
+    pub end_time: Option<String>,
+    pub cancel_requested: bool,
+    /// Number of times a worker has claimed the operation.
+    pub attempt: i32,
+    pub progress: Progress,
+    /// The plan this operation carries out (null for operations without one).
+    #[schema(value_type = Option<Object>)]
+    pub plan: Option<Value>,
+}
+
+/// A long-running operation.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Operation {
+    /// `operations/{id}`.
+    pub name: String,
+    pub done: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<OperationError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub response: Option<Value>,
+    pub metadata: OperationMetadata,
+}

@@ -1,0 +1,29 @@
+//! The durable operation engine: enqueue ([`queue`]), the worker pool ([`worker`]) that
+//! claims operations with leases, the step runner ([`runner`]) and the workflows.
+//!
+//! Invariant (the engine's contract, see ARCHITECTURE.md "Guarantees"): an accepted
+//! operation is a committed row; it runs to an end (SUCCEEDED, FAILED, CANCELLED) across
+//! crashes, with each finished step's result kept and never run again; operations on one
+//! cluster run one at a time in order, and never wait for another cluster.
+
+pub mod events;
+pub mod queue;
+pub mod retention;
+pub mod runner;
+pub mod steps;
+pub mod worker;
+pub mod workflows;
+
+pub use events::Events;
+pub use worker::{WorkerConfig, WorkerPool};
+pub use workflows::Registry;
+
+/// The workflows this process runs; `test_workflows` adds NOOP (dev and test only).
+pub fn registry(test_workflows: bool) -> Registry {
+    let r = Registry::new();
+    if test_workflows {
+        r.with(workflows::noop::Noop)
+    } else {
+        r
+    }
+}

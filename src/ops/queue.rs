@@ -1,0 +1,135 @@
+//! Enqueueing: an operation row (QUEUED, steps PENDING) committed in the same transaction
+//! as any record change, with AIP-155 idempotency per caller.
+//!
+//! Invariant: a mutation is acknowledged only after its operation row is committed; two
+//! identical requests with the same key, even concurrent, yield one operation.
+
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::store::operations::{self, NewOperation, OperationRow};
+use crate::store::{Db, StoreError};
+
+use super::steps::StepRecord;
+
+/// Keys are remembered this long (AIP-155 suggests at least an hour; the API says 24 h).
+pub const IDEMPOTENCY_TTL_HOURS: i64 = 24;
+
+/// A caller's idempotency key and a fingerprint of the request it came with.
+#[derive(Debug, Clone)]
+pub struct Idempotency {
+    pub key: String,
+    pub fingerprint: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Enqueue {
+    pub op_type: String,
+    pub target: String,
+    /// Operations with the same key run one at a time, in creation order.
+    pub serial_key: String,
+    pub team_id: String,
+    pub cluster_id: Option<Uuid>,
+    pub created_by: String,
+    pub input: Value,
+    pub plan: Option<Value>,
+    pub steps: Vec<StepRecord>,
+    pub idempotency: Option<Idempotency>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EnqueueError {
+    #[error("the request id was already used for a different request")]
+    KeyReused { operation_id: Uuid },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<sqlx::Error> for EnqueueError {
+    fn from(e: sqlx::Error) -> Self {
+        EnqueueError::Store(StoreError::Db(e))
+    }
+}
+
+/// The enqueue result: the operation, and whether this call created it.
+pub struct Enqueued {
+    pub op: OperationRow,
+    pub created: bool,
+}
+
+/// Insert the operation inside the caller's transaction (commit to accept it). When the
+/// key names an earlier operation, returns it with `created: false`: the caller must roll
+/// back its own changes.
+pub async fn enqueue_in(tx: &mut PgConnection, req: &Enqueue) -> Result<Enqueued, EnqueueError> {
+    let id = Uuid::now_v7();
+    if let Some(idem) = &req.idempotency {
+        let fresh = operations::insert_idempotency_key(
+            tx,
+            &req.created_by,
+            &idem.key,
+            &idem.fingerprint,
+            id,
+            IDEMPOTENCY_TTL_HOURS,
+        )
+        .await?;
+        if !fresh {
+            let (existing, fingerprint) = operations::find_idempotent(
+                &mut *tx,
+                &req.created_by,
+                &idem.key,
+                IDEMPOTENCY_TTL_HOURS,
+            )
+            .await?
+            .ok_or(StoreError::Db(sqlx::Error::RowNotFound))?;
+            if fingerprint != idem.fingerprint {
+                return Err(EnqueueError::KeyReused {
+                    operation_id: existing,
+                });
+            }
+            let op = operations::get(&mut *tx, existing)
+                .await?
+                .ok_or(StoreError::Db(sqlx::Error::RowNotFound))?;
+            return Ok(Enqueued { op, created: false });
+        }
+    }
+    let op = operations::insert(
+        tx,
+        &NewOperation {
+            id,
+            op_type: req.op_type.clone(),
+            target: req.target.clone(),
+            serial_key: req.serial_key.clone(),
+            team_id: req.team_id.clone(),
+            cluster_id: req.cluster_id,
+            created_by: req.created_by.clone(),
+            request_id: req.idempotency.as_ref().map(|i| i.key.clone()),
+            input: req.input.clone(),
+            plan: req.plan.clone(),
+            steps: serde_json::to_value(&req.steps).unwrap_or(Value::Null),
+        },
+    )
+    .await?;
+    Ok(Enqueued { op, created: true })
+}
+
+/// Enqueue with no other record change.
+pub async fn enqueue(db: &Db, req: &Enqueue) -> Result<Enqueued, EnqueueError> {
+    let mut tx = db.begin().await?;
+    let r = enqueue_in(&mut tx, req).await?;
+    if r.created {
+        tx.commit().await?;
+    } else {
+        tx.rollback().await?;
+    }
+    Ok(r)
+}
+
+/// A stable fingerprint of a request (FNV-1a over method, path and canonical body).
+pub fn fingerprint(method: &str, path: &str, body: &Value) -> String {
+    let text = format!("{method} {path} {body}");
+    let h = text.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    });
+    format!("{h:016x}")
+}

@@ -1,0 +1,418 @@
+//! Runs one claimed operation: its steps as a DAG (every step whose dependencies are done
+//! starts, up to a concurrency limit), each result persisted as it finishes, retries by
+//! class, cancel, deadline, and resume from the first unfinished step.
+//!
+//! Invariants:
+//! - Every write is fenced on the claim's generation; once the fence moves this runner
+//!   stops without another write.
+//! - A step's completion (and any effect it commits on our database) is one write, so a
+//!   crash either keeps both or neither; a step interrupted mid-run is re-run (ensure).
+//! - No transaction is open while a step runs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use serde_json::Value;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::operations::{self, Finish, OperationRow};
+use crate::store::{Db, StoreError};
+
+use super::events::Events;
+use super::steps::{RetryPolicy, RpcCode, StepError, StepRecord, StepState, status_json};
+use super::workflows::{StepCtx, Workflow};
+
+/// What a runner needs from its worker.
+#[derive(Clone)]
+pub struct RunEnv {
+    pub db: Db,
+    pub events: Arc<Events>,
+    pub policy: RetryPolicy,
+    pub lease: Duration,
+    pub step_concurrency: usize,
+    /// Graceful shutdown: launch no new step; finish the running ones, then release.
+    pub drain: CancellationToken,
+    /// Grace is over: stop now and release the lease.
+    pub hard_stop: CancellationToken,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Ended in this state (SUCCEEDED, FAILED, CANCELLED).
+    Finished(String),
+    /// Another worker owns the operation now; nothing more was written.
+    LeaseLost,
+    /// Shutdown: the lease was handed back for another worker to resume.
+    Released,
+}
+
+enum StepOutcome {
+    Done(Value, StepCtx),
+    Failed(StepError),
+    Lost,
+}
+
+struct Run {
+    env: RunEnv,
+    wf: Arc<dyn Workflow>,
+    op: Arc<OperationRow>,
+    steps: Mutex<Vec<StepRecord>>,
+}
+
+impl Run {
+    /// Persist the steps under the lock (writes stay in order). False: fence moved.
+    async fn save(&self, steps: &[StepRecord]) -> bool {
+        let json = serde_json::to_value(steps).unwrap_or(Value::Null);
+        match operations::save_steps(&self.env.db, self.op.id, self.op.generation, &json).await {
+            Ok(ok) => ok,
+            Err(e) => {
+                tracing::warn!(operation.id = %self.op.id, error = %e, "saving steps failed; giving up the claim");
+                false
+            }
+        }
+    }
+
+    async fn step(self: Arc<Self>, i: usize, cancel: CancellationToken) -> (usize, StepOutcome) {
+        let mut delays = self.env.policy.delays();
+        loop {
+            let (step, results) = {
+                let g = self.steps.lock().await;
+                let results: HashMap<String, Value> = g[i]
+                    .reads
+                    .iter()
+                    .filter_map(|r| {
+                        g.iter()
+                            .find(|s| &s.id == r)
+                            .and_then(|s| s.result.clone().map(|v| (r.clone(), v)))
+                    })
+                    .collect();
+                (g[i].clone(), results)
+            };
+            let ctx = StepCtx {
+                op: self.op.clone(),
+                attempt: step.attempts,
+                step,
+                results,
+                cancel: cancel.clone(),
+            };
+            let started = std::time::Instant::now();
+            let r = self.wf.run_step(&ctx).await;
+            metrics::histogram!("kineticd_step_duration_seconds", "type" => self.op.op_type.clone(),
+                "outcome" => if r.is_ok() { "ok" } else { "error" })
+                .record(started.elapsed().as_secs_f64());
+            match r {
+                Ok(v) => return (i, StepOutcome::Done(v, ctx)),
+                Err(e) if e.is_retryable() => {
+                    let Some(delay) = delays.next() else {
+                        let mut e = e;
+                        e.message = format!(
+                            "{} (gave up after {} attempts)",
+                            e.message, ctx.step.attempts
+                        );
+                        return (i, StepOutcome::Failed(e));
+                    };
+                    {
+                        let mut g = self.steps.lock().await;
+                        g[i].message = Some(format!(
+                            "attempt {} failed ({}: {}); retrying in {} ms",
+                            g[i].attempts,
+                            e.reason,
+                            e.message,
+                            delay.as_millis()
+                        ));
+                        g[i].attempts += 1;
+                        if !self.save(&g).await {
+                            return (i, StepOutcome::Lost);
+                        }
+                    }
+                    tokio::time::sleep(delay).await;
+                }
+                Err(e) => return (i, StepOutcome::Failed(e)),
+            }
+        }
+    }
+
+    async fn finish(
+        &self,
+        state: &str,
+        steps: &[StepRecord],
+        response: Option<Value>,
+        error: Option<Value>,
+    ) -> Outcome {
+        let json = serde_json::to_value(steps).unwrap_or(Value::Null);
+        let f = Finish {
+            state,
+            steps: &json,
+            response: response.as_ref(),
+            error: error.as_ref(),
+        };
+        match operations::finish(&self.env.db, self.op.id, self.op.generation, f).await {
+            Ok(true) => {
+                metrics::counter!("kineticd_operations_finished_total",
+                    "type" => self.op.op_type.clone(), "state" => state.to_owned())
+                .increment(1);
+                tracing::info!(operation.id = %self.op.id, operation.type = %self.op.op_type, state, "operation finished");
+                Outcome::Finished(state.to_owned())
+            }
+            Ok(false) => Outcome::LeaseLost,
+            Err(e) => {
+                tracing::warn!(operation.id = %self.op.id, error = %e, "finishing failed; the lease will expire and another worker resumes");
+                Outcome::LeaseLost
+            }
+        }
+    }
+
+    async fn complete(&self, i: usize, value: Value, ctx: &StepCtx) -> Result<bool, StoreError> {
+        let mut g = self.steps.lock().await;
+        g[i].state = StepState::Done;
+        g[i].end_time = Some(Utc::now());
+        g[i].message = None;
+        g[i].result = Some(value);
+        if !self.wf.has_effects() {
+            return Ok(self.save(&g).await);
+        }
+        let json = serde_json::to_value(&*g).unwrap_or(Value::Null);
+        let mut tx = self.env.db.begin().await?;
+        if !operations::save_steps_in(&mut tx, self.op.id, self.op.generation, &json).await? {
+            return Ok(false);
+        }
+        self.wf
+            .commit_effects(&mut tx, ctx, self.op.generation)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
+fn ready(steps: &[StepRecord], limit: usize) -> Vec<usize> {
+    steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.state == StepState::Pending)
+        .filter(|(_, s)| {
+            s.depends_on
+                .iter()
+                .all(|d| steps.iter().any(|o| &o.id == d && o.state.finished_ok()))
+        })
+        .map(|(i, _)| i)
+        .take(limit)
+        .collect()
+}
+
+fn stop_steps(steps: &mut [StepRecord], state: StepState, message: &str, pending_too: bool) {
+    let now = Utc::now();
+    for s in steps.iter_mut() {
+        if s.state == StepState::Running || (pending_too && s.state == StepState::Pending) {
+            s.state = state;
+            s.end_time = Some(now);
+            s.message = Some(message.to_owned());
+        }
+    }
+}
+
+/// Run a claimed operation until it finishes, loses its lease, or is released.
+pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outcome {
+    let running = env.events.running(row.id);
+    let cancel = running.token.clone();
+    let lost = CancellationToken::new();
+    let mut steps: Vec<StepRecord> = match serde_json::from_value(row.steps.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(operation.id = %row.id, error = %e, "stored steps unreadable");
+            Vec::new()
+        }
+    };
+    // Resume: a step left RUNNING by a lost worker runs again (steps are ensures).
+    for s in steps.iter_mut().filter(|s| s.state == StepState::Running) {
+        s.state = StepState::Pending;
+        s.message = Some("resumed after the previous worker stopped".into());
+    }
+    let deadline = row.deadline;
+    let run = Arc::new(Run {
+        env: env.clone(),
+        wf,
+        op: Arc::new(row),
+        steps: Mutex::new(steps),
+    });
+
+    let heartbeat = tokio::spawn(heartbeat(
+        env.db.clone(),
+        run.op.id,
+        run.op.generation,
+        env.lease,
+        cancel.clone(),
+        lost.clone(),
+    ));
+    let _stop_heartbeat = AbortOnDrop(heartbeat);
+
+    if run.op.cancel_requested {
+        cancel.cancel();
+    }
+    let until_deadline = deadline
+        .map(|d| (d - Utc::now()).to_std().unwrap_or(Duration::ZERO))
+        .unwrap_or(Duration::from_secs(86_400 * 365));
+    let deadline_sleep = tokio::time::sleep(until_deadline);
+    tokio::pin!(deadline_sleep);
+
+    let mut inflight = FuturesUnordered::new();
+    let mut failed: Option<(String, String, StepError)> = None;
+    let mut draining = false;
+    loop {
+        if failed.is_none() && !draining && !cancel.is_cancelled() {
+            let mut g = run.steps.lock().await;
+            let free = env.step_concurrency.saturating_sub(inflight.len());
+            let launch = ready(&g, free);
+            if !launch.is_empty() {
+                let now = Utc::now();
+                for &i in &launch {
+                    g[i].state = StepState::Running;
+                    g[i].start_time = Some(now);
+                    g[i].attempts += 1;
+                }
+                if !run.save(&g).await {
+                    return Outcome::LeaseLost;
+                }
+                for i in launch {
+                    inflight.push(run.clone().step(i, cancel.clone()));
+                }
+            }
+        }
+        if inflight.is_empty() {
+            let g = run.steps.lock().await.clone();
+            if let Some((id, desc, e)) = failed {
+                let mut meta = e.metadata.clone();
+                meta.insert("step".into(), id.clone());
+                let msg = format!("step {id} ({desc}) failed: {}", e.message);
+                let err = status_json(e.code, &msg, &e.reason, &meta);
+                return run.finish("FAILED", &g, None, Some(err)).await;
+            }
+            if cancel.is_cancelled() {
+                return cancelled(&run).await;
+            }
+            if draining {
+                return release(&run).await;
+            }
+            if g.iter().all(|s| s.state.finished_ok()) {
+                let response = run.wf.response(&run.op, &g);
+                return run.finish("SUCCEEDED", &g, Some(response), None).await;
+            }
+            let err = status_json(
+                RpcCode::Internal,
+                "the operation's steps cannot make progress (a dependency is missing)",
+                "STEP_GRAPH_STUCK",
+                &Default::default(),
+            );
+            return run.finish("FAILED", &g, None, Some(err)).await;
+        }
+        tokio::select! {
+            biased;
+            _ = lost.cancelled() => return Outcome::LeaseLost,
+            _ = env.hard_stop.cancelled() => {
+                drop(inflight);
+                return release(&run).await;
+            }
+            _ = cancel.cancelled() => {
+                // Abandon running steps at once (a long cloud wait included).
+                drop(inflight);
+                return cancelled(&run).await;
+            }
+            _ = &mut deadline_sleep => {
+                drop(inflight);
+                let mut g = run.steps.lock().await.clone();
+                stop_steps(&mut g, StepState::Failed, "operation deadline exceeded", false);
+                let err = status_json(RpcCode::DeadlineExceeded,
+                    &format!("operation {} exceeded its deadline", run.op.id),
+                    "DEADLINE_EXCEEDED", &Default::default());
+                return run.finish("FAILED", &g, None, Some(err)).await;
+            }
+            _ = env.drain.cancelled(), if !draining => { draining = true; }
+            Some((i, outcome)) = inflight.next() => match outcome {
+                StepOutcome::Done(v, ctx) => match run.complete(i, v, &ctx).await {
+                    Ok(true) => {}
+                    Ok(false) => return Outcome::LeaseLost,
+                    Err(e) => {
+                        tracing::warn!(operation.id = %run.op.id, error = %e, "completing a step failed; giving up the claim");
+                        return Outcome::LeaseLost;
+                    }
+                },
+                StepOutcome::Lost => return Outcome::LeaseLost,
+                StepOutcome::Failed(e) => {
+                    let mut g = run.steps.lock().await;
+                    g[i].state = StepState::Failed;
+                    g[i].end_time = Some(Utc::now());
+                    g[i].message = Some(format!("{}: {}", e.reason, e.message));
+                    let id = g[i].id.clone();
+                    // Fail fast: other running steps are abandoned.
+                    stop_steps(&mut g, StepState::Cancelled, &format!("abandoned: step {id} failed"), false);
+                    failed = Some((id, g[i].description.clone(), e));
+                    drop(g);
+                    drop(std::mem::take(&mut inflight));
+                }
+            },
+        }
+    }
+}
+
+async fn cancelled(run: &Run) -> Outcome {
+    let mut g = run.steps.lock().await.clone();
+    stop_steps(&mut g, StepState::Cancelled, "cancelled by request", true);
+    let err = status_json(
+        RpcCode::Cancelled,
+        "operation cancelled by request",
+        "CANCELLED",
+        &Default::default(),
+    );
+    run.finish("CANCELLED", &g, None, Some(err)).await
+}
+
+async fn release(run: &Run) -> Outcome {
+    let mut g = run.steps.lock().await.clone();
+    for s in g.iter_mut().filter(|s| s.state == StepState::Running) {
+        s.state = StepState::Pending;
+        s.message = Some("interrupted by a server shutdown; will resume".into());
+    }
+    if !run.save(&g).await {
+        return Outcome::LeaseLost;
+    }
+    match operations::release(&run.env.db, run.op.id, run.op.generation).await {
+        Ok(true) => Outcome::Released,
+        _ => Outcome::LeaseLost,
+    }
+}
+
+async fn heartbeat(
+    db: Db,
+    id: uuid::Uuid,
+    generation: i64,
+    lease: Duration,
+    cancel: CancellationToken,
+    lost: CancellationToken,
+) {
+    let every = lease / 3;
+    loop {
+        tokio::time::sleep(every).await;
+        match operations::heartbeat(&db, id, generation, lease.as_secs_f64()).await {
+            Ok(Some(true)) => cancel.cancel(),
+            Ok(Some(false)) => {}
+            Ok(None) => {
+                tracing::warn!(operation.id = %id, "lease lost to another worker");
+                lost.cancel();
+                return;
+            }
+            Err(e) => tracing::warn!(operation.id = %id, error = %e, "heartbeat failed; retrying"),
+        }
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -1,0 +1,258 @@
+//! Steps as stored in an operation's `steps` JSON, the error a step returns, and the
+//! retry policy that decides what happens next.
+//!
+//! Invariant: a step is retried only for a retryable class (rate limit, 5xx, timeout,
+//! busy, etag conflict) and never beyond its attempt budget or the operation deadline;
+//! every attempt and its message are visible in the stored step.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum StepState {
+    Pending,
+    Running,
+    Done,
+    Skipped,
+    Failed,
+    Cancelled,
+}
+
+impl StepState {
+    pub fn finished_ok(self) -> bool {
+        matches!(self, StepState::Done | StepState::Skipped)
+    }
+}
+
+/// One step of an operation, as persisted.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepRecord {
+    pub id: String,
+    pub description: String,
+    pub state: StepState,
+    /// Steps that must be DONE (or SKIPPED) before this one starts.
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    /// Earlier steps whose results this step reads (a subset of its ancestors).
+    #[serde(default)]
+    pub reads: Vec<String>,
+    /// Step-specific arguments fixed at enqueue time.
+    #[serde(default)]
+    pub input: Value,
+    #[serde(default)]
+    pub start_time: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub end_time: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub message: Option<String>,
+    /// The step's result, persisted when it finishes; later steps read it after a resume.
+    #[serde(default)]
+    pub result: Option<Value>,
+}
+
+impl StepRecord {
+    pub fn new(id: impl Into<String>, description: impl Into<String>) -> StepRecord {
+        StepRecord {
+            id: id.into(),
+            description: description.into(),
+            state: StepState::Pending,
+            depends_on: vec![],
+            reads: vec![],
+            input: Value::Null,
+            start_time: None,
+            end_time: None,
+            attempts: 0,
+            message: None,
+            result: None,
+        }
+    }
+
+    pub fn after(mut self, deps: &[&str]) -> StepRecord {
+        self.depends_on = deps.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    pub fn reading(mut self, reads: &[&str]) -> StepRecord {
+        self.reads = reads.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    pub fn with_input(mut self, input: Value) -> StepRecord {
+        self.input = input;
+        self
+    }
+}
+
+/// google.rpc.Code values used in operation errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RpcCode {
+    Cancelled = 1,
+    Unknown = 2,
+    InvalidArgument = 3,
+    DeadlineExceeded = 4,
+    NotFound = 5,
+    AlreadyExists = 6,
+    PermissionDenied = 7,
+    ResourceExhausted = 8,
+    FailedPrecondition = 9,
+    Aborted = 10,
+    Internal = 13,
+    Unavailable = 14,
+}
+
+impl RpcCode {
+    pub fn name(self) -> &'static str {
+        match self {
+            RpcCode::Cancelled => "CANCELLED",
+            RpcCode::Unknown => "UNKNOWN",
+            RpcCode::InvalidArgument => "INVALID_ARGUMENT",
+            RpcCode::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            RpcCode::NotFound => "NOT_FOUND",
+            RpcCode::AlreadyExists => "ALREADY_EXISTS",
+            RpcCode::PermissionDenied => "PERMISSION_DENIED",
+            RpcCode::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            RpcCode::FailedPrecondition => "FAILED_PRECONDITION",
+            RpcCode::Aborted => "ABORTED",
+            RpcCode::Internal => "INTERNAL",
+            RpcCode::Unavailable => "UNAVAILABLE",
+        }
+    }
+}
+
+/// Whether a failed attempt may be tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Rate limit, 5xx, timeout, "busy", etag conflict.
+    Retryable,
+    /// Invalid argument, permission, quota, stockout, not found when required.
+    Terminal,
+}
+
+/// What a failed step attempt reports.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct StepError {
+    pub class: ErrorClass,
+    pub code: RpcCode,
+    /// The cause's own reason (e.g. Google's QUOTA_EXCEEDED, GCE_STOCKOUT).
+    pub reason: String,
+    pub message: String,
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl StepError {
+    pub fn retryable(code: RpcCode, reason: &str, message: impl Into<String>) -> StepError {
+        StepError {
+            class: ErrorClass::Retryable,
+            code,
+            reason: reason.to_owned(),
+            message: message.into(),
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    pub fn terminal(code: RpcCode, reason: &str, message: impl Into<String>) -> StepError {
+        StepError {
+            class: ErrorClass::Terminal,
+            ..StepError::retryable(code, reason, message)
+        }
+    }
+
+    pub fn with(mut self, key: &str, value: impl ToString) -> StepError {
+        self.metadata.insert(key.to_owned(), value.to_string());
+        self
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        self.class == ErrorClass::Retryable
+    }
+}
+
+/// Capped exponential backoff with jitter, and an attempt budget per step.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    pub min_delay: Duration,
+    pub max_delay: Duration,
+    pub max_attempts: u32,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            min_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+            max_attempts: 12,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Delays between attempts (jittered, capped), `max_attempts - 1` of them.
+    pub fn delays(&self) -> impl Iterator<Item = Duration> + Send + use<> {
+        use backon::BackoffBuilder;
+        backon::ExponentialBuilder::default()
+            .with_min_delay(self.min_delay)
+            .with_max_delay(self.max_delay)
+            .with_factor(2.0)
+            .with_jitter()
+            .with_max_times(self.max_attempts.saturating_sub(1) as usize)
+            .build()
+    }
+}
+
+/// google.rpc.Status JSON for an operation's `error`, naming the failed step.
+pub fn status_json(
+    code: RpcCode,
+    message: &str,
+    reason: &str,
+    metadata: &BTreeMap<String, String>,
+) -> Value {
+    serde_json::json!({
+        "code": code as i32,
+        "status": code.name(),
+        "message": message,
+        "details": [{
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": reason,
+            "domain": "kineticd",
+            "metadata": metadata,
+        }],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_are_capped_and_bounded() {
+        let p = RetryPolicy {
+            min_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(400),
+            max_attempts: 6,
+        };
+        let d: Vec<_> = p.delays().collect();
+        assert_eq!(d.len(), 5);
+        // Jitter adds up to one more min_delay-scaled share; the cap bounds the base.
+        assert!(d.iter().all(|d| *d <= Duration::from_millis(800)), "{d:?}");
+        assert!(d[0] >= Duration::from_millis(100));
+    }
+
+    #[test]
+    fn steps_round_trip() {
+        let s = StepRecord::new("a", "do a").after(&["x"]).reading(&["x"]);
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["state"], "PENDING");
+        assert_eq!(v["dependsOn"], serde_json::json!(["x"]));
+        let back: StepRecord = serde_json::from_value(v).unwrap();
+        assert_eq!(back.reads, vec!["x".to_string()]);
+    }
+}

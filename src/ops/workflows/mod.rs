@@ -1,0 +1,91 @@
+//! Workflows: for each operation type, how to run one named step. The list of steps (a
+//! DAG) is fixed at enqueue time and stored with the operation; a workflow only knows
+//! how to carry out a step given its input and the results it declared it reads.
+//!
+//! Invariant: running a step twice has the effect of running it once (ensure
+//! semantics), or its effect is committed with the step's completion in one fenced
+//! transaction ([`Workflow::commit_effects`]).
+
+pub mod noop;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use sqlx::PgConnection;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::StoreError;
+use crate::store::operations::OperationRow;
+
+use super::steps::{StepError, StepRecord};
+
+/// What a step sees while it runs.
+pub struct StepCtx {
+    pub op: Arc<OperationRow>,
+    pub step: StepRecord,
+    /// Results of the steps named in `step.reads`.
+    pub results: HashMap<String, Value>,
+    /// Fires when the operation is cancelled: abandon long waits at once.
+    pub cancel: CancellationToken,
+    /// 1 for the first attempt in this claim.
+    pub attempt: u32,
+}
+
+pub trait Workflow: Send + Sync + 'static {
+    fn op_type(&self) -> &'static str;
+
+    /// Operation-level deadline, counted from the first start.
+    fn deadline(&self) -> Duration;
+
+    fn run_step<'a>(&'a self, ctx: &'a StepCtx) -> BoxFuture<'a, Result<Value, StepError>>;
+
+    /// Effects on our own database, committed in the transaction that marks the step done.
+    fn commit_effects<'a>(
+        &'a self,
+        _tx: &'a mut PgConnection,
+        _ctx: &'a StepCtx,
+        _generation: i64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Whether [`Workflow::commit_effects`] does anything (saves a transaction if not).
+    fn has_effects(&self) -> bool {
+        false
+    }
+
+    /// The operation's `response` once every step is done.
+    fn response(&self, op: &OperationRow, steps: &[StepRecord]) -> Value;
+}
+
+/// Workflows by operation type.
+#[derive(Clone, Default)]
+pub struct Registry {
+    by_type: HashMap<&'static str, Arc<dyn Workflow>>,
+}
+
+impl Registry {
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    pub fn with(mut self, w: impl Workflow) -> Registry {
+        self.by_type.insert(w.op_type(), Arc::new(w));
+        self
+    }
+
+    pub fn get(&self, op_type: &str) -> Option<Arc<dyn Workflow>> {
+        self.by_type.get(op_type).cloned()
+    }
+
+    /// (type, deadline seconds) for the claim query.
+    pub fn deadlines(&self) -> Vec<(String, f64)> {
+        self.by_type
+            .values()
+            .map(|w| (w.op_type().to_owned(), w.deadline().as_secs_f64()))
+            .collect()
+    }
+}

@@ -1,0 +1,148 @@
+//! NOOP: the engine's test workflow (reachable only in development or test mode).
+//! N steps, each optionally sleeping, failing retryably a number of times, failing
+//! terminally, or hanging like a long cloud call; each step's effect is a row in
+//! `noop_effects` committed with the step's completion.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::PgConnection;
+
+use crate::ops::steps::{RpcCode, StepError, StepRecord};
+use crate::store::StoreError;
+use crate::store::operations::{self, OperationRow};
+
+use super::{StepCtx, Workflow};
+
+pub const OP_TYPE: &str = "NOOP";
+
+/// What the test asks of each NOOP step.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct NoopSpec {
+    /// Number of steps (1-100).
+    pub steps: u32,
+    /// Sleep in every step, milliseconds.
+    pub step_millis: u64,
+    /// Run all steps in parallel instead of as a chain.
+    pub parallel: bool,
+    /// Step index -> number of retryable failures (UNAVAILABLE) before success.
+    pub fail_retryable: std::collections::BTreeMap<String, u32>,
+    /// Step index that fails terminally (QUOTA_EXCEEDED).
+    pub fail_terminal_at: Option<u32>,
+    /// Step index that waits (like a long cloud call) until the operation is cancelled.
+    pub hang_at: Option<u32>,
+}
+
+impl NoopSpec {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=100).contains(&self.steps) {
+            return Err("steps must be between 1 and 100".into());
+        }
+        if self.step_millis > 60_000 {
+            return Err("stepMillis must be at most 60000".into());
+        }
+        Ok(())
+    }
+
+    /// The DAG: a chain `step-0 -> step-1 -> ...`, or independent steps.
+    pub fn steps(&self) -> Vec<StepRecord> {
+        (0..self.steps)
+            .map(|i| {
+                let id = format!("step-{i}");
+                let mut s = StepRecord::new(&id, format!("no-op step {i}")).with_input(json!({
+                    "index": i,
+                    "millis": self.step_millis,
+                    "failRetryable": self.fail_retryable.get(&i.to_string()).copied().unwrap_or(0),
+                    "failTerminal": self.fail_terminal_at == Some(i),
+                    "hang": self.hang_at == Some(i),
+                }));
+                if !self.parallel && i > 0 {
+                    let prev = format!("step-{}", i - 1);
+                    s = s.after(&[&prev]).reading(&[&prev]);
+                }
+                s
+            })
+            .collect()
+    }
+}
+
+pub struct Noop;
+
+impl Workflow for Noop {
+    fn op_type(&self) -> &'static str {
+        OP_TYPE
+    }
+
+    fn deadline(&self) -> Duration {
+        Duration::from_secs(600)
+    }
+
+    fn run_step<'a>(&'a self, ctx: &'a StepCtx) -> BoxFuture<'a, Result<Value, StepError>> {
+        Box::pin(async move {
+            let input = &ctx.step.input;
+            let millis = input["millis"].as_u64().unwrap_or(0);
+            if input["hang"].as_bool().unwrap_or(false) {
+                // A long cloud call: only cancellation ends it.
+                ctx.cancel.cancelled().await;
+                return Err(StepError::terminal(
+                    RpcCode::Cancelled,
+                    "CANCELLED",
+                    "cancelled",
+                ));
+            }
+            if millis > 0 {
+                tokio::time::sleep(Duration::from_millis(millis)).await;
+            }
+            let fail = input["failRetryable"].as_u64().unwrap_or(0) as u32;
+            // `attempts` counts this attempt (1-based, across resumes).
+            if ctx.step.attempts <= fail {
+                return Err(StepError::retryable(
+                    RpcCode::Unavailable,
+                    "BACKEND_UNAVAILABLE",
+                    format!("injected retryable failure {} of {fail}", ctx.step.attempts),
+                ));
+            }
+            if input["failTerminal"].as_bool().unwrap_or(false) {
+                return Err(StepError::terminal(
+                    RpcCode::ResourceExhausted,
+                    "QUOTA_EXCEEDED",
+                    "injected terminal failure: quota exceeded",
+                )
+                .with("service", "noop")
+                .with("method", "noop.step"));
+            }
+            let previous: u64 = ctx
+                .results
+                .values()
+                .filter_map(|v| v["chain"].as_u64())
+                .max()
+                .unwrap_or(0);
+            Ok(json!({ "chain": previous + 1 }))
+        })
+    }
+
+    fn has_effects(&self) -> bool {
+        true
+    }
+
+    fn commit_effects<'a>(
+        &'a self,
+        tx: &'a mut PgConnection,
+        ctx: &'a StepCtx,
+        generation: i64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(operations::record_noop_effect(
+            tx,
+            ctx.op.id,
+            &ctx.step.id,
+            generation,
+        ))
+    }
+
+    fn response(&self, _op: &OperationRow, steps: &[StepRecord]) -> Value {
+        json!({ "steps": steps.len() })
+    }
+}

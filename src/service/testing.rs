@@ -1,0 +1,65 @@
+//! The NOOP test workflow's enqueue (development and test mode only): lets the engine be
+//! exercised end to end through the API before real workflows exist.
+
+use serde_json::Value;
+
+use crate::domain::{Role, TeamId};
+use crate::model::Operation;
+use crate::ops::queue::{self, Enqueue, EnqueueError, Idempotency};
+use crate::ops::workflows::noop::{self, NoopSpec};
+use crate::store::Db;
+
+use super::access::{self, Caller};
+use super::{Error, Result};
+
+/// Map an enqueue failure to the API error.
+pub fn enqueue_error(e: EnqueueError) -> Error {
+    match e {
+        EnqueueError::KeyReused { operation_id } => Error::precondition(
+            "REQUEST_ID_REUSED",
+            format!(
+                "this requestId / Idempotency-Key was already used for a different request (operations/{operation_id}); use a new key"
+            ),
+        )
+        .with("operation", format!("operations/{operation_id}")),
+        EnqueueError::Store(s) => s.into(),
+    }
+}
+
+/// Enqueue a NOOP operation for `team` (MEMBER or more). Returns the operation and
+/// whether this call created it.
+pub async fn enqueue_noop(
+    db: &Db,
+    caller: &Caller,
+    team: &str,
+    target: Option<String>,
+    spec: NoopSpec,
+    idempotency: Option<Idempotency>,
+) -> Result<(Operation, bool)> {
+    let team = TeamId::parse(team.strip_prefix("teams/").unwrap_or(team))?;
+    access::require(
+        db,
+        caller,
+        team.as_str(),
+        Role::Member,
+        "running operations",
+    )
+    .await?;
+    spec.validate()
+        .map_err(|m| Error::invalid("INVALID_NOOP_SPEC", m))?;
+    let target = target.unwrap_or_else(|| format!("noop/{}", uuid::Uuid::new_v4()));
+    let req = Enqueue {
+        op_type: noop::OP_TYPE.to_owned(),
+        serial_key: target.clone(),
+        target,
+        team_id: team.to_string(),
+        cluster_id: None,
+        created_by: caller.email.to_string(),
+        input: serde_json::to_value(&spec).unwrap_or(Value::Null),
+        plan: None,
+        steps: spec.steps(),
+        idempotency,
+    };
+    let r = queue::enqueue(db, &req).await.map_err(enqueue_error)?;
+    Ok((super::operations::render(&r.op), r.created))
+}

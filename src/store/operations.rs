@@ -1,0 +1,486 @@
+//! The durable operation queue's SQL.
+//!
+//! Invariants:
+//! - A claim is one short transaction (`FOR UPDATE SKIP LOCKED`) that bumps `generation`;
+//!   every later write by the claimant names that generation and changes nothing once a
+//!   newer claim exists (the fence). No transaction here spans a cloud call.
+//! - Only the oldest unfinished operation of a `serial_key` is claimable, so operations on
+//!   one cluster run one at a time in creation order and never wait on other clusters.
+//! - Every state change is announced with `pg_notify(EVENTS_CHANNEL, ...)` in the same
+//!   statement, so listeners never see a notification before the change is visible.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{AssertSqlSafe, PgConnection, PgExecutor};
+use uuid::Uuid;
+
+use super::StoreError;
+
+/// The LISTEN/NOTIFY channel for operation events.
+pub const EVENTS_CHANNEL: &str = "kineticd_operations";
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct OperationRow {
+    pub id: Uuid,
+    pub op_type: String,
+    pub target: String,
+    pub serial_key: String,
+    pub team_id: Option<String>,
+    pub cluster_id: Option<Uuid>,
+    pub created_by: String,
+    pub request_id: Option<String>,
+    pub state: String,
+    pub cancel_requested: bool,
+    pub attempt: i32,
+    pub input: Value,
+    pub plan: Option<Value>,
+    pub steps: Value,
+    pub response: Option<Value>,
+    pub error: Option<Value>,
+    pub lease_owner: Option<String>,
+    pub lease_expire_time: Option<DateTime<Utc>>,
+    pub generation: i64,
+    pub deadline: Option<DateTime<Utc>>,
+    pub create_time: DateTime<Utc>,
+    pub start_time: Option<DateTime<Utc>>,
+    pub update_time: DateTime<Utc>,
+    pub end_time: Option<DateTime<Utc>>,
+}
+
+const COLUMNS: &str = "id, op_type, target, serial_key, team_id, cluster_id, created_by, request_id, \
+     state, cancel_requested, attempt, input, plan, steps, response, error, lease_owner, \
+     lease_expire_time, generation, deadline, create_time, start_time, update_time, end_time";
+
+/// A new operation, QUEUED with its steps PENDING.
+#[derive(Debug, Clone)]
+pub struct NewOperation {
+    pub id: Uuid,
+    pub op_type: String,
+    pub target: String,
+    pub serial_key: String,
+    pub team_id: String,
+    pub cluster_id: Option<Uuid>,
+    pub created_by: String,
+    pub request_id: Option<String>,
+    pub input: Value,
+    pub plan: Option<Value>,
+    pub steps: Value,
+}
+
+pub async fn insert(tx: &mut PgConnection, op: &NewOperation) -> Result<OperationRow, StoreError> {
+    let sql = format!(
+        "WITH ins AS (INSERT INTO operations (id, op_type, target, serial_key, team_id, cluster_id, \
+             created_by, request_id, state, input, plan, steps) \
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11) RETURNING {COLUMNS}), \
+         n AS (SELECT pg_notify('{EVENTS_CHANNEL}', 'new')) \
+         SELECT ins.* FROM ins, n"
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(op.id)
+        .bind(&op.op_type)
+        .bind(&op.target)
+        .bind(&op.serial_key)
+        .bind(&op.team_id)
+        .bind(op.cluster_id)
+        .bind(&op.created_by)
+        .bind(&op.request_id)
+        .bind(&op.input)
+        .bind(&op.plan)
+        .bind(&op.steps)
+        .fetch_one(&mut *tx)
+        .await?)
+}
+
+pub async fn get(ex: impl PgExecutor<'_>, id: Uuid) -> Result<Option<OperationRow>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM operations WHERE id = $1");
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(ex)
+        .await?)
+}
+
+/// Filters of `GET /v1/operations`; `None` means any.
+#[derive(Debug, Default, Clone)]
+pub struct OperationFilter {
+    /// Restrict to these teams (`None`: every team, for service admins).
+    pub teams: Option<Vec<String>>,
+    pub done: Option<bool>,
+    pub state: Option<String>,
+    pub op_type: Option<String>,
+    pub target: Option<String>,
+    pub team: Option<String>,
+    pub created_by: Option<String>,
+}
+
+/// Newest first; `after` is the (create_time, id) of the previous page's last row.
+pub async fn list(
+    ex: impl PgExecutor<'_>,
+    f: &OperationFilter,
+    after: Option<(DateTime<Utc>, Uuid)>,
+    limit: i64,
+) -> Result<Vec<OperationRow>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM operations \
+         WHERE ($1::text[] IS NULL OR team_id = ANY($1)) \
+           AND ($2::bool IS NULL OR (end_time IS NOT NULL) = $2) \
+           AND ($3::text IS NULL OR state = $3) \
+           AND ($4::text IS NULL OR op_type = $4) \
+           AND ($5::text IS NULL OR target = $5) \
+           AND ($6::text IS NULL OR team_id = $6) \
+           AND ($7::text IS NULL OR created_by = $7) \
+           AND ($8::timestamptz IS NULL OR (create_time, id) < ($8, $9)) \
+         ORDER BY create_time DESC, id DESC LIMIT $10"
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(f.teams.as_deref())
+        .bind(f.done)
+        .bind(f.state.as_deref())
+        .bind(f.op_type.as_deref())
+        .bind(f.target.as_deref())
+        .bind(f.team.as_deref())
+        .bind(f.created_by.as_deref())
+        .bind(after.map(|a| a.0))
+        .bind(after.map(|a| a.1))
+        .bind(limit)
+        .fetch_all(ex)
+        .await?)
+}
+
+/// Claim the oldest claimable operation: QUEUED, or RUNNING/CANCELLING with an expired
+/// lease, and the oldest unfinished one of its serial key. Sets owner, lease and a new
+/// generation; the first claim also sets `start_time` and the deadline.
+pub async fn claim(
+    ex: impl PgExecutor<'_>,
+    owner: &str,
+    lease_seconds: f64,
+    deadline_seconds_by_type: &[(String, f64)],
+) -> Result<Option<OperationRow>, StoreError> {
+    let types: Vec<&str> = deadline_seconds_by_type
+        .iter()
+        .map(|(t, _)| t.as_str())
+        .collect();
+    let secs: Vec<f64> = deadline_seconds_by_type.iter().map(|(_, s)| *s).collect();
+    let sql = format!(
+        "WITH c AS ( \
+           SELECT o.id FROM operations o \
+           WHERE o.end_time IS NULL \
+             AND (o.state = 'QUEUED' OR o.lease_expire_time < now()) \
+             AND NOT EXISTS (SELECT 1 FROM operations p \
+                             WHERE p.serial_key = o.serial_key AND p.end_time IS NULL \
+                               AND (p.create_time, p.id) < (o.create_time, o.id)) \
+           ORDER BY o.create_time, o.id \
+           FOR UPDATE OF o SKIP LOCKED LIMIT 1), \
+         d AS (SELECT t, s FROM unnest($3::text[], $4::float8[]) AS u(t, s)) \
+         UPDATE operations SET \
+           state = CASE WHEN operations.cancel_requested THEN 'CANCELLING' ELSE 'RUNNING' END, \
+           lease_owner = $1, \
+           lease_expire_time = now() + make_interval(secs => $2), \
+           generation = operations.generation + 1, \
+           attempt = operations.attempt + 1, \
+           start_time = COALESCE(operations.start_time, now()), \
+           deadline = COALESCE(operations.deadline, now() + make_interval(secs => \
+               COALESCE((SELECT s FROM d WHERE d.t = operations.op_type), 3600))), \
+           update_time = now() \
+         FROM c WHERE operations.id = c.id \
+         RETURNING {}",
+        COLUMNS
+            .split(", ")
+            .map(|c| format!("operations.{}", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(owner)
+        .bind(lease_seconds)
+        .bind(types)
+        .bind(secs)
+        .fetch_optional(ex)
+        .await?)
+}
+
+/// Extend the lease; `None` when the fence has moved (another worker owns it now),
+/// otherwise whether cancellation was requested.
+pub async fn heartbeat(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    generation: i64,
+    lease_seconds: f64,
+) -> Result<Option<bool>, StoreError> {
+    Ok(sqlx::query_scalar(
+        "UPDATE operations SET lease_expire_time = now() + make_interval(secs => $3) \
+         WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING cancel_requested",
+    )
+    .bind(id)
+    .bind(generation)
+    .bind(lease_seconds)
+    .fetch_optional(ex)
+    .await?)
+}
+
+/// Persist the steps array (fenced) and announce the change. False: fence moved.
+pub async fn save_steps(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    generation: i64,
+    steps: &Value,
+) -> Result<bool, StoreError> {
+    let sql = format!(
+        "WITH u AS (UPDATE operations SET steps = $3, update_time = now() \
+                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state) \
+         SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state) FROM u"
+    );
+    let n = sqlx::query(AssertSqlSafe(sql))
+        .bind(id)
+        .bind(generation)
+        .bind(steps)
+        .execute(ex)
+        .await?
+        .rows_affected();
+    Ok(n > 0)
+}
+
+/// The end of an operation (fenced): final state, steps, response or error.
+pub struct Finish<'a> {
+    pub state: &'a str,
+    pub steps: &'a Value,
+    pub response: Option<&'a Value>,
+    pub error: Option<&'a Value>,
+}
+
+/// Finish the operation (fenced) and announce it; also wakes workers, since the next
+/// operation of the same serial key becomes claimable. False: fence moved.
+pub async fn finish(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    generation: i64,
+    f: Finish<'_>,
+) -> Result<bool, StoreError> {
+    let sql = format!(
+        "WITH u AS (UPDATE operations SET state = $3, steps = $4, response = $5, error = $6, \
+                      end_time = now(), update_time = now(), lease_owner = NULL, lease_expire_time = NULL \
+                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state) \
+         SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state), \
+                pg_notify('{EVENTS_CHANNEL}', 'new') FROM u"
+    );
+    let n = sqlx::query(AssertSqlSafe(sql))
+        .bind(id)
+        .bind(generation)
+        .bind(f.state)
+        .bind(f.steps)
+        .bind(f.response)
+        .bind(f.error)
+        .execute(ex)
+        .await?
+        .rows_affected();
+    Ok(n > 0)
+}
+
+/// Give the lease back (graceful shutdown): another worker may claim it at once.
+pub async fn release(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    generation: i64,
+) -> Result<bool, StoreError> {
+    let sql = format!(
+        "WITH u AS (UPDATE operations SET lease_owner = NULL, lease_expire_time = now() - interval '1 second', \
+                      update_time = now() \
+                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id) \
+         SELECT pg_notify('{EVENTS_CHANNEL}', 'new') FROM u"
+    );
+    let n = sqlx::query(AssertSqlSafe(sql))
+        .bind(id)
+        .bind(generation)
+        .execute(ex)
+        .await?
+        .rows_affected();
+    Ok(n > 0)
+}
+
+/// Ask for cancellation. A QUEUED operation ends CANCELLED at once (with `cancelled`
+/// as its error and `steps` all CANCELLED); a running one is flagged and its worker told.
+/// Returns the row after the change, `None` if absent.
+pub async fn request_cancel(
+    tx: &mut PgConnection,
+    id: Uuid,
+    cancelled_error: &Value,
+) -> Result<Option<OperationRow>, StoreError> {
+    let Some(row) = lock(tx, id).await? else {
+        return Ok(None);
+    };
+    if row.end_time.is_some() {
+        return Ok(Some(row));
+    }
+    if row.state == "QUEUED" && row.lease_owner.is_none() {
+        let steps = cancel_all_steps(&row.steps);
+        let sql = format!(
+            "UPDATE operations SET state = 'CANCELLED', cancel_requested = true, steps = $2, error = $3, \
+               end_time = now(), update_time = now() WHERE id = $1 RETURNING {COLUMNS}"
+        );
+        let row: OperationRow = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(id)
+            .bind(steps)
+            .bind(cancelled_error)
+            .fetch_one(&mut *tx)
+            .await?;
+        notify(&mut *tx, &format!("{id}:CANCELLED")).await?;
+        notify(&mut *tx, "new").await?;
+        return Ok(Some(row));
+    }
+    let sql = format!(
+        "UPDATE operations SET cancel_requested = true, \
+           state = CASE WHEN state = 'RUNNING' THEN 'CANCELLING' ELSE state END, update_time = now() \
+         WHERE id = $1 RETURNING {COLUMNS}"
+    );
+    let row: OperationRow = sqlx::query_as(AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+    notify(&mut *tx, &format!("{id}:cancel")).await?;
+    notify(&mut *tx, &format!("{id}:{}", row.state)).await?;
+    Ok(Some(row))
+}
+
+fn cancel_all_steps(steps: &Value) -> Value {
+    let mut steps = steps.clone();
+    if let Some(arr) = steps.as_array_mut() {
+        for s in arr {
+            if matches!(
+                s.get("state").and_then(|v| v.as_str()),
+                Some("PENDING" | "RUNNING")
+            ) {
+                s["state"] = Value::from("CANCELLED");
+            }
+        }
+    }
+    steps
+}
+
+async fn lock(tx: &mut PgConnection, id: Uuid) -> Result<Option<OperationRow>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM operations WHERE id = $1 FOR UPDATE");
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?)
+}
+
+pub async fn notify(ex: impl PgExecutor<'_>, payload: &str) -> Result<(), StoreError> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(EVENTS_CHANNEL)
+        .bind(payload)
+        .execute(ex)
+        .await?;
+    Ok(())
+}
+
+/// Idempotency: the operation a caller's key already names (within `ttl_hours`), with
+/// the fingerprint of the request that created it.
+pub async fn find_idempotent(
+    ex: impl PgExecutor<'_>,
+    caller: &str,
+    key: &str,
+    ttl_hours: i64,
+) -> Result<Option<(Uuid, String)>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT operation_id, fingerprint FROM idempotency_keys \
+         WHERE caller = $1 AND key = $2 AND create_time > now() - make_interval(hours => $3::int)",
+    )
+    .bind(caller)
+    .bind(key)
+    .bind(ttl_hours)
+    .fetch_optional(ex)
+    .await?)
+}
+
+/// Record a key for a new operation in the enqueue transaction. Returns false when the
+/// key is already taken (a concurrent identical request won): the caller rolls back.
+/// An expired key is replaced.
+pub async fn insert_idempotency_key(
+    tx: &mut PgConnection,
+    caller: &str,
+    key: &str,
+    fingerprint: &str,
+    operation_id: Uuid,
+    ttl_hours: i64,
+) -> Result<bool, StoreError> {
+    let n = sqlx::query(
+        "INSERT INTO idempotency_keys (caller, key, fingerprint, operation_id) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (caller, key) DO UPDATE \
+           SET fingerprint = EXCLUDED.fingerprint, operation_id = EXCLUDED.operation_id, create_time = now() \
+           WHERE idempotency_keys.create_time <= now() - make_interval(hours => $5::int)",
+    )
+    .bind(caller)
+    .bind(key)
+    .bind(fingerprint)
+    .bind(operation_id)
+    .bind(ttl_hours)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    Ok(n > 0)
+}
+
+/// Commit a NOOP step's effect inside the transaction that marks it done.
+pub async fn record_noop_effect(
+    tx: &mut PgConnection,
+    id: Uuid,
+    step: &str,
+    generation: i64,
+) -> Result<(), StoreError> {
+    sqlx::query("INSERT INTO noop_effects (operation_id, step_id, generation) VALUES ($1, $2, $3)")
+        .bind(id)
+        .bind(step)
+        .bind(generation)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// Number of effects recorded per (operation, step).
+pub async fn noop_effect_counts(
+    ex: impl PgExecutor<'_>,
+) -> Result<Vec<(Uuid, String, i64)>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT operation_id, step_id, count(*) FROM noop_effects GROUP BY 1, 2 ORDER BY 1, 2",
+    )
+    .fetch_all(ex)
+    .await?)
+}
+
+/// Fenced steps write inside a caller's transaction (used with effects).
+pub async fn save_steps_in(
+    tx: &mut PgConnection,
+    id: Uuid,
+    generation: i64,
+    steps: &Value,
+) -> Result<bool, StoreError> {
+    save_steps(&mut *tx, id, generation, steps).await
+}
+
+/// Delete operations finished before `cutoff`, and expired idempotency keys.
+pub async fn purge_finished(
+    ex: impl PgExecutor<'_> + Copy,
+    cutoff: DateTime<Utc>,
+    key_ttl_hours: i64,
+) -> Result<u64, StoreError> {
+    let n = sqlx::query("DELETE FROM operations WHERE end_time IS NOT NULL AND end_time < $1")
+        .bind(cutoff)
+        .execute(ex)
+        .await?
+        .rows_affected();
+    sqlx::query(
+        "DELETE FROM idempotency_keys WHERE create_time < now() - make_interval(hours => $1::int)",
+    )
+    .bind(key_ttl_hours)
+    .execute(ex)
+    .await?;
+    Ok(n)
+}
+
+/// Unfinished operations by state (for the queue-depth gauge).
+pub async fn counts_by_state(ex: impl PgExecutor<'_>) -> Result<Vec<(String, i64)>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT state, count(*) FROM operations WHERE end_time IS NULL GROUP BY state",
+    )
+    .fetch_all(ex)
+    .await?)
+}

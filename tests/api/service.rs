@@ -1,0 +1,177 @@
+//! Service endpoints: health, readiness, metrics, the OpenAPI document and the docs page.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::TestApp;
+use crate::support::{anonymous_get, expect_error, ok};
+
+const ALICE: &str = "alice@example.com";
+
+#[tokio::test]
+async fn health_and_readiness() {
+    let app = TestApp::spawn().await;
+    let r = anonymous_get(&app, "/healthz").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, json!({"status": "ok"}));
+    let r = anonymous_get(&app, "/readyz").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, json!({"status": "ready"}));
+}
+
+#[tokio::test]
+async fn readiness_fails_when_the_database_is_gone() {
+    let app = TestApp::spawn().await;
+    assert_eq!(anonymous_get(&app, "/readyz").await.status, 200);
+    app.db.close().await;
+    let r = anonymous_get(&app, "/readyz").await;
+    expect_error(&r, 503, "UNAVAILABLE", "NOT_READY");
+    // Liveness does not depend on the database.
+    assert_eq!(anonymous_get(&app, "/healthz").await.status, 200);
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_template() {
+    let app = TestApp::spawn().await;
+    app.team(ALICE, "metrics-team", &[]).await;
+    ok(app.get(ALICE, "/v1/teams/metrics-team").await);
+    let r = app.get(ALICE, "/v1/unrouted-metrics-probe").await;
+    assert_eq!(r.status, 404);
+    let resp = app.http.get(app.url_of("/metrics")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(ct.starts_with("text/plain"), "{ct}");
+    let text = resp.text().await.unwrap();
+    assert!(
+        text.contains(r#"kineticd_http_requests_total{route="/v1/teams/{team}",method="GET",status="200"}"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"kineticd_http_request_duration_seconds_bucket{route="/v1/teams/{team}""#),
+        "{text}"
+    );
+    assert!(text.contains(r#"route="/v1/teams",method="POST",status="201""#), "{text}");
+    // Raw paths never become labels (bounded cardinality).
+    assert!(!text.contains("metrics-team"), "raw path in metrics");
+    assert!(!text.contains("unrouted-metrics-probe"), "raw path in metrics");
+}
+
+/// A concrete path for an OpenAPI path template.
+fn concrete(template: &str) -> String {
+    template
+        .replace("{team}", "acme")
+        .replace("{email}", "bob@example.com")
+        .replace("{profile}", "work")
+        .replace("{project}", "acme-project")
+        .replace("{zone}", "us-central1-a")
+        .replace("{cluster}", "kc")
+        .replace("{pool}", "gpu-l4-ab12")
+}
+
+#[tokio::test]
+async fn openapi_document_describes_the_routes() {
+    let app = TestApp::spawn().await;
+    let r = anonymous_get(&app, "/openapi.json").await;
+    assert_eq!(r.status, 200);
+    let doc = r.body;
+    assert!(doc["openapi"].as_str().unwrap_or("").starts_with("3."), "{doc:#}");
+    assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
+    let paths = doc["paths"].as_object().expect("paths");
+    for p in [
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/v1/me",
+        "/v1/teams",
+        "/v1/teams/{team}",
+        "/v1/teams/{team}/members",
+        "/v1/teams/{team}/members/{email}",
+        "/v1/profiles",
+        "/v1/profiles/{profile}",
+        "/v1/profiles/{profile}:activate",
+        "/v1/clusters",
+        "/v1/projects/{project}/zones/{zone}/clusters",
+        "/v1/projects/{project}/zones/{zone}/clusters/{cluster}",
+        "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools",
+        "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}",
+    ] {
+        assert!(paths.contains_key(p), "{p} missing from the document");
+    }
+    assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
+
+    // Every documented operation is really routed: no ROUTE_NOT_FOUND, no 405.
+    app.team(ALICE, "acme", &["acme-project"]).await;
+    for (template, item) in paths {
+        for (method, _) in item.as_object().unwrap() {
+            let Ok(m) = Method::from_bytes(method.to_uppercase().as_bytes()) else {
+                continue;
+            };
+            if !["GET", "PUT", "POST", "PATCH", "DELETE"].contains(&m.as_str()) {
+                continue;
+            }
+            let body = (m != Method::GET && m != Method::DELETE).then(|| json!({}));
+            let r = app.call(ALICE, m.clone(), &concrete(template), body).await;
+            assert_ne!(r.status, 405, "{m} {template}: {:#}", r.body);
+            assert_ne!(r.reason(), "ROUTE_NOT_FOUND", "{m} {template}");
+            assert_ne!(r.reason(), "METHOD_NOT_FOUND", "{m} {template}");
+            assert!(r.status.as_u16() < 500, "{m} {template}: {:#}", r.body);
+        }
+    }
+}
+
+/// The `src`/`href` values of `attr` in an HTML page.
+fn attr_values(html: &str, attr: &str) -> Vec<String> {
+    let needle = format!("{attr}=\"");
+    html.match_indices(&needle)
+        .filter_map(|(i, _)| {
+            let rest = &html[i + needle.len()..];
+            rest.find('"').map(|end| rest[..end].to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn docs_page_is_served_locally() {
+    let app = TestApp::spawn().await;
+    let resp = app.http.get(app.url_of("/docs/")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(ct.starts_with("text/html"), "{ct}");
+    let html = resp.text().await.unwrap();
+    assert!(html.to_lowercase().contains("swagger"), "{html}");
+    // Every script and stylesheet is served by us (works with no internet).
+    let assets: Vec<String> = attr_values(&html, "src")
+        .into_iter()
+        .chain(attr_values(&html, "href"))
+        .filter(|a| a.ends_with(".js") || a.ends_with(".css"))
+        .collect();
+    assert!(!assets.is_empty(), "{html}");
+    let mut initializer = String::new();
+    for a in assets {
+        assert!(!a.starts_with("http"), "remote asset {a}");
+        let url = app.url_of(&format!("/docs/{}", a.trim_start_matches("./")));
+        let resp = app.http.get(&url).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{url}");
+        let text = resp.text().await.unwrap();
+        assert!(!text.is_empty(), "{url}");
+        if a.contains("initializer") {
+            initializer = text;
+        }
+    }
+    assert!(initializer.contains("/openapi.json"), "{initializer}");
+}
+
+#[tokio::test]
+async fn service_endpoints_need_no_identity() {
+    let app = TestApp::spawn().await;
+    for path in ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs/"] {
+        let resp = app
+            .http
+            .get(app.url_of(path))
+            .header("x-kinetic-user", "not an email")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+    }
+}

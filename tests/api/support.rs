@@ -1,0 +1,148 @@
+//! Shared assertions for the API tests: the Google error shape and page walking.
+
+use std::collections::HashSet;
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::common::{Resp, TestApp};
+
+/// Assert `r` is an error with HTTP `code`, canonical `status` and ErrorInfo `reason`,
+/// in exactly the Google shape:
+/// `{"error":{"code","status","message","details":[{"@type","reason","domain","metadata"}]}}`.
+#[track_caller]
+pub fn expect_error(r: &Resp, code: u16, status: &str, reason: &str) {
+    let ctx = format!("{} {:#}", r.status, r.body);
+    assert_eq!(r.status.as_u16(), code, "HTTP status: {ctx}");
+    let top = r.body.as_object().unwrap_or_else(|| panic!("error body is not an object: {ctx}"));
+    assert_eq!(top.len(), 1, "only `error` at the top level: {ctx}");
+    let e = r.body["error"].as_object().unwrap_or_else(|| panic!("no error object: {ctx}"));
+    let mut keys: Vec<&str> = e.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["code", "details", "message", "status"], "{ctx}");
+    assert_eq!(e["code"], Value::from(code), "error.code: {ctx}");
+    assert_eq!(e["status"], status, "error.status: {ctx}");
+    let msg = e["message"].as_str().unwrap_or_else(|| panic!("message not a string: {ctx}"));
+    assert!(!msg.trim().is_empty(), "empty message: {ctx}");
+    let details = e["details"].as_array().unwrap_or_else(|| panic!("details not an array: {ctx}"));
+    assert_eq!(details.len(), 1, "one ErrorInfo: {ctx}");
+    let d = details[0].as_object().unwrap_or_else(|| panic!("detail not an object: {ctx}"));
+    let mut dkeys: Vec<&str> = d.keys().map(String::as_str).collect();
+    dkeys.sort_unstable();
+    assert_eq!(dkeys, ["@type", "domain", "metadata", "reason"], "{ctx}");
+    assert_eq!(d["@type"], "type.googleapis.com/google.rpc.ErrorInfo", "{ctx}");
+    assert_eq!(d["domain"], "kineticd", "{ctx}");
+    assert_eq!(d["reason"], reason, "reason: {ctx}");
+    let md = d["metadata"].as_object().unwrap_or_else(|| panic!("metadata not an object: {ctx}"));
+    assert!(md.values().all(Value::is_string), "metadata values are strings: {ctx}");
+    assert!(r.headers.get("x-request-id").is_some(), "x-request-id on errors too: {ctx}");
+    if code >= 500 {
+        for leak in ["127.0.0.1", "sqlx", "postgres", "panicked", "error sending request"] {
+            assert!(!msg.contains(leak), "5xx message leaks internals ({leak}): {ctx}");
+        }
+    }
+}
+
+/// The error message (after [`expect_error`]).
+pub fn message(r: &Resp) -> &str {
+    r.body["error"]["message"].as_str().unwrap_or("")
+}
+
+/// The ErrorInfo metadata value `key` (after [`expect_error`]).
+pub fn meta<'a>(r: &'a Resp, key: &str) -> &'a str {
+    r.body["error"]["details"][0]["metadata"][key].as_str().unwrap_or("")
+}
+
+/// Assert a 200 and return the body.
+#[track_caller]
+pub fn ok(r: Resp) -> Value {
+    assert_eq!(r.status, StatusCode::OK, "{:#}", r.body);
+    r.body
+}
+
+/// `path` with `key=value` appended to its query.
+pub fn with_query(path: &str, key: &str, value: &str) -> String {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("{path}{sep}{key}={value}")
+}
+
+/// Walk every page of `path` (a list whose items are under `items`) with `pageSize=size`,
+/// asserting that every page but the last carries a token and the last has none.
+/// Returns the pages.
+pub async fn pages(app: &TestApp, user: &str, path: &str, items: &str, size: i64) -> Vec<Vec<Value>> {
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut p = with_query(path, "pageSize", &size.to_string());
+        if let Some(t) = &token {
+            p = with_query(&p, "pageToken", t);
+        }
+        let body = ok(app.get(user, &p).await);
+        let page = body[items].as_array().unwrap_or_else(|| panic!("no {items} in {body:#}")).clone();
+        assert!(page.len() as i64 <= size, "page larger than pageSize: {}", page.len());
+        out.push(page);
+        match body.get("nextPageToken") {
+            None | Some(Value::Null) => break,
+            Some(Value::String(t)) if t.is_empty() => break,
+            Some(Value::String(t)) => {
+                assert!(out.last().is_some_and(|p| p.len() as i64 == size), "a non-full page has a token");
+                token = Some(t.clone());
+            }
+            Some(other) => panic!("nextPageToken is not a string: {other}"),
+        }
+        assert!(out.len() < 10_000, "pagination does not end");
+    }
+    out
+}
+
+/// Page sizes of [`pages`], and the flattened `key` fields with duplicates asserted away.
+pub async fn page_walk(
+    app: &TestApp,
+    user: &str,
+    path: &str,
+    items: &str,
+    size: i64,
+    key: &str,
+) -> (Vec<usize>, Vec<String>) {
+    let pages = pages(app, user, path, items, size).await;
+    let sizes = pages.iter().map(Vec::len).collect();
+    let keys: Vec<String> = pages
+        .iter()
+        .flatten()
+        .map(|v| v[key].as_str().unwrap_or_else(|| panic!("no {key} in {v}")).to_owned())
+        .collect();
+    let unique: HashSet<&String> = keys.iter().collect();
+    assert_eq!(unique.len(), keys.len(), "duplicates across pages: {keys:?}");
+    (sizes, keys)
+}
+
+/// Names (`key` field) of the items of a list body.
+pub fn names(body: &Value, items: &str, key: &str) -> Vec<String> {
+    body[items]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {items} in {body:#}"))
+        .iter()
+        .map(|v| v[key].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Send a raw body with an optional content type (for malformed-request tests).
+pub async fn raw(
+    app: &TestApp,
+    user: &str,
+    method: reqwest::Method,
+    path: &str,
+    content_type: Option<&str>,
+    body: impl Into<reqwest::Body>,
+) -> Resp {
+    let mut req = app.http.request(method, app.url_of(path)).header("x-kinetic-user", user);
+    if let Some(ct) = content_type {
+        req = req.header(reqwest::header::CONTENT_TYPE, ct);
+    }
+    TestApp::read(req.body(body).send().await.expect("request")).await
+}
+
+/// GET without any identity header.
+pub async fn anonymous_get(app: &TestApp, path: &str) -> Resp {
+    TestApp::read(app.http.get(app.url_of(path)).send().await.expect("request")).await
+}

@@ -1,0 +1,314 @@
+//! Test harness: a real PostgreSQL (`DATABASE_URL`, or a private server started once per
+//! test process from the installed binaries), one fresh database per test cloned from a
+//! migrated template, and the real app on an ephemeral port.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+
+use kineticd::app::{self, AppState};
+use kineticd::config::{Identity, LogFormat, Settings};
+use kineticd::devdb::PrivatePostgres;
+use kineticd::domain::Email;
+use kineticd::store::{self, Db};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use sqlx::{Connection, Executor, PgConnection};
+
+/// URL of the server's maintenance database, with `{db}` where a database name goes.
+fn server_url_template() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("DATABASE_URL")
+            && !url.trim().is_empty()
+        {
+            // Replace the database part of the URL (keep any query string).
+            let (base, query) = match url.split_once('?') {
+                Some((b, q)) => (b.to_owned(), format!("?{q}")),
+                None => (url.clone(), String::new()),
+            };
+            let cut = base.rfind('/').expect("DATABASE_URL has a database part");
+            return format!("{}/{{db}}{query}", &base[..cut]);
+        }
+        static PG: OnceLock<PrivatePostgres> = OnceLock::new();
+        // Start on a throw-away runtime in its own thread: the server is supervised by a
+        // long-lived thread of its own and dies with this process.
+        let pg = std::thread::spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(PrivatePostgres::start_temporary())
+        })
+        .join()
+        .expect("start thread")
+        .expect(
+            "private PostgreSQL for tests (install PostgreSQL server binaries or set DATABASE_URL)",
+        );
+        let url = pg.url("kt_db_marker").replace("kt_db_marker", "{db}");
+        let _ = PG.set(pg);
+        url
+    })
+}
+
+pub fn db_url(name: &str) -> String {
+    server_url_template().replace("{db}", name)
+}
+
+fn template_name() -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for m in store::db::MIGRATOR.iter() {
+        for b in m.checksum.iter().chain(m.version.to_le_bytes().iter()) {
+            h = (h ^ *b as u64).wrapping_mul(0x100000001b3);
+        }
+    }
+    format!("kineticd_tpl_{h:016x}")
+}
+
+static TEMPLATE: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+
+async fn ensure_template() -> String {
+    TEMPLATE
+        .get_or_init(|| async {
+            let name = template_name();
+            let mut admin = PgConnection::connect(&db_url("postgres"))
+                .await
+                .expect("connect to postgres");
+            // Serialise template creation across test processes sharing one server.
+            admin
+                .execute("SELECT pg_advisory_lock(7301)")
+                .await
+                .expect("lock");
+            let exists: bool =
+                sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+                    .bind(&name)
+                    .fetch_one(&mut admin)
+                    .await
+                    .expect("query");
+            if !exists {
+                let tmp = format!("{name}_build_{}", std::process::id());
+                admin
+                    .execute(sqlx::AssertSqlSafe(format!(
+                        "DROP DATABASE IF EXISTS {tmp}"
+                    )))
+                    .await
+                    .expect("drop");
+                admin
+                    .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {tmp}")))
+                    .await
+                    .expect("create");
+                {
+                    let db = store::connect(&db_url(&tmp), 2)
+                        .await
+                        .expect("connect template");
+                    store::migrate(&db).await.expect("migrate template");
+                    db.close().await;
+                }
+                admin
+                    .execute(sqlx::AssertSqlSafe(format!(
+                        "ALTER DATABASE {tmp} RENAME TO {name}"
+                    )))
+                    .await
+                    .expect("rename");
+            }
+            admin
+                .execute("SELECT pg_advisory_unlock(7301)")
+                .await
+                .expect("unlock");
+            name
+        })
+        .await
+        .clone()
+}
+
+/// A fresh, migrated database for one test.
+pub async fn fresh_db() -> (Db, String) {
+    let template = ensure_template().await;
+    let name = format!("kt_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = PgConnection::connect(&db_url("postgres"))
+        .await
+        .expect("connect");
+    admin
+        .execute(sqlx::AssertSqlSafe(format!(
+            "CREATE DATABASE {name} TEMPLATE {template}"
+        )))
+        .await
+        .expect("clone template");
+    let url = db_url(&name);
+    let db = store::connect(&url, 10).await.expect("connect test db");
+    (db, url)
+}
+
+pub const ADMIN: &str = "admin@example.com";
+
+pub fn test_settings(url: &str) -> Settings {
+    Settings {
+        dev: true,
+        listen: "127.0.0.1:0".parse().unwrap(),
+        database_url: Some(url.to_owned()),
+        db_max_connections: 10,
+        identity: Identity::Dev,
+        admins: vec![Email::parse(ADMIN).unwrap()],
+        log_format: LogFormat::Pretty,
+        workers: 0,
+        lease: std::time::Duration::from_secs(30),
+        operation_retention: std::time::Duration::from_secs(30 * 86_400),
+        test_workflows: true,
+        shutdown_grace: std::time::Duration::from_secs(5),
+        data_dir: std::env::temp_dir(),
+    }
+}
+
+/// The real app on 127.0.0.1:0 against a fresh database.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub db: Db,
+    pub url: String,
+    pub http: reqwest::Client,
+}
+
+/// A response: status, JSON body (Null when empty), headers.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: StatusCode,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Resp {
+    /// The Google error reason, when this is an error.
+    pub fn reason(&self) -> &str {
+        self.body["error"]["details"][0]["reason"]
+            .as_str()
+            .unwrap_or("")
+    }
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        let (db, url) = fresh_db().await;
+        Self::spawn_with(db, url, |s| s).await
+    }
+
+    pub async fn spawn_with(
+        db: Db,
+        url: String,
+        tweak: impl FnOnce(Settings) -> Settings,
+    ) -> TestApp {
+        let settings = tweak(test_settings(&url));
+        let state = AppState::start(db.clone(), &url, &settings)
+            .await
+            .expect("state");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(app::serve(
+            listener,
+            app::router(state),
+            std::future::pending(),
+        ));
+        TestApp {
+            addr,
+            db,
+            url,
+            http: app::http_client().expect("http client"),
+        }
+    }
+
+    pub fn url_of(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Send `method path` as `user` (dev identity header), with an optional JSON body.
+    pub async fn call(&self, user: &str, method: Method, path: &str, body: Option<Value>) -> Resp {
+        let mut req = self
+            .http
+            .request(method, self.url_of(path))
+            .header("x-kinetic-user", user);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        Self::read(req.send().await.expect("request")).await
+    }
+
+    pub async fn read(r: reqwest::Response) -> Resp {
+        let status = r.status();
+        let headers = r.headers().clone();
+        let text = r.text().await.expect("body");
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        Resp {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    pub async fn get(&self, user: &str, path: &str) -> Resp {
+        self.call(user, Method::GET, path, None).await
+    }
+    pub async fn post(&self, user: &str, path: &str, body: Value) -> Resp {
+        self.call(user, Method::POST, path, Some(body)).await
+    }
+    pub async fn put(&self, user: &str, path: &str, body: Value) -> Resp {
+        self.call(user, Method::PUT, path, Some(body)).await
+    }
+    pub async fn patch(&self, user: &str, path: &str, body: Value) -> Resp {
+        self.call(user, Method::PATCH, path, Some(body)).await
+    }
+    pub async fn delete(&self, user: &str, path: &str) -> Resp {
+        self.call(user, Method::DELETE, path, None).await
+    }
+
+    /// Create team `id` owning `projects`, as `owner`.
+    pub async fn team(&self, owner: &str, id: &str, projects: &[&str]) -> Value {
+        let r = self
+            .post(
+                owner,
+                "/v1/teams",
+                serde_json::json!({"teamId": id, "projects": projects}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        r.body
+    }
+
+    /// Add `email` to `team` with `role`, as `by`.
+    pub async fn member(&self, by: &str, team: &str, email: &str, role: &str) {
+        let r = self
+            .put(
+                by,
+                &format!("/v1/teams/{team}/members/{email}"),
+                serde_json::json!({"role": role}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    }
+
+    /// Insert a cluster record directly (clusters are created by `up` in production).
+    pub async fn cluster(
+        &self,
+        team: &str,
+        project: &str,
+        zone: &str,
+        name: &str,
+    ) -> store::clusters::ClusterRecord {
+        store::clusters::insert(
+            &self.db,
+            store::clusters::NewCluster {
+                project_id: project,
+                zone,
+                name,
+                team_id: team,
+                state: "RUNNING",
+                spec: serde_json::json!({"accelerator": "gpu-l4", "forceDestroy": true}),
+                resources: serde_json::json!({"gkeCluster": format!("projects/{project}/locations/{zone}/clusters/{name}")}),
+                created_by: "owner@example.com",
+            },
+        )
+        .await
+        .expect("insert cluster")
+    }
+}
