@@ -41,12 +41,17 @@ pub async fn add_pool(app: &TestApp, cluster: uuid::Uuid, pool: &str) {
 async fn get_cluster_with_pools() {
     let app = TestApp::spawn().await;
     app.team(ALICE, "acme", &["acme-project"]).await;
-    let rec = app.cluster("acme", "acme-project", "us-central1-a", "kc").await;
+    let rec = app
+        .cluster("acme", "acme-project", "us-central1-a", "kc")
+        .await;
     add_pool(&app, rec.id, "gpu-l4-ab12").await;
     add_pool(&app, rec.id, "gpu-l4-od12").await;
 
     let c = ok(app.get(ALICE, KC).await);
-    assert_eq!(c["name"], "projects/acme-project/zones/us-central1-a/clusters/kc");
+    assert_eq!(
+        c["name"],
+        "projects/acme-project/zones/us-central1-a/clusters/kc"
+    );
     assert_eq!(c["project"], "acme-project");
     assert_eq!(c["zone"], "us-central1-a");
     assert_eq!(c["region"], "us-central1");
@@ -64,17 +69,34 @@ async fn get_cluster_with_pools() {
     assert_eq!(
         keys,
         [
-            "artifactRepository", "buildServiceAccount", "buildsBucket", "gkeCluster", "jobsBucket",
-            "nat", "network", "nodeServiceAccount", "router", "stateBucket"
+            "artifactRepository",
+            "buildServiceAccount",
+            "buildsBucket",
+            "gkeCluster",
+            "jobsBucket",
+            "nat",
+            "network",
+            "nodeServiceAccount",
+            "router",
+            "stateBucket"
         ]
     );
-    assert_eq!(res["gkeCluster"], "projects/acme-project/locations/us-central1-a/clusters/kc");
-    assert_eq!(names(&c, "nodePools", "poolId"), ["gpu-l4-ab12", "gpu-l4-od12"]);
+    assert_eq!(
+        res["gkeCluster"],
+        "projects/acme-project/locations/us-central1-a/clusters/kc"
+    );
+    assert_eq!(
+        names(&c, "nodePools", "poolId"),
+        ["gpu-l4-ab12", "gpu-l4-od12"]
+    );
 
     // One pool, every NodePool field.
     let p = ok(app.get(ALICE, &format!("{KC}/nodePools/gpu-l4-ab12")).await);
     assert_eq!(p, c["nodePools"][0]);
-    assert_eq!(p["name"], "projects/acme-project/zones/us-central1-a/clusters/kc/nodePools/gpu-l4-ab12");
+    assert_eq!(
+        p["name"],
+        "projects/acme-project/zones/us-central1-a/clusters/kc/nodePools/gpu-l4-ab12"
+    );
     assert_eq!(p["poolId"], "gpu-l4-ab12");
     assert_eq!(p["state"], "RUNNING");
     chrono::DateTime::parse_from_rfc3339(p["createTime"].as_str().unwrap()).unwrap();
@@ -87,16 +109,39 @@ async fn get_cluster_with_pools() {
 
     let r = app.get(ALICE, &format!("{KC}/nodePools/gpu-l4-zz99")).await;
     expect_error(&r, 404, "NOT_FOUND", "NODE_POOL_NOT_FOUND");
-    let r = app.get(ALICE, "/v1/projects/acme-project/zones/us-central1-a/clusters/nope").await;
+    let r = app
+        .get(
+            ALICE,
+            "/v1/projects/acme-project/zones/us-central1-a/clusters/nope",
+        )
+        .await;
     expect_error(&r, 404, "NOT_FOUND", "CLUSTER_NOT_FOUND");
-    assert_eq!(meta(&r, "cluster"), "projects/acme-project/zones/us-central1-a/clusters/nope");
+    assert_eq!(
+        meta(&r, "cluster"),
+        "projects/acme-project/zones/us-central1-a/clusters/nope"
+    );
     // The cluster exists in another zone only.
-    let r = app.get(ALICE, "/v1/projects/acme-project/zones/us-central1-b/clusters/kc").await;
+    let r = app
+        .get(
+            ALICE,
+            "/v1/projects/acme-project/zones/us-central1-b/clusters/kc",
+        )
+        .await;
     expect_error(&r, 404, "NOT_FOUND", "CLUSTER_NOT_FOUND");
-    let r = app.get(ALICE, "/v1/projects/acme-project/zones/us-central1-a/clusters/nope/nodePools").await;
+    let r = app
+        .get(
+            ALICE,
+            "/v1/projects/acme-project/zones/us-central1-a/clusters/nope/nodePools",
+        )
+        .await;
     expect_error(&r, 404, "NOT_FOUND", "CLUSTER_NOT_FOUND");
     // A project nobody owns.
-    let r = app.get(ALICE, "/v1/projects/free-project/zones/us-central1-a/clusters/kc").await;
+    let r = app
+        .get(
+            ALICE,
+            "/v1/projects/free-project/zones/us-central1-a/clusters/kc",
+        )
+        .await;
     expect_error(&r, 404, "NOT_FOUND", "PROJECT_NOT_FOUND");
     assert_eq!(meta(&r, "project"), "free-project");
 }
@@ -106,10 +151,14 @@ async fn list_filters() {
     let app = TestApp::spawn().await;
     app.team(ALICE, "acme", &["acme-project", "acme-two"]).await;
     app.team(ALICE, "beta", &["beta-project"]).await;
-    let a = app.cluster("acme", "acme-project", "us-central1-a", "a1").await;
-    app.cluster("acme", "acme-project", "us-central1-b", "a2").await;
+    let a = app
+        .cluster("acme", "acme-project", "us-central1-a", "a1")
+        .await;
+    app.cluster("acme", "acme-project", "us-central1-b", "a2")
+        .await;
     app.cluster("acme", "acme-two", "us-central1-a", "a3").await;
-    app.cluster("beta", "beta-project", "us-central1-a", "b1").await;
+    app.cluster("beta", "beta-project", "us-central1-a", "b1")
+        .await;
     add_pool(&app, a.id, "gpu-l4-ab12").await;
     sqlx::query("UPDATE clusters SET state = 'ERROR' WHERE name = 'a2'")
         .execute(&app.db)
@@ -130,19 +179,47 @@ async fn list_filters() {
     assert_eq!(list("/v1/clusters?team=acme").await, all[..3]);
     assert_eq!(list("/v1/clusters?team=teams/beta").await, all[3..]);
     assert_eq!(list("/v1/clusters?state=ERROR").await, all[1..2]);
-    assert_eq!(list("/v1/clusters?team=acme&state=RUNNING").await, [all[0].clone(), all[2].clone()]);
-    assert_eq!(list("/v1/clusters?team=beta&state=ERROR").await, Vec::<String>::new());
-    assert_eq!(list("/v1/projects/acme-project/zones/-/clusters").await, all[..2]);
-    assert_eq!(list("/v1/projects/acme-project/zones/us-central1-b/clusters").await, all[1..2]);
-    assert_eq!(list("/v1/projects/acme-two/zones/us-central1-b/clusters").await, Vec::<String>::new());
+    assert_eq!(
+        list("/v1/clusters?team=acme&state=RUNNING").await,
+        [all[0].clone(), all[2].clone()]
+    );
+    assert_eq!(
+        list("/v1/clusters?team=beta&state=ERROR").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        list("/v1/projects/acme-project/zones/-/clusters").await,
+        all[..2]
+    );
+    assert_eq!(
+        list("/v1/projects/acme-project/zones/us-central1-b/clusters").await,
+        all[1..2]
+    );
+    assert_eq!(
+        list("/v1/projects/acme-two/zones/us-central1-b/clusters").await,
+        Vec::<String>::new()
+    );
     // Lists embed node pools.
     let body = ok(app.get(ALICE, "/v1/clusters?team=acme").await);
-    assert_eq!(names(&body["clusters"][0], "nodePools", "poolId"), ["gpu-l4-ab12"]);
+    assert_eq!(
+        names(&body["clusters"][0], "nodePools", "poolId"),
+        ["gpu-l4-ab12"]
+    );
     assert_eq!(body["clusters"][1]["nodePools"], json!([]));
     assert_eq!(body["clusters"][1]["state"], "ERROR");
     // A service admin sees them all; a stranger sees none.
-    assert_eq!(names(&ok(app.get(ADMIN, "/v1/clusters").await), "clusters", "name"), all);
-    assert_eq!(ok(app.get(BOB, "/v1/clusters").await)["clusters"], json!([]));
+    assert_eq!(
+        names(
+            &ok(app.get(ADMIN, "/v1/clusters").await),
+            "clusters",
+            "name"
+        ),
+        all
+    );
+    assert_eq!(
+        ok(app.get(BOB, "/v1/clusters").await)["clusters"],
+        json!([])
+    );
 
     let r = app.get(ALICE, "/v1/clusters?state=running").await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_FILTER");
@@ -156,23 +233,58 @@ async fn list_filters() {
 async fn invalid_names_in_cluster_paths() {
     let app = TestApp::spawn().await;
     app.team(ALICE, "acme", &["acme-project"]).await;
-    let rec = app.cluster("acme", "acme-project", "us-central1-a", "kc").await;
+    let rec = app
+        .cluster("acme", "acme-project", "us-central1-a", "kc")
+        .await;
     add_pool(&app, rec.id, "gpu-l4-ab12").await;
     let long = "c".repeat(41);
     let cases = [
-        ("zone", "/v1/projects/acme-project/zones/us-central1/clusters/kc".to_owned()),
-        ("zone", "/v1/projects/acme-project/zones/US-CENTRAL1-A/clusters/kc".to_owned()),
-        ("zone", "/v1/projects/acme-project/zones/-/clusters/kc".to_owned()),
-        ("cluster name", "/v1/projects/acme-project/zones/us-central1-a/clusters/KC".to_owned()),
-        ("cluster name", "/v1/projects/acme-project/zones/us-central1-a/clusters/kc-".to_owned()),
-        ("cluster name", "/v1/projects/acme-project/zones/us-central1-a/clusters/1kc".to_owned()),
-        ("cluster name", format!("/v1/projects/acme-project/zones/us-central1-a/clusters/{long}")),
-        ("cluster name", "/v1/projects/acme-project/zones/us-central1-a/clusters/k_c/nodePools".to_owned()),
+        (
+            "zone",
+            "/v1/projects/acme-project/zones/us-central1/clusters/kc".to_owned(),
+        ),
+        (
+            "zone",
+            "/v1/projects/acme-project/zones/US-CENTRAL1-A/clusters/kc".to_owned(),
+        ),
+        (
+            "zone",
+            "/v1/projects/acme-project/zones/-/clusters/kc".to_owned(),
+        ),
+        (
+            "cluster name",
+            "/v1/projects/acme-project/zones/us-central1-a/clusters/KC".to_owned(),
+        ),
+        (
+            "cluster name",
+            "/v1/projects/acme-project/zones/us-central1-a/clusters/kc-".to_owned(),
+        ),
+        (
+            "cluster name",
+            "/v1/projects/acme-project/zones/us-central1-a/clusters/1kc".to_owned(),
+        ),
+        (
+            "cluster name",
+            format!("/v1/projects/acme-project/zones/us-central1-a/clusters/{long}"),
+        ),
+        (
+            "cluster name",
+            "/v1/projects/acme-project/zones/us-central1-a/clusters/k_c/nodePools".to_owned(),
+        ),
         ("node pool id", format!("{KC}/nodePools/GPU")),
         ("node pool id", format!("{KC}/nodePools/gpu_l4")),
-        ("project id", "/v1/projects/short/zones/us-central1-a/clusters/kc".to_owned()),
-        ("project id", "/v1/projects/Acme-Project/zones/-/clusters".to_owned()),
-        ("zone", "/v1/projects/acme-project/zones/nowhere/clusters".to_owned()),
+        (
+            "project id",
+            "/v1/projects/short/zones/us-central1-a/clusters/kc".to_owned(),
+        ),
+        (
+            "project id",
+            "/v1/projects/Acme-Project/zones/-/clusters".to_owned(),
+        ),
+        (
+            "zone",
+            "/v1/projects/acme-project/zones/nowhere/clusters".to_owned(),
+        ),
     ];
     for (field, path) in cases {
         let r = app.get(ALICE, &path).await;
@@ -186,16 +298,30 @@ async fn teams_cannot_see_each_others_clusters() {
     let app = TestApp::spawn().await;
     app.team(ALICE, "acme", &["acme-project"]).await;
     app.team(BOB, "bobs", &["bob-project"]).await;
-    let a = app.cluster("acme", "acme-project", "us-central1-a", "kc").await;
-    let b = app.cluster("bobs", "bob-project", "us-central1-a", "kc").await;
+    let a = app
+        .cluster("acme", "acme-project", "us-central1-a", "kc")
+        .await;
+    let b = app
+        .cluster("bobs", "bob-project", "us-central1-a", "kc")
+        .await;
     add_pool(&app, a.id, "gpu-l4-ab12").await;
     add_pool(&app, b.id, "gpu-l4-ab12").await;
 
-    for (me, mine, theirs, my_id) in [(ALICE, "acme-project", "bob-project", a.id), (BOB, "bob-project", "acme-project", b.id)] {
+    for (me, mine, theirs, my_id) in [
+        (ALICE, "acme-project", "bob-project", a.id),
+        (BOB, "bob-project", "acme-project", b.id),
+    ] {
         let list = ok(app.get(me, "/v1/clusters").await);
-        assert_eq!(names(&list, "clusters", "clusterId"), [my_id.to_string()], "{me}");
+        assert_eq!(
+            names(&list, "clusters", "clusterId"),
+            [my_id.to_string()],
+            "{me}"
+        );
         let base = |p: &str| format!("/v1/projects/{p}/zones/us-central1-a/clusters/kc");
-        assert_eq!(ok(app.get(me, &base(mine)).await)["clusterId"], my_id.to_string());
+        assert_eq!(
+            ok(app.get(me, &base(mine)).await)["clusterId"],
+            my_id.to_string()
+        );
         // Theirs: 404 everywhere, never 403, and the same answer as for a project
         // that belongs to nobody (existence is not disclosed).
         let probes = [
@@ -217,7 +343,9 @@ async fn teams_cannot_see_each_others_clusters() {
             );
         }
         let other_team = if me == ALICE { "bobs" } else { "acme" };
-        let r = app.get(me, &format!("/v1/clusters?team={other_team}")).await;
+        let r = app
+            .get(me, &format!("/v1/clusters?team={other_team}"))
+            .await;
         expect_error(&r, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
     }
     // A record whose project has since moved to another team stays hidden from the new
@@ -226,8 +354,15 @@ async fn teams_cannot_see_each_others_clusters() {
         .execute(&app.db)
         .await
         .unwrap();
-    let r = app.get(BOB, "/v1/projects/acme-project/zones/us-central1-a/clusters/kc").await;
+    let r = app
+        .get(
+            BOB,
+            "/v1/projects/acme-project/zones/us-central1-a/clusters/kc",
+        )
+        .await;
     expect_error(&r, 404, "NOT_FOUND", "CLUSTER_NOT_FOUND");
-    let list = ok(app.get(BOB, "/v1/projects/acme-project/zones/-/clusters").await);
+    let list = ok(app
+        .get(BOB, "/v1/projects/acme-project/zones/-/clusters")
+        .await);
     assert_eq!(list["clusters"], json!([]));
 }

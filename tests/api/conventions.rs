@@ -12,9 +12,21 @@ const ALICE: &str = "alice@example.com";
 /// Every JSON-body endpoint, with a body that is valid except for the extra field.
 fn body_endpoints() -> Vec<(Method, &'static str, serde_json::Value)> {
     vec![
-        (Method::POST, "/v1/teams", json!({"teamId": "new-team", "projects": []})),
-        (Method::PATCH, "/v1/teams/acme", json!({"displayName": "Acme"})),
-        (Method::PUT, "/v1/teams/acme/members/bob@example.com", json!({"role": "VIEWER"})),
+        (
+            Method::POST,
+            "/v1/teams",
+            json!({"teamId": "new-team", "projects": []}),
+        ),
+        (
+            Method::PATCH,
+            "/v1/teams/acme",
+            json!({"displayName": "Acme"}),
+        ),
+        (
+            Method::PUT,
+            "/v1/teams/acme/members/bob@example.com",
+            json!({"role": "VIEWER"}),
+        ),
         (
             Method::PUT,
             "/v1/profiles/work",
@@ -31,13 +43,20 @@ async fn unknown_body_fields_are_rejected_and_named() {
         body["colourScheme"] = json!("red");
         let r = app.call(ALICE, method.clone(), path, Some(body)).await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "UNKNOWN_FIELD");
-        assert!(message(&r).contains("colourScheme"), "{method} {path}: {}", message(&r));
+        assert!(
+            message(&r).contains("colourScheme"),
+            "{method} {path}: {}",
+            message(&r)
+        );
     }
     // Nothing was changed by the refused requests.
     let t = app.get(ALICE, "/v1/teams/acme").await;
     assert_eq!(t.body["displayName"], "");
     assert_eq!(app.get(ALICE, "/v1/teams/new-team").await.status, 404);
-    assert_eq!(app.get(ALICE, "/v1/profiles").await.body["profiles"], json!([]));
+    assert_eq!(
+        app.get(ALICE, "/v1/profiles").await.body["profiles"],
+        json!([])
+    );
 }
 
 #[tokio::test]
@@ -45,17 +64,45 @@ async fn malformed_json_gives_the_parse_position() {
     let app = TestApp::spawn().await;
     app.team(ALICE, "acme", &["acme-project"]).await;
     for (method, path, _) in body_endpoints() {
-        let r = raw(&app, ALICE, method.clone(), path, Some("application/json"), "{\"teamId\": ").await;
+        let r = raw(
+            &app,
+            ALICE,
+            method.clone(),
+            path,
+            Some("application/json"),
+            "{\"teamId\": ",
+        )
+        .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "MALFORMED_JSON");
-        assert!(message(&r).contains("line 1 column"), "{method} {path}: {}", message(&r));
+        assert!(
+            message(&r).contains("line 1 column"),
+            "{method} {path}: {}",
+            message(&r)
+        );
     }
     // The position is the real one, on a later line.
     let body = "{\n  \"teamId\": \"abc-team\",\n  oops\n}";
-    let r = raw(&app, ALICE, Method::POST, "/v1/teams", Some("application/json"), body).await;
+    let r = raw(
+        &app,
+        ALICE,
+        Method::POST,
+        "/v1/teams",
+        Some("application/json"),
+        body,
+    )
+    .await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "MALFORMED_JSON");
     assert!(message(&r).contains("line 3 column 3"), "{}", message(&r));
     // An empty body is malformed too.
-    let r = raw(&app, ALICE, Method::POST, "/v1/teams", Some("application/json"), "").await;
+    let r = raw(
+        &app,
+        ALICE,
+        Method::POST,
+        "/v1/teams",
+        Some("application/json"),
+        "",
+    )
+    .await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "MALFORMED_JSON");
 }
 
@@ -65,20 +112,61 @@ async fn wrong_types_and_missing_fields_name_the_field() {
     app.team(ALICE, "acme", &["acme-project"]).await;
     let cases = [
         (Method::POST, "/v1/teams", json!({"teamId": 42}), "teamId"),
-        (Method::POST, "/v1/teams", json!({"teamId": "abc-team", "projects": "p"}), "projects"),
+        (
+            Method::POST,
+            "/v1/teams",
+            json!({"teamId": "abc-team", "projects": "p"}),
+            "projects",
+        ),
         (Method::POST, "/v1/teams", json!({"projects": []}), "teamId"),
         (Method::POST, "/v1/teams", json!("abc-team"), "invalid type"),
-        (Method::PATCH, "/v1/teams/acme", json!({"displayName": true}), "displayName"),
-        (Method::PATCH, "/v1/teams/acme", json!({"projects": [1, 2]}), "projects"),
-        (Method::PUT, "/v1/teams/acme/members/bob@example.com", json!({"role": 3}), "role"),
-        (Method::PUT, "/v1/teams/acme/members/bob@example.com", json!({}), "role"),
-        (Method::PUT, "/v1/profiles/work", json!({"cluster": ["x"]}), "cluster"),
-        (Method::PUT, "/v1/profiles/work", json!({"namespace": "default"}), "cluster"),
+        (
+            Method::PATCH,
+            "/v1/teams/acme",
+            json!({"displayName": true}),
+            "displayName",
+        ),
+        (
+            Method::PATCH,
+            "/v1/teams/acme",
+            json!({"projects": [1, 2]}),
+            "projects",
+        ),
+        (
+            Method::PUT,
+            "/v1/teams/acme/members/bob@example.com",
+            json!({"role": 3}),
+            "role",
+        ),
+        (
+            Method::PUT,
+            "/v1/teams/acme/members/bob@example.com",
+            json!({}),
+            "role",
+        ),
+        (
+            Method::PUT,
+            "/v1/profiles/work",
+            json!({"cluster": ["x"]}),
+            "cluster",
+        ),
+        (
+            Method::PUT,
+            "/v1/profiles/work",
+            json!({"namespace": "default"}),
+            "cluster",
+        ),
     ];
     for (method, path, body, field) in cases {
-        let r = app.call(ALICE, method.clone(), path, Some(body.clone())).await;
+        let r = app
+            .call(ALICE, method.clone(), path, Some(body.clone()))
+            .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_FIELD");
-        assert!(message(&r).contains(field), "{method} {path} {body}: {}", message(&r));
+        assert!(
+            message(&r).contains(field),
+            "{method} {path} {body}: {}",
+            message(&r)
+        );
     }
 }
 
@@ -89,14 +177,34 @@ async fn oversized_bodies_get_413() {
     let big = "x".repeat(1024 * 1024);
     for (method, path, _) in body_endpoints() {
         let body = json!({"displayName": big}).to_string();
-        let r = raw(&app, ALICE, method.clone(), path, Some("application/json"), body).await;
+        let r = raw(
+            &app,
+            ALICE,
+            method.clone(),
+            path,
+            Some("application/json"),
+            body,
+        )
+        .await;
         expect_error(&r, 413, "INVALID_ARGUMENT", "BODY_TOO_LARGE");
-        assert!(message(&r).contains("1 MiB"), "{method} {path}: {}", message(&r));
+        assert!(
+            message(&r).contains("1 MiB"),
+            "{method} {path}: {}",
+            message(&r)
+        );
     }
     // Just under the limit is decoded (and then refused for its content, not its size).
     let fits = json!({"displayName": "x".repeat(1024 * 1024 - 100)}).to_string();
     assert!(fits.len() < 1024 * 1024);
-    let r = raw(&app, ALICE, Method::PATCH, "/v1/teams/acme", Some("application/json"), fits).await;
+    let r = raw(
+        &app,
+        ALICE,
+        Method::PATCH,
+        "/v1/teams/acme",
+        Some("application/json"),
+        fits,
+    )
+    .await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_DISPLAY_NAME");
 }
 
@@ -104,20 +212,37 @@ async fn oversized_bodies_get_413() {
 async fn bodies_must_be_declared_json() {
     let app = TestApp::spawn().await;
     let body = json!({"teamId": "abc-team"}).to_string();
-    for ct in [None, Some("text/plain"), Some("application/x-www-form-urlencoded")] {
+    for ct in [
+        None,
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+    ] {
         let r = raw(&app, ALICE, Method::POST, "/v1/teams", ct, body.clone()).await;
         expect_error(&r, 415, "INVALID_ARGUMENT", "UNSUPPORTED_MEDIA_TYPE");
         assert!(message(&r).contains("application/json"), "{}", message(&r));
     }
     // A JSON content type with parameters is fine.
-    let r = raw(&app, ALICE, Method::POST, "/v1/teams", Some("application/json; charset=utf-8"), body).await;
+    let r = raw(
+        &app,
+        ALICE,
+        Method::POST,
+        "/v1/teams",
+        Some("application/json; charset=utf-8"),
+        body,
+    )
+    .await;
     assert_eq!(r.status, 201, "{:#}", r.body);
 }
 
 #[tokio::test]
 async fn unknown_routes_verbs_and_methods() {
     let app = TestApp::spawn().await;
-    for path in ["/v1/nothing-here", "/v2/teams", "/v1/teams/acme/widgets", "/"] {
+    for path in [
+        "/v1/nothing-here",
+        "/v2/teams",
+        "/v1/teams/acme/widgets",
+        "/",
+    ] {
         let r = app.get(ALICE, path).await;
         expect_error(&r, 404, "NOT_FOUND", "ROUTE_NOT_FOUND");
         assert!(message(&r).contains(path), "{}", message(&r));
@@ -129,7 +254,11 @@ async fn unknown_routes_verbs_and_methods() {
         json!({"cluster": "projects/acme-project/zones/us-central1-a/clusters/kc"}),
     )
     .await;
-    for path in ["/v1/profiles/work:explode", "/v1/profiles/work:ACTIVATE", "/v1/profiles/work"] {
+    for path in [
+        "/v1/profiles/work:explode",
+        "/v1/profiles/work:ACTIVATE",
+        "/v1/profiles/work",
+    ] {
         let r = app.post(ALICE, path, json!({})).await;
         expect_error(&r, 404, "NOT_FOUND", "METHOD_NOT_FOUND");
     }

@@ -4,3 +4,13 @@
 mod common;
 
 mod basics;
+mod clusters;
+mod conventions;
+mod iap_http;
+mod members;
+mod pagination;
+mod profiles;
+mod roles;
+mod service;
+mod support;
+mod teams;

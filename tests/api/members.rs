@@ -24,7 +24,9 @@ fn roles(body: &Value) -> Vec<(String, String)> {
 }
 
 fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    v.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
 }
 
 #[tokio::test]
@@ -38,34 +40,67 @@ async fn add_change_list_remove_members() {
     assert_eq!(owner.as_object().unwrap().len(), 3, "{owner}");
 
     // Add (email normalised to lower case).
-    let m = ok(app.put(ALICE, "/v1/teams/acme/members/Bob@Example.COM", json!({"role": "VIEWER"})).await);
+    let m = ok(app
+        .put(
+            ALICE,
+            "/v1/teams/acme/members/Bob@Example.COM",
+            json!({"role": "VIEWER"}),
+        )
+        .await);
     assert_eq!(m["email"], BOB);
     assert_eq!(m["role"], "VIEWER");
     let added = m["addTime"].clone();
     // Change the role: same member, same addTime.
-    let m = ok(app.put(ALICE, &format!("/v1/teams/acme/members/{BOB}"), json!({"role": "ADMIN"})).await);
+    let m = ok(app
+        .put(
+            ALICE,
+            &format!("/v1/teams/acme/members/{BOB}"),
+            json!({"role": "ADMIN"}),
+        )
+        .await);
     assert_eq!(m["role"], "ADMIN");
     assert_eq!(m["addTime"], added);
     // Putting the same role again is a no-op success.
-    ok(app.put(ALICE, &format!("/v1/teams/acme/members/{BOB}"), json!({"role": "ADMIN"})).await);
+    ok(app
+        .put(
+            ALICE,
+            &format!("/v1/teams/acme/members/{BOB}"),
+            json!({"role": "ADMIN"}),
+        )
+        .await);
     // An ADMIN adds someone.
     app.member(BOB, "acme", CAROL, "MEMBER").await;
     let list = ok(app.get(CAROL, "/v1/teams/acme/members").await);
-    assert_eq!(roles(&list), pairs(&[(ALICE, "OWNER"), (BOB, "ADMIN"), (CAROL, "MEMBER")]));
+    assert_eq!(
+        roles(&list),
+        pairs(&[(ALICE, "OWNER"), (BOB, "ADMIN"), (CAROL, "MEMBER")])
+    );
     assert_eq!(
         ok(app.get(CAROL, "/v1/me").await)["teams"],
         json!([{"team": "teams/acme", "role": "MEMBER"}])
     );
 
     // Remove.
-    let r = app.delete(BOB, &format!("/v1/teams/acme/members/{CAROL}")).await;
+    let r = app
+        .delete(BOB, &format!("/v1/teams/acme/members/{CAROL}"))
+        .await;
     assert_eq!(r.status, 204, "{:#}", r.body);
     assert_eq!(r.body, Value::Null);
-    assert_eq!(roles(&ok(app.get(ALICE, "/v1/teams/acme/members").await)), pairs(&[(ALICE, "OWNER"), (BOB, "ADMIN")]));
+    assert_eq!(
+        roles(&ok(app.get(ALICE, "/v1/teams/acme/members").await)),
+        pairs(&[(ALICE, "OWNER"), (BOB, "ADMIN")])
+    );
     // The removed member lost access at once.
-    expect_error(&app.get(CAROL, "/v1/teams/acme").await, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    expect_error(
+        &app.get(CAROL, "/v1/teams/acme").await,
+        404,
+        "NOT_FOUND",
+        "TEAM_NOT_FOUND",
+    );
     // Removing someone who is not a member.
-    let r = app.delete(ALICE, &format!("/v1/teams/acme/members/{CAROL}")).await;
+    let r = app
+        .delete(ALICE, &format!("/v1/teams/acme/members/{CAROL}"))
+        .await;
     expect_error(&r, 404, "NOT_FOUND", "MEMBER_NOT_FOUND");
     assert!(message(&r).contains(CAROL), "{}", message(&r));
 }
@@ -76,12 +111,21 @@ async fn members_may_remove_themselves() {
     app.team(ALICE, "acme", &[]).await;
     for role in ["VIEWER", "MEMBER", "ADMIN"] {
         app.member(ALICE, "acme", BOB, role).await;
-        let r = app.delete(BOB, &format!("/v1/teams/acme/members/{BOB}")).await;
+        let r = app
+            .delete(BOB, &format!("/v1/teams/acme/members/{BOB}"))
+            .await;
         assert_eq!(r.status, 204, "{role}: {:#}", r.body);
-        expect_error(&app.get(BOB, "/v1/teams/acme").await, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+        expect_error(
+            &app.get(BOB, "/v1/teams/acme").await,
+            404,
+            "NOT_FOUND",
+            "TEAM_NOT_FOUND",
+        );
     }
     // A non-member "removing themselves" learns nothing about the team.
-    let r = app.delete(BOB, &format!("/v1/teams/acme/members/{BOB}")).await;
+    let r = app
+        .delete(BOB, &format!("/v1/teams/acme/members/{BOB}"))
+        .await;
     expect_error(&r, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
 }
 
@@ -95,9 +139,19 @@ async fn the_last_owner_cannot_leave_or_be_demoted() {
         expect_error(&r, 409, "FAILED_PRECONDITION", "LAST_OWNER");
         assert!(message(&r).contains("OWNER"), "{}", message(&r));
     }
-    expect_error(&app.delete(ALICE, &me).await, 409, "FAILED_PRECONDITION", "LAST_OWNER");
+    expect_error(
+        &app.delete(ALICE, &me).await,
+        409,
+        "FAILED_PRECONDITION",
+        "LAST_OWNER",
+    );
     // Not even a service admin can orphan a team.
-    expect_error(&app.delete(ADMIN, &me).await, 409, "FAILED_PRECONDITION", "LAST_OWNER");
+    expect_error(
+        &app.delete(ADMIN, &me).await,
+        409,
+        "FAILED_PRECONDITION",
+        "LAST_OWNER",
+    );
     let r = app.put(ADMIN, &me, json!({"role": "VIEWER"})).await;
     expect_error(&r, 409, "FAILED_PRECONDITION", "LAST_OWNER");
     // Re-affirming OWNER is fine.
@@ -108,7 +162,12 @@ async fn the_last_owner_cannot_leave_or_be_demoted() {
     let m = ok(app.put(ALICE, &me, json!({"role": "ADMIN"})).await);
     assert_eq!(m["role"], "ADMIN");
     let bob = format!("/v1/teams/acme/members/{BOB}");
-    expect_error(&app.delete(BOB, &bob).await, 409, "FAILED_PRECONDITION", "LAST_OWNER");
+    expect_error(
+        &app.delete(BOB, &bob).await,
+        409,
+        "FAILED_PRECONDITION",
+        "LAST_OWNER",
+    );
     // Promote alice back, then bob may leave.
     ok(app.put(BOB, &me, json!({"role": "OWNER"})).await);
     assert_eq!(app.delete(BOB, &bob).await.status, 204);
@@ -123,22 +182,56 @@ async fn owner_changes_need_an_owner() {
     app.member(ALICE, "acme", BOB, "ADMIN").await;
     app.member(ALICE, "acme", CAROL, "OWNER").await;
     // An ADMIN can neither grant OWNER, nor demote or remove an OWNER.
-    let r = app.put(BOB, "/v1/teams/acme/members/dave@example.com", json!({"role": "OWNER"})).await;
+    let r = app
+        .put(
+            BOB,
+            "/v1/teams/acme/members/dave@example.com",
+            json!({"role": "OWNER"}),
+        )
+        .await;
     expect_error(&r, 403, "PERMISSION_DENIED", "PERMISSION_DENIED");
     assert_eq!(meta(&r, "requiredRole"), "OWNER");
     assert_eq!(meta(&r, "role"), "ADMIN");
-    let r = app.put(BOB, &format!("/v1/teams/acme/members/{BOB}"), json!({"role": "OWNER"})).await;
+    let r = app
+        .put(
+            BOB,
+            &format!("/v1/teams/acme/members/{BOB}"),
+            json!({"role": "OWNER"}),
+        )
+        .await;
     expect_error(&r, 403, "PERMISSION_DENIED", "PERMISSION_DENIED");
-    let r = app.put(BOB, &format!("/v1/teams/acme/members/{CAROL}"), json!({"role": "VIEWER"})).await;
+    let r = app
+        .put(
+            BOB,
+            &format!("/v1/teams/acme/members/{CAROL}"),
+            json!({"role": "VIEWER"}),
+        )
+        .await;
     expect_error(&r, 403, "PERMISSION_DENIED", "PERMISSION_DENIED");
-    let r = app.delete(BOB, &format!("/v1/teams/acme/members/{CAROL}")).await;
+    let r = app
+        .delete(BOB, &format!("/v1/teams/acme/members/{CAROL}"))
+        .await;
     expect_error(&r, 403, "PERMISSION_DENIED", "PERMISSION_DENIED");
     // Nothing changed.
     let list = ok(app.get(ALICE, "/v1/teams/acme/members").await);
-    assert_eq!(roles(&list), pairs(&[(ALICE, "OWNER"), (BOB, "ADMIN"), (CAROL, "OWNER")]));
+    assert_eq!(
+        roles(&list),
+        pairs(&[(ALICE, "OWNER"), (BOB, "ADMIN"), (CAROL, "OWNER")])
+    );
     // An OWNER can; so can a service admin.
-    ok(app.put(CAROL, &format!("/v1/teams/acme/members/{BOB}"), json!({"role": "OWNER"})).await);
-    assert_eq!(app.delete(ADMIN, &format!("/v1/teams/acme/members/{CAROL}")).await.status, 204);
+    ok(app
+        .put(
+            CAROL,
+            &format!("/v1/teams/acme/members/{BOB}"),
+            json!({"role": "OWNER"}),
+        )
+        .await);
+    assert_eq!(
+        app.delete(ADMIN, &format!("/v1/teams/acme/members/{CAROL}"))
+            .await
+            .status,
+        204
+    );
     let list = ok(app.get(ADMIN, "/v1/teams/acme/members").await);
     assert_eq!(roles(&list), pairs(&[(ALICE, "OWNER"), (BOB, "OWNER")]));
 }
@@ -148,20 +241,53 @@ async fn invalid_roles_and_emails() {
     let app = TestApp::spawn().await;
     app.team(ALICE, "acme", &[]).await;
     for role in [json!("KING"), json!("viewer"), json!(""), json!(null)] {
-        let r = app.put(ALICE, "/v1/teams/acme/members/bob@example.com", json!({"role": role})).await;
+        let r = app
+            .put(
+                ALICE,
+                "/v1/teams/acme/members/bob@example.com",
+                json!({"role": role}),
+            )
+            .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_FIELD");
         assert!(message(&r).contains("role"), "{}", message(&r));
     }
-    for email in ["not-an-email", "@example.com", "bob@", "bob%20smith@example.com"] {
-        let r = app.put(ALICE, &format!("/v1/teams/acme/members/{email}"), json!({"role": "VIEWER"})).await;
+    for email in [
+        "not-an-email",
+        "@example.com",
+        "bob@",
+        "bob%20smith@example.com",
+    ] {
+        let r = app
+            .put(
+                ALICE,
+                &format!("/v1/teams/acme/members/{email}"),
+                json!({"role": "VIEWER"}),
+            )
+            .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_NAME");
         assert_eq!(meta(&r, "field"), "email");
-        let r = app.delete(ALICE, &format!("/v1/teams/acme/members/{email}")).await;
+        let r = app
+            .delete(ALICE, &format!("/v1/teams/acme/members/{email}"))
+            .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_NAME");
     }
-    assert_eq!(roles(&ok(app.get(ALICE, "/v1/teams/acme/members").await)).len(), 1);
+    assert_eq!(
+        roles(&ok(app.get(ALICE, "/v1/teams/acme/members").await)).len(),
+        1
+    );
     // Unknown team.
-    let r = app.put(ALICE, "/v1/teams/nope-team/members/bob@example.com", json!({"role": "VIEWER"})).await;
+    let r = app
+        .put(
+            ALICE,
+            "/v1/teams/nope-team/members/bob@example.com",
+            json!({"role": "VIEWER"}),
+        )
+        .await;
     expect_error(&r, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
-    expect_error(&app.get(ADMIN, "/v1/teams/nope-team/members").await, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    expect_error(
+        &app.get(ADMIN, "/v1/teams/nope-team/members").await,
+        404,
+        "NOT_FOUND",
+        "TEAM_NOT_FOUND",
+    );
 }

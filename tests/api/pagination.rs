@@ -15,11 +15,22 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 }
 
 /// Walk `path` with pageSize 3 and check 3,3,1 pages holding exactly `expect`, in order.
-async fn three_three_one(app: &TestApp, user: &str, path: &str, items: &str, key: &str, expect: Vec<String>) {
+async fn three_three_one(
+    app: &TestApp,
+    user: &str,
+    path: &str,
+    items: &str,
+    key: &str,
+    expect: Vec<String>,
+) {
     assert_eq!(expect.len(), 7);
     let (sizes, keys) = page_walk(app, user, path, items, 3, key).await;
     assert_eq!(sizes, [3, 3, 1], "{path}");
-    assert_eq!(keys, sorted(expect), "{path}: every item once, in key order");
+    assert_eq!(
+        keys,
+        sorted(expect),
+        "{path}: every item once, in key order"
+    );
     // The same list unpaged (default size) is the same sequence.
     let (sizes, all) = page_walk(app, user, path, items, 50, key).await;
     assert_eq!(sizes, [7]);
@@ -43,7 +54,15 @@ async fn seven_of_everything_in_pages_of_three() {
         app.member(ALICE, "team-a", &email, "VIEWER").await;
         members.push(email);
     }
-    three_three_one(&app, ALICE, "/v1/teams/team-a/members", "members", "email", members).await;
+    three_three_one(
+        &app,
+        ALICE,
+        "/v1/teams/team-a/members",
+        "members",
+        "email",
+        members,
+    )
+    .await;
 
     let mut profiles = Vec::new();
     for i in 0..7 {
@@ -52,10 +71,24 @@ async fn seven_of_everything_in_pages_of_three() {
         ok(app.put(ALICE, &format!("/v1/profiles/{id}"), c).await);
         profiles.push(id);
     }
-    three_three_one(&app, ALICE, "/v1/profiles", "profiles", "profileId", profiles).await;
+    three_three_one(
+        &app,
+        ALICE,
+        "/v1/profiles",
+        "profiles",
+        "profileId",
+        profiles,
+    )
+    .await;
 
     // Clusters across several projects and zones.
-    ok(app.patch(ALICE, "/v1/teams/team-b", json!({"projects": ["acme-project", "zulu-project", "mid-project"]})).await);
+    ok(app
+        .patch(
+            ALICE,
+            "/v1/teams/team-b",
+            json!({"projects": ["acme-project", "zulu-project", "mid-project"]}),
+        )
+        .await);
     let spots = [
         ("zulu-project", "us-central1-a", "c1"),
         ("acme-project", "us-central1-b", "c2"),
@@ -69,34 +102,90 @@ async fn seven_of_everything_in_pages_of_three() {
     for (p, z, c) in spots {
         let rec = app.cluster("team-b", p, z, c).await;
         if c == "kc" {
-            for pool in ["gpu-g", "gpu-c", "gpu-a", "gpu-f", "gpu-b", "gpu-e", "gpu-d"] {
+            for pool in [
+                "gpu-g", "gpu-c", "gpu-a", "gpu-f", "gpu-b", "gpu-e", "gpu-d",
+            ] {
                 add_pool(&app, rec.id, pool).await;
             }
         }
         clusters.push(format!("projects/{p}/zones/{z}/clusters/{c}"));
     }
-    three_three_one(&app, ALICE, "/v1/clusters", "clusters", "name", clusters.clone()).await;
-    three_three_one(&app, ALICE, "/v1/clusters?team=team-b&state=RUNNING", "clusters", "name", clusters).await;
-    let pools = ["gpu-a", "gpu-b", "gpu-c", "gpu-d", "gpu-e", "gpu-f", "gpu-g"].map(String::from).to_vec();
-    three_three_one(&app, ALICE, &format!("{KC}/nodePools"), "nodePools", "poolId", pools).await;
-    let (sizes, _) = page_walk(&app, ALICE, "/v1/projects/acme-project/zones/-/clusters", "clusters", 2, "name").await;
+    three_three_one(
+        &app,
+        ALICE,
+        "/v1/clusters",
+        "clusters",
+        "name",
+        clusters.clone(),
+    )
+    .await;
+    three_three_one(
+        &app,
+        ALICE,
+        "/v1/clusters?team=team-b&state=RUNNING",
+        "clusters",
+        "name",
+        clusters,
+    )
+    .await;
+    let pools = [
+        "gpu-a", "gpu-b", "gpu-c", "gpu-d", "gpu-e", "gpu-f", "gpu-g",
+    ]
+    .map(String::from)
+    .to_vec();
+    three_three_one(
+        &app,
+        ALICE,
+        &format!("{KC}/nodePools"),
+        "nodePools",
+        "poolId",
+        pools,
+    )
+    .await;
+    let (sizes, _) = page_walk(
+        &app,
+        ALICE,
+        "/v1/projects/acme-project/zones/-/clusters",
+        "clusters",
+        2,
+        "name",
+    )
+    .await;
     assert_eq!(sizes, [2, 1]);
 }
 
 /// Check a list holding 1001 items: default 50, 5000 coerced to 1000, 0 means default.
 async fn coerced(app: &TestApp, user: &str, path: &str, items: &str) {
     let body = ok(app.get(user, path).await);
-    assert_eq!(body[items].as_array().unwrap().len(), 50, "{path}: default page size");
+    assert_eq!(
+        body[items].as_array().unwrap().len(),
+        50,
+        "{path}: default page size"
+    );
     assert!(body["nextPageToken"].is_string());
     let body = ok(app.get(user, &with_query(path, "pageSize", "0")).await);
-    assert_eq!(body[items].as_array().unwrap().len(), 50, "{path}: 0 means default");
+    assert_eq!(
+        body[items].as_array().unwrap().len(),
+        50,
+        "{path}: 0 means default"
+    );
     let body = ok(app.get(user, &with_query(path, "pageSize", "5000")).await);
-    assert_eq!(body[items].as_array().unwrap().len(), 1000, "{path}: coerced to 1000");
-    let token = body["nextPageToken"].as_str().expect("a token after 1000 of 1001").to_owned();
+    assert_eq!(
+        body[items].as_array().unwrap().len(),
+        1000,
+        "{path}: coerced to 1000"
+    );
+    let token = body["nextPageToken"]
+        .as_str()
+        .expect("a token after 1000 of 1001")
+        .to_owned();
     let next = with_query(&with_query(path, "pageSize", "5000"), "pageToken", &token);
     let body = ok(app.get(user, &next).await);
     assert_eq!(body[items].as_array().unwrap().len(), 1, "{path}");
-    assert!(body.get("nextPageToken").is_none(), "{path}: last page has no token");
+    assert!(
+        body.get("nextPageToken").is_none(),
+        "{path}: last page has no token"
+    );
 }
 
 #[tokio::test]
@@ -125,14 +214,18 @@ async fn page_size_is_coerced_to_1000() {
          FROM generate_series(1, 1001) i",
     )
     .await;
-    app.cluster("acme", "acme-project", "us-central1-a", "kc").await;
+    app.cluster("acme", "acme-project", "us-central1-a", "kc")
+        .await;
     exec("INSERT INTO node_pools (cluster_id, pool_id, state, spec) SELECT id, 'pool-' || lpad(i::text, 4, '0'), 'RUNNING', '{}' FROM clusters, generate_series(1, 1001) i WHERE name = 'kc'").await;
 
     coerced(&app, ADMIN, "/v1/teams", "teams").await; // 1000 bulk + acme
     coerced(&app, ALICE, "/v1/teams/acme/members", "members").await; // 1000 + the owner
     coerced(&app, ALICE, "/v1/profiles", "profiles").await;
     // 1001 bulk clusters + kc: filter kc out by team/state to keep 1001.
-    sqlx::query("UPDATE clusters SET state = 'ERROR' WHERE name = 'kc'").execute(db).await.unwrap();
+    sqlx::query("UPDATE clusters SET state = 'ERROR' WHERE name = 'kc'")
+        .execute(db)
+        .await
+        .unwrap();
     coerced(&app, ALICE, "/v1/clusters?state=RUNNING", "clusters").await;
     coerced(&app, ALICE, &format!("{KC}/nodePools"), "nodePools").await;
 }
@@ -145,8 +238,12 @@ async fn bad_page_sizes_and_tokens() {
     for t in ["team-c", "team-d", "team-e"] {
         app.team(ALICE, t, &[]).await;
     }
-    let kc = app.cluster("acme", "acme-project", "us-central1-a", "kc").await;
-    let other = app.cluster("acme", "acme-project", "us-central1-a", "other").await;
+    let kc = app
+        .cluster("acme", "acme-project", "us-central1-a", "kc")
+        .await;
+    let other = app
+        .cluster("acme", "acme-project", "us-central1-a", "other")
+        .await;
     for pool in ["gpu-a", "gpu-b"] {
         add_pool(&app, kc.id, pool).await;
         add_pool(&app, other.id, pool).await;
@@ -159,7 +256,8 @@ async fn bad_page_sizes_and_tokens() {
         let c = json!({"cluster": "projects/acme-project/zones/us-central1-a/clusters/kc"});
         ok(app.put(ALICE, &format!("/v1/profiles/{id}"), c).await);
     }
-    app.cluster("acme", "acme-project", "us-central1-b", "third").await;
+    app.cluster("acme", "acme-project", "us-central1-b", "third")
+        .await;
     let lists = [
         "/v1/teams".to_owned(),
         "/v1/teams/acme/members".to_owned(),
@@ -175,7 +273,9 @@ async fn bad_page_sizes_and_tokens() {
         let r = app.get(ALICE, &with_query(path, "pageSize", "ten")).await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_QUERY");
         for garbage in ["garbage!!", "e30", "bm90LWpzb24", "eyJxIjoxLCJrIjoiYSJ9"] {
-            let r = app.get(ALICE, &with_query(path, "pageToken", garbage)).await;
+            let r = app
+                .get(ALICE, &with_query(path, "pageToken", garbage))
+                .await;
             expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_PAGE_TOKEN");
             assert!(message(&r).contains("nextPageToken"), "{}", message(&r));
         }
@@ -188,7 +288,10 @@ async fn bad_page_sizes_and_tokens() {
         let app = &app;
         async move {
             let body = ok(app.get(ALICE, &with_query(&path, "pageSize", "1")).await);
-            body["nextPageToken"].as_str().unwrap_or_else(|| panic!("{path}: {body:#}")).to_owned()
+            body["nextPageToken"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{path}: {body:#}"))
+                .to_owned()
         }
     };
     let mut tokens = Vec::new();
@@ -203,7 +306,12 @@ async fn bad_page_sizes_and_tokens() {
     }
     for (from, token) in &tokens {
         for (to, _) in &tokens {
-            let r = app.get(ALICE, &with_query(&with_query(to, "pageSize", "1"), "pageToken", token)).await;
+            let r = app
+                .get(
+                    ALICE,
+                    &with_query(&with_query(to, "pageSize", "1"), "pageToken", token),
+                )
+                .await;
             if from == to {
                 ok(r);
             } else {

@@ -14,7 +14,9 @@ async fn put(app: &TestApp, user: &str, id: &str, body: Value) -> Value {
 }
 
 async fn activate(app: &TestApp, user: &str, id: &str) -> Value {
-    ok(app.post(user, &format!("/v1/profiles/{id}:activate"), json!({})).await)
+    ok(app
+        .post(user, &format!("/v1/profiles/{id}:activate"), json!({}))
+        .await)
 }
 
 fn active_ids(list: &Value) -> Vec<String> {
@@ -44,33 +46,67 @@ async fn put_get_list_delete() {
 
     // Replace: new cluster and namespace, same profile.
     let other = "projects/acme-project/zones/europe-west4-b/clusters/other";
-    let p2 = put(&app, ALICE, "research", json!({"cluster": other, "namespace": "team-a"})).await;
+    let p2 = put(
+        &app,
+        ALICE,
+        "research",
+        json!({"cluster": other, "namespace": "team-a"}),
+    )
+    .await;
     assert_eq!(p2["cluster"], other);
     assert_eq!(p2["namespace"], "team-a");
     assert_eq!(p2["createTime"], p["createTime"]);
     put(&app, ALICE, "Alpha_1", json!({"cluster": KC})).await;
     let list = ok(app.get(ALICE, "/v1/profiles").await);
-    assert_eq!(names(&list, "profiles", "profileId"), ["Alpha_1", "research"]);
+    assert_eq!(
+        names(&list, "profiles", "profileId"),
+        ["Alpha_1", "research"]
+    );
     assert!(list.get("nextPageToken").is_none());
 
     // Profiles are the caller's own: others (admins included) see none of them.
     for who in [BOB, ADMIN] {
-        assert_eq!(ok(app.get(who, "/v1/profiles").await)["profiles"], json!([]));
+        assert_eq!(
+            ok(app.get(who, "/v1/profiles").await)["profiles"],
+            json!([])
+        );
         let r = app.get(who, "/v1/profiles/research").await;
         expect_error(&r, 404, "NOT_FOUND", "PROFILE_NOT_FOUND");
-        expect_error(&app.delete(who, "/v1/profiles/research").await, 404, "NOT_FOUND", "PROFILE_NOT_FOUND");
+        expect_error(
+            &app.delete(who, "/v1/profiles/research").await,
+            404,
+            "NOT_FOUND",
+            "PROFILE_NOT_FOUND",
+        );
     }
     // Bob's profile of the same id is separate.
-    put(&app, BOB, "research", json!({"cluster": KC, "namespace": "bob"})).await;
-    assert_eq!(ok(app.get(ALICE, "/v1/profiles/research").await)["namespace"], "team-a");
+    put(
+        &app,
+        BOB,
+        "research",
+        json!({"cluster": KC, "namespace": "bob"}),
+    )
+    .await;
+    assert_eq!(
+        ok(app.get(ALICE, "/v1/profiles/research").await)["namespace"],
+        "team-a"
+    );
 
     let r = app.delete(ALICE, "/v1/profiles/research").await;
     assert_eq!(r.status, 204, "{:#}", r.body);
     let r = app.get(ALICE, "/v1/profiles/research").await;
     expect_error(&r, 404, "NOT_FOUND", "PROFILE_NOT_FOUND");
     assert!(message(&r).contains("profiles/research"), "{}", message(&r));
-    expect_error(&app.delete(ALICE, "/v1/profiles/research").await, 404, "NOT_FOUND", "PROFILE_NOT_FOUND");
-    assert_eq!(ok(app.get(BOB, "/v1/profiles/research").await)["namespace"], "bob");
+    expect_error(
+        &app.delete(ALICE, "/v1/profiles/research").await,
+        404,
+        "NOT_FOUND",
+        "PROFILE_NOT_FOUND",
+    );
+    assert_eq!(
+        ok(app.get(BOB, "/v1/profiles/research").await)["namespace"],
+        "bob"
+    );
 }
 
 #[tokio::test]
@@ -78,40 +114,78 @@ async fn only_one_profile_is_active() {
     let app = TestApp::spawn().await;
     put(&app, ALICE, "one", json!({"cluster": KC})).await;
     put(&app, ALICE, "two", json!({"cluster": KC})).await;
-    assert_eq!(ok(app.get(ALICE, "/v1/me").await)["activeProfile"], Value::Null);
+    assert_eq!(
+        ok(app.get(ALICE, "/v1/me").await)["activeProfile"],
+        Value::Null
+    );
 
     let a = activate(&app, ALICE, "one").await;
     assert_eq!(a["profileId"], "one");
     assert_eq!(a["active"], true);
-    assert_eq!(active_ids(&ok(app.get(ALICE, "/v1/profiles").await)), ["one"]);
+    assert_eq!(
+        active_ids(&ok(app.get(ALICE, "/v1/profiles").await)),
+        ["one"]
+    );
     let me = ok(app.get(ALICE, "/v1/me").await);
     assert_eq!(me["activeProfile"]["name"], "profiles/one");
     assert_eq!(me["activeProfile"]["active"], true);
 
     // Activating another deactivates the first.
     activate(&app, ALICE, "two").await;
-    assert_eq!(active_ids(&ok(app.get(ALICE, "/v1/profiles").await)), ["two"]);
-    assert_eq!(ok(app.get(ALICE, "/v1/profiles/one").await)["active"], false);
-    assert_eq!(ok(app.get(ALICE, "/v1/me").await)["activeProfile"]["profileId"], "two");
+    assert_eq!(
+        active_ids(&ok(app.get(ALICE, "/v1/profiles").await)),
+        ["two"]
+    );
+    assert_eq!(
+        ok(app.get(ALICE, "/v1/profiles/one").await)["active"],
+        false
+    );
+    assert_eq!(
+        ok(app.get(ALICE, "/v1/me").await)["activeProfile"]["profileId"],
+        "two"
+    );
     // Activating the active one again is harmless.
     assert_eq!(activate(&app, ALICE, "two").await["active"], true);
-    assert_eq!(active_ids(&ok(app.get(ALICE, "/v1/profiles").await)), ["two"]);
+    assert_eq!(
+        active_ids(&ok(app.get(ALICE, "/v1/profiles").await)),
+        ["two"]
+    );
     // Replacing keeps the active flag.
-    let p = put(&app, ALICE, "two", json!({"cluster": KC, "namespace": "ns2"})).await;
+    let p = put(
+        &app,
+        ALICE,
+        "two",
+        json!({"cluster": KC, "namespace": "ns2"}),
+    )
+    .await;
     assert_eq!(p["active"], true);
 
     // Unknown profile: 404, and the active one stays active.
-    let r = app.post(ALICE, "/v1/profiles/three:activate", json!({})).await;
+    let r = app
+        .post(ALICE, "/v1/profiles/three:activate", json!({}))
+        .await;
     expect_error(&r, 404, "NOT_FOUND", "PROFILE_NOT_FOUND");
-    assert_eq!(active_ids(&ok(app.get(ALICE, "/v1/profiles").await)), ["two"]);
+    assert_eq!(
+        active_ids(&ok(app.get(ALICE, "/v1/profiles").await)),
+        ["two"]
+    );
     // Someone else's activation does not touch alice's.
     put(&app, BOB, "one", json!({"cluster": KC})).await;
     activate(&app, BOB, "one").await;
-    assert_eq!(active_ids(&ok(app.get(ALICE, "/v1/profiles").await)), ["two"]);
-    assert_eq!(ok(app.get(BOB, "/v1/me").await)["activeProfile"]["profileId"], "one");
+    assert_eq!(
+        active_ids(&ok(app.get(ALICE, "/v1/profiles").await)),
+        ["two"]
+    );
+    assert_eq!(
+        ok(app.get(BOB, "/v1/me").await)["activeProfile"]["profileId"],
+        "one"
+    );
     // Deleting the active profile leaves none active.
     assert_eq!(app.delete(ALICE, "/v1/profiles/two").await.status, 204);
-    assert_eq!(ok(app.get(ALICE, "/v1/me").await)["activeProfile"], Value::Null);
+    assert_eq!(
+        ok(app.get(ALICE, "/v1/me").await)["activeProfile"],
+        Value::Null
+    );
 }
 
 #[tokio::test]
@@ -119,44 +193,79 @@ async fn stale_follows_the_cluster_record() {
     let app = TestApp::spawn().await;
     app.team(ALICE, "acme", &["acme-project"]).await;
     app.team(BOB, "bobs", &["bob-project"]).await;
-    let live = app.cluster("acme", "acme-project", "us-central1-a", "kc").await;
-    app.cluster("bobs", "bob-project", "us-central1-a", "bc").await;
+    let live = app
+        .cluster("acme", "acme-project", "us-central1-a", "kc")
+        .await;
+    app.cluster("bobs", "bob-project", "us-central1-a", "bc")
+        .await;
     crate::teams::deleted_cluster(&app, "acme", "acme-project", "gone").await;
 
     let fresh = put(&app, ALICE, "live", json!({"cluster": KC})).await;
     assert_eq!(fresh["stale"], false, "a live cluster of the caller's team");
     let missing = "projects/acme-project/zones/us-central1-a/clusters/never";
-    assert_eq!(put(&app, ALICE, "missing", json!({"cluster": missing})).await["stale"], true);
+    assert_eq!(
+        put(&app, ALICE, "missing", json!({"cluster": missing})).await["stale"],
+        true
+    );
     let deleted = "projects/acme-project/zones/us-central1-a/clusters/gone";
-    assert_eq!(put(&app, ALICE, "deleted", json!({"cluster": deleted})).await["stale"], true);
+    assert_eq!(
+        put(&app, ALICE, "deleted", json!({"cluster": deleted})).await["stale"],
+        true
+    );
     // Another team's live cluster is not visible to alice: stale for her.
     let foreign = "projects/bob-project/zones/us-central1-a/clusters/bc";
-    assert_eq!(put(&app, ALICE, "foreign", json!({"cluster": foreign})).await["stale"], true);
-    assert_eq!(put(&app, BOB, "mine", json!({"cluster": foreign})).await["stale"], false);
+    assert_eq!(
+        put(&app, ALICE, "foreign", json!({"cluster": foreign})).await["stale"],
+        true
+    );
+    assert_eq!(
+        put(&app, BOB, "mine", json!({"cluster": foreign})).await["stale"],
+        false
+    );
     // Same name in another zone is another cluster.
     let zone_b = "projects/acme-project/zones/us-central1-b/clusters/kc";
-    assert_eq!(put(&app, ALICE, "zone-b", json!({"cluster": zone_b})).await["stale"], true);
+    assert_eq!(
+        put(&app, ALICE, "zone-b", json!({"cluster": zone_b})).await["stale"],
+        true
+    );
 
     let list = ok(app.get(ALICE, "/v1/profiles").await);
     let stale: Vec<(String, bool)> = list["profiles"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["profileId"].as_str().unwrap().to_owned(), p["stale"].as_bool().unwrap()))
+        .map(|p| {
+            (
+                p["profileId"].as_str().unwrap().to_owned(),
+                p["stale"].as_bool().unwrap(),
+            )
+        })
         .collect();
-    let expect = [("deleted", true), ("foreign", true), ("live", false), ("missing", true), ("zone-b", true)];
+    let expect = [
+        ("deleted", true),
+        ("foreign", true),
+        ("live", false),
+        ("missing", true),
+        ("zone-b", true),
+    ];
     assert_eq!(stale, expect.map(|(a, b)| (a.to_owned(), b)));
 
     // Stale is computed at read time: the cluster goes, the profile turns stale.
     activate(&app, ALICE, "live").await;
-    assert_eq!(ok(app.get(ALICE, "/v1/me").await)["activeProfile"]["stale"], false);
+    assert_eq!(
+        ok(app.get(ALICE, "/v1/me").await)["activeProfile"]["stale"],
+        false
+    );
     sqlx::query("UPDATE clusters SET state = 'DELETED' WHERE id = $1")
         .bind(live.id)
         .execute(&app.db)
         .await
         .unwrap();
     assert_eq!(ok(app.get(ALICE, "/v1/profiles/live").await)["stale"], true);
-    assert_eq!(ok(app.get(ALICE, "/v1/me").await)["activeProfile"]["stale"], true);
+    assert_eq!(
+        ok(app.get(ALICE, "/v1/me").await)["activeProfile"]["stale"],
+        true
+    );
 }
 
 #[tokio::test]
@@ -164,7 +273,13 @@ async fn invalid_profile_requests() {
     let app = TestApp::spawn().await;
     let long = "a".repeat(65);
     for bad in ["_x", "-x", "a.b", "a%20b", long.as_str()] {
-        let r = app.put(ALICE, &format!("/v1/profiles/{bad}"), json!({"cluster": KC})).await;
+        let r = app
+            .put(
+                ALICE,
+                &format!("/v1/profiles/{bad}"),
+                json!({"cluster": KC}),
+            )
+            .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_NAME");
         assert_eq!(crate::support::meta(&r, "field"), "profile id");
         let r = app.get(ALICE, &format!("/v1/profiles/{bad}")).await;
@@ -186,17 +301,46 @@ async fn invalid_profile_requests() {
         "projects/acme-project/zones/us-central1-a/clusters/KC",
         "projects/acme-project/zones/us-central1-a/clusters/kc-",
     ] {
-        let r = app.put(ALICE, "/v1/profiles/work", json!({"cluster": cluster})).await;
+        let r = app
+            .put(ALICE, "/v1/profiles/work", json!({"cluster": cluster}))
+            .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_CLUSTER_NAME");
-        assert!(message(&r).contains("projects/PROJECT/zones/ZONE/clusters/CLUSTER"), "{}", message(&r));
+        assert!(
+            message(&r).contains("projects/PROJECT/zones/ZONE/clusters/CLUSTER"),
+            "{}",
+            message(&r)
+        );
     }
     let long_ns = "n".repeat(64);
-    for ns in ["", "Default", "my_ns", "-ns", "ns-", "a.b", long_ns.as_str()] {
-        let r = app.put(ALICE, "/v1/profiles/work", json!({"cluster": KC, "namespace": ns})).await;
+    for ns in [
+        "",
+        "Default",
+        "my_ns",
+        "-ns",
+        "ns-",
+        "a.b",
+        long_ns.as_str(),
+    ] {
+        let r = app
+            .put(
+                ALICE,
+                "/v1/profiles/work",
+                json!({"cluster": KC, "namespace": ns}),
+            )
+            .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_NAMESPACE");
     }
     // None of the refused requests created a profile.
     let list = ok(app.get(ALICE, "/v1/profiles").await);
     assert_eq!(list["profiles"].as_array().unwrap().len(), 1);
-    assert_eq!(put(&app, ALICE, "work", json!({"cluster": KC, "namespace": "n".repeat(63)})).await["namespace"], "n".repeat(63));
+    assert_eq!(
+        put(
+            &app,
+            ALICE,
+            "work",
+            json!({"cluster": KC, "namespace": "n".repeat(63)})
+        )
+        .await["namespace"],
+        "n".repeat(63)
+    );
 }

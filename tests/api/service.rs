@@ -43,17 +43,25 @@ async fn metrics_count_requests_by_route_template() {
     assert!(ct.starts_with("text/plain"), "{ct}");
     let text = resp.text().await.unwrap();
     assert!(
-        text.contains(r#"kineticd_http_requests_total{route="/v1/teams/{team}",method="GET",status="200"}"#),
+        text.contains(
+            r#"kineticd_http_requests_total{route="/v1/teams/{team}",method="GET",status="200"}"#
+        ),
         "{text}"
     );
     assert!(
         text.contains(r#"kineticd_http_request_duration_seconds_bucket{route="/v1/teams/{team}""#),
         "{text}"
     );
-    assert!(text.contains(r#"route="/v1/teams",method="POST",status="201""#), "{text}");
+    assert!(
+        text.contains(r#"route="/v1/teams",method="POST",status="201""#),
+        "{text}"
+    );
     // Raw paths never become labels (bounded cardinality).
     assert!(!text.contains("metrics-team"), "raw path in metrics");
-    assert!(!text.contains("unrouted-metrics-probe"), "raw path in metrics");
+    assert!(
+        !text.contains("unrouted-metrics-probe"),
+        "raw path in metrics"
+    );
 }
 
 /// A concrete path for an OpenAPI path template.
@@ -74,7 +82,10 @@ async fn openapi_document_describes_the_routes() {
     let r = anonymous_get(&app, "/openapi.json").await;
     assert_eq!(r.status, 200);
     let doc = r.body;
-    assert!(doc["openapi"].as_str().unwrap_or("").starts_with("3."), "{doc:#}");
+    assert!(
+        doc["openapi"].as_str().unwrap_or("").starts_with("3."),
+        "{doc:#}"
+    );
     assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
     let paths = doc["paths"].as_object().expect("paths");
     for p in [

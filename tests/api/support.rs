@@ -14,31 +14,62 @@ use crate::common::{Resp, TestApp};
 pub fn expect_error(r: &Resp, code: u16, status: &str, reason: &str) {
     let ctx = format!("{} {:#}", r.status, r.body);
     assert_eq!(r.status.as_u16(), code, "HTTP status: {ctx}");
-    let top = r.body.as_object().unwrap_or_else(|| panic!("error body is not an object: {ctx}"));
+    let top = r
+        .body
+        .as_object()
+        .unwrap_or_else(|| panic!("error body is not an object: {ctx}"));
     assert_eq!(top.len(), 1, "only `error` at the top level: {ctx}");
-    let e = r.body["error"].as_object().unwrap_or_else(|| panic!("no error object: {ctx}"));
+    let e = r.body["error"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no error object: {ctx}"));
     let mut keys: Vec<&str> = e.keys().map(String::as_str).collect();
     keys.sort_unstable();
     assert_eq!(keys, ["code", "details", "message", "status"], "{ctx}");
     assert_eq!(e["code"], Value::from(code), "error.code: {ctx}");
     assert_eq!(e["status"], status, "error.status: {ctx}");
-    let msg = e["message"].as_str().unwrap_or_else(|| panic!("message not a string: {ctx}"));
+    let msg = e["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("message not a string: {ctx}"));
     assert!(!msg.trim().is_empty(), "empty message: {ctx}");
-    let details = e["details"].as_array().unwrap_or_else(|| panic!("details not an array: {ctx}"));
+    let details = e["details"]
+        .as_array()
+        .unwrap_or_else(|| panic!("details not an array: {ctx}"));
     assert_eq!(details.len(), 1, "one ErrorInfo: {ctx}");
-    let d = details[0].as_object().unwrap_or_else(|| panic!("detail not an object: {ctx}"));
+    let d = details[0]
+        .as_object()
+        .unwrap_or_else(|| panic!("detail not an object: {ctx}"));
     let mut dkeys: Vec<&str> = d.keys().map(String::as_str).collect();
     dkeys.sort_unstable();
     assert_eq!(dkeys, ["@type", "domain", "metadata", "reason"], "{ctx}");
-    assert_eq!(d["@type"], "type.googleapis.com/google.rpc.ErrorInfo", "{ctx}");
+    assert_eq!(
+        d["@type"], "type.googleapis.com/google.rpc.ErrorInfo",
+        "{ctx}"
+    );
     assert_eq!(d["domain"], "kineticd", "{ctx}");
     assert_eq!(d["reason"], reason, "reason: {ctx}");
-    let md = d["metadata"].as_object().unwrap_or_else(|| panic!("metadata not an object: {ctx}"));
-    assert!(md.values().all(Value::is_string), "metadata values are strings: {ctx}");
-    assert!(r.headers.get("x-request-id").is_some(), "x-request-id on errors too: {ctx}");
+    let md = d["metadata"]
+        .as_object()
+        .unwrap_or_else(|| panic!("metadata not an object: {ctx}"));
+    assert!(
+        md.values().all(Value::is_string),
+        "metadata values are strings: {ctx}"
+    );
+    assert!(
+        r.headers.get("x-request-id").is_some(),
+        "x-request-id on errors too: {ctx}"
+    );
     if code >= 500 {
-        for leak in ["127.0.0.1", "sqlx", "postgres", "panicked", "error sending request"] {
-            assert!(!msg.contains(leak), "5xx message leaks internals ({leak}): {ctx}");
+        for leak in [
+            "127.0.0.1",
+            "sqlx",
+            "postgres",
+            "panicked",
+            "error sending request",
+        ] {
+            assert!(
+                !msg.contains(leak),
+                "5xx message leaks internals ({leak}): {ctx}"
+            );
         }
     }
 }
@@ -50,7 +81,9 @@ pub fn message(r: &Resp) -> &str {
 
 /// The ErrorInfo metadata value `key` (after [`expect_error`]).
 pub fn meta<'a>(r: &'a Resp, key: &str) -> &'a str {
-    r.body["error"]["details"][0]["metadata"][key].as_str().unwrap_or("")
+    r.body["error"]["details"][0]["metadata"][key]
+        .as_str()
+        .unwrap_or("")
 }
 
 /// Assert a 200 and return the body.
@@ -69,7 +102,13 @@ pub fn with_query(path: &str, key: &str, value: &str) -> String {
 /// Walk every page of `path` (a list whose items are under `items`) with `pageSize=size`,
 /// asserting that every page but the last carries a token and the last has none.
 /// Returns the pages.
-pub async fn pages(app: &TestApp, user: &str, path: &str, items: &str, size: i64) -> Vec<Vec<Value>> {
+pub async fn pages(
+    app: &TestApp,
+    user: &str,
+    path: &str,
+    items: &str,
+    size: i64,
+) -> Vec<Vec<Value>> {
     let mut out = Vec::new();
     let mut token: Option<String> = None;
     loop {
@@ -78,14 +117,24 @@ pub async fn pages(app: &TestApp, user: &str, path: &str, items: &str, size: i64
             p = with_query(&p, "pageToken", t);
         }
         let body = ok(app.get(user, &p).await);
-        let page = body[items].as_array().unwrap_or_else(|| panic!("no {items} in {body:#}")).clone();
-        assert!(page.len() as i64 <= size, "page larger than pageSize: {}", page.len());
+        let page = body[items]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {items} in {body:#}"))
+            .clone();
+        assert!(
+            page.len() as i64 <= size,
+            "page larger than pageSize: {}",
+            page.len()
+        );
         out.push(page);
         match body.get("nextPageToken") {
             None | Some(Value::Null) => break,
             Some(Value::String(t)) if t.is_empty() => break,
             Some(Value::String(t)) => {
-                assert!(out.last().is_some_and(|p| p.len() as i64 == size), "a non-full page has a token");
+                assert!(
+                    out.last().is_some_and(|p| p.len() as i64 == size),
+                    "a non-full page has a token"
+                );
                 token = Some(t.clone());
             }
             Some(other) => panic!("nextPageToken is not a string: {other}"),
@@ -109,10 +158,19 @@ pub async fn page_walk(
     let keys: Vec<String> = pages
         .iter()
         .flatten()
-        .map(|v| v[key].as_str().unwrap_or_else(|| panic!("no {key} in {v}")).to_owned())
+        .map(|v| {
+            v[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {key} in {v}"))
+                .to_owned()
+        })
         .collect();
     let unique: HashSet<&String> = keys.iter().collect();
-    assert_eq!(unique.len(), keys.len(), "duplicates across pages: {keys:?}");
+    assert_eq!(
+        unique.len(),
+        keys.len(),
+        "duplicates across pages: {keys:?}"
+    );
     (sizes, keys)
 }
 
@@ -135,7 +193,10 @@ pub async fn raw(
     content_type: Option<&str>,
     body: impl Into<reqwest::Body>,
 ) -> Resp {
-    let mut req = app.http.request(method, app.url_of(path)).header("x-kinetic-user", user);
+    let mut req = app
+        .http
+        .request(method, app.url_of(path))
+        .header("x-kinetic-user", user);
     if let Some(ct) = content_type {
         req = req.header(reqwest::header::CONTENT_TYPE, ct);
     }
@@ -144,5 +205,12 @@ pub async fn raw(
 
 /// GET without any identity header.
 pub async fn anonymous_get(app: &TestApp, path: &str) -> Resp {
-    TestApp::read(app.http.get(app.url_of(path)).send().await.expect("request")).await
+    TestApp::read(
+        app.http
+            .get(app.url_of(path))
+            .send()
+            .await
+            .expect("request"),
+    )
+    .await
 }

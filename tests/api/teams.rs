@@ -11,7 +11,9 @@ const BOB: &str = "bob@example.com";
 
 #[track_caller]
 fn assert_rfc3339(v: &Value) {
-    let s = v.as_str().unwrap_or_else(|| panic!("timestamp not a string: {v}"));
+    let s = v
+        .as_str()
+        .unwrap_or_else(|| panic!("timestamp not a string: {v}"));
     DateTime::parse_from_rfc3339(s).unwrap_or_else(|e| panic!("{s}: {e}"));
 }
 
@@ -31,7 +33,11 @@ async fn create_get_list_team() {
     assert_eq!(t["name"], "teams/ml-research");
     assert_eq!(t["teamId"], "ml-research");
     assert_eq!(t["displayName"], "ML Research");
-    assert_eq!(t["projects"], json!(["alpha-project", "zeta-project"]), "sorted, de-duplicated");
+    assert_eq!(
+        t["projects"],
+        json!(["alpha-project", "zeta-project"]),
+        "sorted, de-duplicated"
+    );
     assert_rfc3339(&t["createTime"]);
     assert_rfc3339(&t["updateTime"]);
     assert!(!t["etag"].as_str().unwrap_or("").is_empty());
@@ -43,12 +49,18 @@ async fn create_get_list_team() {
 
     // Others see nothing of it; service admins see everything.
     app.team(BOB, "bob-team", &[]).await;
-    assert_eq!(names(&ok(app.get(BOB, "/v1/teams").await), "teams", "teamId"), ["bob-team"]);
+    assert_eq!(
+        names(&ok(app.get(BOB, "/v1/teams").await), "teams", "teamId"),
+        ["bob-team"]
+    );
     assert_eq!(
         names(&ok(app.get(ADMIN, "/v1/teams").await), "teams", "teamId"),
         ["bob-team", "ml-research"]
     );
-    assert_eq!(ok(app.get(ADMIN, "/v1/teams/ml-research").await)["teamId"], "ml-research");
+    assert_eq!(
+        ok(app.get(ADMIN, "/v1/teams/ml-research").await)["teamId"],
+        "ml-research"
+    );
     // A team with no displayName and no projects.
     let bare = ok(app.get(BOB, "/v1/teams/bob-team").await);
     assert_eq!(bare["displayName"], "");
@@ -59,7 +71,10 @@ async fn create_get_list_team() {
 async fn me_reports_identity_roles_and_admin() {
     let app = TestApp::spawn().await;
     let me = ok(app.get(ALICE, "/v1/me").await);
-    assert_eq!(me, json!({"email": ALICE, "admin": false, "teams": [], "activeProfile": null}));
+    assert_eq!(
+        me,
+        json!({"email": ALICE, "admin": false, "teams": [], "activeProfile": null})
+    );
     app.team(ALICE, "zebra-team", &[]).await;
     app.team(BOB, "apple-team", &[]).await;
     app.member(BOB, "apple-team", ALICE, "VIEWER").await;
@@ -82,21 +97,54 @@ async fn invalid_team_ids_and_projects() {
         let r = app.post(ALICE, "/v1/teams", json!({"teamId": bad})).await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_NAME");
         assert_eq!(meta(&r, "field"), "team id");
-        assert!(message(&r).contains("^[a-z][a-z0-9-]{2,39}$"), "{}", message(&r));
+        assert!(
+            message(&r).contains("^[a-z][a-z0-9-]{2,39}$"),
+            "{}",
+            message(&r)
+        );
     }
-    for bad in ["short", "My-Project", "my-project-", "9project", "my_project"] {
-        let r = app.post(ALICE, "/v1/teams", json!({"teamId": "abc", "projects": ["good-project", bad]})).await;
+    for bad in [
+        "short",
+        "My-Project",
+        "my-project-",
+        "9project",
+        "my_project",
+    ] {
+        let r = app
+            .post(
+                ALICE,
+                "/v1/teams",
+                json!({"teamId": "abc", "projects": ["good-project", bad]}),
+            )
+            .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_PROJECT");
         assert_eq!(meta(&r, "project"), bad);
     }
-    let r = app.post(ALICE, "/v1/teams", json!({"teamId": "abc", "displayName": "a\u{7}b"})).await;
+    let r = app
+        .post(
+            ALICE,
+            "/v1/teams",
+            json!({"teamId": "abc", "displayName": "a\u{7}b"}),
+        )
+        .await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_DISPLAY_NAME");
-    let r = app.post(ALICE, "/v1/teams", json!({"teamId": "abc", "displayName": "x".repeat(101)})).await;
+    let r = app
+        .post(
+            ALICE,
+            "/v1/teams",
+            json!({"teamId": "abc", "displayName": "x".repeat(101)}),
+        )
+        .await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_DISPLAY_NAME");
     // None of these created anything; the boundary values are fine.
     assert_eq!(ok(app.get(ALICE, "/v1/teams").await)["teams"], json!([]));
     app.team(ALICE, "abc", &[]).await;
-    app.team(ALICE, &"a".repeat(40), &["a23456", &format!("p{}", "1".repeat(29))]).await;
+    app.team(
+        ALICE,
+        &"a".repeat(40),
+        &["a23456", &format!("p{}", "1".repeat(29))],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -109,20 +157,38 @@ async fn duplicate_team_and_claimed_project() {
     }
     // The project is taken: the whole create is refused, the id stays free.
     let r = app
-        .post(BOB, "/v1/teams", json!({"teamId": "bobs", "projects": ["bob-project", "acme-project"]}))
+        .post(
+            BOB,
+            "/v1/teams",
+            json!({"teamId": "bobs", "projects": ["bob-project", "acme-project"]}),
+        )
         .await;
     expect_error(&r, 409, "ALREADY_EXISTS", "PROJECT_CLAIMED");
     assert_eq!(meta(&r, "project"), "acme-project");
     assert!(message(&r).contains("acme-project"), "{}", message(&r));
-    expect_error(&app.get(BOB, "/v1/teams/bobs").await, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    expect_error(
+        &app.get(BOB, "/v1/teams/bobs").await,
+        404,
+        "NOT_FOUND",
+        "TEAM_NOT_FOUND",
+    );
     assert_eq!(ok(app.get(BOB, "/v1/me").await)["teams"], json!([]));
     // bob-project was not claimed by the failed request.
     app.team(BOB, "bobs", &["bob-project"]).await;
     // PATCH cannot take a claimed project either.
-    let r = app.patch(BOB, "/v1/teams/bobs", json!({"projects": ["bob-project", "acme-project"]})).await;
+    let r = app
+        .patch(
+            BOB,
+            "/v1/teams/bobs",
+            json!({"projects": ["bob-project", "acme-project"]}),
+        )
+        .await;
     expect_error(&r, 409, "ALREADY_EXISTS", "PROJECT_CLAIMED");
     assert_eq!(meta(&r, "project"), "acme-project");
-    assert_eq!(ok(app.get(BOB, "/v1/teams/bobs").await)["projects"], json!(["bob-project"]));
+    assert_eq!(
+        ok(app.get(BOB, "/v1/teams/bobs").await)["projects"],
+        json!(["bob-project"])
+    );
     // The original team is untouched by all of this.
     let acme = ok(app.get(ALICE, "/v1/teams/acme").await);
     assert_eq!(acme["projects"], json!(["acme-project"]));
@@ -133,10 +199,17 @@ async fn duplicate_team_and_claimed_project() {
 #[tokio::test]
 async fn patch_team() {
     let app = TestApp::spawn().await;
-    let before = app.team(ALICE, "acme", &["acme-project", "old-project"]).await;
-    let t = ok(app.patch(ALICE, "/v1/teams/acme", json!({"displayName": "Acme Inc"})).await);
+    let before = app
+        .team(ALICE, "acme", &["acme-project", "old-project"])
+        .await;
+    let t = ok(app
+        .patch(ALICE, "/v1/teams/acme", json!({"displayName": "Acme Inc"}))
+        .await);
     assert_eq!(t["displayName"], "Acme Inc");
-    assert_eq!(t["projects"], before["projects"], "projects untouched when absent");
+    assert_eq!(
+        t["projects"], before["projects"],
+        "projects untouched when absent"
+    );
     assert_eq!(t["createTime"], before["createTime"]);
     assert_ne!(t["etag"], before["etag"]);
     let updated = DateTime::parse_from_rfc3339(t["updateTime"].as_str().unwrap()).unwrap();
@@ -144,47 +217,91 @@ async fn patch_team() {
     assert!(updated >= created);
 
     let t = ok(app
-        .patch(ALICE, "/v1/teams/acme", json!({"projects": ["new-project", "acme-project"]}))
+        .patch(
+            ALICE,
+            "/v1/teams/acme",
+            json!({"projects": ["new-project", "acme-project"]}),
+        )
         .await);
     assert_eq!(t["projects"], json!(["acme-project", "new-project"]));
-    assert_eq!(t["displayName"], "Acme Inc", "displayName untouched when absent");
+    assert_eq!(
+        t["displayName"], "Acme Inc",
+        "displayName untouched when absent"
+    );
     assert_eq!(ok(app.get(ALICE, "/v1/teams/acme").await), t);
     // The removed project is free for another team now.
     app.team(BOB, "bobs", &["old-project"]).await;
     // An empty patch changes nothing but is fine; an empty list removes every project.
     let same = ok(app.patch(ALICE, "/v1/teams/acme", json!({})).await);
     assert_eq!(same["projects"], t["projects"]);
-    let none = ok(app.patch(ALICE, "/v1/teams/acme", json!({"projects": []})).await);
+    let none = ok(app
+        .patch(ALICE, "/v1/teams/acme", json!({"projects": []}))
+        .await);
     assert_eq!(none["projects"], json!([]));
     // Bad values are refused with the field's reason.
-    let r = app.patch(ALICE, "/v1/teams/acme", json!({"projects": ["BAD"]})).await;
+    let r = app
+        .patch(ALICE, "/v1/teams/acme", json!({"projects": ["BAD"]}))
+        .await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_PROJECT");
-    let r = app.patch(ALICE, "/v1/teams/acme", json!({"displayName": "y".repeat(101)})).await;
+    let r = app
+        .patch(
+            ALICE,
+            "/v1/teams/acme",
+            json!({"displayName": "y".repeat(101)}),
+        )
+        .await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_DISPLAY_NAME");
     // Unknown team, even for a service admin.
-    let r = app.patch(ADMIN, "/v1/teams/nope-team", json!({"displayName": "x"})).await;
+    let r = app
+        .patch(ADMIN, "/v1/teams/nope-team", json!({"displayName": "x"}))
+        .await;
     expect_error(&r, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
 }
 
 #[tokio::test]
 async fn patch_cannot_remove_a_project_with_live_clusters() {
     let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project", "spare-project", "done-project"]).await;
-    app.cluster("acme", "acme-project", "us-central1-a", "kc").await;
-    let r = app.patch(ALICE, "/v1/teams/acme", json!({"projects": ["spare-project"]})).await;
+    app.team(
+        ALICE,
+        "acme",
+        &["acme-project", "spare-project", "done-project"],
+    )
+    .await;
+    app.cluster("acme", "acme-project", "us-central1-a", "kc")
+        .await;
+    let r = app
+        .patch(
+            ALICE,
+            "/v1/teams/acme",
+            json!({"projects": ["spare-project"]}),
+        )
+        .await;
     expect_error(&r, 409, "FAILED_PRECONDITION", "PROJECT_HAS_CLUSTERS");
     assert!(message(&r).contains("acme-project"), "{}", message(&r));
     // Nothing changed, not even the display name sent alongside.
     let r2 = app
-        .patch(ALICE, "/v1/teams/acme", json!({"displayName": "X", "projects": []}))
+        .patch(
+            ALICE,
+            "/v1/teams/acme",
+            json!({"displayName": "X", "projects": []}),
+        )
         .await;
     expect_error(&r2, 409, "FAILED_PRECONDITION", "PROJECT_HAS_CLUSTERS");
     let t = ok(app.get(ALICE, "/v1/teams/acme").await);
-    assert_eq!(t["projects"], json!(["acme-project", "done-project", "spare-project"]));
+    assert_eq!(
+        t["projects"],
+        json!(["acme-project", "done-project", "spare-project"])
+    );
     assert_eq!(t["displayName"], "");
     // A project whose clusters are all DELETED can go; so can one with none.
     deleted_cluster(&app, "acme", "done-project", "old").await;
-    let t = ok(app.patch(ALICE, "/v1/teams/acme", json!({"projects": ["acme-project"]})).await);
+    let t = ok(app
+        .patch(
+            ALICE,
+            "/v1/teams/acme",
+            json!({"projects": ["acme-project"]}),
+        )
+        .await);
     assert_eq!(t["projects"], json!(["acme-project"]));
 }
 
@@ -215,14 +332,32 @@ async fn delete_team() {
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     assert_eq!(r.status, 204, "{:#}", r.body);
     assert_eq!(r.body, Value::Null, "204 has no body");
-    expect_error(&app.get(ALICE, "/v1/teams/acme").await, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
-    expect_error(&app.get(ADMIN, "/v1/teams/acme").await, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    expect_error(
+        &app.get(ALICE, "/v1/teams/acme").await,
+        404,
+        "NOT_FOUND",
+        "TEAM_NOT_FOUND",
+    );
+    expect_error(
+        &app.get(ADMIN, "/v1/teams/acme").await,
+        404,
+        "NOT_FOUND",
+        "TEAM_NOT_FOUND",
+    );
     assert_eq!(ok(app.get(BOB, "/v1/me").await)["teams"], json!([]));
-    expect_error(&app.delete(ALICE, "/v1/teams/acme").await, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    expect_error(
+        &app.delete(ALICE, "/v1/teams/acme").await,
+        404,
+        "NOT_FOUND",
+        "TEAM_NOT_FOUND",
+    );
     // Its id and projects are free again.
     app.team(BOB, "acme", &["acme-project"]).await;
     assert_eq!(
-        ok(app.get(BOB, "/v1/teams/acme/members").await)["members"].as_array().unwrap().len(),
+        ok(app.get(BOB, "/v1/teams/acme/members").await)["members"]
+            .as_array()
+            .unwrap()
+            .len(),
         1,
         "no members carried over"
     );
@@ -232,7 +367,9 @@ async fn delete_team() {
 async fn delete_team_refused_while_it_has_clusters() {
     let app = TestApp::spawn().await;
     app.team(ALICE, "acme", &["acme-project"]).await;
-    let c = app.cluster("acme", "acme-project", "us-central1-a", "kc").await;
+    let c = app
+        .cluster("acme", "acme-project", "us-central1-a", "kc")
+        .await;
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     expect_error(&r, 409, "FAILED_PRECONDITION", "TEAM_HAS_CLUSTERS");
     assert_eq!(meta(&r, "clusters"), "1");
@@ -248,5 +385,10 @@ async fn delete_team_refused_while_it_has_clusters() {
     deleted_cluster(&app, "acme", "acme-project", "older").await;
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     assert_eq!(r.status, 204, "{:#}", r.body);
-    expect_error(&app.get(ALICE, "/v1/teams/acme").await, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    expect_error(
+        &app.get(ALICE, "/v1/teams/acme").await,
+        404,
+        "NOT_FOUND",
+        "TEAM_NOT_FOUND",
+    );
 }

@@ -10,6 +10,8 @@ use kineticd::app::{self, AppState};
 use kineticd::config::{Identity, LogFormat, Settings};
 use kineticd::devdb::PrivatePostgres;
 use kineticd::domain::Email;
+use kineticd::ops::steps::RetryPolicy;
+use kineticd::ops::{self, WorkerConfig, WorkerPool};
 use kineticd::store::{self, Db};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -165,6 +167,22 @@ pub struct TestApp {
     pub db: Db,
     pub url: String,
     pub http: reqwest::Client,
+    pub state: AppState,
+}
+
+/// Worker settings for tests: quick fallback polling and short retry delays.
+pub fn test_worker_config(workers: usize) -> WorkerConfig {
+    WorkerConfig {
+        workers,
+        lease: std::time::Duration::from_secs(10),
+        poll: std::time::Duration::from_millis(200),
+        policy: RetryPolicy {
+            min_delay: std::time::Duration::from_millis(5),
+            max_delay: std::time::Duration::from_millis(50),
+            max_attempts: 5,
+        },
+        ..WorkerConfig::default()
+    }
 }
 
 /// A response: status, JSON body (Null when empty), headers.
@@ -203,7 +221,7 @@ impl TestApp {
         let addr = listener.local_addr().unwrap();
         tokio::spawn(app::serve(
             listener,
-            app::router(state),
+            app::router(state.clone()),
             std::future::pending(),
         ));
         TestApp {
@@ -211,6 +229,43 @@ impl TestApp {
             db,
             url,
             http: app::http_client().expect("http client"),
+            state,
+        }
+    }
+
+    /// Start a worker pool in this process (NOOP workflow enabled).
+    pub fn workers(&self, cfg: WorkerConfig) -> WorkerPool {
+        WorkerPool::start(
+            self.db.clone(),
+            self.state.events.clone(),
+            ops::registry(true),
+            cfg,
+        )
+    }
+
+    /// POST a NOOP operation as `user`; returns the operation JSON (asserts 202).
+    pub async fn noop(&self, user: &str, body: Value) -> Value {
+        let r = self.post(user, "/v1/testing/noopOperations", body).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{:?}", r.body);
+        r.body
+    }
+
+    /// `:wait` on an operation name (`operations/ID`) until done (deadline 60 s).
+    pub async fn wait_done(&self, user: &str, name: &str) -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let r = self
+                .post(user, &format!("/v1/{name}:wait?timeout=10s"), Value::Null)
+                .await;
+            assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+            if r.body["done"] == true {
+                return r.body;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "operation {name} not done in time: {}",
+                r.body
+            );
         }
     }
 

@@ -1,0 +1,371 @@
+//! Crash safety of the operation engine, end to end: the real `kineticd` binary is
+//! SIGKILLed over and over while it runs NOOP operations on a real PostgreSQL, then a
+//! final process finishes the queue.
+//!
+//! What must hold afterwards (the engine's contract, see `src/ops/mod.rs`):
+//! - every operation SUCCEEDED (nothing accepted is lost);
+//! - every step's effect was committed exactly once (`noop_effects` has one row per
+//!   (operation, step), and no other row), although steps were interrupted and re-run;
+//! - chained steps still see their predecessors' results after a resume;
+//! - operations of one target ran one at a time, in creation order;
+//! - the kills really interrupted work (some operations were claimed more than once).
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+const OWNER: &str = "crash-owner@example.com";
+const TEAM: &str = "crash-team";
+const TARGETS: usize = 6;
+const OPERATIONS: usize = 30;
+const KILLS: usize = 22;
+const WORKERS: &str = "3";
+
+/// A running `kineticd serve`; SIGKILLed and reaped when dropped (also on panic).
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(db_url: &str, workers: &str, log: &File) -> Server {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_kineticd"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("DATABASE_URL", db_url)
+            .env("KINETIC_AUTH", "dev")
+            .env("KINETIC_TEST_WORKFLOWS", "true")
+            .env("KINETIC_WORKERS", workers)
+            .env("KINETIC_LEASE_SECONDS", "1")
+            .env("KINETIC_LOG_FORMAT", "json")
+            .env("KINETIC_DB_MAX_CONNECTIONS", "10")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log.try_clone().expect("log file"))
+            .spawn()
+            .expect("start kineticd");
+        Server { child, port }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Wait until `/healthz` answers 200 (the API and the worker pool are up).
+    async fn wait_healthy(&mut self, http: &reqwest::Client, log: &LogPath) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                panic!("kineticd exited before it was healthy ({status}); log: {log}");
+            }
+            if let Ok(r) = http.get(self.url("/healthz")).send().await
+                && r.status().is_success()
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kineticd not healthy within 30 s; log: {log}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// SIGKILL: no graceful shutdown, no lease released, no step finished.
+    fn kill(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let pid = self.child.id() as libc::pid_t;
+            // SAFETY: kill(2) on our own, not yet reaped child: the pid cannot be reused.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+struct LogPath(PathBuf);
+
+impl std::fmt::Display for LogPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0.display())
+    }
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    l.local_addr().expect("local addr").port()
+}
+
+/// Deterministic pseudo-random numbers (SplitMix64), so a failing run can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+}
+
+async fn post(http: &reqwest::Client, server: &Server, path: &str, body: Value) -> Value {
+    let r = http
+        .post(server.url(path))
+        .header("x-kinetic-user", OWNER)
+        .json(&body)
+        .send()
+        .await
+        .expect("request");
+    let status = r.status();
+    let body: Value = r.json().await.expect("JSON body");
+    assert!(status.is_success(), "POST {path}: {status} {body}");
+    body
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct Row {
+    id: Uuid,
+    target: String,
+    state: String,
+    attempt: i32,
+    steps: Value,
+    create_time: DateTime<Utc>,
+    start_time: Option<DateTime<Utc>>,
+    end_time: Option<DateTime<Utc>>,
+}
+
+async fn unfinished(db: &kineticd::store::Db) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM operations WHERE end_time IS NULL")
+        .fetch_one(db)
+        .await
+        .expect("count unfinished")
+}
+
+/// Wait until no unfinished operation holds a live lease (the killed process's leases
+/// expired), so the next process can claim at once instead of waiting for its poll.
+async fn wait_leases_expired(db: &kineticd::store::Db) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let live: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM operations WHERE end_time IS NULL \
+             AND lease_expire_time >= now())",
+        )
+        .fetch_one(db)
+        .await
+        .expect("lease query");
+        if !live || Instant::now() > deadline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
+    let started = Instant::now();
+    let (db, url) = common::fresh_db().await;
+    let http = kineticd::app::http_client().expect("http client");
+    let log_path = LogPath(std::env::temp_dir().join(format!(
+        "kineticd-crash-{}-{}.log",
+        std::process::id(),
+        Uuid::new_v4().simple()
+    )));
+    let log = File::create(&log_path.0).expect("create log file");
+    let mut rng = Rng(0x6b69_6e65_7469_6364);
+
+    // Set up through the API of a process without workers: a team and the operations.
+    let mut expected_steps: HashMap<Uuid, (u32, bool)> = HashMap::new();
+    {
+        let mut setup = Server::start(&url, "0", &log);
+        setup.wait_healthy(&http, &log_path).await;
+        post(
+            &http,
+            &setup,
+            "/v1/teams",
+            json!({"teamId": TEAM, "projects": []}),
+        )
+        .await;
+        for i in 0..OPERATIONS {
+            let steps = rng.range(5, 8) as u32;
+            let step_millis = rng.range(50, 150);
+            let parallel = i % 4 == 3;
+            let op = post(
+                &http,
+                &setup,
+                "/v1/testing/noopOperations",
+                json!({
+                    "team": TEAM,
+                    "target": format!("crash/target-{}", i % TARGETS),
+                    "steps": steps,
+                    "stepMillis": step_millis,
+                    "parallel": parallel,
+                }),
+            )
+            .await;
+            let name = op["name"].as_str().expect("operation name");
+            let id = Uuid::parse_str(name.trim_start_matches("operations/")).expect("uuid");
+            expected_steps.insert(id, (steps, parallel));
+        }
+        setup.kill();
+    }
+    let total_steps: i64 = expected_steps.values().map(|(n, _)| i64::from(*n)).sum();
+
+    // The kill loop.
+    let mut progress = Vec::new();
+    for _ in 0..KILLS {
+        let mut server = Server::start(&url, WORKERS, &log);
+        server.wait_healthy(&http, &log_path).await;
+        let run_ms = rng.range(150, 900);
+        tokio::time::sleep(Duration::from_millis(run_ms)).await;
+        server.kill();
+        drop(server);
+        let left = unfinished(&db).await;
+        progress.push(format!("{run_ms}ms->{left}"));
+        wait_leases_expired(&db).await;
+    }
+    let interrupted_at = unfinished(&db).await;
+
+    // A final process finishes the queue.
+    let mut last = Server::start(&url, WORKERS, &log);
+    last.wait_healthy(&http, &log_path).await;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if unfinished(&db).await == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "operations still unfinished after 120 s; progress {progress:?}; log: {log_path}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    last.kill();
+    drop(last);
+
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT id, target, state, attempt, steps, create_time, start_time, end_time \
+         FROM operations ORDER BY create_time, id",
+    )
+    .fetch_all(&db)
+    .await
+    .expect("read operations");
+    assert_eq!(rows.len(), OPERATIONS);
+
+    // Every operation succeeded, with every step DONE; chains kept their results.
+    for r in &rows {
+        assert_eq!(r.state, "SUCCEEDED", "operation {} ended {}", r.id, r.state);
+        let (n, parallel) = expected_steps[&r.id];
+        let steps = r.steps.as_array().expect("steps array");
+        assert_eq!(steps.len(), n as usize, "operation {}", r.id);
+        for (i, s) in steps.iter().enumerate() {
+            assert_eq!(s["state"], "DONE", "operation {} step {i}: {s}", r.id);
+            let chain = if parallel { 1 } else { i as u64 + 1 };
+            assert_eq!(
+                s["result"]["chain"].as_u64(),
+                Some(chain),
+                "operation {} step {i} result (a resumed step must read its predecessor's \
+                 stored result): {s}",
+                r.id
+            );
+        }
+    }
+
+    // Exactly one effect per (operation, step), and nothing else.
+    let counts = kineticd::store::operations::noop_effect_counts(&db)
+        .await
+        .expect("effect counts");
+    let mut seen: BTreeMap<(Uuid, String), i64> = BTreeMap::new();
+    for (op, step, count) in &counts {
+        assert_eq!(
+            *count, 1,
+            "effect of operation {op} step {step} committed {count} times"
+        );
+        assert!(
+            expected_steps.contains_key(op),
+            "effect for unknown operation {op}"
+        );
+        seen.insert((*op, step.clone()), *count);
+    }
+    for (id, (n, _)) in &expected_steps {
+        for i in 0..*n {
+            assert!(
+                seen.contains_key(&(*id, format!("step-{i}"))),
+                "operation {id} step-{i} has no effect"
+            );
+        }
+    }
+    let effect_rows: i64 = sqlx::query_scalar("SELECT count(*) FROM noop_effects")
+        .fetch_one(&db)
+        .await
+        .expect("count effects");
+    assert_eq!(effect_rows, total_steps);
+
+    // Per target: one at a time, in creation order.
+    let mut by_target: BTreeMap<&str, Vec<&Row>> = BTreeMap::new();
+    for r in &rows {
+        by_target.entry(&r.target).or_default().push(r);
+    }
+    assert_eq!(by_target.len(), TARGETS);
+    for (target, ops) in &by_target {
+        for pair in ops.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            assert!(a.create_time <= b.create_time);
+            let (a_end, b_end) = (a.end_time.unwrap(), b.end_time.unwrap());
+            assert!(
+                a_end < b_end,
+                "{target}: {} (created first) ended at {a_end}, after {} ended at {b_end}",
+                a.id,
+                b.id
+            );
+            let b_start = b.start_time.expect("start_time of a finished operation");
+            assert!(
+                b_start >= a_end,
+                "{target}: {} started at {b_start} before {} ended at {a_end}",
+                b.id,
+                a.id
+            );
+        }
+    }
+
+    // The kills interrupted real work.
+    let resumed = rows.iter().filter(|r| r.attempt > 1).count();
+    assert!(
+        resumed > 0,
+        "no operation was claimed twice: the kills interrupted nothing ({progress:?})"
+    );
+    assert!(
+        interrupted_at < OPERATIONS as i64,
+        "the kill loop made no progress at all ({progress:?}); log: {log_path}"
+    );
+    println!(
+        "crash: {KILLS} kills, {resumed}/{OPERATIONS} operations resumed (max attempt {}), \
+         {interrupted_at} unfinished when the kills stopped, progress {progress:?}, {:.1} s",
+        rows.iter().map(|r| r.attempt).max().unwrap_or(0),
+        started.elapsed().as_secs_f64()
+    );
+    drop(log);
+    let _ = std::fs::remove_file(&log_path.0);
+}
