@@ -29,7 +29,7 @@ const TEAM: &str = "crash-team";
 const TARGETS: usize = 6;
 const OPERATIONS: usize = 30;
 const KILLS: usize = 22;
-const WORKERS: &str = "3";
+const WORKERS: &str = "2";
 
 /// A running `kineticd serve`; SIGKILLed and reaped when dropped (also on panic).
 struct Server {
@@ -209,9 +209,9 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
         )
         .await;
         for i in 0..OPERATIONS {
-            let steps = rng.range(5, 8) as u32;
-            let step_millis = rng.range(50, 150);
-            let parallel = i % 4 == 3;
+            let steps = rng.range(6, 8) as u32;
+            let step_millis = rng.range(80, 150);
+            let parallel = i % 6 == 5;
             let op = post(
                 &http,
                 &setup,

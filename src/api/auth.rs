@@ -46,13 +46,19 @@ impl Authenticator {
                     .get(IAP_HEADER)
                     .map(|h| h.to_str().unwrap_or("\u{0}"));
                 let id = v.verify(token).await.map_err(|e| {
-                    let code = if e.is_unavailable() {
-                        StatusCode::SERVICE_UNAVAILABLE
-                    } else {
-                        StatusCode::UNAUTHORIZED
-                    };
+                    if e.is_unavailable() {
+                        // Our failure, not the caller's: the detail (key URL, network
+                        // error) goes to the log, never into a 5xx body.
+                        tracing::error!(reason = e.reason(), error = %e, "cannot authenticate");
+                        return ApiError::new(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            e.reason(),
+                            "cannot verify the identity token right now: the signing keys are \
+                             unavailable; retry shortly (the server log has the cause)",
+                        );
+                    }
                     tracing::info!(reason = e.reason(), "request not authenticated");
-                    ApiError::new(code, e.reason(), e.to_string())
+                    ApiError::new(StatusCode::UNAUTHORIZED, e.reason(), e.to_string())
                 })?;
                 Email::parse(&id.email).map_err(|_| {
                     ApiError::unauthenticated(

@@ -1,11 +1,15 @@
 //! Extractors that turn axum's rejections into Google-shaped errors: malformed JSON
 //! names the parse position, unknown fields are named, oversized bodies get 413.
 
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::body::Bytes;
+use axum::extract::rejection::{
+    JsonRejection, MissingJsonContentType, PathRejection, QueryRejection,
+};
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
-use serde::de::DeserializeOwned;
+use axum::http::{HeaderMap, StatusCode};
+use serde::de::{DeserializeOwned, IgnoredAny};
 
 use super::error::ApiError;
 
@@ -20,27 +24,59 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match axum::Json::<T>::from_request(req, state).await {
+        if !json_content_type(req.headers()) {
+            return Err(json_rejection(MissingJsonContentType::default().into()));
+        }
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| json_rejection(e.into()))?;
+        match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(v)) => Ok(ApiJson(v)),
+            // serde_json reports some type errors (a number or null where an enum is
+            // expected) as syntax errors; if the body parses as JSON, it is a field error.
+            Err(JsonRejection::JsonSyntaxError(e))
+                if serde_json::from_slice::<IgnoredAny>(&bytes).is_ok() =>
+            {
+                Err(data_error(&e))
+            }
             Err(r) => Err(json_rejection(r)),
         }
     }
 }
 
+/// `application/json` or `application/*+json` (parameters allowed), as axum's `Json`.
+fn json_content_type(headers: &HeaderMap) -> bool {
+    let Some(ct) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    match essence.split_once('/') {
+        Some((ty, sub)) => {
+            let sub = sub.to_ascii_lowercase();
+            ty.eq_ignore_ascii_case("application") && (sub == "json" || sub.ends_with("+json"))
+        }
+        None => false,
+    }
+}
+
+/// A body that is JSON but does not fit the request type: name the field.
+fn data_error(e: &(dyn std::error::Error + 'static)) -> ApiError {
+    // serde's message names the field and the position (line, column).
+    let msg = e
+        .source()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| e.to_string());
+    let reason = if msg.contains("unknown field") {
+        "UNKNOWN_FIELD"
+    } else {
+        "INVALID_FIELD"
+    };
+    ApiError::invalid(reason, format!("request body: {msg}"))
+}
+
 fn json_rejection(r: JsonRejection) -> ApiError {
     match r {
-        JsonRejection::JsonDataError(e) => {
-            // serde's message names the field and the position (line, column).
-            let msg = std::error::Error::source(&e)
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| e.body_text());
-            let reason = if msg.contains("unknown field") {
-                "UNKNOWN_FIELD"
-            } else {
-                "INVALID_FIELD"
-            };
-            ApiError::invalid(reason, format!("request body: {msg}"))
-        }
+        JsonRejection::JsonDataError(e) => data_error(&e),
         JsonRejection::JsonSyntaxError(e) => {
             let msg = std::error::Error::source(&e)
                 .map(|s| s.to_string())

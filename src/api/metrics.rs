@@ -29,7 +29,7 @@ pub fn handle() -> PrometheusHandle {
                         10.0, 30.0, 60.0,
                     ],
                 )
-                .and_then(|b| Ok(b.build_recorder()));
+                .map(|b| b.build_recorder());
             match recorder {
                 Ok(r) => {
                     let h = r.handle();

@@ -52,7 +52,7 @@ pub enum Outcome {
 }
 
 enum StepOutcome {
-    Done(Value, StepCtx),
+    Done(Value, Box<StepCtx>),
     Failed(StepError),
     Lost,
 }
@@ -106,7 +106,7 @@ impl Run {
                 "outcome" => if r.is_ok() { "ok" } else { "error" })
                 .record(started.elapsed().as_secs_f64());
             match r {
-                Ok(v) => return (i, StepOutcome::Done(v, ctx)),
+                Ok(v) => return (i, StepOutcome::Done(v, Box::new(ctx))),
                 Err(e) if e.is_retryable() => {
                     let Some(delay) = delays.next() else {
                         let mut e = e;

@@ -38,10 +38,8 @@ pub fn render(row: &OperationRow) -> Operation {
     let finished = row.end_time.is_some();
     let percent = if row.state == "SUCCEEDED" {
         100
-    } else if total == 0 {
-        0
     } else {
-        done * 100 / total
+        (done * 100).checked_div(total).unwrap_or(0)
     };
     let ts = |t: Option<DateTime<Utc>>| t.map(model::timestamp);
     Operation {

@@ -183,6 +183,13 @@ pub async fn touch_team(tx: &mut PgConnection, team_id: &str) -> Result<(), Stor
 
 pub async fn delete_team(tx: &mut PgConnection, team_id: &str) -> Result<bool, StoreError> {
     // Finished operations keep their history; their team reference is cleared by FK.
+    // DELETED cluster records (history) go with the team: `clusters.team_id` has no
+    // ON DELETE action, so they would otherwise block the delete. The caller has
+    // checked, under the team lock, that no live cluster remains.
+    sqlx::query("DELETE FROM clusters WHERE team_id = $1 AND state = 'DELETED'")
+        .bind(team_id)
+        .execute(&mut *tx)
+        .await?;
     let n = sqlx::query("DELETE FROM teams WHERE team_id = $1")
         .bind(team_id)
         .execute(&mut *tx)

@@ -7,6 +7,10 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use crate::common::test_worker_config;
+
+type Ts = DateTime<Utc>;
+/// (target, create, start, end)
+type Run = (String, Ts, Ts, Ts);
 use crate::{USER, app_with_team, noop};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -41,13 +45,13 @@ async fn two_workers_200_operations_20_clusters() {
     assert!(effects.iter().all(|(_, _, n)| *n == 1), "a step ran twice");
 
     // Per cluster: creation order == run order, and no overlap.
-    let rows: Vec<(String, DateTime<Utc>, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
+    let rows: Vec<Run> = sqlx::query_as(
         "SELECT target, create_time, start_time, end_time FROM operations ORDER BY create_time, id",
     )
     .fetch_all(&app.db)
     .await
     .unwrap();
-    let mut by_target: HashMap<String, Vec<(DateTime<Utc>, DateTime<Utc>)>> = HashMap::new();
+    let mut by_target: HashMap<String, Vec<(Ts, Ts)>> = HashMap::new();
     for (t, _, s, e) in &rows {
         by_target.entry(t.clone()).or_default().push((*s, *e));
     }
