@@ -27,7 +27,7 @@ use uuid::Uuid;
 const OWNER: &str = "crash-owner@example.com";
 const TEAM: &str = "crash-team";
 const TARGETS: usize = 6;
-const OPERATIONS: usize = 30;
+const OPERATIONS: usize = 36;
 const KILLS: usize = 22;
 const WORKERS: &str = "2";
 

@@ -37,7 +37,10 @@ where
             Err(JsonRejection::JsonSyntaxError(e))
                 if serde_json::from_slice::<IgnoredAny>(&bytes).is_ok() =>
             {
-                Err(data_error(&e))
+                let mut err = data_error(&e);
+                err.message
+                    .push_str(" (the body is valid JSON, but this value has the wrong type)");
+                Err(err)
             }
             Err(r) => Err(json_rejection(r)),
         }

@@ -6,6 +6,7 @@
 
 pub mod clusters;
 pub mod db;
+pub mod manifests;
 pub mod node_pools;
 pub mod operations;
 pub mod profiles;

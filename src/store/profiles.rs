@@ -113,6 +113,13 @@ pub async fn activate(
     owner: &str,
     profile_id: &str,
 ) -> Result<Option<ProfileRecord>, StoreError> {
+    // Serialise activations of one caller: without this, two concurrent activations
+    // of different profiles both see nothing to deactivate and the second trips the
+    // one-active unique index.
+    sqlx::query("SELECT 1 FROM profiles WHERE owner_email = $1 ORDER BY profile_id FOR UPDATE")
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("UPDATE profiles SET active = false, update_time = now() WHERE owner_email = $1 AND active AND profile_id <> $2")
         .bind(owner)
         .bind(profile_id)

@@ -70,7 +70,7 @@ async fn malformed_json_gives_the_parse_position() {
             method.clone(),
             path,
             Some("application/json"),
-            "{\"teamId\": ",
+            "{,}",
         )
         .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "MALFORMED_JSON");
@@ -141,6 +141,18 @@ async fn wrong_types_and_missing_fields_name_the_field() {
         (
             Method::PUT,
             "/v1/teams/acme/members/bob@example.com",
+            json!({"role": null}),
+            "role",
+        ),
+        (
+            Method::PUT,
+            "/v1/teams/acme/members/bob@example.com",
+            json!({"role": ["OWNER"]}),
+            "role",
+        ),
+        (
+            Method::PUT,
+            "/v1/teams/acme/members/bob@example.com",
             json!({}),
             "role",
         ),
@@ -167,6 +179,7 @@ async fn wrong_types_and_missing_fields_name_the_field() {
             "{method} {path} {body}: {}",
             message(&r)
         );
+        assert!(!message(&r).contains("not valid JSON"), "{}", message(&r));
     }
 }
 
@@ -275,6 +288,21 @@ async fn unknown_routes_verbs_and_methods() {
         let r = app.call(ALICE, method.clone(), path, None).await;
         expect_error(&r, 405, "UNIMPLEMENTED", "METHOD_NOT_ALLOWED");
         assert!(message(&r).contains(method.as_str()), "{}", message(&r));
+        // RFC 9110: a 405 lists what is allowed.
+        let allow = r
+            .headers
+            .get("allow")
+            .expect("Allow header")
+            .to_str()
+            .unwrap();
+        assert!(
+            allow.split(',').any(|m| m.trim() == "GET"),
+            "{path}: {allow}"
+        );
+        assert!(
+            !allow.split(',').any(|m| m.trim() == method.as_str()),
+            "{path}: {allow}"
+        );
     }
 }
 

@@ -291,3 +291,37 @@ async fn invalid_roles_and_emails() {
         "TEAM_NOT_FOUND",
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_owners_demoting_each_other_at_once_keep_one_owner() {
+    let app = TestApp::spawn().await;
+    for round in 0..5 {
+        let team = format!("race-{round}");
+        app.team(ALICE, &team, &[]).await;
+        app.member(ALICE, &team, BOB, "OWNER").await;
+        let (bob_path, alice_path) = (
+            format!("/v1/teams/{team}/members/{BOB}"),
+            format!("/v1/teams/{team}/members/{ALICE}"),
+        );
+        let demote_bob = app.put(ALICE, &bob_path, json!({"role": "ADMIN"}));
+        let demote_alice = app.put(BOB, &alice_path, json!({"role": "ADMIN"}));
+        let (a, b) = tokio::join!(demote_bob, demote_alice);
+        let mut statuses = [a.status.as_u16(), b.status.as_u16()];
+        statuses.sort_unstable();
+        // One wins; the other is either the last OWNER's refusal or, having lost its
+        // own OWNER role first, a permission error. Never two demotions.
+        assert_eq!(statuses[0], 200, "{:#} {:#}", a.body, b.body);
+        assert!(
+            statuses[1] == 409 || statuses[1] == 403,
+            "{:#} {:#}",
+            a.body,
+            b.body
+        );
+        let list = ok(app.get(ALICE, &format!("/v1/teams/{team}/members")).await);
+        let owners = roles(&list)
+            .into_iter()
+            .filter(|(_, r)| r == "OWNER")
+            .count();
+        assert_eq!(owners, 1, "{list:#}");
+    }
+}

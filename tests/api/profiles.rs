@@ -344,3 +344,25 @@ async fn invalid_profile_requests() {
         "n".repeat(63)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_activations_leave_exactly_one_active() {
+    let app = TestApp::spawn().await;
+    let ids: Vec<String> = (0..8).map(|i| format!("p{i}")).collect();
+    for id in &ids {
+        put(&app, ALICE, id, json!({"cluster": KC})).await;
+    }
+    for _round in 0..3 {
+        let calls = ids.iter().map(|id| {
+            let path = format!("/v1/profiles/{id}:activate");
+            let app = &app;
+            async move { app.post(ALICE, &path, json!({})).await }
+        });
+        for r in futures::future::join_all(calls).await {
+            assert_eq!(r.status, 200, "{:#}", r.body);
+            assert_eq!(r.body["active"], true);
+        }
+        let list = ok(app.get(ALICE, "/v1/profiles").await);
+        assert_eq!(active_ids(&list).len(), 1, "{list:#}");
+    }
+}

@@ -392,3 +392,46 @@ async fn delete_team_refused_while_it_has_clusters() {
         "TEAM_NOT_FOUND",
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_creates_have_one_winner() {
+    let app = TestApp::spawn().await;
+    // Same team id, different projects.
+    let calls = (0..6).map(|i| {
+        let app = &app;
+        let body = json!({"teamId": "contested", "projects": [format!("project-{i:03}")]});
+        async move {
+            app.post(&format!("user{i}@example.com"), "/v1/teams", body)
+                .await
+        }
+    });
+    let results = futures::future::join_all(calls).await;
+    let won: Vec<_> = results.iter().filter(|r| r.status == 201).collect();
+    assert_eq!(won.len(), 1, "{results:#?}");
+    for r in results.iter().filter(|r| r.status != 201) {
+        expect_error(r, 409, "ALREADY_EXISTS", "TEAM_EXISTS");
+    }
+    let t = ok(app.get(ADMIN, "/v1/teams/contested").await);
+    assert_eq!(t["projects"], won[0].body["projects"]);
+    // Different team ids, same project.
+    let calls = (0..6).map(|i| {
+        let app = &app;
+        let body = json!({"teamId": format!("team-{i}"), "projects": ["shared-project"]});
+        async move { app.post(ALICE, "/v1/teams", body).await }
+    });
+    let results = futures::future::join_all(calls).await;
+    assert_eq!(
+        results.iter().filter(|r| r.status == 201).count(),
+        1,
+        "{results:#?}"
+    );
+    for r in results.iter().filter(|r| r.status != 201) {
+        expect_error(r, 409, "ALREADY_EXISTS", "PROJECT_CLAIMED");
+    }
+    let teams = ok(app.get(ALICE, "/v1/teams").await);
+    assert_eq!(
+        teams["teams"].as_array().unwrap().len(),
+        1,
+        "losers left nothing behind"
+    );
+}

@@ -367,3 +367,26 @@ impl TestApp {
         .expect("insert cluster")
     }
 }
+
+/// A simulator at speed 0 (every cloud operation instantly done) on 127.0.0.1:0, and the
+/// production GCP clients pointed at it.
+pub async fn start_sim() -> (kineticd::sim::Sim, kineticd::cloud::gcp::GcpClients) {
+    let mut cfg = kineticd::sim::SimConfig::default();
+    cfg.clock = kineticd::sim::clock::ClockMode::Auto { speed: 0.0 };
+    start_sim_with(cfg).await
+}
+
+/// A simulator with `cfg`, and the production GCP clients pointed at it.
+pub async fn start_sim_with(
+    cfg: kineticd::sim::SimConfig,
+) -> (kineticd::sim::Sim, kineticd::cloud::gcp::GcpClients) {
+    let (sim, _) = kineticd::sim::Sim::start(cfg, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("start simulator");
+    let root = url::Url::parse(&sim.url()).unwrap();
+    let gcp = kineticd::cloud::gcp::GcpClients::new(
+        kineticd::cloud::gcp::GcpConfig::single_root(&root),
+        app::http_client().expect("http client"),
+    );
+    (sim, gcp)
+}

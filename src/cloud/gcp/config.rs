@@ -1,0 +1,261 @@
+//! Where each Google service lives and how calls authenticate.
+//!
+//! Invariant: every base URL ends with `/` and includes the service's version path, so
+//! clients join relative paths (`projects/p/...`) the same way against Google, the
+//! built-in simulator (one URL, a prefix per service) or a third-party emulator.
+
+use std::time::Duration;
+
+use url::Url;
+
+/// The seven services kineticd calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Service {
+    Container,
+    Compute,
+    Storage,
+    Iam,
+    ResourceManager,
+    ServiceUsage,
+    ArtifactRegistry,
+}
+
+impl Service {
+    pub const ALL: [Service; 7] = [
+        Service::Container,
+        Service::Compute,
+        Service::Storage,
+        Service::Iam,
+        Service::ResourceManager,
+        Service::ServiceUsage,
+        Service::ArtifactRegistry,
+    ];
+
+    /// Short name used in metrics, errors, the simulator's prefixes and env variables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Service::Container => "container",
+            Service::Compute => "compute",
+            Service::Storage => "storage",
+            Service::Iam => "iam",
+            Service::ResourceManager => "cloudresourcemanager",
+            Service::ServiceUsage => "serviceusage",
+            Service::ArtifactRegistry => "artifactregistry",
+        }
+    }
+
+    /// Google's production base URL.
+    pub fn google_url(self) -> &'static str {
+        match self {
+            Service::Container => "https://container.googleapis.com/v1/",
+            Service::Compute => "https://compute.googleapis.com/compute/v1/",
+            Service::Storage => "https://storage.googleapis.com/storage/v1/",
+            Service::Iam => "https://iam.googleapis.com/v1/",
+            Service::ResourceManager => "https://cloudresourcemanager.googleapis.com/v3/",
+            Service::ServiceUsage => "https://serviceusage.googleapis.com/v1/",
+            Service::ArtifactRegistry => "https://artifactregistry.googleapis.com/v1/",
+        }
+    }
+
+    /// The path this service has under one simulator (or proxy) root URL.
+    pub fn sim_path(self) -> &'static str {
+        match self {
+            Service::Container => "container/v1/",
+            Service::Compute => "compute/v1/",
+            Service::Storage => "storage/v1/",
+            Service::Iam => "iam/v1/",
+            Service::ResourceManager => "cloudresourcemanager/v3/",
+            Service::ServiceUsage => "serviceusage/v1/",
+            Service::ArtifactRegistry => "artifactregistry/v1/",
+        }
+    }
+
+    fn env_var(self) -> String {
+        format!("KINETIC_GCP_{}_URL", self.name().to_ascii_uppercase())
+    }
+}
+
+/// How requests are authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Application Default Credentials via gcp_auth (cloud-platform scope).
+    Google,
+    /// No Authorization header (emulators, the simulator).
+    None,
+}
+
+#[derive(Debug, Clone)]
+pub struct GcpConfig {
+    pub container: Url,
+    pub compute: Url,
+    pub storage: Url,
+    /// Storage media uploads (`/upload/storage/v1/`).
+    pub storage_upload: Url,
+    pub iam: Url,
+    pub resource_manager: Url,
+    pub service_usage: Url,
+    pub artifact_registry: Url,
+    pub auth: AuthMode,
+    /// Timeout of one HTTP call (LRO waits have their own deadlines).
+    pub call_timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{var} is not a valid URL: {value:?}")]
+    BadUrl { var: String, value: String },
+    #[error("KINETIC_GCP_AUTH must be `google` or `none`, not {0:?}")]
+    BadAuth(String),
+}
+
+fn with_slash(mut u: Url) -> Url {
+    if !u.path().ends_with('/') {
+        let p = format!("{}/", u.path());
+        u.set_path(&p);
+    }
+    u
+}
+
+fn parse(var: &str, value: &str) -> Result<Url, ConfigError> {
+    Url::parse(value)
+        .map(with_slash)
+        .map_err(|_| ConfigError::BadUrl {
+            var: var.to_owned(),
+            value: value.to_owned(),
+        })
+}
+
+impl GcpConfig {
+    /// Google's production endpoints with ADC.
+    pub fn google() -> GcpConfig {
+        let u = |s: Service| Url::parse(s.google_url()).expect("static URL");
+        GcpConfig {
+            container: u(Service::Container),
+            compute: u(Service::Compute),
+            storage: u(Service::Storage),
+            storage_upload: Url::parse("https://storage.googleapis.com/upload/storage/v1/")
+                .expect("static URL"),
+            iam: u(Service::Iam),
+            resource_manager: u(Service::ResourceManager),
+            service_usage: u(Service::ServiceUsage),
+            artifact_registry: u(Service::ArtifactRegistry),
+            auth: AuthMode::Google,
+            call_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Every service under one root (the simulator): `{root}/container/v1/`, ...
+    pub fn single_root(root: &Url) -> GcpConfig {
+        let root = with_slash(root.clone());
+        let j = |s: Service| root.join(s.sim_path()).expect("joinable");
+        GcpConfig {
+            container: j(Service::Container),
+            compute: j(Service::Compute),
+            storage: j(Service::Storage),
+            storage_upload: root.join("upload/storage/v1/").expect("joinable"),
+            iam: j(Service::Iam),
+            resource_manager: j(Service::ResourceManager),
+            service_usage: j(Service::ServiceUsage),
+            artifact_registry: j(Service::ArtifactRegistry),
+            auth: AuthMode::None,
+            call_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// From the environment: `KINETIC_GCP_URL` (one root for all), then per-service
+    /// `KINETIC_GCP_<SERVICE>_URL`, `STORAGE_EMULATOR_HOST`, `KINETIC_GCP_AUTH`.
+    pub fn from_env() -> Result<GcpConfig, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<GcpConfig, ConfigError> {
+        let mut cfg = match get("KINETIC_GCP_URL") {
+            Some(root) => GcpConfig::single_root(&parse("KINETIC_GCP_URL", &root)?),
+            None => GcpConfig::google(),
+        };
+        if let Some(host) = get("STORAGE_EMULATOR_HOST") {
+            // Google's client libraries accept a bare host:port or a URL.
+            let base = if host.contains("://") {
+                host
+            } else {
+                format!("http://{host}")
+            };
+            let root = parse("STORAGE_EMULATOR_HOST", &base)?;
+            cfg.storage = root.join("storage/v1/").expect("joinable");
+            cfg.storage_upload = root.join("upload/storage/v1/").expect("joinable");
+        }
+        for s in Service::ALL {
+            if let Some(v) = get(&s.env_var()) {
+                let url = parse(&s.env_var(), &v)?;
+                *cfg.url_mut(s) = url;
+            }
+        }
+        if let Some(a) = get("KINETIC_GCP_AUTH") {
+            cfg.auth = match a.as_str() {
+                "google" => AuthMode::Google,
+                "none" => AuthMode::None,
+                other => return Err(ConfigError::BadAuth(other.to_owned())),
+            };
+        }
+        Ok(cfg)
+    }
+
+    pub fn url(&self, s: Service) -> &Url {
+        match s {
+            Service::Container => &self.container,
+            Service::Compute => &self.compute,
+            Service::Storage => &self.storage,
+            Service::Iam => &self.iam,
+            Service::ResourceManager => &self.resource_manager,
+            Service::ServiceUsage => &self.service_usage,
+            Service::ArtifactRegistry => &self.artifact_registry,
+        }
+    }
+
+    fn url_mut(&mut self, s: Service) -> &mut Url {
+        match s {
+            Service::Container => &mut self.container,
+            Service::Compute => &mut self.compute,
+            Service::Storage => &mut self.storage,
+            Service::Iam => &mut self.iam,
+            Service::ResourceManager => &mut self.resource_manager,
+            Service::ServiceUsage => &mut self.service_usage,
+            Service::ArtifactRegistry => &mut self.artifact_registry,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_precedence() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(a, _)| *a == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let c = GcpConfig::from_lookup(env(&[])).unwrap();
+        assert_eq!(c.container.as_str(), "https://container.googleapis.com/v1/");
+        assert_eq!(c.auth, AuthMode::Google);
+        let c = GcpConfig::from_lookup(env(&[
+            ("KINETIC_GCP_URL", "http://127.0.0.1:8090"),
+            ("STORAGE_EMULATOR_HOST", "localhost:4443"),
+            ("KINETIC_GCP_IAM_URL", "http://iam.local/v1"),
+        ]))
+        .unwrap();
+        assert_eq!(c.container.as_str(), "http://127.0.0.1:8090/container/v1/");
+        assert_eq!(c.storage.as_str(), "http://localhost:4443/storage/v1/");
+        assert_eq!(
+            c.storage_upload.as_str(),
+            "http://localhost:4443/upload/storage/v1/"
+        );
+        assert_eq!(c.iam.as_str(), "http://iam.local/v1/");
+        assert_eq!(c.auth, AuthMode::None);
+        assert!(GcpConfig::from_lookup(env(&[("KINETIC_GCP_AUTH", "maybe")])).is_err());
+    }
+}

@@ -1,0 +1,215 @@
+//! The HTTP layer every Google client shares: base URLs, auth, per-call timeout, the
+//! user agent, one refresh-and-retry on 401, error parsing, and metrics per
+//! service/method/outcome.
+//!
+//! Invariant: a call either returns the decoded body or a [`GcpError`] with a retry
+//! class; no client sees reqwest errors or raw error bodies.
+
+use std::time::Instant;
+
+use reqwest::{Method, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use url::Url;
+
+use super::auth::TokenSource;
+use super::config::{GcpConfig, Service};
+use super::error::GcpError;
+
+/// A shared, cheap-to-clone handle for calling Google APIs.
+#[derive(Debug, Clone)]
+pub struct GcpHttp {
+    pub config: GcpConfig,
+    client: reqwest::Client,
+    tokens: TokenSource,
+}
+
+/// One API call, built by a client and executed by [`GcpHttp::call`].
+pub struct Call<'a> {
+    pub service: Service,
+    /// Method name for errors, metrics and logs, e.g. `clusters.create`.
+    pub method: &'static str,
+    pub http: Method,
+    /// Path relative to the service's base URL (`projects/p/locations/z/clusters`), or an
+    /// absolute URL (a `selfLink`).
+    pub path: String,
+    pub query: Vec<(&'a str, String)>,
+    pub body: Option<Value>,
+    /// Upload bytes instead of JSON (Storage media upload).
+    pub upload: Option<(Vec<u8>, &'a str)>,
+}
+
+impl<'a> Call<'a> {
+    pub fn new(
+        service: Service,
+        method: &'static str,
+        http: Method,
+        path: impl Into<String>,
+    ) -> Call<'a> {
+        Call {
+            service,
+            method,
+            http,
+            path: path.into(),
+            query: Vec::new(),
+            body: None,
+            upload: None,
+        }
+    }
+
+    pub fn get(service: Service, method: &'static str, path: impl Into<String>) -> Call<'a> {
+        Call::new(service, method, Method::GET, path)
+    }
+
+    pub fn post(service: Service, method: &'static str, path: impl Into<String>) -> Call<'a> {
+        Call::new(service, method, Method::POST, path)
+    }
+
+    pub fn delete(service: Service, method: &'static str, path: impl Into<String>) -> Call<'a> {
+        Call::new(service, method, Method::DELETE, path)
+    }
+
+    pub fn query(mut self, k: &'a str, v: impl ToString) -> Call<'a> {
+        self.query.push((k, v.to_string()));
+        self
+    }
+
+    pub fn json(mut self, body: &impl Serialize) -> Call<'a> {
+        self.body = Some(serde_json::to_value(body).unwrap_or(Value::Null));
+        self
+    }
+}
+
+impl GcpHttp {
+    pub fn new(config: GcpConfig, client: reqwest::Client) -> GcpHttp {
+        let tokens = TokenSource::new(config.auth);
+        GcpHttp {
+            config,
+            client,
+            tokens,
+        }
+    }
+
+    fn url(&self, c: &Call<'_>) -> Result<Url, GcpError> {
+        let base = if c.upload.is_some() {
+            &self.config.storage_upload
+        } else {
+            self.config.url(c.service)
+        };
+        let joined = if c.path.starts_with("http://") || c.path.starts_with("https://") {
+            Url::parse(&c.path)
+        } else {
+            base.join(c.path.trim_start_matches('/'))
+        };
+        joined.map_err(|e| {
+            GcpError::transport(
+                c.service.name(),
+                c.method,
+                format!("bad URL {}: {e}", c.path),
+            )
+        })
+    }
+
+    /// Execute and decode the JSON body (an empty body decodes as `null`).
+    pub async fn call<T: DeserializeOwned>(&self, c: Call<'_>) -> Result<T, GcpError> {
+        let text = self.call_text(&c).await?;
+        let value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).map_err(|e| {
+                GcpError::transport(
+                    c.service.name(),
+                    c.method,
+                    format!("unreadable response: {e}"),
+                )
+            })?
+        };
+        serde_json::from_value(value).map_err(|e| {
+            GcpError::transport(
+                c.service.name(),
+                c.method,
+                format!("unexpected response shape: {e}"),
+            )
+        })
+    }
+
+    /// Execute, discarding the body.
+    pub async fn call_unit(&self, c: Call<'_>) -> Result<(), GcpError> {
+        self.call_text(&c).await.map(|_| ())
+    }
+
+    async fn call_text(&self, c: &Call<'_>) -> Result<String, GcpError> {
+        let started = Instant::now();
+        let r = self.attempt(c, false).await;
+        let r = match r {
+            Err(e) if e.http_status == 401 => {
+                self.tokens.invalidate().await;
+                self.attempt(c, true).await
+            }
+            other => other,
+        };
+        let outcome = match &r {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => e.reason.clone(),
+        };
+        metrics::counter!("kineticd_cloud_calls_total",
+            "service" => c.service.name(), "method" => c.method, "outcome" => outcome)
+        .increment(1);
+        metrics::histogram!("kineticd_cloud_call_duration_seconds",
+            "service" => c.service.name(), "method" => c.method)
+        .record(started.elapsed().as_secs_f64());
+        if let Err(e) = &r {
+            tracing::debug!(service = c.service.name(), method = c.method, error = %e, "cloud call failed");
+        }
+        r
+    }
+
+    async fn attempt(&self, c: &Call<'_>, retried: bool) -> Result<String, GcpError> {
+        let svc = c.service.name();
+        let url = self.url(c)?;
+        let mut req = self
+            .client
+            .request(c.http.clone(), url)
+            .timeout(self.config.call_timeout);
+        if !c.query.is_empty() {
+            req = req.query(&c.query);
+        }
+        if let Some((bytes, content_type)) = &c.upload {
+            req = req
+                .header(reqwest::header::CONTENT_TYPE, *content_type)
+                .body(bytes.clone());
+        } else if let Some(b) = &c.body {
+            req = req.json(b);
+        }
+        if let Some(t) = self
+            .tokens
+            .token()
+            .await
+            .map_err(|e| GcpError::transport(svc, c.method, e.to_string()))?
+        {
+            req = req.bearer_auth(t);
+        }
+        let resp = req.send().await.map_err(|e| {
+            let what = if e.is_timeout() {
+                "timed out"
+            } else {
+                "connection failed"
+            };
+            GcpError::transport(svc, c.method, format!("{what}: {e}"))
+        })?;
+        let status = resp.status();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| GcpError::transport(svc, c.method, format!("reading response: {e}")))?;
+        if status.is_success() {
+            return Ok(text);
+        }
+        let mut err = GcpError::from_response(svc, c.method, status.as_u16(), &text);
+        if status == StatusCode::UNAUTHORIZED && retried {
+            err.message = format!("{} (after refreshing the access token)", err.message);
+        }
+        Err(err)
+    }
+}

@@ -1,0 +1,105 @@
+//! Waiting for long-running operations, whatever the style (GKE, Compute, Artifact
+//! Registry, Service Usage): poll with capped backoff until done, a deadline, or
+//! cancellation.
+//!
+//! Invariant: a wait ends promptly on cancellation (the poll sleep is abandoned), never
+//! outlives its deadline, and rides out retryable polling errors (5xx, 429).
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::error::{GcpError, RetryClass};
+
+/// How to poll.
+#[derive(Debug, Clone, Copy)]
+pub struct LroPolicy {
+    pub first_delay: Duration,
+    pub max_delay: Duration,
+    pub deadline: Duration,
+}
+
+impl LroPolicy {
+    /// gcloud polls GKE every 5 s; start faster for short operations.
+    pub fn standard(deadline: Duration) -> LroPolicy {
+        LroPolicy {
+            first_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(5),
+            deadline,
+        }
+    }
+}
+
+/// One look at an operation.
+pub enum Poll<T> {
+    Done(T),
+    Pending,
+}
+
+pub fn cancelled(service: &'static str, method: &'static str) -> GcpError {
+    GcpError {
+        service,
+        method,
+        http_status: 499,
+        status: "CANCELLED".into(),
+        reason: "CANCELLED".into(),
+        message: "wait abandoned: the operation was cancelled".into(),
+        retry: RetryClass::Terminal,
+    }
+}
+
+pub fn deadline_exceeded(service: &'static str, method: &'static str, after: Duration) -> GcpError {
+    GcpError {
+        service,
+        method,
+        http_status: 504,
+        status: "DEADLINE_EXCEEDED".into(),
+        reason: "LRO_DEADLINE_EXCEEDED".into(),
+        message: format!(
+            "the cloud operation did not finish within {} s",
+            after.as_secs()
+        ),
+        retry: RetryClass::Retryable,
+    }
+}
+
+/// Call `look` until it reports done, sleeping between looks with doubling delays.
+/// Retryable errors from `look` are retried until the deadline; terminal ones end it.
+pub async fn wait<T, F, Fut>(
+    service: &'static str,
+    method: &'static str,
+    policy: LroPolicy,
+    cancel: &CancellationToken,
+    mut look: F,
+) -> Result<T, GcpError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Poll<T>, GcpError>>,
+{
+    let until = tokio::time::Instant::now() + policy.deadline;
+    let mut delay = policy.first_delay;
+    loop {
+        if cancel.is_cancelled() {
+            return Err(cancelled(service, method));
+        }
+        match look().await {
+            Ok(Poll::Done(v)) => return Ok(v),
+            Ok(Poll::Pending) => {}
+            Err(e) if e.is_retryable() => {
+                tracing::debug!(service, method, error = %e, "polling failed; retrying");
+            }
+            Err(e) => return Err(e),
+        }
+        let now = tokio::time::Instant::now();
+        if now >= until {
+            return Err(deadline_exceeded(service, method, policy.deadline));
+        }
+        let sleep = delay.min(until - now);
+        tokio::select! {
+            _ = tokio::time::sleep(sleep) => {}
+            _ = cancel.cancelled() => return Err(cancelled(service, method)),
+        }
+        delay = (delay * 2).min(policy.max_delay);
+    }
+}

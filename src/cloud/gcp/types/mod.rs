@@ -1,0 +1,9 @@
+//! Wire structs for the Google APIs, shared by the clients and the simulator.
+//!
+//! Rules (Google's JSON mapping): lowerCamelCase; enums are strings; int64 and uint64 are
+//! JSON strings on output but numbers are accepted too ([`int64`]); defaults are often
+//! omitted, so every struct tolerates missing fields (`#[serde(default)]`) and unknown
+//! ones (no `deny_unknown_fields`: the simulator checks unknown fields separately,
+//! with `serde_ignored`, to answer 400 like Google does).
+
+pub mod int64;

@@ -1,0 +1,96 @@
+//! `/sim/v1/`: faults, journal, state dump, clock.
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{delete, get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Sim;
+use super::faults::FaultSpec;
+
+pub fn routes() -> Router<Sim> {
+    Router::new()
+        .route("/sim/v1/faults", post(arm).get(list_faults).delete(disarm_all))
+        .route("/sim/v1/faults/{id}", delete(disarm))
+        .route("/sim/v1/journal", get(journal).delete(clear_journal))
+        .route("/sim/v1/state", get(state))
+        .route("/sim/v1/clock", get(clock))
+        .route("/sim/v1/clock:advance", post(advance))
+}
+
+async fn arm(State(sim): State<Sim>, body: axum::body::Bytes) -> impl IntoResponse {
+    match serde_json::from_slice::<FaultSpec>(&body) {
+        Ok(spec) => (StatusCode::OK, Json(json!(sim.faults().arm(spec)))),
+        Err(e) => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": {"code": 400, "message": format!("bad fault: {e}")}})),
+        ),
+    }
+}
+
+async fn list_faults(State(sim): State<Sim>) -> Json<Value> {
+    Json(json!({"faults": sim.faults().list()}))
+}
+
+async fn disarm_all(State(sim): State<Sim>) -> Json<Value> {
+    Json(json!({"disarmed": sim.faults().disarm(None)}))
+}
+
+async fn disarm(State(sim): State<Sim>, Path(id): Path<u64>) -> Json<Value> {
+    Json(json!({"disarmed": sim.faults().disarm(Some(id))}))
+}
+
+#[derive(Debug, Deserialize)]
+struct JournalQuery {
+    service: Option<String>,
+    method: Option<String>,
+    /// Substring of the path.
+    path: Option<String>,
+    #[serde(rename = "httpMethod")]
+    http_method: Option<String>,
+}
+
+async fn journal(State(sim): State<Sim>, Query(q): Query<JournalQuery>) -> Json<Value> {
+    let entries: Vec<_> = sim
+        .journal()
+        .entries()
+        .into_iter()
+        .filter(|e| q.service.as_ref().is_none_or(|s| &e.service == s))
+        .filter(|e| q.method.as_ref().is_none_or(|m| &e.method == m))
+        .filter(|e| q.path.as_ref().is_none_or(|p| e.path.contains(p.as_str())))
+        .filter(|e| q.http_method.as_ref().is_none_or(|m| e.http_method.eq_ignore_ascii_case(m)))
+        .collect();
+    Json(json!({ "entries": entries }))
+}
+
+async fn clear_journal(State(sim): State<Sim>) -> StatusCode {
+    sim.journal().clear();
+    StatusCode::NO_CONTENT
+}
+
+async fn state(State(sim): State<Sim>) -> Json<Value> {
+    let w = sim.world();
+    Json(serde_json::to_value(&*w).unwrap_or(Value::Null))
+}
+
+async fn clock(State(sim): State<Sim>) -> Json<Value> {
+    Json(json!({"mode": format!("{:?}", sim.clock().mode()), "nowSeconds": sim.clock().now().as_secs_f64()}))
+}
+
+#[derive(Debug, Deserialize)]
+struct Advance {
+    seconds: f64,
+}
+
+async fn advance(State(sim): State<Sim>, Json(a): Json<Advance>) -> impl IntoResponse {
+    if !a.seconds.is_finite() || a.seconds < 0.0 {
+        return (StatusCode::BAD_REQUEST, Json(json!({"error": {"code": 400, "message": "seconds must be >= 0"}})));
+    }
+    sim.clock().advance(std::time::Duration::from_secs_f64(a.seconds));
+    drop(sim.world()); // apply what became due
+    (StatusCode::OK, Json(json!({"nowSeconds": sim.clock().now().as_secs_f64()})))
+}

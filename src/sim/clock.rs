@@ -1,0 +1,93 @@
+//! The simulator's clock. Virtual time runs `speed` times faster than real time (speed 0:
+//! everything is instantly due), or only moves when a test advances it (Explicit).
+//!
+//! Invariant: virtual time never goes backwards; `is_due` is the only question the state
+//! machines ask, so every mode drives them the same way.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClockMode {
+    /// Virtual time = real time x speed; speed 0 means every duration has elapsed.
+    Auto { speed: f64 },
+    /// Virtual time moves only through [`Clock::advance`].
+    Explicit,
+}
+
+#[derive(Debug)]
+pub struct Clock {
+    mode: ClockMode,
+    start: Instant,
+    offset: Mutex<Duration>,
+}
+
+/// A point in virtual time (since the simulator started).
+pub type SimTime = Duration;
+
+impl Clock {
+    pub fn new(mode: ClockMode) -> Clock {
+        Clock {
+            mode,
+            start: Instant::now(),
+            offset: Mutex::new(Duration::ZERO),
+        }
+    }
+
+    pub fn mode(&self) -> ClockMode {
+        self.mode
+    }
+
+    fn offset(&self) -> Duration {
+        *self.offset.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Current virtual time.
+    pub fn now(&self) -> SimTime {
+        match self.mode {
+            ClockMode::Auto { speed } if speed > 0.0 => {
+                self.start.elapsed().mul_f64(speed) + self.offset()
+            }
+            ClockMode::Auto { .. } => self.offset(),
+            ClockMode::Explicit => self.offset(),
+        }
+    }
+
+    /// Whether virtual time `t` has been reached.
+    pub fn is_due(&self, t: SimTime) -> bool {
+        matches!(self.mode, ClockMode::Auto { speed } if speed == 0.0) || self.now() >= t
+    }
+
+    /// Move virtual time forward (any mode).
+    pub fn advance(&self, by: Duration) {
+        *self.offset.lock().unwrap_or_else(|p| p.into_inner()) += by;
+    }
+
+    /// Real time until virtual time `t` (zero when due; `None` in Explicit mode).
+    pub fn real_until(&self, t: SimTime) -> Option<Duration> {
+        match self.mode {
+            ClockMode::Auto { speed } if speed > 0.0 => {
+                Some(t.saturating_sub(self.now()).div_f64(speed))
+            }
+            ClockMode::Auto { .. } => Some(Duration::ZERO),
+            ClockMode::Explicit => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes() {
+        let c = Clock::new(ClockMode::Auto { speed: 0.0 });
+        assert!(c.is_due(Duration::from_secs(3600)));
+        let c = Clock::new(ClockMode::Explicit);
+        assert!(!c.is_due(Duration::from_secs(10)));
+        c.advance(Duration::from_secs(10));
+        assert!(c.is_due(Duration::from_secs(10)));
+        let c = Clock::new(ClockMode::Auto { speed: 1000.0 });
+        assert!(c.real_until(Duration::from_secs(100)).unwrap() <= Duration::from_millis(100));
+    }
+}

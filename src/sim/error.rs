@@ -1,0 +1,98 @@
+//! Google-shaped error responses, in the flavour each service uses: the AIP-193 shape
+//! (`status` + `details[ErrorInfo]`, GKE, IAM, Resource Manager, Service Usage, Artifact
+//! Registry) or the legacy shape (`errors[{domain, reason, message}]`, Compute and
+//! Storage, Storage without `status`).
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// `{"error":{"code","message","status","details":[ErrorInfo]}}`
+    Aip193,
+    /// Compute: `{"error":{"code","message","errors":[{"domain","reason","message"}]}}`
+    Compute,
+    /// Storage: legacy shape, no `status`.
+    Storage,
+}
+
+#[derive(Debug, Clone)]
+pub struct SimError {
+    pub http: u16,
+    pub status: &'static str,
+    pub reason: String,
+    pub message: String,
+    pub flavor: Flavor,
+}
+
+impl SimError {
+    pub fn new(flavor: Flavor, http: u16, status: &'static str, reason: &str, message: impl Into<String>) -> SimError {
+        SimError {
+            http,
+            status,
+            reason: reason.to_owned(),
+            message: message.into(),
+            flavor,
+        }
+    }
+
+    pub fn not_found(flavor: Flavor, what: &str) -> SimError {
+        let reason = if flavor == Flavor::Aip193 { "NOT_FOUND" } else { "notFound" };
+        SimError::new(flavor, 404, "NOT_FOUND", reason, format!("The resource '{what}' was not found"))
+    }
+
+    pub fn already_exists(flavor: Flavor, what: &str) -> SimError {
+        let (reason, msg) = match flavor {
+            Flavor::Aip193 => ("ALREADY_EXISTS", format!("Already exists: {what}")),
+            Flavor::Compute => ("alreadyExists", format!("The resource '{what}' already exists")),
+            Flavor::Storage => ("conflict", format!("Your previous request to create the named bucket succeeded and you already own it. ({what})")),
+        };
+        SimError::new(flavor, 409, "ALREADY_EXISTS", reason, msg)
+    }
+
+    pub fn invalid(flavor: Flavor, message: impl Into<String>) -> SimError {
+        let reason = if flavor == Flavor::Aip193 { "INVALID_ARGUMENT" } else { "invalid" };
+        SimError::new(flavor, 400, "INVALID_ARGUMENT", reason, message)
+    }
+
+    pub fn precondition(flavor: Flavor, message: impl Into<String>) -> SimError {
+        let reason = if flavor == Flavor::Aip193 { "FAILED_PRECONDITION" } else { "failedPrecondition" };
+        SimError::new(flavor, 400, "FAILED_PRECONDITION", reason, message)
+    }
+
+    pub fn aborted(flavor: Flavor, message: impl Into<String>) -> SimError {
+        SimError::new(flavor, 409, "ABORTED", "ABORTED", message)
+    }
+}
+
+impl IntoResponse for SimError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = match self.flavor {
+            Flavor::Aip193 => json!({"error": {
+                "code": self.http,
+                "message": self.message,
+                "status": self.status,
+                "details": [{
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": self.reason,
+                    "domain": "googleapis.com",
+                    "metadata": {},
+                }],
+            }}),
+            Flavor::Compute => json!({"error": {
+                "code": self.http,
+                "message": self.message,
+                "errors": [{"domain": "global", "reason": self.reason, "message": self.message}],
+            }}),
+            Flavor::Storage => json!({"error": {
+                "code": self.http,
+                "message": self.message,
+                "errors": [{"domain": "global", "reason": self.reason, "message": self.message}],
+            }}),
+        };
+        (code, Json(body)).into_response()
+    }
+}

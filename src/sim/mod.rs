@@ -1,0 +1,169 @@
+//! The cloud simulator: one axum app that speaks the Google Cloud REST APIs kineticd uses
+//! (each under its own prefix: `/container/v1/`, `/compute/v1/`, `/storage/v1/` and
+//! `/upload/storage/v1/`, `/iam/v1/`, `/cloudresourcemanager/v3/`, `/serviceusage/v1/`,
+//! `/artifactregistry/v1/`) and, per simulated GKE cluster, the Kubernetes API
+//! (`/kube/{cluster}/...`), with admin endpoints under `/sim/v1/`.
+//!
+//! Invariant: kineticd reaches the simulator only through its configurable base URLs,
+//! with the same clients it uses against Google; the simulator keeps real state machines
+//! (never canned replies), so the journal shows exactly what kineticd sent.
+
+pub mod admin;
+pub mod body;
+pub mod clock;
+pub mod error;
+pub mod faults;
+pub mod gcp;
+pub mod journal;
+pub mod kube;
+pub mod world;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use axum::Router;
+use axum::response::{IntoResponse, Response};
+use tokio::net::TcpListener;
+
+use clock::{Clock, ClockMode};
+use error::Flavor;
+use faults::Faults;
+use journal::{Journal, SimMethod};
+use world::World;
+
+/// Default speed: GKE's ~5 minute cluster create takes about 3 seconds.
+pub const DEFAULT_SPEED: f64 = 100.0;
+
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub clock: ClockMode,
+    /// Regional quota limits by metric (every region), e.g. `NVIDIA_L4_GPUS` -> 16.
+    pub quotas: BTreeMap<String, f64>,
+    /// (zone, GKE accelerator type) pairs that are out of stock.
+    pub stockouts: Vec<(String, String)>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        let quotas = [
+            ("CPUS", 1000.0),
+            ("NVIDIA_L4_GPUS", 32.0),
+            ("PREEMPTIBLE_NVIDIA_L4_GPUS", 32.0),
+            ("NVIDIA_T4_GPUS", 32.0),
+            ("PREEMPTIBLE_NVIDIA_T4_GPUS", 32.0),
+            ("NVIDIA_V100_GPUS", 16.0),
+            ("NVIDIA_P4_GPUS", 16.0),
+            ("NVIDIA_P100_GPUS", 16.0),
+            ("NVIDIA_A100_GPUS", 16.0),
+            ("PREEMPTIBLE_NVIDIA_A100_GPUS", 16.0),
+            ("NVIDIA_A100_80GB_GPUS", 16.0),
+            ("TPU_LITE_PODSLICE_V5", 64.0),
+            ("PREEMPTIBLE_TPU_LITE_PODSLICE_V5", 64.0),
+            ("TPU_PODSLICE_V4", 64.0),
+            ("PREEMPTIBLE_TPU_PODSLICE_V4", 64.0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        SimConfig {
+            clock: ClockMode::Auto {
+                speed: DEFAULT_SPEED,
+            },
+            quotas,
+            stockouts: Vec::new(),
+        }
+    }
+}
+
+struct Inner {
+    config: SimConfig,
+    clock: Clock,
+    world: Mutex<World>,
+    faults: Faults,
+    journal: Journal,
+    url: OnceLock<String>,
+}
+
+/// A running (or routable) simulator; cheap to clone.
+#[derive(Clone)]
+pub struct Sim(Arc<Inner>);
+
+impl Sim {
+    pub fn new(config: SimConfig) -> Sim {
+        Sim(Arc::new(Inner {
+            clock: Clock::new(config.clock),
+            config,
+            world: Mutex::new(World::default()),
+            faults: Faults::default(),
+            journal: Journal::default(),
+            url: OnceLock::new(),
+        }))
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.0.config
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.0.clock
+    }
+
+    pub fn faults(&self) -> &Faults {
+        &self.0.faults
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.0.journal
+    }
+
+    /// The simulator's base URL (`http://127.0.0.1:PORT`), once it listens.
+    pub fn url(&self) -> String {
+        self.0.url.get().cloned().unwrap_or_default()
+    }
+
+    /// The state, with every due change applied. Do not hold across an `.await`.
+    pub fn world(&self) -> MutexGuard<'_, World> {
+        let mut w = self.0.world.lock().unwrap_or_else(|p| p.into_inner());
+        w.tick(&self.0.clock);
+        w
+    }
+
+    /// If a fault is armed for this call, the response to give instead (generic kinds).
+    pub async fn fault(&self, service: &str, method: &'static str, flavor: Flavor) -> Option<Response> {
+        let kind = self.faults().take(service, method)?;
+        Some(tag(method, faults::respond(kind, flavor).await))
+    }
+
+    pub fn router(&self) -> Router {
+        Router::new()
+            .merge(admin::routes())
+            .merge(gcp::routes())
+            .merge(kube::routes())
+            .layer(axum::middleware::from_fn_with_state(self.clone(), journal::record))
+            .with_state(self.clone())
+    }
+
+    /// Listen on `addr` and serve in the background.
+    pub async fn start(config: SimConfig, addr: SocketAddr) -> std::io::Result<(Sim, SocketAddr)> {
+        let listener = TcpListener::bind(addr).await?;
+        let local = listener.local_addr()?;
+        let sim = Sim::new(config);
+        let _ = sim.0.url.set(format!("http://{local}"));
+        let router = sim.router();
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!(error = %e, "simulator stopped");
+            }
+        });
+        tracing::info!(url = %sim.url(), "cloud simulator listening");
+        Ok((sim, local))
+    }
+}
+
+/// Mark a response with the Google method it served (for the journal).
+pub fn tag(method: &'static str, r: impl IntoResponse) -> Response {
+    let mut resp = r.into_response();
+    resp.extensions_mut().insert(SimMethod(method));
+    resp
+}

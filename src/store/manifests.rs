@@ -1,0 +1,1 @@
+//! Cached Kubernetes manifests (to be filled in).

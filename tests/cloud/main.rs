@@ -1,0 +1,16 @@
+//! Cloud clients against the simulator (real HTTP, the production client code), the
+//! simulator's own state machines, and the Kubernetes layer.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod compute;
+mod container;
+mod errors;
+mod iam;
+mod kube;
+mod resource_manager;
+mod service_usage;
+mod sim;
+mod storage;
+mod artifact_registry;
