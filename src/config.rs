@@ -76,6 +76,12 @@ pub struct ServeArgs {
     /// Seconds in-flight work gets to finish after SIGTERM.
     #[arg(long, env = "KINETIC_SHUTDOWN_GRACE_SECONDS", default_value_t = 30)]
     pub shutdown_grace_seconds: u64,
+    /// Where --dev runs the built-in cloud simulator.
+    #[arg(long, env = "KINETIC_SIM_LISTEN", default_value = "127.0.0.1:8090")]
+    pub sim_listen: SocketAddr,
+    /// Simulator speed with --dev (virtual seconds per real second; 0 = instant).
+    #[arg(long, env = "KINETIC_SIM_SPEED", default_value_t = crate::sim::DEFAULT_SPEED)]
+    pub sim_speed: f64,
     /// Folder for local state (the private PostgreSQL of --dev).
     #[arg(long, env = "KINETIC_DATA_DIR", default_value = ".kineticd")]
     pub data_dir: PathBuf,
@@ -103,6 +109,9 @@ pub struct Settings {
     pub test_workflows: bool,
     pub shutdown_grace: Duration,
     pub data_dir: PathBuf,
+    /// With --dev: the simulator's listen address and speed.
+    pub sim_listen: SocketAddr,
+    pub sim_speed: f64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +128,8 @@ pub enum ConfigError {
     MissingAudience,
     #[error("KINETIC_ADMINS entry {0:?} is not an email address")]
     BadAdmin(String),
+    #[error("KINETIC_SIM_SPEED must be a number >= 0 (0 = every cloud operation finishes at once)")]
+    BadSimSpeed,
     #[error("KINETIC_LEASE_SECONDS must be between 1 and 3600")]
     BadLease,
     #[error("KINETIC_DB_MAX_CONNECTIONS must be at least 2")]
@@ -158,6 +169,9 @@ impl Settings {
         if !(1.0..=3600.0).contains(&a.lease_seconds) {
             return Err(ConfigError::BadLease);
         }
+        if !a.sim_speed.is_finite() || a.sim_speed < 0.0 {
+            return Err(ConfigError::BadSimSpeed);
+        }
         let database_url = a.database_url.filter(|s| !s.trim().is_empty());
         if database_url.is_none() && !a.dev {
             return Err(ConfigError::MissingDatabase);
@@ -182,6 +196,8 @@ impl Settings {
             test_workflows: a.test_workflows.unwrap_or(a.dev),
             shutdown_grace: Duration::from_secs(a.shutdown_grace_seconds),
             data_dir: a.data_dir,
+            sim_listen: a.sim_listen,
+            sim_speed: a.sim_speed,
         })
     }
 }

@@ -31,6 +31,16 @@ pub enum Command {
     },
     /// Print the OpenAPI document (JSON).
     Openapi,
+    /// Run the cloud simulator alone (Google Cloud APIs + simulated clusters' Kubernetes).
+    Sim {
+        /// Address to listen on.
+        #[arg(long, env = "KINETIC_SIM_LISTEN", default_value = "127.0.0.1:8090")]
+        listen: std::net::SocketAddr,
+        /// Virtual seconds per real second (0 = instant; default compresses GKE's minutes
+        /// to seconds).
+        #[arg(long, env = "KINETIC_SIM_SPEED", default_value_t = crate::sim::DEFAULT_SPEED)]
+        speed: f64,
+    },
 }
 
 /// Entry point of the binary; returns the process exit code.
@@ -50,6 +60,7 @@ pub fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Migrate { database_url } => migrate(&database_url).await,
+            Command::Sim { listen, speed } => run_sim(listen, speed).await,
             Command::Openapi => {
                 print!("{}", crate::api::openapi::document_json());
                 Ok(())
@@ -63,6 +74,19 @@ pub fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+async fn run_sim(listen: std::net::SocketAddr, speed: f64) -> anyhow::Result<()> {
+    crate::telemetry::init(crate::config::LogFormat::Pretty);
+    anyhow::ensure!(speed.is_finite() && speed >= 0.0, "--speed must be a number >= 0");
+    let config = crate::sim::SimConfig {
+        clock: crate::sim::clock::ClockMode::Auto { speed },
+        ..Default::default()
+    };
+    let (sim, _) = crate::sim::Sim::start(config, listen).await?;
+    println!("kineticd simulator: {}  (point kineticd at it with KINETIC_GCP_URL={} KINETIC_GCP_AUTH=none)", sim.url(), sim.url());
+    crate::app::shutdown_signal().await;
+    Ok(())
 }
 
 async fn migrate(url: &str) -> anyhow::Result<()> {

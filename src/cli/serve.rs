@@ -46,6 +46,19 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
         .context("connecting to PostgreSQL")?;
     store::migrate(&db).await.context("applying migrations")?;
     let state = AppState::start(db.clone(), url, settings).await?;
+    // --dev runs the whole product locally: the cloud is the built-in simulator.
+    let sim = if settings.dev {
+        let config = crate::sim::SimConfig {
+            clock: crate::sim::clock::ClockMode::Auto { speed: settings.sim_speed },
+            ..Default::default()
+        };
+        let (sim, _) = crate::sim::Sim::start(config, settings.sim_listen)
+            .await
+            .with_context(|| format!("starting the cloud simulator on {}", settings.sim_listen))?;
+        Some(sim)
+    } else {
+        None
+    };
     let listener = TcpListener::bind(settings.listen)
         .await
         .with_context(|| format!("listening on {}", settings.listen))?;
@@ -53,6 +66,9 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
     tracing::info!(%addr, dev = settings.dev, workers = settings.workers, "kineticd listening");
     if settings.dev {
         println!("kineticd API: http://{addr}  (docs: http://{addr}/docs)");
+        if let Some(sim) = &sim {
+            println!("cloud simulator: {}  (journal: {}/sim/v1/journal)", sim.url(), sim.url());
+        }
     }
 
     let workers = (settings.workers > 0).then(|| {

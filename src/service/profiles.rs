@@ -61,6 +61,11 @@ fn check_namespace(ns: &str) -> Result<()> {
 
 async fn render(db: &Db, caller: &Caller, p: ProfileRecord) -> Result<Profile> {
     let teams = access::visible_teams(db, caller).await?;
+    render_with(db, teams.as_deref(), p).await
+}
+
+/// Render with the caller's visible teams already resolved (once per list page).
+async fn render_with(db: &Db, teams: Option<&[String]>, p: ProfileRecord) -> Result<Profile> {
     let live = match ClusterRef::parse(&p.cluster) {
         Ok(c) => {
             store::clusters::live_exists(
@@ -68,7 +73,7 @@ async fn render(db: &Db, caller: &Caller, p: ProfileRecord) -> Result<Profile> {
                 c.project.as_str(),
                 c.zone.as_str(),
                 c.cluster.as_str(),
-                teams.as_deref(),
+                teams,
             )
             .await?
         }
@@ -111,9 +116,10 @@ pub async fn list(db: &Db, caller: &Caller, page: &PageRequest) -> Result<Page<P
     )
     .await?;
     let page = page.page("profiles", rows, |p| p.profile_id.clone(), |p| p)?;
+    let teams = access::visible_teams(db, caller).await?;
     let mut items = Vec::with_capacity(page.items.len());
     for p in page.items {
-        items.push(render(db, caller, p).await?);
+        items.push(render_with(db, teams.as_deref(), p).await?);
     }
     Ok(Page {
         items,

@@ -158,6 +158,8 @@ pub fn test_settings(url: &str) -> Settings {
         test_workflows: true,
         shutdown_grace: std::time::Duration::from_secs(5),
         data_dir: std::env::temp_dir(),
+        sim_listen: "127.0.0.1:0".parse().unwrap(),
+        sim_speed: 0.0,
     }
 }
 
