@@ -78,13 +78,20 @@ pub fn main() -> std::process::ExitCode {
 
 async fn run_sim(listen: std::net::SocketAddr, speed: f64) -> anyhow::Result<()> {
     crate::telemetry::init(crate::config::LogFormat::Pretty);
-    anyhow::ensure!(speed.is_finite() && speed >= 0.0, "--speed must be a number >= 0");
+    anyhow::ensure!(
+        speed.is_finite() && speed >= 0.0,
+        "--speed must be a number >= 0"
+    );
     let config = crate::sim::SimConfig {
         clock: crate::sim::clock::ClockMode::Auto { speed },
         ..Default::default()
     };
     let (sim, _) = crate::sim::Sim::start(config, listen).await?;
-    println!("kineticd simulator: {}  (point kineticd at it with KINETIC_GCP_URL={} KINETIC_GCP_AUTH=none)", sim.url(), sim.url());
+    println!(
+        "kineticd simulator: {}  (point kineticd at it with KINETIC_GCP_URL={} KINETIC_GCP_AUTH=none)",
+        sim.url(),
+        sim.url()
+    );
     crate::app::shutdown_signal().await;
     Ok(())
 }

@@ -49,7 +49,9 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
     // --dev runs the whole product locally: the cloud is the built-in simulator.
     let sim = if settings.dev {
         let config = crate::sim::SimConfig {
-            clock: crate::sim::clock::ClockMode::Auto { speed: settings.sim_speed },
+            clock: crate::sim::clock::ClockMode::Auto {
+                speed: settings.sim_speed,
+            },
             ..Default::default()
         };
         let (sim, _) = crate::sim::Sim::start(config, settings.sim_listen)
@@ -67,7 +69,11 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
     if settings.dev {
         println!("kineticd API: http://{addr}  (docs: http://{addr}/docs)");
         if let Some(sim) = &sim {
-            println!("cloud simulator: {}  (journal: {}/sim/v1/journal)", sim.url(), sim.url());
+            println!(
+                "cloud simulator: {}  (journal: {}/sim/v1/journal)",
+                sim.url(),
+                sim.url()
+            );
         }
     }
 

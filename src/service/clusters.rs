@@ -159,9 +159,15 @@ pub struct ListClusters {
 pub async fn list(
     db: &Db,
     caller: &Caller,
-    q: ListClusters,
+    mut q: ListClusters,
     page: &PageRequest,
 ) -> Result<Page<Cluster>> {
+    // An empty query value means "no filter".
+    for f in [&mut q.team, &mut q.state, &mut q.project, &mut q.zone] {
+        if f.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            *f = None;
+        }
+    }
     if let Some(s) = &q.state
         && !STATES.contains(&s.as_str())
     {

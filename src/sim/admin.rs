@@ -14,7 +14,10 @@ use super::faults::FaultSpec;
 
 pub fn routes() -> Router<Sim> {
     Router::new()
-        .route("/sim/v1/faults", post(arm).get(list_faults).delete(disarm_all))
+        .route(
+            "/sim/v1/faults",
+            post(arm).get(list_faults).delete(disarm_all),
+        )
         .route("/sim/v1/faults/{id}", delete(disarm))
         .route("/sim/v1/journal", get(journal).delete(clear_journal))
         .route("/sim/v1/state", get(state))
@@ -62,7 +65,11 @@ async fn journal(State(sim): State<Sim>, Query(q): Query<JournalQuery>) -> Json<
         .filter(|e| q.service.as_ref().is_none_or(|s| &e.service == s))
         .filter(|e| q.method.as_ref().is_none_or(|m| &e.method == m))
         .filter(|e| q.path.as_ref().is_none_or(|p| e.path.contains(p.as_str())))
-        .filter(|e| q.http_method.as_ref().is_none_or(|m| e.http_method.eq_ignore_ascii_case(m)))
+        .filter(|e| {
+            q.http_method
+                .as_ref()
+                .is_none_or(|m| e.http_method.eq_ignore_ascii_case(m))
+        })
         .collect();
     Json(json!({ "entries": entries }))
 }
@@ -78,7 +85,9 @@ async fn state(State(sim): State<Sim>) -> Json<Value> {
 }
 
 async fn clock(State(sim): State<Sim>) -> Json<Value> {
-    Json(json!({"mode": format!("{:?}", sim.clock().mode()), "nowSeconds": sim.clock().now().as_secs_f64()}))
+    Json(
+        json!({"mode": format!("{:?}", sim.clock().mode()), "nowSeconds": sim.clock().now().as_secs_f64()}),
+    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -88,9 +97,16 @@ struct Advance {
 
 async fn advance(State(sim): State<Sim>, Json(a): Json<Advance>) -> impl IntoResponse {
     if !a.seconds.is_finite() || a.seconds < 0.0 {
-        return (StatusCode::BAD_REQUEST, Json(json!({"error": {"code": 400, "message": "seconds must be >= 0"}})));
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": {"code": 400, "message": "seconds must be >= 0"}})),
+        );
     }
-    sim.clock().advance(std::time::Duration::from_secs_f64(a.seconds));
+    sim.clock()
+        .advance(std::time::Duration::from_secs_f64(a.seconds));
     drop(sim.world()); // apply what became due
-    (StatusCode::OK, Json(json!({"nowSeconds": sim.clock().now().as_secs_f64()})))
+    (
+        StatusCode::OK,
+        Json(json!({"nowSeconds": sim.clock().now().as_secs_f64()})),
+    )
 }

@@ -9,7 +9,11 @@ use super::error::{Flavor, SimError};
 
 /// Parse `body` as `T`, refusing unknown fields and malformed JSON.
 pub fn strict<T: DeserializeOwned>(flavor: Flavor, body: &Bytes) -> Result<T, SimError> {
-    let text = if body.is_empty() { b"{}".as_slice() } else { body.as_ref() };
+    let text = if body.is_empty() {
+        b"{}".as_slice()
+    } else {
+        body.as_ref()
+    };
     let mut de = serde_json::Deserializer::from_slice(text);
     let mut unknown = Vec::new();
     let v: T = serde_ignored::deserialize(&mut de, |path| unknown.push(path.to_string()))
@@ -21,7 +25,9 @@ pub fn strict<T: DeserializeOwned>(flavor: Flavor, body: &Bytes) -> Result<T, Si
         };
         return Err(SimError::invalid(
             flavor,
-            format!("Invalid JSON payload received. Unknown name \"{name}\" at '{parent}': Cannot find field."),
+            format!(
+                "Invalid JSON payload received. Unknown name \"{name}\" at '{parent}': Cannot find field."
+            ),
         ));
     }
     Ok(v)

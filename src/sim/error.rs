@@ -28,7 +28,13 @@ pub struct SimError {
 }
 
 impl SimError {
-    pub fn new(flavor: Flavor, http: u16, status: &'static str, reason: &str, message: impl Into<String>) -> SimError {
+    pub fn new(
+        flavor: Flavor,
+        http: u16,
+        status: &'static str,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> SimError {
         SimError {
             http,
             status,
@@ -39,26 +45,52 @@ impl SimError {
     }
 
     pub fn not_found(flavor: Flavor, what: &str) -> SimError {
-        let reason = if flavor == Flavor::Aip193 { "NOT_FOUND" } else { "notFound" };
-        SimError::new(flavor, 404, "NOT_FOUND", reason, format!("The resource '{what}' was not found"))
+        let reason = if flavor == Flavor::Aip193 {
+            "NOT_FOUND"
+        } else {
+            "notFound"
+        };
+        SimError::new(
+            flavor,
+            404,
+            "NOT_FOUND",
+            reason,
+            format!("The resource '{what}' was not found"),
+        )
     }
 
     pub fn already_exists(flavor: Flavor, what: &str) -> SimError {
         let (reason, msg) = match flavor {
             Flavor::Aip193 => ("ALREADY_EXISTS", format!("Already exists: {what}")),
-            Flavor::Compute => ("alreadyExists", format!("The resource '{what}' already exists")),
-            Flavor::Storage => ("conflict", format!("Your previous request to create the named bucket succeeded and you already own it. ({what})")),
+            Flavor::Compute => (
+                "alreadyExists",
+                format!("The resource '{what}' already exists"),
+            ),
+            Flavor::Storage => (
+                "conflict",
+                format!(
+                    "Your previous request to create the named bucket succeeded and you already own it. ({what})"
+                ),
+            ),
         };
         SimError::new(flavor, 409, "ALREADY_EXISTS", reason, msg)
     }
 
     pub fn invalid(flavor: Flavor, message: impl Into<String>) -> SimError {
-        let reason = if flavor == Flavor::Aip193 { "INVALID_ARGUMENT" } else { "invalid" };
+        let reason = if flavor == Flavor::Aip193 {
+            "INVALID_ARGUMENT"
+        } else {
+            "invalid"
+        };
         SimError::new(flavor, 400, "INVALID_ARGUMENT", reason, message)
     }
 
     pub fn precondition(flavor: Flavor, message: impl Into<String>) -> SimError {
-        let reason = if flavor == Flavor::Aip193 { "FAILED_PRECONDITION" } else { "failedPrecondition" };
+        let reason = if flavor == Flavor::Aip193 {
+            "FAILED_PRECONDITION"
+        } else {
+            "failedPrecondition"
+        };
         SimError::new(flavor, 400, "FAILED_PRECONDITION", reason, message)
     }
 

@@ -100,7 +100,11 @@ impl Faults {
     }
 
     pub fn list(&self) -> Vec<ArmedFault> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).1.clone()
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .1
+            .clone()
     }
 
     /// The fault to apply to this call, if one fires (consuming a count).
@@ -117,7 +121,11 @@ impl Faults {
                 continue;
             }
             f.fired += 1;
-            fired = Some((f.id, f.spec.kind, f.spec.count.is_some_and(|c| f.fired >= c)));
+            fired = Some((
+                f.id,
+                f.spec.kind,
+                f.spec.count.is_some_and(|c| f.fired >= c),
+            ));
             break;
         }
         let (id, kind, exhausted) = fired?;
@@ -136,14 +144,36 @@ pub async fn respond(kind: FaultKind, flavor: Flavor) -> Response {
             flavor,
             429,
             "RESOURCE_EXHAUSTED",
-            if flavor == Flavor::Aip193 { "RATE_LIMIT_EXCEEDED" } else { "rateLimitExceeded" },
+            if flavor == Flavor::Aip193 {
+                "RATE_LIMIT_EXCEEDED"
+            } else {
+                "rateLimitExceeded"
+            },
             "Quota exceeded for quota metric 'Requests' (simulated rate limit)",
         ),
-        FaultKind::Http500 => SimError::new(flavor, 500, "INTERNAL", "backendError", "Internal error encountered."),
-        FaultKind::Http503 => SimError::new(flavor, 503, "UNAVAILABLE", "backendError", "The service is currently unavailable."),
+        FaultKind::Http500 => SimError::new(
+            flavor,
+            500,
+            "INTERNAL",
+            "backendError",
+            "Internal error encountered.",
+        ),
+        FaultKind::Http503 => SimError::new(
+            flavor,
+            503,
+            "UNAVAILABLE",
+            "backendError",
+            "The service is currently unavailable.",
+        ),
         FaultKind::Timeout => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
-            SimError::new(flavor, 504, "DEADLINE_EXCEEDED", "deadlineExceeded", "Deadline exceeded")
+            SimError::new(
+                flavor,
+                504,
+                "DEADLINE_EXCEEDED",
+                "deadlineExceeded",
+                "Deadline exceeded",
+            )
         }
         FaultKind::GkeBusy => SimError::precondition(
             flavor,

@@ -38,15 +38,24 @@ pub struct Journal {
 
 impl Journal {
     pub fn entries(&self) -> Vec<Entry> {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn clear(&self) {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     fn push(&self, e: Entry) {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(e);
     }
 }
 
@@ -66,7 +75,9 @@ pub async fn record(State(sim): State<Sim>, req: Request, next: Next) -> Respons
         return next.run(req).await;
     }
     let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_BODY).await.unwrap_or_default();
+    let bytes = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .unwrap_or_default();
     let parsed = if bytes.is_empty() {
         Value::Null
     } else {

@@ -130,7 +130,12 @@ impl Sim {
     }
 
     /// If a fault is armed for this call, the response to give instead (generic kinds).
-    pub async fn fault(&self, service: &str, method: &'static str, flavor: Flavor) -> Option<Response> {
+    pub async fn fault(
+        &self,
+        service: &str,
+        method: &'static str,
+        flavor: Flavor,
+    ) -> Option<Response> {
         let kind = self.faults().take(service, method)?;
         Some(tag(method, faults::respond(kind, flavor).await))
     }
@@ -140,7 +145,10 @@ impl Sim {
             .merge(admin::routes())
             .merge(gcp::routes())
             .merge(kube::routes())
-            .layer(axum::middleware::from_fn_with_state(self.clone(), journal::record))
+            .layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                journal::record,
+            ))
             .with_state(self.clone())
     }
 

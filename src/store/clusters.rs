@@ -84,7 +84,8 @@ pub async fn get(
         .await?)
 }
 
-/// Filters for [`list`]; `None` means "any".
+/// Filters for [`list`]; `None` means "any" (except `state`: `None` hides DELETED
+/// records, which are listed only when asked for with `state = DELETED`).
 #[derive(Debug, Default, Clone)]
 pub struct ClusterFilter {
     /// Restrict to these teams (`None`: every team, for service admins).
@@ -108,7 +109,7 @@ pub async fn list(
         "SELECT {COLUMNS} FROM clusters \
          WHERE ($1::text[] IS NULL OR team_id = ANY($1)) \
            AND ($2::text IS NULL OR team_id = $2) \
-           AND ($3::text IS NULL OR state = $3) \
+           AND (($3::text IS NULL AND state <> 'DELETED') OR state = $3) \
            AND ($4::text IS NULL OR project_id = $4) \
            AND ($5::text IS NULL OR zone = $5) \
            AND ($6::text IS NULL OR (project_id, zone, name, id) > ($6, $7, $8, $9)) \

@@ -227,6 +227,19 @@ async fn list_filters() {
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_FILTER");
     let r = app.get(ALICE, "/v1/clusters?team=nope-team").await;
     expect_error(&r, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    // Empty values mean "no filter".
+    assert_eq!(list("/v1/clusters?team=&state=").await, all);
+
+    // DELETED records are listed only when asked for.
+    sqlx::query("UPDATE clusters SET state = 'DELETED' WHERE name = 'a3'")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(
+        list("/v1/clusters").await,
+        [all[0].clone(), all[1].clone(), all[3].clone()]
+    );
+    assert_eq!(list("/v1/clusters?state=DELETED").await, all[2..3]);
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod artifact_registry;
 mod compute;
 mod container;
 mod errors;
@@ -13,4 +14,3 @@ mod resource_manager;
 mod service_usage;
 mod sim;
 mod storage;
-mod artifact_registry;

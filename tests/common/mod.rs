@@ -373,8 +373,10 @@ impl TestApp {
 /// A simulator at speed 0 (every cloud operation instantly done) on 127.0.0.1:0, and the
 /// production GCP clients pointed at it.
 pub async fn start_sim() -> (kineticd::sim::Sim, kineticd::cloud::gcp::GcpClients) {
-    let mut cfg = kineticd::sim::SimConfig::default();
-    cfg.clock = kineticd::sim::clock::ClockMode::Auto { speed: 0.0 };
+    let cfg = kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
+        ..Default::default()
+    };
     start_sim_with(cfg).await
 }
 

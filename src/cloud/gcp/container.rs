@@ -1,15 +1,286 @@
-//! GKE (container.googleapis.com v1) client.
+//! GKE (container.googleapis.com v1) client: clusters, node pools and their operations.
+//!
+//! Invariant: one method per Google call, typed with [`crate::cloud::gcp::types::container`];
+//! every error is a classified [`GcpError`]; [`Container::wait_operation`] never reports
+//! success for an operation that ended DONE with an `error` (the error keeps GKE's reason,
+//! e.g. `QUOTA_EXCEEDED` or `GCE_STOCKOUT`).
 
-use super::http::GcpHttp;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::config::Service;
+use super::error::GcpError;
+use super::http::{Call, GcpHttp};
+use super::lro::{self, LroPolicy, Poll};
+use super::types::container::{
+    Cluster, CreateClusterRequest, CreateNodePoolRequest, ListNodePoolsResponse, NodePool,
+    Operation, SetNodePoolSizeRequest,
+};
+
+const SVC: Service = Service::Container;
 
 #[derive(Debug, Clone)]
 pub struct Container {
-    #[allow(dead_code)]
     http: GcpHttp,
+}
+
+fn parent(project: &str, location: &str) -> String {
+    format!("projects/{project}/locations/{location}")
+}
+
+fn cluster_path(project: &str, location: &str, cluster: &str) -> String {
+    format!("{}/clusters/{cluster}", parent(project, location))
+}
+
+fn pool_path(project: &str, location: &str, cluster: &str, pool: &str) -> String {
+    format!(
+        "{}/nodePools/{pool}",
+        cluster_path(project, location, cluster)
+    )
+}
+
+/// The Google method an operation type stands for (for errors and metrics).
+pub fn method_of(operation_type: &str) -> &'static str {
+    match operation_type {
+        "CREATE_CLUSTER" => "clusters.create",
+        "DELETE_CLUSTER" => "clusters.delete",
+        "CREATE_NODE_POOL" => "nodePools.create",
+        "DELETE_NODE_POOL" => "nodePools.delete",
+        "SET_NODE_POOL_SIZE" => "nodePools.setSize",
+        _ => "operations.get",
+    }
+}
+
+/// `(project, location, name)` of an operation, from its `selfLink`
+/// (`.../projects/{p}/{zones|locations}/{l}/operations/{name}`).
+pub fn operation_ref(op: &Operation) -> Option<(String, String, String)> {
+    let link = op.self_link.as_deref()?;
+    let segs: Vec<&str> = link.split('/').collect();
+    let i = segs.iter().rposition(|s| *s == "projects")?;
+    match segs.get(i + 1..i + 6)? {
+        [p, "zones" | "locations", l, "operations", name] if !p.is_empty() && !name.is_empty() => {
+            Some(((*p).to_owned(), (*l).to_owned(), (*name).to_owned()))
+        }
+        _ => None,
+    }
 }
 
 impl Container {
     pub fn new(http: GcpHttp) -> Container {
         Container { http }
+    }
+
+    /// `clusters.create`: POST `projects/{p}/locations/{l}/clusters` `{"cluster": ...}`.
+    pub async fn create_cluster(
+        &self,
+        project: &str,
+        location: &str,
+        cluster: &Cluster,
+    ) -> Result<Operation, GcpError> {
+        let body = CreateClusterRequest {
+            cluster: Some(cluster.clone()),
+        };
+        let path = format!("{}/clusters", parent(project, location));
+        self.http
+            .call(Call::post(SVC, "clusters.create", path).json(&body))
+            .await
+    }
+
+    /// `clusters.get`.
+    pub async fn get_cluster(
+        &self,
+        project: &str,
+        location: &str,
+        cluster: &str,
+    ) -> Result<Cluster, GcpError> {
+        let path = cluster_path(project, location, cluster);
+        self.http.call(Call::get(SVC, "clusters.get", path)).await
+    }
+
+    /// `clusters.delete`.
+    pub async fn delete_cluster(
+        &self,
+        project: &str,
+        location: &str,
+        cluster: &str,
+    ) -> Result<Operation, GcpError> {
+        let path = cluster_path(project, location, cluster);
+        self.http
+            .call(Call::delete(SVC, "clusters.delete", path))
+            .await
+    }
+
+    /// `nodePools.create`: POST `.../clusters/{c}/nodePools` `{"nodePool": ...}`.
+    pub async fn create_node_pool(
+        &self,
+        project: &str,
+        location: &str,
+        cluster: &str,
+        pool: &NodePool,
+    ) -> Result<Operation, GcpError> {
+        let body = CreateNodePoolRequest {
+            node_pool: Some(pool.clone()),
+        };
+        let path = format!("{}/nodePools", cluster_path(project, location, cluster));
+        self.http
+            .call(Call::post(SVC, "nodePools.create", path).json(&body))
+            .await
+    }
+
+    /// `nodePools.get`.
+    pub async fn get_node_pool(
+        &self,
+        project: &str,
+        location: &str,
+        cluster: &str,
+        pool: &str,
+    ) -> Result<NodePool, GcpError> {
+        let path = pool_path(project, location, cluster, pool);
+        self.http.call(Call::get(SVC, "nodePools.get", path)).await
+    }
+
+    /// `nodePools.list` (GKE does not page node pools).
+    pub async fn list_node_pools(
+        &self,
+        project: &str,
+        location: &str,
+        cluster: &str,
+    ) -> Result<Vec<NodePool>, GcpError> {
+        let path = format!("{}/nodePools", cluster_path(project, location, cluster));
+        let r: ListNodePoolsResponse = self
+            .http
+            .call(Call::get(SVC, "nodePools.list", path))
+            .await?;
+        Ok(r.node_pools)
+    }
+
+    /// `nodePools.delete`.
+    pub async fn delete_node_pool(
+        &self,
+        project: &str,
+        location: &str,
+        cluster: &str,
+        pool: &str,
+    ) -> Result<Operation, GcpError> {
+        let path = pool_path(project, location, cluster, pool);
+        self.http
+            .call(Call::delete(SVC, "nodePools.delete", path))
+            .await
+    }
+
+    /// `nodePools.setSize`: POST `.../nodePools/{np}:setSize` `{"nodeCount": N}` (per zone).
+    pub async fn set_node_pool_size(
+        &self,
+        project: &str,
+        location: &str,
+        cluster: &str,
+        pool: &str,
+        node_count: i32,
+    ) -> Result<Operation, GcpError> {
+        let body = SetNodePoolSizeRequest {
+            node_count: Some(node_count),
+        };
+        let path = format!("{}:setSize", pool_path(project, location, cluster, pool));
+        self.http
+            .call(Call::post(SVC, "nodePools.setSize", path).json(&body))
+            .await
+    }
+
+    /// `operations.get`: GET `projects/{p}/locations/{l}/operations/{name}`.
+    pub async fn get_operation(
+        &self,
+        project: &str,
+        location: &str,
+        name: &str,
+    ) -> Result<Operation, GcpError> {
+        let path = format!("{}/operations/{name}", parent(project, location));
+        self.http.call(Call::get(SVC, "operations.get", path)).await
+    }
+
+    /// Poll `op` (located through its `selfLink`) until DONE; see [`Self::wait_operation_at`].
+    pub async fn wait_operation(
+        &self,
+        op: &Operation,
+        cancel: &CancellationToken,
+        deadline: Duration,
+    ) -> Result<Operation, GcpError> {
+        let Some((project, location, name)) = operation_ref(op) else {
+            return Err(GcpError::transport(
+                SVC.name(),
+                method_of(&op.operation_type),
+                format!("operation {:?} has no usable selfLink", op.name),
+            ));
+        };
+        self.wait_operation_at(&project, &location, &name, cancel, deadline)
+            .await
+    }
+
+    /// Poll an operation by name until DONE (retrying retryable polling errors), the
+    /// deadline (DEADLINE_EXCEEDED, retryable) or cancellation (CANCELLED). A DONE
+    /// operation with an `error` becomes that error ([`GcpError::from_operation`]).
+    pub async fn wait_operation_at(
+        &self,
+        project: &str,
+        location: &str,
+        name: &str,
+        cancel: &CancellationToken,
+        deadline: Duration,
+    ) -> Result<Operation, GcpError> {
+        let policy = LroPolicy::standard(deadline);
+        let done = lro::wait(SVC.name(), "operations.get", policy, cancel, || async {
+            let op = self.get_operation(project, location, name).await?;
+            Ok(if op.is_done() {
+                Poll::Done(op)
+            } else {
+                Poll::Pending
+            })
+        })
+        .await?;
+        match &done.error {
+            Some(err) => {
+                let v = serde_json::to_value(err).unwrap_or_default();
+                Err(GcpError::from_operation(
+                    SVC.name(),
+                    method_of(&done.operation_type),
+                    &v,
+                    None,
+                ))
+            }
+            None => Ok(done),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_ref_from_self_link() {
+        let op = Operation {
+            self_link: Some(
+                "https://container.googleapis.com/v1/projects/123/zones/us-central1-a/operations/operation-1-ab"
+                    .into(),
+            ),
+            ..Operation::default()
+        };
+        assert_eq!(
+            operation_ref(&op),
+            Some((
+                "123".into(),
+                "us-central1-a".into(),
+                "operation-1-ab".into()
+            ))
+        );
+        let op = Operation {
+            self_link: Some(
+                "http://127.0.0.1:1/container/v1/projects/p/locations/europe-west4/operations/op"
+                    .into(),
+            ),
+            ..Operation::default()
+        };
+        assert_eq!(operation_ref(&op).map(|r| r.1), Some("europe-west4".into()));
+        assert_eq!(operation_ref(&Operation::default()), None);
     }
 }

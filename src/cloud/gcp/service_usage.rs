@@ -1,15 +1,150 @@
-//! Service Usage v1 client.
+//! Service Usage v1 client: enable APIs on a project and read their state; also the
+//! AIP-151 operation waiter Artifact Registry shares.
+//!
+//! Invariant: a batchEnable never carries more than [`BATCH_ENABLE_MAX`] IDs (larger
+//! sets are split); an operation counts as finished only when `done`, and a done
+//! operation carrying `error` is returned as a classified [`GcpError`], never as success.
 
-use super::http::GcpHttp;
+use std::future::Future;
+
+use tokio_util::sync::CancellationToken;
+
+use super::config::Service;
+use super::error::GcpError;
+use super::http::{Call, GcpHttp};
+use super::lro::{self, LroPolicy, Poll};
+use super::types::service_usage::{
+    BATCH_ENABLE_MAX, BatchEnableServicesRequest, Operation, Service as ApiService,
+};
+
+const S: Service = Service::ServiceUsage;
 
 #[derive(Debug, Clone)]
 pub struct ServiceUsage {
-    #[allow(dead_code)]
     http: GcpHttp,
 }
 
 impl ServiceUsage {
     pub fn new(http: GcpHttp) -> ServiceUsage {
         ServiceUsage { http }
+    }
+
+    /// services.batchEnable, one call per chunk of at most 20 IDs (in order); returns
+    /// one operation per chunk. Already-enabled chunks may come back as the done
+    /// `operations/noop.DONE_OPERATION`.
+    pub async fn batch_enable(
+        &self,
+        project: &str,
+        service_ids: &[&str],
+    ) -> Result<Vec<Operation>, GcpError> {
+        let mut ops = Vec::new();
+        for chunk in service_ids.chunks(BATCH_ENABLE_MAX) {
+            let body = BatchEnableServicesRequest {
+                service_ids: chunk.iter().map(|s| (*s).to_owned()).collect(),
+            };
+            let op = self
+                .http
+                .call(
+                    Call::post(
+                        S,
+                        "services.batchEnable",
+                        format!("projects/{project}/services:batchEnable"),
+                    )
+                    .json(&body),
+                )
+                .await?;
+            ops.push(op);
+        }
+        Ok(ops)
+    }
+
+    /// Enable `service_ids` and wait until every batch is done.
+    pub async fn enable_services(
+        &self,
+        project: &str,
+        service_ids: &[&str],
+        policy: LroPolicy,
+        cancel: &CancellationToken,
+    ) -> Result<(), GcpError> {
+        for op in self.batch_enable(project, service_ids).await? {
+            self.wait_operation(op, policy, cancel).await?;
+        }
+        Ok(())
+    }
+
+    /// services.get: `service_id` such as `compute.googleapis.com`.
+    pub async fn get_service(
+        &self,
+        project: &str,
+        service_id: &str,
+    ) -> Result<ApiService, GcpError> {
+        self.http
+            .call(Call::get(
+                S,
+                "services.get",
+                format!("projects/{project}/services/{service_id}"),
+            ))
+            .await
+    }
+
+    /// operations.get: `name` is `operations/...`.
+    pub async fn get_operation(&self, name: &str) -> Result<Operation, GcpError> {
+        self.http
+            .call(Call::get(S, "operations.get", name.to_owned()))
+            .await
+    }
+
+    /// Poll `op` until done (at once if it already is); its `error` becomes the `Err`.
+    pub async fn wait_operation(
+        &self,
+        op: Operation,
+        policy: LroPolicy,
+        cancel: &CancellationToken,
+    ) -> Result<Operation, GcpError> {
+        wait_done(S.name(), op, policy, cancel, |name| async move {
+            self.get_operation(&name).await
+        })
+        .await
+    }
+}
+
+/// Wait for an AIP-151 operation with `get(name)` as the poll (capped backoff, rides out
+/// retryable poll errors, ends promptly on cancellation).
+pub async fn wait_done<F, Fut>(
+    service: &'static str,
+    op: Operation,
+    policy: LroPolicy,
+    cancel: &CancellationToken,
+    get: F,
+) -> Result<Operation, GcpError>
+where
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = Result<Operation, GcpError>>,
+{
+    let done = if op.done {
+        op
+    } else {
+        let name = op.name;
+        lro::wait(service, "operations.get", policy, cancel, || {
+            let look = get(name.clone());
+            async move {
+                let op = look.await?;
+                Ok(if op.done {
+                    Poll::Done(op)
+                } else {
+                    Poll::Pending
+                })
+            }
+        })
+        .await?
+    };
+    match &done.error {
+        Some(status) => Err(GcpError::from_operation(
+            service,
+            "operations.get",
+            &serde_json::to_value(status).unwrap_or_default(),
+            None,
+        )),
+        None => Ok(done),
     }
 }

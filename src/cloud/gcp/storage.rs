@@ -1,15 +1,272 @@
-//! Cloud Storage JSON API v1 client.
+//! Cloud Storage JSON API v1 client: buckets, objects (list, delete, media upload) and
+//! bucket IAM policies.
+//!
+//! Invariant: object names travel percent-encoded as one path segment (`/` included);
+//! a refused delete of a non-empty bucket always surfaces as reason
+//! [`BUCKET_NOT_EMPTY`] (status FAILED_PRECONDITION, terminal), whether the server said
+//! 409 (Google) or 412 (fake-gcs-server), so callers never mistake it for ALREADY_EXISTS.
 
-use super::http::GcpHttp;
+use reqwest::Method;
+
+use super::config::Service;
+use super::error::{GcpError, RetryClass};
+use super::http::{Call, GcpHttp};
+use super::types::storage::{Bucket, BucketPolicy, Object, Objects};
+
+/// Reason of the error [`Storage::delete_bucket`] returns for a bucket still holding
+/// objects.
+pub const BUCKET_NOT_EMPTY: &str = "bucketNotEmpty";
+
+/// Largest page objects.list returns.
+pub const MAX_PAGE: u32 = 1000;
+
+const S: Service = Service::Storage;
 
 #[derive(Debug, Clone)]
 pub struct Storage {
-    #[allow(dead_code)]
     http: GcpHttp,
+}
+
+/// Paging and filtering for [`Storage::list_objects`].
+#[derive(Debug, Clone, Default)]
+pub struct ListObjects<'a> {
+    pub prefix: Option<&'a str>,
+    pub page_token: Option<&'a str>,
+    pub max_results: Option<u32>,
 }
 
 impl Storage {
     pub fn new(http: GcpHttp) -> Storage {
         Storage { http }
+    }
+
+    /// buckets.insert: create `bucket` in `project`.
+    pub async fn insert_bucket(&self, project: &str, bucket: &Bucket) -> Result<Bucket, GcpError> {
+        self.http
+            .call(
+                Call::post(S, "buckets.insert", "b")
+                    .query("project", project)
+                    .json(bucket),
+            )
+            .await
+    }
+
+    /// buckets.get.
+    pub async fn get_bucket(&self, bucket: &str) -> Result<Bucket, GcpError> {
+        self.http
+            .call(Call::get(S, "buckets.get", format!("b/{}", encode(bucket))))
+            .await
+    }
+
+    /// buckets.delete. A bucket that still holds objects fails with reason
+    /// [`BUCKET_NOT_EMPTY`] (see [`is_bucket_not_empty`]).
+    pub async fn delete_bucket(&self, bucket: &str) -> Result<(), GcpError> {
+        self.http
+            .call_unit(Call::delete(
+                S,
+                "buckets.delete",
+                format!("b/{}", encode(bucket)),
+            ))
+            .await
+            .map_err(bucket_delete_error)
+    }
+
+    /// objects.list: one page.
+    pub async fn list_objects(
+        &self,
+        bucket: &str,
+        opts: &ListObjects<'_>,
+    ) -> Result<Objects, GcpError> {
+        let mut call = Call::get(S, "objects.list", format!("b/{}/o", encode(bucket)));
+        if let Some(p) = opts.prefix {
+            call = call.query("prefix", p);
+        }
+        if let Some(t) = opts.page_token {
+            call = call.query("pageToken", t);
+        }
+        if let Some(n) = opts.max_results {
+            call = call.query("maxResults", n);
+        }
+        self.http.call(call).await
+    }
+
+    /// objects.list, following `nextPageToken` to the end.
+    pub async fn list_all_objects(
+        &self,
+        bucket: &str,
+        prefix: Option<&str>,
+        page_size: Option<u32>,
+    ) -> Result<Vec<Object>, GcpError> {
+        let mut all = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = self
+                .list_objects(
+                    bucket,
+                    &ListObjects {
+                        prefix,
+                        page_token: token.as_deref(),
+                        max_results: page_size,
+                    },
+                )
+                .await?;
+            all.extend(page.items);
+            match page.next_page_token {
+                Some(t) if !t.is_empty() => token = Some(t),
+                _ => return Ok(all),
+            }
+        }
+    }
+
+    /// objects.delete.
+    pub async fn delete_object(&self, bucket: &str, name: &str) -> Result<(), GcpError> {
+        self.http
+            .call_unit(Call::delete(
+                S,
+                "objects.delete",
+                format!("b/{}/o/{}", encode(bucket), encode(name)),
+            ))
+            .await
+    }
+
+    /// Delete every (live) object in `bucket`; objects already gone are fine. Returns how
+    /// many were deleted. Lists from the start each round, since deleting invalidates
+    /// page tokens.
+    pub async fn empty_bucket(&self, bucket: &str) -> Result<usize, GcpError> {
+        let mut deleted = 0;
+        loop {
+            let page = self
+                .list_objects(
+                    bucket,
+                    &ListObjects {
+                        max_results: Some(MAX_PAGE),
+                        ..ListObjects::default()
+                    },
+                )
+                .await?;
+            if page.items.is_empty() {
+                return Ok(deleted);
+            }
+            for o in &page.items {
+                match self.delete_object(bucket, &o.name).await {
+                    Ok(()) => deleted += 1,
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+
+    /// Simple media upload (`/upload/storage/v1/b/{b}/o?uploadType=media&name=`).
+    pub async fn upload_object(
+        &self,
+        bucket: &str,
+        name: &str,
+        bytes: Vec<u8>,
+        content_type: &str,
+    ) -> Result<Object, GcpError> {
+        let mut call = Call::post(S, "objects.insert", format!("b/{}/o", encode(bucket)))
+            .query("uploadType", "media")
+            .query("name", name);
+        call.upload = Some((bytes, content_type));
+        self.http.call(call).await
+    }
+
+    /// buckets.getIamPolicy (policy version 3).
+    pub async fn get_bucket_iam_policy(&self, bucket: &str) -> Result<BucketPolicy, GcpError> {
+        self.http
+            .call(
+                Call::get(
+                    S,
+                    "buckets.getIamPolicy",
+                    format!("b/{}/iam", encode(bucket)),
+                )
+                .query("optionsRequestedPolicyVersion", 3),
+            )
+            .await
+    }
+
+    /// buckets.setIamPolicy. A stale `etag` fails with 412 (retry the read-modify-write).
+    pub async fn set_bucket_iam_policy(
+        &self,
+        bucket: &str,
+        policy: &BucketPolicy,
+    ) -> Result<BucketPolicy, GcpError> {
+        self.http
+            .call(
+                Call::new(
+                    S,
+                    "buckets.setIamPolicy",
+                    Method::PUT,
+                    format!("b/{}/iam", encode(bucket)),
+                )
+                .json(policy),
+            )
+            .await
+    }
+}
+
+/// Whether `e` is the refusal to delete a bucket that still holds objects.
+pub fn is_bucket_not_empty(e: &GcpError) -> bool {
+    e.reason == BUCKET_NOT_EMPTY
+}
+
+/// buckets.delete answers a non-empty bucket with 409 `conflict` (Google) or 412
+/// (fake-gcs-server); both mean the same and neither is worth retrying as is.
+fn bucket_delete_error(mut e: GcpError) -> GcpError {
+    if matches!(e.http_status, 409 | 412) {
+        e.status = "FAILED_PRECONDITION".into();
+        e.reason = BUCKET_NOT_EMPTY.into();
+        e.retry = RetryClass::Terminal;
+    }
+    e
+}
+
+/// Percent-encode one path segment (RFC 3986 unreserved characters stay as they are).
+pub fn encode(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_segments() {
+        assert_eq!(encode("a/b c%é"), "a%2Fb%20c%25%C3%A9");
+        assert_eq!(encode("logs-1.txt"), "logs-1.txt");
+    }
+
+    #[test]
+    fn not_empty_mapping() {
+        for (code, body) in [
+            (
+                409,
+                r#"{"error":{"code":409,"message":"The bucket you tried to delete is not empty.","errors":[{"domain":"global","reason":"conflict","message":"The bucket you tried to delete is not empty."}]}}"#,
+            ),
+            (
+                412,
+                r#"{"error":{"code":412,"message":"Precondition failed"}}"#,
+            ),
+        ] {
+            let e = bucket_delete_error(GcpError::from_response(
+                "storage",
+                "buckets.delete",
+                code,
+                body,
+            ));
+            assert!(is_bucket_not_empty(&e));
+            assert_eq!(e.status, "FAILED_PRECONDITION");
+            assert!(!e.is_retryable());
+            assert!(!e.is_already_exists());
+        }
     }
 }

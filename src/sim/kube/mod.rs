@@ -75,7 +75,11 @@ impl State {
     }
 
     pub fn set_pool_size(&mut self, key: &str, pool: &str, count: u32) {
-        if let Some(p) = self.clusters.get_mut(key).and_then(|c| c.pools.get_mut(pool)) {
+        if let Some(p) = self
+            .clusters
+            .get_mut(key)
+            .and_then(|c| c.pools.get_mut(pool))
+        {
             p.count = count;
         }
     }

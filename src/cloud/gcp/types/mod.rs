@@ -6,4 +6,11 @@
 //! ones (no `deny_unknown_fields`: the simulator checks unknown fields separately,
 //! with `serde_ignored`, to answer 400 like Google does).
 
+pub mod artifact_registry;
+pub mod compute;
+pub mod container;
+pub mod iam;
 pub mod int64;
+pub mod resource_manager;
+pub mod service_usage;
+pub mod storage;
