@@ -160,12 +160,7 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
 
     if wants("sql") {
         println!("== sql (diagnostic): per-step SQL replayed by {WORKERS} tasks, no engine");
-        for p in [
-            Pattern::Current,
-            Pattern::CurrentNoPing,
-            Pattern::Merged,
-            Pattern::OneStatement,
-        ] {
+        for p in Pattern::ALL {
             let r = sql_pattern(server, p).await?;
             rep.put(
                 &format!("sql.{}.steps_per_sec", p.name()),
@@ -242,13 +237,23 @@ impl Server {
                 kind: "DATABASE_URL",
             });
         }
-        let pg = PrivatePostgres::start_temporary()
-            .await
-            .context("starting a private PostgreSQL (or set DATABASE_URL)")?;
+        let (pg, kind) = if std::env::var_os("KBENCH_DURABLE").is_some() {
+            // A durable private server (fsync and synchronous_commit on), like production.
+            let dir = std::env::temp_dir().join(format!("kbench-pg-{}", std::process::id()));
+            let pg = PrivatePostgres::start(&dir)
+                .await
+                .context("starting a durable private PostgreSQL")?;
+            (pg, "private-durable (fsync=on, synchronous_commit=on)")
+        } else {
+            let pg = PrivatePostgres::start_temporary()
+                .await
+                .context("starting a private PostgreSQL (or set DATABASE_URL)")?;
+            (pg, "private-temporary (fsync=off, synchronous_commit=off)")
+        };
         Ok(Server {
             template: pg.url("kt_db_marker").replace("kt_db_marker", "{db}"),
             private: Some(pg),
-            kind: "private-temporary (fsync=off, synchronous_commit=off)",
+            kind,
         })
     }
 
@@ -306,21 +311,34 @@ impl Server {
     /// Committed + rolled-back transactions of database `name` so far.
     async fn xacts(&self, name: &str) -> Result<i64> {
         let mut admin = self.admin().await?;
-        let n: i64 = sqlx::query_scalar(
-            "SELECT (xact_commit + xact_rollback)::int8 FROM pg_stat_database WHERE datname = $1",
+        let (commits, rollbacks): (i64, i64) = sqlx::query_as(
+            "SELECT xact_commit::int8, xact_rollback::int8 FROM pg_stat_database WHERE datname = $1",
         )
         .bind(name)
         .fetch_one(&mut admin)
         .await?;
         admin.close().await?;
-        Ok(n)
+        if std::env::var_os("KBENCH_DEBUG").is_some() {
+            println!("  [{name}: {commits} commits, {rollbacks} rollbacks]");
+        }
+        Ok(commits + rollbacks)
     }
 
     async fn stop(self) {
-        if let Some(pg) = self.private
-            && let Err(e) = pg.stop().await
-        {
-            eprintln!("warning: private PostgreSQL did not stop cleanly: {e}");
+        if let Some(pg) = self.private {
+            let durable = std::env::var_os("KBENCH_DURABLE").is_some();
+            let dir = pg.data_dir().to_path_buf();
+            if std::env::var_os("KBENCH_LOG_STATEMENTS").is_some() {
+                let keep = std::env::temp_dir().join("kbench-server.log");
+                if std::fs::copy(pg.log_path(), &keep).is_ok() {
+                    println!("server log kept at {}", keep.display());
+                }
+            }
+            if let Err(e) = pg.stop().await {
+                eprintln!("warning: private PostgreSQL did not stop cleanly: {e}");
+            } else if durable {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
         }
     }
 }
@@ -426,8 +444,21 @@ async fn throughput_on(
         );
         db.close().await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Backends flush their statistics when they exit: let the enqueue pool's go first.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let before = server.xacts(name).await?;
+    if std::env::var_os("KBENCH_LOG_STATEMENTS").is_some() {
+        let mut admin = server.admin().await?;
+        admin
+            .execute(AssertSqlSafe(format!(
+                "ALTER DATABASE {name} SET log_statement = 'all'"
+            )))
+            .await?;
+        admin.close().await?;
+        if let Some(pg) = &server.private {
+            println!("  logging statements to {}", pg.log_path().display());
+        }
+    }
 
     let db = open_pool(url, kind).await?;
     let events = Events::start(url).await?;
@@ -478,9 +509,25 @@ async fn throughput_on(
     mon.close().await?;
     db.close().await;
     drop(events);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let after = server.xacts(name).await?;
     let xacts = (after - before - mon_queries).max(0);
+    {
+        // Row-level activity on the queue table (HOT updates avoid index maintenance).
+        let mut c = PgConnection::connect(url).await?;
+        let (upd, hot, ins, vac, anl): (i64, i64, i64, i64, i64) = sqlx::query_as(
+            "SELECT n_tup_upd, n_tup_hot_upd, n_tup_ins, autovacuum_count, autoanalyze_count \
+             FROM pg_stat_user_tables WHERE relname = 'operations'",
+        )
+        .fetch_one(&mut c)
+        .await?;
+        c.close().await?;
+        println!(
+            "  operations table: {upd} updates ({hot} HOT, {:.0}%), {ins} inserts, \
+             {vac} autovacuums, {anl} autoanalyzes",
+            100.0 * hot as f64 / upd.max(1) as f64
+        );
+    }
     let t = Throughput {
         wall_s,
         db_span_s: span,
@@ -805,15 +852,34 @@ enum Pattern {
     Merged,
     /// One statement per step (steps update + effect insert + notify in one CTE), no ping.
     OneStatement,
+    /// [`Pattern::OneStatement`] sending one step (`jsonb_set`) instead of the whole array.
+    OneStatementJsonbSet,
+    /// [`Pattern::OneStatement`] without `pg_notify` (what NOTIFY costs per commit).
+    OneStatementNoNotify,
+    /// `SELECT 1` in autocommit: the round-trip floor of this machine.
+    Select1,
 }
 
 impl Pattern {
+    const ALL: [Pattern; 7] = [
+        Pattern::Current,
+        Pattern::CurrentNoPing,
+        Pattern::Merged,
+        Pattern::OneStatement,
+        Pattern::OneStatementJsonbSet,
+        Pattern::OneStatementNoNotify,
+        Pattern::Select1,
+    ];
+
     fn name(self) -> &'static str {
         match self {
             Pattern::Current => "current",
             Pattern::CurrentNoPing => "current_noping",
             Pattern::Merged => "merged",
             Pattern::OneStatement => "one_statement",
+            Pattern::OneStatementJsonbSet => "one_statement_jsonb_set",
+            Pattern::OneStatementNoNotify => "one_statement_no_notify",
+            Pattern::Select1 => "select_1",
         }
     }
 }
@@ -870,12 +936,41 @@ async fn sql_pattern_on(url: &str, p: Pattern) -> Result<f64> {
          SELECT pg_notify('{}', u.id::text || ':' || u.state) FROM u",
         operations::EVENTS_CHANNEL
     );
+    let one_statement_no_notify =
+        "WITH u AS (UPDATE operations SET steps = $3, update_time = now() \
+                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state) \
+         INSERT INTO noop_effects (operation_id, step_id, generation) SELECT id, $4, $2 FROM u"
+            .to_owned();
+    let one_statement_jsonb_set = format!(
+        "WITH u AS (UPDATE operations SET steps = jsonb_set(steps, ARRAY[$5::text], $3), \
+                      update_time = now() \
+                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state), \
+              e AS (INSERT INTO noop_effects (operation_id, step_id, generation) \
+                    SELECT id, $4, $2 FROM u) \
+         SELECT pg_notify('{}', u.id::text || ':' || u.state) FROM u",
+        operations::EVENTS_CHANNEL
+    );
+    for id in &ids {
+        sqlx::query("UPDATE operations SET steps = $2 WHERE id = $1")
+            .bind(id)
+            .bind(&steps_json)
+            .execute(&*db)
+            .await?;
+    }
+    println!(
+        "  steps JSON: {} bytes as text",
+        serde_json::to_string(&steps_json)?.len()
+    );
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for id in ids {
         let db = db.clone();
         let steps = steps_json.clone();
-        let one = one_statement.clone();
+        let one = match p {
+            Pattern::OneStatementNoNotify => one_statement_no_notify.clone(),
+            Pattern::OneStatementJsonbSet => one_statement_jsonb_set.clone(),
+            _ => one_statement.clone(),
+        };
         tasks.spawn(async move {
             for n in 0..SQL_STEPS_PER_TASK {
                 let step = format!("step-{}", n % STEPS as usize);
@@ -893,7 +988,7 @@ async fn sql_pattern_on(url: &str, p: Pattern) -> Result<f64> {
                         operations::record_noop_effect(&mut tx, id, &step, 1).await?;
                         tx.commit().await?;
                     }
-                    Pattern::OneStatement => {
+                    Pattern::OneStatement | Pattern::OneStatementNoNotify => {
                         sqlx::query(AssertSqlSafe(one.clone()))
                             .bind(id)
                             .bind(1i64)
@@ -901,6 +996,20 @@ async fn sql_pattern_on(url: &str, p: Pattern) -> Result<f64> {
                             .bind(&step)
                             .execute(&*db)
                             .await?;
+                    }
+                    Pattern::OneStatementJsonbSet => {
+                        let i = n % STEPS as usize;
+                        sqlx::query(AssertSqlSafe(one.clone()))
+                            .bind(id)
+                            .bind(1i64)
+                            .bind(&steps[i])
+                            .bind(&step)
+                            .bind(i.to_string())
+                            .execute(&*db)
+                            .await?;
+                    }
+                    Pattern::Select1 => {
+                        sqlx::query("SELECT 1").execute(&*db).await?;
                     }
                 }
             }

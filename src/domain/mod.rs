@@ -3,6 +3,7 @@
 //! Invariant: a value of a type from this module has already passed its rule, so code
 //! that holds a `TeamId` or a `ClusterName` never re-checks it.
 
+pub mod accelerators;
 pub mod names;
 pub mod roles;
 

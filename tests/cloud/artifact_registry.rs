@@ -1,1 +1,276 @@
-//! (tests to be written)
+//! Artifact Registry client against the simulator: repositories through long-running
+//! operations, 404/409, validation, faults on the poll, cancellation.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kineticd::cloud::gcp::RetryClass;
+use kineticd::cloud::gcp::artifact_registry::docker_host;
+use kineticd::cloud::gcp::types::artifact_registry::Repository;
+use kineticd::sim::gcp::artifact_registry::OP_DELAY;
+use reqwest::Method;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::start_sim;
+use crate::storage::simctl::{advance, arm, journal, quick_lro, raw, start_explicit, statuses};
+
+const PROJECT: &str = "demo-project";
+
+fn docker(description: &str) -> Repository {
+    Repository {
+        format: "DOCKER".into(),
+        description: description.into(),
+        labels: BTreeMap::from([("kinetic".to_owned(), "true".to_owned())]),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn create_get_delete() {
+    let (sim, gcp) = start_sim().await;
+    let ar = &gcp.artifact_registry;
+    let cancel = CancellationToken::new();
+    let op = ar
+        .create_repository(PROJECT, "us", "kn-c1", &docker("Kinetic images for c1"))
+        .await
+        .unwrap();
+    assert!(
+        op.name
+            .starts_with("projects/demo-project/locations/us/operations/")
+    );
+    assert!(op.done, "speed 0: done at once");
+    let done = ar.wait_operation(op, quick_lro(), &cancel).await.unwrap();
+    let response = done.response.unwrap();
+    assert_eq!(
+        response["@type"],
+        "type.googleapis.com/google.devtools.artifactregistry.v1.Repository"
+    );
+    let sent = journal(&sim, "artifactregistry", "repositories.create").await;
+    assert_eq!(
+        sent[0]["path"],
+        "/artifactregistry/v1/projects/demo-project/locations/us/repositories"
+    );
+    assert_eq!(sent[0]["query"], "repositoryId=kn-c1");
+    assert_eq!(
+        sent[0]["body"],
+        json!({"format": "DOCKER", "description": "Kinetic images for c1", "labels": {"kinetic": "true"}})
+    );
+
+    let repo = ar.get_repository(PROJECT, "us", "kn-c1").await.unwrap();
+    assert_eq!(
+        repo.name,
+        "projects/demo-project/locations/us/repositories/kn-c1"
+    );
+    assert_eq!(repo.format, "DOCKER");
+    assert_eq!(repo.mode, "STANDARD_REPOSITORY");
+    assert_eq!(repo.registry_uri, docker_host("us", PROJECT, "kn-c1"));
+    assert_eq!(repo.registry_uri, "us-docker.pkg.dev/demo-project/kn-c1");
+
+    let e = ar
+        .create_repository(PROJECT, "us", "kn-c1", &docker(""))
+        .await
+        .unwrap_err();
+    assert!(e.is_already_exists(), "{e}");
+    assert_eq!(e.retry, RetryClass::Terminal);
+
+    let op = ar.delete_repository(PROJECT, "us", "kn-c1").await.unwrap();
+    ar.wait_operation(op, quick_lro(), &cancel).await.unwrap();
+    let e = ar.get_repository(PROJECT, "us", "kn-c1").await.unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+    assert_eq!(e.status, "NOT_FOUND");
+    assert!(
+        ar.delete_repository(PROJECT, "us", "kn-c1")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        ar.get_operation("projects/demo-project/locations/us/operations/nope")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}
+
+#[tokio::test]
+async fn validation_like_google() {
+    let (sim, gcp) = start_sim().await;
+    let ar = &gcp.artifact_registry;
+    for (loc, id, format) in [
+        ("us", "Kn_C1", "DOCKER"),
+        ("us", "1repo", "DOCKER"),
+        ("us", "repo-", "DOCKER"),
+        ("mars", "kn-c1", "DOCKER"),
+        ("us-central", "kn-c1", "DOCKER"),
+        ("us", "kn-c1", "CONTAINER"),
+        ("us", "kn-c1", ""),
+    ] {
+        let repo = Repository {
+            format: format.into(),
+            ..Default::default()
+        };
+        let e = ar
+            .create_repository(PROJECT, loc, id, &repo)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (e.http_status, e.status.as_str()),
+            (400, "INVALID_ARGUMENT"),
+            "{loc} {id} {format}: {e}"
+        );
+        assert_eq!(e.retry, RetryClass::Terminal);
+    }
+    let bad_labels = Repository {
+        labels: BTreeMap::from([("Kinetic".to_owned(), "x".to_owned())]),
+        ..docker("")
+    };
+    let e = ar
+        .create_repository(PROJECT, "europe-west4", "kn-c2", &bad_labels)
+        .await
+        .unwrap_err();
+    assert_eq!(e.http_status, 400);
+    let (status, body) = raw(
+        &sim,
+        Method::POST,
+        "/artifactregistry/v1/projects/demo-project/locations/us/repositories?repositoryId=kn-c3",
+        Some(json!({"format": "DOCKER", "dockerconfig": {}})),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown name \"dockerconfig\"")
+    );
+    // Regions work as well as multi-regions.
+    let op = ar
+        .create_repository(PROJECT, "europe-west4", "kn-c2", &docker(""))
+        .await
+        .unwrap();
+    assert!(op.done);
+    ar.get_repository(PROJECT, "europe-west4", "kn-c2")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn retryable_and_terminal_faults() {
+    let (sim, gcp) = start_sim().await;
+    let ar = &gcp.artifact_registry;
+    ar.create_repository(PROJECT, "us", "kn-f1", &docker(""))
+        .await
+        .unwrap();
+    arm(&sim, "artifactregistry", "repositories.get", "HTTP_503", 1).await;
+    let e = ar.get_repository(PROJECT, "us", "kn-f1").await.unwrap_err();
+    assert_eq!(e.http_status, 503);
+    assert!(e.is_retryable());
+    ar.get_repository(PROJECT, "us", "kn-f1").await.unwrap();
+    assert_eq!(
+        statuses(&sim, "artifactregistry", "repositories.get").await,
+        vec![503, 200]
+    );
+
+    arm(
+        &sim,
+        "artifactregistry",
+        "repositories.create",
+        "QUOTA_EXCEEDED",
+        1,
+    )
+    .await;
+    let e = ar
+        .create_repository(PROJECT, "us", "kn-f2", &docker(""))
+        .await
+        .unwrap_err();
+    assert_eq!((e.http_status, e.reason.as_str()), (403, "quotaExceeded"));
+    assert_eq!(e.retry, RetryClass::Terminal);
+    assert!(
+        ar.get_repository(PROJECT, "us", "kn-f2")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}
+
+#[tokio::test]
+async fn operations_on_the_clock() {
+    let (sim, gcp) = start_explicit().await;
+    let ar = gcp.artifact_registry.clone();
+    let op = ar
+        .create_repository(PROJECT, "us", "kn-slow", &docker(""))
+        .await
+        .unwrap();
+    assert!(!op.done);
+    // Not visible until the create is done; a second create is still a conflict.
+    assert!(
+        ar.get_repository(PROJECT, "us", "kn-slow")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        ar.create_repository(PROJECT, "us", "kn-slow", &docker(""))
+            .await
+            .unwrap_err()
+            .is_already_exists()
+    );
+
+    // Cancellation ends the wait promptly.
+    let cancel = CancellationToken::new();
+    let waiting = {
+        let (ar, op, cancel) = (ar.clone(), op.clone(), cancel.clone());
+        tokio::spawn(async move {
+            let slow = kineticd::cloud::gcp::lro::LroPolicy::standard(Duration::from_secs(600));
+            ar.wait_operation(op, slow, &cancel).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let t = Instant::now();
+    cancel.cancel();
+    let e = waiting.await.unwrap().unwrap_err();
+    assert!(t.elapsed() < Duration::from_millis(500));
+    assert_eq!(e.status, "CANCELLED");
+
+    // Faults on the poll are ridden out until the clock finishes the operation.
+    arm(&sim, "artifactregistry", "operations.get", "HTTP_503", 1).await;
+    arm(&sim, "artifactregistry", "operations.get", "HTTP_429", 1).await;
+    let waiting = {
+        let (ar, op) = (ar.clone(), op.clone());
+        tokio::spawn(async move {
+            ar.wait_operation(op, quick_lro(), &CancellationToken::new())
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    advance(&sim, OP_DELAY.as_secs_f64()).await;
+    waiting.await.unwrap().unwrap();
+    let polls = statuses(&sim, "artifactregistry", "operations.get").await;
+    assert!(polls.contains(&503) && polls.contains(&429), "{polls:?}");
+    assert_eq!(polls.last(), Some(&200));
+    ar.get_repository(PROJECT, "us", "kn-slow").await.unwrap();
+
+    // Delete: still visible while the delete runs, gone once it is done.
+    let op = ar
+        .delete_repository(PROJECT, "us", "kn-slow")
+        .await
+        .unwrap();
+    assert!(!op.done);
+    ar.get_repository(PROJECT, "us", "kn-slow").await.unwrap();
+    advance(&sim, OP_DELAY.as_secs_f64()).await;
+    let done = ar
+        .wait_operation(op, quick_lro(), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        done.response.unwrap()["@type"],
+        "type.googleapis.com/google.protobuf.Empty"
+    );
+    assert!(
+        ar.get_repository(PROJECT, "us", "kn-slow")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}

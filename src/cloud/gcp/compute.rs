@@ -1,15 +1,378 @@
-//! Compute Engine (compute v1) client.
+//! Compute Engine (compute v1) client: VPC networks, Cloud Routers (with Cloud NAT),
+//! regions (quotas), accelerator types, and global/regional operations.
+//!
+//! Invariant: one method per Google call, typed with [`crate::cloud::gcp::types::compute`];
+//! every insert/delete carries the caller's `requestId`, so a retried call (same id) is
+//! deduplicated by Compute instead of creating or deleting twice;
+//! [`Compute::wait_operation`] never reports success for a DONE operation with `error`.
 
-use super::http::GcpHttp;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::config::Service;
+use super::error::GcpError;
+use super::http::{Call, GcpHttp};
+use super::lro::{self, LroPolicy, Poll};
+use super::types::compute::{
+    AcceleratorType, AcceleratorTypeList, Network, Operation, Region, Router,
+};
+
+const SVC: Service = Service::Compute;
+
+/// Hard stop for [`Compute::list_accelerator_types`] (a zone has a dozen types).
+const MAX_PAGES: usize = 100;
 
 #[derive(Debug, Clone)]
 pub struct Compute {
-    #[allow(dead_code)]
     http: GcpHttp,
+}
+
+/// Where a Compute operation lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperationScope {
+    Global { project: String },
+    Region { project: String, region: String },
+    Zone { project: String, zone: String },
+}
+
+impl OperationScope {
+    fn path(&self, name: &str) -> String {
+        match self {
+            OperationScope::Global { project } => {
+                format!("projects/{project}/global/operations/{name}")
+            }
+            OperationScope::Region { project, region } => {
+                format!("projects/{project}/regions/{region}/operations/{name}")
+            }
+            OperationScope::Zone { project, zone } => {
+                format!("projects/{project}/zones/{zone}/operations/{name}")
+            }
+        }
+    }
+
+    fn method(&self) -> &'static str {
+        match self {
+            OperationScope::Global { .. } => "globalOperations.get",
+            OperationScope::Region { .. } => "regionOperations.get",
+            OperationScope::Zone { .. } => "zoneOperations.get",
+        }
+    }
+}
+
+/// Scope and name of an operation, from its `selfLink`.
+pub fn operation_ref(op: &Operation) -> Option<(OperationScope, String)> {
+    let link = op.self_link.as_deref()?;
+    let segs: Vec<&str> = link.split('/').collect();
+    let i = segs.iter().rposition(|s| *s == "projects")?;
+    let project = (*segs.get(i + 1)?).to_owned();
+    match segs.get(i + 2..)? {
+        ["global", "operations", name] => {
+            Some((OperationScope::Global { project }, (*name).to_owned()))
+        }
+        ["regions", region, "operations", name] => Some((
+            OperationScope::Region {
+                project,
+                region: (*region).to_owned(),
+            },
+            (*name).to_owned(),
+        )),
+        ["zones", zone, "operations", name] => Some((
+            OperationScope::Zone {
+                project,
+                zone: (*zone).to_owned(),
+            },
+            (*name).to_owned(),
+        )),
+        _ => None,
+    }
+}
+
+/// The Google method an operation stands for, from its type and target.
+pub fn method_of(op: &Operation) -> &'static str {
+    let target = op.target_link.as_deref().unwrap_or("");
+    let kind = if target.contains("/routers/") {
+        "routers"
+    } else if target.contains("/networks/") {
+        "networks"
+    } else {
+        ""
+    };
+    match (kind, op.operation_type.as_str()) {
+        ("networks", "insert") => "networks.insert",
+        ("networks", "delete") => "networks.delete",
+        ("routers", "insert") => "routers.insert",
+        ("routers", "delete") => "routers.delete",
+        _ => "operations.get",
+    }
 }
 
 impl Compute {
     pub fn new(http: GcpHttp) -> Compute {
         Compute { http }
+    }
+
+    /// `networks.insert`: POST `projects/{p}/global/networks?requestId=`.
+    pub async fn insert_network(
+        &self,
+        project: &str,
+        network: &Network,
+        request_id: Uuid,
+    ) -> Result<Operation, GcpError> {
+        let path = format!("projects/{project}/global/networks");
+        self.http
+            .call(
+                Call::post(SVC, "networks.insert", path)
+                    .query("requestId", request_id)
+                    .json(network),
+            )
+            .await
+    }
+
+    /// `networks.get`.
+    pub async fn get_network(&self, project: &str, name: &str) -> Result<Network, GcpError> {
+        let path = format!("projects/{project}/global/networks/{name}");
+        self.http.call(Call::get(SVC, "networks.get", path)).await
+    }
+
+    /// `networks.delete` (400 resourceInUseByAnotherResource while a router or cluster
+    /// uses it).
+    pub async fn delete_network(
+        &self,
+        project: &str,
+        name: &str,
+        request_id: Uuid,
+    ) -> Result<Operation, GcpError> {
+        let path = format!("projects/{project}/global/networks/{name}");
+        self.http
+            .call(Call::delete(SVC, "networks.delete", path).query("requestId", request_id))
+            .await
+    }
+
+    /// `routers.insert`: POST `projects/{p}/regions/{r}/routers?requestId=`.
+    pub async fn insert_router(
+        &self,
+        project: &str,
+        region: &str,
+        router: &Router,
+        request_id: Uuid,
+    ) -> Result<Operation, GcpError> {
+        let path = format!("projects/{project}/regions/{region}/routers");
+        self.http
+            .call(
+                Call::post(SVC, "routers.insert", path)
+                    .query("requestId", request_id)
+                    .json(router),
+            )
+            .await
+    }
+
+    /// `routers.get`.
+    pub async fn get_router(
+        &self,
+        project: &str,
+        region: &str,
+        name: &str,
+    ) -> Result<Router, GcpError> {
+        let path = format!("projects/{project}/regions/{region}/routers/{name}");
+        self.http.call(Call::get(SVC, "routers.get", path)).await
+    }
+
+    /// `routers.delete`.
+    pub async fn delete_router(
+        &self,
+        project: &str,
+        region: &str,
+        name: &str,
+        request_id: Uuid,
+    ) -> Result<Operation, GcpError> {
+        let path = format!("projects/{project}/regions/{region}/routers/{name}");
+        self.http
+            .call(Call::delete(SVC, "routers.delete", path).query("requestId", request_id))
+            .await
+    }
+
+    /// `regions.get`: zones and regional quotas (limit and usage are doubles).
+    pub async fn get_region(&self, project: &str, region: &str) -> Result<Region, GcpError> {
+        let path = format!("projects/{project}/regions/{region}");
+        self.http.call(Call::get(SVC, "regions.get", path)).await
+    }
+
+    /// `acceleratorTypes.list`, one page.
+    pub async fn list_accelerator_types_page(
+        &self,
+        project: &str,
+        zone: &str,
+        max_results: Option<u32>,
+        page_token: Option<&str>,
+    ) -> Result<AcceleratorTypeList, GcpError> {
+        let path = format!("projects/{project}/zones/{zone}/acceleratorTypes");
+        let mut call = Call::get(SVC, "acceleratorTypes.list", path);
+        if let Some(n) = max_results {
+            call = call.query("maxResults", n);
+        }
+        if let Some(t) = page_token {
+            call = call.query("pageToken", t);
+        }
+        self.http.call(call).await
+    }
+
+    /// `acceleratorTypes.list`, every page.
+    pub async fn list_accelerator_types(
+        &self,
+        project: &str,
+        zone: &str,
+    ) -> Result<Vec<AcceleratorType>, GcpError> {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let page = self
+                .list_accelerator_types_page(project, zone, None, token.as_deref())
+                .await?;
+            out.extend(page.items);
+            match page.next_page_token.filter(|t| !t.is_empty()) {
+                Some(t) => token = Some(t),
+                None => return Ok(out),
+            }
+        }
+        Err(GcpError::transport(
+            SVC.name(),
+            "acceleratorTypes.list",
+            format!("more than {MAX_PAGES} pages"),
+        ))
+    }
+
+    /// `regionOperations.get`.
+    pub async fn get_region_operation(
+        &self,
+        project: &str,
+        region: &str,
+        name: &str,
+    ) -> Result<Operation, GcpError> {
+        self.get_operation(
+            &OperationScope::Region {
+                project: project.to_owned(),
+                region: region.to_owned(),
+            },
+            name,
+        )
+        .await
+    }
+
+    /// `globalOperations.get`.
+    pub async fn get_global_operation(
+        &self,
+        project: &str,
+        name: &str,
+    ) -> Result<Operation, GcpError> {
+        self.get_operation(
+            &OperationScope::Global {
+                project: project.to_owned(),
+            },
+            name,
+        )
+        .await
+    }
+
+    /// `{global,region,zone}Operations.get`.
+    pub async fn get_operation(
+        &self,
+        scope: &OperationScope,
+        name: &str,
+    ) -> Result<Operation, GcpError> {
+        self.http
+            .call(Call::get(SVC, scope.method(), scope.path(name)))
+            .await
+    }
+
+    /// Poll `op` (located through its `selfLink`) until DONE; see [`Self::wait_operation_at`].
+    pub async fn wait_operation(
+        &self,
+        op: &Operation,
+        cancel: &CancellationToken,
+        deadline: Duration,
+    ) -> Result<Operation, GcpError> {
+        let Some((scope, name)) = operation_ref(op) else {
+            return Err(GcpError::transport(
+                SVC.name(),
+                method_of(op),
+                format!("operation {:?} has no usable selfLink", op.name),
+            ));
+        };
+        self.wait_operation_at(&scope, &name, cancel, deadline)
+            .await
+    }
+
+    /// Poll an operation until DONE (retrying retryable polling errors), the deadline
+    /// (DEADLINE_EXCEEDED, retryable) or cancellation (CANCELLED). DONE with `error`
+    /// becomes that error, with `httpErrorStatusCode` as the HTTP status.
+    pub async fn wait_operation_at(
+        &self,
+        scope: &OperationScope,
+        name: &str,
+        cancel: &CancellationToken,
+        deadline: Duration,
+    ) -> Result<Operation, GcpError> {
+        let policy = LroPolicy::standard(deadline);
+        let done = lro::wait(SVC.name(), scope.method(), policy, cancel, || async {
+            let op = self.get_operation(scope, name).await?;
+            Ok(if op.is_done() {
+                Poll::Done(op)
+            } else {
+                Poll::Pending
+            })
+        })
+        .await?;
+        match &done.error {
+            Some(err) if !err.errors.is_empty() => {
+                let v = serde_json::to_value(err).unwrap_or_default();
+                let hint = done
+                    .http_error_status_code
+                    .and_then(|c| u16::try_from(c).ok());
+                Err(GcpError::from_operation(
+                    SVC.name(),
+                    method_of(&done),
+                    &v,
+                    hint,
+                ))
+            }
+            _ => Ok(done),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_ref_from_self_link() {
+        let op = |l: &str| Operation {
+            self_link: Some(l.into()),
+            ..Operation::default()
+        };
+        assert_eq!(
+            operation_ref(&op(
+                "https://compute.googleapis.com/compute/v1/projects/p/regions/us-central1/operations/operation-1"
+            )),
+            Some((
+                OperationScope::Region {
+                    project: "p".into(),
+                    region: "us-central1".into()
+                },
+                "operation-1".into()
+            ))
+        );
+        assert_eq!(
+            operation_ref(&op("http://x/compute/v1/projects/p/global/operations/o")),
+            Some((
+                OperationScope::Global {
+                    project: "p".into()
+                },
+                "o".into()
+            ))
+        );
+        assert_eq!(operation_ref(&op("http://x/compute/v1/projects/p")), None);
     }
 }

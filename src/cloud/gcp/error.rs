@@ -216,6 +216,8 @@ impl GcpError {
             } else if message.contains("GCE_QUOTA_EXCEEDED")
                 || message.starts_with("Quota '")
                 || message.contains("QUOTA_EXCEEDED")
+                || message.contains("Insufficient regional quota")
+                || message.contains("Insufficient quota")
             {
                 "QUOTA_EXCEEDED".to_owned()
             } else {
@@ -256,8 +258,10 @@ impl GcpError {
         self.http_status == 404
     }
 
+    /// 409 ALREADY_EXISTS only: not ABORTED (etag conflict), nor a 409 a client mapped
+    /// to another status (Storage's "bucket not empty").
     pub fn is_already_exists(&self) -> bool {
-        self.http_status == 409 && self.status != "ABORTED"
+        self.http_status == 409 && self.status == "ALREADY_EXISTS"
     }
 
     pub fn is_retryable(&self) -> bool {

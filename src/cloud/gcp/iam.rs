@@ -109,7 +109,8 @@ impl Iam {
             .await
     }
 
-    /// serviceAccounts.setIamPolicy. A stale etag fails with 409 ABORTED.
+    /// serviceAccounts.setIamPolicy, always at policy version 3. A stale etag fails with
+    /// 409 ABORTED.
     pub async fn set_service_account_iam_policy(
         &self,
         project: &str,
@@ -117,7 +118,10 @@ impl Iam {
         policy: &Policy,
     ) -> Result<Policy, GcpError> {
         let body = SetIamPolicyRequest {
-            policy: policy.clone(),
+            policy: Policy {
+                version: Some(POLICY_VERSION),
+                ..policy.clone()
+            },
             update_mask: None,
         };
         self.http

@@ -87,10 +87,14 @@ impl ResourceManager {
             .await
     }
 
-    /// projects.setIamPolicy. A stale etag fails with 409 ABORTED.
+    /// projects.setIamPolicy, always at policy version 3 (a lower version cannot carry
+    /// conditional bindings). A stale etag fails with 409 ABORTED.
     pub async fn set_iam_policy(&self, project: &str, policy: &Policy) -> Result<Policy, GcpError> {
         let body = SetIamPolicyRequest {
-            policy: policy.clone(),
+            policy: Policy {
+                version: Some(POLICY_VERSION),
+                ..policy.clone()
+            },
             update_mask: None,
         };
         self.http

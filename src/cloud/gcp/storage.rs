@@ -4,13 +4,17 @@
 //! Invariant: object names travel percent-encoded as one path segment (`/` included);
 //! a refused delete of a non-empty bucket always surfaces as reason
 //! [`BUCKET_NOT_EMPTY`] (status FAILED_PRECONDITION, terminal), whether the server said
-//! 409 (Google) or 412 (fake-gcs-server), so callers never mistake it for ALREADY_EXISTS.
+//! 409 (Google) or 412 (fake-gcs-server), so callers never mistake it for ALREADY_EXISTS;
+//! a stale bucket-policy etag surfaces as ABORTED (retryable), like IAM's.
 
 use reqwest::Method;
+use tokio_util::sync::CancellationToken;
 
 use super::config::Service;
 use super::error::{GcpError, RetryClass};
 use super::http::{Call, GcpHttp};
+use super::resource_manager::{RmwPolicy, modify_policy};
+use super::types::iam::Policy;
 use super::types::storage::{Bucket, BucketPolicy, Object, Objects};
 
 /// Reason of the error [`Storage::delete_bucket`] returns for a bucket still holding
@@ -25,6 +29,7 @@ const S: Service = Service::Storage;
 #[derive(Debug, Clone)]
 pub struct Storage {
     http: GcpHttp,
+    rmw: RmwPolicy,
 }
 
 /// Paging and filtering for [`Storage::list_objects`].
@@ -37,7 +42,16 @@ pub struct ListObjects<'a> {
 
 impl Storage {
     pub fn new(http: GcpHttp) -> Storage {
-        Storage { http }
+        Storage {
+            http,
+            rmw: RmwPolicy::default(),
+        }
+    }
+
+    /// The same client with another policy read-modify-write retry policy.
+    pub fn with_rmw_policy(mut self, rmw: RmwPolicy) -> Storage {
+        self.rmw = rmw;
+        self
     }
 
     /// buckets.insert: create `bucket` in `project`.
@@ -186,7 +200,8 @@ impl Storage {
             .await
     }
 
-    /// buckets.setIamPolicy. A stale `etag` fails with 412 (retry the read-modify-write).
+    /// buckets.setIamPolicy. A stale `etag` fails (Storage says 412 `conditionNotMet`)
+    /// with status ABORTED, retryable: redo the read-modify-write.
     pub async fn set_bucket_iam_policy(
         &self,
         bucket: &str,
@@ -203,7 +218,68 @@ impl Storage {
                 .json(policy),
             )
             .await
+            .map_err(etag_conflict)
     }
+
+    /// Read-modify-write of a bucket's policy (see [`modify_policy`]).
+    pub async fn modify_bucket_iam_policy<F>(
+        &self,
+        bucket: &str,
+        cancel: &CancellationToken,
+        mutate: F,
+    ) -> Result<Policy, GcpError>
+    where
+        F: FnMut(&mut Policy) -> bool,
+    {
+        let to_iam = |p: BucketPolicy| Policy {
+            version: p.version,
+            bindings: p.bindings,
+            audit_configs: Vec::new(),
+            etag: p.etag,
+        };
+        modify_policy(
+            S.name(),
+            "buckets.setIamPolicy",
+            self.rmw,
+            cancel,
+            || async { self.get_bucket_iam_policy(bucket).await.map(to_iam) },
+            |p| async move {
+                let body = BucketPolicy {
+                    version: p.version,
+                    bindings: p.bindings,
+                    etag: p.etag,
+                    ..BucketPolicy::default()
+                };
+                self.set_bucket_iam_policy(bucket, &body).await.map(to_iam)
+            },
+            mutate,
+        )
+        .await
+    }
+
+    /// Grant each `(role, member)` on the bucket (idempotent).
+    pub async fn add_bucket_bindings(
+        &self,
+        bucket: &str,
+        grants: &[(&str, &str)],
+        cancel: &CancellationToken,
+    ) -> Result<Policy, GcpError> {
+        self.modify_bucket_iam_policy(bucket, cancel, |p| {
+            grants
+                .iter()
+                .fold(false, |changed, (r, m)| p.add_binding(r, m) | changed)
+        })
+        .await
+    }
+}
+
+/// Storage reports a stale policy etag as 412 `conditionNotMet`; it is an etag conflict.
+fn etag_conflict(mut e: GcpError) -> GcpError {
+    if e.http_status == 412 {
+        e.status = "ABORTED".into();
+        e.retry = RetryClass::Retryable;
+    }
+    e
 }
 
 /// Whether `e` is the refusal to delete a bucket that still holds objects.

@@ -1,17 +1,187 @@
-//! Simulated service (to be filled in).
+//! Simulated Compute Engine (compute v1) under `/compute/v1/`: VPC networks (global
+//! operations), Cloud Routers with NAT (regional operations), regions with quotas,
+//! accelerator types per zone; plus `/sim/v1/quotas`.
+//!
+//! Invariant: inserts and deletes are operations that move PENDING -> RUNNING -> DONE on
+//! the simulator clock and change the resources only when DONE (in [`tick`]); a
+//! `requestId` seen before returns the operation it started instead of acting twice.
+
+pub mod catalog;
+mod handlers;
+mod info;
+pub mod quota;
+
+use std::collections::BTreeMap;
 
 use axum::Router;
+use axum::routing::{get, post};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::cloud::gcp::types::compute::{Network, Operation, OperationError, Router as CRouter};
 use crate::sim::Sim;
-use crate::sim::clock::Clock;
+use crate::sim::clock::{Clock, SimTime};
 use crate::sim::world::World;
 
-#[derive(Debug, Default, Serialize)]
-pub struct State {}
-
-pub fn routes() -> Router<Sim> {
-    Router::new()
+/// Virtual durations of Compute operations.
+pub mod durations {
+    use std::time::Duration;
+    pub const PENDING: Duration = Duration::from_secs(1);
+    pub const NETWORK: Duration = Duration::from_secs(20);
+    pub const ROUTER: Duration = Duration::from_secs(10);
 }
 
-pub fn tick(_world: &mut World, _clock: &Clock) {}
+/// What an operation does when DONE.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Effect {
+    InsertNetwork(String, Network),
+    DeleteNetwork(String),
+    InsertRouter(String, CRouter),
+    DeleteRouter(String),
+}
+
+impl Effect {
+    fn key(&self) -> &str {
+        match self {
+            Effect::InsertNetwork(k, _)
+            | Effect::DeleteNetwork(k)
+            | Effect::InsertRouter(k, _)
+            | Effect::DeleteRouter(k) => k,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpRec {
+    pub op: Operation,
+    pub project: String,
+    /// None: a global operation.
+    pub region: Option<String>,
+    pub running_at: SimTime,
+    pub done_at: SimTime,
+    pub effect: Effect,
+    /// Decided when the operation started: the DONE operation carries this error (with
+    /// its HTTP status) and the effect is not applied.
+    pub failure: Option<(OperationError, i32, String)>,
+}
+
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    /// By `{project}/{name}`.
+    pub networks: BTreeMap<String, Network>,
+    /// By `{project}/{region}/{name}`.
+    pub routers: BTreeMap<String, CRouter>,
+    pub operations: Vec<OpRec>,
+    /// requestId -> the operation it started.
+    pub request_ids: BTreeMap<String, String>,
+    /// region -> metric -> limit (from `POST /sim/v1/quotas`).
+    pub quota_overrides: BTreeMap<String, BTreeMap<String, f64>>,
+    epoch: Option<DateTime<Utc>>,
+}
+
+impl State {
+    /// Whether network `name` exists in `project` (the implicit `default` always does).
+    pub fn has_network(&self, project: &str, name: &str) -> bool {
+        name == "default" || self.networks.contains_key(&format!("{project}/{name}"))
+    }
+
+    /// An operation not yet DONE whose effect targets `key`.
+    fn pending_on(&self, key: &str) -> Option<&OpRec> {
+        self.operations
+            .iter()
+            .find(|o| o.op.status != "DONE" && o.effect.key() == key)
+    }
+
+    /// RFC 3339 wall-clock stamp of virtual time `t`.
+    pub(crate) fn stamp(&mut self, clock: &Clock, t: SimTime) -> String {
+        let epoch = *self.epoch.get_or_insert_with(|| {
+            Utc::now() - chrono::Duration::from_std(clock.now()).unwrap_or_default()
+        });
+        let at = epoch + chrono::Duration::from_std(t).unwrap_or_default();
+        at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    }
+}
+
+pub fn routes() -> Router<Sim> {
+    const P: &str = "/compute/v1/projects/{project}";
+    Router::new()
+        .route(
+            &format!("{P}/global/networks"),
+            post(handlers::insert_network),
+        )
+        .route(
+            &format!("{P}/global/networks/{{network}}"),
+            get(handlers::get_network).delete(handlers::delete_network),
+        )
+        .route(
+            &format!("{P}/regions/{{region}}/routers"),
+            post(handlers::insert_router),
+        )
+        .route(
+            &format!("{P}/regions/{{region}}/routers/{{router}}"),
+            get(handlers::get_router).delete(handlers::delete_router),
+        )
+        .route(&format!("{P}/regions/{{region}}"), get(info::get_region))
+        .route(
+            &format!("{P}/regions/{{region}}/operations/{{operation}}"),
+            get(handlers::get_region_operation),
+        )
+        .route(
+            &format!("{P}/global/operations/{{operation}}"),
+            get(handlers::get_global_operation),
+        )
+        .route(
+            &format!("{P}/zones/{{zone}}/acceleratorTypes"),
+            get(info::list_accelerator_types),
+        )
+        .route(
+            "/sim/v1/quotas",
+            post(quota::set).get(quota::list).delete(quota::clear),
+        )
+}
+
+/// Move operations along; apply the effects of those that are DONE.
+pub fn tick(world: &mut World, clock: &Clock) {
+    let state = &mut world.compute;
+    for i in 0..state.operations.len() {
+        let o = &state.operations[i];
+        if o.op.status == "DONE" {
+            continue;
+        }
+        if clock.is_due(o.done_at) {
+            let done_at = o.done_at;
+            let end = state.stamp(clock, done_at);
+            let o = &mut state.operations[i];
+            o.op.status = "DONE".into();
+            o.op.progress = Some(100);
+            o.op.end_time = Some(end);
+            if let Some((error, code, message)) = o.failure.clone() {
+                o.op.error = Some(error);
+                o.op.http_error_status_code = Some(code);
+                o.op.http_error_message = Some(message);
+                continue;
+            }
+            match o.effect.clone() {
+                Effect::InsertNetwork(k, n) => {
+                    state.networks.insert(k, n);
+                }
+                Effect::DeleteNetwork(k) => {
+                    state.networks.remove(&k);
+                }
+                Effect::InsertRouter(k, r) => {
+                    state.routers.insert(k, r);
+                }
+                Effect::DeleteRouter(k) => {
+                    state.routers.remove(&k);
+                }
+            }
+        } else if o.op.status == "PENDING" && clock.is_due(o.running_at) {
+            let o = &mut state.operations[i];
+            o.op.status = "RUNNING".into();
+            o.op.progress = Some(50);
+        }
+    }
+}

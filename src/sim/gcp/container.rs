@@ -1,17 +1,154 @@
-//! Simulated service (to be filled in).
+//! Simulated GKE (container v1) under `/container/v1/`: clusters, node pools and their
+//! long-running operations, plus `/sim/v1/stockouts`.
+//!
+//! Invariant: every mutation is an operation that moves PENDING -> RUNNING -> DONE on the
+//! simulator clock and applies its effect (cluster RUNNING with its Kubernetes API, pool
+//! nodes, removal) only when DONE, in [`tick`]; a cluster runs one operation at a time;
+//! quota and stockout outcomes are decided when the operation starts and reported as a
+//! DONE operation with `error`, like GKE.
+
+mod handlers;
+mod model;
+mod ops;
+mod validate;
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use axum::Router;
+use axum::routing::{get, post};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::sim::Sim;
-use crate::sim::clock::Clock;
+use crate::sim::clock::{Clock, SimTime};
+use crate::sim::gcp::compute::catalog;
 use crate::sim::world::World;
 
-#[derive(Debug, Default, Serialize)]
-pub struct State {}
+pub use model::{ClusterRec, OpRec, PoolRec, Shape};
 
-pub fn routes() -> Router<Sim> {
-    Router::new()
+/// Virtual durations of GKE operations.
+pub mod durations {
+    use std::time::Duration;
+    pub const PENDING: Duration = Duration::from_secs(5);
+    pub const CREATE_CLUSTER: Duration = Duration::from_secs(300);
+    pub const DELETE_CLUSTER: Duration = Duration::from_secs(180);
+    pub const CREATE_NODE_POOL: Duration = Duration::from_secs(90);
+    pub const DELETE_NODE_POOL: Duration = Duration::from_secs(60);
+    pub const SET_NODE_POOL_SIZE: Duration = Duration::from_secs(30);
 }
 
-pub fn tick(_world: &mut World, _clock: &Clock) {}
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    /// By `{project}/{location}/{name}`.
+    pub clusters: BTreeMap<String, ClusterRec>,
+    /// Every operation, in creation order.
+    pub operations: Vec<OpRec>,
+    /// `{zone}/{acceleratorType}` pairs out of stock (added through `/sim/v1/stockouts`).
+    pub stockouts: BTreeSet<String>,
+    /// Wall-clock time of virtual time zero (timestamps follow the virtual clock).
+    epoch: Option<DateTime<Utc>>,
+}
+
+impl State {
+    /// RFC 3339 wall-clock stamp of virtual time `t`.
+    pub(crate) fn stamp(&mut self, clock: &Clock, t: SimTime) -> String {
+        let epoch = *self.epoch.get_or_insert_with(|| {
+            Utc::now() - chrono::Duration::from_std(clock.now()).unwrap_or_default()
+        });
+        let at = epoch + chrono::Duration::from_std(t).unwrap_or_default();
+        at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    }
+}
+
+/// Whether `zone` is out of `accelerator` (configured or added at run time).
+pub fn stocked_out(sim: &Sim, state: &State, zone: &str, accelerator: &str) -> bool {
+    state.stockouts.contains(&format!("{zone}/{accelerator}"))
+        || sim
+            .config()
+            .stockouts
+            .iter()
+            .any(|(z, a)| z == zone && a == accelerator)
+}
+
+/// Quota usage in `project`/`region` by metric, from the node pools that hold nodes
+/// (or are being given them).
+pub fn usage(world: &World, project: &str, region: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for c in world.container.clusters.values() {
+        if c.project != project || c.region != region {
+            continue;
+        }
+        for p in &c.pools {
+            if p.status == "ERROR" {
+                continue;
+            }
+            let per_zone = world
+                .kube
+                .pool_node_count(&c.kube_key, &p.spec.name)
+                .unwrap_or(p.size);
+            let nodes = f64::from(per_zone) * p.zones.len() as f64;
+            for (metric, units) in p.shape.units() {
+                *out.entry(metric).or_insert(0.0) += units * nodes;
+            }
+        }
+    }
+    out
+}
+
+/// Names of the GKE clusters (`projects/{p}/locations/{l}/clusters/{c}`) on `network`.
+pub fn network_users(world: &World, project: &str, network: &str) -> Vec<String> {
+    world
+        .container
+        .clusters
+        .values()
+        .filter(|c| c.project == project && c.network_name() == network)
+        .map(|c| {
+            format!(
+                "projects/{}/locations/{}/clusters/{}",
+                c.project, c.location, c.spec.name
+            )
+        })
+        .collect()
+}
+
+/// Region of a GKE location (zone or region).
+pub(crate) fn region_of(location: &str) -> Option<&str> {
+    catalog::region_of(location)
+}
+
+pub fn routes() -> Router<Sim> {
+    const P: &str = "/container/v1/projects/{project}/locations/{location}";
+    Router::new()
+        .route(&format!("{P}/clusters"), post(handlers::create_cluster))
+        .route(
+            &format!("{P}/clusters/{{cluster}}"),
+            get(handlers::get_cluster).delete(handlers::delete_cluster),
+        )
+        .route(
+            &format!("{P}/clusters/{{cluster}}/nodePools"),
+            post(handlers::create_pool).get(handlers::list_pools),
+        )
+        .route(
+            &format!("{P}/clusters/{{cluster}}/nodePools/{{pool}}"),
+            get(handlers::get_pool)
+                .delete(handlers::delete_pool)
+                .post(handlers::pool_verb),
+        )
+        .route(
+            &format!("{P}/operations/{{operation}}"),
+            get(handlers::get_operation),
+        )
+        .route(
+            "/sim/v1/stockouts",
+            post(handlers::add_stockout)
+                .get(handlers::list_stockouts)
+                .delete(handlers::clear_stockouts),
+        )
+}
+
+/// Move operations along: RUNNING when their pending time has passed, DONE (with their
+/// effect) when their duration has.
+pub fn tick(world: &mut World, clock: &Clock) {
+    ops::advance(world, clock);
+}

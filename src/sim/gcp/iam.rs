@@ -1,17 +1,252 @@
-//! Simulated service (to be filled in).
+//! Simulated IAM v1: service accounts (`{accountId}@{project}.iam.gserviceaccount.com`,
+//! 21-digit unique IDs) and their own IAM policies.
+//!
+//! Invariant: an account ID is unique within its project while the account exists; a
+//! deleted account's grants on project policies turn into the `deleted:` form; every
+//! response, error or not, is tagged with its Google method.
 
-use axum::Router;
-use serde::Serialize;
+pub mod policy;
 
-use crate::sim::Sim;
+use std::collections::BTreeMap;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State as AxState};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use crate::cloud::gcp::types::iam::{
+    CreateServiceAccountRequest, GetIamPolicyRequest, Policy, ServiceAccount, SetIamPolicyRequest,
+    service_account_email, validate_account_id,
+};
+use crate::sim::body::strict;
 use crate::sim::clock::Clock;
+use crate::sim::error::{Flavor, SimError};
 use crate::sim::world::World;
+use crate::sim::{Sim, tag};
+
+const SVC: &str = "iam";
+const F: Flavor = Flavor::Aip193;
 
 #[derive(Debug, Default, Serialize)]
-pub struct State {}
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    /// By email.
+    pub accounts: BTreeMap<String, Account>,
+    #[serde(skip)]
+    next_id: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Account {
+    pub account: ServiceAccount,
+    pub policy: policy::Stored,
+}
+
+impl State {
+    /// Whether a live service account has this email.
+    pub fn exists(&self, email: &str) -> bool {
+        self.accounts.contains_key(email)
+    }
+
+    /// The account `key` (email or unique ID) names, seen from `project` (`-`: any).
+    fn find(&mut self, project: &str, key: &str) -> Result<&mut Account, SimError> {
+        self.accounts
+            .values_mut()
+            .find(|a| {
+                (a.account.email == key || a.account.unique_id == key)
+                    && (project == "-" || a.account.project_id == project)
+            })
+            .ok_or_else(|| {
+                SimError::new(F, 404, "NOT_FOUND", "NOT_FOUND", "Unknown service account")
+            })
+    }
+}
 
 pub fn routes() -> Router<Sim> {
     Router::new()
+        .route("/iam/v1/projects/{project}/serviceAccounts", post(create))
+        .route(
+            "/iam/v1/projects/{project}/serviceAccounts/{sa}",
+            get(get_account).delete(delete_account).post(verb),
+        )
 }
 
+/// IAM has nothing that changes with time.
 pub fn tick(_world: &mut World, _clock: &Clock) {}
+
+async fn create(AxState(sim): AxState<Sim>, Path(project): Path<String>, body: Bytes) -> Response {
+    const M: &str = "serviceAccounts.create";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    tag(M, do_create(&sim, &project, &body))
+}
+
+fn do_create(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<ServiceAccount>, SimError> {
+    let req: CreateServiceAccountRequest = strict(F, body)?;
+    validate_account_id(&req.account_id).map_err(|m| SimError::invalid(F, m))?;
+    let given = req.service_account.unwrap_or_default();
+    if given.display_name.chars().count() > 100 {
+        return Err(SimError::invalid(
+            F,
+            "displayName must be at most 100 characters.",
+        ));
+    }
+    if given.description.chars().count() > 256 {
+        return Err(SimError::invalid(
+            F,
+            "description must be at most 256 characters.",
+        ));
+    }
+    let email = service_account_email(&req.account_id, project);
+    let mut w = sim.world();
+    let st = &mut w.iam;
+    if st.accounts.contains_key(&email) {
+        return Err(SimError::new(
+            F,
+            409,
+            "ALREADY_EXISTS",
+            "ALREADY_EXISTS",
+            format!(
+                "Service account {} already exists within project projects/{project}.",
+                req.account_id
+            ),
+        ));
+    }
+    st.next_id += 1;
+    let unique_id = format!("1{:020}", 10_000_000_000 + st.next_id);
+    let account = ServiceAccount {
+        name: format!("projects/{project}/serviceAccounts/{email}"),
+        project_id: project.to_owned(),
+        unique_id: unique_id.clone(),
+        email: email.clone(),
+        display_name: given.display_name,
+        description: given.description,
+        etag: "MDEwMjE5MjA=".to_owned(),
+        oauth2_client_id: unique_id,
+        disabled: false,
+    };
+    st.accounts.insert(
+        email,
+        Account {
+            account: account.clone(),
+            policy: policy::Stored::new(Vec::new(), 0),
+        },
+    );
+    Ok(Json(account))
+}
+
+async fn get_account(
+    AxState(sim): AxState<Sim>,
+    Path((project, sa)): Path<(String, String)>,
+) -> Response {
+    const M: &str = "serviceAccounts.get";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let mut w = sim.world();
+    tag(
+        M,
+        w.iam.find(&project, &sa).map(|a| Json(a.account.clone())),
+    )
+}
+
+async fn delete_account(
+    AxState(sim): AxState<Sim>,
+    Path((project, sa)): Path<(String, String)>,
+) -> Response {
+    const M: &str = "serviceAccounts.delete";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let mut w = sim.world();
+    let found = w
+        .iam
+        .find(&project, &sa)
+        .map(|a| (a.account.email.clone(), a.account.unique_id.clone()));
+    let (email, unique_id) = match found {
+        Ok(x) => x,
+        Err(e) => return tag(M, e),
+    };
+    w.iam.accounts.remove(&email);
+    w.resource_manager.account_deleted(&email, &unique_id);
+    tag(M, Json(serde_json::json!({})))
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct GetPolicyQuery {
+    #[serde(rename = "options.requestedPolicyVersion")]
+    requested_policy_version: Option<i32>,
+}
+
+/// `POST .../serviceAccounts/{sa}:getIamPolicy` and `:setIamPolicy` (one path segment).
+async fn verb(
+    AxState(sim): AxState<Sim>,
+    Path((project, sa)): Path<(String, String)>,
+    Query(q): Query<GetPolicyQuery>,
+    body: Bytes,
+) -> Response {
+    if let Some(sa) = sa.strip_suffix(":getIamPolicy") {
+        const M: &str = "serviceAccounts.getIamPolicy";
+        if let Some(r) = sim.fault(SVC, M, F).await {
+            return r;
+        }
+        return tag(
+            M,
+            get_policy(&sim, &project, sa, q.requested_policy_version, &body),
+        );
+    }
+    if let Some(sa) = sa.strip_suffix(":setIamPolicy") {
+        const M: &str = "serviceAccounts.setIamPolicy";
+        if let Some(r) = sim.fault(SVC, M, F).await {
+            return r;
+        }
+        return tag(M, set_policy(&sim, &project, sa, &body));
+    }
+    tag(
+        "serviceAccounts.unknown",
+        SimError::new(
+            F,
+            404,
+            "NOT_FOUND",
+            "NOT_FOUND",
+            format!("Method not found: {sa}"),
+        ),
+    )
+}
+
+fn get_policy(
+    sim: &Sim,
+    project: &str,
+    sa: &str,
+    version: Option<i32>,
+    body: &Bytes,
+) -> Result<Json<Policy>, SimError> {
+    // The discovery document takes the options as a query parameter; accept the
+    // Resource Manager style body too.
+    let req: GetIamPolicyRequest = strict(F, body)?;
+    let version = version.or(req.options.and_then(|o| o.requested_policy_version));
+    if let Some(v) = version
+        && ![0, 1, 3].contains(&v)
+    {
+        return Err(SimError::invalid(
+            F,
+            format!("Invalid requested policy version {v}."),
+        ));
+    }
+    let mut w = sim.world();
+    Ok(Json(w.iam.find(project, sa)?.policy.policy.clone()))
+}
+
+fn set_policy(sim: &Sim, project: &str, sa: &str, body: &Bytes) -> Result<Json<Policy>, SimError> {
+    let req: SetIamPolicyRequest = strict(F, body)?;
+    let mut w = sim.world();
+    let known: Vec<String> = w.iam.accounts.keys().cloned().collect();
+    let acct = w.iam.find(project, sa)?;
+    acct.policy
+        .set(req, |email| known.iter().any(|k| k == email))
+        .map(Json)
+}

@@ -1,19 +1,39 @@
 //! The simulated Kubernetes API of each simulated GKE cluster, served under
-//! `/kube/{cluster}/`. The GKE simulator creates and removes clusters and node pools
-//! through the functions below; nodes follow the pools.
+//! `/kube/{cluster}/` ([`http`]), with node objects that follow the GKE node pools,
+//! a scheduler, a cluster autoscaler and status controllers on the simulator clock
+//! ([`cluster`]), plus admin endpoints: the simulator's own manifests and spot reclaims
+//! ([`admin`]).
+//!
+//! Invariant: the GKE simulator drives this module only through [`State`]'s pool and
+//! cluster functions; every change marks the cluster for reconciliation, which
+//! [`tick`] (run before any handler reads the world) performs, so callers always see
+//! nodes, pods and statuses consistent with the pools and the virtual time.
+
+pub mod admin;
+pub mod cluster;
+pub mod controllers;
+pub mod http;
+pub mod manifests;
+pub mod nodes;
+pub mod objects;
+pub mod resources;
+pub mod sched;
+pub mod verbs;
 
 use std::collections::BTreeMap;
-
-/// The simulated clusters' CA certificate (PEM; self-signed, no private key kept).
-/// GKE's `masterAuth.clusterCaCertificate` is the base64 of such a PEM.
-pub const CA_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBljCCAT2gAwIBAgIUU5plAbUNr0t8n0HR9MaQMA3A/T0wCgYIKoZIzj0EAwIw\nIDEeMBwGA1UEAwwVa2luZXRpY2Qtc2ltdWxhdG9yLWNhMCAXDTI2MTEyOTIwNDMx\nMVoYDzIxMjYxMTA1MjA0MzExWjAgMR4wHAYDVQQDDBVraW5ldGljZC1zaW11bGF0\nb3ItY2EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAT2iL0uaF1UZ9W0e7NJkxtx\nL3B4U2J1pqMOEK46lWluYOXDrGRB0iUrdtOq54nCVxMIvQRB8sDwW58Ipx+6XjqF\no1MwUTAdBgNVHQ4EFgQUtkVyWa1lKg3Sc5wAh5mPiD/JxygwHwYDVR0jBBgwFoAU\ntkVyWa1lKg3Sc5wAh5mPiD/JxygwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQD\nAgNHADBEAiBFmWZt3jaPzchJBw6v+XVgHE8zwuZQk4c3S7meraxDPwIgRfrot3cT\nIKmnFAxhzrXJOqHNCpg1Sbb0p1BD9xQjT+k=\n-----END CERTIFICATE-----";
 
 use axum::Router;
 use serde::Serialize;
 
 use crate::sim::Sim;
-use crate::sim::clock::Clock;
+use crate::sim::clock::{Clock, SimTime};
 use crate::sim::world::World;
+
+pub use cluster::{ClusterKube, PoolRuntime, Reclaim};
+
+/// The simulated clusters' CA certificate (PEM; self-signed, no private key kept).
+/// GKE's `masterAuth.clusterCaCertificate` is the base64 of such a PEM.
+pub const CA_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBljCCAT2gAwIBAgIUU5plAbUNr0t8n0HR9MaQMA3A/T0wCgYIKoZIzj0EAwIw\nIDEeMBwGA1UEAwwVa2luZXRpY2Qtc2ltdWxhdG9yLWNhMCAXDTI2MTEyOTIwNDMx\nMVoYDzIxMjYxMTA1MjA0MzExWjAgMR4wHAYDVQQDDBVraW5ldGljZC1zaW11bGF0\nb3ItY2EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAT2iL0uaF1UZ9W0e7NJkxtx\nL3B4U2J1pqMOEK46lWluYOXDrGRB0iUrdtOq54nCVxMIvQRB8sDwW58Ipx+6XjqF\no1MwUTAdBgNVHQ4EFgQUtkVyWa1lKg3Sc5wAh5mPiD/JxygwHwYDVR0jBBgwFoAU\ntkVyWa1lKg3Sc5wAh5mPiD/JxygwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQD\nAgNHADBEAiBFmWZt3jaPzchJBw6v+XVgHE8zwuZQk4c3S7meraxDPwIgRfrot3cT\nIKmnFAxhzrXJOqHNCpg1Sbb0p1BD9xQjT+k=\n-----END CERTIFICATE-----";
 
 /// What the GKE side tells the Kubernetes side about one node pool.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -22,7 +42,8 @@ pub struct PoolNodes {
     pub pool: String,
     pub machine_type: String,
     pub zones: Vec<String>,
-    /// Autoscaling bounds (per zone, like GKE's minNodeCount/maxNodeCount).
+    /// Autoscaling bounds (per zone, like GKE's minNodeCount/maxNodeCount). The
+    /// autoscaler never grows a pool beyond `max` (use `max = count` without autoscaling).
     pub min: u32,
     pub max: u32,
     /// Nodes now (per zone).
@@ -37,35 +58,38 @@ pub struct PoolNodes {
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct ClusterKube {
-    pub pools: BTreeMap<String, PoolNodes>,
-}
-
-#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct State {
     pub clusters: BTreeMap<String, ClusterKube>,
+    /// Downloads of the simulator's own manifests, by file name.
+    pub manifest_downloads: BTreeMap<String, u64>,
 }
 
 impl State {
     /// A new, empty API server for cluster `key` (URL-safe; served at `/kube/{key}`).
     pub fn add_cluster(&mut self, key: &str) {
-        self.clusters.entry(key.to_owned()).or_default();
+        self.clusters
+            .entry(key.to_owned())
+            .or_insert_with(|| ClusterKube::new(key));
     }
 
     pub fn remove_cluster(&mut self, key: &str) {
         self.clusters.remove(key);
     }
 
-    /// Create or replace a pool's nodes.
+    /// Create or replace a pool's nodes (the autoscaler's plans for the pool are kept).
     pub fn upsert_pool(&mut self, key: &str, pool: PoolNodes) {
         if let Some(c) = self.clusters.get_mut(key) {
             c.pools.insert(pool.pool.clone(), pool);
+            c.mark_dirty();
         }
     }
 
     pub fn remove_pool(&mut self, key: &str, pool: &str) {
         if let Some(c) = self.clusters.get_mut(key) {
             c.pools.remove(pool);
+            c.runtime.remove(pool);
+            c.mark_dirty();
         }
     }
 
@@ -75,18 +99,40 @@ impl State {
     }
 
     pub fn set_pool_size(&mut self, key: &str, pool: &str, count: u32) {
-        if let Some(p) = self
-            .clusters
-            .get_mut(key)
-            .and_then(|c| c.pools.get_mut(pool))
+        if let Some(c) = self.clusters.get_mut(key)
+            && let Some(p) = c.pools.get_mut(pool)
         {
             p.count = count;
+            if let Some(rt) = c.runtime.get_mut(pool)
+                && rt.scale_to.is_some_and(|(_, t)| t <= count)
+            {
+                rt.scale_to = None;
+            }
+            c.mark_dirty();
+        }
+    }
+
+    /// Spot reclaim of `pool` at virtual time `now` (see [`ClusterKube::reclaim`]).
+    pub fn reclaim_pool(
+        &mut self,
+        key: &str,
+        pool: &str,
+        now: SimTime,
+    ) -> Result<Reclaim, (u16, String)> {
+        match self.clusters.get_mut(key) {
+            Some(c) => c.reclaim(pool, now),
+            None => Err((404, format!("cluster {key} not found"))),
         }
     }
 }
 
 pub fn routes() -> Router<Sim> {
-    Router::new()
+    Router::new().merge(http::routes()).merge(admin::routes())
 }
 
-pub fn tick(_world: &mut World, _clock: &Clock) {}
+/// Reconcile every cluster that changed or has a transition due.
+pub fn tick(world: &mut World, clock: &Clock) {
+    for c in world.kube.clusters.values_mut() {
+        c.tick(clock);
+    }
+}

@@ -196,16 +196,3 @@ pub struct BucketPolicy {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub etag: String,
 }
-
-impl BucketPolicy {
-    /// Grant `role` to `member` (unconditionally). Returns whether the policy changed.
-    pub fn add_binding(&mut self, role: &str, member: &str) -> bool {
-        let mut p = super::iam::Policy {
-            bindings: std::mem::take(&mut self.bindings),
-            ..Default::default()
-        };
-        let changed = p.add_binding(role, member);
-        self.bindings = p.bindings;
-        changed
-    }
-}

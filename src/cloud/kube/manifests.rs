@@ -1,0 +1,311 @@
+//! Manifests kineticd applies to every cluster (the LeaderWorkerSet controller and the
+//! NVIDIA COS driver installer): fetched by URL, checked against a pinned sha256 and
+//! cached in PostgreSQL after the first download.
+//!
+//! Invariant: a body is applied only if it hashes to the pinned digest (when one is
+//! configured); once a body is cached, later fetches never touch the network, so a
+//! flaky download site blocks provisioning at most once per database. Without a pinned
+//! digest the first body fetched for a (url, version) is pinned by the cache.
+
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::KubeError;
+use crate::store::{self, Db};
+
+/// LeaderWorkerSet release manifest (kubernetes-sigs/lws).
+pub const LWS_VERSION: &str = "v0.8.0";
+pub const LWS_URL: &str =
+    "https://github.com/kubernetes-sigs/lws/releases/download/v0.8.0/manifests.yaml";
+/// NVIDIA driver installer for Container-Optimized OS (GoogleCloudPlatform/container-engine-accelerators).
+pub const NVIDIA_DRIVER_VERSION: &str = "cos-preloaded";
+pub const NVIDIA_DRIVER_URL: &str = "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/master/nvidia-driver-installer/cos/daemonset-preloaded.yaml";
+
+/// The LWS controller Deployment the `up` workflow waits for.
+pub const LWS_NAMESPACE: &str = "lws-system";
+pub const LWS_DEPLOYMENT: &str = "lws-controller-manager";
+/// The driver installer DaemonSet.
+pub const NVIDIA_DRIVER_NAMESPACE: &str = "kube-system";
+pub const NVIDIA_DRIVER_DAEMONSET: &str = "nvidia-driver-installer";
+
+/// A manifest pinned by URL, version and (optionally) sha256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestSpec {
+    /// Short name for messages (`lws`, `nvidia-driver-installer`).
+    pub name: String,
+    pub url: String,
+    pub version: String,
+    /// Lowercase hex sha256 of the body. `None`: pinned by the first fetch.
+    pub sha256: Option<String>,
+}
+
+/// The manifests kineticd knows about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestConfig {
+    pub lws: ManifestSpec,
+    pub nvidia_driver: ManifestSpec,
+}
+
+/// A sha256 as lowercase hex, or an error naming the variable it came from.
+fn parse_sha256(var: &str, v: &str) -> Result<String, KubeError> {
+    let v = v.trim().to_ascii_lowercase();
+    if v.len() == 64 && v.chars().all(|c| c.is_ascii_hexdigit()) {
+        Ok(v)
+    } else {
+        Err(KubeError::Config(format!(
+            "{var} must be 64 hex digits (a sha256)"
+        )))
+    }
+}
+
+impl Default for ManifestConfig {
+    /// Google's and GitHub's URLs. Their digests were not known when this was built (no
+    /// network on build machines): set the `_SHA256` variables to pin them explicitly.
+    fn default() -> Self {
+        ManifestConfig {
+            lws: ManifestSpec {
+                name: "lws".into(),
+                url: LWS_URL.into(),
+                version: LWS_VERSION.into(),
+                sha256: None,
+            },
+            nvidia_driver: ManifestSpec {
+                name: "nvidia-driver-installer".into(),
+                url: NVIDIA_DRIVER_URL.into(),
+                version: NVIDIA_DRIVER_VERSION.into(),
+                sha256: None,
+            },
+        }
+    }
+}
+
+impl ManifestConfig {
+    /// Defaults overridden by `KINETIC_LWS_MANIFEST_URL` / `_SHA256` and
+    /// `KINETIC_NVIDIA_DRIVER_MANIFEST_URL` / `_SHA256`.
+    pub fn from_env() -> Result<ManifestConfig, KubeError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// As [`ManifestConfig::from_env`], reading variables through `get`. A URL override
+    /// without a digest drops the default digest (it belongs to the default URL).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<ManifestConfig, KubeError> {
+        let mut cfg = ManifestConfig::default();
+        for (spec, prefix) in [
+            (&mut cfg.lws, "KINETIC_LWS_MANIFEST"),
+            (&mut cfg.nvidia_driver, "KINETIC_NVIDIA_DRIVER_MANIFEST"),
+        ] {
+            if let Some(url) = get(&format!("{prefix}_URL")).filter(|u| !u.trim().is_empty()) {
+                spec.url = url.trim().to_owned();
+                spec.sha256 = None;
+            }
+            let var = format!("{prefix}_SHA256");
+            if let Some(sha) = get(&var).filter(|s| !s.trim().is_empty()) {
+                spec.sha256 = Some(parse_sha256(&var, &sha)?);
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// The simulator's own small manifests (`serve --dev`, tests), pinned.
+    pub fn simulator(sim_base_url: &str) -> ManifestConfig {
+        use crate::sim::kube::manifests as sim;
+        let base = sim_base_url.trim_end_matches('/');
+        ManifestConfig {
+            lws: ManifestSpec {
+                name: "lws".into(),
+                url: format!("{base}{}", sim::LWS_PATH),
+                version: LWS_VERSION.into(),
+                sha256: Some(sim::LWS_SHA256.into()),
+            },
+            nvidia_driver: ManifestSpec {
+                name: "nvidia-driver-installer".into(),
+                url: format!("{base}{}", sim::NVIDIA_DRIVER_PATH),
+                version: NVIDIA_DRIVER_VERSION.into(),
+                sha256: Some(sim::NVIDIA_DRIVER_SHA256.into()),
+            },
+        }
+    }
+}
+
+/// Lowercase hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A manifest body ready to apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    pub url: String,
+    pub version: String,
+    pub sha256: String,
+    pub body: String,
+    /// True when the body came from PostgreSQL (no download).
+    pub from_cache: bool,
+}
+
+/// Fetches manifests through the PostgreSQL cache; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ManifestStore {
+    db: Db,
+    http: reqwest::Client,
+}
+
+const MAX_MANIFEST_BYTES: usize = 16 * 1024 * 1024;
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl ManifestStore {
+    pub fn new(db: Db, http: reqwest::Client) -> ManifestStore {
+        ManifestStore { db, http }
+    }
+
+    /// The body of `spec`: from the cache, or downloaded, checked and cached.
+    pub async fn fetch(&self, spec: &ManifestSpec) -> Result<Manifest, KubeError> {
+        let cached = match &spec.sha256 {
+            Some(sha) => store::manifests::get(&self.db, &spec.url, sha).await?,
+            None => store::manifests::first_for_version(&self.db, &spec.url, &spec.version).await?,
+        };
+        if let Some(rec) = cached {
+            if sha256_hex(rec.body.as_bytes()) == rec.sha256 {
+                return Ok(Manifest {
+                    url: rec.url,
+                    version: rec.version,
+                    sha256: rec.sha256,
+                    body: rec.body,
+                    from_cache: true,
+                });
+            }
+            tracing::warn!(url = %spec.url, "cached manifest does not match its digest; downloading again");
+        }
+        let bytes = self.download(&spec.url).await?;
+        let actual = sha256_hex(&bytes);
+        if let Some(expected) = &spec.sha256
+            && *expected != actual
+        {
+            return Err(KubeError::ChecksumMismatch {
+                url: spec.url.clone(),
+                expected: expected.clone(),
+                actual,
+            });
+        }
+        let body = String::from_utf8(bytes)
+            .map_err(|_| KubeError::Manifest(format!("{} is not UTF-8 text", spec.url)))?;
+        store::manifests::insert(&self.db, &spec.url, &spec.version, &actual, &body).await?;
+        tracing::info!(url = %spec.url, sha256 = %actual, "manifest downloaded and cached");
+        Ok(Manifest {
+            url: spec.url.clone(),
+            version: spec.version.clone(),
+            sha256: actual,
+            body,
+            from_cache: false,
+        })
+    }
+
+    async fn download(&self, url: &str) -> Result<Vec<u8>, KubeError> {
+        let fail = |status: Option<u16>, message: String| KubeError::Download {
+            url: url.to_owned(),
+            status,
+            message,
+        };
+        let resp = self
+            .http
+            .get(url)
+            .timeout(DOWNLOAD_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| fail(None, format!("{e:#}")))?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(fail(Some(status.as_u16()), format!("HTTP {status}")));
+        }
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| fail(None, format!("reading the body: {e:#}")))?;
+        if bytes.len() > MAX_MANIFEST_BYTES {
+            return Err(fail(None, format!("{} bytes is too large", bytes.len())));
+        }
+        Ok(bytes.to_vec())
+    }
+}
+
+/// One accelerator of a node pool, as GKE describes it (`config.accelerators[]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolAccelerator {
+    /// GKE accelerator type (`nvidia-l4`, `tpu-v5-lite-podslice`, ...).
+    pub accelerator_type: String,
+    /// `gpuDriverInstallationConfig.gpuDriverVersion`, if set.
+    pub gpu_driver_version: Option<String>,
+}
+
+/// Whether the cluster needs the NVIDIA driver installer DaemonSet: some GPU pool has
+/// no GKE-managed driver (`gpuDriverVersion` unset, unspecified or INSTALLATION_DISABLED).
+pub fn needs_nvidia_driver_installer(pools: &[PoolAccelerator]) -> bool {
+    pools.iter().any(|p| {
+        p.accelerator_type.starts_with("nvidia-")
+            && !matches!(p.gpu_driver_version.as_deref(), Some("DEFAULT" | "LATEST"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acc(t: &str, v: Option<&str>) -> PoolAccelerator {
+        PoolAccelerator {
+            accelerator_type: t.into(),
+            gpu_driver_version: v.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn driver_decision() {
+        assert!(!needs_nvidia_driver_installer(&[]));
+        assert!(!needs_nvidia_driver_installer(&[acc(
+            "tpu-v5-lite-podslice",
+            None
+        )]));
+        assert!(needs_nvidia_driver_installer(&[acc("nvidia-l4", None)]));
+        assert!(needs_nvidia_driver_installer(&[acc(
+            "nvidia-l4",
+            Some("INSTALLATION_DISABLED")
+        )]));
+        assert!(!needs_nvidia_driver_installer(&[acc(
+            "nvidia-l4",
+            Some("LATEST")
+        )]));
+        assert!(needs_nvidia_driver_installer(&[
+            acc("nvidia-l4", Some("DEFAULT")),
+            acc("nvidia-tesla-t4", Some("GPU_DRIVER_VERSION_UNSPECIFIED")),
+        ]));
+    }
+
+    #[test]
+    fn env_overrides() {
+        let sha = "AB".repeat(32);
+        let cfg = ManifestConfig::from_lookup(|k| match k {
+            "KINETIC_LWS_MANIFEST_URL" => Some("http://mirror/lws.yaml".into()),
+            "KINETIC_LWS_MANIFEST_SHA256" => Some(sha.clone()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(cfg.lws.url, "http://mirror/lws.yaml");
+        assert_eq!(cfg.lws.sha256.as_deref(), Some("ab".repeat(32).as_str()));
+        assert_eq!(cfg.nvidia_driver, ManifestConfig::default().nvidia_driver);
+        let bad = ManifestConfig::from_lookup(|k| {
+            (k == "KINETIC_NVIDIA_DRIVER_MANIFEST_SHA256").then(|| "xyz".to_owned())
+        });
+        assert!(matches!(bad, Err(KubeError::Config(_))));
+    }
+
+    #[test]
+    fn digest() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

@@ -1,0 +1,566 @@
+//! HTTP handlers for simulated Compute networks, routers and operations.
+//!
+//! Invariant: each handler checks armed faults first, parses bodies strictly, replays a
+//! known `requestId` before any other check (so a retried insert never gets a 409 for
+//! its own earlier attempt), and tags every response with its Google method.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use serde::Deserialize;
+
+use crate::cloud::gcp::types::compute::{
+    Network, NetworkRoutingConfig, Operation, OperationError, OperationErrorItem, Router,
+};
+use crate::sim::body::strict;
+use crate::sim::clock::Clock;
+use crate::sim::error::{Flavor, SimError};
+use crate::sim::faults::{self, FaultKind};
+use crate::sim::gcp::container;
+use crate::sim::world::World;
+use crate::sim::{Sim, tag};
+
+use super::catalog::is_region;
+use super::{Effect, OpRec, State as Compute, durations};
+
+pub(super) const SVC: &str = "compute";
+pub(super) const F: Flavor = Flavor::Compute;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Rq {
+    #[serde(rename = "requestId")]
+    request_id: Option<String>,
+}
+
+pub(super) fn base(sim: &Sim, project: &str) -> String {
+    format!("{}/compute/v1/projects/{project}", sim.url())
+}
+
+fn invalid(msg: impl Into<String>) -> SimError {
+    SimError::invalid(F, msg)
+}
+
+fn check_name(field: &str, name: &str) -> Result<(), SimError> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && !name.ends_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if ok {
+        return Ok(());
+    }
+    Err(invalid(format!(
+        "Invalid value for field '{field}': '{name}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{{0,61}}[a-z0-9])?)'"
+    )))
+}
+
+fn request_id(q: &Rq) -> Result<Option<String>, SimError> {
+    let Some(raw) = q.request_id.as_deref().filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    match uuid::Uuid::parse_str(raw) {
+        Ok(u) if !u.is_nil() => Ok(Some(u.to_string())),
+        _ => Err(invalid(format!(
+            "Invalid value for field 'requestId': '{raw}'. The requestId must be a valid UUID with the \
+             exception that zero UUID is not supported (00000000-0000-0000-0000-000000000000)."
+        ))),
+    }
+}
+
+/// The operation a requestId already started.
+fn replay(state: &Compute, rid: Option<&str>) -> Option<Operation> {
+    let name = state.request_ids.get(rid?)?;
+    state
+        .operations
+        .iter()
+        .find(|o| &o.op.name == name)
+        .map(|o| o.op.clone())
+}
+
+struct Start<'a> {
+    project: &'a str,
+    region: Option<&'a str>,
+    base: String,
+    operation_type: &'static str,
+    target_link: String,
+    target_id: Option<String>,
+    effect: Effect,
+    duration: std::time::Duration,
+    request_id: Option<String>,
+    failure: Option<(OperationError, i32, String)>,
+}
+
+/// Armed fault for an insert: QUOTA_EXCEEDED becomes a failed operation (Compute reports
+/// resource quotas there); other kinds are answered right away.
+async fn gate(sim: &Sim, method: &'static str) -> Result<Option<FaultKind>, Response> {
+    match sim.faults().take(SVC, method) {
+        Some(FaultKind::QuotaExceeded) => Ok(Some(FaultKind::QuotaExceeded)),
+        Some(k) => Err(tag(method, faults::respond(k, F).await)),
+        None => Ok(None),
+    }
+}
+
+fn quota_failure(
+    forced: Option<FaultKind>,
+    metric: &str,
+    scope: &str,
+) -> Option<(OperationError, i32, String)> {
+    forced?;
+    let error = OperationError {
+        errors: vec![OperationErrorItem {
+            code: "QUOTA_EXCEEDED".into(),
+            message: format!("Quota '{metric}' exceeded.  Limit: 0.0 {scope}."),
+            location: None,
+        }],
+    };
+    Some((error, 403, "FORBIDDEN".into()))
+}
+
+fn start(w: &mut World, clock: &Clock, s: Start<'_>) -> Operation {
+    let now = clock.now();
+    let state = &mut w.compute;
+    let ms = chrono::Utc::now().timestamp_millis();
+    let name = format!(
+        "operation-{ms}-{:013x}-{:08x}-{:08x}",
+        rand::random::<u64>() & 0x1f_ffff_ffff_ffff,
+        rand::random::<u32>(),
+        rand::random::<u32>()
+    );
+    let scope = match s.region {
+        Some(r) => format!("{}/regions/{r}", s.base),
+        None => format!("{}/global", s.base),
+    };
+    let stamp = state.stamp(clock, now);
+    let op = Operation {
+        id: Some(rand::random::<u64>().to_string()),
+        kind: Some("compute#operation".into()),
+        name: name.clone(),
+        operation_type: s.operation_type.into(),
+        status: "PENDING".into(),
+        progress: Some(0),
+        target_link: Some(s.target_link),
+        target_id: s.target_id,
+        self_link: Some(format!("{scope}/operations/{name}")),
+        region: s.region.map(|_| scope.clone()),
+        user: Some("kineticd-sim@example.com".into()),
+        insert_time: Some(stamp.clone()),
+        start_time: Some(stamp),
+        ..Operation::default()
+    };
+    state.operations.push(OpRec {
+        op,
+        project: s.project.to_owned(),
+        region: s.region.map(str::to_owned),
+        running_at: now + durations::PENDING,
+        done_at: now + s.duration,
+        effect: s.effect,
+        failure: s.failure,
+    });
+    if let Some(rid) = s.request_id {
+        state.request_ids.insert(rid, name.clone());
+    }
+    super::tick(w, clock);
+    w.compute
+        .operations
+        .iter()
+        .rev()
+        .find(|o| o.op.name == name)
+        .map(|o| o.op.clone())
+        .unwrap_or_default()
+}
+
+fn not_ready(what: &str) -> SimError {
+    SimError::new(
+        F,
+        400,
+        "FAILED_PRECONDITION",
+        "resourceNotReady",
+        format!("The resource '{what}' is not ready"),
+    )
+}
+
+pub async fn insert_network(
+    State(sim): State<Sim>,
+    Path(project): Path<String>,
+    Query(q): Query<Rq>,
+    body: Bytes,
+) -> Response {
+    const M: &str = "networks.insert";
+    let forced = match gate(&sim, M).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    tag(
+        M,
+        do_insert_network(&sim, &project, &q, &body, forced).map(Json),
+    )
+}
+
+fn do_insert_network(
+    sim: &Sim,
+    project: &str,
+    q: &Rq,
+    body: &Bytes,
+    forced: Option<FaultKind>,
+) -> Result<Operation, SimError> {
+    let mut n: Network = strict(F, body)?;
+    check_name("resource.name", &n.name)?;
+    let rid = request_id(q)?;
+    let mut w = sim.world();
+    if let Some(op) = replay(&w.compute, rid.as_deref()) {
+        return Ok(op);
+    }
+    let key = format!("{project}/{}", n.name);
+    let what = format!("projects/{project}/global/networks/{}", n.name);
+    if w.compute.has_network(project, &n.name) || w.compute.pending_on(&key).is_some() {
+        return Err(SimError::already_exists(F, &what));
+    }
+    let base = base(sim, project);
+    let link = format!("{base}/global/networks/{}", n.name);
+    let id = rand::random::<u64>().to_string();
+    n.id = Some(id.clone());
+    n.kind = Some("compute#network".into());
+    n.self_link = Some(link.clone());
+    n.creation_timestamp = Some(w.compute.stamp(sim.clock(), sim.clock().now()));
+    n.auto_create_subnetworks.get_or_insert(true);
+    n.mtu.get_or_insert(1460);
+    n.routing_config.get_or_insert(NetworkRoutingConfig {
+        routing_mode: Some("REGIONAL".into()),
+    });
+    Ok(start(
+        &mut w,
+        sim.clock(),
+        Start {
+            project,
+            region: None,
+            base,
+            operation_type: "insert",
+            target_link: link,
+            target_id: Some(id),
+            effect: Effect::InsertNetwork(key, n),
+            duration: durations::NETWORK,
+            request_id: rid,
+            failure: quota_failure(forced, "NETWORKS", "globally"),
+        },
+    ))
+}
+
+pub async fn get_network(
+    State(sim): State<Sim>,
+    Path((project, network)): Path<(String, String)>,
+) -> Response {
+    const M: &str = "networks.get";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let w = sim.world();
+    let r = w
+        .compute
+        .networks
+        .get(&format!("{project}/{network}"))
+        .map(|n| Json(n.clone()))
+        .ok_or_else(|| {
+            SimError::not_found(F, &format!("projects/{project}/global/networks/{network}"))
+        });
+    tag(M, r)
+}
+
+/// `(project, name)` of a network reference (`projects/p/global/networks/n`, a URL, or
+/// `global/networks/n` relative to `project`).
+fn network_ref(s: &str, project: &str) -> Option<(String, String)> {
+    let segs: Vec<&str> = s.split('/').collect();
+    let i = segs.iter().rposition(|x| *x == "networks")?;
+    let name = segs.get(i + 1).filter(|n| !n.is_empty())?;
+    let p = segs
+        .iter()
+        .rposition(|x| *x == "projects")
+        .and_then(|j| segs.get(j + 1))
+        .map_or(project, |p| p);
+    Some((p.to_owned(), (*name).to_owned()))
+}
+
+pub async fn delete_network(
+    State(sim): State<Sim>,
+    Path((project, network)): Path<(String, String)>,
+    Query(q): Query<Rq>,
+) -> Response {
+    const M: &str = "networks.delete";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let r = (|| {
+        let rid = request_id(&q)?;
+        let mut w = sim.world();
+        if let Some(op) = replay(&w.compute, rid.as_deref()) {
+            return Ok(op);
+        }
+        let key = format!("{project}/{network}");
+        let what = format!("projects/{project}/global/networks/{network}");
+        let id = match w.compute.networks.get(&key) {
+            Some(n) => n.id.clone(),
+            None => return Err(SimError::not_found(F, &what)),
+        };
+        if w.compute.pending_on(&key).is_some() {
+            return Err(not_ready(&what));
+        }
+        let routers = w.compute.routers.iter().filter_map(|(k, r)| {
+            let (p, n) = network_ref(&r.network, &project)?;
+            (p == project && n == network).then(|| {
+                let (_, rest) = k.split_once('/').unwrap_or(("", k));
+                let (region, name) = rest.split_once('/').unwrap_or(("", rest));
+                format!("projects/{project}/regions/{region}/routers/{name}")
+            })
+        });
+        let users: Vec<String> = routers
+            .chain(container::network_users(&w, &project, &network))
+            .collect();
+        if let Some(user) = users.first() {
+            return Err(SimError::new(
+                F,
+                400,
+                "FAILED_PRECONDITION",
+                "resourceInUseByAnotherResource",
+                format!("The network resource '{what}' is already being used by '{user}'"),
+            ));
+        }
+        let base = base(&sim, &project);
+        Ok(start(
+            &mut w,
+            sim.clock(),
+            Start {
+                project: &project,
+                region: None,
+                target_link: format!("{base}/global/networks/{network}"),
+                base,
+                operation_type: "delete",
+                target_id: id,
+                effect: Effect::DeleteNetwork(key),
+                duration: durations::NETWORK,
+                request_id: rid,
+                failure: None,
+            },
+        ))
+    })();
+    tag(M, r.map(Json))
+}
+
+pub async fn insert_router(
+    State(sim): State<Sim>,
+    Path((project, region)): Path<(String, String)>,
+    Query(q): Query<Rq>,
+    body: Bytes,
+) -> Response {
+    const M: &str = "routers.insert";
+    let forced = match gate(&sim, M).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    tag(
+        M,
+        do_insert_router(&sim, &project, &region, &q, &body, forced).map(Json),
+    )
+}
+
+fn check_nats(r: &Router) -> Result<(), SimError> {
+    for (i, nat) in r.nats.iter().enumerate() {
+        check_name(&format!("resource.nats[{i}].name"), &nat.name)?;
+        if !["AUTO_ONLY", "MANUAL_ONLY"].contains(&nat.nat_ip_allocate_option.as_str()) {
+            return Err(invalid(format!(
+                "Invalid value for field 'resource.nats[{i}].natIpAllocateOption': '{}'. Must be AUTO_ONLY or MANUAL_ONLY.",
+                nat.nat_ip_allocate_option
+            )));
+        }
+        let ranges = [
+            "ALL_SUBNETWORKS_ALL_IP_RANGES",
+            "ALL_SUBNETWORKS_ALL_PRIMARY_IP_RANGES",
+            "LIST_OF_SUBNETWORKS",
+        ];
+        if !ranges.contains(&nat.source_subnetwork_ip_ranges_to_nat.as_str()) {
+            return Err(invalid(format!(
+                "Invalid value for field 'resource.nats[{i}].sourceSubnetworkIpRangesToNat': '{}'.",
+                nat.source_subnetwork_ip_ranges_to_nat
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn do_insert_router(
+    sim: &Sim,
+    project: &str,
+    region: &str,
+    q: &Rq,
+    body: &Bytes,
+    forced: Option<FaultKind>,
+) -> Result<Operation, SimError> {
+    let mut r: Router = strict(F, body)?;
+    check_name("resource.name", &r.name)?;
+    check_nats(&r)?;
+    let rid = request_id(q)?;
+    if !is_region(region) {
+        return Err(SimError::not_found(
+            F,
+            &format!("projects/{project}/regions/{region}"),
+        ));
+    }
+    let (net_project, net) = network_ref(&r.network, project).ok_or_else(|| {
+        invalid(format!(
+            "Invalid value for field 'resource.network': '{}'. The URL is malformed.",
+            r.network
+        ))
+    })?;
+    let mut w = sim.world();
+    if let Some(op) = replay(&w.compute, rid.as_deref()) {
+        return Ok(op);
+    }
+    if !w.compute.has_network(&net_project, &net) {
+        return Err(SimError::not_found(
+            F,
+            &format!("projects/{net_project}/global/networks/{net}"),
+        ));
+    }
+    let key = format!("{project}/{region}/{}", r.name);
+    let what = format!("projects/{project}/regions/{region}/routers/{}", r.name);
+    if w.compute.routers.contains_key(&key) || w.compute.pending_on(&key).is_some() {
+        return Err(SimError::already_exists(F, &what));
+    }
+    let base = base(sim, project);
+    let link = format!("{base}/regions/{region}/routers/{}", r.name);
+    let id = rand::random::<u64>().to_string();
+    r.id = Some(id.clone());
+    r.kind = Some("compute#router".into());
+    r.region = Some(format!("{base}/regions/{region}"));
+    r.network = format!(
+        "{}/compute/v1/projects/{net_project}/global/networks/{net}",
+        sim.url()
+    );
+    r.self_link = Some(link.clone());
+    r.creation_timestamp = Some(w.compute.stamp(sim.clock(), sim.clock().now()));
+    Ok(start(
+        &mut w,
+        sim.clock(),
+        Start {
+            project,
+            region: Some(region),
+            base,
+            operation_type: "insert",
+            target_link: link,
+            target_id: Some(id),
+            effect: Effect::InsertRouter(key, r),
+            duration: durations::ROUTER,
+            request_id: rid,
+            failure: quota_failure(forced, "ROUTERS", &format!("in region {region}")),
+        },
+    ))
+}
+
+pub async fn get_router(
+    State(sim): State<Sim>,
+    Path((project, region, router)): Path<(String, String, String)>,
+) -> Response {
+    const M: &str = "routers.get";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let w = sim.world();
+    let r = w
+        .compute
+        .routers
+        .get(&format!("{project}/{region}/{router}"))
+        .map(|r| Json(r.clone()))
+        .ok_or_else(|| {
+            SimError::not_found(
+                F,
+                &format!("projects/{project}/regions/{region}/routers/{router}"),
+            )
+        });
+    tag(M, r)
+}
+
+pub async fn delete_router(
+    State(sim): State<Sim>,
+    Path((project, region, router)): Path<(String, String, String)>,
+    Query(q): Query<Rq>,
+) -> Response {
+    const M: &str = "routers.delete";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let r = (|| {
+        let rid = request_id(&q)?;
+        let mut w = sim.world();
+        if let Some(op) = replay(&w.compute, rid.as_deref()) {
+            return Ok(op);
+        }
+        let key = format!("{project}/{region}/{router}");
+        let what = format!("projects/{project}/regions/{region}/routers/{router}");
+        let id = match w.compute.routers.get(&key) {
+            Some(r) => r.id.clone(),
+            None => return Err(SimError::not_found(F, &what)),
+        };
+        if w.compute.pending_on(&key).is_some() {
+            return Err(not_ready(&what));
+        }
+        let base = base(&sim, &project);
+        Ok(start(
+            &mut w,
+            sim.clock(),
+            Start {
+                project: &project,
+                region: Some(&region),
+                target_link: format!("{base}/regions/{region}/routers/{router}"),
+                base,
+                operation_type: "delete",
+                target_id: id,
+                effect: Effect::DeleteRouter(key),
+                duration: durations::ROUTER,
+                request_id: rid,
+                failure: None,
+            },
+        ))
+    })();
+    tag(M, r.map(Json))
+}
+
+fn find_op(
+    sim: &Sim,
+    project: &str,
+    region: Option<&str>,
+    name: &str,
+) -> Result<Json<Operation>, SimError> {
+    let w = sim.world();
+    w.compute
+        .operations
+        .iter()
+        .find(|o| o.op.name == name && o.project == project && o.region.as_deref() == region)
+        .map(|o| Json(o.op.clone()))
+        .ok_or_else(|| {
+            let scope = region.map_or("global".to_owned(), |r| format!("regions/{r}"));
+            SimError::not_found(F, &format!("projects/{project}/{scope}/operations/{name}"))
+        })
+}
+
+pub async fn get_region_operation(
+    State(sim): State<Sim>,
+    Path((project, region, name)): Path<(String, String, String)>,
+) -> Response {
+    const M: &str = "regionOperations.get";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    tag(M, find_op(&sim, &project, Some(&region), &name))
+}
+
+pub async fn get_global_operation(
+    State(sim): State<Sim>,
+    Path((project, name)): Path<(String, String)>,
+) -> Response {
+    const M: &str = "globalOperations.get";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    tag(M, find_op(&sim, &project, None, &name))
+}

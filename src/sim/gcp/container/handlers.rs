@@ -1,0 +1,583 @@
+//! HTTP handlers of the simulated GKE API and its `/sim/v1/stockouts` admin endpoint.
+//!
+//! Invariant: each handler checks armed faults first (a faulted call changes nothing),
+//! parses bodies strictly (unknown fields -> 400), takes the world lock without holding
+//! it across an `.await`, and tags every response with its Google method.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::cloud::gcp::types::container::{
+    CreateClusterRequest, CreateNodePoolRequest, ListNodePoolsResponse, NodePool, Operation,
+    SetNodePoolSizeRequest,
+};
+use crate::sim::body::strict;
+use crate::sim::error::{Flavor, SimError};
+use crate::sim::faults::{self, FaultKind};
+use crate::sim::gcp::compute::catalog;
+use crate::sim::{Sim, tag};
+
+use super::durations;
+use super::model::{ClusterRec, Effect, PoolRec};
+use super::ops::{self, Start};
+use super::{region_of, validate};
+
+const SVC: &str = "container";
+const F: Flavor = Flavor::Aip193;
+
+fn invalid(msg: impl Into<String>) -> SimError {
+    SimError::invalid(F, msg)
+}
+
+fn not_found(what: &str) -> SimError {
+    SimError::new(
+        F,
+        404,
+        "NOT_FOUND",
+        "NOT_FOUND",
+        format!("Not found: {what}."),
+    )
+}
+
+fn key(project: &str, location: &str, cluster: &str) -> String {
+    format!("{project}/{location}/{cluster}")
+}
+
+fn cluster_ref(project: &str, location: &str, cluster: &str) -> String {
+    format!("projects/{project}/locations/{location}/clusters/{cluster}")
+}
+
+/// Armed fault for a method that reports quota and stockout through its operation:
+/// those kinds are returned to the handler, the others answered right away.
+async fn gate(sim: &Sim, method: &'static str) -> Result<Option<FaultKind>, Response> {
+    match sim.faults().take(SVC, method) {
+        Some(k @ (FaultKind::QuotaExceeded | FaultKind::Stockout)) => Ok(Some(k)),
+        Some(k) => Err(tag(method, faults::respond(k, F).await)),
+        None => Ok(None),
+    }
+}
+
+type Cp = Path<(String, String, String)>;
+type Pp = Path<(String, String, String, String)>;
+
+pub async fn create_cluster(
+    State(sim): State<Sim>,
+    Path((project, location)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    const M: &str = "clusters.create";
+    let forced = match gate(&sim, M).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    tag(
+        M,
+        do_create_cluster(&sim, &project, &location, &body, forced).map(Json),
+    )
+}
+
+fn do_create_cluster(
+    sim: &Sim,
+    project: &str,
+    location: &str,
+    body: &Bytes,
+    forced: Option<FaultKind>,
+) -> Result<Operation, SimError> {
+    let req: CreateClusterRequest = strict(F, body)?;
+    let mut cluster = req.cluster.ok_or_else(|| invalid("cluster is required."))?;
+    let region = region_of(location)
+        .ok_or_else(|| {
+            invalid(format!(
+                "Location \"{location}\" is not a valid zone or region."
+            ))
+        })?
+        .to_owned();
+    validate::cluster(project, &cluster)?;
+    let mut requested = std::mem::take(&mut cluster.node_pools);
+    if requested.is_empty() {
+        requested.push(NodePool {
+            name: "default-pool".into(),
+            initial_node_count: Some(cluster.initial_node_count.unwrap_or(3)),
+            ..NodePool::default()
+        });
+    }
+    let mut pools = Vec::new();
+    for p in &requested {
+        let (spec, shape, zones) = validate::pool(p, location)?;
+        let size = u32::try_from(p.initial_node_count.unwrap_or(0)).unwrap_or(0);
+        pools.push(PoolRec {
+            spec,
+            shape,
+            zones,
+            size,
+            status: "PROVISIONING".into(),
+            status_message: None,
+            conditions: Vec::new(),
+        });
+    }
+    let clock = sim.clock();
+    let mut w = sim.world();
+    let k = key(project, location, &cluster.name);
+    let target = cluster_ref(project, location, &cluster.name);
+    if w.container.clusters.contains_key(&k) {
+        return Err(SimError::already_exists(F, &target));
+    }
+    let mut rec = ClusterRec {
+        project: project.to_owned(),
+        location: location.to_owned(),
+        region: region.clone(),
+        kube_key: format!("{project}.{location}.{}", cluster.name),
+        base_url: sim.url(),
+        spec: cluster,
+        pools,
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        create_time: String::new(),
+        status: "PROVISIONING".into(),
+        status_message: None,
+    };
+    let net = rec.network_name().to_owned();
+    if net != "default" && !w.compute.has_network(project, &net) {
+        return Err(invalid(format!(
+            "Network \"{net}\" does not exist in project \"{project}\"."
+        )));
+    }
+    let forced_at = rec
+        .pools
+        .iter()
+        .position(|p| p.shape.accelerator().is_some())
+        .unwrap_or(0);
+    let failure = rec.pools.iter().enumerate().find_map(|(i, p)| {
+        let f = if i == forced_at { forced } else { None };
+        let mut fail = ops::decide(
+            sim, &w, project, &region, &p.shape, &p.zones, p.size, true, f,
+        )?;
+        fail.pool = Some(p.spec.name.clone());
+        Some(fail)
+    });
+    rec.create_time = w.container.stamp(clock, clock.now());
+    let link = rec.self_link();
+    w.container.clusters.insert(k.clone(), rec);
+    Ok(ops::start(
+        &mut w,
+        clock,
+        Start {
+            project,
+            location,
+            cluster_key: &k,
+            base_url: &sim.url(),
+            target_link: link,
+            operation_type: "CREATE_CLUSTER",
+            effect: Effect::CreateCluster,
+            duration: durations::CREATE_CLUSTER,
+            failure,
+        },
+    ))
+}
+
+pub async fn get_cluster(
+    State(sim): State<Sim>,
+    Path((project, location, cluster)): Cp,
+) -> Response {
+    const M: &str = "clusters.get";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let w = sim.world();
+    let r = w
+        .container
+        .clusters
+        .get(&key(&project, &location, &cluster))
+        .map(|c| Json(c.to_wire(&w.kube)))
+        .ok_or_else(|| not_found(&cluster_ref(&project, &location, &cluster)));
+    tag(M, r)
+}
+
+pub async fn delete_cluster(
+    State(sim): State<Sim>,
+    Path((project, location, cluster)): Cp,
+) -> Response {
+    const M: &str = "clusters.delete";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let r = (|| {
+        let mut w = sim.world();
+        let k = key(&project, &location, &cluster);
+        let link = w
+            .container
+            .clusters
+            .get(&k)
+            .map(ClusterRec::self_link)
+            .ok_or_else(|| not_found(&cluster_ref(&project, &location, &cluster)))?;
+        ops::ensure_idle(&w.container, &k, &cluster)?;
+        if let Some(c) = w.container.clusters.get_mut(&k) {
+            c.status = "STOPPING".into();
+            c.pools
+                .iter_mut()
+                .for_each(|p| p.status = "STOPPING".into());
+        }
+        Ok::<_, SimError>(Json(ops::start(
+            &mut w,
+            sim.clock(),
+            Start {
+                project: &project,
+                location: &location,
+                cluster_key: &k,
+                base_url: &sim.url(),
+                target_link: link,
+                operation_type: "DELETE_CLUSTER",
+                effect: Effect::DeleteCluster,
+                duration: durations::DELETE_CLUSTER,
+                failure: None,
+            },
+        )))
+    })();
+    tag(M, r)
+}
+
+pub async fn create_pool(
+    State(sim): State<Sim>,
+    Path((project, location, cluster)): Cp,
+    body: Bytes,
+) -> Response {
+    const M: &str = "nodePools.create";
+    let forced = match gate(&sim, M).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    tag(
+        M,
+        do_create_pool(&sim, &project, &location, &cluster, &body, forced).map(Json),
+    )
+}
+
+fn do_create_pool(
+    sim: &Sim,
+    project: &str,
+    location: &str,
+    cluster: &str,
+    body: &Bytes,
+    forced: Option<FaultKind>,
+) -> Result<Operation, SimError> {
+    let req: CreateNodePoolRequest = strict(F, body)?;
+    let pool = req
+        .node_pool
+        .ok_or_else(|| invalid("nodePool is required."))?;
+    let clock = sim.clock();
+    let mut w = sim.world();
+    let k = key(project, location, cluster);
+    let c = w
+        .container
+        .clusters
+        .get(&k)
+        .ok_or_else(|| not_found(&cluster_ref(project, location, cluster)))?;
+    let link = format!("{}/nodePools/{}", c.self_link(), pool.name);
+    if c.pool(&pool.name).is_some() {
+        let what = format!(
+            "{}/nodePools/{}",
+            cluster_ref(project, location, cluster),
+            pool.name
+        );
+        return Err(SimError::already_exists(F, &what));
+    }
+    let (spec, shape, zones) = validate::pool(&pool, location)?;
+    ops::ensure_idle(&w.container, &k, cluster)?;
+    if c.status != "RUNNING" {
+        return Err(SimError::precondition(
+            F,
+            format!(
+                "Cluster {cluster} is {}; node pools can only be added to a RUNNING cluster.",
+                c.status
+            ),
+        ));
+    }
+    let size = u32::try_from(pool.initial_node_count.unwrap_or(0)).unwrap_or(0);
+    let region = c.region.clone();
+    let failure = ops::decide(
+        sim, &w, project, &region, &shape, &zones, size, true, forced,
+    );
+    if let Some(c) = w.container.clusters.get_mut(&k) {
+        c.pools.push(PoolRec {
+            spec,
+            shape,
+            zones,
+            size,
+            status: "PROVISIONING".into(),
+            status_message: None,
+            conditions: Vec::new(),
+        });
+    }
+    Ok(ops::start(
+        &mut w,
+        clock,
+        Start {
+            project,
+            location,
+            cluster_key: &k,
+            base_url: &sim.url(),
+            target_link: link,
+            operation_type: "CREATE_NODE_POOL",
+            effect: Effect::CreatePool(pool.name),
+            duration: durations::CREATE_NODE_POOL,
+            failure,
+        },
+    ))
+}
+
+pub async fn list_pools(
+    State(sim): State<Sim>,
+    Path((project, location, cluster)): Cp,
+) -> Response {
+    const M: &str = "nodePools.list";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let w = sim.world();
+    let r = w
+        .container
+        .clusters
+        .get(&key(&project, &location, &cluster))
+        .map(|c| {
+            Json(ListNodePoolsResponse {
+                node_pools: c.pools.iter().map(|p| p.to_wire(c)).collect(),
+            })
+        })
+        .ok_or_else(|| not_found(&cluster_ref(&project, &location, &cluster)));
+    tag(M, r)
+}
+
+fn pool_not_found(project: &str, location: &str, cluster: &str, pool: &str) -> SimError {
+    not_found(&format!(
+        "{}/nodePools/{pool}",
+        cluster_ref(project, location, cluster)
+    ))
+}
+
+pub async fn get_pool(
+    State(sim): State<Sim>,
+    Path((project, location, cluster, pool)): Pp,
+) -> Response {
+    const M: &str = "nodePools.get";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let w = sim.world();
+    let r = w
+        .container
+        .clusters
+        .get(&key(&project, &location, &cluster))
+        .and_then(|c| c.pool(&pool).map(|p| Json(p.to_wire(c))))
+        .ok_or_else(|| pool_not_found(&project, &location, &cluster, &pool));
+    tag(M, r)
+}
+
+pub async fn delete_pool(
+    State(sim): State<Sim>,
+    Path((project, location, cluster, pool)): Pp,
+) -> Response {
+    const M: &str = "nodePools.delete";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let r = (|| {
+        let mut w = sim.world();
+        let k = key(&project, &location, &cluster);
+        let link = w
+            .container
+            .clusters
+            .get(&k)
+            .filter(|c| c.pool(&pool).is_some())
+            .map(|c| format!("{}/nodePools/{pool}", c.self_link()))
+            .ok_or_else(|| pool_not_found(&project, &location, &cluster, &pool))?;
+        ops::ensure_idle(&w.container, &k, &cluster)?;
+        if let Some(p) = w
+            .container
+            .clusters
+            .get_mut(&k)
+            .and_then(|c| c.pool_mut(&pool))
+        {
+            p.status = "STOPPING".into();
+        }
+        Ok::<_, SimError>(Json(ops::start(
+            &mut w,
+            sim.clock(),
+            Start {
+                project: &project,
+                location: &location,
+                cluster_key: &k,
+                base_url: &sim.url(),
+                target_link: link,
+                operation_type: "DELETE_NODE_POOL",
+                effect: Effect::DeletePool(pool.clone()),
+                duration: durations::DELETE_NODE_POOL,
+                failure: None,
+            },
+        )))
+    })();
+    tag(M, r)
+}
+
+/// POST `.../nodePools/{pool}:{verb}`: only `setSize`.
+pub async fn pool_verb(
+    State(sim): State<Sim>,
+    Path((project, location, cluster, segment)): Pp,
+    body: Bytes,
+) -> Response {
+    const M: &str = "nodePools.setSize";
+    let Some((pool, "setSize")) = segment.split_once(':') else {
+        let e = SimError::new(
+            F,
+            404,
+            "NOT_FOUND",
+            "NOT_FOUND",
+            format!("Method not found: {segment}"),
+        );
+        return tag("nodePools.unknownVerb", e);
+    };
+    let forced = match gate(&sim, M).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let r = do_set_size(&sim, &project, &location, &cluster, pool, &body, forced).map(Json);
+    tag(M, r)
+}
+
+fn do_set_size(
+    sim: &Sim,
+    project: &str,
+    location: &str,
+    cluster: &str,
+    pool: &str,
+    body: &Bytes,
+    forced: Option<FaultKind>,
+) -> Result<Operation, SimError> {
+    let req: SetNodePoolSizeRequest = strict(F, body)?;
+    let n = req
+        .node_count
+        .ok_or_else(|| invalid("nodeCount is required."))?;
+    if n < 0 {
+        return Err(invalid("nodeCount must be >= 0."));
+    }
+    let clock = sim.clock();
+    let mut w = sim.world();
+    let k = key(project, location, cluster);
+    let (c, p) = w
+        .container
+        .clusters
+        .get(&k)
+        .and_then(|c| c.pool(pool).map(|p| (c, p)))
+        .ok_or_else(|| pool_not_found(project, location, cluster, pool))?;
+    validate::node_count(&p.shape, n, "nodeCount")?;
+    ops::ensure_idle(&w.container, &k, cluster)?;
+    let current = w.kube.pool_node_count(&c.kube_key, pool).unwrap_or(p.size);
+    let n = n as u32;
+    let added = n.saturating_sub(current);
+    let failure = ops::decide(
+        sim,
+        &w,
+        project,
+        &c.region,
+        &p.shape,
+        &p.zones,
+        added,
+        added > 0,
+        forced,
+    );
+    let link = format!("{}/nodePools/{pool}", c.self_link());
+    Ok(ops::start(
+        &mut w,
+        clock,
+        Start {
+            project,
+            location,
+            cluster_key: &k,
+            base_url: &sim.url(),
+            target_link: link,
+            operation_type: "SET_NODE_POOL_SIZE",
+            effect: Effect::SetSize(pool.to_owned(), n),
+            duration: durations::SET_NODE_POOL_SIZE,
+            failure,
+        },
+    ))
+}
+
+pub async fn get_operation(
+    State(sim): State<Sim>,
+    Path((project, location, name)): Cp,
+) -> Response {
+    const M: &str = "operations.get";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let w = sim.world();
+    let r = w
+        .container
+        .operations
+        .iter()
+        .find(|o| {
+            o.op.name == name && o.project == project && o.op.location.as_deref() == Some(&location)
+        })
+        .map(|o| Json(o.op.clone()))
+        .ok_or_else(|| {
+            not_found(&format!(
+                "projects/{project}/locations/{location}/operations/{name}"
+            ))
+        });
+    tag(M, r)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Stockout {
+    zone: String,
+    accelerator_type: String,
+}
+
+/// `POST /sim/v1/stockouts {"zone","acceleratorType"}`.
+pub async fn add_stockout(State(sim): State<Sim>, body: Bytes) -> Response {
+    let s = match serde_json::from_slice::<Stockout>(&body) {
+        Ok(s) if catalog::zone_region(&s.zone).is_some() && !s.accelerator_type.is_empty() => s,
+        Ok(_) => return bad("zone must be a zone name and acceleratorType non-empty".into()),
+        Err(e) => return bad(format!("bad stockout: {e}")),
+    };
+    sim.world()
+        .container
+        .stockouts
+        .insert(format!("{}/{}", s.zone, s.accelerator_type));
+    Json(json!({"zone": s.zone, "acceleratorType": s.accelerator_type})).into_response()
+}
+
+/// `GET /sim/v1/stockouts`: configured and added.
+pub async fn list_stockouts(State(sim): State<Sim>) -> Response {
+    let w = sim.world();
+    let mut out: Vec<_> = sim
+        .config()
+        .stockouts
+        .iter()
+        .map(|(z, a)| json!({"zone": z, "acceleratorType": a}))
+        .collect();
+    out.extend(w.container.stockouts.iter().filter_map(|s| {
+        let (z, a) = s.split_once('/')?;
+        Some(json!({"zone": z, "acceleratorType": a}))
+    }));
+    Json(json!({ "stockouts": out })).into_response()
+}
+
+/// `DELETE /sim/v1/stockouts`: forget the added ones (configured ones stay).
+pub async fn clear_stockouts(State(sim): State<Sim>) -> Response {
+    sim.world().container.stockouts.clear();
+    StatusCode::NO_CONTENT.into_response()
+}
+
+fn bad(msg: String) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        Json(json!({"error": {"code": 400, "message": msg}})),
+    )
+        .into_response()
+}

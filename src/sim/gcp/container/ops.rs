@@ -1,0 +1,295 @@
+//! GKE operations: starting one (one per cluster at a time), deciding quota and stockout
+//! outcomes up front, and moving operations along the clock.
+//!
+//! Invariant: an operation's effect is applied exactly once, when it turns DONE; a
+//! failed operation leaves the pool (or cluster) in ERROR / RUNNING_WITH_ERROR with a
+//! condition naming GKE's code, and its `error` carries the reason in an ErrorInfo.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::cloud::gcp::types::container::{Operation, RpcStatus, StatusCondition};
+use crate::sim::Sim;
+use crate::sim::clock::Clock;
+use crate::sim::error::{Flavor, SimError};
+use crate::sim::faults::FaultKind;
+use crate::sim::gcp::compute::quota;
+use crate::sim::world::World;
+
+use super::durations;
+use super::model::{Effect, Failure, OpRec, Shape};
+use super::{State, stocked_out};
+
+/// 400 FAILED_PRECONDITION while another operation runs on the cluster (GKE's wording).
+pub fn ensure_idle(state: &State, cluster_key: &str, cluster_name: &str) -> Result<(), SimError> {
+    match state
+        .operations
+        .iter()
+        .find(|o| o.cluster == cluster_key && o.op.status != "DONE")
+    {
+        Some(o) => Err(SimError::precondition(
+            Flavor::Aip193,
+            format!(
+                "Operation {} is currently {}. Please wait and try again once it is done.",
+                o.op.name,
+                o.doing(cluster_name)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// What a new operation is about.
+pub struct Start<'a> {
+    pub project: &'a str,
+    pub location: &'a str,
+    pub cluster_key: &'a str,
+    pub base_url: &'a str,
+    pub target_link: String,
+    pub operation_type: &'static str,
+    pub effect: Effect,
+    pub duration: Duration,
+    pub failure: Option<Failure>,
+}
+
+/// Record a PENDING operation and apply whatever is already due (speed 0: all of it);
+/// returns the operation as the caller sees it now.
+pub fn start(world: &mut World, clock: &Clock, s: Start<'_>) -> Operation {
+    let now = clock.now();
+    let state = &mut world.container;
+    let ms = chrono::Utc::now().timestamp_millis();
+    let name = format!("operation-{ms}-{:08x}", rand::random::<u32>());
+    let op = Operation {
+        name: name.clone(),
+        operation_type: s.operation_type.to_owned(),
+        status: "PENDING".into(),
+        self_link: Some(format!(
+            "{}/container/v1/projects/{}/locations/{}/operations/{name}",
+            s.base_url, s.project, s.location
+        )),
+        target_link: Some(s.target_link),
+        location: Some(s.location.to_owned()),
+        start_time: Some(state.stamp(clock, now)),
+        ..Operation::default()
+    };
+    state.operations.push(OpRec {
+        op,
+        project: s.project.to_owned(),
+        cluster: s.cluster_key.to_owned(),
+        running_at: now + durations::PENDING.min(s.duration),
+        done_at: now + s.duration,
+        effect: s.effect,
+        failure: s.failure,
+    });
+    advance(world, clock);
+    world
+        .container
+        .operations
+        .iter()
+        .rev()
+        .find(|o| o.op.name == name)
+        .map(|o| o.op.clone())
+        .unwrap_or_default()
+}
+
+fn info(reason: &str, metadata: serde_json::Value) -> serde_json::Value {
+    json!({
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": reason,
+        "domain": "container.googleapis.com",
+        "metadata": metadata,
+    })
+}
+
+fn quota_failure(metric: &str, limit: f64, region: &str) -> Failure {
+    let message = format!("Quota '{metric}' exceeded. Limit: {limit:.1} in region {region}.");
+    Failure {
+        error: RpcStatus {
+            code: 8,
+            message: message.clone(),
+            details: vec![info(
+                "QUOTA_EXCEEDED",
+                json!({"metric": metric, "limit": format!("{limit:.1}"), "region": region}),
+            )],
+        },
+        condition: StatusCondition {
+            code: Some("GCE_QUOTA_EXCEEDED".into()),
+            message: Some(message),
+            canonical_code: Some("RESOURCE_EXHAUSTED".into()),
+        },
+        pool: None,
+    }
+}
+
+fn stockout_failure(project: &str, zone: &str, what: &str) -> Failure {
+    let message = format!(
+        "Google Compute Engine: GCE_STOCKOUT: The zone 'projects/{project}/zones/{zone}' does not have enough \
+         resources available to fulfill the request ({what}). Try a different zone, or try again later."
+    );
+    Failure {
+        error: RpcStatus {
+            code: 8,
+            message: message.clone(),
+            details: vec![info(
+                "GCE_STOCKOUT",
+                json!({"zone": zone, "resource": what}),
+            )],
+        },
+        condition: StatusCondition {
+            code: Some("GCE_STOCKOUT".into()),
+            message: Some(message),
+            canonical_code: Some("RESOURCE_EXHAUSTED".into()),
+        },
+        pool: None,
+    }
+}
+
+/// The outcome of giving `added` more nodes per zone to a pool of `shape` in `zones`:
+/// quota first (as GCE checks it), then stock. `forced` is an armed QUOTA_EXCEEDED or
+/// STOCKOUT fault. Stock is checked when `check_stock` (creation, growth).
+#[allow(clippy::too_many_arguments)]
+pub fn decide(
+    sim: &Sim,
+    world: &World,
+    project: &str,
+    region: &str,
+    shape: &Shape,
+    zones: &[String],
+    added: u32,
+    check_stock: bool,
+    forced: Option<FaultKind>,
+) -> Option<Failure> {
+    let units = shape.units();
+    if forced == Some(FaultKind::QuotaExceeded) {
+        let metric = units
+            .keys()
+            .find(|m| m.as_str() != "CPUS")
+            .cloned()
+            .unwrap_or_else(|| "CPUS".to_owned());
+        let limit = quota::limit(sim, world, region, &metric).unwrap_or(0.0);
+        return Some(quota_failure(&metric, limit, region));
+    }
+    let nodes = f64::from(added) * zones.len() as f64;
+    let extra: BTreeMap<String, f64> = units.into_iter().map(|(m, u)| (m, u * nodes)).collect();
+    if let Some((metric, limit)) = quota::exceeded(sim, world, project, region, &extra) {
+        return Some(quota_failure(&metric, limit, region));
+    }
+    let what = shape
+        .accelerator()
+        .map(str::to_owned)
+        .unwrap_or_else(|| shape.machine.clone());
+    if forced == Some(FaultKind::Stockout) {
+        let zone = zones.first().map(String::as_str).unwrap_or(region);
+        return Some(stockout_failure(project, zone, &what));
+    }
+    if check_stock {
+        let accel = shape.accelerator()?;
+        let zone = zones
+            .iter()
+            .find(|z| stocked_out(sim, &world.container, z, accel))?;
+        return Some(stockout_failure(project, zone, &what));
+    }
+    None
+}
+
+/// Move every operation that is due.
+pub fn advance(world: &mut World, clock: &Clock) {
+    for i in 0..world.container.operations.len() {
+        let o = &mut world.container.operations[i];
+        if o.op.status == "DONE" {
+            continue;
+        }
+        if clock.is_due(o.done_at) {
+            finish(world, clock, i);
+        } else if o.op.status == "PENDING" && clock.is_due(o.running_at) {
+            o.op.status = "RUNNING".into();
+        }
+    }
+}
+
+fn finish(world: &mut World, clock: &Clock, i: usize) {
+    let rec = world.container.operations[i].clone();
+    let end = world.container.stamp(clock, rec.done_at);
+    let World {
+        container, kube, ..
+    } = world;
+    let fail = rec.failure.as_ref();
+    match &rec.effect {
+        Effect::CreateCluster => {
+            if let Some(c) = container.clusters.get_mut(&rec.cluster) {
+                if let Some(f) = fail {
+                    c.status = "ERROR".into();
+                    c.status_message = Some(f.error.message.clone());
+                    for p in &mut c.pools {
+                        p.status = "ERROR".into();
+                        if f.pool.as_deref().is_none_or(|n| n == p.spec.name) {
+                            p.status_message = Some(f.error.message.clone());
+                            p.conditions = vec![f.condition.clone()];
+                        }
+                    }
+                } else {
+                    c.status = "RUNNING".into();
+                    kube.add_cluster(&c.kube_key);
+                    for p in &mut c.pools {
+                        p.status = "RUNNING".into();
+                        kube.upsert_pool(&c.kube_key, p.to_kube(p.size));
+                    }
+                }
+            }
+        }
+        Effect::DeleteCluster => {
+            if let Some(c) = container.clusters.remove(&rec.cluster) {
+                kube.remove_cluster(&c.kube_key);
+            }
+        }
+        Effect::CreatePool(name) => {
+            if let Some(c) = container.clusters.get_mut(&rec.cluster) {
+                let key = c.kube_key.clone();
+                if let Some(p) = c.pool_mut(name) {
+                    if let Some(f) = fail {
+                        p.status = "ERROR".into();
+                        p.status_message = Some(f.error.message.clone());
+                        p.conditions = vec![f.condition.clone()];
+                    } else {
+                        p.status = "RUNNING".into();
+                        kube.upsert_pool(&key, p.to_kube(p.size));
+                    }
+                }
+            }
+        }
+        Effect::DeletePool(name) => {
+            if let Some(c) = container.clusters.get_mut(&rec.cluster) {
+                c.pools.retain(|p| &p.spec.name != name);
+                kube.remove_pool(&c.kube_key, name);
+            }
+        }
+        Effect::SetSize(name, n) => {
+            if let Some(c) = container.clusters.get_mut(&rec.cluster) {
+                let key = c.kube_key.clone();
+                if let Some(p) = c.pool_mut(name) {
+                    if let Some(f) = fail {
+                        p.status = "RUNNING_WITH_ERROR".into();
+                        p.status_message = Some(f.error.message.clone());
+                        p.conditions = vec![f.condition.clone()];
+                    } else {
+                        p.size = *n;
+                        p.status = "RUNNING".into();
+                        p.status_message = None;
+                        p.conditions.clear();
+                        if kube.pool_node_count(&key, name).is_some() {
+                            kube.set_pool_size(&key, name, *n);
+                        } else {
+                            kube.upsert_pool(&key, p.to_kube(*n));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let o = &mut container.operations[i].op;
+    o.status = "DONE".into();
+    o.end_time = Some(end);
+    o.error = fail.map(|f| f.error.clone());
+}

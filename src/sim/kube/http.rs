@@ -1,0 +1,420 @@
+//! The HTTP face of the simulated API servers: `/kube/{key}/...` paths as the kube crate
+//! builds them (`/version`, discovery under `/api` and `/apis`, legacy or aggregated by
+//! `Accept`, and object paths), Kubernetes `Status` errors, injected faults.
+//!
+//! Invariant: a request is parsed and checked for faults before the world lock is taken;
+//! the lock is held for the whole (synchronous) state change plus reconcile, so the
+//! response shows the settled object, and it is never held across an `.await`.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use serde_json::{Value, json};
+
+use super::cluster::ClusterKube;
+use super::objects::{KStatus, ObjKey};
+use super::resources::{self, ResourceDef};
+use super::verbs;
+use crate::sim::faults::FaultKind;
+use crate::sim::{Sim, tag};
+
+pub fn routes() -> Router<Sim> {
+    Router::new()
+        .route("/kube/{key}", any(root))
+        .route("/kube/{key}/{*rest}", any(handle))
+}
+
+/// What a path names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Version,
+    CoreVersions,
+    Groups,
+    Group(String),
+    Resources {
+        group: String,
+        version: String,
+    },
+    Collection {
+        group: String,
+        version: String,
+        plural: String,
+        namespace: Option<String>,
+    },
+    Object {
+        group: String,
+        version: String,
+        plural: String,
+        namespace: Option<String>,
+        name: String,
+        sub: Option<String>,
+    },
+}
+
+fn resource_path(group: &str, version: &str, rest: &[&str]) -> Option<Target> {
+    let s = |x: &str| x.to_owned();
+    let coll = |plural: &str, ns: Option<&str>| Target::Collection {
+        group: s(group),
+        version: s(version),
+        plural: s(plural),
+        namespace: ns.map(s),
+    };
+    let obj = |plural: &str, ns: Option<&str>, name: &str, sub: Option<&str>| Target::Object {
+        group: s(group),
+        version: s(version),
+        plural: s(plural),
+        namespace: ns.map(s),
+        name: s(name),
+        sub: sub.map(s),
+    };
+    Some(match rest {
+        ["namespaces", ns, plural] if !matches!(*plural, "status" | "finalize") => {
+            coll(plural, Some(ns))
+        }
+        ["namespaces", ns, plural, name] => obj(plural, Some(ns), name, None),
+        ["namespaces", ns, plural, name, sub] => obj(plural, Some(ns), name, Some(sub)),
+        [plural] => coll(plural, None),
+        [plural, name] => obj(plural, None, name, None),
+        [plural, name, sub] => obj(plural, None, name, Some(sub)),
+        _ => return None,
+    })
+}
+
+/// Parse the path after `/kube/{key}/`.
+pub fn parse(rest: &str) -> Option<Target> {
+    let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    match segs.as_slice() {
+        ["version"] => Some(Target::Version),
+        ["api"] => Some(Target::CoreVersions),
+        ["api", v] => Some(Target::Resources {
+            group: String::new(),
+            version: (*v).to_owned(),
+        }),
+        ["api", v, rest @ ..] => resource_path("", v, rest),
+        ["apis"] => Some(Target::Groups),
+        ["apis", g] => Some(Target::Group((*g).to_owned())),
+        ["apis", g, v] => Some(Target::Resources {
+            group: (*g).to_owned(),
+            version: (*v).to_owned(),
+        }),
+        ["apis", g, v, rest @ ..] => resource_path(g, v, rest),
+        _ => None,
+    }
+}
+
+/// The media type of a request body, without parameters.
+fn media_type(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The journal/fault method name of a request.
+fn method_name(method: &Method, target: &Target, media: &str) -> &'static str {
+    match target {
+        Target::Version => "kube.version",
+        Target::CoreVersions | Target::Groups | Target::Group(_) | Target::Resources { .. } => {
+            "kube.discovery"
+        }
+        Target::Collection { .. } => match *method {
+            Method::GET => "kube.list",
+            Method::POST => "kube.create",
+            _ => "kube.other",
+        },
+        Target::Object { .. } => match *method {
+            Method::GET => "kube.get",
+            Method::PATCH if media == "application/apply-patch+yaml" => "kube.apply",
+            Method::PATCH => "kube.patch",
+            Method::PUT => "kube.update",
+            Method::DELETE => "kube.delete",
+            _ => "kube.other",
+        },
+    }
+}
+
+/// An armed fault, rendered as an API server would fail.
+async fn fault(kind: FaultKind) -> Response {
+    let s = match kind {
+        FaultKind::Http429 => KStatus::new(
+            429,
+            "TooManyRequests",
+            "the server has received too many requests and has asked us to try again later (simulated)",
+        ),
+        FaultKind::Http500 => KStatus::new(
+            500,
+            "InternalError",
+            "an error on the server (\"simulated\") has prevented the request from succeeding",
+        ),
+        FaultKind::Http503 | FaultKind::Stockout => KStatus::new(
+            503,
+            "ServiceUnavailable",
+            "the server is currently unable to handle the request (simulated)",
+        ),
+        FaultKind::Timeout => {
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+            KStatus::new(
+                504,
+                "Timeout",
+                "the server was unable to return a response in the time allotted (simulated)",
+            )
+        }
+        FaultKind::GkeBusy => KStatus::new(
+            409,
+            "Conflict",
+            "the object has been modified; please apply your changes to the latest version and try again (simulated)",
+        ),
+        FaultKind::QuotaExceeded => KStatus::new(403, "Forbidden", "exceeded quota (simulated)"),
+    };
+    s.into_response()
+}
+
+fn unknown_cluster(key: &str) -> Response {
+    KStatus::new(404, "NotFound", format!("cluster {key:?} not found")).into_response()
+}
+
+async fn root(State(sim): State<Sim>, Path(key): Path<String>) -> Response {
+    let exists = sim.world().kube.clusters.contains_key(&key);
+    let resp = if exists {
+        KStatus::no_resource().into_response()
+    } else {
+        unknown_cluster(&key)
+    };
+    tag("kube.other", resp)
+}
+
+/// A parsed request.
+pub struct Req {
+    pub method: Method,
+    pub query: Vec<(String, String)>,
+    pub accept: String,
+    pub media: String,
+    pub body: Bytes,
+}
+
+impl Req {
+    pub fn param(&self, k: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(q, _)| q == k)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What to send back; objects are read after reconcile.
+pub enum Reply {
+    Json(StatusCode, Value),
+    Aggregated(Value),
+    Object(StatusCode, ObjKey, String),
+    Error(KStatus),
+}
+
+impl From<KStatus> for Reply {
+    fn from(s: KStatus) -> Self {
+        Reply::Error(s)
+    }
+}
+
+async fn handle(
+    State(sim): State<Sim>,
+    Path((key, rest)): Path<(String, String)>,
+    method: Method,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(target) = parse(&rest) else {
+        return tag("kube.other", KStatus::no_resource());
+    };
+    let media = media_type(&headers);
+    let name = method_name(&method, &target, &media);
+    if let Some(kind) = sim.faults().take("kube", name) {
+        return tag(name, fault(kind).await);
+    }
+    let req = Req {
+        method,
+        query: url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect(),
+        accept: headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned(),
+        media,
+        body,
+    };
+    let auth = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let resp = {
+        let mut world = sim.world();
+        match world.kube.clusters.get_mut(&key) {
+            None => unknown_cluster(&key),
+            Some(c) => {
+                c.record_authorization(auth.as_deref());
+                let reply = serve(c, &target, &req);
+                if c.is_dirty() {
+                    c.reconcile(sim.clock());
+                }
+                render(c, reply)
+            }
+        }
+    };
+    tag(name, resp)
+}
+
+fn render(c: &ClusterKube, reply: Reply) -> Response {
+    match reply {
+        Reply::Json(code, v) => (code, axum::Json(v)).into_response(),
+        Reply::Aggregated(v) => (
+            [(header::CONTENT_TYPE, resources::AGGREGATED_CONTENT_TYPE)],
+            v.to_string(),
+        )
+            .into_response(),
+        Reply::Object(code, key, api_version) => match c.api.get(&key) {
+            Some(obj) => {
+                let mut obj = obj.clone();
+                obj["apiVersion"] = json!(api_version);
+                (code, axum::Json(obj)).into_response()
+            }
+            None => {
+                KStatus::new(404, "NotFound", format!("\"{}\" not found", key.name)).into_response()
+            }
+        },
+        Reply::Error(s) => s.into_response(),
+    }
+}
+
+fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "33",
+        "gitVersion": "v1.33.5-gke.1000",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2025-10-01T00:00:00Z",
+        "goVersion": "go1.24.6",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    })
+}
+
+fn serve(c: &mut ClusterKube, target: &Target, req: &Req) -> Reply {
+    let discovery = !matches!(target, Target::Collection { .. } | Target::Object { .. });
+    if discovery && req.method != Method::GET {
+        return KStatus::method_not_allowed(&format!("{} on discovery", req.method)).into();
+    }
+    let defs = resources::all(&c.api);
+    let aggregated = c.aggregated_discovery && resources::wants_aggregated(&req.accept);
+    let ok = |v: Value| Reply::Json(StatusCode::OK, v);
+    match target {
+        Target::Version => ok(version()),
+        Target::CoreVersions if aggregated => Reply::Aggregated(resources::aggregated(&defs, true)),
+        Target::CoreVersions => ok(resources::api_versions()),
+        Target::Groups if aggregated => Reply::Aggregated(resources::aggregated(&defs, false)),
+        Target::Groups => ok(resources::group_list(&defs)),
+        Target::Group(g) => resources::group(&defs, g).map_or(KStatus::no_resource().into(), ok),
+        Target::Resources { group, version } => resources::resource_list(&defs, group, version)
+            .map_or(KStatus::no_resource().into(), ok),
+        Target::Collection {
+            group,
+            version,
+            plural,
+            namespace,
+        } => {
+            let Some(def) = resolve(&defs, group, version, plural, namespace.as_deref(), true)
+            else {
+                return KStatus::no_resource().into();
+            };
+            match req.method {
+                Method::GET => verbs::list(c, &def, namespace.as_deref(), req),
+                Method::POST if namespace.is_some() || !def.namespaced => {
+                    verbs::create(c, &def, namespace.as_deref(), req)
+                }
+                _ => KStatus::method_not_allowed(&format!("{} on a collection", req.method)).into(),
+            }
+        }
+        Target::Object {
+            group,
+            version,
+            plural,
+            namespace,
+            name,
+            sub,
+        } => {
+            let Some(def) = resolve(&defs, group, version, plural, namespace.as_deref(), false)
+            else {
+                return KStatus::no_resource().into();
+            };
+            let ns = namespace.as_deref();
+            match (sub.as_deref(), &req.method) {
+                (None | Some("status"), &Method::GET) => verbs::get(c, &def, ns, name),
+                (Some(_), _) => KStatus::method_not_allowed("writing a subresource").into(),
+                (None, &Method::PATCH) => verbs::patch(c, &def, ns, name, req),
+                (None, &Method::PUT) => verbs::update(c, &def, ns, name, req),
+                (None, &Method::DELETE) => verbs::delete(c, &def, ns, name),
+                (None, m) => KStatus::method_not_allowed(m.as_str()).into(),
+            }
+        }
+    }
+}
+
+/// The served resource, if the path's scope fits it (a namespaced collection may be
+/// listed across namespaces).
+fn resolve(
+    defs: &[ResourceDef],
+    group: &str,
+    version: &str,
+    plural: &str,
+    namespace: Option<&str>,
+    collection: bool,
+) -> Option<ResourceDef> {
+    let def = resources::find(defs, group, version, plural)?;
+    match (def.namespaced, namespace) {
+        (true, Some(_)) | (false, None) => Some(def),
+        (true, None) if collection => Some(def),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert_eq!(parse("version"), Some(Target::Version));
+        assert_eq!(
+            parse("api/v1/namespaces/foo"),
+            Some(Target::Object {
+                group: String::new(),
+                version: "v1".into(),
+                plural: "namespaces".into(),
+                namespace: None,
+                name: "foo".into(),
+                sub: None,
+            })
+        );
+        assert!(matches!(
+            parse("api/v1/namespaces/foo/pods"),
+            Some(Target::Collection { namespace: Some(ns), .. }) if ns == "foo"
+        ));
+        assert!(matches!(
+            parse("api/v1/namespaces/foo/status"),
+            Some(Target::Object { sub: Some(s), .. }) if s == "status"
+        ));
+        assert!(matches!(
+            parse("apis/apps/v1/namespaces/x/deployments/d"),
+            Some(Target::Object { group, name, .. }) if group == "apps" && name == "d"
+        ));
+        assert_eq!(parse("nope"), None);
+    }
+}

@@ -1,0 +1,100 @@
+//! Driving the simulator's admin API from the cloud tests: faults, journal, clock, and
+//! raw requests (for what the production clients would never send).
+
+use kineticd::cloud::gcp::GcpClients;
+use kineticd::sim::Sim;
+use kineticd::sim::clock::ClockMode;
+use serde_json::{Value, json};
+
+/// A simulator whose clock moves only when the test says so, and clients pointed at it.
+pub async fn start_explicit() -> (Sim, GcpClients) {
+    crate::common::start_sim_with(kineticd::sim::SimConfig {
+        clock: ClockMode::Explicit,
+        ..Default::default()
+    })
+    .await
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+/// Arm `count` faults of `kind` for `service`/`method`.
+pub async fn arm(sim: &Sim, service: &str, method: &str, kind: &str, count: u32) {
+    let r = http()
+        .post(format!("{}/sim/v1/faults", sim.url()))
+        .json(&json!({"service": service, "method": method, "kind": kind, "count": count}))
+        .send()
+        .await
+        .expect("arm fault");
+    assert!(r.status().is_success(), "arming failed: {}", r.status());
+}
+
+/// Journal entries for `service` and `method`, oldest first.
+pub async fn journal(sim: &Sim, service: &str, method: &str) -> Vec<Value> {
+    let v: Value = http()
+        .get(format!("{}/sim/v1/journal", sim.url()))
+        .query(&[("service", service), ("method", method)])
+        .send()
+        .await
+        .expect("journal")
+        .json()
+        .await
+        .expect("journal body");
+    v["entries"].as_array().cloned().unwrap_or_default()
+}
+
+/// The HTTP statuses the journal recorded for `service`/`method`, in order.
+pub async fn statuses(sim: &Sim, service: &str, method: &str) -> Vec<u64> {
+    journal(sim, service, method)
+        .await
+        .iter()
+        .map(|e| e["status"].as_u64().unwrap_or(0))
+        .collect()
+}
+
+/// Move the simulator's virtual clock forward.
+pub async fn advance(sim: &Sim, seconds: f64) {
+    let r = http()
+        .post(format!("{}/sim/v1/clock:advance", sim.url()))
+        .json(&json!({ "seconds": seconds }))
+        .send()
+        .await
+        .expect("advance clock");
+    assert!(r.status().is_success());
+}
+
+/// Send a raw request to the simulator; returns (status, JSON body or Null).
+pub async fn raw(
+    sim: &Sim,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = http().request(method, format!("{}{path}", sim.url()));
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = req.send().await.expect("raw request");
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// A fast LRO policy for tests.
+pub fn quick_lro() -> kineticd::cloud::gcp::lro::LroPolicy {
+    kineticd::cloud::gcp::lro::LroPolicy {
+        first_delay: std::time::Duration::from_millis(5),
+        max_delay: std::time::Duration::from_millis(20),
+        deadline: std::time::Duration::from_secs(10),
+    }
+}
+
+/// A fast read-modify-write policy for tests.
+pub fn quick_rmw(max_attempts: u32) -> kineticd::cloud::gcp::resource_manager::RmwPolicy {
+    kineticd::cloud::gcp::resource_manager::RmwPolicy {
+        max_attempts,
+        first_delay: std::time::Duration::from_millis(5),
+        max_delay: std::time::Duration::from_millis(20),
+    }
+}
