@@ -106,7 +106,11 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
         );
         rep.put("engine.throughput_wall_s", format!("{:.3}", t.wall_s));
         rep.put("engine.throughput_db_span_s", format!("{:.3}", t.db_span_s));
-        rep.put("engine.xacts_per_step", format!("{:.2}", t.xacts_per_step));
+        let per_step = |cpu: f64| format!("{:.0}", cpu / (OPS as f64 * f64::from(STEPS)) * 1e6);
+        rep.put("engine.cpu_us_per_step", per_step(t.engine_cpu_s));
+        if let Some(c) = t.pg_cpu_s {
+            rep.put("engine.pg_cpu_us_per_step", per_step(c));
+        }
         commits_per_sec = Some(t.steps_per_sec());
 
         println!("== throughput (diagnostic): same, pool without the ping before each acquire");
@@ -114,10 +118,6 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
         rep.put(
             "engine.noping.step_commits_per_sec",
             format!("{:.1}", t2.steps_per_sec()),
-        );
-        rep.put(
-            "engine.noping.xacts_per_step",
-            format!("{:.2}", t2.xacts_per_step),
         );
     }
 
@@ -145,9 +145,16 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
 
     if wants("pgbench") {
         println!("== pgbench: TPC-B scale 4, -c 4 -j 2 -T {PGBENCH_SECONDS} -M prepared");
-        let t = pgbench(server).await?;
-        rep.put("pgbench.tps", format!("{t:.1}"));
-        tps = Some(t);
+        let b = pgbench(server).await?;
+        rep.put("pgbench.tps", format!("{:.1}", b.tps));
+        rep.put(
+            "pgbench.client_cpu_us_per_tx",
+            format!("{:.0}", b.client_us),
+        );
+        if let Some(c) = b.pg_us {
+            rep.put("pgbench.pg_cpu_us_per_tx", format!("{c:.0}"));
+        }
+        tps = Some(b.tps);
     }
 
     if wants("rss") {
@@ -161,11 +168,17 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
     if wants("sql") {
         println!("== sql (diagnostic): per-step SQL replayed by {WORKERS} tasks, no engine");
         for p in Pattern::ALL {
-            let r = sql_pattern(server, p).await?;
+            let (r, pg_us) = sql_pattern(server, p).await?;
             rep.put(
                 &format!("sql.{}.steps_per_sec", p.name()),
                 format!("{r:.1}"),
             );
+            if let Some(c) = pg_us {
+                rep.put(
+                    &format!("sql.{}.pg_cpu_us_per_step", p.name()),
+                    format!("{c:.0}"),
+                );
+            }
         }
     }
 
@@ -397,7 +410,9 @@ fn worker_config() -> WorkerConfig {
 struct Throughput {
     wall_s: f64,
     db_span_s: f64,
-    xacts_per_step: f64,
+    /// CPU seconds of this process (the engine) and of the PostgreSQL server during the run.
+    engine_cpu_s: f64,
+    pg_cpu_s: Option<f64>,
 }
 
 impl Throughput {
@@ -465,6 +480,7 @@ async fn throughput_on(
     let mut mon = PgConnection::connect(url).await?;
     let mut mon_queries = 0i64;
     let started = Instant::now();
+    let cpu0 = (self_cpu(), pg_cpu(server));
     let pool = WorkerPool::start(
         db.clone(),
         events.clone(),
@@ -487,6 +503,8 @@ async fn throughput_on(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let wall_s = started.elapsed().as_secs_f64();
+    let engine_cpu_s = self_cpu() - cpu0.0;
+    let pg_cpu_s = pg_cpu(server).zip(cpu0.1).map(|(a, b)| a - b);
     pool.shutdown(Duration::from_secs(10)).await;
 
     let (succeeded, span): (i64, f64) = sqlx::query_as(
@@ -531,10 +549,23 @@ async fn throughput_on(
     let t = Throughput {
         wall_s,
         db_span_s: span,
-        xacts_per_step: xacts as f64 / (OPS as f64 * f64::from(STEPS)),
+        engine_cpu_s,
+        pg_cpu_s,
     };
     println!(
-        "  drained in {:.3} s (db span {:.3} s): {:.1} ops/s, {:.1} step commits/s, {} transactions",
+        "  CPU: engine process {:.2} s ({:.0} us/step), PostgreSQL {} over {:.2} s wall on {} CPUs",
+        t.engine_cpu_s,
+        t.engine_cpu_s / (OPS as f64 * f64::from(STEPS)) * 1e6,
+        t.pg_cpu_s.map_or("n/a".into(), |c| format!(
+            "{c:.2} s ({:.0} us/step)",
+            c / (OPS as f64 * f64::from(STEPS)) * 1e6
+        )),
+        t.wall_s,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "  drained in {:.3} s (db span {:.3} s): {:.1} ops/s, {:.1} step commits/s, {} transactions \
+         (incl. the LISTEN backend's notification reads)",
         t.wall_s,
         t.db_span_s,
         t.ops_per_sec(),
@@ -704,7 +735,14 @@ fn pgbench_binary() -> Result<std::path::PathBuf> {
     })
 }
 
-async fn pgbench(server: &Server) -> Result<f64> {
+struct PgBench {
+    tps: f64,
+    /// CPU microseconds per transaction: pgbench itself, and the server.
+    client_us: f64,
+    pg_us: Option<f64>,
+}
+
+async fn pgbench(server: &Server) -> Result<PgBench> {
     let bin = pgbench_binary()?;
     let name = server.create_db("pgbench").await?;
     let url = server.url(&name);
@@ -721,6 +759,7 @@ async fn pgbench(server: &Server) -> Result<f64> {
             );
         }
         let secs = PGBENCH_SECONDS.to_string();
+        let cpu0 = (children_cpu(), pg_cpu(server));
         let out = tokio::process::Command::new(&bin)
             .args(["-c", "4", "-j", "2", "-T", &secs, "-M", "prepared", &url])
             .output()
@@ -739,8 +778,23 @@ async fn pgbench(server: &Server) -> Result<f64> {
                 rest.split_whitespace().next()?.parse::<f64>().ok()
             })
             .ok_or_else(|| anyhow!("no `tps = ` line in pgbench output:\n{stdout}"))?;
-        println!("  {}: {tps:.1} tps", bin.display());
-        Ok(tps)
+        let client_cpu = children_cpu() - cpu0.0;
+        let pg = pg_cpu(server).zip(cpu0.1).map(|(a, b)| a - b);
+        let txs = tps * f64::from(PGBENCH_SECONDS);
+        println!(
+            "  {}: {tps:.1} tps; CPU: pgbench {client_cpu:.2} s ({:.0} us/tx), PostgreSQL {}",
+            bin.display(),
+            client_cpu / txs * 1e6,
+            pg.map_or("n/a".into(), |c| format!(
+                "{c:.2} s ({:.0} us/tx)",
+                c / txs * 1e6
+            ))
+        );
+        Ok(PgBench {
+            tps,
+            client_us: client_cpu / txs * 1e6,
+            pg_us: pg.map(|c| c / txs * 1e6),
+        })
     }
     .await;
     server.drop_db(&name).await;
@@ -838,6 +892,65 @@ async fn idle_rss_on(url: &str) -> Result<(f64, f64)> {
 }
 
 // ---------------------------------------------------------------------------------------
+// CPU accounting (Linux /proc): where the time goes, client vs. server.
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// (ppid, own CPU seconds, reaped children's CPU seconds) of a process.
+fn proc_cpu(pid: u32) -> Option<(u32, f64, f64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command (which may contain spaces) start at field 3 (state).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());
+    let ppid = f.get(1)?.parse().ok()?;
+    let ticks = clock_ticks();
+    // utime, stime, cutime, cstime are fields 14-17, i.e. indexes 11-14 here.
+    Some((
+        ppid,
+        (num(11)? + num(12)?) / ticks,
+        (num(13)? + num(14)?) / ticks,
+    ))
+}
+
+/// CPU seconds used so far by this process (all threads).
+fn self_cpu() -> f64 {
+    proc_cpu(std::process::id()).map_or(0.0, |c| c.1)
+}
+
+/// CPU seconds used so far by the private server: the postmaster, its exited backends
+/// (reaped, so counted in its children's time) and its live backends.
+fn pg_cpu(server: &Server) -> Option<f64> {
+    let pm = server.private.as_ref()?.pid();
+    let (_, own, reaped) = proc_cpu(pm)?;
+    let mut total = own + reaped;
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some((ppid, cpu, _)) = proc_cpu(pid)
+            && ppid == pm
+        {
+            total += cpu;
+        }
+    }
+    Some(total)
+}
+
+/// CPU seconds of this process's exited, waited-for children (e.g. pgbench).
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage writes into the struct we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+// ---------------------------------------------------------------------------------------
 // Diagnostics: the runner's per-step SQL without the engine around it.
 
 #[derive(Clone, Copy, Debug)]
@@ -886,15 +999,16 @@ impl Pattern {
 
 const SQL_STEPS_PER_TASK: usize = 2_500;
 
-async fn sql_pattern(server: &Server, p: Pattern) -> Result<f64> {
+/// Steps per second and the server's CPU microseconds per step.
+async fn sql_pattern(server: &Server, p: Pattern) -> Result<(f64, Option<f64>)> {
     let name = server.create_kineticd_db("sql").await?;
     let url = server.url(&name);
-    let r = sql_pattern_on(&url, p).await;
+    let r = sql_pattern_on(server, &url, p).await;
     server.drop_db(&name).await;
     r
 }
 
-async fn sql_pattern_on(url: &str, p: Pattern) -> Result<f64> {
+async fn sql_pattern_on(server: &Server, url: &str, p: Pattern) -> Result<(f64, Option<f64>)> {
     let kind = match p {
         Pattern::Current => PoolKind::Production,
         _ => PoolKind::NoPing,
@@ -961,7 +1075,12 @@ async fn sql_pattern_on(url: &str, p: Pattern) -> Result<f64> {
         "  steps JSON: {} bytes as text",
         serde_json::to_string(&steps_json)?.len()
     );
+    // A kineticd process always LISTENs; its backend reads every notification.
+    let mut listener = PgListener::connect(url).await?;
+    listener.listen(operations::EVENTS_CHANNEL).await?;
+    let drain = tokio::spawn(async move { while listener.recv().await.is_ok() {} });
     let started = Instant::now();
+    let pg0 = pg_cpu(server);
     let mut tasks = tokio::task::JoinSet::new();
     for id in ids {
         let db = db.clone();
@@ -1020,8 +1139,15 @@ async fn sql_pattern_on(url: &str, p: Pattern) -> Result<f64> {
         r??;
     }
     let secs = started.elapsed().as_secs_f64();
-    let rate = (WORKERS * SQL_STEPS_PER_TASK) as f64 / secs;
-    println!("  {:?}: {rate:.1} steps/s ({secs:.2} s)", p);
+    let steps = (WORKERS * SQL_STEPS_PER_TASK) as f64;
+    let pg_us = pg_cpu(server).zip(pg0).map(|(a, b)| (a - b) / steps * 1e6);
+    drain.abort();
+    let rate = steps / secs;
+    println!(
+        "  {:?}: {rate:.1} steps/s ({secs:.2} s), PostgreSQL CPU {} us/step",
+        p,
+        pg_us.map_or("n/a".into(), |c| format!("{c:.0}"))
+    );
     db.close().await;
-    Ok(rate)
+    Ok((rate, pg_us))
 }

@@ -21,6 +21,7 @@ use crate::api::auth::{Authenticator, HasAuth, Mode};
 use crate::api::error::ApiError;
 use crate::auth::{IapConfig, IapVerifier};
 use crate::config::{Identity, Settings};
+use crate::domain::pricing::PriceTable;
 use crate::ops::Events;
 use crate::store::Db;
 
@@ -36,6 +37,8 @@ pub struct AppState {
     pub events: Arc<Events>,
     /// Whether the NOOP test workflow may be enqueued.
     pub test_workflows: bool,
+    /// Price estimates for plans and pools.
+    pub prices: Arc<PriceTable>,
 }
 
 impl HasAuth for AppState {
@@ -83,6 +86,7 @@ impl AppState {
             metrics: crate::api::metrics::handle(),
             events: Events::start(url).await?,
             test_workflows: settings.test_workflows,
+            prices: Arc::new(settings.prices.clone()),
         })
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use crate::domain::Email;
+use crate::domain::pricing::PriceTable;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuthMode {
@@ -82,6 +83,9 @@ pub struct ServeArgs {
     /// Simulator speed with --dev (virtual seconds per real second; 0 = instant).
     #[arg(long, env = "KINETIC_SIM_SPEED", default_value_t = crate::sim::DEFAULT_SPEED)]
     pub sim_speed: f64,
+    /// JSON price table replacing the built-in estimates (see README).
+    #[arg(long, env = "KINETIC_PRICES_FILE")]
+    pub prices_file: Option<PathBuf>,
     /// Folder for local state (the private PostgreSQL of --dev).
     #[arg(long, env = "KINETIC_DATA_DIR", default_value = ".kineticd")]
     pub data_dir: PathBuf,
@@ -112,6 +116,8 @@ pub struct Settings {
     /// With --dev: the simulator's listen address and speed.
     pub sim_listen: SocketAddr,
     pub sim_speed: f64,
+    /// Price estimates (built-in, or from KINETIC_PRICES_FILE).
+    pub prices: PriceTable,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +134,8 @@ pub enum ConfigError {
     MissingAudience,
     #[error("KINETIC_ADMINS entry {0:?} is not an email address")]
     BadAdmin(String),
+    #[error("KINETIC_PRICES_FILE {path}: {why}")]
+    BadPrices { path: String, why: String },
     #[error("KINETIC_SIM_SPEED must be a number >= 0 (0 = every cloud operation finishes at once)")]
     BadSimSpeed,
     #[error("KINETIC_LEASE_SECONDS must be between 1 and 3600")]
@@ -172,6 +180,17 @@ impl Settings {
         if !a.sim_speed.is_finite() || a.sim_speed < 0.0 {
             return Err(ConfigError::BadSimSpeed);
         }
+        let prices = match &a.prices_file {
+            None => PriceTable::default(),
+            Some(p) => {
+                let bad = |why: String| ConfigError::BadPrices {
+                    path: p.display().to_string(),
+                    why,
+                };
+                let text = std::fs::read_to_string(p).map_err(|e| bad(e.to_string()))?;
+                PriceTable::from_json(&text).map_err(|e| bad(e.to_string()))?
+            }
+        };
         let database_url = a.database_url.filter(|s| !s.trim().is_empty());
         if database_url.is_none() && !a.dev {
             return Err(ConfigError::MissingDatabase);
@@ -198,6 +217,7 @@ impl Settings {
             data_dir: a.data_dir,
             sim_listen: a.sim_listen,
             sim_speed: a.sim_speed,
+            prices,
         })
     }
 }

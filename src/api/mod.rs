@@ -4,6 +4,7 @@
 //! Invariant: every route's behaviour and schema are described by the OpenAPI document
 //! built in [`openapi`]; `openapi/kineticd.json` is that document, checked by a test.
 
+pub mod accelerators;
 pub mod auth;
 pub mod clusters;
 pub mod error;

@@ -34,6 +34,7 @@ use super::error::ErrorBody;
         (name = "profiles", description = "Per-caller pointers at clusters"),
         (name = "clusters", description = "Cluster records"),
         (name = "nodePools", description = "Node pool records"),
+        (name = "accelerators", description = "The GPU and TPU catalog"),
         (name = "operations", description = "Long-running operations (AIP-151)"),
         (name = "testing", description = "Engine test workflow (development and test mode only)"),
         (name = "service", description = "Health, readiness, metrics")
@@ -65,6 +66,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::teams::router())
         .merge(super::profiles::router())
         .merge(super::clusters::router())
+        .merge(super::accelerators::router())
         .merge(super::operations::router())
         .merge(super::testing::router())
 }

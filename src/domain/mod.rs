@@ -5,6 +5,8 @@
 
 pub mod accelerators;
 pub mod names;
+pub mod naming;
+pub mod pricing;
 pub mod roles;
 
 pub use names::{ClusterName, Email, NameError, PoolId, ProfileId, ProjectId, TeamId, ZoneName};

@@ -4,6 +4,7 @@
 //! Invariant: field names and shapes here are the contract of `API.md`; they change only
 //! together with `openapi/kineticd.json`.
 
+pub mod accelerator;
 pub mod cluster;
 pub mod operation;
 pub mod profile;

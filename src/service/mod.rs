@@ -4,6 +4,7 @@
 //! Invariant: every function here that reads or changes a team's resources first
 //! resolves the caller's role through [`access`], so a non-member gets 404, not 403.
 
+pub mod accelerators;
 pub mod access;
 pub mod clusters;
 pub mod operations;

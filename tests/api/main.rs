@@ -3,6 +3,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod accelerators;
 mod basics;
 mod clusters;
 mod conventions;

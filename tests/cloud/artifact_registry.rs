@@ -274,3 +274,70 @@ async fn operations_on_the_clock() {
             .is_not_found()
     );
 }
+
+#[tokio::test]
+async fn repository_policy_read_modify_write() {
+    let (sim, gcp) = start_sim().await;
+    let ar = gcp
+        .artifact_registry
+        .clone()
+        .with_rmw_policy(crate::storage::simctl::quick_rmw(3));
+    let cancel = CancellationToken::new();
+    ar.create_repository(PROJECT, "us", "kn-c1", &docker(""))
+        .await
+        .unwrap();
+    let p = ar
+        .get_repository_iam_policy(PROJECT, "us", "kn-c1")
+        .await
+        .unwrap();
+    assert_eq!(p.etag, "ACAB");
+    let got = journal(&sim, "artifactregistry", "repositories.getIamPolicy").await;
+    assert_eq!(got[0]["httpMethod"], "GET");
+    assert_eq!(got[0]["query"], "options.requestedPolicyVersion=3");
+
+    let sa = gcp
+        .iam
+        .create_service_account(PROJECT, "kn-c1-nodes", "", "")
+        .await
+        .unwrap();
+    let member = format!("serviceAccount:{}", sa.email);
+    let done = ar
+        .add_repository_bindings(
+            PROJECT,
+            "us",
+            "kn-c1",
+            &[("roles/artifactregistry.reader", member.as_str())],
+            &cancel,
+        )
+        .await
+        .unwrap();
+    assert!(done.has_binding("roles/artifactregistry.reader", &member));
+    let sets = journal(&sim, "artifactregistry", "repositories.setIamPolicy").await;
+    assert_eq!(
+        sets[0]["body"],
+        json!({"policy": {"version": 3, "etag": "ACAB",
+               "bindings": [{"role": "roles/artifactregistry.reader", "members": [member]}]}})
+    );
+    // A stale etag is an etag conflict.
+    let e = ar
+        .set_repository_iam_policy(PROJECT, "us", "kn-c1", &p)
+        .await
+        .unwrap_err();
+    assert_eq!((e.http_status, e.status.as_str()), (409, "ABORTED"));
+    assert!(e.is_retryable());
+    // Artifact Registry's SetIamPolicyRequest has no updateMask.
+    let (status, _) = raw(
+        &sim,
+        Method::POST,
+        "/artifactregistry/v1/projects/demo-project/locations/us/repositories/kn-c1:setIamPolicy",
+        Some(json!({"policy": {"bindings": []}, "updateMask": "bindings"})),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        ar.get_repository_iam_policy(PROJECT, "us", "nope")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}

@@ -160,6 +160,7 @@ pub fn test_settings(url: &str) -> Settings {
         data_dir: std::env::temp_dir(),
         sim_listen: "127.0.0.1:0".parse().unwrap(),
         sim_speed: 0.0,
+        prices: Default::default(),
     }
 }
 

@@ -1,5 +1,5 @@
 //! Artifact Registry v1 client: Docker repositories (create and delete are long-running
-//! operations).
+//! operations) and their IAM policies.
 //!
 //! Invariant: create and delete return the operation as Google gave it; only
 //! [`ArtifactRegistry::wait_operation`] decides success, and a done operation with
@@ -11,8 +11,10 @@ use super::config::Service;
 use super::error::GcpError;
 use super::http::{Call, GcpHttp};
 use super::lro::LroPolicy;
+use super::resource_manager::{RmwPolicy, modify_policy};
 use super::service_usage::wait_done;
 use super::types::artifact_registry::{Operation, Repository};
+use super::types::iam::{POLICY_VERSION, Policy, SetIamPolicyRequest};
 
 pub use super::types::artifact_registry::docker_host;
 
@@ -21,6 +23,7 @@ const S: Service = Service::ArtifactRegistry;
 #[derive(Debug, Clone)]
 pub struct ArtifactRegistry {
     http: GcpHttp,
+    rmw: RmwPolicy,
 }
 
 /// `projects/{p}/locations/{l}/repositories/{id}`.
@@ -30,7 +33,16 @@ pub fn repository_name(project: &str, location: &str, repository_id: &str) -> St
 
 impl ArtifactRegistry {
     pub fn new(http: GcpHttp) -> ArtifactRegistry {
-        ArtifactRegistry { http }
+        ArtifactRegistry {
+            http,
+            rmw: RmwPolicy::default(),
+        }
+    }
+
+    /// The same client with another policy read-modify-write retry policy.
+    pub fn with_rmw_policy(mut self, rmw: RmwPolicy) -> ArtifactRegistry {
+        self.rmw = rmw;
+        self
     }
 
     /// repositories.create. 409 when the repository exists.
@@ -103,6 +115,79 @@ impl ArtifactRegistry {
         wait_done(S.name(), op, policy, cancel, |name| async move {
             self.get_operation(&name).await
         })
+        .await
+    }
+
+    /// repositories.getIamPolicy (GET, `options.requestedPolicyVersion=3`).
+    pub async fn get_repository_iam_policy(
+        &self,
+        project: &str,
+        location: &str,
+        repository_id: &str,
+    ) -> Result<Policy, GcpError> {
+        let name = repository_name(project, location, repository_id);
+        self.http
+            .call(
+                Call::get(
+                    S,
+                    "repositories.getIamPolicy",
+                    format!("{name}:getIamPolicy"),
+                )
+                .query("options.requestedPolicyVersion", POLICY_VERSION),
+            )
+            .await
+    }
+
+    /// repositories.setIamPolicy, always at policy version 3. A stale etag fails with
+    /// 409 ABORTED.
+    pub async fn set_repository_iam_policy(
+        &self,
+        project: &str,
+        location: &str,
+        repository_id: &str,
+        policy: &Policy,
+    ) -> Result<Policy, GcpError> {
+        let name = repository_name(project, location, repository_id);
+        let body = SetIamPolicyRequest {
+            policy: Policy {
+                version: Some(POLICY_VERSION),
+                ..policy.clone()
+            },
+            update_mask: None,
+        };
+        self.http
+            .call(
+                Call::post(
+                    S,
+                    "repositories.setIamPolicy",
+                    format!("{name}:setIamPolicy"),
+                )
+                .json(&body),
+            )
+            .await
+    }
+
+    /// Grant each `(role, member)` on the repository (idempotent read-modify-write).
+    pub async fn add_repository_bindings(
+        &self,
+        project: &str,
+        location: &str,
+        repository_id: &str,
+        grants: &[(&str, &str)],
+        cancel: &CancellationToken,
+    ) -> Result<Policy, GcpError> {
+        modify_policy(
+            S.name(),
+            "repositories.setIamPolicy",
+            self.rmw,
+            cancel,
+            || self.get_repository_iam_policy(project, location, repository_id),
+            |p| async move {
+                self.set_repository_iam_policy(project, location, repository_id, &p)
+                    .await
+            },
+            |p| p.add_bindings(grants),
+        )
         .await
     }
 }

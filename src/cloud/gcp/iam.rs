@@ -171,12 +171,8 @@ impl Iam {
         grants: &[(&str, &str)],
         cancel: &CancellationToken,
     ) -> Result<Policy, GcpError> {
-        self.modify_service_account_iam_policy(project, email, cancel, |p| {
-            grants
-                .iter()
-                .fold(false, |changed, (r, m)| p.add_binding(r, m) | changed)
-        })
-        .await
+        self.modify_service_account_iam_policy(project, email, cancel, |p| p.add_bindings(grants))
+            .await
     }
 }
 

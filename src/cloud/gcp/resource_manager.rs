@@ -139,12 +139,8 @@ impl ResourceManager {
         grants: &[(&str, &str)],
         cancel: &CancellationToken,
     ) -> Result<Policy, GcpError> {
-        self.modify_iam_policy(project, cancel, |p| {
-            grants
-                .iter()
-                .fold(false, |changed, (r, m)| p.add_binding(r, m) | changed)
-        })
-        .await
+        self.modify_iam_policy(project, cancel, |p| p.add_bindings(grants))
+            .await
     }
 
     /// Revoke each `(role, member)` on the project (idempotent).
@@ -154,12 +150,8 @@ impl ResourceManager {
         grants: &[(&str, &str)],
         cancel: &CancellationToken,
     ) -> Result<Policy, GcpError> {
-        self.modify_iam_policy(project, cancel, |p| {
-            grants
-                .iter()
-                .fold(false, |changed, (r, m)| p.remove_binding(r, m) | changed)
-        })
-        .await
+        self.modify_iam_policy(project, cancel, |p| p.remove_bindings(grants))
+            .await
     }
 }
 

@@ -264,12 +264,8 @@ impl Storage {
         grants: &[(&str, &str)],
         cancel: &CancellationToken,
     ) -> Result<Policy, GcpError> {
-        self.modify_bucket_iam_policy(bucket, cancel, |p| {
-            grants
-                .iter()
-                .fold(false, |changed, (r, m)| p.add_binding(r, m) | changed)
-        })
-        .await
+        self.modify_bucket_iam_policy(bucket, cancel, |p| p.add_bindings(grants))
+            .await
     }
 }
 

@@ -16,7 +16,9 @@ use axum::{Json, Router};
 use serde::Serialize;
 use serde_json::json;
 
+use super::iam::policy;
 use crate::cloud::gcp::types::artifact_registry::{Operation, Repository, docker_host};
+use crate::cloud::gcp::types::iam::{Policy, SetIamPolicyRequest};
 use crate::sim::body::strict;
 use crate::sim::clock::{Clock, SimTime};
 use crate::sim::error::{Flavor, SimError};
@@ -47,6 +49,7 @@ pub enum Phase {
 pub struct Repo {
     pub repository: Repository,
     pub phase: Phase,
+    pub policy: policy::Stored,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -75,20 +78,19 @@ impl State {
             if op.operation.done || !clock.is_due(op.due) {
                 continue;
             }
-            op.operation.done = true;
             let response = if op.delete {
                 self.repositories.remove(&op.target);
                 json!({"@type": "type.googleapis.com/google.protobuf.Empty"})
-            } else {
-                let Some(repo) = self.repositories.get_mut(&op.target) else {
-                    continue;
-                };
+            } else if let Some(repo) = self.repositories.get_mut(&op.target) {
                 repo.phase = Phase::Ready;
                 let mut v = serde_json::to_value(&repo.repository).unwrap_or_default();
                 v["@type"] =
                     json!("type.googleapis.com/google.devtools.artifactregistry.v1.Repository");
                 v
+            } else {
+                json!({})
             };
+            op.operation.done = true;
             op.operation.response = Some(response);
         }
     }
@@ -127,7 +129,7 @@ pub fn routes() -> Router<Sim> {
         )
         .route(
             "/artifactregistry/v1/projects/{project}/locations/{location}/repositories/{repo}",
-            get(get_repo).delete(delete_repo),
+            get(get_repo).delete(delete_repo).post(set_policy),
         )
         .route(
             "/artifactregistry/v1/projects/{project}/locations/{location}/operations/{op}",
@@ -275,6 +277,7 @@ fn do_create(
         Repo {
             repository,
             phase: Phase::Creating,
+            policy: policy::Stored::new(Vec::new(), 0),
         },
     );
     Ok(Json(st.start(sim.clock(), &parent, &name, false)))
@@ -284,6 +287,18 @@ async fn get_repo(
     AxState(sim): AxState<Sim>,
     Path((project, location, repo)): Path<(String, String, String)>,
 ) -> Response {
+    if let Some(repo) = repo.strip_suffix(":getIamPolicy") {
+        const M: &str = "repositories.getIamPolicy";
+        if let Some(r) = sim.fault(SVC, M, F).await {
+            return r;
+        }
+        let name = format!("projects/{project}/locations/{location}/repositories/{repo}");
+        let mut w = sim.world();
+        return tag(
+            M,
+            ready(&mut w.artifact_registry, &name).map(|r| Json(r.policy.policy.clone())),
+        );
+    }
     const M: &str = "repositories.get";
     if let Some(r) = sim.fault(SVC, M, F).await {
         return r;
@@ -292,16 +307,70 @@ async fn get_repo(
         return tag(M, e);
     }
     let name = format!("projects/{project}/locations/{location}/repositories/{repo}");
-    let w = sim.world();
+    let mut w = sim.world();
     tag(
         M,
-        w.artifact_registry
-            .repositories
-            .get(&name)
-            .filter(|r| r.phase != Phase::Creating)
-            .map(|r| Json(r.repository.clone()))
-            .ok_or_else(not_found),
+        ready(&mut w.artifact_registry, &name).map(|r| Json(r.repository.clone())),
     )
+}
+
+/// A repository whose create is done (deleting ones still count), or 404.
+fn ready<'a>(st: &'a mut State, name: &str) -> Result<&'a mut Repo, SimError> {
+    st.repositories
+        .get_mut(name)
+        .filter(|r| r.phase != Phase::Creating)
+        .ok_or_else(not_found)
+}
+
+/// `POST .../repositories/{id}:setIamPolicy` (one path segment).
+async fn set_policy(
+    AxState(sim): AxState<Sim>,
+    Path((project, location, seg)): Path<(String, String, String)>,
+    body: Bytes,
+) -> Response {
+    let Some(repo) = seg.strip_suffix(":setIamPolicy") else {
+        return tag(
+            "repositories.unknown",
+            SimError::new(
+                F,
+                404,
+                "NOT_FOUND",
+                "NOT_FOUND",
+                format!("Method not found: {seg}"),
+            ),
+        );
+    };
+    const M: &str = "repositories.setIamPolicy";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let name = format!("projects/{project}/locations/{location}/repositories/{repo}");
+    tag(M, do_set_policy(&sim, &name, &body))
+}
+
+fn do_set_policy(sim: &Sim, name: &str, body: &Bytes) -> Result<Json<Policy>, SimError> {
+    let req: SetIamPolicyRequest = strict(F, body)?;
+    // Artifact Registry's request and policy have fewer fields than IAM's.
+    let unknown = if req.update_mask.is_some() {
+        Some(("updateMask", ""))
+    } else if !req.policy.audit_configs.is_empty() {
+        Some(("auditConfigs", "policy"))
+    } else {
+        None
+    };
+    if let Some((field, at)) = unknown {
+        return Err(SimError::invalid(
+            F,
+            format!(
+                "Invalid JSON payload received. Unknown name \"{field}\" at '{at}': Cannot find field."
+            ),
+        ));
+    }
+    let mut w = sim.world();
+    let w = &mut *w;
+    let iam = &w.iam;
+    let repo = ready(&mut w.artifact_registry, name)?;
+    repo.policy.set(req, |email| iam.exists(email)).map(Json)
 }
 
 async fn delete_repo(

@@ -90,6 +90,20 @@ impl Policy {
         changed
     }
 
+    /// Grant each `(role, member)`; returns whether anything changed.
+    pub fn add_bindings(&mut self, grants: &[(&str, &str)]) -> bool {
+        grants
+            .iter()
+            .fold(false, |changed, (r, m)| self.add_binding(r, m) | changed)
+    }
+
+    /// Revoke each `(role, member)`; returns whether anything changed.
+    pub fn remove_bindings(&mut self, grants: &[(&str, &str)]) -> bool {
+        grants
+            .iter()
+            .fold(false, |changed, (r, m)| self.remove_binding(r, m) | changed)
+    }
+
     /// Whether `member` holds `role` unconditionally.
     pub fn has_binding(&self, role: &str, member: &str) -> bool {
         self.bindings.iter().any(|b| {

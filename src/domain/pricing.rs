@@ -1,0 +1,133 @@
+//! Hourly price estimates for accelerator node pools. The table is data: a default built
+//! in (approximate us-central1 list prices per GPU or TPU chip, host share included) that
+//! a deployment can replace with its own (`KINETIC_PRICES_FILE`, same JSON shape).
+//!
+//! Invariant: an estimate is never presented as a bill: every figure carries its
+//! currency, and an accelerator missing from the table yields no estimate rather than 0.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::accelerators::Resolved;
+
+/// Price of one GPU or TPU chip for an hour, on demand and spot.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnitPrice {
+    pub on_demand: f64,
+    pub spot: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PriceTable {
+    pub currency: String,
+    /// Keyed by GKE accelerator type (`nvidia-l4`, `tpu-v5-lite-podslice`).
+    pub per_unit_hour: BTreeMap<String, UnitPrice>,
+}
+
+impl Default for PriceTable {
+    fn default() -> Self {
+        let rows = [
+            ("nvidia-l4", 0.71, 0.28),
+            ("nvidia-tesla-t4", 0.54, 0.16),
+            ("nvidia-tesla-v100", 2.86, 0.98),
+            ("nvidia-tesla-p4", 0.79, 0.25),
+            ("nvidia-tesla-p100", 1.65, 0.55),
+            ("nvidia-tesla-a100", 3.67, 1.47),
+            ("nvidia-a100-80gb", 5.07, 2.03),
+            ("nvidia-h100-80gb", 11.06, 3.72),
+            ("nvidia-h100-mega-80gb", 11.70, 3.93),
+            ("nvidia-h200-141gb", 13.20, 4.62),
+            ("nvidia-b200", 16.80, 6.72),
+            ("tpu-v3-podslice", 2.00, 0.66),
+            ("tpu-v4-podslice", 3.22, 0.97),
+            ("tpu-v5-lite-podslice", 1.20, 0.48),
+            ("tpu-v5p-slice", 4.20, 1.68),
+            ("tpu-v6e-slice", 2.70, 1.08),
+        ];
+        PriceTable {
+            currency: "USD".into(),
+            per_unit_hour: rows
+                .into_iter()
+                .map(|(k, od, sp)| {
+                    (
+                        k.to_owned(),
+                        UnitPrice {
+                            on_demand: od,
+                            spot: sp,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// An hourly estimate for a pool.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub per_node: f64,
+    pub at_min: f64,
+    pub at_max: f64,
+}
+
+fn cents(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+impl PriceTable {
+    /// Read a table from JSON (the `KINETIC_PRICES_FILE` format).
+    pub fn from_json(s: &str) -> Result<PriceTable, serde_json::Error> {
+        serde_json::from_str(s)
+    }
+
+    /// Hourly price of one node of `acc`, if the table knows it.
+    pub fn per_node(&self, acc: &Resolved) -> Option<f64> {
+        let u = self.per_unit_hour.get(acc.gke_accelerator_type)?;
+        let unit = if acc.spot { u.spot } else { u.on_demand };
+        Some(cents(unit * f64::from(acc.per_node())))
+    }
+
+    /// Estimate for a pool of `acc` between `min` and `max` nodes.
+    pub fn estimate(&self, acc: &Resolved, min: u32, max: u32) -> Option<Estimate> {
+        let per_node = self.per_node(acc)?;
+        Some(Estimate {
+            per_node,
+            at_min: cents(per_node * f64::from(min)),
+            at_max: cents(per_node * f64::from(max)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::accelerators::{Choice, parse};
+
+    fn acc(s: &str) -> Resolved {
+        match parse(s).unwrap() {
+            Choice::Accelerator(r) => r,
+            Choice::Cpu => panic!(),
+        }
+    }
+
+    #[test]
+    fn estimates() {
+        let t = PriceTable::default();
+        assert_eq!(t.per_node(&acc("l4")), Some(0.71));
+        assert_eq!(t.per_node(&acc("l4x4")), Some(2.84));
+        assert_eq!(t.per_node(&acc("l4:spot")), Some(0.28));
+        // A v5e-16 slice: 4 hosts of 4 chips.
+        assert_eq!(t.per_node(&acc("v5e-16")), Some(4.8));
+        let e = t.estimate(&acc("l4"), 0, 10).unwrap();
+        assert_eq!((e.at_min, e.at_max), (0.0, 7.1));
+        let custom = PriceTable::from_json(
+            r#"{"currency":"EUR","perUnitHour":{"nvidia-l4":{"onDemand":1.0,"spot":0.5}}}"#,
+        )
+        .unwrap();
+        assert_eq!(custom.per_node(&acc("l4x2")), Some(2.0));
+        assert_eq!(custom.per_node(&acc("t4")), None);
+    }
+}
