@@ -180,6 +180,11 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
                 );
             }
         }
+        let (rate, pg_us) = claim_finish(server).await?;
+        rep.put("sql.claim_finish.ops_per_sec", format!("{rate:.1}"));
+        if let Some(c) = pg_us {
+            rep.put("sql.claim_finish.pg_cpu_us_per_op", format!("{c:.0}"));
+        }
     }
 
     let ratio = match (commits_per_sec, tps) {
@@ -969,18 +974,21 @@ enum Pattern {
     OneStatementJsonbSet,
     /// [`Pattern::OneStatement`] without `pg_notify` (what NOTIFY costs per commit).
     OneStatementNoNotify,
+    /// [`Pattern::OneStatement`] writing a tiny `steps` value (what the 3 KB JSON costs).
+    OneStatementSmallJson,
     /// `SELECT 1` in autocommit: the round-trip floor of this machine.
     Select1,
 }
 
 impl Pattern {
-    const ALL: [Pattern; 7] = [
+    const ALL: [Pattern; 8] = [
         Pattern::Current,
         Pattern::CurrentNoPing,
         Pattern::Merged,
         Pattern::OneStatement,
         Pattern::OneStatementJsonbSet,
         Pattern::OneStatementNoNotify,
+        Pattern::OneStatementSmallJson,
         Pattern::Select1,
     ];
 
@@ -992,6 +1000,7 @@ impl Pattern {
             Pattern::OneStatement => "one_statement",
             Pattern::OneStatementJsonbSet => "one_statement_jsonb_set",
             Pattern::OneStatementNoNotify => "one_statement_no_notify",
+            Pattern::OneStatementSmallJson => "one_statement_small_json",
             Pattern::Select1 => "select_1",
         }
     }
@@ -1116,6 +1125,15 @@ async fn sql_pattern_on(server: &Server, url: &str, p: Pattern) -> Result<(f64, 
                             .execute(&*db)
                             .await?;
                     }
+                    Pattern::OneStatementSmallJson => {
+                        sqlx::query(AssertSqlSafe(one.clone()))
+                            .bind(id)
+                            .bind(1i64)
+                            .bind(serde_json::json!([{ "state": "DONE", "n": n }]))
+                            .bind(&step)
+                            .execute(&*db)
+                            .await?;
+                    }
                     Pattern::OneStatementJsonbSet => {
                         let i = n % STEPS as usize;
                         sqlx::query(AssertSqlSafe(one.clone()))
@@ -1150,4 +1168,66 @@ async fn sql_pattern_on(server: &Server, url: &str, p: Pattern) -> Result<(f64, 
     );
     db.close().await;
     Ok((rate, pg_us))
+}
+
+/// Per-operation overhead: claim then finish, by 4 tasks, for 1,000 queued operations.
+async fn claim_finish(server: &Server) -> Result<(f64, Option<f64>)> {
+    let name = server.create_kineticd_db("claim").await?;
+    let url = server.url(&name);
+    let r = async {
+        let db = open_pool(&url, PoolKind::Production).await?;
+        futures::stream::iter(0..OPS)
+            .map(|i| {
+                let db = db.clone();
+                async move { queue::enqueue(&db, &noop_request(format!("bench/cl-{i}"))).await }
+            })
+            .buffer_unordered(8)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow!("enqueue: {e}"))?;
+        let deadlines = ops::registry(true).deadlines();
+        let started = Instant::now();
+        let pg0 = pg_cpu(server);
+        let mut tasks = tokio::task::JoinSet::new();
+        for w in 0..WORKERS {
+            let db = db.clone();
+            let deadlines = deadlines.clone();
+            tasks.spawn(async move {
+                let mut n = 0usize;
+                while let Some(op) =
+                    operations::claim(&db, &format!("bench/{w}"), 30.0, &deadlines).await?
+                {
+                    let f = operations::Finish {
+                        state: "SUCCEEDED",
+                        steps: &op.steps,
+                        response: None,
+                        error: None,
+                    };
+                    operations::finish(&db, op.id, op.generation, f).await?;
+                    n += 1;
+                }
+                anyhow::Ok(n)
+            });
+        }
+        let mut done = 0;
+        while let Some(r) = tasks.join_next().await {
+            done += r??;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        let pg_us = pg_cpu(server)
+            .zip(pg0)
+            .map(|(a, b)| (a - b) / done as f64 * 1e6);
+        db.close().await;
+        let rate = done as f64 / secs;
+        println!(
+            "  claim+finish: {done} operations, {rate:.1}/s, PostgreSQL CPU {} us/operation",
+            pg_us.map_or("n/a".into(), |c| format!("{c:.0}"))
+        );
+        anyhow::Ok((rate, pg_us))
+    }
+    .await;
+    server.drop_db(&name).await;
+    r
 }

@@ -11,7 +11,8 @@ fn acc(s: &str) -> Resolved {
 
 #[test]
 fn every_gpu_row() {
-    let rows: &[(&str, &str, &[(u32, &str)])] = &[
+    type Row = (&'static str, &'static str, &'static [(u32, &'static str)]);
+    let rows: &[Row] = &[
         (
             "l4",
             "nvidia-l4",

@@ -147,7 +147,9 @@ pub fn crd_check(crd: &CustomResourceDefinition) -> Check {
 
 impl KubeCluster {
     async fn check(&self, what: &WaitFor) -> Result<Check, KubeError> {
+        eprintln!("check: getting client");
         let client = self.client().await?;
+        eprintln!("check: got client");
         let action = format!("get {}", what.describe());
         let got = match what {
             WaitFor::DeploymentAvailable { namespace, name } => {
@@ -169,6 +171,7 @@ impl KubeCluster {
                 .await
                 .map(|c| crd_check(&c)),
         };
+        eprintln!("check: got answer");
         match got {
             Ok(c) => Ok(c),
             Err(e) => Err(self.fail(action, e).await),

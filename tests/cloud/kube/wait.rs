@@ -183,3 +183,47 @@ async fn driver_daemonset_is_scheduled_on_gpu_nodes_without_managed_drivers() {
         "{messages:?}"
     );
 }
+
+#[tokio::test]
+async fn zz_debug_timing() {
+    let (_sim, cluster) = explicit_sim_cluster().await;
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        let r = cluster.version().await;
+        eprintln!("version {:?} in {:?}", r.is_ok(), t.elapsed());
+    }
+    let t = std::time::Instant::now();
+    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(cluster.client().await.unwrap(), "default");
+    let r = api.get("web").await;
+    eprintln!("get {:?} in {:?}", r.map(|_| ()), t.elapsed());
+}
+
+#[tokio::test]
+async fn zz_debug_wait() {
+    let (_sim, cluster) = explicit_sim_cluster().await;
+    let t = std::time::Instant::now();
+    let r = cluster
+        .wait_for(&web(), &quick(2000), &CancellationToken::new(), |m| {
+            eprintln!("{:?} {m}", t.elapsed())
+        })
+        .await;
+    eprintln!("{r:?} {:?}", t.elapsed());
+}
+
+#[tokio::test]
+async fn zz_debug_two_404() {
+    let (_sim, cluster) = explicit_sim_cluster().await;
+    for i in 0..3 {
+        let t = std::time::Instant::now();
+        let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+            kube::Api::namespaced(cluster.client().await.unwrap(), "default");
+        let r = tokio::time::timeout(Duration::from_secs(2), api.get("web")).await;
+        eprintln!(
+            "{i} get {:?} in {:?}",
+            r.map(|r| r.map(|_| ()).map_err(|e| e.to_string())),
+            t.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -359,3 +359,106 @@ impl OpRec {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::gcp::types::container::{NodeConfig, NodePoolAutoscaling, NodeTaint};
+
+    fn pool(accel: Accel, machine: &str, spot: bool) -> PoolRec {
+        PoolRec {
+            spec: NodePool {
+                name: "p".into(),
+                autoscaling: Some(NodePoolAutoscaling {
+                    enabled: Some(true),
+                    min_node_count: Some(0),
+                    max_node_count: Some(4),
+                    ..Default::default()
+                }),
+                config: Some(NodeConfig {
+                    labels: BTreeMap::from([("kinetic".into(), "true".into())]),
+                    taints: vec![NodeTaint {
+                        key: "team".into(),
+                        value: "a".into(),
+                        effect: "NO_EXECUTE".into(),
+                    }],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            shape: Shape {
+                machine: machine.into(),
+                vcpus: 4,
+                spot,
+                accel,
+                hosts: 1,
+            },
+            zones: vec!["us-central1-a".into()],
+            size: 2,
+            status: "RUNNING".into(),
+            status_message: None,
+            conditions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn gpu_nodes_are_labelled_tainted_and_allocatable() {
+        let gpu = Accel::Gpu {
+            kind: "nvidia-l4".into(),
+            count: 2,
+        };
+        let k = pool(gpu, "g2-standard-24", true).to_kube(2);
+        assert_eq!(k.labels["cloud.google.com/gke-nodepool"], "p");
+        assert_eq!(k.labels["cloud.google.com/gke-accelerator"], "nvidia-l4");
+        assert_eq!(k.labels["cloud.google.com/gke-spot"], "true");
+        assert_eq!(k.labels["kinetic"], "true");
+        assert!(k.taints.contains(&(
+            "nvidia.com/gpu".into(),
+            "present".into(),
+            "NoSchedule".into()
+        )));
+        assert!(
+            k.taints
+                .contains(&("team".into(), "a".into(), "NoExecute".into()))
+        );
+        assert_eq!(k.allocatable["nvidia.com/gpu"], "2");
+        assert_eq!((k.min, k.max, k.count, k.spot), (0, 4, 2, true));
+        let units = pool(
+            Accel::Gpu {
+                kind: "nvidia-l4".into(),
+                count: 2,
+            },
+            "g2-standard-24",
+            true,
+        )
+        .shape
+        .units();
+        assert_eq!(units.get("PREEMPTIBLE_NVIDIA_L4_GPUS"), Some(&2.0));
+        assert_eq!(units.get("NVIDIA_L4_GPUS"), None);
+    }
+
+    #[test]
+    fn tpu_nodes_carry_accelerator_and_topology() {
+        let tpu = Accel::Tpu {
+            kind: "tpu-v5-lite-podslice".into(),
+            topology: "4x4".into(),
+            chips_per_host: 4,
+        };
+        let k = pool(tpu, "ct5lp-hightpu-4t", false).to_kube(4);
+        assert_eq!(
+            k.labels["cloud.google.com/gke-tpu-accelerator"],
+            "tpu-v5-lite-podslice"
+        );
+        assert_eq!(k.labels["cloud.google.com/gke-tpu-topology"], "4x4");
+        assert!(!k.labels.contains_key("cloud.google.com/gke-spot"));
+        assert!(k.taints.contains(&(
+            "google.com/tpu".into(),
+            "present".into(),
+            "NoSchedule".into()
+        )));
+        assert_eq!(k.allocatable["google.com/tpu"], "4");
+        let cpu = pool(Accel::None, "e2-standard-4", false).to_kube(1);
+        assert!(cpu.allocatable.is_empty());
+        assert_eq!(cpu.taints.len(), 1, "only the pool's own taint");
+    }
+}
