@@ -41,6 +41,8 @@ const WORKERS: usize = 4;
 const LATENCY_RUNS: usize = 60;
 const LATENCY_WARMUP: usize = 5;
 const PGBENCH_SECONDS: u32 = 15;
+/// Finished operations in the table for the history variant of the latency run.
+const HISTORY: u32 = 50_000;
 
 const TARGET_RATIO: f64 = 0.5;
 const TARGET_MEDIAN_MS: f64 = 25.0;
@@ -123,7 +125,7 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
 
     if wants("latency") {
         println!("== latency: one {STEPS}-step NOOP at a time, idle pool of {WORKERS} workers");
-        let l = latency(server).await?;
+        let l = latency(server, 0).await?;
         rep.put("engine.noop_latency_db_median_ms", format!("{:.2}", l.db.0));
         rep.put("engine.noop_latency_db_p90_ms", format!("{:.2}", l.db.1));
         rep.put(
@@ -141,6 +143,21 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
             format!("{:.2}", l.claim_delay.0),
         );
         latency_db = Some(l.db.0);
+
+        println!("== latency (diagnostic): same, with {HISTORY} finished operations in the table");
+        let h = latency(server, HISTORY).await?;
+        rep.put(
+            "engine.history.noop_latency_db_median_ms",
+            format!("{:.2}", h.db.0),
+        );
+        rep.put(
+            "engine.history.noop_latency_db_p90_ms",
+            format!("{:.2}", h.db.1),
+        );
+        rep.put(
+            "engine.history.claim_delay_median_ms",
+            format!("{:.2}", h.claim_delay.0),
+        );
     }
 
     if wants("pgbench") {
@@ -180,10 +197,18 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
                 );
             }
         }
-        let (rate, pg_us) = claim_finish(server).await?;
-        rep.put("sql.claim_finish.ops_per_sec", format!("{rate:.1}"));
-        if let Some(c) = pg_us {
-            rep.put("sql.claim_finish.pg_cpu_us_per_op", format!("{c:.0}"));
+        for claimers in [1, WORKERS] {
+            let (rate, pg_us) = claim_finish(server, claimers).await?;
+            rep.put(
+                &format!("sql.claim_finish_{claimers}.ops_per_sec"),
+                format!("{rate:.1}"),
+            );
+            if let Some(c) = pg_us {
+                rep.put(
+                    &format!("sql.claim_finish_{claimers}.pg_cpu_us_per_op"),
+                    format!("{c:.0}"),
+                );
+            }
         }
     }
 
@@ -605,10 +630,31 @@ fn median_p90(mut v: Vec<f64>) -> (f64, f64) {
     (percentile(&v, 0.5), percentile(&v, 0.9))
 }
 
-async fn latency(server: &Server) -> Result<Latency> {
+/// `history`: finished operations already in the table (production keeps 30 days).
+async fn latency(server: &Server, history: u32) -> Result<Latency> {
     let name = server.create_kineticd_db("lat").await?;
     let url = server.url(&name);
-    let r = latency_on(&url).await;
+    let r = async {
+        if history > 0 {
+            let mut c = PgConnection::connect(&url).await?;
+            sqlx::query(
+                "INSERT INTO operations (id, op_type, target, serial_key, team_id, created_by, \
+                   state, steps, create_time, start_time, end_time) \
+                 SELECT gen_random_uuid(), 'NOOP', 'old/' || i, 'old/' || i, $1, $2, 'SUCCEEDED', \
+                   '[]', now() - interval '1 day' + i * interval '1 ms', now(), now() \
+                 FROM generate_series(1, $3) AS i",
+            )
+            .bind(TEAM)
+            .bind(OWNER)
+            .bind(history as i32)
+            .execute(&mut c)
+            .await?;
+            c.execute("ANALYZE operations").await?;
+            c.close().await?;
+        }
+        latency_on(&url).await
+    }
+    .await;
     server.drop_db(&name).await;
     r
 }
@@ -1170,8 +1216,9 @@ async fn sql_pattern_on(server: &Server, url: &str, p: Pattern) -> Result<(f64, 
     Ok((rate, pg_us))
 }
 
-/// Per-operation overhead: claim then finish, by 4 tasks, for 1,000 queued operations.
-async fn claim_finish(server: &Server) -> Result<(f64, Option<f64>)> {
+/// Per-operation overhead: claim then finish, by `claimers` tasks, for 1,000 queued
+/// operations.
+async fn claim_finish(server: &Server, claimers: usize) -> Result<(f64, Option<f64>)> {
     let name = server.create_kineticd_db("claim").await?;
     let url = server.url(&name);
     let r = async {
@@ -1191,7 +1238,7 @@ async fn claim_finish(server: &Server) -> Result<(f64, Option<f64>)> {
         let started = Instant::now();
         let pg0 = pg_cpu(server);
         let mut tasks = tokio::task::JoinSet::new();
-        for w in 0..WORKERS {
+        for w in 0..claimers {
             let db = db.clone();
             let deadlines = deadlines.clone();
             tasks.spawn(async move {
@@ -1222,7 +1269,7 @@ async fn claim_finish(server: &Server) -> Result<(f64, Option<f64>)> {
         db.close().await;
         let rate = done as f64 / secs;
         println!(
-            "  claim+finish: {done} operations, {rate:.1}/s, PostgreSQL CPU {} us/operation",
+            "  claim+finish by {claimers}: {done} operations, {rate:.1}/s, PostgreSQL CPU {} us/operation",
             pg_us.map_or("n/a".into(), |c| format!("{c:.0}"))
         );
         anyhow::Ok((rate, pg_us))

@@ -19,6 +19,9 @@ pub enum FaultKind {
     /// 429 RESOURCE_EXHAUSTED (rate limit).
     #[serde(rename = "HTTP_429")]
     Http429,
+    /// 401 UNAUTHENTICATED (an expired token): the client refreshes once and retries.
+    #[serde(rename = "HTTP_401")]
+    Http401,
     #[serde(rename = "HTTP_500")]
     Http500,
     #[serde(rename = "HTTP_503")]
@@ -150,6 +153,17 @@ pub async fn respond(kind: FaultKind, flavor: Flavor) -> Response {
                 "rateLimitExceeded"
             },
             "Quota exceeded for quota metric 'Requests' (simulated rate limit)",
+        ),
+        FaultKind::Http401 => SimError::new(
+            flavor,
+            401,
+            "UNAUTHENTICATED",
+            if flavor == Flavor::Aip193 {
+                "ACCESS_TOKEN_EXPIRED"
+            } else {
+                "authError"
+            },
+            "Request had invalid authentication credentials. Expected OAuth 2 access token.",
         ),
         FaultKind::Http500 => SimError::new(
             flavor,

@@ -168,6 +168,7 @@ impl KubeCluster {
             .position(|o| phase(o) == 2)
             .unwrap_or(objects.len());
         let rest = objects.split_off(split);
+        let crds_applied = objects.iter().any(|o| phase(o) == 1);
         let mut disc = self.discover().await?;
         let mut out = Vec::with_capacity(objects.len() + rest.len());
         for obj in objects {
@@ -183,8 +184,9 @@ impl KubeCluster {
                 }
             }
             let Some(gvk) = missing else { break };
-            if out.is_empty() || started.elapsed() >= CUSTOM_KIND_WAIT {
-                // Nothing was applied that could add the kind, or it never came.
+            if !crds_applied || started.elapsed() >= CUSTOM_KIND_WAIT {
+                // No CRD was applied that could add the kind, or it never came (to apply
+                // custom resources alone, wait for their CRD to be Established first).
                 return Err(KubeError::UnknownKind {
                     api_version: gvk.api_version(),
                     kind: gvk.kind,

@@ -106,26 +106,6 @@ impl ManifestConfig {
         }
         Ok(cfg)
     }
-
-    /// The simulator's own small manifests (`serve --dev`, tests), pinned.
-    pub fn simulator(sim_base_url: &str) -> ManifestConfig {
-        use crate::sim::kube::manifests as sim;
-        let base = sim_base_url.trim_end_matches('/');
-        ManifestConfig {
-            lws: ManifestSpec {
-                name: "lws".into(),
-                url: format!("{base}{}", sim::LWS_PATH),
-                version: LWS_VERSION.into(),
-                sha256: Some(sim::LWS_SHA256.into()),
-            },
-            nvidia_driver: ManifestSpec {
-                name: "nvidia-driver-installer".into(),
-                url: format!("{base}{}", sim::NVIDIA_DRIVER_PATH),
-                version: NVIDIA_DRIVER_VERSION.into(),
-                sha256: Some(sim::NVIDIA_DRIVER_SHA256.into()),
-            },
-        }
-    }
 }
 
 /// Lowercase hex sha256 of `bytes`.

@@ -147,9 +147,7 @@ pub fn crd_check(crd: &CustomResourceDefinition) -> Check {
 
 impl KubeCluster {
     async fn check(&self, what: &WaitFor) -> Result<Check, KubeError> {
-        eprintln!("check: getting client");
         let client = self.client().await?;
-        eprintln!("check: got client");
         let action = format!("get {}", what.describe());
         let got = match what {
             WaitFor::DeploymentAvailable { namespace, name } => {
@@ -171,7 +169,6 @@ impl KubeCluster {
                 .await
                 .map(|c| crd_check(&c)),
         };
-        eprintln!("check: got answer");
         match got {
             Ok(c) => Ok(c),
             Err(e) => Err(self.fail(action, e).await),
@@ -218,17 +215,23 @@ impl KubeCluster {
                 last = message;
             }
             let now = Instant::now();
-            if now >= deadline {
+            if now + opts.poll >= deadline {
+                // No time for another full poll: wait out the deadline, then give up.
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return Err(cancelled()),
+                    _ = tokio::time::sleep_until(deadline) => {}
+                }
                 return Err(KubeError::Deadline {
                     what: what.describe(),
-                    waited: now - started,
+                    waited: Instant::now() - started,
                     last,
                 });
             }
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Err(cancelled()),
-                _ = tokio::time::sleep_until((now + opts.poll).min(deadline)) => {}
+                _ = tokio::time::sleep_until(now + opts.poll) => {}
             }
         }
     }

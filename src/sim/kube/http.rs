@@ -147,6 +147,7 @@ async fn fault(kind: FaultKind) -> Response {
             "TooManyRequests",
             "the server has received too many requests and has asked us to try again later (simulated)",
         ),
+        FaultKind::Http401 => KStatus::new(401, "Unauthorized", "Unauthorized (simulated)"),
         FaultKind::Http500 => KStatus::new(
             500,
             "InternalError",
@@ -171,6 +172,7 @@ async fn fault(kind: FaultKind) -> Response {
             "the object has been modified; please apply your changes to the latest version and try again (simulated)",
         ),
         FaultKind::QuotaExceeded => KStatus::new(403, "Forbidden", "exceeded quota (simulated)"),
+        FaultKind::Http401 => KStatus::new(401, "Unauthorized", "Unauthorized (simulated)"),
     };
     s.into_response()
 }

@@ -5,6 +5,8 @@
 //! Invariant: each `*_SHA256` constant is the digest of the embedded file (a unit test
 //! keeps them in sync).
 
+use crate::cloud::kube::manifests::{ManifestConfig, ManifestSpec};
+
 pub const LWS_FILE: &str = "lws-v0.8.0.yaml";
 pub const LWS_PATH: &str = "/sim/v1/manifests/lws-v0.8.0.yaml";
 pub const LWS_YAML: &str = include_str!("manifests/lws-v0.8.0.yaml");
@@ -15,6 +17,25 @@ pub const NVIDIA_DRIVER_PATH: &str = "/sim/v1/manifests/nvidia-driver-installer.
 pub const NVIDIA_DRIVER_YAML: &str = include_str!("manifests/nvidia-driver-installer.yaml");
 pub const NVIDIA_DRIVER_SHA256: &str =
     "9e83e11e678323f757a7339e52a1ac9fc8e4af4d404be4707d87df7df933a084";
+
+/// kineticd's manifest configuration pointing at the simulator listening at
+/// `sim_base_url` (`serve --dev`, tests): pinned to the digests above.
+pub fn config(sim_base_url: &str) -> ManifestConfig {
+    let base = sim_base_url.trim_end_matches('/');
+    let defaults = ManifestConfig::default();
+    ManifestConfig {
+        lws: ManifestSpec {
+            url: format!("{base}{LWS_PATH}"),
+            sha256: Some(LWS_SHA256.into()),
+            ..defaults.lws
+        },
+        nvidia_driver: ManifestSpec {
+            url: format!("{base}{NVIDIA_DRIVER_PATH}"),
+            sha256: Some(NVIDIA_DRIVER_SHA256.into()),
+            ..defaults.nvidia_driver
+        },
+    }
+}
 
 /// The body of a served manifest file.
 pub fn by_file(file: &str) -> Option<&'static str> {

@@ -102,6 +102,24 @@ async fn apply_twice_changes_nothing() {
     );
     assert_eq!(apply_count(&sim), 10);
 
+    // The simulator's state dump shows the objects.
+    let state: serde_json::Value = kineticd::app::http_client()
+        .expect("http")
+        .get(format!("{}/sim/v1/state", sim.url()))
+        .send()
+        .await
+        .expect("state")
+        .json()
+        .await
+        .expect("json");
+    let objects = state["kube"]["clusters"]["k1"]["api"]["objects"]
+        .as_object()
+        .expect("objects in the dump");
+    assert!(
+        objects.contains_key("example.com/widgets/demo/w1"),
+        "{objects:?}"
+    );
+
     // What the server stored: field manager, namespace defaulting, the custom resource.
     let w = sim.world();
     let objects = &w.kube.clusters["k1"].api.objects;

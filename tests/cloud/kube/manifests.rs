@@ -3,9 +3,7 @@
 use std::time::Duration;
 
 use kineticd::cloud::gcp::RetryClass;
-use kineticd::cloud::kube::manifests::{
-    LWS_DEPLOYMENT, LWS_NAMESPACE, ManifestConfig, ManifestStore,
-};
+use kineticd::cloud::kube::manifests::{LWS_DEPLOYMENT, LWS_NAMESPACE, ManifestStore};
 use kineticd::cloud::kube::{KubeError, WaitFor, WaitOptions};
 use kineticd::sim::Sim;
 use kineticd::sim::faults::{FaultKind, FaultSpec};
@@ -42,7 +40,7 @@ async fn store() -> ManifestStore {
 async fn first_fetch_is_cached_and_survives_a_broken_site() {
     let (sim, cluster) = sim_cluster().await;
     let store = store().await;
-    let cfg = ManifestConfig::simulator(&sim.url());
+    let cfg = kineticd::sim::kube::manifests::config(&sim.url());
 
     let first = store.fetch(&cfg.lws).await.expect("download");
     assert!(!first.from_cache);
@@ -76,7 +74,7 @@ async fn first_fetch_is_cached_and_survives_a_broken_site() {
 async fn checksum_mismatch_is_a_clear_terminal_error() {
     let (sim, _cluster) = sim_cluster().await;
     let store = store().await;
-    let mut spec = ManifestConfig::simulator(&sim.url()).lws;
+    let mut spec = kineticd::sim::kube::manifests::config(&sim.url()).lws;
     spec.sha256 = Some("0".repeat(64));
     let e = store.fetch(&spec).await.expect_err("mismatch");
     match &e {
@@ -105,7 +103,7 @@ async fn a_failed_download_is_retryable() {
     let store = store().await;
     break_download_site(&sim);
     let e = store
-        .fetch(&ManifestConfig::simulator(&sim.url()).lws)
+        .fetch(&kineticd::sim::kube::manifests::config(&sim.url()).lws)
         .await
         .expect_err("site down");
     assert!(
@@ -125,7 +123,7 @@ async fn a_failed_download_is_retryable() {
 async fn an_unpinned_manifest_is_pinned_by_its_first_fetch() {
     let (sim, _cluster) = sim_cluster().await;
     let store = store().await;
-    let mut spec = ManifestConfig::simulator(&sim.url()).lws;
+    let mut spec = kineticd::sim::kube::manifests::config(&sim.url()).lws;
     spec.sha256 = None;
     let first = store.fetch(&spec).await.expect("download");
     assert_eq!(first.sha256, LWS_SHA256);
