@@ -147,7 +147,6 @@ async fn fault(kind: FaultKind) -> Response {
             "TooManyRequests",
             "the server has received too many requests and has asked us to try again later (simulated)",
         ),
-        FaultKind::Http401 => KStatus::new(401, "Unauthorized", "Unauthorized (simulated)"),
         FaultKind::Http500 => KStatus::new(
             500,
             "InternalError",
