@@ -6,6 +6,7 @@
 pub mod accelerators;
 pub mod names;
 pub mod naming;
+pub mod pools;
 pub mod pricing;
 pub mod roles;
 

@@ -19,7 +19,10 @@ pub use apply::{Applied, FIELD_MANAGER, parse_manifest};
 pub use client::{AccessToken, ClusterAccess, KubeClients, TokenProvider};
 pub use error::KubeError;
 pub use inventory::{Inventory, NodeInfo, PodInfo};
-pub use manifests::{ManifestConfig, ManifestSpec, ManifestStore};
+pub use manifests::{
+    Manifest, ManifestConfig, ManifestSpec, ManifestStore, PoolAccelerator,
+    needs_nvidia_driver_installer,
+};
 pub use wait::{WaitFor, WaitOptions};
 
 /// One cluster's API server, reached through the shared client cache; cheap to clone.

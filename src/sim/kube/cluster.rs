@@ -55,7 +55,7 @@ pub struct ClusterKube {
     pub api: ApiStore,
     /// Answer aggregated discovery (what kube 5 asks for first); false: legacy only.
     pub aggregated_discovery: bool,
-    /// Distinct `Authorization` headers received, in order (tests check token refresh).
+    /// `Authorization` headers received, one entry per change (tests check token refresh).
     #[serde(skip)]
     pub authorizations: Vec<String>,
     pub runtime: BTreeMap<String, PoolRuntime>,
@@ -110,7 +110,8 @@ impl ClusterKube {
         self.dirty
     }
 
-    /// Remember the `Authorization` header of a request (distinct values, at most 100).
+    /// Remember the `Authorization` header of a request when it differs from the last
+    /// one (at most 100 entries).
     pub fn record_authorization(&mut self, header: Option<&str>) {
         let h = header.unwrap_or("").to_owned();
         if self.authorizations.last() != Some(&h) && self.authorizations.len() < 100 {

@@ -104,11 +104,13 @@ async fn an_endpoint_change_rebuilds_the_client() {
 
 #[tokio::test]
 async fn https_with_the_cluster_ca_needs_no_process_setup() {
-    // A real https endpoint with a CA from GKE's base64 PEM: building the client must not
-    // panic over the rustls provider; nothing listens, so the call fails to connect.
+    // A bare endpoint (https) with a CA from GKE's base64 PEM: building the client and
+    // starting a TLS handshake must not panic over the rustls provider. The simulator
+    // speaks plain HTTP, so the handshake fails: a transport error.
+    let (sim, _) = sim_cluster().await;
     let access = ClusterAccess {
         key: "tls".into(),
-        endpoint: "127.0.0.1:9".into(),
+        endpoint: sim.url().trim_start_matches("http://").to_owned(),
         ca_certificate: Some(
             base64::engine::general_purpose::STANDARD.encode(kineticd::sim::kube::CA_PEM),
         ),
@@ -118,7 +120,7 @@ async fn https_with_the_cluster_ca_needs_no_process_setup() {
         .cluster(access)
         .version()
         .await
-        .expect_err("nothing listens");
+        .expect_err("no TLS there");
     assert!(matches!(e, KubeError::Transport { .. }), "{e}");
     assert_eq!(e.retry(), RetryClass::Retryable);
 
@@ -145,4 +147,30 @@ async fn an_unknown_cluster_is_not_found() {
         .await
         .expect_err("unknown");
     assert!(e.is_not_found(), "{e}");
+}
+
+#[tokio::test]
+async fn a_401_drops_the_client_and_asks_for_a_new_token() {
+    use kineticd::sim::faults::{FaultKind, FaultSpec};
+    let (sim, _) = sim_cluster().await;
+    let tokens = FakeTokens::default();
+    tokens.set("t1", 60);
+    let clients = tokens.clients();
+    let cluster = clients.cluster(access(&sim, "k1"));
+    cluster.version().await.expect("version");
+    assert_eq!((tokens.asked(), clients.builds()), (1, 1));
+    sim.faults().arm(FaultSpec {
+        service: "kube".into(),
+        method: "kube.version".into(),
+        kind: FaultKind::Http401,
+        count: Some(1),
+        probability: None,
+    });
+    let e = cluster.version().await.expect_err("401");
+    assert_eq!(e.http_status(), Some(401), "{e}");
+    assert_eq!(e.retry(), RetryClass::Retryable);
+    tokens.set("t2", 60);
+    cluster.version().await.expect("version");
+    assert_eq!((tokens.asked(), clients.builds()), (2, 2));
+    assert_eq!(last_authorization(&sim), "Bearer t2");
 }

@@ -46,7 +46,7 @@ async fn deployment_becomes_available_when_the_clock_advances() {
     // The clock does not move: the deadline expires, with what was last seen.
     let mut messages = Vec::new();
     let e = cluster
-        .wait_for(&web(), &quick(150), &CancellationToken::new(), |m| {
+        .wait_for(&web(), &quick(500), &CancellationToken::new(), |m| {
             messages.push(m)
         })
         .await
@@ -112,7 +112,7 @@ async fn missing_objects_are_waited_for() {
     let (_sim, cluster) = explicit_sim_cluster().await;
     let mut messages = Vec::new();
     let e = cluster
-        .wait_for(&web(), &quick(100), &CancellationToken::new(), |m| {
+        .wait_for(&web(), &quick(500), &CancellationToken::new(), |m| {
             messages.push(m)
         })
         .await
@@ -129,7 +129,7 @@ async fn crd_becomes_established() {
         name: "leaderworkersets.leaderworkerset.x-k8s.io".into(),
     };
     let e = cluster
-        .wait_for(&what, &quick(100), &CancellationToken::new(), |_| {})
+        .wait_for(&what, &quick(500), &CancellationToken::new(), |_| {})
         .await
         .expect_err("not yet");
     assert!(e.to_string().contains("not established"), "{e}");
@@ -162,7 +162,7 @@ async fn driver_daemonset_is_scheduled_on_gpu_nodes_without_managed_drivers() {
     };
     let mut messages = Vec::new();
     let e = cluster
-        .wait_for(&what, &quick(100), &CancellationToken::new(), |m| {
+        .wait_for(&what, &quick(500), &CancellationToken::new(), |m| {
             messages.push(m)
         })
         .await
