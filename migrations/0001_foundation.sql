@@ -104,7 +104,7 @@ CREATE TABLE operations (
     end_time          timestamptz
 );
 CREATE INDEX operations_unfinished ON operations (serial_key, create_time, id) WHERE end_time IS NULL;
-CREATE INDEX operations_claimable ON operations (create_time, id) WHERE state IN ('QUEUED', 'RUNNING', 'CANCELLING');
+CREATE INDEX operations_claimable ON operations (create_time, id) WHERE end_time IS NULL;
 CREATE INDEX operations_by_team ON operations (team_id, create_time DESC, id DESC);
 CREATE INDEX operations_by_time ON operations (create_time DESC, id DESC);
 CREATE INDEX operations_finished ON operations (end_time) WHERE end_time IS NOT NULL;

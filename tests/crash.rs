@@ -16,6 +16,7 @@ mod common;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -40,7 +41,18 @@ struct Server {
 impl Server {
     fn start(db_url: &str, workers: &str, log: &File) -> Server {
         let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_kineticd"))
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kineticd"));
+        // If this test process dies without unwinding (SIGKILL, abort), the server dies
+        // too. (The signal follows the spawning thread: a runtime worker, alive as long
+        // as the test.)
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -64,17 +76,36 @@ impl Server {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    /// Wait until `/healthz` answers 200 (the API and the worker pool are up).
-    async fn wait_healthy(&mut self, http: &reqwest::Client, log: &LogPath) {
+    /// Start and wait until `/healthz` answers 200 (the API and the worker pool are up).
+    /// A process that exits first (e.g. its port was taken between our probe and its
+    /// bind) is retried on another port.
+    async fn start_healthy(
+        db_url: &str,
+        workers: &str,
+        log: &File,
+        http: &reqwest::Client,
+        log_path: &LogPath,
+    ) -> Server {
+        for _ in 0..3 {
+            let mut s = Server::start(db_url, workers, log);
+            if s.wait_healthy(http, log_path).await {
+                return s;
+            }
+        }
+        panic!("kineticd exited before it was healthy, 3 times; log: {log_path}");
+    }
+
+    /// True once healthy; false if the process exited first.
+    async fn wait_healthy(&mut self, http: &reqwest::Client, log: &LogPath) -> bool {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                panic!("kineticd exited before it was healthy ({status}); log: {log}");
+            if self.child.try_wait().expect("try_wait").is_some() {
+                return false;
             }
             if let Ok(r) = http.get(self.url("/healthz")).send().await
                 && r.status().is_success()
             {
-                return;
+                return true;
             }
             assert!(
                 Instant::now() < deadline,
@@ -199,8 +230,7 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
     // Set up through the API of a process without workers: a team and the operations.
     let mut expected_steps: HashMap<Uuid, (u32, bool)> = HashMap::new();
     {
-        let mut setup = Server::start(&url, "0", &log);
-        setup.wait_healthy(&http, &log_path).await;
+        let mut setup = Server::start_healthy(&url, "0", &log, &http, &log_path).await;
         post(
             &http,
             &setup,
@@ -236,8 +266,7 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
     // The kill loop.
     let mut progress = Vec::new();
     for _ in 0..KILLS {
-        let mut server = Server::start(&url, WORKERS, &log);
-        server.wait_healthy(&http, &log_path).await;
+        let mut server = Server::start_healthy(&url, WORKERS, &log, &http, &log_path).await;
         let run_ms = rng.range(150, 900);
         tokio::time::sleep(Duration::from_millis(run_ms)).await;
         server.kill();
@@ -249,8 +278,7 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
     let interrupted_at = unfinished(&db).await;
 
     // A final process finishes the queue.
-    let mut last = Server::start(&url, WORKERS, &log);
-    last.wait_healthy(&http, &log_path).await;
+    let mut last = Server::start_healthy(&url, WORKERS, &log, &http, &log_path).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if unfinished(&db).await == 0 {

@@ -108,7 +108,7 @@ pub fn shape(
         return Err(PoolError::TooMany(min_nodes));
     }
     let hosts = acc.hosts_per_slice.unwrap_or(1).max(1);
-    if acc.is_multi_host() && min_nodes % hosts != 0 {
+    if acc.is_multi_host() && !min_nodes.is_multiple_of(hosts) {
         return Err(PoolError::NotWholeSlices {
             min: min_nodes,
             hosts,

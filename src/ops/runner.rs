@@ -167,25 +167,30 @@ impl Run {
         }
     }
 
-    async fn complete(&self, i: usize, value: Value, ctx: &StepCtx) -> Result<bool, StoreError> {
+    /// Mark step `i` done and, when `launch_free > 0`, start the steps it unblocked, all
+    /// in one write. Returns the started steps, or `None` when the fence moved.
+    async fn complete(
+        &self,
+        i: usize,
+        value: Value,
+        ctx: &StepCtx,
+        launch_free: usize,
+    ) -> Result<Option<Vec<usize>>, StoreError> {
         let mut g = self.steps.lock().await;
+        let now = Utc::now();
         g[i].state = StepState::Done;
-        g[i].end_time = Some(Utc::now());
+        g[i].end_time = Some(now);
         g[i].message = None;
         g[i].result = Some(value);
-        if !self.wf.has_effects() {
-            return Ok(self.save(&g).await);
+        let launch = ready(&g, launch_free);
+        for &j in &launch {
+            g[j].state = StepState::Running;
+            g[j].start_time = Some(now);
+            g[j].attempts += 1;
         }
         let json = serde_json::to_value(&*g).unwrap_or(Value::Null);
-        let mut tx = self.env.db.begin().await?;
-        if !operations::save_steps_in(&mut tx, self.op.id, self.op.generation, &json).await? {
-            return Ok(false);
-        }
-        self.wf
-            .commit_effects(&mut tx, ctx, self.op.generation)
-            .await?;
-        tx.commit().await?;
-        Ok(true)
+        let ok = self.wf.commit_step(&self.env.db, &json, ctx).await?;
+        Ok(ok.then_some(launch))
     }
 }
 
@@ -332,14 +337,28 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
             }
             _ = env.drain.cancelled(), if !draining => { draining = true; }
             Some((i, outcome)) = inflight.next() => match outcome {
-                StepOutcome::Done(v, ctx) => match run.complete(i, v, &ctx).await {
-                    Ok(true) => {}
-                    Ok(false) => return Outcome::LeaseLost,
-                    Err(e) => {
-                        tracing::warn!(operation.id = %run.op.id, error = %e, "completing a step failed; giving up the claim");
-                        return Outcome::LeaseLost;
+                StepOutcome::Done(v, ctx) => {
+                    let free = if failed.is_none() && !draining && !cancel.is_cancelled() {
+                        env.step_concurrency.saturating_sub(inflight.len())
+                    } else {
+                        0
+                    };
+                    match run.complete(i, v, &ctx, free).await {
+                        Ok(Some(launched)) => {
+                            for j in launched {
+                                inflight.push(run.clone().step(j, cancel.clone()));
+                            }
+                        }
+                        Ok(None) => return Outcome::LeaseLost,
+                        Err(e) => {
+                            tracing::warn!(operation.id = %run.op.id, error = %e, "completing a step failed; handing the operation back");
+                            // Best effort: let another worker resume now rather than
+                            // after the lease runs out (the step re-runs: ensure).
+                            let _ = operations::release(&run.env.db, run.op.id, run.op.generation).await;
+                            return Outcome::LeaseLost;
+                        }
                     }
-                },
+                }
                 StepOutcome::Lost => return Outcome::LeaseLost,
                 StepOutcome::Failed(e) => {
                     let mut g = run.steps.lock().await;

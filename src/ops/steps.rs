@@ -37,24 +37,24 @@ pub struct StepRecord {
     pub description: String,
     pub state: StepState,
     /// Steps that must be DONE (or SKIPPED) before this one starts.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<String>,
     /// Earlier steps whose results this step reads (a subset of its ancestors).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reads: Vec<String>,
     /// Step-specific arguments fixed at enqueue time.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Value::is_null")]
     pub input: Value,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<DateTime<Utc>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<DateTime<Utc>>,
     #[serde(default)]
     pub attempts: u32,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The step's result, persisted when it finishes; later steps read it after a resume.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
 }
 

@@ -17,6 +17,9 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<Db, sqlx::Error>
     PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))
+        // A broken connection fails its query and is replaced; a ping before every
+        // acquire would cost a round trip on the engine's hot path.
+        .test_before_acquire(false)
         .connect_with(opts)
         .await
 }

@@ -67,11 +67,21 @@ pub struct NewOperation {
     pub steps: Value,
 }
 
+///
+/// Creation order per serial key must equal commit order (the claim only runs the oldest
+/// unfinished operation of a key): the insert first takes a transaction-scoped advisory
+/// lock on the key and stamps `create_time` with the clock *after* taking it, so a
+/// concurrent enqueue on the same key commits strictly before or after, never interleaved.
 pub async fn insert(tx: &mut PgConnection, op: &NewOperation) -> Result<OperationRow, StoreError> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7301))")
+        .bind(&op.serial_key)
+        .execute(&mut *tx)
+        .await?;
     let sql = format!(
         "WITH ins AS (INSERT INTO operations (id, op_type, target, serial_key, team_id, cluster_id, \
-             created_by, request_id, state, input, plan, steps) \
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11) RETURNING {COLUMNS}), \
+             created_by, request_id, state, input, plan, steps, create_time, update_time) \
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11, clock_timestamp(), clock_timestamp()) \
+           RETURNING {COLUMNS}), \
          n AS (SELECT pg_notify('{EVENTS_CHANNEL}', 'new')) \
          SELECT ins.* FROM ins, n"
     );
@@ -419,22 +429,6 @@ pub async fn insert_idempotency_key(
     Ok(n > 0)
 }
 
-/// Commit a NOOP step's effect inside the transaction that marks it done.
-pub async fn record_noop_effect(
-    tx: &mut PgConnection,
-    id: Uuid,
-    step: &str,
-    generation: i64,
-) -> Result<(), StoreError> {
-    sqlx::query("INSERT INTO noop_effects (operation_id, step_id, generation) VALUES ($1, $2, $3)")
-        .bind(id)
-        .bind(step)
-        .bind(generation)
-        .execute(&mut *tx)
-        .await?;
-    Ok(())
-}
-
 /// Number of effects recorded per (operation, step).
 pub async fn noop_effect_counts(
     ex: impl PgExecutor<'_>,
@@ -446,14 +440,31 @@ pub async fn noop_effect_counts(
     .await?)
 }
 
-/// Fenced steps write inside a caller's transaction (used with effects).
-pub async fn save_steps_in(
-    tx: &mut PgConnection,
+/// The NOOP workflow's step completion: the steps (fenced), the step's effect row and
+/// the change notification, in one statement (so one round trip and all-or-nothing).
+pub async fn save_steps_with_noop_effect(
+    ex: impl PgExecutor<'_>,
     id: Uuid,
     generation: i64,
     steps: &Value,
+    step: &str,
 ) -> Result<bool, StoreError> {
-    save_steps(&mut *tx, id, generation, steps).await
+    let sql = format!(
+        "WITH u AS (UPDATE operations SET steps = $3, update_time = now() \
+                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state), \
+         e AS (INSERT INTO noop_effects (operation_id, step_id, generation) \
+               SELECT u.id, $4, $2 FROM u RETURNING 1) \
+         SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state) FROM u"
+    );
+    let n = sqlx::query(AssertSqlSafe(sql))
+        .bind(id)
+        .bind(generation)
+        .bind(steps)
+        .bind(step)
+        .execute(ex)
+        .await?
+        .rows_affected();
+    Ok(n > 0)
 }
 
 /// Delete operations finished before `cutoff`, and expired idempotency keys.

@@ -75,3 +75,73 @@ async fn two_workers_200_operations_20_clusters() {
         "no two clusters ever progressed at the same time"
     );
 }
+
+/// Creation order per cluster is commit order: an operation enqueued in a transaction
+/// that commits late still runs before one enqueued on the same cluster after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueue_order_on_one_cluster_is_commit_order() {
+    use kineticd::ops::queue::{self, Enqueue};
+    use kineticd::ops::steps::StepRecord;
+    let app = app_with_team().await;
+    let req = |n: u32| Enqueue {
+        op_type: "NOOP".into(),
+        target: "projects/engine-project/zones/us-central1-a/clusters/same".into(),
+        serial_key: "projects/engine-project/zones/us-central1-a/clusters/same".into(),
+        team_id: crate::TEAM.into(),
+        cluster_id: None,
+        created_by: USER.into(),
+        input: json!({ "n": n }),
+        plan: None,
+        steps: vec![StepRecord::new("step-0", "no-op")],
+        idempotency: None,
+    };
+    // A enqueues inside a transaction that stays open.
+    let mut tx = app.db.begin().await.unwrap();
+    let a = queue::enqueue_in(&mut tx, &req(1)).await.unwrap().op;
+    // B enqueues on the same cluster meanwhile: it must wait for A's commit.
+    let db = app.db.clone();
+    let b_req = req(2);
+    let b = tokio::spawn(async move { queue::enqueue(&db, &b_req).await.unwrap().op });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock%'",
+        )
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+        if waiting == 1 {
+            break;
+        }
+        assert!(
+            !b.is_finished(),
+            "B was not held back by A's open transaction"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "B never reached the lock"
+        );
+        tokio::task::yield_now().await;
+    }
+    tx.commit().await.unwrap();
+    let b = b.await.unwrap();
+    assert!(
+        b.create_time > a.create_time,
+        "creation order must follow commit order"
+    );
+    // The claim runs A first, and B only after A ends.
+    let deadlines = vec![("NOOP".to_string(), 600.0)];
+    let first = kineticd::store::operations::claim(&app.db, "w", 30.0, &deadlines)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.id, a.id);
+    assert!(
+        kineticd::store::operations::claim(&app.db, "w2", 30.0, &deadlines)
+            .await
+            .unwrap()
+            .is_none(),
+        "B must wait for A"
+    );
+}

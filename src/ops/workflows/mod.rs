@@ -4,7 +4,7 @@
 //!
 //! Invariant: running a step twice has the effect of running it once (ensure
 //! semantics), or its effect is committed with the step's completion in one fenced
-//! transaction ([`Workflow::commit_effects`]).
+//! statement ([`Workflow::commit_step`]).
 
 pub mod noop;
 
@@ -14,11 +14,10 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use sqlx::PgConnection;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::StoreError;
-use crate::store::operations::OperationRow;
+use crate::store::operations::{self, OperationRow};
+use crate::store::{Db, StoreError};
 
 use super::steps::{StepError, StepRecord};
 
@@ -42,19 +41,17 @@ pub trait Workflow: Send + Sync + 'static {
 
     fn run_step<'a>(&'a self, ctx: &'a StepCtx) -> BoxFuture<'a, Result<Value, StepError>>;
 
-    /// Effects on our own database, committed in the transaction that marks the step done.
-    fn commit_effects<'a>(
+    /// Persist the steps after `completed` finished (fenced on the claim's generation),
+    /// together with any effect the step commits on our own database, atomically.
+    /// False: the fence moved. The default stores the steps alone.
+    fn commit_step<'a>(
         &'a self,
-        _tx: &'a mut PgConnection,
-        _ctx: &'a StepCtx,
-        _generation: i64,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    /// Whether [`Workflow::commit_effects`] does anything (saves a transaction if not).
-    fn has_effects(&self) -> bool {
-        false
+        db: &'a Db,
+        steps: &'a serde_json::Value,
+        completed: &'a StepCtx,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let op = &completed.op;
+        Box::pin(operations::save_steps(db, op.id, op.generation, steps))
     }
 
     /// The operation's `response` once every step is done.

@@ -8,11 +8,10 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::PgConnection;
 
 use crate::ops::steps::{RpcCode, StepError, StepRecord};
-use crate::store::StoreError;
 use crate::store::operations::{self, OperationRow};
+use crate::store::{Db, StoreError};
 
 use super::{StepCtx, Workflow};
 
@@ -124,21 +123,18 @@ impl Workflow for Noop {
         })
     }
 
-    fn has_effects(&self) -> bool {
-        true
-    }
-
-    fn commit_effects<'a>(
+    fn commit_step<'a>(
         &'a self,
-        tx: &'a mut PgConnection,
+        db: &'a Db,
+        steps: &'a Value,
         ctx: &'a StepCtx,
-        generation: i64,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(operations::record_noop_effect(
-            tx,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(operations::save_steps_with_noop_effect(
+            db,
             ctx.op.id,
+            ctx.op.generation,
+            steps,
             &ctx.step.id,
-            generation,
         ))
     }
 
