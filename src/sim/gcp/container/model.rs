@@ -241,6 +241,20 @@ impl PoolRec {
             Accel::None => {}
             Accel::Gpu { kind, count } => {
                 labels.insert("cloud.google.com/gke-accelerator".into(), kind.clone());
+                // GKE-managed drivers: GKE labels the nodes with the driver version, and
+                // the NVIDIA installer DaemonSet's affinity skips such nodes.
+                let managed = config
+                    .accelerators
+                    .iter()
+                    .filter_map(|a| a.gpu_driver_installation_config.as_ref())
+                    .map(|c| c.gpu_driver_version.as_str())
+                    .find(|v| matches!(*v, "DEFAULT" | "LATEST"));
+                if let Some(v) = managed {
+                    labels.insert(
+                        "cloud.google.com/gke-gpu-driver-version".into(),
+                        v.to_ascii_lowercase(),
+                    );
+                }
                 taints.push((
                     "nvidia.com/gpu".into(),
                     "present".into(),
@@ -399,6 +413,34 @@ mod tests {
             status_message: None,
             conditions: Vec::new(),
         }
+    }
+
+    #[test]
+    fn managed_driver_pools_carry_the_driver_version_label() {
+        use crate::cloud::gcp::types::container::{AcceleratorConfig, GpuDriverInstallationConfig};
+        let gpu = Accel::Gpu {
+            kind: "nvidia-l4".into(),
+            count: 1,
+        };
+        let mut p = pool(gpu, "g2-standard-4", false);
+        assert!(
+            !p.to_kube(1)
+                .labels
+                .contains_key("cloud.google.com/gke-gpu-driver-version")
+        );
+        if let Some(c) = p.spec.config.as_mut() {
+            c.accelerators = vec![AcceleratorConfig {
+                accelerator_count: 1,
+                accelerator_type: "nvidia-l4".into(),
+                gpu_driver_installation_config: Some(GpuDriverInstallationConfig {
+                    gpu_driver_version: "LATEST".into(),
+                }),
+            }];
+        }
+        assert_eq!(
+            p.to_kube(1).labels["cloud.google.com/gke-gpu-driver-version"],
+            "latest"
+        );
     }
 
     #[test]
