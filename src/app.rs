@@ -20,6 +20,7 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::api::auth::{Authenticator, HasAuth, Mode};
 use crate::api::error::ApiError;
 use crate::auth::{IapConfig, IapVerifier};
+use crate::cloud::Cloud;
 use crate::config::{Identity, Settings};
 use crate::domain::pricing::PriceTable;
 use crate::ops::Events;
@@ -39,6 +40,8 @@ pub struct AppState {
     pub test_workflows: bool,
     /// Price estimates for plans and pools.
     pub prices: Arc<PriceTable>,
+    /// Google and Kubernetes clients.
+    pub cloud: Cloud,
 }
 
 impl HasAuth for AppState {
@@ -68,7 +71,12 @@ pub enum StartError {
 impl AppState {
     /// Build the state; `url` is the database URL (the event listener opens its own
     /// connection so that waiters never take one from the pool).
-    pub async fn start(db: Db, url: &str, settings: &Settings) -> Result<AppState, StartError> {
+    pub async fn start(
+        db: Db,
+        url: &str,
+        settings: &Settings,
+        cloud: Cloud,
+    ) -> Result<AppState, StartError> {
         let mode = match &settings.identity {
             Identity::Dev => Mode::Dev,
             Identity::Iap { jwks_url, audience } => {
@@ -87,6 +95,7 @@ impl AppState {
             events: Events::start(url).await?,
             test_workflows: settings.test_workflows,
             prices: Arc::new(settings.prices.clone()),
+            cloud,
         })
     }
 }

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use crate::cloud::gcp::GcpConfig;
+use crate::cloud::kube::manifests::ManifestConfig;
 use crate::domain::Email;
 use crate::domain::pricing::PriceTable;
 
@@ -113,6 +115,14 @@ pub struct Settings {
     pub test_workflows: bool,
     pub shutdown_grace: Duration,
     pub data_dir: PathBuf,
+    /// Google endpoints and auth (`KINETIC_GCP_URL`, `KINETIC_GCP_<SERVICE>_URL`,
+    /// `STORAGE_EMULATOR_HOST`, `KINETIC_GCP_AUTH`); `--dev` without `KINETIC_GCP_URL`
+    /// uses the built-in simulator instead.
+    pub gcp: GcpConfig,
+    /// Whether the Google endpoints were configured explicitly (not the defaults).
+    pub gcp_explicit: bool,
+    /// Kubernetes manifests (LeaderWorkerSet, NVIDIA driver installer): URL, version, sha256.
+    pub manifests: ManifestConfig,
     /// With --dev: the simulator's listen address and speed.
     pub sim_listen: SocketAddr,
     pub sim_speed: f64,
@@ -134,6 +144,10 @@ pub enum ConfigError {
     MissingAudience,
     #[error("KINETIC_ADMINS entry {0:?} is not an email address")]
     BadAdmin(String),
+    #[error("Google endpoint configuration: {0}")]
+    Gcp(#[from] crate::cloud::gcp::config::ConfigError),
+    #[error("manifest configuration: {0}")]
+    Manifests(String),
     #[error("KINETIC_PRICES_FILE {path}: {why}")]
     BadPrices { path: String, why: String },
     #[error("KINETIC_SIM_SPEED must be a number >= 0 (0 = every cloud operation finishes at once)")]
@@ -191,6 +205,10 @@ impl Settings {
                 PriceTable::from_json(&text).map_err(|e| bad(e.to_string()))?
             }
         };
+        let gcp = GcpConfig::from_env()?;
+        let gcp_explicit = std::env::var_os("KINETIC_GCP_URL").is_some();
+        let manifests =
+            ManifestConfig::from_env().map_err(|e| ConfigError::Manifests(e.to_string()))?;
         let database_url = a.database_url.filter(|s| !s.trim().is_empty());
         if database_url.is_none() && !a.dev {
             return Err(ConfigError::MissingDatabase);
@@ -218,6 +236,9 @@ impl Settings {
             sim_listen: a.sim_listen,
             sim_speed: a.sim_speed,
             prices,
+            gcp,
+            gcp_explicit,
+            manifests,
         })
     }
 }

@@ -6,6 +6,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{self, AppState};
+use crate::cloud::Cloud;
 use crate::config::{ServeArgs, Settings};
 use crate::devdb::PrivatePostgres;
 use crate::ops::{self, WorkerConfig, WorkerPool, retention};
@@ -45,9 +46,9 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
         .await
         .context("connecting to PostgreSQL")?;
     store::migrate(&db).await.context("applying migrations")?;
-    let state = AppState::start(db.clone(), url, settings).await?;
-    // --dev runs the whole product locally: the cloud is the built-in simulator.
-    let sim = if settings.dev {
+    // --dev runs the whole product locally: the cloud is the built-in simulator (unless
+    // KINETIC_GCP_URL points elsewhere).
+    let sim = if settings.dev && !settings.gcp_explicit {
         let config = crate::sim::SimConfig {
             clock: crate::sim::clock::ClockMode::Auto {
                 speed: settings.sim_speed,
@@ -61,6 +62,12 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
     } else {
         None
     };
+    let http = app::http_client()?;
+    let cloud = match &sim {
+        Some(sim) => Cloud::simulated(&sim.url(), http)?,
+        None => Cloud::new(settings.gcp.clone(), settings.manifests.clone(), http),
+    };
+    let state = AppState::start(db.clone(), url, settings, cloud).await?;
     let listener = TcpListener::bind(settings.listen)
         .await
         .with_context(|| format!("listening on {}", settings.listen))?;

@@ -1,5 +1,43 @@
 //! Everything that talks to the outside: Google Cloud REST APIs ([`gcp`]) and the
 //! clusters' Kubernetes APIs ([`kube`]). Nothing outside this module makes a cloud call.
+//!
+//! Invariant: one [`Cloud`] per process; its Google and Kubernetes clients share one
+//! connection pool and one token source, configured once at start-up (from the
+//! environment, or pointed at the built-in simulator in development).
 
 pub mod gcp;
 pub mod kube;
+
+use gcp::{GcpClients, GcpConfig};
+use kube::KubeClients;
+use kube::manifests::ManifestConfig;
+
+/// The process's cloud clients and manifest configuration.
+#[derive(Debug, Clone)]
+pub struct Cloud {
+    pub gcp: GcpClients,
+    pub kube: KubeClients,
+    pub manifests: ManifestConfig,
+}
+
+impl Cloud {
+    pub fn new(config: GcpConfig, manifests: ManifestConfig, http: reqwest::Client) -> Cloud {
+        let gcp = GcpClients::new(config, http);
+        let kube = KubeClients::new(gcp.http.tokens().clone());
+        Cloud {
+            gcp,
+            kube,
+            manifests,
+        }
+    }
+
+    /// Everything pointed at a simulator listening at `sim_url` (no credentials).
+    pub fn simulated(sim_url: &str, http: reqwest::Client) -> Result<Cloud, url::ParseError> {
+        let root = url::Url::parse(sim_url)?;
+        Ok(Cloud::new(
+            GcpConfig::single_root(&root),
+            crate::sim::kube::manifests::config(sim_url),
+            http,
+        ))
+    }
+}

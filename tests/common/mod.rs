@@ -161,6 +161,9 @@ pub fn test_settings(url: &str) -> Settings {
         sim_listen: "127.0.0.1:0".parse().unwrap(),
         sim_speed: 0.0,
         prices: Default::default(),
+        gcp: kineticd::cloud::gcp::GcpConfig::google(),
+        gcp_explicit: false,
+        manifests: Default::default(),
     }
 }
 
@@ -217,7 +220,13 @@ impl TestApp {
         tweak: impl FnOnce(Settings) -> Settings,
     ) -> TestApp {
         let settings = tweak(test_settings(&url));
-        let state = AppState::start(db.clone(), &url, &settings)
+        // No simulator unless a test starts one: cloud calls would go nowhere.
+        let cloud = kineticd::cloud::Cloud::simulated(
+            "http://127.0.0.1:9",
+            app::http_client().expect("http"),
+        )
+        .expect("cloud");
+        let state = AppState::start(db.clone(), &url, &settings, cloud)
             .await
             .expect("state");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

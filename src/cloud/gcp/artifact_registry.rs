@@ -11,10 +11,10 @@ use super::config::Service;
 use super::error::GcpError;
 use super::http::{Call, GcpHttp};
 use super::lro::LroPolicy;
-use super::resource_manager::{RmwPolicy, modify_policy};
-use super::service_usage::wait_done;
+use super::policy::{self, GetPolicyStyle, RmwPolicy, modify_policy};
+use super::service_usage;
 use super::types::artifact_registry::{Operation, Repository};
-use super::types::iam::{POLICY_VERSION, Policy, SetIamPolicyRequest};
+use super::types::iam::Policy;
 
 pub use super::types::artifact_registry::docker_host;
 
@@ -100,9 +100,7 @@ impl ArtifactRegistry {
 
     /// operations.get: `name` is `projects/{p}/locations/{l}/operations/{id}`.
     pub async fn get_operation(&self, name: &str) -> Result<Operation, GcpError> {
-        self.http
-            .call(Call::get(S, "operations.get", name.to_owned()))
-            .await
+        service_usage::get_operation(&self.http, S, name).await
     }
 
     /// Poll `op` until done (at once if it already is); its `error` becomes the `Err`.
@@ -112,10 +110,7 @@ impl ArtifactRegistry {
         policy: LroPolicy,
         cancel: &CancellationToken,
     ) -> Result<Operation, GcpError> {
-        wait_done(S.name(), op, policy, cancel, |name| async move {
-            self.get_operation(&name).await
-        })
-        .await
+        service_usage::wait_operation(&self.http, S, op, policy, cancel).await
     }
 
     /// repositories.getIamPolicy (GET, `options.requestedPolicyVersion=3`).
@@ -125,17 +120,14 @@ impl ArtifactRegistry {
         location: &str,
         repository_id: &str,
     ) -> Result<Policy, GcpError> {
-        let name = repository_name(project, location, repository_id);
-        self.http
-            .call(
-                Call::get(
-                    S,
-                    "repositories.getIamPolicy",
-                    format!("{name}:getIamPolicy"),
-                )
-                .query("options.requestedPolicyVersion", POLICY_VERSION),
-            )
-            .await
+        policy::get_iam_policy(
+            &self.http,
+            S,
+            "repositories.getIamPolicy",
+            &repository_name(project, location, repository_id),
+            GetPolicyStyle::GetQuery,
+        )
+        .await
     }
 
     /// repositories.setIamPolicy, always at policy version 3. A stale etag fails with
@@ -147,24 +139,14 @@ impl ArtifactRegistry {
         repository_id: &str,
         policy: &Policy,
     ) -> Result<Policy, GcpError> {
-        let name = repository_name(project, location, repository_id);
-        let body = SetIamPolicyRequest {
-            policy: Policy {
-                version: Some(POLICY_VERSION),
-                ..policy.clone()
-            },
-            update_mask: None,
-        };
-        self.http
-            .call(
-                Call::post(
-                    S,
-                    "repositories.setIamPolicy",
-                    format!("{name}:setIamPolicy"),
-                )
-                .json(&body),
-            )
-            .await
+        policy::set_iam_policy(
+            &self.http,
+            S,
+            "repositories.setIamPolicy",
+            &repository_name(project, location, repository_id),
+            policy,
+        )
+        .await
     }
 
     /// Grant each `(role, member)` on the repository (idempotent read-modify-write).

@@ -14,7 +14,7 @@ use uuid::Uuid;
 use super::config::Service;
 use super::error::GcpError;
 use super::http::{Call, GcpHttp};
-use super::lro::{self, LroPolicy, Poll};
+use super::lro::{self, LroPolicy};
 use super::types::compute::{
     AcceleratorType, AcceleratorTypeList, Network, Operation, Region, Router,
 };
@@ -315,14 +315,14 @@ impl Compute {
         deadline: Duration,
     ) -> Result<Operation, GcpError> {
         let policy = LroPolicy::standard(deadline);
-        let done = lro::wait(SVC.name(), scope.method(), policy, cancel, || async {
-            let op = self.get_operation(scope, name).await?;
-            Ok(if op.is_done() {
-                Poll::Done(op)
-            } else {
-                Poll::Pending
-            })
-        })
+        let done = lro::wait_until(
+            SVC.name(),
+            scope.method(),
+            policy,
+            cancel,
+            || self.get_operation(scope, name),
+            Operation::is_done,
+        )
         .await?;
         match &done.error {
             Some(err) if !err.errors.is_empty() => {

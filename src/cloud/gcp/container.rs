@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::Service;
 use super::error::GcpError;
 use super::http::{Call, GcpHttp};
-use super::lro::{self, LroPolicy, Poll};
+use super::lro::{self, LroPolicy};
 use super::types::container::{
     Cluster, CreateClusterRequest, CreateNodePoolRequest, ListNodePoolsResponse, NodePool,
     Operation, SetNodePoolSizeRequest,
@@ -228,14 +228,14 @@ impl Container {
         deadline: Duration,
     ) -> Result<Operation, GcpError> {
         let policy = LroPolicy::standard(deadline);
-        let done = lro::wait(SVC.name(), "operations.get", policy, cancel, || async {
-            let op = self.get_operation(project, location, name).await?;
-            Ok(if op.is_done() {
-                Poll::Done(op)
-            } else {
-                Poll::Pending
-            })
-        })
+        let done = lro::wait_until(
+            SVC.name(),
+            "operations.get",
+            policy,
+            cancel,
+            || self.get_operation(project, location, name),
+            Operation::is_done,
+        )
         .await?;
         match &done.error {
             Some(err) => {

@@ -91,6 +91,12 @@ impl GcpHttp {
         }
     }
 
+    /// The token source these calls use (shared with the Kubernetes clients, which
+    /// authenticate to GKE clusters with the same Google identity).
+    pub fn tokens(&self) -> &TokenSource {
+        &self.tokens
+    }
+
     fn url(&self, c: &Call<'_>) -> Result<Url, GcpError> {
         let base = if c.upload.is_some() {
             &self.config.storage_upload

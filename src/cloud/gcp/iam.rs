@@ -10,11 +10,8 @@ use tokio_util::sync::CancellationToken;
 use super::config::Service;
 use super::error::{GcpError, RetryClass};
 use super::http::{Call, GcpHttp};
-use super::resource_manager::{RmwPolicy, modify_policy};
-use super::types::iam::{
-    CreateServiceAccountRequest, POLICY_VERSION, Policy, ServiceAccount, SetIamPolicyRequest,
-    validate_account_id,
-};
+use super::policy::{self, GetPolicyStyle, RmwPolicy, modify_policy};
+use super::types::iam::{CreateServiceAccountRequest, Policy, ServiceAccount, validate_account_id};
 
 pub use super::types::iam::service_account_email;
 
@@ -97,16 +94,14 @@ impl Iam {
         project: &str,
         email: &str,
     ) -> Result<Policy, GcpError> {
-        self.http
-            .call(
-                Call::post(
-                    S,
-                    "serviceAccounts.getIamPolicy",
-                    format!("{}:getIamPolicy", sa_path(project, email)),
-                )
-                .query("options.requestedPolicyVersion", POLICY_VERSION),
-            )
-            .await
+        policy::get_iam_policy(
+            &self.http,
+            S,
+            "serviceAccounts.getIamPolicy",
+            &sa_path(project, email),
+            GetPolicyStyle::PostQuery,
+        )
+        .await
     }
 
     /// serviceAccounts.setIamPolicy, always at policy version 3. A stale etag fails with
@@ -117,23 +112,14 @@ impl Iam {
         email: &str,
         policy: &Policy,
     ) -> Result<Policy, GcpError> {
-        let body = SetIamPolicyRequest {
-            policy: Policy {
-                version: Some(POLICY_VERSION),
-                ..policy.clone()
-            },
-            update_mask: None,
-        };
-        self.http
-            .call(
-                Call::post(
-                    S,
-                    "serviceAccounts.setIamPolicy",
-                    format!("{}:setIamPolicy", sa_path(project, email)),
-                )
-                .json(&body),
-            )
-            .await
+        policy::set_iam_policy(
+            &self.http,
+            S,
+            "serviceAccounts.setIamPolicy",
+            &sa_path(project, email),
+            policy,
+        )
+        .await
     }
 
     /// Read-modify-write of a service account's policy: `mutate` edits the policy read
@@ -149,7 +135,7 @@ impl Iam {
         F: FnMut(&mut Policy) -> bool,
     {
         modify_policy(
-            "iam",
+            S.name(),
             "serviceAccounts.setIamPolicy",
             self.rmw,
             cancel,

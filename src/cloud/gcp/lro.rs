@@ -103,3 +103,33 @@ where
         delay = (delay * 2).min(policy.max_delay);
     }
 }
+
+/// [`wait`] on a resource fetched by `get` until `is_done` says it is finished; returns
+/// that last fetch.
+pub async fn wait_until<T, F, Fut, D>(
+    service: &'static str,
+    method: &'static str,
+    policy: LroPolicy,
+    cancel: &CancellationToken,
+    mut get: F,
+    is_done: D,
+) -> Result<T, GcpError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, GcpError>>,
+    D: Fn(&T) -> bool,
+{
+    let is_done = &is_done;
+    wait(service, method, policy, cancel, || {
+        let look = get();
+        async move {
+            let v = look.await?;
+            Ok(if is_done(&v) {
+                Poll::Done(v)
+            } else {
+                Poll::Pending
+            })
+        }
+    })
+    .await
+}

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::Service;
 use super::error::GcpError;
 use super::http::{Call, GcpHttp};
-use super::lro::{self, LroPolicy, Poll};
+use super::lro::{self, LroPolicy};
 use super::types::service_usage::{
     BATCH_ENABLE_MAX, BatchEnableServicesRequest, Operation, Service as ApiService,
 };
@@ -89,9 +89,7 @@ impl ServiceUsage {
 
     /// operations.get: `name` is `operations/...`.
     pub async fn get_operation(&self, name: &str) -> Result<Operation, GcpError> {
-        self.http
-            .call(Call::get(S, "operations.get", name.to_owned()))
-            .await
+        get_operation(&self.http, S, name).await
     }
 
     /// Poll `op` until done (at once if it already is); its `error` becomes the `Err`.
@@ -101,11 +99,32 @@ impl ServiceUsage {
         policy: LroPolicy,
         cancel: &CancellationToken,
     ) -> Result<Operation, GcpError> {
-        wait_done(S.name(), op, policy, cancel, |name| async move {
-            self.get_operation(&name).await
-        })
-        .await
+        wait_operation(&self.http, S, op, policy, cancel).await
     }
+}
+
+/// AIP-151 operations.get on `service` (`name` as the operation gives it).
+pub(crate) async fn get_operation(
+    http: &GcpHttp,
+    service: Service,
+    name: &str,
+) -> Result<Operation, GcpError> {
+    http.call(Call::get(service, "operations.get", name.to_owned()))
+        .await
+}
+
+/// Poll an AIP-151 operation of `service` until done (see [`wait_done`]).
+pub(crate) async fn wait_operation(
+    http: &GcpHttp,
+    service: Service,
+    op: Operation,
+    policy: LroPolicy,
+    cancel: &CancellationToken,
+) -> Result<Operation, GcpError> {
+    wait_done(service.name(), op, policy, cancel, |name| async move {
+        get_operation(http, service, &name).await
+    })
+    .await
 }
 
 /// Wait for an AIP-151 operation with `get(name)` as the poll (capped backoff, rides out
@@ -125,17 +144,14 @@ where
         op
     } else {
         let name = op.name;
-        lro::wait(service, "operations.get", policy, cancel, || {
-            let look = get(name.clone());
-            async move {
-                let op = look.await?;
-                Ok(if op.done {
-                    Poll::Done(op)
-                } else {
-                    Poll::Pending
-                })
-            }
-        })
+        lro::wait_until(
+            service,
+            "operations.get",
+            policy,
+            cancel,
+            || get(name.clone()),
+            |op: &Operation| op.done,
+        )
         .await?
     };
     match &done.error {

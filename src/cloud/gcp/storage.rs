@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::Service;
 use super::error::{GcpError, RetryClass};
 use super::http::{Call, GcpHttp};
-use super::resource_manager::{RmwPolicy, modify_policy};
+use super::policy::{RmwPolicy, modify_policy};
 use super::types::iam::Policy;
 use super::types::storage::{Bucket, BucketPolicy, Object, Objects};
 

@@ -22,3 +22,16 @@ pub fn routes() -> Router<Sim> {
         .merge(service_usage::routes())
         .merge(artifact_registry::routes())
 }
+
+/// Whether `name` is a lowercase RFC 1035 label of at most `max` characters: lowercase
+/// letters, digits and hyphens, starting with a letter and not ending with a hyphen (the
+/// rule Compute and GKE apply to resource names, each with its own length limit).
+pub(crate) fn is_lowercase_label(name: &str, max: usize) -> bool {
+    !name.is_empty()
+        && name.len() <= max
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && !name.ends_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}

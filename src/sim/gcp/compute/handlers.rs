@@ -42,14 +42,7 @@ fn invalid(msg: impl Into<String>) -> SimError {
 }
 
 fn check_name(field: &str, name: &str) -> Result<(), SimError> {
-    let ok = !name.is_empty()
-        && name.len() <= 63
-        && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && !name.ends_with('-')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if ok {
+    if crate::sim::gcp::is_lowercase_label(name, 63) {
         return Ok(());
     }
     Err(invalid(format!(
@@ -268,6 +261,21 @@ pub async fn get_network(
     tag(M, r)
 }
 
+/// The ID of the resource at `key` to delete (`id`: `None` when there is no such
+/// resource): 404 when it does not exist, `resourceNotReady` while an operation on it runs.
+fn deletable(
+    w: &World,
+    key: &str,
+    what: &str,
+    id: Option<Option<String>>,
+) -> Result<Option<String>, SimError> {
+    let id = id.ok_or_else(|| SimError::not_found(F, what))?;
+    if w.compute.pending_on(key).is_some() {
+        return Err(not_ready(what));
+    }
+    Ok(id)
+}
+
 /// `(project, name)` of a network reference (`projects/p/global/networks/n`, a URL, or
 /// `global/networks/n` relative to `project`).
 fn network_ref(s: &str, project: &str) -> Option<(String, String)> {
@@ -299,13 +307,8 @@ pub async fn delete_network(
         }
         let key = format!("{project}/{network}");
         let what = format!("projects/{project}/global/networks/{network}");
-        let id = match w.compute.networks.get(&key) {
-            Some(n) => n.id.clone(),
-            None => return Err(SimError::not_found(F, &what)),
-        };
-        if w.compute.pending_on(&key).is_some() {
-            return Err(not_ready(&what));
-        }
+        let id = w.compute.networks.get(&key).map(|n| n.id.clone());
+        let id = deletable(&w, &key, &what, id)?;
         let routers = w.compute.routers.iter().filter_map(|(k, r)| {
             let (p, n) = network_ref(&r.network, &project)?;
             (p == project && n == network).then(|| {
@@ -489,7 +492,7 @@ pub async fn delete_router(
     if let Some(r) = sim.fault(SVC, M, F).await {
         return r;
     }
-    let r = (|| {
+    let r = (|| -> Result<Operation, SimError> {
         let rid = request_id(&q)?;
         let mut w = sim.world();
         if let Some(op) = replay(&w.compute, rid.as_deref()) {
@@ -497,13 +500,8 @@ pub async fn delete_router(
         }
         let key = format!("{project}/{region}/{router}");
         let what = format!("projects/{project}/regions/{region}/routers/{router}");
-        let id = match w.compute.routers.get(&key) {
-            Some(r) => r.id.clone(),
-            None => return Err(SimError::not_found(F, &what)),
-        };
-        if w.compute.pending_on(&key).is_some() {
-            return Err(not_ready(&what));
-        }
+        let id = w.compute.routers.get(&key).map(|r| r.id.clone());
+        let id = deletable(&w, &key, &what, id)?;
         let base = base(&sim, &project);
         Ok(start(
             &mut w,

@@ -20,10 +20,11 @@ use crate::sim::body::strict;
 use crate::sim::error::{Flavor, SimError};
 use crate::sim::faults::{self, FaultKind};
 use crate::sim::gcp::compute::catalog;
+use crate::sim::world::World;
 use crate::sim::{Sim, tag};
 
 use super::durations;
-use super::model::{ClusterRec, Effect, PoolRec};
+use super::model::{ClusterRec, Effect, Failure, PoolRec};
 use super::ops::{self, Start};
 use super::{region_of, validate};
 
@@ -50,6 +51,54 @@ fn key(project: &str, location: &str, cluster: &str) -> String {
 
 fn cluster_ref(project: &str, location: &str, cluster: &str) -> String {
     format!("projects/{project}/locations/{location}/clusters/{cluster}")
+}
+
+/// Start the operation that applies `effect` to the cluster `(project, location, key)`;
+/// its GKE operation type and virtual duration follow from the effect.
+fn begin(
+    sim: &Sim,
+    w: &mut World,
+    (project, location, cluster_key): (&str, &str, &str),
+    target_link: String,
+    effect: Effect,
+    failure: Option<Failure>,
+) -> Operation {
+    let (operation_type, duration) = match effect {
+        Effect::CreateCluster => ("CREATE_CLUSTER", durations::CREATE_CLUSTER),
+        Effect::DeleteCluster => ("DELETE_CLUSTER", durations::DELETE_CLUSTER),
+        Effect::CreatePool(_) => ("CREATE_NODE_POOL", durations::CREATE_NODE_POOL),
+        Effect::DeletePool(_) => ("DELETE_NODE_POOL", durations::DELETE_NODE_POOL),
+        Effect::SetSize(..) => ("SET_NODE_POOL_SIZE", durations::SET_NODE_POOL_SIZE),
+    };
+    ops::start(
+        w,
+        sim.clock(),
+        Start {
+            project,
+            location,
+            cluster_key,
+            base_url: &sim.url(),
+            target_link,
+            operation_type,
+            effect,
+            duration,
+            failure,
+        },
+    )
+}
+
+/// A requested pool, validated, as it starts: PROVISIONING at its initial node count.
+fn provisioning_pool(p: &NodePool, location: &str) -> Result<PoolRec, SimError> {
+    let (spec, shape, zones) = validate::pool(p, location)?;
+    Ok(PoolRec {
+        spec,
+        shape,
+        zones,
+        size: u32::try_from(p.initial_node_count.unwrap_or(0)).unwrap_or(0),
+        status: "PROVISIONING".into(),
+        status_message: None,
+        conditions: Vec::new(),
+    })
 }
 
 /// Armed fault for a method that reports quota and stockout through its operation:
@@ -106,20 +155,10 @@ fn do_create_cluster(
             ..NodePool::default()
         });
     }
-    let mut pools = Vec::new();
-    for p in &requested {
-        let (spec, shape, zones) = validate::pool(p, location)?;
-        let size = u32::try_from(p.initial_node_count.unwrap_or(0)).unwrap_or(0);
-        pools.push(PoolRec {
-            spec,
-            shape,
-            zones,
-            size,
-            status: "PROVISIONING".into(),
-            status_message: None,
-            conditions: Vec::new(),
-        });
-    }
+    let pools = requested
+        .iter()
+        .map(|p| provisioning_pool(p, location))
+        .collect::<Result<Vec<_>, _>>()?;
     let clock = sim.clock();
     let mut w = sim.world();
     let k = key(project, location, &cluster.name);
@@ -162,20 +201,13 @@ fn do_create_cluster(
     rec.create_time = w.container.stamp(clock, clock.now());
     let link = rec.self_link();
     w.container.clusters.insert(k.clone(), rec);
-    Ok(ops::start(
+    Ok(begin(
+        sim,
         &mut w,
-        clock,
-        Start {
-            project,
-            location,
-            cluster_key: &k,
-            base_url: &sim.url(),
-            target_link: link,
-            operation_type: "CREATE_CLUSTER",
-            effect: Effect::CreateCluster,
-            duration: durations::CREATE_CLUSTER,
-            failure,
-        },
+        (project, location, &k),
+        link,
+        Effect::CreateCluster,
+        failure,
     ))
 }
 
@@ -221,20 +253,13 @@ pub async fn delete_cluster(
                 .iter_mut()
                 .for_each(|p| p.status = "STOPPING".into());
         }
-        Ok::<_, SimError>(Json(ops::start(
+        Ok::<_, SimError>(Json(begin(
+            &sim,
             &mut w,
-            sim.clock(),
-            Start {
-                project: &project,
-                location: &location,
-                cluster_key: &k,
-                base_url: &sim.url(),
-                target_link: link,
-                operation_type: "DELETE_CLUSTER",
-                effect: Effect::DeleteCluster,
-                duration: durations::DELETE_CLUSTER,
-                failure: None,
-            },
+            (&project, &location, &k),
+            link,
+            Effect::DeleteCluster,
+            None,
         )))
     })();
     tag(M, r)
@@ -268,7 +293,6 @@ fn do_create_pool(
     let pool = req
         .node_pool
         .ok_or_else(|| invalid("nodePool is required."))?;
-    let clock = sim.clock();
     let mut w = sim.world();
     let k = key(project, location, cluster);
     let c = w
@@ -285,7 +309,7 @@ fn do_create_pool(
         );
         return Err(SimError::already_exists(F, &what));
     }
-    let (spec, shape, zones) = validate::pool(&pool, location)?;
+    let rec = provisioning_pool(&pool, location)?;
     ops::ensure_idle(&w.container, &k, cluster)?;
     if c.status != "RUNNING" {
         return Err(SimError::precondition(
@@ -296,36 +320,20 @@ fn do_create_pool(
             ),
         ));
     }
-    let size = u32::try_from(pool.initial_node_count.unwrap_or(0)).unwrap_or(0);
     let region = c.region.clone();
     let failure = ops::decide(
-        sim, &w, project, &region, &shape, &zones, size, true, forced,
+        sim, &w, project, &region, &rec.shape, &rec.zones, rec.size, true, forced,
     );
     if let Some(c) = w.container.clusters.get_mut(&k) {
-        c.pools.push(PoolRec {
-            spec,
-            shape,
-            zones,
-            size,
-            status: "PROVISIONING".into(),
-            status_message: None,
-            conditions: Vec::new(),
-        });
+        c.pools.push(rec);
     }
-    Ok(ops::start(
+    Ok(begin(
+        sim,
         &mut w,
-        clock,
-        Start {
-            project,
-            location,
-            cluster_key: &k,
-            base_url: &sim.url(),
-            target_link: link,
-            operation_type: "CREATE_NODE_POOL",
-            effect: Effect::CreatePool(pool.name),
-            duration: durations::CREATE_NODE_POOL,
-            failure,
-        },
+        (project, location, &k),
+        link,
+        Effect::CreatePool(pool.name),
+        failure,
     ))
 }
 
@@ -403,20 +411,13 @@ pub async fn delete_pool(
         {
             p.status = "STOPPING".into();
         }
-        Ok::<_, SimError>(Json(ops::start(
+        Ok::<_, SimError>(Json(begin(
+            &sim,
             &mut w,
-            sim.clock(),
-            Start {
-                project: &project,
-                location: &location,
-                cluster_key: &k,
-                base_url: &sim.url(),
-                target_link: link,
-                operation_type: "DELETE_NODE_POOL",
-                effect: Effect::DeletePool(pool.clone()),
-                duration: durations::DELETE_NODE_POOL,
-                failure: None,
-            },
+            (&project, &location, &k),
+            link,
+            Effect::DeletePool(pool.clone()),
+            None,
         )))
     })();
     tag(M, r)
@@ -463,7 +464,6 @@ fn do_set_size(
     if n < 0 {
         return Err(invalid("nodeCount must be >= 0."));
     }
-    let clock = sim.clock();
     let mut w = sim.world();
     let k = key(project, location, cluster);
     let (c, p) = w
@@ -489,20 +489,13 @@ fn do_set_size(
         forced,
     );
     let link = format!("{}/nodePools/{pool}", c.self_link());
-    Ok(ops::start(
+    Ok(begin(
+        sim,
         &mut w,
-        clock,
-        Start {
-            project,
-            location,
-            cluster_key: &k,
-            base_url: &sim.url(),
-            target_link: link,
-            operation_type: "SET_NODE_POOL_SIZE",
-            effect: Effect::SetSize(pool.to_owned(), n),
-            duration: durations::SET_NODE_POOL_SIZE,
-            failure,
-        },
+        (project, location, &k),
+        link,
+        Effect::SetSize(pool.to_owned(), n),
+        failure,
     ))
 }
 

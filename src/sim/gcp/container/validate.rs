@@ -17,14 +17,7 @@ fn invalid(msg: impl Into<String>) -> SimError {
 /// GKE resource names: <= 40, lowercase letters, digits and hyphens, starting with a
 /// letter and not ending with a hyphen.
 fn gke_name(kind: &str, name: &str) -> Result<(), SimError> {
-    let ok = !name.is_empty()
-        && name.len() <= 40
-        && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && !name.ends_with('-')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if ok {
+    if crate::sim::gcp::is_lowercase_label(name, 40) {
         Ok(())
     } else if name.is_empty() {
         Err(invalid(format!("{kind}.name is required.")))

@@ -1,0 +1,151 @@
+//! IAM policy plumbing every client with `getIamPolicy` / `setIamPolicy` shares (Cloud
+//! Resource Manager projects, IAM service accounts, Artifact Registry repositories, and
+//! the read-modify-write loop for Storage buckets too).
+//!
+//! Invariant: a policy write always carries policy version 3 and the etag that was read;
+//! a read-modify-write redoes the whole get -> mutate -> set cycle on an etag conflict
+//! (409 ABORTED), a retryable error, or a policy naming a service account IAM does not
+//! know yet, with capped exponential backoff and jitter, and writes nothing when the
+//! edit changes nothing.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::config::Service;
+use super::error::GcpError;
+use super::http::{Call, GcpHttp};
+use super::iam::is_unknown_service_account;
+use super::lro;
+use super::types::iam::{
+    GetIamPolicyRequest, GetPolicyOptions, POLICY_VERSION, Policy, SetIamPolicyRequest,
+};
+
+/// How often and how patiently a policy read-modify-write is retried.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RmwPolicy {
+    /// Attempts in all (the first included).
+    pub max_attempts: u32,
+    pub first_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RmwPolicy {
+    fn default() -> Self {
+        RmwPolicy {
+            max_attempts: 8,
+            first_delay: Duration::from_millis(250),
+            max_delay: Duration::from_secs(8),
+        }
+    }
+}
+
+/// How a service's `getIamPolicy` asks for policy version 3 (each as its discovery
+/// document defines it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GetPolicyStyle {
+    /// POST with `{"options": {"requestedPolicyVersion": 3}}` (Resource Manager v3).
+    PostBody,
+    /// POST with `?options.requestedPolicyVersion=3` (IAM v1).
+    PostQuery,
+    /// GET with `?options.requestedPolicyVersion=3` (Artifact Registry v1).
+    GetQuery,
+}
+
+/// `{resource}:getIamPolicy`, asking for policy version 3.
+pub(crate) async fn get_iam_policy(
+    http: &GcpHttp,
+    service: Service,
+    method: &'static str,
+    resource: &str,
+    style: GetPolicyStyle,
+) -> Result<Policy, GcpError> {
+    let path = format!("{resource}:getIamPolicy");
+    let call = match style {
+        GetPolicyStyle::PostBody => Call::post(service, method, path).json(&GetIamPolicyRequest {
+            options: Some(GetPolicyOptions {
+                requested_policy_version: Some(POLICY_VERSION),
+            }),
+        }),
+        GetPolicyStyle::PostQuery => Call::post(service, method, path)
+            .query("options.requestedPolicyVersion", POLICY_VERSION),
+        GetPolicyStyle::GetQuery => {
+            Call::get(service, method, path).query("options.requestedPolicyVersion", POLICY_VERSION)
+        }
+    };
+    http.call(call).await
+}
+
+/// `{resource}:setIamPolicy` (POST), always at policy version 3 (a lower version cannot
+/// carry conditional bindings). A stale etag fails with 409 ABORTED.
+pub(crate) async fn set_iam_policy(
+    http: &GcpHttp,
+    service: Service,
+    method: &'static str,
+    resource: &str,
+    policy: &Policy,
+) -> Result<Policy, GcpError> {
+    let body = SetIamPolicyRequest {
+        policy: Policy {
+            version: Some(POLICY_VERSION),
+            ..policy.clone()
+        },
+        update_mask: None,
+    };
+    http.call(Call::post(service, method, format!("{resource}:setIamPolicy")).json(&body))
+        .await
+}
+
+/// The read-modify-write loop shared by project, service-account, repository and bucket
+/// policies.
+pub async fn modify_policy<G, GF, W, WF, M>(
+    service: &'static str,
+    method: &'static str,
+    rmw: RmwPolicy,
+    cancel: &CancellationToken,
+    get: G,
+    set: W,
+    mut mutate: M,
+) -> Result<Policy, GcpError>
+where
+    G: Fn() -> GF,
+    GF: Future<Output = Result<Policy, GcpError>>,
+    W: Fn(Policy) -> WF,
+    WF: Future<Output = Result<Policy, GcpError>>,
+    M: FnMut(&mut Policy) -> bool,
+{
+    let mut delay = rmw.first_delay;
+    let mut attempt = 1;
+    loop {
+        if cancel.is_cancelled() {
+            return Err(lro::cancelled(service, method));
+        }
+        let outcome = async {
+            let mut policy = get().await?;
+            if !mutate(&mut policy) {
+                return Ok(policy);
+            }
+            policy.version = Some(POLICY_VERSION);
+            set(policy).await
+        }
+        .await;
+        let err = match outcome {
+            Ok(p) => return Ok(p),
+            Err(e) => e,
+        };
+        let again = err.is_retryable() || is_unknown_service_account(&err);
+        if !again || attempt >= rmw.max_attempts {
+            return Err(err);
+        }
+        tracing::debug!(service, method, attempt, error = %err, "policy update failed; redoing read-modify-write");
+        // Full jitter between half and all of the delay.
+        let sleep = delay.mul_f64(0.5 + rand::random::<f64>() / 2.0);
+        tokio::select! {
+            _ = tokio::time::sleep(sleep) => {}
+            _ = cancel.cancelled() => return Err(lro::cancelled(service, method)),
+        }
+        delay = (delay * 2).min(rmw.max_delay);
+        attempt += 1;
+    }
+}
