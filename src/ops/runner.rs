@@ -27,6 +27,10 @@ use super::events::Events;
 use super::steps::{RetryPolicy, RpcCode, StepError, StepRecord, StepState, status_json};
 use super::workflows::{StepCtx, Workflow};
 
+/// How long a step's RUNNING mark may stay unsaved: a step that finishes sooner is
+/// saved once (done), a slower one shows as RUNNING after this delay.
+const LAUNCH_FLUSH: Duration = Duration::from_millis(50);
+
 /// What a runner needs from its worker.
 #[derive(Clone)]
 pub struct RunEnv {
@@ -267,6 +271,8 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
     let mut inflight = FuturesUnordered::new();
     let mut failed: Option<(String, String, StepError)> = None;
     let mut draining = false;
+    // When launched-but-unsaved steps must be persisted (see LAUNCH_FLUSH).
+    let mut flush_at: Option<tokio::time::Instant> = None;
     loop {
         if failed.is_none() && !draining && !cancel.is_cancelled() {
             let mut g = run.steps.lock().await;
@@ -279,9 +285,9 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
                     g[i].start_time = Some(now);
                     g[i].attempts += 1;
                 }
-                if !run.save(&g).await {
-                    return Outcome::LeaseLost;
-                }
+                // Persisted with the next write, or by the flush below if the steps
+                // are still running then: a fast step costs one write, not two.
+                flush_at.get_or_insert(tokio::time::Instant::now() + LAUNCH_FLUSH);
                 for i in launch {
                     inflight.push(run.clone().step(i, cancel.clone()));
                 }
@@ -314,6 +320,12 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
             );
             return run.finish("FAILED", &g, None, Some(err)).await;
         }
+        let flush = async {
+            match flush_at {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             biased;
             _ = lost.cancelled() => return Outcome::LeaseLost,
@@ -336,6 +348,13 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
                 return run.finish("FAILED", &g, None, Some(err)).await;
             }
             _ = env.drain.cancelled(), if !draining => { draining = true; }
+            _ = flush => {
+                flush_at = None;
+                let g = run.steps.lock().await;
+                if !run.save(&g).await {
+                    return Outcome::LeaseLost;
+                }
+            }
             Some((i, outcome)) = inflight.next() => match outcome {
                 StepOutcome::Done(v, ctx) => {
                     let free = if failed.is_none() && !draining && !cancel.is_cancelled() {
@@ -343,6 +362,8 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
                     } else {
                         0
                     };
+                    // This write carries every unsaved launch as well.
+                    flush_at = None;
                     match run.complete(i, v, &ctx, free).await {
                         Ok(Some(launched)) => {
                             for j in launched {

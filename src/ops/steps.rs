@@ -45,9 +45,9 @@ pub struct StepRecord {
     /// Step-specific arguments fixed at enqueue time.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub input: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "millis")]
     pub start_time: Option<DateTime<Utc>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "millis")]
     pub end_time: Option<DateTime<Utc>>,
     #[serde(default)]
     pub attempts: u32,
@@ -88,6 +88,23 @@ impl StepRecord {
     pub fn with_input(mut self, input: Value) -> StepRecord {
         self.input = input;
         self
+    }
+}
+
+/// Step times as RFC 3339 with milliseconds (what the API shows; keeps the row small).
+mod millis {
+    use chrono::{DateTime, SecondsFormat, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::Millis, true)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+        Option::<DateTime<Utc>>::deserialize(d)
     }
 }
 

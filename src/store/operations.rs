@@ -80,7 +80,7 @@ pub async fn insert(tx: &mut PgConnection, op: &NewOperation) -> Result<Operatio
     let sql = format!(
         "WITH ins AS (INSERT INTO operations (id, op_type, target, serial_key, team_id, cluster_id, \
              created_by, request_id, state, input, plan, steps, create_time, update_time) \
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11, clock_timestamp(), clock_timestamp()) \
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11::json, clock_timestamp(), clock_timestamp()) \
            RETURNING {COLUMNS}), \
          n AS (SELECT pg_notify('{EVENTS_CHANNEL}', 'new')) \
          SELECT ins.* FROM ins, n"
@@ -96,7 +96,7 @@ pub async fn insert(tx: &mut PgConnection, op: &NewOperation) -> Result<Operatio
         .bind(&op.request_id)
         .bind(&op.input)
         .bind(&op.plan)
-        .bind(&op.steps)
+        .bind(op.steps.to_string())
         .fetch_one(&mut *tx)
         .await?)
 }
@@ -235,14 +235,14 @@ pub async fn save_steps(
     steps: &Value,
 ) -> Result<bool, StoreError> {
     let sql = format!(
-        "WITH u AS (UPDATE operations SET steps = $3, update_time = now() \
+        "WITH u AS (UPDATE operations SET steps = $3::json, update_time = now() \
                     WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state) \
          SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state) FROM u"
     );
     let n = sqlx::query(AssertSqlSafe(sql))
         .bind(id)
         .bind(generation)
-        .bind(steps)
+        .bind(steps.to_string())
         .execute(ex)
         .await?
         .rows_affected();
@@ -266,7 +266,7 @@ pub async fn finish(
     f: Finish<'_>,
 ) -> Result<bool, StoreError> {
     let sql = format!(
-        "WITH u AS (UPDATE operations SET state = $3, steps = $4, response = $5, error = $6, \
+        "WITH u AS (UPDATE operations SET state = $3, steps = $4::json, response = $5, error = $6, \
                       end_time = now(), update_time = now(), lease_owner = NULL, lease_expire_time = NULL \
                     WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state) \
          SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state), \
@@ -276,7 +276,7 @@ pub async fn finish(
         .bind(id)
         .bind(generation)
         .bind(f.state)
-        .bind(f.steps)
+        .bind(f.steps.to_string())
         .bind(f.response)
         .bind(f.error)
         .execute(ex)
@@ -323,12 +323,12 @@ pub async fn request_cancel(
     if row.state == "QUEUED" && row.lease_owner.is_none() {
         let steps = cancel_all_steps(&row.steps);
         let sql = format!(
-            "UPDATE operations SET state = 'CANCELLED', cancel_requested = true, steps = $2, error = $3, \
+            "UPDATE operations SET state = 'CANCELLED', cancel_requested = true, steps = $2::json, error = $3, \
                end_time = now(), update_time = now() WHERE id = $1 RETURNING {COLUMNS}"
         );
         let row: OperationRow = sqlx::query_as(AssertSqlSafe(sql))
             .bind(id)
-            .bind(steps)
+            .bind(steps.to_string())
             .bind(cancelled_error)
             .fetch_one(&mut *tx)
             .await?;
@@ -450,7 +450,7 @@ pub async fn save_steps_with_noop_effect(
     step: &str,
 ) -> Result<bool, StoreError> {
     let sql = format!(
-        "WITH u AS (UPDATE operations SET steps = $3, update_time = now() \
+        "WITH u AS (UPDATE operations SET steps = $3::json, update_time = now() \
                     WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state), \
          e AS (INSERT INTO noop_effects (operation_id, step_id, generation) \
                SELECT u.id, $4, $2 FROM u RETURNING 1) \
@@ -459,7 +459,7 @@ pub async fn save_steps_with_noop_effect(
     let n = sqlx::query(AssertSqlSafe(sql))
         .bind(id)
         .bind(generation)
-        .bind(steps)
+        .bind(steps.to_string())
         .bind(step)
         .execute(ex)
         .await?
@@ -478,6 +478,11 @@ pub async fn purge_finished(
         .execute(ex)
         .await?
         .rows_affected();
+    sqlx::query(
+        "DELETE FROM noop_effects e WHERE NOT EXISTS (SELECT 1 FROM operations o WHERE o.id = e.operation_id)",
+    )
+    .execute(ex)
+    .await?;
     sqlx::query(
         "DELETE FROM idempotency_keys WHERE create_time < now() - make_interval(hours => $1::int)",
     )

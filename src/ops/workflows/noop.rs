@@ -51,13 +51,23 @@ impl NoopSpec {
         (0..self.steps)
             .map(|i| {
                 let id = format!("step-{i}");
-                let mut s = StepRecord::new(&id, format!("no-op step {i}")).with_input(json!({
-                    "index": i,
-                    "millis": self.step_millis,
-                    "failRetryable": self.fail_retryable.get(&i.to_string()).copied().unwrap_or(0),
-                    "failTerminal": self.fail_terminal_at == Some(i),
-                    "hang": self.hang_at == Some(i),
-                }));
+                // Only what differs from the defaults: the row is rewritten per step.
+                let mut input = serde_json::Map::new();
+                input.insert("index".into(), json!(i));
+                if self.step_millis > 0 {
+                    input.insert("millis".into(), json!(self.step_millis));
+                }
+                if let Some(n) = self.fail_retryable.get(&i.to_string()) {
+                    input.insert("failRetryable".into(), json!(n));
+                }
+                if self.fail_terminal_at == Some(i) {
+                    input.insert("failTerminal".into(), json!(true));
+                }
+                if self.hang_at == Some(i) {
+                    input.insert("hang".into(), json!(true));
+                }
+                let mut s = StepRecord::new(&id, format!("no-op step {i}"))
+                    .with_input(Value::Object(input));
                 if !self.parallel && i > 0 {
                     let prev = format!("step-{}", i - 1);
                     s = s.after(&[&prev]).reading(&[&prev]);
