@@ -79,3 +79,19 @@ async fn header_key_reuse_and_scope() {
     assert_eq!(e.status, StatusCode::BAD_REQUEST);
     assert_eq!(e.reason(), "INVALID_REQUEST_ID");
 }
+
+#[tokio::test]
+async fn the_test_workflow_is_unreachable_outside_dev_and_test_mode() {
+    let (db, url) = crate::common::fresh_db().await;
+    let app = TestApp::spawn_with(db, url, |mut s| {
+        s.test_workflows = false;
+        s
+    })
+    .await;
+    app.team(USER, crate::TEAM, &["engine-project"]).await;
+    let r = app
+        .post(USER, "/v1/testing/noopOperations", noop(1, json!({})))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(count_ops(&app).await, 0);
+}
