@@ -157,6 +157,18 @@ impl GcpError {
             .or(legacy_reason)
             .map(str::to_owned)
             .unwrap_or_else(|| status.clone());
+        GcpError::classified(service, method, http, status, reason, message)
+    }
+
+    /// An error with its retry class derived from the other fields.
+    pub fn classified(
+        service: &'static str,
+        method: &'static str,
+        http: u16,
+        status: String,
+        reason: String,
+        message: String,
+    ) -> GcpError {
         let retry = classify(http, &status, &reason, &message);
         GcpError {
             service,
@@ -187,16 +199,7 @@ impl GcpError {
                 .join("; ");
             let http = http_hint.unwrap_or(400);
             let status = status_for_http(http).to_owned();
-            let retry = classify(http, &status, &reason, &message);
-            return GcpError {
-                service,
-                method,
-                http_status: http,
-                status,
-                reason,
-                message,
-                retry,
-            };
+            return GcpError::classified(service, method, http, status, reason, message);
         }
         let code = err["code"].as_i64().unwrap_or(2);
         let status = rpc_code_name(code).to_owned();
@@ -225,16 +228,7 @@ impl GcpError {
             }
         });
         let http = http_for_status(&status);
-        let retry = classify(http, &status, &reason, &message);
-        GcpError {
-            service,
-            method,
-            http_status: http,
-            status,
-            reason,
-            message,
-            retry,
-        }
+        GcpError::classified(service, method, http, status, reason, message)
     }
 
     /// A transport failure (connection refused, timeout, bad body): retryable.
