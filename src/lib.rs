@@ -13,6 +13,7 @@ pub mod devdb;
 pub mod domain;
 pub mod model;
 pub mod ops;
+pub mod plan;
 pub mod service;
 pub mod sim;
 pub mod store;

@@ -1,0 +1,198 @@
+//! The `up` plan: resources, dependencies, second-up behaviour, critical path.
+
+use super::*;
+use crate::domain::accelerators::{Choice, parse};
+use crate::domain::names::{ClusterName, ProjectId, ZoneName};
+use crate::domain::pools::shape;
+use crate::plan::PlanError;
+
+fn names() -> ClusterNames {
+    ClusterNames::new(
+        &ProjectId::parse("my-project").unwrap(),
+        &ZoneName::parse("us-central1-a").unwrap(),
+        &ClusterName::parse("kc").unwrap(),
+    )
+}
+
+fn ids(p: &Plan) -> Vec<&str> {
+    p.actions.iter().map(|a| a.id.as_str()).collect()
+}
+
+fn new_cluster_plan(acc: &str, driver: Option<&str>) -> Plan {
+    let n = names();
+    let prices = PriceTable::default();
+    let r = match parse(acc).unwrap() {
+        Choice::Accelerator(r) => r,
+        Choice::Cpu => panic!(),
+    };
+    let s = shape(&r, 0, false, None, None).unwrap();
+    plan(&UpInput {
+        names: &n,
+        cluster_exists: false,
+        existing_pools: &[],
+        first_pool: Some(NewPool {
+            id: "gpu-l4-1a2b",
+            shape: &s,
+            driver_version: driver,
+        }),
+        accelerator_requested: true,
+        force_destroy: true,
+        prices: &prices,
+    })
+}
+
+#[test]
+fn a_new_gpu_cluster_plans_every_resource_of_the_reference() {
+    let p = new_cluster_plan("l4", None);
+    p.validate().unwrap();
+    for must in [
+        "apis",
+        "state-bucket",
+        "network",
+        "router",
+        "node-sa",
+        "build-sa",
+        "node-sa-roles",
+        "build-sa-roles",
+        "jobs-bucket",
+        "builds-bucket",
+        "jobs-bucket-iam",
+        "builds-bucket-iam",
+        "repository",
+        "repository-iam",
+        "cluster",
+        "pool:gpu-l4-1a2b",
+        "workload-identity",
+        "ksa",
+        "lws",
+        "nvidia-driver",
+        "profile",
+    ] {
+        assert!(ids(&p).contains(&must), "{must} missing");
+    }
+    let by = |id: &str| p.actions.iter().find(|a| a.id == id).unwrap();
+    assert_eq!(
+        by("network").name,
+        "projects/my-project/global/networks/kn-kc"
+    );
+    assert_eq!(
+        by("router").name,
+        "projects/my-project/regions/us-central1/routers/kn-kc-router"
+    );
+    assert_eq!(
+        by("jobs-bucket").name,
+        "projects/_/buckets/my-project-kn-kc-jobs"
+    );
+    assert_eq!(
+        by("repository").name,
+        "projects/my-project/locations/us/repositories/kn-kc"
+    );
+    assert_eq!(
+        by("cluster").name,
+        "projects/my-project/locations/us-central1-a/clusters/kc"
+    );
+    assert_eq!(by("cluster").action, ActionKind::Create);
+    assert!(by("cluster").depends_on.contains(&"network".to_string()));
+    assert_eq!(
+        by("nvidia-driver").depends_on,
+        vec!["pool:gpu-l4-1a2b".to_string()]
+    );
+    assert!(p.warnings.is_empty());
+    let cost = p.estimated_hourly_cost.clone().unwrap();
+    assert_eq!((cost.at_min, cost.at_max), (0.0, 7.1));
+    // One step per action, dependencies carried over.
+    let steps = p.steps();
+    assert_eq!(steps.len(), p.actions.len());
+    assert_eq!(
+        steps.iter().find(|s| s.id == "router").unwrap().depends_on,
+        vec!["network".to_string()]
+    );
+}
+
+#[test]
+fn managed_drivers_and_tpus_need_no_installer() {
+    assert!(!ids(&new_cluster_plan("l4", Some("LATEST"))).contains(&"nvidia-driver"));
+    assert!(!ids(&new_cluster_plan("v5e-16", None)).contains(&"nvidia-driver"));
+}
+
+#[test]
+fn a_second_up_keeps_the_cluster_and_its_pools_and_ignores_the_accelerator() {
+    let n = names();
+    let prices = PriceTable::default();
+    let pools = vec!["gpu-l4-1a2b".to_string()];
+    let p = plan(&UpInput {
+        names: &n,
+        cluster_exists: true,
+        existing_pools: &pools,
+        first_pool: None,
+        accelerator_requested: true,
+        force_destroy: true,
+        prices: &prices,
+    });
+    p.validate().unwrap();
+    let by = |id: &str| p.actions.iter().find(|a| a.id == id).unwrap();
+    assert_eq!(by("cluster").action, ActionKind::Keep);
+    assert_eq!(by("pool:gpu-l4-1a2b").action, ActionKind::Keep);
+    assert!(
+        p.actions
+            .iter()
+            .all(|a| a.action != ActionKind::Create || a.id == "apis"),
+        "nothing new"
+    );
+    assert_eq!(p.warnings.len(), 1);
+    assert!(p.warnings[0].contains("ignored"));
+}
+
+#[test]
+fn a_cpu_cluster_has_no_accelerator_pool() {
+    let n = names();
+    let prices = PriceTable::default();
+    let p = plan(&UpInput {
+        names: &n,
+        cluster_exists: false,
+        existing_pools: &[],
+        first_pool: None,
+        accelerator_requested: true,
+        force_destroy: false,
+        prices: &prices,
+    });
+    p.validate().unwrap();
+    assert!(
+        !ids(&p)
+            .iter()
+            .any(|i| i.starts_with("pool:") || *i == "nvidia-driver")
+    );
+    assert!(p.estimated_hourly_cost.is_none());
+}
+
+#[test]
+fn critical_path_is_the_longest_dependent_chain() {
+    let p = new_cluster_plan("l4", None);
+    let secs = |a: &Action| match a.resource_type.as_str() {
+        "container.cluster" => 300.0,
+        "container.nodePool" => 90.0,
+        "compute.network" => 20.0,
+        "compute.router" => 10.0,
+        "serviceusage.service" => 15.0,
+        _ => 1.0,
+    };
+    // apis 15 -> network 20 -> router 10 -> cluster 300 -> pool 90 -> driver 1 -> profile 1.
+    assert_eq!(p.critical_path(secs).unwrap(), 437.0);
+}
+
+#[test]
+fn broken_graphs_are_refused() {
+    let mut p = new_cluster_plan("l4", None);
+    p.actions[0].depends_on = vec!["profile".into()];
+    assert!(matches!(p.validate(), Err(PlanError::Cycle(_))));
+    let mut p = new_cluster_plan("l4", None);
+    p.actions[1].depends_on.push("nope".into());
+    assert!(matches!(
+        p.validate(),
+        Err(PlanError::MissingDependency { .. })
+    ));
+    let mut p = new_cluster_plan("l4", None);
+    let dup = p.actions[0].clone();
+    p.actions.push(dup);
+    assert!(matches!(p.validate(), Err(PlanError::Duplicate(_))));
+}
