@@ -4,6 +4,7 @@
 //! that holds a `TeamId` or a `ClusterName` never re-checks it.
 
 pub mod accelerators;
+pub mod hash;
 pub mod names;
 pub mod naming;
 pub mod pools;

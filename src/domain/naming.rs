@@ -8,10 +8,7 @@
 use super::names::{ClusterName, ProjectId, ZoneName};
 
 fn hash4(s: &str) -> String {
-    let h = s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
-    });
-    format!("{:04x}", h & 0xffff)
+    format!("{:04x}", super::hash::fnv1a(s.bytes()) & 0xffff)
 }
 
 /// `{head}{middle}{tail}` cut to `max` characters by shortening `middle` and adding a

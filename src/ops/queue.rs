@@ -128,8 +128,5 @@ pub async fn enqueue(db: &Db, req: &Enqueue) -> Result<Enqueued, EnqueueError> {
 /// A stable fingerprint of a request (FNV-1a over method, path and canonical body).
 pub fn fingerprint(method: &str, path: &str, body: &Value) -> String {
     let text = format!("{method} {path} {body}");
-    let h = text.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
-    });
-    format!("{h:016x}")
+    format!("{:016x}", crate::domain::hash::fnv1a(text.bytes()))
 }

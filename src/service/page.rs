@@ -34,10 +34,7 @@ struct Token<K> {
 }
 
 fn fingerprint(scope: &str) -> u64 {
-    // FNV-1a: stable across processes and versions, unlike std's hasher.
-    scope.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
-    })
+    crate::domain::hash::fnv1a(scope.bytes())
 }
 
 impl PageRequest {

@@ -28,27 +28,6 @@ const TEAM_COLUMNS: &str = "t.team_id, t.display_name, t.create_time, t.update_t
      COALESCE((SELECT array_agg(p.project_id ORDER BY p.project_id) FROM team_projects p \
                WHERE p.team_id = t.team_id), '{}') AS projects";
 
-fn map_project_conflict(e: sqlx::Error, projects: &[String]) -> StoreError {
-    match unique_violation(&e).as_deref() {
-        Some("teams_pkey") => StoreError::TeamExists,
-        Some("team_projects_pkey") => {
-            // Postgres names the key in the detail; fall back to the first project.
-            let detail = match &e {
-                sqlx::Error::Database(d) => d.message().to_owned(),
-                _ => String::new(),
-            };
-            let project = projects
-                .iter()
-                .find(|p| detail.contains(p.as_str()))
-                .or(projects.first())
-                .cloned()
-                .unwrap_or_default();
-            StoreError::ProjectClaimed(project)
-        }
-        _ => StoreError::Db(e),
-    }
-}
-
 /// Create a team with its projects and its first OWNER, in the caller's transaction.
 pub async fn insert_team(
     tx: &mut PgConnection,
@@ -62,7 +41,10 @@ pub async fn insert_team(
         .bind(display_name)
         .execute(&mut *tx)
         .await
-        .map_err(|e| map_project_conflict(e, projects))?;
+        .map_err(|e| match unique_violation(&e) {
+            Some(_) => StoreError::TeamExists,
+            None => StoreError::Db(e),
+        })?;
     claim_projects(tx, team_id, projects).await?;
     sqlx::query("INSERT INTO team_members (team_id, email, role) VALUES ($1, $2, 'OWNER')")
         .bind(team_id)

@@ -58,12 +58,13 @@ pub fn db_url(name: &str) -> String {
 }
 
 fn template_name() -> String {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for m in store::db::MIGRATOR.iter() {
-        for b in m.checksum.iter().chain(m.version.to_le_bytes().iter()) {
-            h = (h ^ *b as u64).wrapping_mul(0x100000001b3);
-        }
-    }
+    let h = kineticd::domain::hash::fnv1a(store::db::MIGRATOR.iter().flat_map(|m| {
+        m.checksum
+            .iter()
+            .copied()
+            .chain(m.version.to_le_bytes())
+            .collect::<Vec<u8>>()
+    }));
     format!("kineticd_tpl_{h:016x}")
 }
 

@@ -60,11 +60,7 @@ pub fn valid_project_id(id: &str) -> bool {
 
 /// The simulated project number of `id` (12 digits, stable across runs).
 pub fn project_number(id: &str) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in id.bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x100000001b3);
-    }
-    100_000_000_000 + h % 900_000_000_000
+    100_000_000_000 + crate::domain::hash::fnv1a(id.bytes()) % 900_000_000_000
 }
 
 fn denied(permission: &str, key: &str) -> SimError {

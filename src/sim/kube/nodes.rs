@@ -78,9 +78,7 @@ fn memory_reserved_mib(mib: u64) -> u64 {
 
 /// A short stable hash (for node names and IPs).
 fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf29ce484222325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
-    })
+    crate::domain::hash::fnv1a(s.bytes())
 }
 
 /// `gke-{pool}-{4 hex}-{index}`: stable per (cluster, zone), at most 63 characters.
