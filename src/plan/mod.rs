@@ -4,6 +4,7 @@
 //! Invariant: a [`Plan`] is a DAG whose every dependency names an action of the same
 //! plan, so it can always be run (and its critical path computed).
 
+pub mod resources;
 pub mod up;
 
 use std::collections::{BTreeMap, HashMap};

@@ -35,7 +35,18 @@ pub struct UpInput<'a> {
     pub accelerator_requested: bool,
     pub force_destroy: bool,
     pub prices: &'a PriceTable,
+    /// What exists in the cloud right now, when known (status drift, previews).
+    pub live: Option<&'a LiveState>,
 }
+
+/// Live facts the plan takes into account: the action ids whose resource is missing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveState {
+    pub missing: std::collections::BTreeSet<String>,
+}
+
+/// Why a KEEP turned into a CREATE.
+pub const MISSING_REASON: &str = "recorded but missing in the cloud: re-created";
 
 fn action(
     id: &str,
@@ -352,6 +363,14 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
         "saved and made active for the caller",
         &profile_deps,
     ));
+    if let Some(live) = input.live {
+        for a in actions.iter_mut() {
+            if a.action == ActionKind::Keep && live.missing.contains(&a.id) {
+                a.action = ActionKind::Create;
+                a.reason = MISSING_REASON.to_owned();
+            }
+        }
+    }
     Plan {
         actions,
         warnings,

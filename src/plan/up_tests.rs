@@ -38,6 +38,7 @@ fn new_cluster_plan(acc: &str, driver: Option<&str>) -> Plan {
         accelerator_requested: true,
         force_destroy: true,
         prices: &prices,
+        live: None,
     })
 }
 
@@ -128,6 +129,7 @@ fn a_second_up_keeps_the_cluster_and_its_pools_and_ignores_the_accelerator() {
         accelerator_requested: true,
         force_destroy: true,
         prices: &prices,
+        live: None,
     });
     p.validate().unwrap();
     let by = |id: &str| p.actions.iter().find(|a| a.id == id).unwrap();
@@ -155,6 +157,7 @@ fn a_cpu_cluster_has_no_accelerator_pool() {
         accelerator_requested: true,
         force_destroy: false,
         prices: &prices,
+        live: None,
     });
     p.validate().unwrap();
     assert!(

@@ -94,6 +94,27 @@ pub struct ClusterAccess {
     pub ca_certificate: Option<String>,
 }
 
+impl ClusterAccess {
+    /// How to reach a GKE cluster as `clusters.get` describes it (`None` until it has an
+    /// endpoint).
+    pub fn for_gke(
+        cluster: &crate::cloud::gcp::types::container::Cluster,
+    ) -> Option<ClusterAccess> {
+        let endpoint = cluster.endpoint.clone().filter(|e| !e.trim().is_empty())?;
+        Some(ClusterAccess {
+            key: cluster
+                .self_link
+                .clone()
+                .unwrap_or_else(|| format!("{}/{}", endpoint, cluster.name)),
+            endpoint,
+            ca_certificate: cluster
+                .master_auth
+                .as_ref()
+                .and_then(|m| m.cluster_ca_certificate.clone()),
+        })
+    }
+}
+
 impl std::fmt::Debug for ClusterAccess {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClusterAccess")
