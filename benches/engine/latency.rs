@@ -78,7 +78,14 @@ async fn measure(server: &Server, url: &str) -> Result<Latency> {
     let pool = WorkerPool::start(
         db.clone(),
         events.clone(),
-        ops::registry(true),
+        ops::registry(
+            &db,
+            &kineticd::cloud::Cloud::simulated(
+                "http://127.0.0.1:9",
+                kineticd::app::http_client()?,
+            )?,
+            true,
+        ),
         worker_config(),
     );
     // Listening before enqueuing: the SUCCEEDED notification cannot be missed.

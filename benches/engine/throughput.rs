@@ -69,7 +69,14 @@ pub async fn run(server: &Server) -> Result<Throughput> {
     let pool = WorkerPool::start(
         db.clone(),
         events.clone(),
-        ops::registry(true),
+        ops::registry(
+            &db,
+            &kineticd::cloud::Cloud::simulated(
+                "http://127.0.0.1:9",
+                kineticd::app::http_client()?,
+            )?,
+            true,
+        ),
         worker_config(),
     );
     loop {

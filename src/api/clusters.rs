@@ -20,9 +20,13 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_clusters))
         .routes(routes!(list_project_clusters))
-        .routes(routes!(get_cluster))
-        .routes(routes!(list_node_pools))
-        .routes(routes!(get_node_pool))
+        .routes(routes!(
+            get_cluster,
+            super::provision::up_cluster,
+            super::provision::down_cluster
+        ))
+        .routes(routes!(list_node_pools, super::provision::add_node_pool))
+        .routes(routes!(get_node_pool, super::provision::remove_node_pool))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

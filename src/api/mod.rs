@@ -15,6 +15,8 @@ pub mod metrics;
 pub mod openapi;
 pub mod operations;
 pub mod profiles;
+pub mod provision;
+pub mod status;
 pub mod teams;
 pub mod testing;
 

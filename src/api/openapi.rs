@@ -67,6 +67,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::profiles::router())
         .merge(super::clusters::router())
         .merge(super::accelerators::router())
+        .merge(super::status::router())
         .merge(super::operations::router())
         .merge(super::testing::router())
 }

@@ -88,7 +88,7 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
         WorkerPool::start(
             db.clone(),
             state.events.clone(),
-            ops::registry(settings.test_workflows),
+            ops::registry(&db, &state.cloud, settings.test_workflows),
             WorkerConfig {
                 workers: settings.workers,
                 lease: settings.lease,

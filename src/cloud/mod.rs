@@ -18,16 +18,19 @@ pub struct Cloud {
     pub gcp: GcpClients,
     pub kube: KubeClients,
     pub manifests: ManifestConfig,
+    /// The shared outbound HTTP client (manifest downloads).
+    pub http: reqwest::Client,
 }
 
 impl Cloud {
     pub fn new(config: GcpConfig, manifests: ManifestConfig, http: reqwest::Client) -> Cloud {
-        let gcp = GcpClients::new(config, http);
+        let gcp = GcpClients::new(config, http.clone());
         let kube = KubeClients::new(gcp.http.tokens().clone());
         Cloud {
             gcp,
             kube,
             manifests,
+            http,
         }
     }
 

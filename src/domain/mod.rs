@@ -9,6 +9,7 @@ pub mod names;
 pub mod naming;
 pub mod pools;
 pub mod pricing;
+pub mod quota;
 pub mod roles;
 
 pub use names::{ClusterName, Email, NameError, PoolId, ProfileId, ProjectId, TeamId, ZoneName};

@@ -8,6 +8,7 @@ pub mod accelerator;
 pub mod cluster;
 pub mod operation;
 pub mod profile;
+pub mod status;
 pub mod team;
 
 pub use cluster::{Cluster, ClusterResources, EstimatedCost, FailoverRef, NodePool, Taint};

@@ -18,9 +18,26 @@ pub use events::Events;
 pub use worker::{WorkerConfig, WorkerPool};
 pub use workflows::Registry;
 
-/// The workflows this process runs; `test_workflows` adds NOOP (dev and test only).
-pub fn registry(test_workflows: bool) -> Registry {
-    let r = Registry::new();
+/// The workflows this process runs: the provisioning workflows on `db` and `cloud`;
+/// `test_workflows` adds NOOP (dev and test only).
+pub fn registry(
+    db: &crate::store::Db,
+    cloud: &crate::cloud::Cloud,
+    test_workflows: bool,
+) -> Registry {
+    registry_with(
+        workflows::cluster::Env::new(db.clone(), cloud.clone()),
+        test_workflows,
+    )
+}
+
+/// [`registry`] with a prepared provisioning environment (custom timings in tests).
+pub fn registry_with(env: workflows::cluster::Env, test_workflows: bool) -> Registry {
+    let env = std::sync::Arc::new(env);
+    let mut r = Registry::new();
+    for w in workflows::cluster::all(env) {
+        r = r.with(w);
+    }
     if test_workflows {
         r.with(workflows::noop::Noop)
     } else {

@@ -130,3 +130,23 @@ pub fn fingerprint(method: &str, path: &str, body: &Value) -> String {
     let text = format!("{method} {path} {body}");
     format!("{:016x}", crate::domain::hash::fnv1a(text.bytes()))
 }
+
+/// The operation an earlier request with the same key created, if any (checked before a
+/// request changes records, so a repeat changes nothing). A key reused for a different
+/// request is an error.
+pub async fn replay(
+    db: &Db,
+    created_by: &str,
+    idem: Option<&Idempotency>,
+) -> Result<Option<OperationRow>, EnqueueError> {
+    let Some(idem) = idem else { return Ok(None) };
+    let Some((id, fingerprint)) =
+        operations::find_idempotent(db, created_by, &idem.key, IDEMPOTENCY_TTL_HOURS).await?
+    else {
+        return Ok(None);
+    };
+    if fingerprint != idem.fingerprint {
+        return Err(EnqueueError::KeyReused { operation_id: id });
+    }
+    Ok(operations::get(db, id).await?)
+}

@@ -155,7 +155,7 @@ impl Run {
             response: response.as_ref(),
             error: error.as_ref(),
         };
-        match operations::finish(&self.env.db, self.op.id, self.op.generation, f).await {
+        match self.wf.finish(&self.env.db, &self.op, f).await {
             Ok(true) => {
                 metrics::counter!("kineticd_operations_finished_total",
                     "type" => self.op.op_type.clone(), "state" => state.to_owned())

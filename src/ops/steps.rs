@@ -126,6 +126,26 @@ pub enum RpcCode {
 }
 
 impl RpcCode {
+    /// The code for a canonical status name (`RESOURCE_EXHAUSTED`, ...); UNKNOWN otherwise.
+    pub fn from_status(status: &str) -> RpcCode {
+        [
+            RpcCode::Cancelled,
+            RpcCode::InvalidArgument,
+            RpcCode::DeadlineExceeded,
+            RpcCode::NotFound,
+            RpcCode::AlreadyExists,
+            RpcCode::PermissionDenied,
+            RpcCode::ResourceExhausted,
+            RpcCode::FailedPrecondition,
+            RpcCode::Aborted,
+            RpcCode::Internal,
+            RpcCode::Unavailable,
+        ]
+        .into_iter()
+        .find(|c| c.name() == status)
+        .unwrap_or(RpcCode::Unknown)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             RpcCode::Cancelled => "CANCELLED",

@@ -4,6 +4,8 @@
 //! Invariant: a [`Plan`] is a DAG whose every dependency names an action of the same
 //! plan, so it can always be run (and its critical path computed).
 
+pub mod down;
+pub mod pools;
 pub mod resources;
 pub mod up;
 
@@ -14,7 +16,7 @@ use serde_json::Value;
 
 use crate::ops::steps::StepRecord;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ActionKind {
     Create,
@@ -24,7 +26,7 @@ pub enum ActionKind {
 }
 
 /// One action on one typed resource.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Action {
     /// Step id (stable within the plan), e.g. `network`, `pool:gpu-l4-1a2b`.
@@ -42,7 +44,7 @@ pub struct Action {
     pub depends_on: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
     pub currency: String,
@@ -50,7 +52,7 @@ pub struct Cost {
     pub at_max: f64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     pub actions: Vec<Action>,
@@ -158,7 +160,12 @@ impl Plan {
                 let deps: Vec<&str> = a.depends_on.iter().map(String::as_str).collect();
                 StepRecord::new(
                     &a.id,
-                    format!("{:?} {} {}", a.action, a.resource_type, a.name).to_lowercase(),
+                    format!(
+                        "{} {} {}",
+                        format!("{:?}", a.action).to_lowercase(),
+                        a.resource_type,
+                        a.name
+                    ),
                 )
                 .after(&deps)
                 .with_input(serde_json::to_value(a).unwrap_or(Value::Null))

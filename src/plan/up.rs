@@ -23,12 +23,26 @@ pub struct NewPool<'a> {
     pub driver_version: Option<&'a str>,
 }
 
+/// Project roles of the node service account.
+pub const NODE_ROLES: [&str; 3] = [
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/container.defaultNodeServiceAccount",
+];
+/// Project roles of the build service account.
+pub const BUILD_ROLES: [&str; 2] = [
+    "roles/logging.logWriter",
+    "roles/secretmanager.secretAccessor",
+];
+
 pub struct UpInput<'a> {
     pub names: &'a ClusterNames,
     /// The cluster record already exists (a second `up`).
     pub cluster_exists: bool,
     /// Pools the existing cluster has (kept).
     pub existing_pools: &'a [String],
+    /// Some existing pool is a GPU pool without GKE-managed drivers (installer ensured).
+    pub existing_need_driver: bool,
     /// The first pool for a new cluster (`None`: `accelerator: "cpu"`).
     pub first_pool: Option<NewPool<'a>>,
     /// The request named an accelerator (ignored for an existing cluster).
@@ -166,7 +180,7 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
                 why,
                 &["node-sa"],
             ),
-            json!({"member": node, "roles": ["roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/container.defaultNodeServiceAccount"]}),
+            json!({"member": node, "roles": NODE_ROLES}),
         ),
         with(
             action(
@@ -177,7 +191,7 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
                 why,
                 &["build-sa"],
             ),
-            json!({"member": build, "roles": ["roles/logging.logWriter", "roles/secretmanager.secretAccessor"]}),
+            json!({"member": build, "roles": BUILD_ROLES}),
         ),
         bucket(
             "jobs-bucket",
@@ -307,6 +321,11 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
         ));
         pool_ids.push(format!("pool:{id}"));
     }
+    if input.existing_need_driver {
+        let after = pool_ids.clone();
+        actions.push(super::pools::driver_action(&after));
+        pool_ids.push("nvidia-driver".into());
+    }
     if input.cluster_exists {
         if input.accelerator_requested {
             warnings.push("accelerator is ignored: the cluster exists and keeps its pools; add pools with POST .../nodePools".into());
@@ -321,15 +340,11 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
                    "maxRunDuration": s.max_run_duration, "placementTopology": s.placement_topology,
                    "driverVersion": pool.driver_version}),
         ));
-        if s.accelerator.kind == Kind::Gpu && pool.driver_version.is_none() {
-            actions.push(action(
-                "nvidia-driver",
-                ActionKind::Create,
-                "kubernetes.object",
-                "daemonsets/kube-system/nvidia-driver-installer".into(),
-                "GPU pool without GKE-managed drivers",
-                &[&step],
-            ));
+        if s.accelerator.kind == Kind::Gpu
+            && !matches!(pool.driver_version, Some("DEFAULT" | "LATEST"))
+            && !input.existing_need_driver
+        {
+            actions.push(super::pools::driver_action(std::slice::from_ref(&step)));
             pool_ids.push("nvidia-driver".into());
         }
         pool_ids.push(step);

@@ -30,6 +30,7 @@ fn new_cluster_plan(acc: &str, driver: Option<&str>) -> Plan {
         names: &n,
         cluster_exists: false,
         existing_pools: &[],
+        existing_need_driver: false,
         first_pool: Some(NewPool {
             id: "gpu-l4-1a2b",
             shape: &s,
@@ -125,6 +126,7 @@ fn a_second_up_keeps_the_cluster_and_its_pools_and_ignores_the_accelerator() {
         names: &n,
         cluster_exists: true,
         existing_pools: &pools,
+        existing_need_driver: false,
         first_pool: None,
         accelerator_requested: true,
         force_destroy: true,
@@ -153,6 +155,7 @@ fn a_cpu_cluster_has_no_accelerator_pool() {
         names: &n,
         cluster_exists: false,
         existing_pools: &[],
+        existing_need_driver: false,
         first_pool: None,
         accelerator_requested: true,
         force_destroy: false,

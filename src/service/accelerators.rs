@@ -1,10 +1,18 @@
-//! The accelerator catalog as a resource: listing and resolving any accepted spelling.
+//! The accelerator catalog as a resource: listing, resolving any accepted spelling, and
+//! marking the entries a cluster has pools of.
+//!
+//! Invariant: `live` is set only on a cluster's catalog (from its records) and absent
+//! from the plain catalog.
+
+use std::collections::BTreeSet;
 
 use crate::domain::accelerators::{self, Choice, Kind, Resolved};
 use crate::domain::pricing::PriceTable;
 use crate::model::accelerator::{Accelerator, AcceleratorPrices};
+use crate::store::{self, Db};
 
-use super::{Error, Result};
+use super::clusters::{self, ClusterPath};
+use super::{Caller, Error, Result};
 
 fn aliases(r: &Resolved) -> Vec<String> {
     let gke = r.gke_accelerator_type;
@@ -77,4 +85,46 @@ pub fn resolve(spec: &str, prices: &PriceTable) -> Result<Accelerator> {
         .with("accelerator", spec)),
         Err(e) => Err(unknown(&e)),
     }
+}
+
+/// The catalog name (`gpu-l4`, `tpu-v5litepod-16`) a recorded pool's accelerator stands
+/// for (`:spot` dropped); `None` for `cpu`.
+pub fn catalog_name(accelerator: &str) -> Option<String> {
+    match accelerators::parse(accelerator) {
+        Ok(Choice::Accelerator(r)) => Some(r.base_name()),
+        Ok(Choice::Cpu) => None,
+        Err(_) => {
+            let base = accelerator.trim().trim_end_matches(":spot");
+            (!base.is_empty()).then(|| base.to_owned())
+        }
+    }
+}
+
+/// The catalog with `live` on every entry: whether the cluster's records hold a pool
+/// (not DELETED) of that accelerator. A DELETED cluster has none.
+pub async fn for_cluster(
+    db: &Db,
+    caller: &Caller,
+    path: &ClusterPath,
+    prices: &PriceTable,
+) -> Result<Vec<Accelerator>> {
+    let c = clusters::record(db, caller, path).await?;
+    let live: BTreeSet<String> = if c.state == "DELETED" {
+        BTreeSet::new()
+    } else {
+        store::node_pools::list(db, c.id, None, 10_000)
+            .await?
+            .iter()
+            .filter(|p| p.state != "DELETED")
+            .filter_map(|p| p.spec.get("accelerator").and_then(|a| a.as_str()))
+            .filter_map(catalog_name)
+            .collect()
+    };
+    Ok(list(prices)
+        .into_iter()
+        .map(|mut a| {
+            a.live = Some(live.contains(&a.name));
+            a
+        })
+        .collect())
 }

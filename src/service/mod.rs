@@ -10,6 +10,8 @@ pub mod clusters;
 pub mod operations;
 pub mod page;
 pub mod profiles;
+pub mod provision;
+pub mod status;
 pub mod teams;
 pub mod testing;
 

@@ -181,3 +181,80 @@ pub async fn live_exists(
     .fetch_one(ex)
     .await?)
 }
+
+/// Set a record's state (and `reconciling`), bumping its version; DELETED also stamps
+/// `delete_time`.
+pub async fn set_state(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    state: &str,
+    reconciling: bool,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE clusters SET state = $2, reconciling = $3, update_time = now(), version = version + 1, \
+         delete_time = CASE WHEN $2 = 'DELETED' THEN now() ELSE delete_time END WHERE id = $1",
+    )
+    .bind(id)
+    .bind(state)
+    .bind(reconciling)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Record the cluster's API endpoint (known once GKE created it).
+pub async fn set_endpoint(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    endpoint: &str,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE clusters SET endpoint = $2, update_time = now(), version = version + 1 \
+         WHERE id = $1 AND endpoint IS DISTINCT FROM $2",
+    )
+    .bind(id)
+    .bind(endpoint)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Replace the desired spec of a record (a second `up` may change forceDestroy).
+pub async fn set_spec(ex: impl PgExecutor<'_>, id: Uuid, spec: &Value) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE clusters SET spec = $2, update_time = now(), version = version + 1 WHERE id = $1",
+    )
+    .bind(id)
+    .bind(spec)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// The record by id.
+pub async fn by_id(ex: impl PgExecutor<'_>, id: Uuid) -> Result<Option<ClusterRecord>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM clusters WHERE id = $1");
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(ex)
+        .await?)
+}
+
+/// Lock the live record of a name for the rest of the transaction (enqueue decisions).
+pub async fn lock_live(
+    ex: impl PgExecutor<'_>,
+    project: &str,
+    zone: &str,
+    name: &str,
+) -> Result<Option<ClusterRecord>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM clusters WHERE project_id = $1 AND zone = $2 AND name = $3 \
+         AND state <> 'DELETED' FOR UPDATE"
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(project)
+        .bind(zone)
+        .bind(name)
+        .fetch_optional(ex)
+        .await?)
+}

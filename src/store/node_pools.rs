@@ -86,3 +86,42 @@ pub async fn list_for_clusters(
         .fetch_all(ex)
         .await?)
 }
+
+/// Set the state of some pools of a cluster (all of them when `pool_ids` is `None`);
+/// pools in `except` states keep theirs.
+pub async fn set_state(
+    ex: impl PgExecutor<'_>,
+    cluster_id: Uuid,
+    pool_ids: Option<&[String]>,
+    state: &str,
+    except: &[&str],
+) -> Result<u64, StoreError> {
+    let except: Vec<String> = except.iter().map(|s| s.to_string()).collect();
+    Ok(sqlx::query(
+        "UPDATE node_pools SET state = $3, update_time = now() WHERE cluster_id = $1 \
+         AND ($2::text[] IS NULL OR pool_id = ANY($2)) AND state <> ALL($4) AND state <> $3",
+    )
+    .bind(cluster_id)
+    .bind(pool_ids)
+    .bind(state)
+    .bind(&except)
+    .execute(ex)
+    .await?
+    .rows_affected())
+}
+
+/// Forget removed pools.
+pub async fn delete(
+    ex: impl PgExecutor<'_>,
+    cluster_id: Uuid,
+    pool_ids: &[String],
+) -> Result<u64, StoreError> {
+    Ok(
+        sqlx::query("DELETE FROM node_pools WHERE cluster_id = $1 AND pool_id = ANY($2)")
+            .bind(cluster_id)
+            .bind(pool_ids)
+            .execute(ex)
+            .await?
+            .rows_affected(),
+    )
+}

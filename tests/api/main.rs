@@ -13,5 +13,6 @@ mod pagination;
 mod profiles;
 mod roles;
 mod service;
+mod status;
 mod support;
 mod teams;

@@ -220,13 +220,28 @@ impl TestApp {
         url: String,
         tweak: impl FnOnce(Settings) -> Settings,
     ) -> TestApp {
-        let settings = tweak(test_settings(&url));
         // No simulator unless a test starts one: cloud calls would go nowhere.
-        let cloud = kineticd::cloud::Cloud::simulated(
-            "http://127.0.0.1:9",
-            app::http_client().expect("http"),
-        )
-        .expect("cloud");
+        Self::spawn_on(db, url, "http://127.0.0.1:9", tweak).await
+    }
+
+    /// The app on a fresh database with its cloud clients pointed at a new simulator
+    /// (speed 0); returns the simulator too (keep it alive).
+    pub async fn spawn_sim() -> (TestApp, kineticd::sim::Sim) {
+        let (sim, _) = start_sim().await;
+        let (db, url) = fresh_db().await;
+        (Self::spawn_on(db, url, &sim.url(), |s| s).await, sim)
+    }
+
+    /// The app with its cloud clients pointed at the simulator at `sim_url`.
+    pub async fn spawn_on(
+        db: Db,
+        url: String,
+        sim_url: &str,
+        tweak: impl FnOnce(Settings) -> Settings,
+    ) -> TestApp {
+        let settings = tweak(test_settings(&url));
+        let cloud = kineticd::cloud::Cloud::simulated(sim_url, app::http_client().expect("http"))
+            .expect("cloud");
         let state = AppState::start(db.clone(), &url, &settings, cloud)
             .await
             .expect("state");
@@ -251,7 +266,7 @@ impl TestApp {
         WorkerPool::start(
             self.db.clone(),
             self.state.events.clone(),
-            ops::registry(true),
+            ops::registry(&self.db, &self.state.cloud, true),
             cfg,
         )
     }

@@ -6,6 +6,7 @@
 //! semantics), or its effect is committed with the step's completion in one fenced
 //! statement ([`Workflow::commit_step`]).
 
+pub mod cluster;
 pub mod noop;
 
 use std::collections::HashMap;
@@ -52,6 +53,18 @@ pub trait Workflow: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let op = &completed.op;
         Box::pin(operations::save_steps(db, op.id, op.generation, steps))
+    }
+
+    /// End the operation (fenced on the claim's generation), together with the record
+    /// changes its outcome implies, atomically. False: the fence moved. The default
+    /// ends the operation alone.
+    fn finish<'a>(
+        &'a self,
+        db: &'a Db,
+        op: &'a OperationRow,
+        f: operations::Finish<'a>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(operations::finish(db, op.id, op.generation, f))
     }
 
     /// The operation's `response` once every step is done.

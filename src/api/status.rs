@@ -1,0 +1,62 @@
+//! Read-only live views of one cluster: `.../status` (Google Cloud and Kubernetes read
+//! now, with the drift from the records) and `.../accelerators` (the catalog with `live`).
+//!
+//! Invariant: both answer like the other cluster reads (VIEWER+ of the owning team,
+//! 404 otherwise) and change nothing, in the records or in the cloud.
+
+use axum::Json;
+use axum::extract::State;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::app::AppState;
+use crate::model::status::ClusterStatus;
+use crate::service::clusters::ClusterPath;
+use crate::service::{self, Caller};
+
+use super::ErrorResponses;
+use super::accelerators::ListAcceleratorsResponse;
+use super::error::{ApiError, ErrorBody};
+use super::extract::ApiPath;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(get_cluster_status))
+        .routes(routes!(list_cluster_accelerators))
+}
+
+/// Live status from Google Cloud and the cluster's Kubernetes API: the GKE cluster, each
+/// bucket, the repository, network, router and NAT, service accounts, every node pool
+/// (GKE status, nodes ready/total, accelerators allocatable) and `drift[]` between the
+/// records and the cloud. A resource that cannot be read carries an `error` instead of
+/// failing the request; an unreachable Kubernetes API is reported in `kubernetes`.
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/status", tag = "clusters",
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
+    responses((status = 200, body = ClusterStatus),
+        (status = 503, body = ErrorBody, description = "CLOUD_UNAVAILABLE: none of the cluster's cloud resources could be read"),
+        ErrorResponses))]
+async fn get_cluster_status(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+) -> Result<Json<ClusterStatus>, ApiError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    Ok(Json(
+        service::status::get(&s.db, &s.cloud, &s.prices, &caller, &path).await?,
+    ))
+}
+
+/// The accelerator catalog with `live: true` on the entries the cluster has a node pool
+/// of (from its records).
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/accelerators", tag = "accelerators",
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
+    responses((status = 200, body = ListAcceleratorsResponse), ErrorResponses))]
+async fn list_cluster_accelerators(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+) -> Result<Json<ListAcceleratorsResponse>, ApiError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    Ok(Json(ListAcceleratorsResponse {
+        accelerators: service::accelerators::for_cluster(&s.db, &caller, &path, &s.prices).await?,
+    }))
+}

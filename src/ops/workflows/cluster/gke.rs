@@ -1,0 +1,249 @@
+//! Ensure steps for the GKE cluster and its accelerator node pools.
+//!
+//! Invariant: a pool is always built from its record ([`wire::node_pool`]), never from
+//! the request or from GKE's current state; a cluster or pool in progress is waited
+//! for, not created again.
+
+use serde_json::{Value, json};
+
+use crate::cloud::gcp::GcpError;
+use crate::cloud::gcp::lro::{self, LroPolicy};
+use crate::cloud::gcp::types::container::{Cluster, NodePool};
+use crate::model;
+use crate::ops::steps::{RpcCode, StepError};
+use crate::store;
+
+use super::exec::{Step, outcome};
+use super::{gcp_error, store_error, wire};
+
+fn in_progress(status: Option<&str>) -> bool {
+    matches!(status, Some("PROVISIONING" | "RECONCILING"))
+}
+
+fn broken(what: &str, name: &str, status: &str, message: Option<&str>) -> StepError {
+    StepError::terminal(
+        RpcCode::FailedPrecondition,
+        &format!("GKE_{status}"),
+        format!(
+            "{what} {name} is {status}{}: delete it (down, or pool remove) and try again",
+            message.map(|m| format!(" ({m})")).unwrap_or_default()
+        ),
+    )
+    .with("resource", name)
+}
+
+impl Step<'_> {
+    fn location(&self) -> (&str, &str, &str) {
+        (&self.names.project, &self.names.zone, &self.names.cluster)
+    }
+
+    /// Poll `clusters.get` until the cluster is out of PROVISIONING / RECONCILING.
+    async fn settle_cluster(&self) -> Result<Cluster, GcpError> {
+        let (p, z, c) = self.location();
+        let gke = &self.env.cloud.gcp.container;
+        lro::wait_until(
+            "container",
+            "clusters.get",
+            LroPolicy::standard(self.env.timing.lro),
+            &self.ctx.cancel,
+            || gke.get_cluster(p, z, c),
+            |c: &Cluster| !in_progress(c.status.as_deref()),
+        )
+        .await
+    }
+
+    async fn settle_pool(&self, pool: &str) -> Result<NodePool, GcpError> {
+        let (p, z, c) = self.location();
+        let gke = &self.env.cloud.gcp.container;
+        lro::wait_until(
+            "container",
+            "nodePools.get",
+            LroPolicy::standard(self.env.timing.lro),
+            &self.ctx.cancel,
+            || gke.get_node_pool(p, z, c, pool),
+            |np: &NodePool| !in_progress(np.status.as_deref()),
+        )
+        .await
+    }
+
+    /// The running GKE cluster (for Kubernetes steps).
+    pub async fn running_cluster(&self) -> Result<Cluster, StepError> {
+        let c = self.settle_cluster().await.map_err(gcp_error)?;
+        match c.status.as_deref() {
+            Some("RUNNING") => Ok(c),
+            other => Err(StepError::retryable(
+                RpcCode::Unavailable,
+                "CLUSTER_NOT_RUNNING",
+                format!(
+                    "cluster {} is {}",
+                    c.name,
+                    other.unwrap_or("in an unknown state")
+                ),
+            )),
+        }
+    }
+}
+
+pub async fn ensure_cluster(s: &Step<'_>) -> Result<Value, StepError> {
+    let (p, z, c) = s.location();
+    let gke = &s.env.cloud.gcp.container;
+    let mut found = "adopted";
+    match gke.get_cluster(p, z, c).await {
+        Ok(existing) => {
+            if !wire::is_ours(&existing.resource_labels) {
+                return Err(s.foreign("GKE cluster", c, "it has no label kinetic=true"));
+            }
+        }
+        Err(e) if e.is_not_found() => match gke.create_cluster(p, z, &wire::cluster(s.names)).await
+        {
+            Ok(op) => {
+                gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
+                    .await
+                    .map_err(gcp_error)?;
+                found = "created";
+            }
+            Err(e) if e.is_already_exists() => {}
+            Err(e) => return Err(gcp_error(e)),
+        },
+        Err(e) => return Err(gcp_error(e)),
+    }
+    let cluster = s.settle_cluster().await.map_err(gcp_error)?;
+    let status = cluster.status.as_deref().unwrap_or("UNKNOWN");
+    if status != "RUNNING" {
+        return Err(broken(
+            "GKE cluster",
+            c,
+            status,
+            cluster.status_message.as_deref(),
+        ));
+    }
+    if let Some(endpoint) = &cluster.endpoint {
+        store::clusters::set_endpoint(&s.env.db, s.input.cluster_id, endpoint)
+            .await
+            .map_err(store_error)?;
+    }
+    Ok(json!({"outcome": found, "endpoint": cluster.endpoint, "status": status}))
+}
+
+pub async fn delete_cluster(s: &Step<'_>) -> Result<Value, StepError> {
+    let (p, z, c) = s.location();
+    let gke = &s.env.cloud.gcp.container;
+    match gke.get_cluster(p, z, c).await {
+        Ok(existing) if !wire::is_ours(&existing.resource_labels) => {
+            return Err(s.foreign("GKE cluster", c, "it has no label kinetic=true"));
+        }
+        Ok(_) => {}
+        Err(e) if e.is_not_found() => return Ok(outcome("absent")),
+        Err(e) => return Err(gcp_error(e)),
+    }
+    match gke.delete_cluster(p, z, c).await {
+        Ok(op) => {
+            gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
+                .await
+                .map_err(gcp_error)?;
+            Ok(outcome("deleted"))
+        }
+        Err(e) if e.is_not_found() => Ok(outcome("absent")),
+        Err(e) => Err(gcp_error(e)),
+    }
+}
+
+async fn pool_record(s: &Step<'_>, pool: &str) -> Result<model::NodePool, StepError> {
+    let rec = store::node_pools::get(&s.env.db, s.input.cluster_id, pool)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| {
+            StepError::terminal(
+                RpcCode::FailedPrecondition,
+                "NODE_POOL_NOT_RECORDED",
+                format!("node pool {pool} has no record: add it with POST .../nodePools"),
+            )
+        })?;
+    let mut spec: model::NodePool = serde_json::from_value(rec.spec).map_err(|e| {
+        StepError::terminal(
+            RpcCode::Internal,
+            "BAD_POOL_RECORD",
+            format!("pool {pool}: {e}"),
+        )
+    })?;
+    spec.pool_id = pool.to_owned();
+    Ok(spec)
+}
+
+pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
+    let (p, z, c) = s.location();
+    let gke = &s.env.cloud.gcp.container;
+    let spec = pool_record(s, pool).await?;
+    let mut found = "adopted";
+    match gke.get_node_pool(p, z, c, pool).await {
+        Ok(existing) => {
+            let labels = existing.config.map(|c| c.labels).unwrap_or_default();
+            if !wire::is_ours(&labels) {
+                return Err(s.foreign("node pool", pool, "its nodes lack the label kinetic=true"));
+            }
+        }
+        Err(e) if e.is_not_found() => {
+            let want = wire::node_pool(s.names, &spec);
+            match gke.create_node_pool(p, z, c, &want).await {
+                Ok(op) => {
+                    gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
+                        .await
+                        .map_err(gcp_error)?;
+                    found = "created";
+                }
+                Err(e) if e.is_already_exists() => {}
+                Err(e) => return Err(gcp_error(e)),
+            }
+        }
+        Err(e) => return Err(gcp_error(e)),
+    }
+    let np = s.settle_pool(pool).await.map_err(gcp_error)?;
+    let status = np.status.as_deref().unwrap_or("UNKNOWN");
+    if status != "RUNNING" {
+        return Err(broken(
+            "node pool",
+            pool,
+            status,
+            np.status_message.as_deref(),
+        ));
+    }
+    Ok(json!({"outcome": found, "status": status}))
+}
+
+pub async fn delete_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
+    let (p, z, c) = s.location();
+    let gke = &s.env.cloud.gcp.container;
+    match gke.get_node_pool(p, z, c, pool).await {
+        Ok(np) if np.status.as_deref() == Some("STOPPING") => {}
+        Ok(_) => match gke.delete_node_pool(p, z, c, pool).await {
+            Ok(op) => {
+                gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
+                    .await
+                    .map_err(gcp_error)?;
+                return Ok(outcome("deleted"));
+            }
+            Err(e) if e.is_not_found() => return Ok(outcome("absent")),
+            Err(e) => return Err(gcp_error(e)),
+        },
+        Err(e) if e.is_not_found() => return Ok(outcome("absent")),
+        Err(e) => return Err(gcp_error(e)),
+    }
+    // Someone else's delete is in flight: wait for the pool to be gone.
+    let gone = lro::wait_until(
+        "container",
+        "nodePools.get",
+        LroPolicy::standard(s.env.timing.lro),
+        &s.ctx.cancel,
+        || async {
+            match gke.get_node_pool(p, z, c, pool).await {
+                Ok(_) => Ok(false),
+                Err(e) if e.is_not_found() => Ok(true),
+                Err(e) => Err(e),
+            }
+        },
+        |gone: &bool| *gone,
+    )
+    .await;
+    gone.map_err(gcp_error)?;
+    Ok(outcome("deleted"))
+}

@@ -1,0 +1,88 @@
+//! Ensure steps inside the cluster: the `kinetic` Kubernetes service account (annotated
+//! for Workload Identity), the LeaderWorkerSet controller, and the NVIDIA driver
+//! installer. Server-side apply makes each of them idempotent.
+//!
+//! Invariant: a step that applies a controller returns only once it is usable
+//! (Deployment Available, DaemonSet scheduled), so later jobs never race it.
+
+use serde_json::{Value, json};
+
+use crate::cloud::kube::manifests::NVIDIA_DRIVER_DAEMONSET;
+use crate::cloud::kube::{ClusterAccess, KubeCluster, WaitFor};
+use crate::domain::naming::{KSA_NAME, KSA_NAMESPACE};
+use crate::ops::steps::{RpcCode, StepError};
+
+use super::exec::Step;
+use super::kube_error;
+
+async fn cluster(s: &Step<'_>) -> Result<KubeCluster, StepError> {
+    let gke = s.running_cluster().await?;
+    let access = ClusterAccess::for_gke(&gke).ok_or_else(|| {
+        StepError::retryable(
+            RpcCode::Unavailable,
+            "CLUSTER_NO_ENDPOINT",
+            format!("cluster {} has no endpoint yet", gke.name),
+        )
+    })?;
+    Ok(s.env.cloud.kube.cluster(access))
+}
+
+fn ksa_yaml(s: &Step<'_>) -> String {
+    format!(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {KSA_NAME}\n  namespace: {KSA_NAMESPACE}\n  labels:\n    kinetic: \"true\"\n  annotations:\n    iam.gke.io/gcp-service-account: {}\n",
+        s.names.node_sa_email()
+    )
+}
+
+pub async fn ensure_ksa(s: &Step<'_>) -> Result<Value, StepError> {
+    let k = cluster(s).await?;
+    let applied = k.apply_yaml(&ksa_yaml(s)).await.map_err(kube_error)?;
+    Ok(
+        json!({"outcome": "applied", "objects": applied.iter().map(|a| a.describe()).collect::<Vec<_>>()}),
+    )
+}
+
+async fn apply_manifest(
+    s: &Step<'_>,
+    spec: &crate::cloud::kube::ManifestSpec,
+    wait: WaitFor,
+) -> Result<Value, StepError> {
+    let k = cluster(s).await?;
+    let manifest = s.env.manifests.fetch(spec).await.map_err(kube_error)?;
+    let applied = k.apply_yaml(&manifest.body).await.map_err(kube_error)?;
+    k.wait_for(&wait, &s.env.timing.kube, &s.ctx.cancel, |_| {})
+        .await
+        .map_err(kube_error)?;
+    Ok(json!({
+        "outcome": "applied",
+        "manifest": {"url": manifest.url, "version": manifest.version, "sha256": manifest.sha256},
+        "objects": applied.len(),
+        "ready": wait.describe(),
+    }))
+}
+
+pub async fn ensure_lws(s: &Step<'_>) -> Result<Value, StepError> {
+    let spec = s.env.cloud.manifests.lws.clone();
+    apply_manifest(
+        s,
+        &spec,
+        WaitFor::DeploymentAvailable {
+            namespace: "lws-system".into(),
+            name: "lws-controller-manager".into(),
+        },
+    )
+    .await
+}
+
+pub async fn ensure_nvidia_driver(s: &Step<'_>) -> Result<Value, StepError> {
+    let spec = s.env.cloud.manifests.nvidia_driver.clone();
+    apply_manifest(
+        s,
+        &spec,
+        WaitFor::DaemonSetScheduled {
+            namespace: "kube-system".into(),
+            name: NVIDIA_DRIVER_DAEMONSET.into(),
+        },
+    )
+    .await
+}

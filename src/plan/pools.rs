@@ -1,0 +1,165 @@
+//! Node pool plans (`pool add`, `pool remove`) and the pool record a shape becomes.
+//!
+//! Invariant: a pool's record ([`pool_record`]) holds its whole shape, fixed when the
+//! pool is added; every later plan and step rebuilds the pool from it.
+
+use serde_json::json;
+
+use crate::domain::accelerators::Kind;
+use crate::domain::naming::ClusterNames;
+use crate::domain::pools::{FailoverRole, PoolShape};
+use crate::domain::pricing::PriceTable;
+use crate::model::{self, EstimatedCost, FailoverRef};
+
+use super::{Action, ActionKind, Cost, Plan};
+
+/// One pool to add: its generated id and shape.
+pub struct PoolToAdd<'a> {
+    pub id: &'a str,
+    pub shape: &'a PoolShape,
+    pub driver_version: Option<&'a str>,
+    pub zones: &'a [String],
+    /// The other pool of a failover pair.
+    pub paired_pool: Option<&'a str>,
+}
+
+/// The record (API shape) of a pool; `name`, `state` and `createTime` are filled when read.
+pub fn pool_record(p: &PoolToAdd<'_>, prices: &PriceTable) -> model::NodePool {
+    let s = p.shape;
+    let a = &s.accelerator;
+    let estimate = prices.estimate(a, s.min_nodes, s.max_nodes);
+    model::NodePool {
+        pool_id: p.id.to_owned(),
+        accelerator: a.base_name(),
+        kind: match a.kind {
+            Kind::Gpu => "GPU",
+            Kind::Tpu => "TPU",
+        }
+        .into(),
+        machine_type: a.machine_type.into(),
+        gke_accelerator_type: Some(a.gke_accelerator_type.into()),
+        accelerator_count: Some(i64::from(a.count)),
+        tpu_topology: a.topology.map(str::to_owned),
+        hosts_per_slice: a.hosts_per_slice.map(i64::from),
+        min_nodes: i64::from(s.min_nodes),
+        max_nodes: i64::from(s.max_nodes),
+        spot: s.spot,
+        reservation: s.reservation.clone(),
+        zones: p.zones.to_vec(),
+        taints: s
+            .taints
+            .iter()
+            .map(|t| model::Taint {
+                key: t.key.clone(),
+                value: t.value.clone(),
+                effect: t.effect.to_owned(),
+            })
+            .collect(),
+        labels: s.labels.clone(),
+        max_run_duration: s.max_run_duration.map(str::to_owned),
+        driver_version: p.driver_version.map(str::to_owned),
+        failover: match (s.failover, p.paired_pool) {
+            (Some(role), Some(other)) => Some(FailoverRef {
+                role: match role {
+                    FailoverRole::Spot => "SPOT",
+                    FailoverRole::OnDemand => "ON_DEMAND",
+                }
+                .into(),
+                paired_pool: other.to_owned(),
+            }),
+            _ => None,
+        },
+        estimated_hourly_cost: estimate.map(|e| EstimatedCost {
+            currency: prices.currency.clone(),
+            per_node: e.per_node,
+            at_min: e.at_min,
+            at_max: e.at_max,
+        }),
+        ..Default::default()
+    }
+}
+
+/// The plan details of a pool (what a preview shows).
+pub fn pool_details(p: &model::NodePool) -> serde_json::Value {
+    json!({"accelerator": p.accelerator, "machineType": p.machine_type, "minNodes": p.min_nodes,
+           "maxNodes": p.max_nodes, "spot": p.spot, "reservation": p.reservation,
+           "maxRunDuration": p.max_run_duration, "placementTopology":
+               if p.hosts_per_slice.unwrap_or(1) > 1 { p.tpu_topology.clone() } else { None },
+           "zones": p.zones, "driverVersion": p.driver_version, "labels": p.labels,
+           "taints": p.taints})
+}
+
+/// Whether a pool needs the NVIDIA driver installer (a GPU pool without GKE-managed drivers).
+pub fn needs_driver_installer(p: &model::NodePool) -> bool {
+    p.kind == "GPU" && !matches!(p.driver_version.as_deref(), Some("DEFAULT" | "LATEST"))
+}
+
+pub fn pool_action(n: &ClusterNames, id: &str, kind: ActionKind, reason: &str) -> Action {
+    Action {
+        id: format!("pool:{id}"),
+        action: kind,
+        resource_type: "container.nodePool".into(),
+        name: format!("{}/nodePools/{id}", n.gke_cluster()),
+        reason: reason.into(),
+        details: serde_json::Value::Null,
+        depends_on: Vec::new(),
+    }
+}
+
+pub fn driver_action(after: &[String]) -> Action {
+    Action {
+        id: "nvidia-driver".into(),
+        action: ActionKind::Create,
+        resource_type: "kubernetes.object".into(),
+        name: "daemonsets/kube-system/nvidia-driver-installer".into(),
+        reason: "GPU pool without GKE-managed drivers".into(),
+        details: serde_json::Value::Null,
+        depends_on: after.to_vec(),
+    }
+}
+
+/// `pool add`: create each new pool (a failover pair is two), then the driver installer
+/// when a GPU pool needs it.
+pub fn add(n: &ClusterNames, pools: &[model::NodePool], prices: &PriceTable) -> Plan {
+    let mut actions = Vec::new();
+    let (mut at_min, mut at_max, mut priced) = (0.0, 0.0, false);
+    for p in pools {
+        let mut a = pool_action(n, &p.pool_id, ActionKind::Create, "requested pool");
+        a.details = pool_details(p);
+        actions.push(a);
+        if let Some(c) = &p.estimated_hourly_cost {
+            at_min += c.at_min;
+            at_max += c.at_max;
+            priced = true;
+        }
+    }
+    let gpu: Vec<String> = pools
+        .iter()
+        .filter(|p| needs_driver_installer(p))
+        .map(|p| format!("pool:{}", p.pool_id))
+        .collect();
+    if !gpu.is_empty() {
+        actions.push(driver_action(&gpu));
+    }
+    Plan {
+        actions,
+        warnings: Vec::new(),
+        estimated_hourly_cost: priced.then(|| Cost {
+            currency: prices.currency.clone(),
+            at_min,
+            at_max,
+        }),
+    }
+}
+
+/// `pool remove`: delete the pool (and its failover partner).
+pub fn remove(n: &ClusterNames, pool_ids: &[String]) -> Plan {
+    Plan {
+        actions: pool_ids
+            .iter()
+            .map(|id| pool_action(n, id, ActionKind::Delete, "requested removal"))
+            .collect(),
+        warnings: Vec::new(),
+        estimated_hourly_cost: None,
+    }
+}

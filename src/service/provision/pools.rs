@@ -1,0 +1,374 @@
+//! `pool add` and `pool remove`: pool names fixed at enqueue time, shapes checked
+//! (no CPU pools, no spot with a reservation, whole TPU slices), the regional quota
+//! checked before anything is created.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cloud::Cloud;
+use crate::domain::accelerators::{Choice, Kind};
+use crate::domain::naming::{ClusterNames, pool_id};
+use crate::domain::pools::{FailoverRole, PoolShape, shape};
+use crate::domain::pricing::PriceTable;
+use crate::domain::{PoolId, Role, ZoneName, quota};
+use crate::model;
+use crate::ops::queue::Idempotency;
+use crate::ops::workflows::cluster::{ADD_POOL, REMOVE_POOL};
+use crate::plan::pools::{PoolToAdd, add, pool_record, remove};
+use crate::store::{self, Db};
+
+use super::super::clusters::{ClusterPath, project_team};
+use super::super::{Caller, Error, Result};
+use super::{
+    OpRequest, Submitted, live, names, not_deleting, operation, parse_accelerator, pool_error,
+    replay,
+};
+
+/// GKE's `gpuDriverVersion` values a pool may ask for.
+const DRIVER_VERSIONS: [&str; 3] = ["DEFAULT", "LATEST", "INSTALLATION_DISABLED"];
+
+/// The body of `POST .../nodePools`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AddPoolRequest {
+    /// `gpu-l4`, `a100x4`, `tpu-v5litepod-16`, `l4:spot`, ... (not `cpu`).
+    pub accelerator: Option<String>,
+    /// Nodes kept warm (default 0). Multi-host TPU: a multiple of the slice's hosts.
+    pub min_nodes: Option<u32>,
+    pub spot: Option<bool>,
+    /// Consume this specific reservation (not with spot).
+    pub reservation: Option<String>,
+    /// Zones of the cluster's region to spread the pool over (default: the cluster's zone).
+    pub zones: Option<Vec<String>>,
+    /// GKE-managed driver: DEFAULT, LATEST or INSTALLATION_DISABLED (GPU pools only);
+    /// unset: the NVIDIA driver installer DaemonSet is applied.
+    pub driver_version: Option<String>,
+    /// Add a spot pool plus an on-demand pool of the same machine at 0 nodes that
+    /// pending pods fail over to.
+    pub failover: Option<bool>,
+}
+
+pub fn random_suffix() -> u16 {
+    (uuid::Uuid::new_v4().as_u128() & 0xffff) as u16
+}
+
+/// Check the regional quota for a pool; returns warnings when it could not be checked.
+pub async fn check_quota(
+    cloud: &Cloud,
+    n: &ClusterNames,
+    s: &PoolShape,
+    validate_only: bool,
+) -> Result<Vec<String>> {
+    let Some(metric) = quota::metric(&s.accelerator, s.spot) else {
+        return Ok(Vec::new());
+    };
+    let needed = quota::needed(&s.accelerator, s.min_nodes);
+    let region = match cloud.gcp.compute.get_region(&n.project, &n.region).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, project = %n.project, region = %n.region, "quota pre-check skipped");
+            return Ok(vec![format!("quota {metric} not checked: {e}")]);
+        }
+    };
+    let Some(q) = region.quota(&metric) else {
+        return Ok(vec![format!(
+            "region {} reports no quota {metric}; not checked",
+            n.region
+        )]);
+    };
+    quota::check(&metric, q.limit, q.usage, needed).map_err(|f| {
+        Error::precondition(
+            "QUOTA_INSUFFICIENT",
+            format!(
+                "quota {} in {} is {} with {} in use, and this pool needs {} to start{}: request more (console.cloud.google.com/iam-admin/quotas), free some, or choose another accelerator or region",
+                f.metric, n.region, f.limit, f.usage, f.needed,
+                if validate_only { " (preview)" } else { "" }
+            ),
+        )
+        .with("metric", &f.metric)
+        .with("limit", f.limit)
+        .with("usage", f.usage)
+        .with("needed", f.needed)
+        .with("region", &n.region)
+    })?;
+    Ok(Vec::new())
+}
+
+fn zones(path: &ClusterPath, req: &AddPoolRequest) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for z in req.zones.iter().flatten() {
+        let zone = ZoneName::parse(z)?;
+        if zone.region() != path.zone.region() {
+            return Err(Error::invalid(
+                "INVALID_ZONE",
+                format!(
+                    "zone {z} is not in the cluster's region {}",
+                    path.zone.region()
+                ),
+            )
+            .with("zone", z));
+        }
+        if !out.contains(&zone.to_string()) {
+            out.push(zone.to_string());
+        }
+    }
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub async fn add_pool(
+    db: &Db,
+    cloud: &Cloud,
+    prices: &PriceTable,
+    caller: &Caller,
+    path: &ClusterPath,
+    req: AddPoolRequest,
+    validate_only: bool,
+    idempotency: Option<Idempotency>,
+) -> Result<Submitted> {
+    let team = project_team(db, caller, &path.project, Role::Member, "adding node pools").await?;
+    if !validate_only && let Some(op) = replay(db, caller, idempotency.as_ref()).await? {
+        return Ok(Submitted::Operation(Box::new(op)));
+    }
+    let c = live(
+        store::clusters::get(
+            db,
+            path.project.as_str(),
+            path.zone.as_str(),
+            path.cluster.as_str(),
+        )
+        .await?,
+        path,
+    )?;
+    not_deleting(&c, path)?;
+    let Some(spec) = req.accelerator.as_deref() else {
+        return Err(Error::invalid(
+            "ACCELERATOR_REQUIRED",
+            "a node pool needs \"accelerator\" (GET /v1/accelerators lists them)",
+        ));
+    };
+    let acc = match parse_accelerator(spec)? {
+        Choice::Cpu => {
+            return Err(Error::invalid(
+                "CPU_POOL_NOT_ALLOWED",
+                "node pools are for accelerators: the cluster's default pool runs CPU work; choose a GPU or TPU (GET /v1/accelerators)",
+            ));
+        }
+        Choice::Accelerator(r) => r,
+    };
+    if let Some(v) = &req.driver_version {
+        if acc.kind != Kind::Gpu {
+            return Err(Error::invalid(
+                "INVALID_DRIVER_VERSION",
+                "driverVersion applies to GPU pools only",
+            ));
+        }
+        if !DRIVER_VERSIONS.contains(&v.as_str()) {
+            return Err(Error::invalid(
+                "INVALID_DRIVER_VERSION",
+                format!(
+                    "driverVersion {v:?} is not one of {}",
+                    DRIVER_VERSIONS.join(", ")
+                ),
+            ));
+        }
+    }
+    let zones = zones(path, &req)?;
+    let min = req.min_nodes.unwrap_or(0);
+    let spot = req.spot.unwrap_or(false);
+    let mut shapes: Vec<PoolShape> = Vec::new();
+    if req.failover.unwrap_or(false) {
+        if req.reservation.is_some() && spot {
+            return Err(pool_error(
+                crate::domain::pools::PoolError::SpotWithReservation,
+            ));
+        }
+        shapes.push(shape(&acc, min, true, None, Some(FailoverRole::Spot)).map_err(pool_error)?);
+        shapes.push(
+            shape(
+                &acc,
+                0,
+                false,
+                req.reservation.as_deref(),
+                Some(FailoverRole::OnDemand),
+            )
+            .map_err(pool_error)?,
+        );
+    } else {
+        shapes.push(shape(&acc, min, spot, req.reservation.as_deref(), None).map_err(pool_error)?);
+    }
+    let n = names(path);
+    let mut warnings = Vec::new();
+    for s in &shapes {
+        warnings.extend(check_quota(cloud, &n, s, validate_only).await?);
+    }
+    // Ids fixed now (never reused within the cluster).
+    let existing: Vec<String> = store::node_pools::list(db, c.id, None, 10_000)
+        .await?
+        .into_iter()
+        .map(|p| p.pool_id)
+        .collect();
+    let mut ids: Vec<String> = Vec::new();
+    while ids.len() < shapes.len() {
+        let id = pool_id(&acc.pool_prefix(), random_suffix());
+        if !existing.contains(&id) && !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    let records: Vec<model::NodePool> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let pair = (shapes.len() == 2).then(|| ids[1 - i].as_str());
+            pool_record(
+                &PoolToAdd {
+                    id: &ids[i],
+                    shape: s,
+                    driver_version: req.driver_version.as_deref(),
+                    zones: &zones,
+                    paired_pool: pair,
+                },
+                prices,
+            )
+        })
+        .collect();
+    let mut p = add(&n, &records, prices);
+    p.warnings.extend(warnings);
+    if validate_only {
+        return Ok(Submitted::Plan(p));
+    }
+    let request = serde_json::to_value(&req).unwrap_or_default();
+    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    let c = store::clusters::lock_live(
+        &mut *tx,
+        path.project.as_str(),
+        path.zone.as_str(),
+        path.cluster.as_str(),
+    )
+    .await?
+    .ok_or_else(|| {
+        Error::aborted(
+            "CLUSTER_CHANGED",
+            "the cluster changed while the request was prepared; send it again",
+        )
+    })?;
+    not_deleting(&c, path)?;
+    for r in &records {
+        store::node_pools::insert(
+            &mut *tx,
+            c.id,
+            &r.pool_id,
+            "PROVISIONING",
+            serde_json::to_value(r).unwrap_or_default(),
+        )
+        .await?;
+    }
+    let enq = operation(
+        OpRequest {
+            op_type: ADD_POOL,
+            path,
+            target: format!("{}/nodePools/{}", path.name(), ids[0]),
+            team: &team,
+            caller,
+            cluster_id: c.id,
+            pools: ids,
+            new_cluster: false,
+            request,
+            idempotency,
+        },
+        &p,
+    );
+    Ok(Submitted::Operation(Box::new(
+        super::enqueue(tx, &enq).await?,
+    )))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub async fn remove_pool(
+    db: &Db,
+    caller: &Caller,
+    path: &ClusterPath,
+    pool: &str,
+    validate_only: bool,
+    idempotency: Option<Idempotency>,
+) -> Result<Submitted> {
+    let pool = PoolId::parse(pool)?;
+    let team = project_team(
+        db,
+        caller,
+        &path.project,
+        Role::Member,
+        "removing node pools",
+    )
+    .await?;
+    if !validate_only && let Some(op) = replay(db, caller, idempotency.as_ref()).await? {
+        return Ok(Submitted::Operation(Box::new(op)));
+    }
+    let c = live(
+        store::clusters::get(
+            db,
+            path.project.as_str(),
+            path.zone.as_str(),
+            path.cluster.as_str(),
+        )
+        .await?,
+        path,
+    )?;
+    not_deleting(&c, path)?;
+    let not_found = || {
+        Error::not_found(
+            "NODE_POOL_NOT_FOUND",
+            format!("node pool {}/nodePools/{pool} not found", path.name()),
+        )
+    };
+    let rec = store::node_pools::get(db, c.id, pool.as_str())
+        .await?
+        .ok_or_else(not_found)?;
+    let spec: model::NodePool = serde_json::from_value(rec.spec).unwrap_or_default();
+    let mut ids = vec![pool.to_string()];
+    if let Some(f) = &spec.failover
+        && store::node_pools::get(db, c.id, &f.paired_pool)
+            .await?
+            .is_some()
+    {
+        ids.push(f.paired_pool.clone());
+    }
+    let n = names(path);
+    let p = remove(&n, &ids);
+    if validate_only {
+        return Ok(Submitted::Plan(p));
+    }
+    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    let c = store::clusters::lock_live(
+        &mut *tx,
+        path.project.as_str(),
+        path.zone.as_str(),
+        path.cluster.as_str(),
+    )
+    .await?
+    .ok_or_else(|| {
+        Error::aborted(
+            "CLUSTER_CHANGED",
+            "the cluster changed while the request was prepared; send it again",
+        )
+    })?;
+    not_deleting(&c, path)?;
+    store::node_pools::set_state(&mut *tx, c.id, Some(&ids), "STOPPING", &[]).await?;
+    let enq = operation(
+        OpRequest {
+            op_type: REMOVE_POOL,
+            path,
+            target: format!("{}/nodePools/{pool}", path.name()),
+            team: &team,
+            caller,
+            cluster_id: c.id,
+            pools: ids,
+            new_cluster: false,
+            request: serde_json::Value::Null,
+            idempotency,
+        },
+        &p,
+    );
+    Ok(Submitted::Operation(Box::new(
+        super::enqueue(tx, &enq).await?,
+    )))
+}

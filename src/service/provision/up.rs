@@ -1,0 +1,267 @@
+//! `up` (PUT a cluster): create the cluster with its first pool, or reconcile an
+//! existing one (pools kept, accelerator ignored, missing resources repaired).
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::cloud::Cloud;
+use crate::domain::Role;
+use crate::domain::accelerators::Choice;
+use crate::domain::naming::pool_id;
+use crate::domain::pools::shape;
+use crate::domain::pricing::PriceTable;
+use crate::model;
+use crate::ops::queue::Idempotency;
+use crate::ops::workflows::cluster::UP;
+use crate::plan::pools::{PoolToAdd, needs_driver_installer, pool_record};
+use crate::plan::resources::cluster_resources;
+use crate::plan::up::{NewPool, UpInput, plan};
+use crate::store::{self, Db, clusters::NewCluster};
+
+use super::super::clusters::{ClusterPath, project_team};
+use super::super::{Caller, Error, Result};
+use super::pools::{check_quota, random_suffix};
+use super::{OpRequest, Submitted, names, operation, parse_accelerator, pool_error, replay};
+
+/// The body of `PUT .../clusters/{c}`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpRequest {
+    /// The first pool's accelerator (`gpu-l4`, `tpu-v5litepod-16`, `a100x4`, ...), or
+    /// `cpu` for none. Required to create; ignored (with a plan warning) on an existing cluster.
+    pub accelerator: Option<String>,
+    /// Nodes of the first pool kept warm (default 0: scale to zero).
+    pub min_nodes: Option<u32>,
+    /// `down` empties non-empty buckets (default true); false makes `down` refuse.
+    pub force_destroy: Option<bool>,
+    /// The first pool uses spot VMs.
+    pub spot: Option<bool>,
+    /// The first pool consumes this specific reservation (not with spot).
+    pub reservation: Option<String>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub async fn up(
+    db: &Db,
+    cloud: &Cloud,
+    prices: &PriceTable,
+    caller: &Caller,
+    path: &ClusterPath,
+    req: UpRequest,
+    validate_only: bool,
+    idempotency: Option<Idempotency>,
+) -> Result<Submitted> {
+    let team = project_team(db, caller, &path.project, Role::Member, "running up").await?;
+    if !validate_only && let Some(op) = replay(db, caller, idempotency.as_ref()).await? {
+        return Ok(Submitted::Operation(Box::new(op)));
+    }
+    let n = names(path);
+    let existing = store::clusters::get(
+        db,
+        path.project.as_str(),
+        path.zone.as_str(),
+        path.cluster.as_str(),
+    )
+    .await?
+    .filter(|c| c.state != "DELETED");
+    let request = serde_json::to_value(&req).unwrap_or_default();
+    if let Some(c) = existing {
+        super::not_deleting(&c, path)?;
+        if c.team_id != team {
+            return Err(Error::not_found(
+                "CLUSTER_NOT_FOUND",
+                format!("cluster {} not found", path.name()),
+            ));
+        }
+        let pools = store::node_pools::list(db, c.id, None, 10_000).await?;
+        let ids: Vec<String> = pools.iter().map(|p| p.pool_id.clone()).collect();
+        let need_driver = pools.iter().any(|p| {
+            serde_json::from_value::<model::NodePool>(p.spec.clone())
+                .is_ok_and(|s| needs_driver_installer(&s))
+        });
+        let force_destroy = req.force_destroy.unwrap_or_else(|| {
+            c.spec
+                .get("forceDestroy")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(true)
+        });
+        let p = plan(&UpInput {
+            names: &n,
+            cluster_exists: true,
+            existing_pools: &ids,
+            existing_need_driver: need_driver,
+            first_pool: None,
+            accelerator_requested: req.accelerator.is_some(),
+            force_destroy,
+            prices,
+            live: None,
+        });
+        if validate_only {
+            return Ok(Submitted::Plan(p));
+        }
+        let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+        let c = store::clusters::lock_live(
+            &mut *tx,
+            path.project.as_str(),
+            path.zone.as_str(),
+            path.cluster.as_str(),
+        )
+        .await?
+        .ok_or_else(|| {
+            Error::aborted(
+                "CLUSTER_CHANGED",
+                "the cluster changed while the request was prepared; send it again",
+            )
+        })?;
+        super::not_deleting(&c, path)?;
+        let mut spec = c.spec.clone();
+        spec["forceDestroy"] = json!(force_destroy);
+        store::clusters::set_spec(&mut *tx, c.id, &spec).await?;
+        store::clusters::set_state(&mut *tx, c.id, "RECONCILING", true).await?;
+        let enq = operation(
+            OpRequest {
+                op_type: UP,
+                path,
+                target: path.name(),
+                team: &team,
+                caller,
+                cluster_id: c.id,
+                pools: Vec::new(),
+                new_cluster: false,
+                request,
+                idempotency,
+            },
+            &p,
+        );
+        return Ok(Submitted::Operation(Box::new(
+            super::enqueue(tx, &enq).await?,
+        )));
+    }
+
+    // A new cluster.
+    let Some(acc) = req.accelerator.as_deref() else {
+        return Err(Error::invalid(
+            "ACCELERATOR_REQUIRED",
+            format!(
+                "cluster {} does not exist: creating it needs \"accelerator\" (for example \"gpu-l4\", \"tpu-v5litepod-4\", or \"cpu\" for none; GET /v1/accelerators lists them)",
+                path.name()
+            ),
+        ));
+    };
+    let choice = parse_accelerator(acc)?;
+    let min = req.min_nodes.unwrap_or(0);
+    let mut first: Option<(String, model::NodePool)> = None;
+    let mut shaped = None;
+    if let Choice::Accelerator(r) = &choice {
+        let s = shape(
+            r,
+            min,
+            req.spot.unwrap_or(false),
+            req.reservation.as_deref(),
+            None,
+        )
+        .map_err(pool_error)?;
+        let id = pool_id(&r.pool_prefix(), random_suffix());
+        let record = pool_record(
+            &PoolToAdd {
+                id: &id,
+                shape: &s,
+                driver_version: None,
+                zones: &[],
+                paired_pool: None,
+            },
+            prices,
+        );
+        first = Some((id, record));
+        shaped = Some(s);
+    } else if req.spot.is_some() || req.reservation.is_some() || req.min_nodes.is_some() {
+        return Err(Error::invalid(
+            "NO_ACCELERATOR_POOL",
+            "minNodes, spot and reservation describe the first accelerator pool; a cpu cluster has none",
+        ));
+    }
+    let mut warnings = Vec::new();
+    if let (Some(s), Some(_)) = (&shaped, &first) {
+        warnings.extend(check_quota(cloud, &n, s, validate_only).await?);
+    }
+    let force_destroy = req.force_destroy.unwrap_or(true);
+    let mut p = plan(&UpInput {
+        names: &n,
+        cluster_exists: false,
+        existing_pools: &[],
+        existing_need_driver: false,
+        first_pool: match (&first, &shaped) {
+            (Some((id, _)), Some(s)) => Some(NewPool {
+                id,
+                shape: s,
+                driver_version: None,
+            }),
+            _ => None,
+        },
+        accelerator_requested: true,
+        force_destroy,
+        prices,
+        live: None,
+    });
+    p.warnings.extend(warnings);
+    if validate_only {
+        return Ok(Submitted::Plan(p));
+    }
+    let spec = json!({
+        "accelerator": match &choice { Choice::Cpu => "cpu".to_owned(), Choice::Accelerator(r) => r.base_name() },
+        "minNodes": min, "forceDestroy": force_destroy,
+        "spot": req.spot.unwrap_or(false), "reservation": req.reservation,
+    });
+    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    let record = store::clusters::insert(
+        &mut *tx,
+        NewCluster {
+            project_id: path.project.as_str(),
+            zone: path.zone.as_str(),
+            name: path.cluster.as_str(),
+            team_id: &team,
+            state: "PROVISIONING",
+            spec,
+            resources: serde_json::to_value(cluster_resources(&n)).unwrap_or_default(),
+            created_by: caller.email.as_str(),
+        },
+    )
+    .await
+    .map_err(|e| match e {
+        store::StoreError::Db(ref d) if store::unique_violation(d).is_some() => Error::aborted(
+            "CLUSTER_CHANGED",
+            format!("cluster {} was created by a concurrent request; send the request again to reconcile it", path.name()),
+        ),
+        e => e.into(),
+    })?;
+    let mut pools = Vec::new();
+    if let Some((id, spec)) = &first {
+        store::node_pools::insert(
+            &mut *tx,
+            record.id,
+            id,
+            "PROVISIONING",
+            serde_json::to_value(spec).unwrap_or_default(),
+        )
+        .await?;
+        pools.push(id.clone());
+    }
+    let enq = operation(
+        OpRequest {
+            op_type: UP,
+            path,
+            target: path.name(),
+            team: &team,
+            caller,
+            cluster_id: record.id,
+            pools,
+            new_cluster: true,
+            request,
+            idempotency,
+        },
+        &p,
+    );
+    Ok(Submitted::Operation(Box::new(
+        super::enqueue(tx, &enq).await?,
+    )))
+}

@@ -1,0 +1,539 @@
+//! `.../clusters/{c}/status` and `.../clusters/{c}/accelerators` against the simulator:
+//! resources created directly with the production clients, records inserted directly
+//! (no `up`), drift (MISSING / UNRECORDED / DIFFERENT), per-resource errors, an
+//! unreachable Kubernetes API, access rules, DELETED records, and `live` accelerators.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kineticd::cloud::gcp::GcpClients;
+use kineticd::cloud::gcp::types::artifact_registry::Repository;
+use kineticd::cloud::gcp::types::compute::{Network, Router, RouterNat};
+use kineticd::cloud::gcp::types::container::{
+    AcceleratorConfig, Cluster, NodeConfig, NodePool, NodePoolAutoscaling,
+};
+use kineticd::cloud::gcp::types::storage::Bucket;
+use kineticd::domain::naming::ClusterNames;
+use kineticd::domain::{ClusterName, ProjectId, ZoneName};
+use kineticd::store;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::common::{TestApp, fresh_db};
+use crate::support::{expect_error, ok};
+
+const ALICE: &str = "alice@example.com";
+const BOB: &str = "bob@example.com";
+const EVE: &str = "eve@example.com";
+const P: &str = "acme-project";
+const Z: &str = "us-central1-a";
+const C: &str = "kc";
+const STATUS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/status";
+const ACCELERATORS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/accelerators";
+const WAIT: Duration = Duration::from_secs(10);
+
+fn names() -> ClusterNames {
+    ClusterNames::new(
+        &ProjectId::parse(P).unwrap(),
+        &ZoneName::parse(Z).unwrap(),
+        &ClusterName::parse(C).unwrap(),
+    )
+}
+
+/// A recorded pool's spec (the `model::NodePool` fields that status compares).
+fn spec(accelerator: &str, min: i64, max: i64, spot: bool) -> Value {
+    json!({"accelerator": accelerator, "kind": "GPU", "machineType": "g2-standard-4",
+           "gkeAcceleratorType": "nvidia-l4", "acceleratorCount": 1,
+           "minNodes": min, "maxNodes": max, "spot": spot, "reservation": null})
+}
+
+async fn record_pool(app: &TestApp, cluster: Uuid, id: &str, spec: Value) {
+    store::node_pools::insert(&app.db, cluster, id, "RUNNING", spec)
+        .await
+        .expect("insert pool");
+}
+
+/// An L4 pool as GKE holds it: `nodes` nodes, autoscaling `nodes..nodes+10`.
+fn l4_pool(name: &str, nodes: i32, spot: bool) -> NodePool {
+    NodePool {
+        name: name.into(),
+        initial_node_count: Some(nodes),
+        autoscaling: Some(NodePoolAutoscaling {
+            enabled: Some(true),
+            min_node_count: Some(nodes),
+            max_node_count: Some(nodes + 10),
+            ..Default::default()
+        }),
+        config: Some(NodeConfig {
+            machine_type: Some("g2-standard-4".into()),
+            accelerators: vec![AcceleratorConfig {
+                accelerator_count: 1,
+                accelerator_type: "nvidia-l4".into(),
+                gpu_driver_installation_config: None,
+            }],
+            spot: spot.then_some(true),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+async fn add_gke_pool(gcp: &GcpClients, pool: &NodePool) {
+    let op = gcp
+        .container
+        .create_node_pool(P, Z, C, pool)
+        .await
+        .expect("create pool");
+    gcp.container
+        .wait_operation(&op, &CancellationToken::new(), WAIT)
+        .await
+        .expect("pool done");
+}
+
+async fn network(gcp: &GcpClients, n: &ClusterNames) {
+    let net = Network {
+        name: n.network.clone(),
+        auto_create_subnetworks: Some(true),
+        ..Default::default()
+    };
+    let op = gcp
+        .compute
+        .insert_network(P, &net, Uuid::new_v4())
+        .await
+        .expect("network");
+    gcp.compute
+        .wait_operation(&op, &CancellationToken::new(), WAIT)
+        .await
+        .expect("network done");
+}
+
+/// Everything `up` would create for `kc`, made directly in the simulator, with the GKE
+/// cluster holding `default-pool` and `pools`.
+async fn provision(gcp: &GcpClients, pools: &[NodePool]) {
+    let n = names();
+    for (name, location) in [
+        (&n.state_bucket, "US"),
+        (&n.jobs_bucket, "US-CENTRAL1"),
+        (&n.builds_bucket, "US"),
+    ] {
+        let b = Bucket {
+            name: name.clone(),
+            location: location.into(),
+            ..Default::default()
+        };
+        gcp.storage.insert_bucket(P, &b).await.expect("bucket");
+    }
+    let repo = Repository {
+        format: "DOCKER".into(),
+        ..Default::default()
+    };
+    gcp.artifact_registry
+        .create_repository(P, &n.repository_location, &n.repository, &repo)
+        .await
+        .expect("repository");
+    network(gcp, &n).await;
+    let router = Router {
+        name: n.router.clone(),
+        network: format!("projects/{P}/global/networks/{}", n.network),
+        nats: vec![RouterNat {
+            name: n.nat.clone(),
+            nat_ip_allocate_option: "AUTO_ONLY".into(),
+            source_subnetwork_ip_ranges_to_nat: "ALL_SUBNETWORKS_ALL_IP_RANGES".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let op = gcp
+        .compute
+        .insert_router(P, &n.region, &router, Uuid::new_v4())
+        .await
+        .expect("router");
+    gcp.compute
+        .wait_operation(&op, &CancellationToken::new(), WAIT)
+        .await
+        .expect("router done");
+    for id in [&n.node_sa_id, &n.build_sa_id] {
+        gcp.iam
+            .create_service_account(P, id, "", "")
+            .await
+            .expect("service account");
+    }
+    let mut node_pools = vec![NodePool {
+        name: "default-pool".into(),
+        initial_node_count: Some(1),
+        config: Some(NodeConfig {
+            machine_type: Some("e2-standard-4".into()),
+            disk_size_gb: Some(50),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }];
+    node_pools.extend(pools.iter().cloned());
+    let cluster = Cluster {
+        name: C.into(),
+        network: Some(n.network.clone()),
+        node_pools,
+        ..Default::default()
+    };
+    let op = gcp
+        .container
+        .create_cluster(P, Z, &cluster)
+        .await
+        .expect("cluster");
+    gcp.container
+        .wait_operation(&op, &CancellationToken::new(), WAIT)
+        .await
+        .expect("cluster done");
+}
+
+fn drift(s: &Value) -> Vec<(String, String, String)> {
+    s["drift"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no drift array: {s:#}"))
+        .iter()
+        .map(|d| {
+            (
+                d["problem"].as_str().unwrap_or("").to_owned(),
+                d["type"].as_str().unwrap_or("").to_owned(),
+                d["resource"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn pool<'a>(s: &'a Value, id: &str) -> &'a Value {
+    s["nodePools"]
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["poolId"] == id))
+        .unwrap_or_else(|| panic!("pool {id} not in {s:#}"))
+}
+
+#[tokio::test]
+async fn status_reads_everything_live_and_reports_drift() {
+    let (app, _sim) = TestApp::spawn_sim().await;
+    let gcp = app.state.cloud.gcp.clone();
+    let n = names();
+    app.team(ALICE, "acme", &[P]).await;
+    let rec = app.cluster("acme", P, Z, C).await;
+    record_pool(&app, rec.id, "gpu-l4-ab12", spec("gpu-l4", 1, 11, false)).await;
+    provision(&gcp, &[l4_pool("gpu-l4-ab12", 1, false)]).await;
+
+    // Everything present: no drift, live facts filled in.
+    let s = ok(app.get(ALICE, STATUS).await);
+    assert_eq!(drift(&s), [], "{s:#}");
+    assert_eq!(
+        s["name"],
+        "projects/acme-project/zones/us-central1-a/clusters/kc"
+    );
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(s["checkTime"].as_str().unwrap()).is_ok(),
+        "{s:#}"
+    );
+    assert_eq!(s["cluster"]["state"], "RUNNING");
+    let gke = &s["cluster"]["gke"];
+    assert_eq!(gke["exists"], true);
+    assert_eq!(gke["status"], "RUNNING");
+    assert_eq!(gke["location"], Z);
+    assert!(gke["endpoint"].as_str().is_some_and(|e| !e.is_empty()));
+    assert!(gke["currentMasterVersion"].is_string());
+    assert_eq!(
+        gke["name"],
+        "projects/acme-project/locations/us-central1-a/clusters/kc"
+    );
+    for (which, location) in [("jobs", "US-CENTRAL1"), ("builds", "US"), ("state", "US")] {
+        let b = &s["buckets"][which];
+        assert_eq!(b["exists"], true, "{which}: {s:#}");
+        assert_eq!(b["location"], location, "{which}");
+        assert!(b.get("error").is_none(), "{which}");
+    }
+    assert_eq!(
+        s["buckets"]["jobs"]["name"],
+        format!("projects/_/buckets/{}", n.jobs_bucket)
+    );
+    assert_eq!(s["repository"]["exists"], true);
+    assert_eq!(s["repository"]["format"], "DOCKER");
+    assert_eq!(s["repository"]["location"], "us");
+    assert_eq!(s["network"]["exists"], true);
+    assert_eq!(s["router"]["exists"], true);
+    assert_eq!(s["router"]["nat"]["exists"], true);
+    assert_eq!(s["serviceAccounts"]["node"]["exists"], true);
+    assert_eq!(s["serviceAccounts"]["build"]["exists"], true);
+    assert_eq!(s["kubernetes"]["reachable"], true, "{s:#}");
+    assert_eq!(s["nodePools"].as_array().unwrap().len(), 1, "{s:#}");
+    let p = pool(&s, "gpu-l4-ab12");
+    assert_eq!(p["recorded"], true);
+    assert_eq!(p["recordState"], "RUNNING");
+    assert_eq!(p["gkeStatus"], "RUNNING");
+    assert_eq!(p["nodes"], json!({"ready": 1, "total": 1}));
+    assert_eq!(p["acceleratorsAllocatable"], 1);
+    assert_eq!(p["accelerator"], "gpu-l4");
+    assert_eq!(s["defaultPool"]["poolId"], "default-pool");
+    assert_eq!(s["defaultPool"]["recorded"], false);
+    assert_eq!(s["defaultPool"]["nodes"]["total"], 1);
+
+    // A deleted bucket is MISSING (the same action `up` would re-create).
+    gcp.storage
+        .delete_bucket(&n.jobs_bucket)
+        .await
+        .expect("delete bucket");
+    let s = ok(app.get(ALICE, STATUS).await);
+    assert_eq!(s["buckets"]["jobs"]["exists"], false);
+    assert_eq!(
+        drift(&s),
+        [(
+            "MISSING".into(),
+            "storage.bucket".into(),
+            format!("projects/_/buckets/{}", n.jobs_bucket)
+        )]
+    );
+    assert!(
+        s["drift"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("re-creates")
+    );
+
+    // A GKE pool without a record is UNRECORDED (and listed, with its accelerator).
+    add_gke_pool(&gcp, &l4_pool("gpu-l4-zz99", 1, false)).await;
+    // A recorded pool GKE has with another shape is DIFFERENT.
+    record_pool(
+        &app,
+        rec.id,
+        "gpu-l4-sp01",
+        spec("gpu-l4:spot", 0, 10, true),
+    )
+    .await;
+    add_gke_pool(&gcp, &l4_pool("gpu-l4-sp01", 0, false)).await;
+    // A recorded pool GKE does not have is MISSING.
+    record_pool(&app, rec.id, "gpu-l4-gone", spec("gpu-l4", 0, 10, false)).await;
+    let s = ok(app.get(ALICE, STATUS).await);
+    let d = drift(&s);
+    let pools = "projects/acme-project/locations/us-central1-a/clusters/kc/nodePools";
+    for want in [
+        (
+            "UNRECORDED",
+            "container.nodePool",
+            format!("{pools}/gpu-l4-zz99"),
+        ),
+        (
+            "DIFFERENT",
+            "container.nodePool",
+            format!("{pools}/gpu-l4-sp01"),
+        ),
+        (
+            "MISSING",
+            "container.nodePool",
+            format!("{pools}/gpu-l4-gone"),
+        ),
+        (
+            "MISSING",
+            "storage.bucket",
+            format!("projects/_/buckets/{}", n.jobs_bucket),
+        ),
+    ] {
+        let want = (want.0.to_owned(), want.1.to_owned(), want.2);
+        assert!(d.contains(&want), "{want:?} not in {d:?}");
+    }
+    assert_eq!(d.len(), 4, "{d:?}");
+    let different = s["drift"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["problem"] == "DIFFERENT")
+        .unwrap();
+    assert!(
+        different["message"].as_str().unwrap().contains("spot"),
+        "{different}"
+    );
+    let z = pool(&s, "gpu-l4-zz99");
+    assert_eq!(z["recorded"], false);
+    assert_eq!(z["accelerator"], "gpu-l4");
+    assert_eq!(z["nodes"]["total"], 1);
+    let gone = pool(&s, "gpu-l4-gone");
+    assert_eq!(gone["recorded"], true);
+    assert_eq!(gone["gkeStatus"], Value::Null);
+    assert_eq!(gone["nodes"], json!({"ready": 0, "total": 0}));
+    assert_eq!(s["nodePools"].as_array().unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn unreadable_resources_and_kubernetes_do_not_fail_the_request() {
+    let (app, sim) = TestApp::spawn_sim().await;
+    let gcp = app.state.cloud.gcp.clone();
+    app.team(ALICE, "acme", &[P]).await;
+    let rec = app.cluster("acme", P, Z, C).await;
+    record_pool(&app, rec.id, "gpu-l4-ab12", spec("gpu-l4", 1, 11, false)).await;
+    provision(&gcp, &[l4_pool("gpu-l4-ab12", 1, false)]).await;
+
+    let arm = |body: Value| {
+        let url = format!("{}/sim/v1/faults", sim.url());
+        async move {
+            let r = kineticd::app::http_client()
+                .unwrap()
+                .post(url)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "{}", r.status());
+        }
+    };
+    arm(json!({"service": "storage", "method": "buckets.get", "kind": "HTTP_500", "count": 3}))
+        .await;
+    arm(json!({"service": "kube", "kind": "HTTP_503"})).await;
+    let s = ok(app.get(ALICE, STATUS).await);
+    for which in ["jobs", "builds", "state"] {
+        let b = &s["buckets"][which];
+        assert_eq!(b["exists"], Value::Null, "{which}: {s:#}");
+        assert!(
+            b["error"].as_str().is_some_and(|e| e.contains("500")),
+            "{b}"
+        );
+    }
+    assert_eq!(s["kubernetes"]["reachable"], false, "{s:#}");
+    assert!(s["kubernetes"]["message"].is_string());
+    let p = pool(&s, "gpu-l4-ab12");
+    assert_eq!(p["gkeStatus"], "RUNNING");
+    assert_eq!(p["nodes"], Value::Null);
+    assert_eq!(p["acceleratorsAllocatable"], Value::Null);
+    // Unknown is not missing.
+    assert_eq!(drift(&s), [], "{s:#}");
+}
+
+#[tokio::test]
+async fn viewers_read_status_and_others_get_404() {
+    let (app, _sim) = TestApp::spawn_sim().await;
+    app.team(ALICE, "acme", &[P]).await;
+    app.member(ALICE, "acme", BOB, "VIEWER").await;
+    app.cluster("acme", P, Z, C).await;
+
+    // Nothing exists in the cloud: every resource is MISSING, Kubernetes unreachable.
+    let s = ok(app.get(BOB, STATUS).await);
+    assert_eq!(s["cluster"]["gke"]["exists"], false);
+    assert_eq!(s["kubernetes"]["reachable"], false);
+    let d = drift(&s);
+    let types: Vec<&str> = d.iter().map(|x| x.1.as_str()).collect();
+    for t in [
+        "container.cluster",
+        "compute.network",
+        "compute.router",
+        "artifactregistry.repository",
+        "iam.serviceAccount",
+        "storage.bucket",
+    ] {
+        assert!(types.contains(&t), "{t} not in {d:?}");
+    }
+    assert!(d.iter().all(|x| x.0 == "MISSING"), "{d:?}");
+
+    for path in [STATUS, ACCELERATORS] {
+        let r = app.get(EVE, path).await;
+        expect_error(&r, 404, "NOT_FOUND", "PROJECT_NOT_FOUND");
+    }
+    let r = app
+        .get(
+            ALICE,
+            "/v1/projects/acme-project/zones/us-central1-a/clusters/nope/status",
+        )
+        .await;
+    expect_error(&r, 404, "NOT_FOUND", "CLUSTER_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn deleted_records_report_leftovers_only() {
+    let (app, _sim) = TestApp::spawn_sim().await;
+    let gcp = app.state.cloud.gcp.clone();
+    let n = names();
+    app.team(ALICE, "acme", &[P]).await;
+    store::clusters::insert(
+        &app.db,
+        store::clusters::NewCluster {
+            project_id: P,
+            zone: Z,
+            name: C,
+            team_id: "acme",
+            state: "DELETED",
+            spec: json!({"forceDestroy": true}),
+            resources: json!({}),
+            created_by: ALICE,
+        },
+    )
+    .await
+    .unwrap();
+    // down leaves the state bucket on purpose; the network is a leftover.
+    let b = Bucket {
+        name: n.state_bucket.clone(),
+        location: "US".into(),
+        ..Default::default()
+    };
+    gcp.storage.insert_bucket(P, &b).await.unwrap();
+    network(&gcp, &n).await;
+
+    let s = ok(app.get(ALICE, STATUS).await);
+    assert_eq!(s["cluster"]["state"], "DELETED");
+    assert_eq!(s["cluster"]["gke"]["exists"], false);
+    assert_eq!(s["buckets"]["state"]["exists"], true);
+    assert_eq!(
+        drift(&s),
+        [(
+            "UNRECORDED".into(),
+            "compute.network".into(),
+            format!("projects/{P}/global/networks/{}", n.network)
+        )]
+    );
+}
+
+#[tokio::test]
+async fn no_readable_cloud_is_503() {
+    // The default test app's cloud points at a closed port.
+    let (db, url) = fresh_db().await;
+    let app = TestApp::spawn_with(db, url, |s| s).await;
+    app.team(ALICE, "acme", &[P]).await;
+    app.cluster("acme", P, Z, C).await;
+    let r = app.get(ALICE, STATUS).await;
+    expect_error(&r, 503, "UNAVAILABLE", "CLOUD_UNAVAILABLE");
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[tokio::test]
+async fn cluster_accelerators_mark_recorded_pools_live() {
+    let app = TestApp::spawn().await;
+    app.team(ALICE, "acme", &[P]).await;
+    app.member(ALICE, "acme", BOB, "VIEWER").await;
+    let rec = app.cluster("acme", P, Z, C).await;
+    record_pool(
+        &app,
+        rec.id,
+        "gpu-l4-ab12",
+        spec("gpu-l4:spot", 0, 10, true),
+    )
+    .await;
+    record_pool(
+        &app,
+        rec.id,
+        "tpu-v5litepod-cd34",
+        spec("tpu-v5litepod-16", 0, 4, false),
+    )
+    .await;
+
+    let r = ok(app.get(BOB, ACCELERATORS).await);
+    let list = r["accelerators"].as_array().unwrap();
+    let live: BTreeMap<&str, bool> = list
+        .iter()
+        .map(|a| (a["name"].as_str().unwrap(), a["live"].as_bool().unwrap()))
+        .collect();
+    let on: Vec<&str> = live.iter().filter(|(_, v)| **v).map(|(k, _)| *k).collect();
+    assert_eq!(on, ["gpu-l4", "tpu-v5litepod-16"]);
+    assert_eq!(live.len(), list.len(), "every entry has live");
+
+    // The plain catalog has no `live`.
+    let plain = ok(app.get(BOB, "/v1/accelerators").await);
+    assert!(
+        plain["accelerators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a.get("live").is_none())
+    );
+}

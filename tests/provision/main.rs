@@ -1,0 +1,8 @@
+//! Provisioning end to end: the real app and workers over HTTP, a real PostgreSQL, and
+//! the production cloud clients against the simulator at speed 0.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod support;
+mod up;

@@ -1,0 +1,109 @@
+//! Shared set-up: an app on a simulator with workers, a team owning a project, and
+//! helpers to run provisioning requests to their end and read the simulator's journal.
+
+use kineticd::ops::WorkerPool;
+use kineticd::sim::Sim;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::common::{TestApp, test_worker_config};
+
+pub const OWNER: &str = "owner@example.com";
+pub const PROJECT: &str = "ml-proj";
+pub const ZONE: &str = "us-central1-a";
+
+pub struct Env {
+    pub app: TestApp,
+    pub sim: Sim,
+    pub _workers: WorkerPool,
+}
+
+pub async fn env() -> Env {
+    let (app, sim) = TestApp::spawn_sim().await;
+    app.team(OWNER, "ml-team", &[PROJECT]).await;
+    let workers = app.workers(test_worker_config(2));
+    Env {
+        app,
+        sim,
+        _workers: workers,
+    }
+}
+
+pub fn cluster_path(name: &str) -> String {
+    format!("/v1/projects/{PROJECT}/zones/{ZONE}/clusters/{name}")
+}
+
+#[allow(dead_code)] // each test binary module uses a subset
+impl Env {
+    /// PUT the cluster (`up`), asserting 202; returns the operation.
+    pub async fn up(&self, name: &str, body: Value) -> Value {
+        let r = self.app.put(OWNER, &cluster_path(name), body).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+        r.body
+    }
+
+    /// Run to the end and return the final operation.
+    pub async fn done(&self, op: &Value) -> Value {
+        self.app
+            .wait_done(OWNER, op["name"].as_str().expect("operation name"))
+            .await
+    }
+
+    /// `up` to the end, asserting success.
+    pub async fn up_ok(&self, name: &str, body: Value) -> Value {
+        let op = self.up(name, body).await;
+        let done = self.done(&op).await;
+        assert!(done["error"].is_null(), "up failed: {}", done["error"]);
+        assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+        done
+    }
+
+    /// Journal entries (optionally of one service and method).
+    pub async fn journal(&self, service: &str, method: &str) -> Vec<Value> {
+        let mut q = vec![];
+        if !service.is_empty() {
+            q.push(("service", service));
+        }
+        if !method.is_empty() {
+            q.push(("method", method));
+        }
+        let v: Value = self
+            .app
+            .http
+            .get(format!("{}/sim/v1/journal", self.sim.url()))
+            .query(&q)
+            .send()
+            .await
+            .expect("journal")
+            .json()
+            .await
+            .expect("journal body");
+        v["entries"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Successful (2xx) journal entries of a method.
+    pub async fn ok_calls(&self, service: &str, method: &str) -> Vec<Value> {
+        self.journal(service, method)
+            .await
+            .into_iter()
+            .filter(|e| {
+                e["status"]
+                    .as_u64()
+                    .is_some_and(|s| (200..300).contains(&s))
+            })
+            .collect()
+    }
+
+    /// Arm `count` faults of `kind` on `service`/`method` in the simulator.
+    pub async fn arm(&self, service: &str, method: &str, kind: &str, count: u32) {
+        let r = self
+            .app
+            .http
+            .post(format!("{}/sim/v1/faults", self.sim.url()))
+            .json(&json!({"service": service, "method": method, "kind": kind, "count": count}))
+            .send()
+            .await
+            .expect("arm fault");
+        assert!(r.status().is_success(), "arming failed: {}", r.status());
+    }
+}
