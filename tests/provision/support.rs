@@ -58,6 +58,16 @@ impl Env {
         done
     }
 
+    /// Production GCP clients pointed at this test's simulator (to change the "cloud"
+    /// behind kineticd's back).
+    pub fn gcp(&self) -> kineticd::cloud::gcp::GcpClients {
+        let root = url::Url::parse(&self.sim.url()).unwrap();
+        kineticd::cloud::gcp::GcpClients::new(
+            kineticd::cloud::gcp::GcpConfig::single_root(&root),
+            self.app.http.clone(),
+        )
+    }
+
     /// Journal entries (optionally of one service and method).
     pub async fn journal(&self, service: &str, method: &str) -> Vec<Value> {
         let mut q = vec![];
