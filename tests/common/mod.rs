@@ -227,7 +227,16 @@ impl TestApp {
     /// The app on a fresh database with its cloud clients pointed at a new simulator
     /// (speed 0); returns the simulator too (keep it alive).
     pub async fn spawn_sim() -> (TestApp, kineticd::sim::Sim) {
-        let (sim, _) = start_sim().await;
+        Self::spawn_sim_with(kineticd::sim::SimConfig {
+            clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// [`TestApp::spawn_sim`] with a simulator configured by `cfg`.
+    pub async fn spawn_sim_with(cfg: kineticd::sim::SimConfig) -> (TestApp, kineticd::sim::Sim) {
+        let (sim, _) = start_sim_with(cfg).await;
         let (db, url) = fresh_db().await;
         (Self::spawn_on(db, url, &sim.url(), |s| s).await, sim)
     }

@@ -5,4 +5,5 @@
 mod common;
 
 mod support;
+mod pools;
 mod up;

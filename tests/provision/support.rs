@@ -19,7 +19,16 @@ pub struct Env {
 }
 
 pub async fn env() -> Env {
-    let (app, sim) = TestApp::spawn_sim().await;
+    env_with(kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
+        ..Default::default()
+    })
+    .await
+}
+
+/// [`env`] on a simulator configured by `cfg` (quotas, stockouts, an explicit clock).
+pub async fn env_with(cfg: kineticd::sim::SimConfig) -> Env {
+    let (app, sim) = TestApp::spawn_sim_with(cfg).await;
     app.team(OWNER, "ml-team", &[PROJECT]).await;
     let workers = app.workers(test_worker_config(2));
     Env {
@@ -66,6 +75,23 @@ impl Env {
             kineticd::cloud::gcp::GcpConfig::single_root(&root),
             self.app.http.clone(),
         )
+    }
+
+    /// POST a node pool, asserting 202; returns the operation.
+    pub async fn add_pool(&self, cluster: &str, body: Value) -> Value {
+        let r = self
+            .app
+            .post(OWNER, &format!("{}/nodePools", cluster_path(cluster)), body)
+            .await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+        r.body
+    }
+
+    /// Run an operation to the end, asserting success.
+    pub async fn ok(&self, op: &Value) -> Value {
+        let done = self.done(op).await;
+        assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+        done
     }
 
     /// Journal entries (optionally of one service and method).
