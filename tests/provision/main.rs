@@ -5,5 +5,7 @@
 mod common;
 
 mod support;
+mod access;
+mod down;
 mod pools;
 mod up;
