@@ -7,5 +7,6 @@ mod common;
 mod support;
 mod access;
 mod down;
+mod ordering;
 mod pools;
 mod up;

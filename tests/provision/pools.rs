@@ -216,3 +216,46 @@ async fn a_failover_pair_is_added_and_removed_together() {
     let pools = env.app.get(OWNER, &format!("{}/nodePools", cluster_path("kf"))).await.body;
     assert_eq!(pools["nodePools"], json!([]));
 }
+
+#[tokio::test]
+async fn a_stockout_fails_the_pool_step_with_googles_reason_and_leaves_records_consistent() {
+    let env = env().await;
+    env.up_ok("ks", json!({"accelerator": "cpu"})).await;
+    env.arm("container", "nodePools.create", "STOCKOUT", 1).await;
+    let op = env.add_pool("ks", json!({"accelerator": "h100x8"})).await;
+    let pool = pool_of(&op);
+    let failed = env.done(&op).await;
+    assert_eq!(failed["metadata"]["state"], "FAILED", "{failed}");
+    let d = &failed["error"]["details"][0];
+    assert_eq!(d["reason"], "GCE_STOCKOUT", "{failed}");
+    assert_eq!(d["metadata"]["step"], format!("pool:{pool}"));
+    assert_eq!(d["metadata"]["method"], "nodePools.create");
+    let rec = env.app.get(OWNER, &format!("{}/nodePools/{pool}", cluster_path("ks"))).await.body;
+    assert_eq!(rec["state"], "ERROR");
+    // Removing the failed pool works, whatever GKE kept of it.
+    let r = env.app.delete(OWNER, &format!("{}/nodePools/{pool}", cluster_path("ks"))).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    env.ok(&r.body).await;
+    let pools = env.app.get(OWNER, &format!("{}/nodePools", cluster_path("ks"))).await.body;
+    assert_eq!(pools["nodePools"], json!([]));
+}
+
+#[tokio::test]
+async fn a_repeated_request_id_returns_the_same_operation_and_changes_nothing() {
+    let env = env().await;
+    let path = format!("{}?requestId=3f8a2c9e-0d4b-4a57-9a41-6f1e2b7c8d90", cluster_path("ki"));
+    let a = env.app.put(OWNER, &path, json!({"accelerator": "cpu"})).await;
+    let b = env.app.put(OWNER, &path, json!({"accelerator": "cpu"})).await;
+    assert_eq!(a.status, StatusCode::ACCEPTED);
+    assert_eq!(b.status, StatusCode::ACCEPTED, "{}", b.body);
+    assert_eq!(a.body["name"], b.body["name"]);
+    env.ok(&a.body).await;
+    let c = env.app.put(OWNER, &path, json!({"accelerator": "cpu"})).await;
+    assert_eq!(c.body["name"], a.body["name"], "a repeat after the end too");
+    let r = env.app.put(OWNER, &path, json!({"accelerator": "gpu-l4"})).await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(r.reason(), "REQUEST_ID_REUSED");
+    let ops = env.app.get(OWNER, "/v1/operations?filter=type=UP_CLUSTER").await.body;
+    assert_eq!(ops["operations"].as_array().unwrap().len(), 1);
+    assert_eq!(env.ok_calls("container", "clusters.create").await.len(), 1);
+}

@@ -1,0 +1,90 @@
+//! Concurrent pool adds: on one cluster they run one after another, in creation order;
+//! on two clusters they run together. The simulator's clock is explicit, so a pool
+//! creation stays in progress until the test moves time on.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+async fn advance(env: &Env, seconds: f64) {
+    let r = env
+        .app
+        .http
+        .post(format!("{}/sim/v1/clock:advance", env.sim.url()))
+        .json(&json!({ "seconds": seconds }))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+}
+
+async fn op(env: &Env, op: &Value) -> Value {
+    env.app
+        .get(OWNER, &format!("/v1/{}", op["name"].as_str().unwrap()))
+        .await
+        .body
+}
+
+/// Drive the clock until `op` is done.
+async fn finish(env: &Env, o: &Value) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let cur = op(env, o).await;
+        if cur["done"] == true {
+            return cur;
+        }
+        assert!(std::time::Instant::now() < deadline, "not done: {cur}");
+        advance(env, 30.0).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn step<'a>(op: &'a Value, prefix: &str) -> &'a Value {
+    op["metadata"]["progress"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"].as_str().unwrap().starts_with(prefix))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn pool_adds_queue_per_cluster_and_run_together_across_clusters() {
+    let env = env_with(kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Explicit,
+        ..Default::default()
+    })
+    .await;
+    for c in ["c1", "c2"] {
+        let o = env.up(c, json!({"accelerator": "cpu"})).await;
+        let done = finish(&env, &o).await;
+        assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    }
+    let a1 = env.add_pool("c1", json!({"accelerator": "l4"})).await;
+    let a2 = env.add_pool("c1", json!({"accelerator": "t4"})).await;
+    let b1 = env.add_pool("c2", json!({"accelerator": "l4"})).await;
+    // Without time moving, both first pools are being created at the same time while
+    // the second pool of c1 waits its turn.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (x, y, z) = (op(&env, &a1).await, op(&env, &a2).await, op(&env, &b1).await);
+        let creating = |o: &Value| step(o, "pool:")["state"] == "RUNNING";
+        if creating(&x) && creating(&z) {
+            assert_eq!(y["metadata"]["state"], "QUEUED", "{y}");
+            break;
+        }
+        assert_eq!(y["metadata"]["state"], "QUEUED", "{y}");
+        assert!(std::time::Instant::now() < deadline, "{x}\n{z}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (x, z) = (finish(&env, &a1).await, finish(&env, &b1).await);
+    let y = finish(&env, &a2).await;
+    for o in [&x, &y, &z] {
+        assert_eq!(o["metadata"]["state"], "SUCCEEDED", "{o}");
+    }
+    let t = |o: &Value, k: &str| chrono::DateTime::parse_from_rfc3339(o["metadata"][k].as_str().unwrap()).unwrap();
+    assert!(t(&y, "startTime") >= t(&x, "endTime"), "c1's second pool started before the first ended");
+    assert!(t(&z, "startTime") < t(&x, "endTime"), "c2 waited for c1");
+}
