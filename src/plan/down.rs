@@ -151,3 +151,52 @@ fn with(mut a: Action, details: serde_json::Value) -> Action {
     a.details = details;
     a
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::names::{ClusterName, ProjectId, ZoneName};
+
+    #[test]
+    fn down_deletes_in_dependency_order_and_keeps_the_shared_resources() {
+        let n = ClusterNames::new(
+            &ProjectId::parse("my-project").unwrap(),
+            &ZoneName::parse("us-central1-a").unwrap(),
+            &ClusterName::parse("kc").unwrap(),
+        );
+        let pools = vec!["gpu-l4-1a2b".to_owned(), "tpu-v6e-3c4d".to_owned()];
+        let p = plan(&DownInput {
+            names: &n,
+            pools: &pools,
+            force_destroy: false,
+        });
+        p.validate().unwrap();
+        let get = |id: &str| p.actions.iter().find(|a| a.id == id).unwrap();
+        assert!(p.actions.iter().all(|a| a.action == ActionKind::Delete));
+        assert!(
+            p.actions
+                .iter()
+                .all(|a| a.id != "state-bucket" && a.id != "apis")
+        );
+        assert_eq!(
+            get("cluster").depends_on,
+            ["pool:gpu-l4-1a2b", "pool:tpu-v6e-3c4d"]
+        );
+        assert!(get("network").depends_on.contains(&"router".to_owned()));
+        assert!(get("network").depends_on.contains(&"cluster".to_owned()));
+        assert!(
+            get("node-sa")
+                .depends_on
+                .contains(&"node-sa-roles".to_owned())
+        );
+        assert_eq!(get("jobs-bucket").details["forceDestroy"], false);
+        assert_eq!(
+            get("jobs-bucket").name,
+            "projects/_/buckets/my-project-kn-kc-jobs"
+        );
+        // Buckets, repository and pools go first, side by side.
+        let unit = p.critical_path(|_| 1.0).unwrap();
+        assert_eq!(unit, 4.0, "pool -> cluster -> router -> network");
+        assert!(p.warnings[0].contains("my-project-kinetic-state"));
+    }
+}

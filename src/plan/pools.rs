@@ -163,3 +163,61 @@ pub fn remove(n: &ClusterNames, pool_ids: &[String]) -> Plan {
         estimated_hourly_cost: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::accelerators::{Choice, parse};
+    use crate::domain::names::{ClusterName, ProjectId, ZoneName};
+    use crate::domain::pools::shape;
+
+    fn names() -> ClusterNames {
+        ClusterNames::new(
+            &ProjectId::parse("proj-1").unwrap(),
+            &ZoneName::parse("us-central1-a").unwrap(),
+            &ClusterName::parse("kc").unwrap(),
+        )
+    }
+
+    fn record(acc: &str, id: &str, driver: Option<&str>) -> model::NodePool {
+        let Choice::Accelerator(r) = parse(acc).unwrap() else {
+            panic!()
+        };
+        let s = shape(&r, 0, false, None, None).unwrap();
+        pool_record(
+            &PoolToAdd {
+                id,
+                shape: &s,
+                driver_version: driver,
+                zones: &[],
+                paired_pool: None,
+            },
+            &PriceTable::default(),
+        )
+    }
+
+    #[test]
+    fn add_plans_the_driver_installer_only_for_gpu_pools_without_managed_drivers() {
+        let n = names();
+        let gpu = record("l4", "gpu-l4-0001", None);
+        assert_eq!(gpu.accelerator, "gpu-l4");
+        assert_eq!((gpu.min_nodes, gpu.max_nodes), (0, 10));
+        let p = add(&n, std::slice::from_ref(&gpu), &PriceTable::default());
+        p.validate().unwrap();
+        let ids: Vec<&str> = p.actions.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(ids, ["pool:gpu-l4-0001", "nvidia-driver"]);
+        assert!(p.estimated_hourly_cost.is_some());
+        let managed = record("l4", "gpu-l4-0002", Some("LATEST"));
+        let tpu = record("tpu-v5litepod-16", "tpu-v5litepod-0003", None);
+        assert_eq!(tpu.max_nodes, 4);
+        let p = add(&n, &[managed, tpu], &PriceTable::default());
+        assert_eq!(p.actions.len(), 2, "no installer: {:?}", p.actions);
+        assert_eq!(p.actions[1].details["placementTopology"], "4x4");
+        let r = remove(&n, &["gpu-l4-0001".into()]);
+        assert_eq!(r.actions[0].action, ActionKind::Delete);
+        assert_eq!(
+            r.actions[0].name,
+            "projects/proj-1/locations/us-central1-a/clusters/kc/nodePools/gpu-l4-0001"
+        );
+    }
+}
