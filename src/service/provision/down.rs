@@ -93,19 +93,7 @@ pub async fn down(
         return Ok(Submitted::Plan(p));
     }
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    let c = store::clusters::lock_live(
-        &mut *tx,
-        path.project.as_str(),
-        path.zone.as_str(),
-        path.cluster.as_str(),
-    )
-    .await?
-    .ok_or_else(|| {
-        Error::aborted(
-            "CLUSTER_CHANGED",
-            "the cluster changed while the request was prepared; send it again",
-        )
-    })?;
+    let c = super::lock(&mut tx, path).await?;
     store::clusters::set_state(&mut *tx, c.id, "DELETING", false).await?;
     let enq = operation(
         OpRequest {

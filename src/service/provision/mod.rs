@@ -88,6 +88,24 @@ pub fn not_deleting(c: &ClusterRecord, path: &ClusterPath) -> Result<()> {
     Ok(())
 }
 
+/// Lock the live record inside the enqueue transaction (it may have changed since the
+/// request was read).
+pub async fn lock(tx: &mut sqlx::PgConnection, path: &ClusterPath) -> Result<ClusterRecord> {
+    crate::store::clusters::lock_live(
+        tx,
+        path.project.as_str(),
+        path.zone.as_str(),
+        path.cluster.as_str(),
+    )
+    .await?
+    .ok_or_else(|| {
+        Error::aborted(
+            "CLUSTER_CHANGED",
+            "the cluster changed while the request was prepared; send it again",
+        )
+    })
+}
+
 /// Everything an operation of this module needs besides its plan.
 pub struct OpRequest<'a> {
     pub op_type: &'static str,

@@ -238,19 +238,7 @@ pub async fn add_pool(
     }
     let request = serde_json::to_value(&req).unwrap_or_default();
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    let c = store::clusters::lock_live(
-        &mut *tx,
-        path.project.as_str(),
-        path.zone.as_str(),
-        path.cluster.as_str(),
-    )
-    .await?
-    .ok_or_else(|| {
-        Error::aborted(
-            "CLUSTER_CHANGED",
-            "the cluster changed while the request was prepared; send it again",
-        )
-    })?;
+    let c = super::lock(&mut tx, path).await?;
     not_deleting(&c, path)?;
     for r in &records {
         store::node_pools::insert(
@@ -338,19 +326,7 @@ pub async fn remove_pool(
         return Ok(Submitted::Plan(p));
     }
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    let c = store::clusters::lock_live(
-        &mut *tx,
-        path.project.as_str(),
-        path.zone.as_str(),
-        path.cluster.as_str(),
-    )
-    .await?
-    .ok_or_else(|| {
-        Error::aborted(
-            "CLUSTER_CHANGED",
-            "the cluster changed while the request was prepared; send it again",
-        )
-    })?;
+    let c = super::lock(&mut tx, path).await?;
     not_deleting(&c, path)?;
     store::node_pools::set_state(&mut *tx, c.id, Some(&ids), "STOPPING", &[]).await?;
     let enq = operation(

@@ -100,19 +100,7 @@ pub async fn up(
             return Ok(Submitted::Plan(p));
         }
         let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-        let c = store::clusters::lock_live(
-            &mut *tx,
-            path.project.as_str(),
-            path.zone.as_str(),
-            path.cluster.as_str(),
-        )
-        .await?
-        .ok_or_else(|| {
-            Error::aborted(
-                "CLUSTER_CHANGED",
-                "the cluster changed while the request was prepared; send it again",
-            )
-        })?;
+        let c = super::lock(&mut tx, path).await?;
         super::not_deleting(&c, path)?;
         let mut spec = c.spec.clone();
         spec["forceDestroy"] = json!(force_destroy);
