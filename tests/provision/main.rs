@@ -4,9 +4,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod support;
 mod access;
 mod down;
 mod ordering;
 mod pools;
+mod support;
 mod up;

@@ -69,7 +69,11 @@ async fn pool_adds_queue_per_cluster_and_run_together_across_clusters() {
     // the second pool of c1 waits its turn.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let (x, y, z) = (op(&env, &a1).await, op(&env, &a2).await, op(&env, &b1).await);
+        let (x, y, z) = (
+            op(&env, &a1).await,
+            op(&env, &a2).await,
+            op(&env, &b1).await,
+        );
         let creating = |o: &Value| step(o, "pool:")["state"] == "RUNNING";
         if creating(&x) && creating(&z) {
             assert_eq!(y["metadata"]["state"], "QUEUED", "{y}");
@@ -84,7 +88,12 @@ async fn pool_adds_queue_per_cluster_and_run_together_across_clusters() {
     for o in [&x, &y, &z] {
         assert_eq!(o["metadata"]["state"], "SUCCEEDED", "{o}");
     }
-    let t = |o: &Value, k: &str| chrono::DateTime::parse_from_rfc3339(o["metadata"][k].as_str().unwrap()).unwrap();
-    assert!(t(&y, "startTime") >= t(&x, "endTime"), "c1's second pool started before the first ended");
+    let t = |o: &Value, k: &str| {
+        chrono::DateTime::parse_from_rfc3339(o["metadata"][k].as_str().unwrap()).unwrap()
+    };
+    assert!(
+        t(&y, "startTime") >= t(&x, "endTime"),
+        "c1's second pool started before the first ended"
+    );
     assert!(t(&z, "startTime") < t(&x, "endTime"), "c2 waited for c1");
 }

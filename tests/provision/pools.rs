@@ -30,10 +30,15 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
     env.up_ok("kp", json!({"accelerator": "cpu"})).await;
 
     // Spot GPU: named now, spot, keeps the 24 h limit.
-    let op = env.add_pool("kp", json!({"accelerator": "l4:spot", "minNodes": 1})).await;
+    let op = env
+        .add_pool("kp", json!({"accelerator": "l4:spot", "minNodes": 1}))
+        .await;
     let spot = pool_of(&op);
     assert!(spot.starts_with("gpu-l4-"), "{spot}");
-    let rec = env.app.get(OWNER, &format!("{}/nodePools/{spot}", cluster_path("kp"))).await;
+    let rec = env
+        .app
+        .get(OWNER, &format!("{}/nodePools/{spot}", cluster_path("kp")))
+        .await;
     assert_eq!(rec.status, StatusCode::OK, "{}", rec.body);
     assert_eq!(rec.body["state"], "PROVISIONING");
     env.ok(&op).await;
@@ -44,7 +49,12 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
     let reserved = pool_of(&op);
     env.ok(&op).await;
     // Spot TPU: no max run duration.
-    let op = env.add_pool("kp", json!({"accelerator": "tpu-v5litepod-4", "spot": true})).await;
+    let op = env
+        .add_pool(
+            "kp",
+            json!({"accelerator": "tpu-v5litepod-4", "spot": true}),
+        )
+        .await;
     let tpu = pool_of(&op);
     assert!(tpu.starts_with("tpu-v5litepod-"), "{tpu}");
     env.ok(&op).await;
@@ -55,7 +65,13 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
     assert_eq!(p["config"]["spot"], true);
     assert_eq!(p["config"]["maxRunDuration"], "86400s");
     assert_eq!(p["initialNodeCount"], 1);
-    assert_eq!((p["autoscaling"]["minNodeCount"].clone(), p["autoscaling"]["maxNodeCount"].clone()), (json!(1), json!(11)));
+    assert_eq!(
+        (
+            p["autoscaling"]["minNodeCount"].clone(),
+            p["autoscaling"]["maxNodeCount"].clone()
+        ),
+        (json!(1), json!(11))
+    );
     let p = created_pool(&calls, &reserved);
     assert_eq!(
         p["config"]["reservationAffinity"],
@@ -64,56 +80,154 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
     assert!(p["config"].get("spot").is_none());
     assert_eq!(p["locations"], json!(["us-central1-a", "us-central1-b"]));
     assert_eq!(p["config"]["machineType"], "a2-highgpu-2g");
-    assert_eq!(p["config"]["accelerators"][0]["gpuDriverInstallationConfig"]["gpuDriverVersion"], "LATEST");
+    assert_eq!(
+        p["config"]["accelerators"][0]["gpuDriverInstallationConfig"]["gpuDriverVersion"],
+        "LATEST"
+    );
     let p = created_pool(&calls, &tpu);
     assert_eq!(p["config"]["spot"], true);
-    assert!(p["config"].get("maxRunDuration").is_none(), "spot TPU pools have no max run duration: {p}");
-    assert!(p.get("placementPolicy").is_none(), "single-host TPU: no placement");
+    assert!(
+        p["config"].get("maxRunDuration").is_none(),
+        "spot TPU pools have no max run duration: {p}"
+    );
+    assert!(
+        p.get("placementPolicy").is_none(),
+        "single-host TPU: no placement"
+    );
 
     // List and get from the records.
-    let list = env.app.get(OWNER, &format!("{}/nodePools", cluster_path("kp"))).await.body;
-    let ids: Vec<&str> = list["nodePools"].as_array().unwrap().iter().map(|p| p["poolId"].as_str().unwrap()).collect();
+    let list = env
+        .app
+        .get(OWNER, &format!("{}/nodePools", cluster_path("kp")))
+        .await
+        .body;
+    let ids: Vec<&str> = list["nodePools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["poolId"].as_str().unwrap())
+        .collect();
     assert_eq!(ids.len(), 3);
-    let r = env.app.get(OWNER, &format!("{}/nodePools/{reserved}", cluster_path("kp"))).await.body;
+    let r = env
+        .app
+        .get(
+            OWNER,
+            &format!("{}/nodePools/{reserved}", cluster_path("kp")),
+        )
+        .await
+        .body;
     assert_eq!(r["state"], "RUNNING");
     assert_eq!(r["reservation"], "team-res");
     assert_eq!(r["zones"], json!(["us-central1-a", "us-central1-b"]));
     assert_eq!(r["driverVersion"], "LATEST");
-    assert!(r["estimatedHourlyCost"]["perNode"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(
+        r["estimatedHourlyCost"]["perNode"].as_f64().unwrap() > 0.0,
+        "{r}"
+    );
 
     // The driver installer is applied only for the GPU pool without managed drivers.
     let steps = |op: &Value| -> Vec<String> {
-        op["metadata"]["progress"]["steps"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_owned()).collect()
+        op["metadata"]["progress"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_owned())
+            .collect()
     };
-    let ops = env.app.get(OWNER, "/v1/operations?filter=type=ADD_NODE_POOL").await.body;
-    let with_driver: Vec<bool> = ops["operations"].as_array().unwrap().iter().map(|o| steps(o).contains(&"nvidia-driver".to_owned())).collect();
-    assert_eq!(with_driver.iter().filter(|b| **b).count(), 1, "{with_driver:?} {:?}", ops["operations"].as_array().unwrap().iter().map(steps).collect::<Vec<_>>());
+    let ops = env
+        .app
+        .get(OWNER, "/v1/operations?filter=type=ADD_NODE_POOL")
+        .await
+        .body;
+    let with_driver: Vec<bool> = ops["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| steps(o).contains(&"nvidia-driver".to_owned()))
+        .collect();
+    assert_eq!(
+        with_driver.iter().filter(|b| **b).count(),
+        1,
+        "{with_driver:?} {:?}",
+        ops["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(steps)
+            .collect::<Vec<_>>()
+    );
 
     // Spot and reservation survive later operations: a second up that repairs a pool
     // deleted behind kineticd's back rebuilds it from its record.
     let gcp = env.gcp();
-    let del = gcp.container.delete_node_pool(PROJECT, ZONE, "kp", &spot).await.unwrap();
-    gcp.container.wait_operation(&del, &Default::default(), std::time::Duration::from_secs(10)).await.unwrap();
-    let del = gcp.container.delete_node_pool(PROJECT, ZONE, "kp", &reserved).await.unwrap();
-    gcp.container.wait_operation(&del, &Default::default(), std::time::Duration::from_secs(10)).await.unwrap();
+    let del = gcp
+        .container
+        .delete_node_pool(PROJECT, ZONE, "kp", &spot)
+        .await
+        .unwrap();
+    gcp.container
+        .wait_operation(
+            &del,
+            &Default::default(),
+            std::time::Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+    let del = gcp
+        .container
+        .delete_node_pool(PROJECT, ZONE, "kp", &reserved)
+        .await
+        .unwrap();
+    gcp.container
+        .wait_operation(
+            &del,
+            &Default::default(),
+            std::time::Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
     env.up_ok("kp", json!({})).await;
     let calls = env.ok_calls("container", "nodePools.create").await;
-    assert_eq!(calls.len(), 5, "both missing pools re-created, nothing else");
-    let again: Vec<&Value> = calls.iter().filter(|e| e["body"]["nodePool"]["name"] == spot.as_str()).map(|e| &e["body"]["nodePool"]).collect();
+    assert_eq!(
+        calls.len(),
+        5,
+        "both missing pools re-created, nothing else"
+    );
+    let again: Vec<&Value> = calls
+        .iter()
+        .filter(|e| e["body"]["nodePool"]["name"] == spot.as_str())
+        .map(|e| &e["body"]["nodePool"])
+        .collect();
     assert_eq!(again.len(), 2);
     assert_eq!(again[0], again[1], "the re-created spot pool is identical");
-    let again: Vec<&Value> = calls.iter().filter(|e| e["body"]["nodePool"]["name"] == reserved.as_str()).map(|e| &e["body"]["nodePool"]).collect();
-    assert_eq!(again[0], again[1], "the re-created reservation pool is identical");
+    let again: Vec<&Value> = calls
+        .iter()
+        .filter(|e| e["body"]["nodePool"]["name"] == reserved.as_str())
+        .map(|e| &e["body"]["nodePool"])
+        .collect();
+    assert_eq!(
+        again[0], again[1],
+        "the re-created reservation pool is identical"
+    );
 
     // Remove one: gone from GKE and from the records.
-    let r = env.app.delete(OWNER, &format!("{}/nodePools/{tpu}", cluster_path("kp"))).await;
+    let r = env
+        .app
+        .delete(OWNER, &format!("{}/nodePools/{tpu}", cluster_path("kp")))
+        .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     assert_eq!(r.body["metadata"]["type"], "REMOVE_NODE_POOL");
     env.ok(&r.body).await;
     let deletes = env.ok_calls("container", "nodePools.delete").await;
-    let of_tpu = deletes.iter().filter(|e| e["path"].as_str().unwrap().ends_with(&tpu)).count();
+    let of_tpu = deletes
+        .iter()
+        .filter(|e| e["path"].as_str().unwrap().ends_with(&tpu))
+        .count();
     assert_eq!(of_tpu, 1);
-    let r = env.app.get(OWNER, &format!("{}/nodePools/{tpu}", cluster_path("kp"))).await;
+    let r = env
+        .app
+        .get(OWNER, &format!("{}/nodePools/{tpu}", cluster_path("kp")))
+        .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert_eq!(r.reason(), "NODE_POOL_NOT_FOUND");
 }
@@ -125,13 +239,31 @@ async fn bad_pools_are_refused_before_any_operation_exists() {
     let path = format!("{}/nodePools", cluster_path("kb"));
     let cases = [
         (json!({"accelerator": "cpu"}), "CPU_POOL_NOT_ALLOWED"),
-        (json!({"accelerator": "l4", "spot": true, "reservation": "r"}), "SPOT_WITH_RESERVATION"),
-        (json!({"accelerator": "l4:spot", "reservation": "r"}), "SPOT_WITH_RESERVATION"),
+        (
+            json!({"accelerator": "l4", "spot": true, "reservation": "r"}),
+            "SPOT_WITH_RESERVATION",
+        ),
+        (
+            json!({"accelerator": "l4:spot", "reservation": "r"}),
+            "SPOT_WITH_RESERVATION",
+        ),
         (json!({"accelerator": "a100x3"}), "UNKNOWN_ACCELERATOR"),
-        (json!({"accelerator": "tpu-v5litepod-16", "minNodes": 2}), "TPU_MIN_NODES_NOT_WHOLE_SLICES"),
-        (json!({"accelerator": "l4", "zones": ["europe-west4-a"]}), "INVALID_ZONE"),
-        (json!({"accelerator": "tpu-v5litepod-4", "driverVersion": "LATEST"}), "INVALID_DRIVER_VERSION"),
-        (json!({"accelerator": "l4", "driverVersion": "NEWEST"}), "INVALID_DRIVER_VERSION"),
+        (
+            json!({"accelerator": "tpu-v5litepod-16", "minNodes": 2}),
+            "TPU_MIN_NODES_NOT_WHOLE_SLICES",
+        ),
+        (
+            json!({"accelerator": "l4", "zones": ["europe-west4-a"]}),
+            "INVALID_ZONE",
+        ),
+        (
+            json!({"accelerator": "tpu-v5litepod-4", "driverVersion": "LATEST"}),
+            "INVALID_DRIVER_VERSION",
+        ),
+        (
+            json!({"accelerator": "l4", "driverVersion": "NEWEST"}),
+            "INVALID_DRIVER_VERSION",
+        ),
         (json!({}), "ACCELERATOR_REQUIRED"),
     ];
     for (body, reason) in cases {
@@ -139,15 +271,35 @@ async fn bad_pools_are_refused_before_any_operation_exists() {
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
         assert_eq!(r.reason(), reason, "{body}: {}", r.body);
     }
-    let r = env.app.post(OWNER, &path, json!({"accelerator": "a100x3"})).await;
-    let suggestions = r.body["error"]["details"][0]["metadata"]["suggestions"].as_str().unwrap().to_owned();
-    assert!(suggestions.contains("gpu-a100x2") || suggestions.contains("gpu-a100x4"), "{suggestions}");
-    let ops = env.app.get(OWNER, "/v1/operations?filter=type=ADD_NODE_POOL").await.body;
+    let r = env
+        .app
+        .post(OWNER, &path, json!({"accelerator": "a100x3"}))
+        .await;
+    let suggestions = r.body["error"]["details"][0]["metadata"]["suggestions"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        suggestions.contains("gpu-a100x2") || suggestions.contains("gpu-a100x4"),
+        "{suggestions}"
+    );
+    let ops = env
+        .app
+        .get(OWNER, "/v1/operations?filter=type=ADD_NODE_POOL")
+        .await
+        .body;
     assert_eq!(ops["operations"], json!([]));
     let pools = env.app.get(OWNER, &path).await.body;
     assert_eq!(pools["nodePools"], json!([]));
     // A pool of a cluster that does not exist.
-    let r = env.app.post(OWNER, &format!("{}/nodePools", cluster_path("nope")), json!({"accelerator": "l4"})).await;
+    let r = env
+        .app
+        .post(
+            OWNER,
+            &format!("{}/nodePools", cluster_path("nope")),
+            json!({"accelerator": "l4"}),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert_eq!(r.reason(), "CLUSTER_NOT_FOUND");
 }
@@ -164,7 +316,10 @@ async fn the_quota_pre_check_names_metric_limit_usage_and_need() {
     let path = format!("{}/nodePools", cluster_path("kq"));
     // Preview and real request answer the same.
     for p in [format!("{path}?validateOnly=true"), path.clone()] {
-        let r = env.app.post(OWNER, &p, json!({"accelerator": "a100x8"})).await;
+        let r = env
+            .app
+            .post(OWNER, &p, json!({"accelerator": "a100x8"}))
+            .await;
         assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
         assert_eq!(r.reason(), "QUOTA_INSUFFICIENT");
         let m = &r.body["error"]["details"][0]["metadata"];
@@ -173,12 +328,21 @@ async fn the_quota_pre_check_names_metric_limit_usage_and_need() {
         assert_eq!(m["usage"], "0");
         assert_eq!(m["needed"], "8");
     }
-    assert!(env.ok_calls("container", "nodePools.create").await.is_empty());
+    assert!(
+        env.ok_calls("container", "nodePools.create")
+            .await
+            .is_empty()
+    );
     // Within quota: accepted.
-    let op = env.add_pool("kq", json!({"accelerator": "a100x4", "minNodes": 1})).await;
+    let op = env
+        .add_pool("kq", json!({"accelerator": "a100x4", "minNodes": 1}))
+        .await;
     env.ok(&op).await;
     // Now 4 of 6 are used: another 4 do not fit.
-    let r = env.app.post(OWNER, &path, json!({"accelerator": "a100x4"})).await;
+    let r = env
+        .app
+        .post(OWNER, &path, json!({"accelerator": "a100x4"}))
+        .await;
     assert_eq!(r.reason(), "QUOTA_INSUFFICIENT", "{}", r.body);
     assert_eq!(r.body["error"]["details"][0]["metadata"]["usage"], "4");
 }
@@ -187,9 +351,15 @@ async fn the_quota_pre_check_names_metric_limit_usage_and_need() {
 async fn a_failover_pair_is_added_and_removed_together() {
     let env = env().await;
     env.up_ok("kf", json!({"accelerator": "cpu"})).await;
-    let op = env.add_pool("kf", json!({"accelerator": "l4", "failover": true})).await;
+    let op = env
+        .add_pool("kf", json!({"accelerator": "l4", "failover": true}))
+        .await;
     env.ok(&op).await;
-    let pools = env.app.get(OWNER, &format!("{}/nodePools", cluster_path("kf"))).await.body;
+    let pools = env
+        .app
+        .get(OWNER, &format!("{}/nodePools", cluster_path("kf")))
+        .await
+        .body;
     let pools = pools["nodePools"].as_array().unwrap().clone();
     assert_eq!(pools.len(), 2);
     let spot = pools.iter().find(|p| p["spot"] == true).unwrap();
@@ -200,20 +370,37 @@ async fn a_failover_pair_is_added_and_removed_together() {
     assert_eq!(od["minNodes"], 0);
     assert_eq!(spot["labels"]["gpu-pool-type"], "spot");
     assert_eq!(od["labels"]["gpu-pool-type"], "on-demand");
-    assert_eq!(spot["taints"], json!([{"key": "gpu-pool-type", "value": "spot", "effect": "NO_SCHEDULE"}]));
+    assert_eq!(
+        spot["taints"],
+        json!([{"key": "gpu-pool-type", "value": "spot", "effect": "NO_SCHEDULE"}])
+    );
     assert_eq!(od["taints"], json!([]));
     let calls = env.ok_calls("container", "nodePools.create").await;
     let sp = created_pool(&calls, spot["poolId"].as_str().unwrap());
-    assert_eq!(sp["config"]["taints"], json!([{"key": "gpu-pool-type", "value": "spot", "effect": "NO_SCHEDULE"}]));
+    assert_eq!(
+        sp["config"]["taints"],
+        json!([{"key": "gpu-pool-type", "value": "spot", "effect": "NO_SCHEDULE"}])
+    );
     assert_eq!(sp["config"]["labels"]["gpu-pool-type"], "spot");
     let r = env
         .app
-        .delete(OWNER, &format!("{}/nodePools/{}", cluster_path("kf"), spot["poolId"].as_str().unwrap()))
+        .delete(
+            OWNER,
+            &format!(
+                "{}/nodePools/{}",
+                cluster_path("kf"),
+                spot["poolId"].as_str().unwrap()
+            ),
+        )
         .await;
     assert_eq!(r.status, StatusCode::ACCEPTED);
     env.ok(&r.body).await;
     assert_eq!(env.ok_calls("container", "nodePools.delete").await.len(), 2);
-    let pools = env.app.get(OWNER, &format!("{}/nodePools", cluster_path("kf"))).await.body;
+    let pools = env
+        .app
+        .get(OWNER, &format!("{}/nodePools", cluster_path("kf")))
+        .await
+        .body;
     assert_eq!(pools["nodePools"], json!([]));
 }
 
@@ -221,7 +408,8 @@ async fn a_failover_pair_is_added_and_removed_together() {
 async fn a_stockout_fails_the_pool_step_with_googles_reason_and_leaves_records_consistent() {
     let env = env().await;
     env.up_ok("ks", json!({"accelerator": "cpu"})).await;
-    env.arm("container", "nodePools.create", "STOCKOUT", 1).await;
+    env.arm("container", "nodePools.create", "STOCKOUT", 1)
+        .await;
     let op = env.add_pool("ks", json!({"accelerator": "h100x8"})).await;
     let pool = pool_of(&op);
     let failed = env.done(&op).await;
@@ -230,32 +418,62 @@ async fn a_stockout_fails_the_pool_step_with_googles_reason_and_leaves_records_c
     assert_eq!(d["reason"], "GCE_STOCKOUT", "{failed}");
     assert_eq!(d["metadata"]["step"], format!("pool:{pool}"));
     assert_eq!(d["metadata"]["method"], "nodePools.create");
-    let rec = env.app.get(OWNER, &format!("{}/nodePools/{pool}", cluster_path("ks"))).await.body;
+    let rec = env
+        .app
+        .get(OWNER, &format!("{}/nodePools/{pool}", cluster_path("ks")))
+        .await
+        .body;
     assert_eq!(rec["state"], "ERROR");
     // Removing the failed pool works, whatever GKE kept of it.
-    let r = env.app.delete(OWNER, &format!("{}/nodePools/{pool}", cluster_path("ks"))).await;
+    let r = env
+        .app
+        .delete(OWNER, &format!("{}/nodePools/{pool}", cluster_path("ks")))
+        .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     env.ok(&r.body).await;
-    let pools = env.app.get(OWNER, &format!("{}/nodePools", cluster_path("ks"))).await.body;
+    let pools = env
+        .app
+        .get(OWNER, &format!("{}/nodePools", cluster_path("ks")))
+        .await
+        .body;
     assert_eq!(pools["nodePools"], json!([]));
 }
 
 #[tokio::test]
 async fn a_repeated_request_id_returns_the_same_operation_and_changes_nothing() {
     let env = env().await;
-    let path = format!("{}?requestId=3f8a2c9e-0d4b-4a57-9a41-6f1e2b7c8d90", cluster_path("ki"));
-    let a = env.app.put(OWNER, &path, json!({"accelerator": "cpu"})).await;
-    let b = env.app.put(OWNER, &path, json!({"accelerator": "cpu"})).await;
+    let path = format!(
+        "{}?requestId=3f8a2c9e-0d4b-4a57-9a41-6f1e2b7c8d90",
+        cluster_path("ki")
+    );
+    let a = env
+        .app
+        .put(OWNER, &path, json!({"accelerator": "cpu"}))
+        .await;
+    let b = env
+        .app
+        .put(OWNER, &path, json!({"accelerator": "cpu"}))
+        .await;
     assert_eq!(a.status, StatusCode::ACCEPTED);
     assert_eq!(b.status, StatusCode::ACCEPTED, "{}", b.body);
     assert_eq!(a.body["name"], b.body["name"]);
     env.ok(&a.body).await;
-    let c = env.app.put(OWNER, &path, json!({"accelerator": "cpu"})).await;
+    let c = env
+        .app
+        .put(OWNER, &path, json!({"accelerator": "cpu"}))
+        .await;
     assert_eq!(c.body["name"], a.body["name"], "a repeat after the end too");
-    let r = env.app.put(OWNER, &path, json!({"accelerator": "gpu-l4"})).await;
+    let r = env
+        .app
+        .put(OWNER, &path, json!({"accelerator": "gpu-l4"}))
+        .await;
     assert_eq!(r.status, StatusCode::CONFLICT);
     assert_eq!(r.reason(), "REQUEST_ID_REUSED");
-    let ops = env.app.get(OWNER, "/v1/operations?filter=type=UP_CLUSTER").await.body;
+    let ops = env
+        .app
+        .get(OWNER, "/v1/operations?filter=type=UP_CLUSTER")
+        .await
+        .body;
     assert_eq!(ops["operations"].as_array().unwrap().len(), 1);
     assert_eq!(env.ok_calls("container", "clusters.create").await.len(), 1);
 }

@@ -32,7 +32,10 @@ async fn create_counts(env: &Env) -> Vec<usize> {
 fn body_of<'a>(calls: &'a [Value], path_has: &str) -> &'a Value {
     &calls
         .iter()
-        .find(|e| e["path"].as_str().unwrap_or("").contains(path_has) || e["body"].to_string().contains(path_has))
+        .find(|e| {
+            e["path"].as_str().unwrap_or("").contains(path_has)
+                || e["body"].to_string().contains(path_has)
+        })
         .unwrap_or_else(|| panic!("no call with {path_has}"))["body"]
 }
 
@@ -45,8 +48,14 @@ fn labels_ok(l: &Value) {
 async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     let env = env().await;
     let done = env.up_ok("kc", json!({"accelerator": "gpu-l4"})).await;
-    let pool = done["response"]["nodePools"][0].as_str().unwrap().to_owned();
-    assert!(pool.starts_with("gpu-l4-") && pool.len() == "gpu-l4-".len() + 4, "{pool}");
+    let pool = done["response"]["nodePools"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        pool.starts_with("gpu-l4-") && pool.len() == "gpu-l4-".len() + 4,
+        "{pool}"
+    );
 
     // APIs: the seven of the reference, once.
     let apis = env.ok_calls("serviceusage", "services.batchEnable").await;
@@ -78,13 +87,19 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     let state = body_of(&buckets, "ml-proj-kinetic-state");
     assert_eq!(state["location"], "US");
     assert_eq!(state["versioning"]["enabled"], true);
-    assert_eq!(state["iamConfiguration"]["uniformBucketLevelAccess"]["enabled"], true);
+    assert_eq!(
+        state["iamConfiguration"]["uniformBucketLevelAccess"]["enabled"],
+        true
+    );
     let jobs = body_of(&buckets, "ml-proj-kn-kc-jobs");
     assert_eq!(jobs["location"], "US-CENTRAL1");
     let builds = body_of(&buckets, "ml-proj-kn-kc-builds");
     assert_eq!(builds["location"], "US");
     for b in [jobs, builds] {
-        assert_eq!(b["iamConfiguration"]["uniformBucketLevelAccess"]["enabled"], true);
+        assert_eq!(
+            b["iamConfiguration"]["uniformBucketLevelAccess"]["enabled"],
+            true
+        );
         assert_eq!(b["lifecycle"]["rule"][0]["action"]["type"], "Delete");
         assert_eq!(b["lifecycle"]["rule"][0]["condition"]["age"], 30);
         labels_ok(&b["labels"]);
@@ -97,37 +112,71 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     assert_eq!(net[0]["body"]["autoCreateSubnetworks"], true);
     let router = env.ok_calls("compute", "routers.insert").await;
     assert_eq!(router.len(), 1);
-    assert!(router[0]["path"].as_str().unwrap().contains("/regions/us-central1/"));
+    assert!(
+        router[0]["path"]
+            .as_str()
+            .unwrap()
+            .contains("/regions/us-central1/")
+    );
     let r = &router[0]["body"];
     assert_eq!(r["name"], "kn-kc-router");
-    assert!(r["network"].as_str().unwrap().ends_with("/global/networks/kn-kc"));
+    assert!(
+        r["network"]
+            .as_str()
+            .unwrap()
+            .ends_with("/global/networks/kn-kc")
+    );
     assert_eq!(r["nats"][0]["name"], "kn-kc-nat");
     assert_eq!(r["nats"][0]["natIpAllocateOption"], "AUTO_ONLY");
-    assert_eq!(r["nats"][0]["sourceSubnetworkIpRangesToNat"], "ALL_SUBNETWORKS_ALL_IP_RANGES");
+    assert_eq!(
+        r["nats"][0]["sourceSubnetworkIpRangesToNat"],
+        "ALL_SUBNETWORKS_ALL_IP_RANGES"
+    );
 
     // Service accounts, repository.
     let sas = env.ok_calls("iam", "serviceAccounts.create").await;
-    let mut sa_ids: Vec<&str> = sas.iter().map(|e| e["body"]["accountId"].as_str().unwrap()).collect();
+    let mut sa_ids: Vec<&str> = sas
+        .iter()
+        .map(|e| e["body"]["accountId"].as_str().unwrap())
+        .collect();
     sa_ids.sort();
     assert_eq!(sa_ids, ["kn-kc-builds", "kn-kc-nodes"]);
-    let repo = env.ok_calls("artifactregistry", "repositories.create").await;
+    let repo = env
+        .ok_calls("artifactregistry", "repositories.create")
+        .await;
     assert_eq!(repo.len(), 1);
     assert!(repo[0]["path"].as_str().unwrap().contains("/locations/us/"));
-    assert!(repo[0]["query"].as_str().unwrap().contains("repositoryId=kn-kc"));
+    assert!(
+        repo[0]["query"]
+            .as_str()
+            .unwrap()
+            .contains("repositoryId=kn-kc")
+    );
     assert_eq!(repo[0]["body"]["format"], "DOCKER");
 
     // The GKE cluster.
     let cl = env.ok_calls("container", "clusters.create").await;
     assert_eq!(cl.len(), 1);
-    assert!(cl[0]["path"].as_str().unwrap().contains("/locations/us-central1-a/"));
+    assert!(
+        cl[0]["path"]
+            .as_str()
+            .unwrap()
+            .contains("/locations/us-central1-a/")
+    );
     let c = &cl[0]["body"]["cluster"];
     assert_eq!(c["name"], "kc");
     assert_eq!(c["releaseChannel"]["channel"], "STABLE");
     assert_eq!(c["network"], "kn-kc");
     assert_eq!(c["privateClusterConfig"]["enablePrivateNodes"], true);
     assert_eq!(c["privateClusterConfig"]["enablePrivateEndpoint"], false);
-    assert_eq!(c["privateClusterConfig"]["masterIpv4CidrBlock"], "172.16.0.0/28");
-    assert_eq!(c["workloadIdentityConfig"]["workloadPool"], "ml-proj.svc.id.goog");
+    assert_eq!(
+        c["privateClusterConfig"]["masterIpv4CidrBlock"],
+        "172.16.0.0/28"
+    );
+    assert_eq!(
+        c["workloadIdentityConfig"]["workloadPool"],
+        "ml-proj.svc.id.goog"
+    );
     assert_eq!(c["addonsConfig"]["gcsFuseCsiDriverConfig"]["enabled"], true);
     labels_ok(&c["resourceLabels"]);
     let dp = &c["nodePools"][0];
@@ -151,16 +200,27 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     assert_eq!(cfg["machineType"], "g2-standard-4");
     assert_eq!(cfg["accelerators"][0]["acceleratorType"], "nvidia-l4");
     assert_eq!(cfg["accelerators"][0]["acceleratorCount"], "1");
-    assert_eq!(cfg["serviceAccount"], "kn-kc-nodes@ml-proj.iam.gserviceaccount.com");
-    assert_eq!(cfg["oauthScopes"], json!(["https://www.googleapis.com/auth/cloud-platform"]));
+    assert_eq!(
+        cfg["serviceAccount"],
+        "kn-kc-nodes@ml-proj.iam.gserviceaccount.com"
+    );
+    assert_eq!(
+        cfg["oauthScopes"],
+        json!(["https://www.googleapis.com/auth/cloud-platform"])
+    );
     assert_eq!(cfg["workloadMetadataConfig"]["mode"], "GKE_METADATA");
     assert_eq!(cfg["maxRunDuration"], "86400s");
     labels_ok(&cfg["labels"]);
-    assert!(cfg.get("spot").is_none() && cfg.get("reservationAffinity").is_none(), "{cfg}");
+    assert!(
+        cfg.get("spot").is_none() && cfg.get("reservationAffinity").is_none(),
+        "{cfg}"
+    );
     assert!(p.get("placementPolicy").is_none());
 
     // IAM: project roles of both accounts, bucket and repository roles, Workload Identity.
-    let policy = env.ok_calls("cloudresourcemanager", "projects.setIamPolicy").await;
+    let policy = env
+        .ok_calls("cloudresourcemanager", "projects.setIamPolicy")
+        .await;
     let last = &policy.last().unwrap()["body"]["policy"]["bindings"];
     let has = |bindings: &Value, role: &str, member: &str| {
         bindings.as_array().unwrap().iter().any(|b| {
@@ -169,22 +229,41 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     };
     let node = "serviceAccount:kn-kc-nodes@ml-proj.iam.gserviceaccount.com";
     let build = "serviceAccount:kn-kc-builds@ml-proj.iam.gserviceaccount.com";
-    for role in ["roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/container.defaultNodeServiceAccount"] {
+    for role in [
+        "roles/logging.logWriter",
+        "roles/monitoring.metricWriter",
+        "roles/container.defaultNodeServiceAccount",
+    ] {
         assert!(has(last, role, node), "{role} for node SA: {last}");
     }
-    for role in ["roles/logging.logWriter", "roles/secretmanager.secretAccessor"] {
+    for role in [
+        "roles/logging.logWriter",
+        "roles/secretmanager.secretAccessor",
+    ] {
         assert!(has(last, role, build), "{role} for build SA: {last}");
     }
     let bucket_policies = env.ok_calls("storage", "buckets.setIamPolicy").await;
     assert_eq!(bucket_policies.len(), 2);
     for b in &bucket_policies {
-        for role in ["roles/storage.objectAdmin", "roles/storage.legacyBucketReader"] {
-            assert!(has(&b["body"]["bindings"], role, node) && has(&b["body"]["bindings"], role, build), "{b}");
+        for role in [
+            "roles/storage.objectAdmin",
+            "roles/storage.legacyBucketReader",
+        ] {
+            assert!(
+                has(&b["body"]["bindings"], role, node) && has(&b["body"]["bindings"], role, build),
+                "{b}"
+            );
         }
     }
-    let repo_policy = env.ok_calls("artifactregistry", "repositories.setIamPolicy").await;
+    let repo_policy = env
+        .ok_calls("artifactregistry", "repositories.setIamPolicy")
+        .await;
     let rb = &repo_policy.last().unwrap()["body"]["policy"]["bindings"];
-    assert!(has(rb, "roles/artifactregistry.reader", node) && has(rb, "roles/artifactregistry.writer", build), "{rb}");
+    assert!(
+        has(rb, "roles/artifactregistry.reader", node)
+            && has(rb, "roles/artifactregistry.writer", build),
+        "{rb}"
+    );
     let wi = env.ok_calls("iam", "serviceAccounts.setIamPolicy").await;
     assert!(has(
         &wi.last().unwrap()["body"]["policy"]["bindings"],
@@ -194,10 +273,26 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
 
     // In the cluster: the KSA annotated for Workload Identity, LWS, the driver installer.
     let applied = env.ok_calls("kube", "kube.apply").await;
-    let paths: Vec<&str> = applied.iter().map(|e| e["path"].as_str().unwrap()).collect();
-    assert!(paths.iter().any(|p| p.ends_with("/namespaces/default/serviceaccounts/kinetic")), "{paths:?}");
-    assert!(paths.iter().any(|p| p.ends_with("/namespaces/lws-system/deployments/lws-controller-manager")));
-    assert!(paths.iter().any(|p| p.ends_with("/namespaces/kube-system/daemonsets/nvidia-driver-installer")));
+    let paths: Vec<&str> = applied
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.ends_with("/namespaces/default/serviceaccounts/kinetic")),
+        "{paths:?}"
+    );
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.ends_with("/namespaces/lws-system/deployments/lws-controller-manager"))
+    );
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.ends_with("/namespaces/kube-system/daemonsets/nvidia-driver-installer"))
+    );
     let ksa = body_of(&applied, "serviceaccounts/kinetic");
     assert_eq!(
         ksa["metadata"]["annotations"]["iam.gke.io/gcp-service-account"],
@@ -208,8 +303,16 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     let c = env.app.get(OWNER, &cluster_path("kc")).await.body;
     assert_eq!(c["state"], "RUNNING");
     assert_eq!(c["reconciling"], false);
-    assert!(c["endpoint"].as_str().unwrap().contains("/kube/ml-proj.us-central1-a.kc"));
-    assert_eq!(c["resources"]["jobsBucket"], "projects/_/buckets/ml-proj-kn-kc-jobs");
+    assert!(
+        c["endpoint"]
+            .as_str()
+            .unwrap()
+            .contains("/kube/ml-proj.us-central1-a.kc")
+    );
+    assert_eq!(
+        c["resources"]["jobsBucket"],
+        "projects/_/buckets/ml-proj-kn-kc-jobs"
+    );
     assert_eq!(c["nodePools"][0]["poolId"], pool.as_str());
     assert_eq!(c["nodePools"][0]["state"], "RUNNING");
     assert_eq!(c["nodePools"][0]["maxNodes"], 10);
@@ -218,15 +321,23 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     let profiles = env.app.get(OWNER, "/v1/profiles").await.body;
     let p = &profiles["profiles"][0];
     assert_eq!(p["profileId"], "kc");
-    assert_eq!(p["cluster"], "projects/ml-proj/zones/us-central1-a/clusters/kc");
+    assert_eq!(
+        p["cluster"],
+        "projects/ml-proj/zones/us-central1-a/clusters/kc"
+    );
     assert_eq!(p["active"], true);
     assert_eq!(p["stale"], false);
 
     // A second up creates nothing new, keeps the pool, says the accelerator is ignored.
     let before = create_counts(&env).await;
-    let second = env.up_ok("kc", json!({"accelerator": "tpu-v5litepod-4"})).await;
+    let second = env
+        .up_ok("kc", json!({"accelerator": "tpu-v5litepod-4"}))
+        .await;
     let warnings = &second["metadata"]["plan"]["warnings"];
-    assert!(warnings.to_string().contains("accelerator is ignored"), "{warnings}");
+    assert!(
+        warnings.to_string().contains("accelerator is ignored"),
+        "{warnings}"
+    );
     let after = create_counts(&env).await;
     // The only writes allowed: IAM read-modify-writes find nothing to add (no
     // setIamPolicy), batchEnable and server-side applies are idempotent by design.
@@ -235,7 +346,11 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
             assert_eq!(before[i], after[i], "{s} {m} called again by the second up");
         }
     }
-    let pools = env.app.get(OWNER, &format!("{}/nodePools", cluster_path("kc"))).await.body;
+    let pools = env
+        .app
+        .get(OWNER, &format!("{}/nodePools", cluster_path("kc")))
+        .await
+        .body;
     assert_eq!(pools["nodePools"].as_array().unwrap().len(), 1, "{pools}");
     let steps = second["metadata"]["progress"]["steps"].as_array().unwrap();
     assert!(steps.iter().all(|s| s["state"] == "DONE"));
@@ -245,7 +360,10 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
 async fn up_with_a_multi_host_tpu_places_it_compactly_without_a_driver_installer() {
     let env = env().await;
     let done = env
-        .up_ok("tk", json!({"accelerator": "tpu-v5litepod-16", "minNodes": 4}))
+        .up_ok(
+            "tk",
+            json!({"accelerator": "tpu-v5litepod-16", "minNodes": 4}),
+        )
         .await;
     let np = env.ok_calls("container", "nodePools.create").await;
     assert_eq!(np.len(), 1);
@@ -253,12 +371,18 @@ async fn up_with_a_multi_host_tpu_places_it_compactly_without_a_driver_installer
     assert!(p["name"].as_str().unwrap().starts_with("tpu-v5litepod-"));
     assert_eq!(p["initialNodeCount"], 4);
     assert_eq!(p["autoscaling"]["minNodeCount"], 4);
-    assert_eq!(p["autoscaling"]["maxNodeCount"], 8, "min + hosts of one slice");
+    assert_eq!(
+        p["autoscaling"]["maxNodeCount"], 8,
+        "min + hosts of one slice"
+    );
     assert_eq!(p["config"]["machineType"], "ct5lp-hightpu-4t");
     assert_eq!(p["placementPolicy"]["type"], "COMPACT");
     assert_eq!(p["placementPolicy"]["tpuTopology"], "4x4");
     assert_eq!(p["config"]["maxRunDuration"], "86400s");
-    assert!(p["config"].get("accelerators").is_none(), "TPUs come with the machine type");
+    assert!(
+        p["config"].get("accelerators").is_none(),
+        "TPUs come with the machine type"
+    );
     let steps: Vec<&str> = done["metadata"]["progress"]["steps"]
         .as_array()
         .unwrap()
@@ -267,37 +391,61 @@ async fn up_with_a_multi_host_tpu_places_it_compactly_without_a_driver_installer
         .collect();
     assert!(!steps.contains(&"nvidia-driver"), "{steps:?}");
     let applied = env.ok_calls("kube", "kube.apply").await;
-    assert!(!applied.iter().any(|e| e["path"].as_str().unwrap().contains("nvidia")));
+    assert!(
+        !applied
+            .iter()
+            .any(|e| e["path"].as_str().unwrap().contains("nvidia"))
+    );
 }
 
 #[tokio::test]
 async fn up_with_cpu_makes_a_cluster_without_accelerator_pools() {
     let env = env().await;
     env.up_ok("cc", json!({"accelerator": "cpu"})).await;
-    assert!(env.ok_calls("container", "nodePools.create").await.is_empty());
+    assert!(
+        env.ok_calls("container", "nodePools.create")
+            .await
+            .is_empty()
+    );
     assert_eq!(env.ok_calls("container", "clusters.create").await.len(), 1);
     let c = env.app.get(OWNER, &cluster_path("cc")).await.body;
     assert_eq!(c["state"], "RUNNING");
     assert_eq!(c["nodePools"], json!([]));
-    assert!(!env
-        .ok_calls("kube", "kube.apply")
-        .await
-        .iter()
-        .any(|e| e["path"].as_str().unwrap().contains("nvidia")));
+    assert!(
+        !env.ok_calls("kube", "kube.apply")
+            .await
+            .iter()
+            .any(|e| e["path"].as_str().unwrap().contains("nvidia"))
+    );
 }
 
 #[tokio::test]
 async fn a_second_up_repairs_a_deleted_bucket() {
     let env = env().await;
-    env.up_ok("kr", json!({"accelerator": "gpu-l4", "forceDestroy": true})).await;
+    env.up_ok("kr", json!({"accelerator": "gpu-l4", "forceDestroy": true}))
+        .await;
     let gcp = env.gcp();
-    gcp.storage.delete_bucket("ml-proj-kn-kr-jobs").await.unwrap();
-    let status = env.app.get(OWNER, &format!("{}/status", cluster_path("kr"))).await.body;
-    assert!(status["drift"].to_string().contains("ml-proj-kn-kr-jobs"), "{status}");
+    gcp.storage
+        .delete_bucket("ml-proj-kn-kr-jobs")
+        .await
+        .unwrap();
+    let status = env
+        .app
+        .get(OWNER, &format!("{}/status", cluster_path("kr")))
+        .await
+        .body;
+    assert!(
+        status["drift"].to_string().contains("ml-proj-kn-kr-jobs"),
+        "{status}"
+    );
     // The preview says it will be re-created.
     let plan = env
         .app
-        .put(OWNER, &format!("{}?validateOnly=true", cluster_path("kr")), json!({}))
+        .put(
+            OWNER,
+            &format!("{}?validateOnly=true", cluster_path("kr")),
+            json!({}),
+        )
         .await;
     assert_eq!(plan.status, StatusCode::OK);
     let done = env.up_ok("kr", json!({})).await;
@@ -309,8 +457,15 @@ async fn a_second_up_repairs_a_deleted_bucket() {
         .cloned()
         .unwrap();
     assert_eq!(step["state"], "DONE");
-    gcp.storage.get_bucket("ml-proj-kn-kr-jobs").await.expect("the bucket is back");
-    let status = env.app.get(OWNER, &format!("{}/status", cluster_path("kr"))).await.body;
+    gcp.storage
+        .get_bucket("ml-proj-kn-kr-jobs")
+        .await
+        .expect("the bucket is back");
+    let status = env
+        .app
+        .get(OWNER, &format!("{}/status", cluster_path("kr")))
+        .await
+        .body;
     assert_eq!(status["drift"], json!([]), "{status}");
 }
 
@@ -319,22 +474,43 @@ async fn validate_only_returns_the_plan_and_changes_nothing() {
     let env = env().await;
     let r = env
         .app
-        .put(OWNER, &format!("{}?validateOnly=true", cluster_path("kv")), json!({"accelerator": "a100x4", "minNodes": 1}))
+        .put(
+            OWNER,
+            &format!("{}?validateOnly=true", cluster_path("kv")),
+            json!({"accelerator": "a100x4", "minNodes": 1}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let plan = r.body;
     let actions = plan["actions"].as_array().unwrap();
-    assert!(actions.iter().all(|a| a["action"] == "CREATE" || a["action"] == "UPDATE"), "{plan}");
-    let pool = actions.iter().find(|a| a["type"] == "container.nodePool").unwrap();
+    assert!(
+        actions
+            .iter()
+            .all(|a| a["action"] == "CREATE" || a["action"] == "UPDATE"),
+        "{plan}"
+    );
+    let pool = actions
+        .iter()
+        .find(|a| a["type"] == "container.nodePool")
+        .unwrap();
     assert_eq!(pool["details"]["machineType"], "a2-highgpu-4g");
     assert_eq!(pool["details"]["maxNodes"], 11);
-    assert!(plan["estimatedHourlyCost"]["atMin"].as_f64().unwrap() > 0.0, "{plan}");
+    assert!(
+        plan["estimatedHourlyCost"]["atMin"].as_f64().unwrap() > 0.0,
+        "{plan}"
+    );
     // Nothing recorded, nothing queued, nothing sent to the cloud but reads.
-    assert_eq!(env.app.get(OWNER, &cluster_path("kv")).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        env.app.get(OWNER, &cluster_path("kv")).await.status,
+        StatusCode::NOT_FOUND
+    );
     let ops = env.app.get(OWNER, "/v1/operations").await.body;
     assert_eq!(ops["operations"], json!([]), "{ops}");
     let journal = env.journal("", "").await;
-    assert!(journal.iter().all(|e| e["httpMethod"] == "GET"), "{journal:?}");
+    assert!(
+        journal.iter().all(|e| e["httpMethod"] == "GET"),
+        "{journal:?}"
+    );
 }
 
 #[tokio::test]
@@ -343,9 +519,18 @@ async fn bad_up_requests_are_refused_before_anything_is_written() {
     let cases = [
         (json!({}), "ACCELERATOR_REQUIRED"),
         (json!({"accelerator": "h101"}), "UNKNOWN_ACCELERATOR"),
-        (json!({"accelerator": "l4", "spot": true, "reservation": "r1"}), "SPOT_WITH_RESERVATION"),
-        (json!({"accelerator": "tpu-v5litepod-16", "minNodes": 3}), "TPU_MIN_NODES_NOT_WHOLE_SLICES"),
-        (json!({"accelerator": "cpu", "minNodes": 2}), "NO_ACCELERATOR_POOL"),
+        (
+            json!({"accelerator": "l4", "spot": true, "reservation": "r1"}),
+            "SPOT_WITH_RESERVATION",
+        ),
+        (
+            json!({"accelerator": "tpu-v5litepod-16", "minNodes": 3}),
+            "TPU_MIN_NODES_NOT_WHOLE_SLICES",
+        ),
+        (
+            json!({"accelerator": "cpu", "minNodes": 2}),
+            "NO_ACCELERATOR_POOL",
+        ),
         (json!({"accelerator": "l4", "colour": "red"}), ""),
     ];
     for (body, reason) in cases {
@@ -355,8 +540,26 @@ async fn bad_up_requests_are_refused_before_anything_is_written() {
             assert_eq!(r.reason(), reason, "{body}: {}", r.body);
         }
     }
-    let r = env.app.put(OWNER, &cluster_path("kb"), json!({"accelerator": "h101"})).await;
-    assert!(r.body["error"]["details"][0]["metadata"]["suggestions"].as_str().unwrap().contains("h100"), "{}", r.body);
-    assert_eq!(env.app.get(OWNER, &cluster_path("kb")).await.status, StatusCode::NOT_FOUND);
-    assert!(env.journal("", "").await.iter().all(|e| e["httpMethod"] == "GET"));
+    let r = env
+        .app
+        .put(OWNER, &cluster_path("kb"), json!({"accelerator": "h101"}))
+        .await;
+    assert!(
+        r.body["error"]["details"][0]["metadata"]["suggestions"]
+            .as_str()
+            .unwrap()
+            .contains("h100"),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        env.app.get(OWNER, &cluster_path("kb")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert!(
+        env.journal("", "")
+            .await
+            .iter()
+            .all(|e| e["httpMethod"] == "GET")
+    );
 }
