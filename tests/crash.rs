@@ -39,7 +39,7 @@ struct Server {
 }
 
 impl Server {
-    fn start(db_url: &str, workers: &str, log: &File) -> Server {
+    fn start(db_url: &str, workers: &str, log: &File, extra: &[(&str, String)]) -> Server {
         let port = free_port();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_kineticd"));
         // If this test process dies without unwinding (SIGKILL, abort), the server dies
@@ -64,6 +64,7 @@ impl Server {
             .env("KINETIC_LOG_FORMAT", "json")
             .env("KINETIC_DB_MAX_CONNECTIONS", "10")
             .env("RUST_LOG", "info")
+            .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log file"))
             .stderr(log.try_clone().expect("log file"))
@@ -85,9 +86,10 @@ impl Server {
         log: &File,
         http: &reqwest::Client,
         log_path: &LogPath,
+        extra: &[(&str, String)],
     ) -> Server {
         for _ in 0..3 {
-            let mut s = Server::start(db_url, workers, log);
+            let mut s = Server::start(db_url, workers, log, extra);
             if s.wait_healthy(http, log_path).await {
                 return s;
             }
@@ -230,7 +232,7 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
     // Set up through the API of a process without workers: a team and the operations.
     let mut expected_steps: HashMap<Uuid, (u32, bool)> = HashMap::new();
     {
-        let mut setup = Server::start_healthy(&url, "0", &log, &http, &log_path).await;
+        let mut setup = Server::start_healthy(&url, "0", &log, &http, &log_path, &[]).await;
         post(
             &http,
             &setup,
@@ -266,7 +268,7 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
     // The kill loop.
     let mut progress = Vec::new();
     for _ in 0..KILLS {
-        let mut server = Server::start_healthy(&url, WORKERS, &log, &http, &log_path).await;
+        let mut server = Server::start_healthy(&url, WORKERS, &log, &http, &log_path, &[]).await;
         let run_ms = rng.range(150, 900);
         tokio::time::sleep(Duration::from_millis(run_ms)).await;
         server.kill();
@@ -278,7 +280,7 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
     let interrupted_at = unfinished(&db).await;
 
     // A final process finishes the queue.
-    let mut last = Server::start_healthy(&url, WORKERS, &log, &http, &log_path).await;
+    let mut last = Server::start_healthy(&url, WORKERS, &log, &http, &log_path, &[]).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if unfinished(&db).await == 0 {
@@ -395,5 +397,148 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
         started.elapsed().as_secs_f64()
     );
     drop(log);
+    let _ = std::fs::remove_file(&log_path.0);
+}
+
+/// The provisioning workflows under the same treatment: `kineticd serve` (production
+/// mode, its cloud clients pointed at a simulator that outlives it) is SIGKILLed
+/// repeatedly during an `up`; the operation still succeeds and every Google resource
+/// was created exactly once (resume, not restart; ensure steps adopt what an
+/// interrupted attempt created).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_during_up_creates_every_resource_exactly_once() {
+    let (db, url) = common::fresh_db().await;
+    // Virtual time 20x real time: GKE's minutes become seconds, so kills land mid-step.
+    let (sim, _) = kineticd::sim::Sim::start(
+        kineticd::sim::SimConfig {
+            clock: kineticd::sim::clock::ClockMode::Auto { speed: 20.0 },
+            ..Default::default()
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .expect("simulator");
+    let manifests = kineticd::sim::kube::manifests::config(&sim.url());
+    let extra: Vec<(&str, String)> = vec![
+        ("KINETIC_GCP_URL", sim.url()),
+        ("KINETIC_GCP_AUTH", "none".into()),
+        ("KINETIC_LWS_MANIFEST_URL", manifests.lws.url.clone()),
+        (
+            "KINETIC_LWS_MANIFEST_SHA256",
+            manifests.lws.sha256.clone().unwrap(),
+        ),
+        (
+            "KINETIC_NVIDIA_DRIVER_MANIFEST_URL",
+            manifests.nvidia_driver.url.clone(),
+        ),
+        (
+            "KINETIC_NVIDIA_DRIVER_MANIFEST_SHA256",
+            manifests.nvidia_driver.sha256.clone().unwrap(),
+        ),
+    ];
+    let http = kineticd::app::http_client().expect("http client");
+    let log_path = LogPath(std::env::temp_dir().join(format!(
+        "kineticd-crash-up-{}-{}.log",
+        std::process::id(),
+        Uuid::new_v4().simple()
+    )));
+    let log = File::create(&log_path.0).expect("create log file");
+    let mut rng = Rng(0x7570_2d63_7261_7368);
+
+    let op_id = {
+        let mut setup = Server::start_healthy(&url, "0", &log, &http, &log_path, &extra).await;
+        post(
+            &http,
+            &setup,
+            "/v1/teams",
+            json!({"teamId": TEAM, "projects": ["crash-proj"]}),
+        )
+        .await;
+        let r = http
+            .put(setup.url("/v1/projects/crash-proj/zones/us-central1-a/clusters/kc"))
+            .header("x-kinetic-user", OWNER)
+            .json(&json!({"accelerator": "gpu-l4"}))
+            .send()
+            .await
+            .expect("up");
+        assert_eq!(r.status(), reqwest::StatusCode::ACCEPTED);
+        let op: Value = r.json().await.expect("operation");
+        setup.kill();
+        Uuid::parse_str(
+            op["name"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("operations/"),
+        )
+        .unwrap()
+    };
+
+    let mut kills = 0;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while unfinished(&db).await > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "up unfinished after 180 s; log: {log_path}"
+        );
+        let mut server = Server::start_healthy(&url, WORKERS, &log, &http, &log_path, &extra).await;
+        if kills < 8 {
+            tokio::time::sleep(Duration::from_millis(rng.range(200, 900))).await;
+            server.kill();
+            kills += 1;
+            wait_leases_expired(&db).await;
+        } else {
+            while unfinished(&db).await > 0 && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    let (state, attempt, error): (String, i32, Option<Value>) =
+        sqlx::query_as("SELECT state, attempt, error FROM operations WHERE id = $1")
+            .bind(op_id)
+            .fetch_one(&db)
+            .await
+            .expect("operation row");
+    assert_eq!(state, "SUCCEEDED", "error {error:?}; log: {log_path}");
+    assert!(
+        attempt > 1,
+        "the kills never interrupted the operation (attempt {attempt})"
+    );
+
+    let journal: Value = http
+        .get(format!("{}/sim/v1/journal", sim.url()))
+        .send()
+        .await
+        .expect("journal")
+        .json()
+        .await
+        .expect("journal body");
+    let created = |method: &str| {
+        journal["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["method"] == method && e["status"].as_u64().is_some_and(|s| s < 300))
+            .count()
+    };
+    for (method, n) in [
+        ("buckets.insert", 3),
+        ("networks.insert", 1),
+        ("routers.insert", 1),
+        ("serviceAccounts.create", 2),
+        ("repositories.create", 1),
+        ("clusters.create", 1),
+        ("nodePools.create", 1),
+    ] {
+        assert_eq!(
+            created(method),
+            n,
+            "{method} (after {kills} kills, attempt {attempt})"
+        );
+    }
+    let cluster: String = sqlx::query_scalar("SELECT state FROM clusters WHERE name = 'kc'")
+        .fetch_one(&db)
+        .await
+        .expect("cluster row");
+    assert_eq!(cluster, "RUNNING");
     let _ = std::fs::remove_file(&log_path.0);
 }
