@@ -6,6 +6,7 @@ mod common;
 
 mod access;
 mod down;
+mod ensure;
 mod ordering;
 mod pools;
 mod support;

@@ -1,0 +1,204 @@
+//! Ensure semantics at the edges: a resource with our name that is not ours stops `up`
+//! with a clear error (and nothing of it is touched); a cancelled `up` ends at once,
+//! leaving records that `down` and `up` both work from.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use kineticd::cloud::gcp::types::compute::Network;
+use kineticd::cloud::gcp::types::storage::Bucket;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn foreign_resources_with_our_names_stop_up_clearly() {
+    let env = env().await;
+    let gcp = env.gcp();
+    // Someone else's bucket and network where kineticd's would go.
+    gcp.storage
+        .insert_bucket(
+            PROJECT,
+            &Bucket {
+                name: "ml-proj-kn-kf-jobs".into(),
+                location: "US".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let op = gcp
+        .compute
+        .insert_network(
+            PROJECT,
+            &Network {
+                name: "kn-kf".into(),
+                auto_create_subnetworks: Some(false),
+                ..Default::default()
+            },
+            uuid::Uuid::new_v4(),
+        )
+        .await
+        .unwrap();
+    gcp.compute
+        .wait_operation(&op, &Default::default(), Duration::from_secs(5))
+        .await
+        .unwrap();
+
+    let failed = env
+        .done(&env.up("kf", json!({"accelerator": "cpu"})).await)
+        .await;
+    assert_eq!(failed["metadata"]["state"], "FAILED", "{failed}");
+    let d = &failed["error"]["details"][0];
+    assert_eq!(d["reason"], "RESOURCE_NOT_OURS", "{failed}");
+    let step = d["metadata"]["step"].as_str().unwrap();
+    assert!(["jobs-bucket", "network"].contains(&step), "{step}");
+    let msg = failed["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("ml-proj-kn-kf-jobs") || msg.contains("kn-kf"),
+        "{msg}"
+    );
+    // Both refusals are in the steps; neither resource was modified or deleted.
+    let steps = failed["metadata"]["progress"]["steps"].as_array().unwrap();
+    let failed_steps: Vec<&str> = steps
+        .iter()
+        .filter(|s| s["state"] == "FAILED")
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert!(!failed_steps.is_empty());
+    assert!(env.journal("storage", "buckets.delete").await.is_empty());
+    assert!(env.journal("compute", "networks.delete").await.is_empty());
+    assert!(
+        env.ok_calls("container", "clusters.create")
+            .await
+            .is_empty(),
+        "no cluster on a foreign network"
+    );
+    assert_eq!(
+        env.app.get(OWNER, &cluster_path("kf")).await.body["state"],
+        "ERROR"
+    );
+
+    // Once the names are free, up again completes.
+    gcp.storage
+        .delete_bucket("ml-proj-kn-kf-jobs")
+        .await
+        .unwrap();
+    let op = gcp
+        .compute
+        .delete_network(PROJECT, "kn-kf", uuid::Uuid::new_v4())
+        .await
+        .unwrap();
+    gcp.compute
+        .wait_operation(&op, &Default::default(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    env.up_ok("kf", json!({})).await;
+    assert_eq!(
+        env.app.get(OWNER, &cluster_path("kf")).await.body["state"],
+        "RUNNING"
+    );
+}
+
+async fn op(env: &Env, o: &Value) -> Value {
+    env.app
+        .get(OWNER, &format!("/v1/{}", o["name"].as_str().unwrap()))
+        .await
+        .body
+}
+
+#[tokio::test]
+async fn a_cancelled_up_stops_at_once_and_down_cleans_up() {
+    let env = env_with(kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Explicit,
+        ..Default::default()
+    })
+    .await;
+    let o = env.up("kz", json!({"accelerator": "gpu-l4"})).await;
+    // Wait until GKE is creating the cluster (the clock does not move: it never ends).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let cur = op(&env, &o).await;
+        let cluster = cur["metadata"]["progress"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == "cluster")
+            .cloned()
+            .unwrap();
+        if cluster["state"] == "RUNNING"
+            && !env
+                .ok_calls("container", "clusters.create")
+                .await
+                .is_empty()
+        {
+            break;
+        }
+        // Other LROs (network, router, repository) need time to pass too.
+        let _ = env
+            .app
+            .http
+            .post(format!("{}/sim/v1/clock:advance", env.sim.url()))
+            .json(&json!({"seconds": 5}))
+            .send()
+            .await;
+        assert!(std::time::Instant::now() < deadline, "{cur}");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    let started = std::time::Instant::now();
+    let r = env
+        .app
+        .post(
+            OWNER,
+            &format!("/v1/{}:cancel", o["name"].as_str().unwrap()),
+            json!(null),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let done = env.done(&o).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "cancel took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(done["metadata"]["state"], "CANCELLED", "{done}");
+    assert_eq!(done["error"]["code"], 1);
+    assert_eq!(
+        env.app.get(OWNER, &cluster_path("kz")).await.body["state"],
+        "ERROR"
+    );
+
+    // down deletes the half-made cluster (time moves again).
+    let d = env.app.delete(OWNER, &cluster_path("kz")).await;
+    assert_eq!(d.status, StatusCode::ACCEPTED, "{}", d.body);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        let cur = op(&env, &d.body).await;
+        if cur["done"] == true {
+            break cur;
+        }
+        assert!(std::time::Instant::now() < deadline, "{cur}");
+        let _ = env
+            .app
+            .http
+            .post(format!("{}/sim/v1/clock:advance", env.sim.url()))
+            .json(&json!({"seconds": 60}))
+            .send()
+            .await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    assert_eq!(
+        env.app.get(OWNER, &cluster_path("kz")).await.body["state"],
+        "DELETED"
+    );
+    assert!(
+        env.gcp()
+            .container
+            .get_cluster(PROJECT, ZONE, "kz")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}
