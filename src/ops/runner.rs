@@ -57,8 +57,9 @@ pub enum Outcome {
 
 enum StepOutcome {
     Done(Value, Box<StepCtx>),
+    /// A retryable failure: `run` records it and schedules the next attempt.
+    Retry(StepError),
     Failed(StepError),
-    Lost,
 }
 
 struct Run {
@@ -81,63 +82,47 @@ impl Run {
         }
     }
 
-    async fn step(self: Arc<Self>, i: usize, cancel: CancellationToken) -> (usize, StepOutcome) {
-        let mut delays = self.env.policy.delays();
-        loop {
-            let (step, results) = {
-                let g = self.steps.lock().await;
-                let results: HashMap<String, Value> = g[i]
-                    .reads
-                    .iter()
-                    .filter_map(|r| {
-                        g.iter()
-                            .find(|s| &s.id == r)
-                            .and_then(|s| s.result.clone().map(|v| (r.clone(), v)))
-                    })
-                    .collect();
-                (g[i].clone(), results)
-            };
-            let ctx = StepCtx {
-                op: self.op.clone(),
-                attempt: step.attempts,
-                step,
-                results,
-                cancel: cancel.clone(),
-            };
-            let started = std::time::Instant::now();
-            let r = self.wf.run_step(&ctx).await;
-            metrics::histogram!("kineticd_step_duration_seconds", "type" => self.op.op_type.clone(),
-                "outcome" => if r.is_ok() { "ok" } else { "error" })
-                .record(started.elapsed().as_secs_f64());
-            match r {
-                Ok(v) => return (i, StepOutcome::Done(v, Box::new(ctx))),
-                Err(e) if e.is_retryable() => {
-                    let Some(delay) = delays.next() else {
-                        let mut e = e;
-                        e.message = format!(
-                            "{} (gave up after {} attempts)",
-                            e.message, ctx.step.attempts
-                        );
-                        return (i, StepOutcome::Failed(e));
-                    };
-                    {
-                        let mut g = self.steps.lock().await;
-                        g[i].message = Some(format!(
-                            "attempt {} failed ({}: {}); retrying in {} ms",
-                            g[i].attempts,
-                            e.reason,
-                            e.message,
-                            delay.as_millis()
-                        ));
-                        g[i].attempts += 1;
-                        if !self.save(&g).await {
-                            return (i, StepOutcome::Lost);
-                        }
-                    }
-                    tokio::time::sleep(delay).await;
-                }
-                Err(e) => return (i, StepOutcome::Failed(e)),
-            }
+    /// One attempt of step `i` (after `delay`). The step never touches the shared state
+    /// across an await: it may not be polled while `run` waits (it lives in `run`'s
+    /// `FuturesUnordered`), so only `run` writes, and a retry goes back through it.
+    async fn step(
+        self: Arc<Self>,
+        i: usize,
+        cancel: CancellationToken,
+        delay: Duration,
+    ) -> (usize, StepOutcome) {
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let (step, results) = {
+            let g = self.steps.lock().await;
+            let results: HashMap<String, Value> = g[i]
+                .reads
+                .iter()
+                .filter_map(|r| {
+                    g.iter()
+                        .find(|s| &s.id == r)
+                        .and_then(|s| s.result.clone().map(|v| (r.clone(), v)))
+                })
+                .collect();
+            (g[i].clone(), results)
+        };
+        let ctx = StepCtx {
+            op: self.op.clone(),
+            attempt: step.attempts,
+            step,
+            results,
+            cancel,
+        };
+        let started = std::time::Instant::now();
+        let r = self.wf.run_step(&ctx).await;
+        metrics::histogram!("kineticd_step_duration_seconds", "type" => self.op.op_type.clone(),
+            "outcome" => if r.is_ok() { "ok" } else { "error" })
+        .record(started.elapsed().as_secs_f64());
+        match r {
+            Ok(v) => (i, StepOutcome::Done(v, Box::new(ctx))),
+            Err(e) if e.is_retryable() => (i, StepOutcome::Retry(e)),
+            Err(e) => (i, StepOutcome::Failed(e)),
         }
     }
 
@@ -213,6 +198,20 @@ fn ready(steps: &[StepRecord], limit: usize) -> Vec<usize> {
         .collect()
 }
 
+/// Mark step `i` failed; fail fast: the other running steps are abandoned.
+fn fail_step(g: &mut [StepRecord], i: usize, e: &StepError) {
+    g[i].state = StepState::Failed;
+    g[i].end_time = Some(Utc::now());
+    g[i].message = Some(format!("{}: {}", e.reason, e.message));
+    let id = g[i].id.clone();
+    stop_steps(
+        g,
+        StepState::Cancelled,
+        &format!("abandoned: step {id} failed"),
+        false,
+    );
+}
+
 fn stop_steps(steps: &mut [StepRecord], state: StepState, message: &str, pending_too: bool) {
     let now = Utc::now();
     for s in steps.iter_mut() {
@@ -270,6 +269,8 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
 
     let mut inflight = FuturesUnordered::new();
     let mut failed: Option<(String, String, StepError)> = None;
+    // Retries of each step in this claim (the backoff restarts after a resume).
+    let mut retries: HashMap<usize, usize> = HashMap::new();
     let mut draining = false;
     // When launched-but-unsaved steps must be persisted (see LAUNCH_FLUSH).
     let mut flush_at: Option<tokio::time::Instant> = None;
@@ -289,7 +290,7 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
                 // are still running then: a fast step costs one write, not two.
                 flush_at.get_or_insert(tokio::time::Instant::now() + LAUNCH_FLUSH);
                 for i in launch {
-                    inflight.push(run.clone().step(i, cancel.clone()));
+                    inflight.push(run.clone().step(i, cancel.clone(), Duration::ZERO));
                 }
             }
         }
@@ -367,7 +368,7 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
                     match run.complete(i, v, &ctx, free).await {
                         Ok(Some(launched)) => {
                             for j in launched {
-                                inflight.push(run.clone().step(j, cancel.clone()));
+                                inflight.push(run.clone().step(j, cancel.clone(), Duration::ZERO));
                             }
                         }
                         Ok(None) => return Outcome::LeaseLost,
@@ -380,16 +381,42 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
                         }
                     }
                 }
-                StepOutcome::Lost => return Outcome::LeaseLost,
+                StepOutcome::Retry(e) => {
+                    let n = retries.entry(i).or_insert(0);
+                    let mut g = run.steps.lock().await;
+                    match env.policy.delays().nth(*n) {
+                        Some(delay) => {
+                            *n += 1;
+                            g[i].message = Some(format!(
+                                "attempt {} failed ({}: {}); retrying in {} ms",
+                                g[i].attempts,
+                                e.reason,
+                                e.message,
+                                delay.as_millis()
+                            ));
+                            g[i].attempts += 1;
+                            // Carries unsaved launches too.
+                            flush_at = None;
+                            if !run.save(&g).await {
+                                return Outcome::LeaseLost;
+                            }
+                            drop(g);
+                            inflight.push(run.clone().step(i, cancel.clone(), delay));
+                        }
+                        None => {
+                            let mut e = e;
+                            e.message = format!("{} (gave up after {} attempts)", e.message, g[i].attempts);
+                            fail_step(&mut g, i, &e);
+                            failed = Some((g[i].id.clone(), g[i].description.clone(), e));
+                            drop(g);
+                            drop(std::mem::take(&mut inflight));
+                        }
+                    }
+                }
                 StepOutcome::Failed(e) => {
                     let mut g = run.steps.lock().await;
-                    g[i].state = StepState::Failed;
-                    g[i].end_time = Some(Utc::now());
-                    g[i].message = Some(format!("{}: {}", e.reason, e.message));
-                    let id = g[i].id.clone();
-                    // Fail fast: other running steps are abandoned.
-                    stop_steps(&mut g, StepState::Cancelled, &format!("abandoned: step {id} failed"), false);
-                    failed = Some((id, g[i].description.clone(), e));
+                    fail_step(&mut g, i, &e);
+                    failed = Some((g[i].id.clone(), g[i].description.clone(), e));
                     drop(g);
                     drop(std::mem::take(&mut inflight));
                 }

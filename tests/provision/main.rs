@@ -7,6 +7,7 @@ mod common;
 mod access;
 mod down;
 mod ensure;
+mod faults;
 mod ordering;
 mod pools;
 mod support;

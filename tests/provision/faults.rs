@@ -1,0 +1,1550 @@
+//! Faults at each step of `up`, `pool add`, `pool remove` and `down`, then a retry or a
+//! rerun that completes with no duplicate resource; and every step run twice
+//! (ARCHITECTURE.md "Testing", "Guarantees" 3 and 5).
+//!
+//! Each case has its own app, database and simulator; cases run as tasks, at most four
+//! environments at a time across this module (2 cores). Simulator faults match a method,
+//! not a resource, so where several steps share a method (three buckets, two service
+//! accounts, two sets of project roles, two bucket policies) the other steps' resources
+//! are made (or, for `down`, removed) beforehand with the production clients: those steps
+//! adopt them (find them gone, or find nothing to change) and only the step under test
+//! makes the faulted call. "No duplicate resource" is counted per resource: the successful
+//! create (delete) calls in the journal, including the ones a test made itself, name every
+//! expected resource exactly once.
+//!
+//! Not covered, because nothing can inject a fault there: the Kubernetes steps (`ksa`,
+//! `lws`, `nvidia-driver`; the simulator checks no faults on `kube` paths) and `profile`
+//! (a database write, no cloud call).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use kineticd::domain::naming::ClusterNames;
+use kineticd::domain::{ClusterName, ProjectId, ZoneName};
+use kineticd::ops::queue::{self, Enqueue};
+use kineticd::ops::workflows::cluster::wire::{self, BucketKind};
+use kineticd::plan::up::{BUILD_ROLES, NODE_ROLES};
+use kineticd::store;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::support::*;
+
+/// The cluster every case works on.
+const CLUSTER: &str = "kc";
+
+/// Environments alive at once across this module.
+static SLOTS: Semaphore = Semaphore::const_new(4);
+
+/// What `up` grants both service accounts on the jobs and builds buckets.
+const BUCKET_ROLES: [&str; 2] = [
+    "roles/storage.objectAdmin",
+    "roles/storage.legacyBucketReader",
+];
+
+/// Every method that creates a resource.
+const CREATES: [(&str, &str); 7] = [
+    ("storage", "buckets.insert"),
+    ("compute", "networks.insert"),
+    ("compute", "routers.insert"),
+    ("iam", "serviceAccounts.create"),
+    ("artifactregistry", "repositories.create"),
+    ("container", "clusters.create"),
+    ("container", "nodePools.create"),
+];
+
+/// Every method that deletes a resource.
+const DELETES: [(&str, &str); 7] = [
+    ("storage", "buckets.delete"),
+    ("compute", "networks.delete"),
+    ("compute", "routers.delete"),
+    ("iam", "serviceAccounts.delete"),
+    ("artifactregistry", "repositories.delete"),
+    ("container", "clusters.delete"),
+    ("container", "nodePools.delete"),
+];
+
+/// Every policy write.
+const POLICY_WRITES: [(&str, &str); 4] = [
+    ("cloudresourcemanager", "projects.setIamPolicy"),
+    ("storage", "buckets.setIamPolicy"),
+    ("artifactregistry", "repositories.setIamPolicy"),
+    ("iam", "serviceAccounts.setIamPolicy"),
+];
+
+// ---------------------------------------------------------------------------------------
+// Running cases
+
+/// Run every case on a task of its own (at most [`SLOTS`] at a time); fail at the end
+/// naming every case that failed, with its message.
+async fn each<Fut>(cases: impl IntoIterator<Item = (String, Fut)>)
+where
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let tasks: Vec<_> = cases
+        .into_iter()
+        .map(|(name, fut)| {
+            let task = tokio::spawn(async move {
+                let _slot = SLOTS.acquire().await.expect("slots");
+                let started = Instant::now();
+                fut.await;
+                started.elapsed()
+            });
+            (name, task)
+        })
+        .collect();
+    let total = tasks.len();
+    let mut failed = Vec::new();
+    for (name, task) in tasks {
+        match task.await {
+            Ok(took) => eprintln!("case ok: {name} ({took:.1?})"),
+            Err(e) => failed.push(format!("- {name}: {}", panic_text(e))),
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {total} cases failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
+
+fn panic_text(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(p) => p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "panicked".into()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Stop the workers and close the database pool (the module opens many environments).
+async fn close(env: Env) {
+    let Env {
+        app,
+        sim: _sim,
+        _workers: workers,
+    } = env;
+    workers.shutdown(Duration::from_secs(5)).await;
+    app.db.close().await;
+}
+
+fn names() -> ClusterNames {
+    ClusterNames::new(
+        &ProjectId::parse(PROJECT).unwrap(),
+        &ZoneName::parse(ZONE).unwrap(),
+        &ClusterName::parse(CLUSTER).unwrap(),
+    )
+}
+
+fn gpu() -> Value {
+    json!({"accelerator": "gpu-l4"})
+}
+
+// ---------------------------------------------------------------------------------------
+// Requests and records
+
+/// Wait for the end of `op` (at speed 0 every operation here ends within a second or
+/// two); past the deadline, fail naming the steps that did not finish.
+async fn finish(env: &Env, op: &Value) -> Value {
+    let name = op["name"].as_str().expect("operation name");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = env
+            .app
+            .post(OWNER, &format!("/v1/{name}:wait?timeout=5s"), Value::Null)
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        if r.body["done"] == true {
+            return r.body;
+        }
+        if Instant::now() > deadline {
+            let stuck: Vec<String> = steps(&r.body)
+                .iter()
+                .filter(|s| s["state"] != "DONE")
+                .map(|s| {
+                    format!(
+                        "{} {} attempts={} {}",
+                        s["id"].as_str().unwrap_or(""),
+                        s["state"].as_str().unwrap_or(""),
+                        s["attempts"],
+                        s["message"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            panic!(
+                "{} {name} still {} after 30 s; unfinished steps:\n  {}",
+                r.body["metadata"]["type"],
+                r.body["metadata"]["state"],
+                stuck.join("\n  ")
+            );
+        }
+    }
+}
+
+/// PUT the cluster and wait for the end.
+async fn up(env: &Env) -> Value {
+    let op = env.up(CLUSTER, gpu()).await;
+    finish(env, &op).await
+}
+
+/// DELETE the cluster and wait for the end.
+async fn down(env: &Env) -> Value {
+    let r = env.app.delete(OWNER, &cluster_path(CLUSTER)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    finish(env, &r.body).await
+}
+
+/// POST a gpu-l4 pool; its id and the finished operation.
+async fn add_pool(env: &Env) -> (String, Value) {
+    let path = format!("{}/nodePools", cluster_path(CLUSTER));
+    let r = env.app.post(OWNER, &path, gpu()).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let target = r.body["metadata"]["target"].as_str().expect("target");
+    let pool = target.rsplit('/').next().unwrap().to_owned();
+    assert!(target.ends_with(&format!("/nodePools/{pool}")), "{target}");
+    (pool, finish(env, &r.body).await)
+}
+
+/// DELETE a pool and wait for the end.
+async fn remove_pool(env: &Env, pool: &str) -> Value {
+    let path = format!("{}/nodePools/{pool}", cluster_path(CLUSTER));
+    let r = env.app.delete(OWNER, &path).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    finish(env, &r.body).await
+}
+
+/// The cluster record (the newest, DELETED included).
+async fn cluster_record(env: &Env) -> store::clusters::ClusterRecord {
+    store::clusters::get(&env.app.db, PROJECT, ZONE, CLUSTER)
+        .await
+        .unwrap()
+        .expect("cluster record")
+}
+
+async fn cluster_state(env: &Env) -> String {
+    cluster_record(env).await.state
+}
+
+/// The pool record's state, `None` when there is no record.
+async fn pool_state(env: &Env, pool: &str) -> Option<String> {
+    let c = cluster_record(env).await;
+    store::node_pools::get(&env.app.db, c.id, pool)
+        .await
+        .unwrap()
+        .map(|p| p.state)
+}
+
+/// The id of the pool an `up` of a new cluster creates (from its plan).
+fn pool_of(op: &Value) -> String {
+    op["metadata"]["plan"]["actions"]
+        .as_array()
+        .expect("plan actions")
+        .iter()
+        .filter_map(|a| a["id"].as_str()?.strip_prefix("pool:"))
+        .next()
+        .unwrap_or_else(|| panic!("no pool in the plan: {}", op["metadata"]["plan"]))
+        .to_owned()
+}
+
+fn steps(op: &Value) -> &[Value] {
+    op["metadata"]["progress"]["steps"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+fn step<'a>(op: &'a Value, id: &str) -> &'a Value {
+    steps(op)
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no step {id}: {}", op["metadata"]["progress"]))
+}
+
+/// Step ids that needed more than one attempt.
+fn retried(op: &Value) -> Vec<String> {
+    steps(op)
+        .iter()
+        .filter(|s| s["attempts"].as_u64().unwrap_or(0) > 1)
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[track_caller]
+fn assert_succeeded(op: &Value) {
+    assert_eq!(op["done"], true, "{op}");
+    assert!(op["error"].is_null(), "failed: {}", op["error"]);
+    assert_eq!(op["metadata"]["state"], "SUCCEEDED", "{op}");
+    for s in steps(op) {
+        assert_eq!(s["state"], "DONE", "{s}");
+    }
+}
+
+/// The operation failed at one of `candidates` with the cloud's `reason`; returns the step.
+#[track_caller]
+fn assert_failed_at(op: &Value, candidates: &[String], reason: &str) -> String {
+    assert_eq!(op["done"], true, "{op}");
+    assert_eq!(op["metadata"]["state"], "FAILED", "{op}");
+    let detail = &op["error"]["details"][0];
+    let at = detail["metadata"]["step"].as_str().unwrap_or("").to_owned();
+    assert!(
+        candidates.contains(&at),
+        "failed at {at:?}, expected one of {candidates:?}: {}",
+        op["error"]
+    );
+    assert_eq!(detail["reason"], reason, "{}", op["error"]);
+    assert_eq!(step(op, &at)["state"], "FAILED", "{}", step(op, &at));
+    let message = op["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains(&format!("step {at} ")), "{message}");
+    at
+}
+
+/// Replace the placeholder `pool` by the pool's step id.
+fn resolve(ids: &[&str], pool: &str) -> Vec<String> {
+    ids.iter()
+        .map(|s| match *s {
+            "pool" => format!("pool:{pool}"),
+            s => s.to_owned(),
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// The journal, per resource
+
+fn ok(e: &Value) -> bool {
+    e["status"]
+        .as_u64()
+        .is_some_and(|s| (200..300).contains(&s))
+}
+
+/// The faulted call of `method` (the one answered with neither 2xx nor 404) was followed
+/// by exactly one successful call to the same path; when the method is `isolated` to the
+/// step under test, by no other successful call at all (only that step called again).
+async fn assert_made_again_once(env: &Env, service: &str, method: &str, isolated: bool) {
+    let calls = env.journal(service, method).await;
+    let faulted = calls
+        .iter()
+        .position(|e| !ok(e) && e["status"] != 404)
+        .unwrap_or_else(|| panic!("the fault never fired: {calls:?}"));
+    let path = &calls[faulted]["path"];
+    let after: Vec<&Value> = calls[faulted + 1..].iter().filter(|e| ok(e)).collect();
+    let again = after.iter().filter(|e| &e["path"] == path).count();
+    assert_eq!(
+        again, 1,
+        "{method} {path} made again {again} times: {calls:?}"
+    );
+    if isolated {
+        assert_eq!(after.len(), 1, "another step called {method}: {calls:?}");
+    }
+}
+
+/// The resource a create or delete call names.
+fn resource(e: &Value) -> String {
+    let b = &e["body"];
+    let named = match e["method"].as_str().unwrap_or("") {
+        "buckets.insert" | "networks.insert" | "routers.insert" => b["name"].as_str(),
+        "serviceAccounts.create" => b["accountId"].as_str(),
+        "clusters.create" => b["cluster"]["name"].as_str(),
+        "nodePools.create" => b["nodePool"]["name"].as_str(),
+        "repositories.create" => e["query"]
+            .as_str()
+            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("repositoryId="))),
+        _ => e["path"].as_str().and_then(|p| p.rsplit('/').next()),
+    };
+    let name = named.unwrap_or_else(|| panic!("no resource named in {e}"));
+    format!(
+        "{} {}",
+        e["method"].as_str().unwrap(),
+        name.replace("%40", "@")
+    )
+}
+
+/// Successful calls of `methods`, counted per resource.
+async fn ok_per_resource(env: &Env, methods: &[(&str, &str)]) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for (service, method) in methods {
+        for e in env.ok_calls(service, method).await {
+            *out.entry(resource(&e)).or_default() += 1;
+        }
+    }
+    out
+}
+
+/// Successful calls of each method (for before/after comparisons).
+async fn ok_counts(env: &Env, methods: &[(&str, &str)]) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for (service, method) in methods {
+        out.insert(
+            format!("{service} {method}"),
+            env.ok_calls(service, method).await.len(),
+        );
+    }
+    out
+}
+
+/// Every call of a delete method, in order.
+async fn delete_calls(env: &Env) -> Vec<Value> {
+    let mut all: Vec<Value> = Vec::new();
+    for e in env.journal("", "").await {
+        if DELETES
+            .iter()
+            .any(|(s, m)| e["service"] == *s && e["method"] == *m)
+        {
+            all.push(e);
+        }
+    }
+    all
+}
+
+/// Each resource of a gpu-l4 cluster created once, and each of `pools`.
+fn created_once(n: &ClusterNames, pools: &[&str]) -> BTreeMap<String, usize> {
+    let mut keys = vec![
+        format!("buckets.insert {}", n.state_bucket),
+        format!("buckets.insert {}", n.jobs_bucket),
+        format!("buckets.insert {}", n.builds_bucket),
+        format!("networks.insert {}", n.network),
+        format!("routers.insert {}", n.router),
+        format!("serviceAccounts.create {}", n.node_sa_id),
+        format!("serviceAccounts.create {}", n.build_sa_id),
+        format!("repositories.create {}", n.repository),
+        format!("clusters.create {}", n.cluster),
+    ];
+    keys.extend(pools.iter().map(|p| format!("nodePools.create {p}")));
+    keys.into_iter().map(|k| (k, 1)).collect()
+}
+
+/// Each resource `down` removes deleted once (the APIs and the state bucket stay).
+fn deleted_once(n: &ClusterNames, pools: &[&str]) -> BTreeMap<String, usize> {
+    let mut keys = vec![
+        format!("buckets.delete {}", n.jobs_bucket),
+        format!("buckets.delete {}", n.builds_bucket),
+        format!("networks.delete {}", n.network),
+        format!("routers.delete {}", n.router),
+        format!("serviceAccounts.delete {}", n.node_sa_email()),
+        format!("serviceAccounts.delete {}", n.build_sa_email()),
+        format!("repositories.delete {}", n.repository),
+        format!("clusters.delete {}", n.cluster),
+    ];
+    keys.extend(pools.iter().map(|p| format!("nodePools.delete {p}")));
+    keys.into_iter().map(|k| (k, 1)).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Making and removing the other steps' resources out of band
+
+fn members(n: &ClusterNames) -> [String; 2] {
+    [
+        format!("serviceAccount:{}", n.node_sa_email()),
+        format!("serviceAccount:{}", n.build_sa_email()),
+    ]
+}
+
+fn project_grants<'a>(step: &str, members: &'a [String; 2]) -> Vec<(&'static str, &'a str)> {
+    let (roles, member): (&[&'static str], &str) = match step {
+        "node-sa-roles" => (&NODE_ROLES, &members[0]),
+        "build-sa-roles" => (&BUILD_ROLES, &members[1]),
+        other => panic!("not a project role step: {other}"),
+    };
+    roles.iter().map(|r| (*r, member)).collect()
+}
+
+fn bucket_of<'a>(n: &'a ClusterNames, step: &str) -> (&'a str, BucketKind) {
+    match step {
+        "state-bucket" => (&n.state_bucket, BucketKind::State),
+        "jobs-bucket" | "jobs-bucket-iam" => (&n.jobs_bucket, BucketKind::Jobs),
+        "builds-bucket" | "builds-bucket-iam" => (&n.builds_bucket, BucketKind::Builds),
+        other => panic!("not a bucket step: {other}"),
+    }
+}
+
+/// Make the resource of `up` step `step` exactly as `up` would, so `up` adopts it (or
+/// finds nothing to change) and makes no call of its own.
+async fn make(env: &Env, n: &ClusterNames, step: &str) {
+    let gcp = &env.app.state.cloud.gcp;
+    let cancel = CancellationToken::new();
+    let m = members(n);
+    let r = match step {
+        "state-bucket" | "jobs-bucket" | "builds-bucket" => {
+            let (_, kind) = bucket_of(n, step);
+            gcp.storage
+                .insert_bucket(&n.project, &wire::bucket(n, kind))
+                .await
+                .map(drop)
+        }
+        "node-sa" | "build-sa" => {
+            let builds = step == "build-sa";
+            let id = if builds {
+                &n.build_sa_id
+            } else {
+                &n.node_sa_id
+            };
+            let (display, description) = wire::service_account_text(n, builds);
+            gcp.iam
+                .create_service_account(&n.project, id, &display, &description)
+                .await
+                .map(drop)
+        }
+        "node-sa-roles" | "build-sa-roles" => gcp
+            .resource_manager
+            .add_bindings(&n.project, &project_grants(step, &m), &cancel)
+            .await
+            .map(drop),
+        "jobs-bucket-iam" | "builds-bucket-iam" => {
+            let grants: Vec<(&str, &str)> = BUCKET_ROLES
+                .iter()
+                .flat_map(|r| m.iter().map(move |x| (*r, x.as_str())))
+                .collect();
+            gcp.storage
+                .add_bucket_bindings(bucket_of(n, step).0, &grants, &cancel)
+                .await
+                .map(drop)
+        }
+        other => panic!("no way to make {other}"),
+    };
+    r.unwrap_or_else(|e| panic!("making {step}: {e}"));
+}
+
+/// Remove the resource of `down` step `step`, so `down` finds it gone (or finds nothing
+/// to revoke) and makes no call of its own.
+async fn unmake(env: &Env, n: &ClusterNames, step: &str) {
+    let gcp = &env.app.state.cloud.gcp;
+    let cancel = CancellationToken::new();
+    let r = match step {
+        "jobs-bucket" | "builds-bucket" => gcp.storage.delete_bucket(bucket_of(n, step).0).await,
+        "node-sa-roles" | "build-sa-roles" => gcp
+            .resource_manager
+            .remove_bindings(&n.project, &project_grants(step, &members(n)), &cancel)
+            .await
+            .map(drop),
+        other => panic!("no way to remove {other}"),
+    };
+    r.unwrap_or_else(|e| panic!("removing {step}: {e}"));
+}
+
+// ---------------------------------------------------------------------------------------
+// up: a fault at each step
+
+/// A fault at one step's mutating call.
+#[derive(Debug, Clone, Copy)]
+struct At {
+    /// The step the fault hits (`pool`: the pool's step). Several: the fault hits the
+    /// first of them to call (the method cannot be isolated to one of them).
+    steps: &'static [&'static str],
+    service: &'static str,
+    method: &'static str,
+    /// Other steps' resources made (`up`) or removed (`down`) first, in this order, so
+    /// that only the step under test makes the call.
+    prepare: &'static [&'static str],
+    /// The call is a policy read-modify-write the client itself redoes on a retryable
+    /// error: the step succeeds at its first attempt.
+    client_retry: bool,
+    /// The retryable fault (fires once).
+    retry: &'static str,
+    /// The terminal fault, how many times it fires (a 401 is refreshed and retried once
+    /// by the client), and the reason the failed operation must carry.
+    terminal: (&'static str, u32, &'static str),
+    /// The faulted call is accepted (2xx) and its long-running operation fails: the
+    /// resource was asked for once more than it was created.
+    accepted: bool,
+}
+
+impl At {
+    fn name(&self, kind: &str) -> String {
+        format!(
+            "{} {}/{} {kind}",
+            self.steps.join("|"),
+            self.service,
+            self.method
+        )
+    }
+}
+
+/// Rejected before anything changes: a 403 quotaExceeded answer.
+const QUOTA: (&str, u32, &str) = ("QUOTA_EXCEEDED", 1, "quotaExceeded");
+/// Compute reports quota in the insert's operation: QUOTA_EXCEEDED.
+const COMPUTE_QUOTA: (&str, u32, &str) = ("QUOTA_EXCEEDED", 1, "QUOTA_EXCEEDED");
+/// GKE reports quota and stockout in the operation and leaves the cluster or pool in
+/// ERROR (see the tests below); a token that stays expired after the client's refresh
+/// is rejected before anything changes.
+const GKE_401: (&str, u32, &str) = ("HTTP_401", 2, "ACCESS_TOKEN_EXPIRED");
+
+const fn at(
+    steps: &'static [&'static str],
+    service: &'static str,
+    method: &'static str,
+    prepare: &'static [&'static str],
+    retry: &'static str,
+    terminal: (&'static str, u32, &'static str),
+) -> At {
+    At {
+        steps,
+        service,
+        method,
+        prepare,
+        client_retry: false,
+        retry,
+        terminal,
+        accepted: false,
+    }
+}
+
+const fn client(mut a: At) -> At {
+    a.client_retry = true;
+    a
+}
+
+const fn accepted(mut a: At) -> At {
+    a.accepted = true;
+    a
+}
+
+/// Every step of `up` (gpu-l4) that makes a cloud call, with the call it makes.
+const UP_AT: [At; 17] = [
+    at(
+        &["apis"],
+        "serviceusage",
+        "services.batchEnable",
+        &[],
+        "HTTP_503",
+        QUOTA,
+    ),
+    at(
+        &["state-bucket"],
+        "storage",
+        "buckets.insert",
+        &["jobs-bucket", "builds-bucket"],
+        "HTTP_503",
+        QUOTA,
+    ),
+    at(
+        &["jobs-bucket"],
+        "storage",
+        "buckets.insert",
+        &["state-bucket", "builds-bucket"],
+        "HTTP_429",
+        QUOTA,
+    ),
+    at(
+        &["builds-bucket"],
+        "storage",
+        "buckets.insert",
+        &["state-bucket", "jobs-bucket"],
+        "HTTP_500",
+        QUOTA,
+    ),
+    accepted(at(
+        &["network"],
+        "compute",
+        "networks.insert",
+        &[],
+        "HTTP_503",
+        COMPUTE_QUOTA,
+    )),
+    accepted(at(
+        &["router"],
+        "compute",
+        "routers.insert",
+        &[],
+        "HTTP_429",
+        COMPUTE_QUOTA,
+    )),
+    at(
+        &["node-sa"],
+        "iam",
+        "serviceAccounts.create",
+        &["build-sa"],
+        "HTTP_503",
+        QUOTA,
+    ),
+    at(
+        &["build-sa"],
+        "iam",
+        "serviceAccounts.create",
+        &["node-sa"],
+        "HTTP_500",
+        QUOTA,
+    ),
+    client(at(
+        &["node-sa-roles"],
+        "cloudresourcemanager",
+        "projects.setIamPolicy",
+        &["build-sa", "build-sa-roles"],
+        "HTTP_503",
+        QUOTA,
+    )),
+    client(at(
+        &["build-sa-roles"],
+        "cloudresourcemanager",
+        "projects.setIamPolicy",
+        &["node-sa", "node-sa-roles"],
+        "HTTP_429",
+        QUOTA,
+    )),
+    client(at(
+        &["jobs-bucket-iam"],
+        "storage",
+        "buckets.setIamPolicy",
+        &["builds-bucket", "node-sa", "build-sa", "builds-bucket-iam"],
+        "HTTP_503",
+        QUOTA,
+    )),
+    client(at(
+        &["builds-bucket-iam"],
+        "storage",
+        "buckets.setIamPolicy",
+        &["jobs-bucket", "node-sa", "build-sa", "jobs-bucket-iam"],
+        "HTTP_500",
+        QUOTA,
+    )),
+    at(
+        &["repository"],
+        "artifactregistry",
+        "repositories.create",
+        &[],
+        "HTTP_503",
+        QUOTA,
+    ),
+    client(at(
+        &["repository-iam"],
+        "artifactregistry",
+        "repositories.setIamPolicy",
+        &[],
+        "HTTP_503",
+        QUOTA,
+    )),
+    at(
+        &["cluster"],
+        "container",
+        "clusters.create",
+        &[],
+        "GKE_BUSY",
+        GKE_401,
+    ),
+    client(at(
+        &["workload-identity"],
+        "iam",
+        "serviceAccounts.setIamPolicy",
+        &[],
+        "HTTP_503",
+        QUOTA,
+    )),
+    at(
+        &["pool"],
+        "container",
+        "nodePools.create",
+        &[],
+        "GKE_BUSY",
+        GKE_401,
+    ),
+];
+
+/// A retryable fault at the step's call: the operation still succeeds, the call was
+/// made again, and nothing was created twice.
+async fn up_retry_case(a: At) {
+    let env = env().await;
+    let n = names();
+    for s in a.prepare {
+        make(&env, &n, s).await;
+    }
+    env.arm(a.service, a.method, a.retry, 1).await;
+    let op = env.up(CLUSTER, gpu()).await;
+    let pool = pool_of(&op);
+    let done = finish(&env, &op).await;
+    assert_succeeded(&done);
+    let targets = resolve(a.steps, &pool);
+
+    assert_made_again_once(&env, a.service, a.method, a.steps.len() == 1).await;
+    if a.client_retry {
+        // The client redid its read-modify-write; no step needed a second attempt.
+        assert_eq!(
+            retried(&done),
+            Vec::<String>::new(),
+            "{}",
+            done["metadata"]["progress"]
+        );
+    } else {
+        assert_eq!(retried(&done), targets, "{}", done["metadata"]["progress"]);
+        let s = step(&done, &targets[0]);
+        assert!(s["attempts"].as_u64().unwrap() >= 2, "{s}");
+    }
+    assert_eq!(
+        ok_per_resource(&env, &CREATES).await,
+        created_once(&n, &[&pool]),
+        "duplicate or missing creates"
+    );
+    assert_eq!(cluster_state(&env).await, "RUNNING");
+    assert_eq!(pool_state(&env, &pool).await.as_deref(), Some("RUNNING"));
+    close(env).await;
+}
+
+/// A terminal fault at the step's call: the operation fails there with the cloud's
+/// reason and the cluster is ERROR; `up` again succeeds having created each resource
+/// once; `down` then removes each once.
+async fn up_terminal_case(a: At) {
+    let env = env().await;
+    let n = names();
+    for s in a.prepare {
+        make(&env, &n, s).await;
+    }
+    let (kind, count, reason) = a.terminal;
+    env.arm(a.service, a.method, kind, count).await;
+    let op = env.up(CLUSTER, gpu()).await;
+    let pool = pool_of(&op);
+    let failed = finish(&env, &op).await;
+    let at = assert_failed_at(&failed, &resolve(a.steps, &pool), reason);
+    assert_eq!(
+        failed["error"]["details"][0]["metadata"]["service"],
+        a.service
+    );
+    assert_eq!(cluster_state(&env).await, "ERROR");
+    assert_eq!(pool_state(&env, &pool).await.as_deref(), Some("ERROR"));
+
+    let mut expected = created_once(&n, &[&pool]);
+    if a.accepted {
+        // The call was accepted and its operation failed: nothing was made by it.
+        let first = env.ok_calls(a.service, a.method).await;
+        assert_eq!(first.len(), 1, "{first:?}");
+        *expected.get_mut(&resource(&first[0])).unwrap() += 1;
+    }
+    let again = up(&env).await;
+    assert_succeeded(&again);
+    assert_eq!(step(&again, &at)["attempts"], 1, "{}", step(&again, &at));
+    assert_eq!(
+        ok_per_resource(&env, &CREATES).await,
+        expected,
+        "duplicate or missing creates"
+    );
+    assert_eq!(cluster_state(&env).await, "RUNNING");
+    assert_eq!(pool_state(&env, &pool).await.as_deref(), Some("RUNNING"));
+
+    let gone = down(&env).await;
+    assert_succeeded(&gone);
+    assert_eq!(cluster_state(&env).await, "DELETED");
+    assert_eq!(
+        ok_per_resource(&env, &DELETES).await,
+        deleted_once(&n, &[&pool])
+    );
+    close(env).await;
+}
+
+// Retries come from two places: the step runner (a retryable step error, see
+// `a_step_retried_while_others_run_does_not_stall_the_operation`, which once found a
+// deadlock there) and the clients themselves (policy read-modify-writes).
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_survives_a_retryable_fault_at_each_policy_step() {
+    let cases = UP_AT.iter().filter(|a| a.client_retry);
+    each(cases.map(|a| (a.name(a.retry), up_retry_case(*a)))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_survives_a_retryable_fault_at_each_step() {
+    let cases = UP_AT.iter().filter(|a| !a.client_retry);
+    each(cases.map(|a| (a.name(a.retry), up_retry_case(*a)))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_fails_on_a_terminal_fault_at_each_step_and_up_again_completes_it() {
+    each(
+        UP_AT
+            .iter()
+            .map(|a| (a.name(a.terminal.0), up_terminal_case(*a))),
+    )
+    .await;
+}
+
+/// GKE accepts the cluster and its creation fails (quota): the operation fails at
+/// `cluster` with GKE's QUOTA_EXCEEDED and GKE keeps the cluster in ERROR. `up` again
+/// deletes that cluster (it is ours, and unusable) and creates it again from the
+/// records; `down` and `up` afterwards work as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_refused_by_gke_at_the_cluster_then_up_again_recreates_it() {
+    let _slot = SLOTS.acquire().await.unwrap();
+    let env = env().await;
+    let n = names();
+    env.arm("container", "clusters.create", "QUOTA_EXCEEDED", 1)
+        .await;
+    let op = env.up(CLUSTER, gpu()).await;
+    let p1 = pool_of(&op);
+    let failed = finish(&env, &op).await;
+    assert_failed_at(&failed, &["cluster".to_owned()], "QUOTA_EXCEEDED");
+    assert_eq!(cluster_state(&env).await, "ERROR");
+
+    let again = up(&env).await;
+    assert_succeeded(&again);
+    assert_eq!(outcomes(&again)["cluster"], "recreated");
+    assert_eq!(outcomes(&again)[&format!("pool:{p1}")], "created");
+    assert_eq!(env.ok_calls("container", "clusters.create").await.len(), 2);
+    assert_eq!(env.ok_calls("container", "clusters.delete").await.len(), 1);
+    assert_eq!(cluster_state(&env).await, "RUNNING");
+
+    let gone = down(&env).await;
+    assert_succeeded(&gone);
+    assert_eq!(cluster_state(&env).await, "DELETED");
+    let later = up(&env).await;
+    assert_succeeded(&later);
+    assert_eq!(cluster_state(&env).await, "RUNNING");
+    assert_eq!(env.ok_calls("container", "clusters.create").await.len(), 3);
+    let _ = n;
+    close(env).await;
+}
+
+/// The smallest reproduction of the runner deadlock: four steps that run side by side
+/// each fail once with a 503 and are retried while the others finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_retried_while_others_run_does_not_stall_the_operation() {
+    let env = env().await;
+    for (service, method) in [
+        ("storage", "buckets.insert"),
+        ("iam", "serviceAccounts.create"),
+        ("artifactregistry", "repositories.create"),
+        ("compute", "networks.insert"),
+    ] {
+        env.arm(service, method, "HTTP_503", 1).await;
+    }
+    let op = env.up(CLUSTER, gpu()).await;
+    let done = finish(&env, &op).await;
+    assert_succeeded(&done);
+    assert!(
+        retried(&done).len() >= 4,
+        "{}",
+        done["metadata"]["progress"]
+    );
+    close(env).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// pool add
+
+async fn gpu_cluster(env: &Env) -> String {
+    let done = up(env).await;
+    assert_succeeded(&done);
+    pool_of(&done)
+}
+
+/// A retryable fault at nodePools.create: the pool step is retried and the pool made once.
+async fn pool_add_retry_case(kind: &'static str) {
+    let env = env().await;
+    let n = names();
+    let p1 = gpu_cluster(&env).await;
+    env.arm("container", "nodePools.create", kind, 1).await;
+    let (p2, done) = add_pool(&env).await;
+    assert_succeeded(&done);
+    assert_made_again_once(&env, "container", "nodePools.create", true).await;
+    assert_eq!(
+        retried(&done),
+        [format!("pool:{p2}")],
+        "{}",
+        done["metadata"]["progress"]
+    );
+    assert_eq!(
+        ok_per_resource(&env, &CREATES).await,
+        created_once(&n, &[&p1, &p2])
+    );
+    assert_eq!(pool_state(&env, &p2).await.as_deref(), Some("RUNNING"));
+    close(env).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_add_survives_a_retryable_fault() {
+    each(
+        ["GKE_BUSY", "HTTP_503"].map(|k| (format!("nodePools.create {k}"), pool_add_retry_case(k))),
+    )
+    .await;
+}
+
+/// nodePools.create rejected for good (the token stays expired after the client's
+/// refresh): the pool record is ERROR and nothing exists in GKE; `up` again repairs the
+/// recorded pool, creating it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_add_rejected_then_up_again_creates_the_recorded_pool() {
+    let _slot = SLOTS.acquire().await.unwrap();
+    let env = env().await;
+    let n = names();
+    let p1 = gpu_cluster(&env).await;
+    let (kind, count, reason) = GKE_401;
+    env.arm("container", "nodePools.create", kind, count).await;
+    let (p2, failed) = add_pool(&env).await;
+    assert_failed_at(&failed, &[format!("pool:{p2}")], reason);
+    assert_eq!(pool_state(&env, &p2).await.as_deref(), Some("ERROR"));
+    assert_eq!(cluster_state(&env).await, "RUNNING");
+
+    let again = up(&env).await;
+    assert_succeeded(&again);
+    assert_eq!(
+        again["response"]["outcomes"][format!("pool:{p2}")],
+        "created",
+        "{}",
+        again["response"]
+    );
+    assert_eq!(
+        again["response"]["outcomes"][format!("pool:{p1}")],
+        "adopted",
+        "{}",
+        again["response"]
+    );
+    assert_eq!(pool_state(&env, &p2).await.as_deref(), Some("RUNNING"));
+    assert_eq!(
+        ok_per_resource(&env, &CREATES).await,
+        created_once(&n, &[&p1, &p2])
+    );
+
+    let gone = down(&env).await;
+    assert_succeeded(&gone);
+    assert_eq!(
+        ok_per_resource(&env, &DELETES).await,
+        deleted_once(&n, &[&p1, &p2])
+    );
+    close(env).await;
+}
+
+/// GKE accepts the pool and its operation fails (quota, stockout): the operation fails
+/// with GKE's reason, the record is ERROR, and GKE keeps the pool in ERROR. What the
+/// product supports from there: `pool remove` deletes it, and a new `pool add` works.
+async fn pool_add_refused_case(kind: &'static str, reason: &'static str) {
+    let env = env().await;
+    let n = names();
+    let p1 = gpu_cluster(&env).await;
+    env.arm("container", "nodePools.create", kind, 1).await;
+    let (p2, failed) = add_pool(&env).await;
+    assert_failed_at(&failed, &[format!("pool:{p2}")], reason);
+    assert_eq!(pool_state(&env, &p2).await.as_deref(), Some("ERROR"));
+
+    let removed = remove_pool(&env, &p2).await;
+    assert_succeeded(&removed);
+    assert_eq!(
+        removed["response"]["outcomes"][format!("pool:{p2}")],
+        "deleted"
+    );
+    assert_eq!(pool_state(&env, &p2).await, None);
+    let (p3, added) = add_pool(&env).await;
+    assert_succeeded(&added);
+    assert_eq!(pool_state(&env, &p3).await.as_deref(), Some("RUNNING"));
+
+    // p2 was asked for once (accepted, then failed), p3 made once.
+    assert_eq!(
+        ok_per_resource(&env, &CREATES).await,
+        created_once(&n, &[&p1, &p2, &p3])
+    );
+    let deleted = ok_per_resource(&env, &DELETES).await;
+    assert_eq!(
+        deleted,
+        BTreeMap::from([(format!("nodePools.delete {p2}"), 1)])
+    );
+    close(env).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_add_refused_by_gke_then_remove_and_add_again() {
+    each([
+        (
+            "nodePools.create QUOTA_EXCEEDED".to_owned(),
+            pool_add_refused_case("QUOTA_EXCEEDED", "QUOTA_EXCEEDED"),
+        ),
+        (
+            "nodePools.create STOCKOUT".to_owned(),
+            pool_add_refused_case("STOCKOUT", "GCE_STOCKOUT"),
+        ),
+    ])
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------
+// pool remove
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_remove_survives_a_retryable_fault() {
+    async fn case(kind: &'static str) {
+        let env = env().await;
+        let p1 = gpu_cluster(&env).await;
+        env.arm("container", "nodePools.delete", kind, 1).await;
+        let done = remove_pool(&env, &p1).await;
+        assert_succeeded(&done);
+        assert_made_again_once(&env, "container", "nodePools.delete", true).await;
+        assert_eq!(
+            retried(&done),
+            [format!("pool:{p1}")],
+            "{}",
+            done["metadata"]["progress"]
+        );
+        assert_eq!(pool_state(&env, &p1).await, None);
+        assert_eq!(
+            ok_per_resource(&env, &DELETES).await,
+            BTreeMap::from([(format!("nodePools.delete {p1}"), 1)])
+        );
+        close(env).await;
+    }
+    each(["GKE_BUSY", "HTTP_503"].map(|k| (format!("nodePools.delete {k}"), case(k)))).await;
+}
+
+/// nodePools.delete refused: the operation fails at the pool's step with the cloud's
+/// reason and the record is ERROR; removing it again deletes it once; a later `up` does
+/// not bring it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_remove_fails_on_a_terminal_fault_and_remove_again_completes_it() {
+    let _slot = SLOTS.acquire().await.unwrap();
+    let env = env().await;
+    let n = names();
+    let p1 = gpu_cluster(&env).await;
+    let (kind, count, reason) = QUOTA;
+    env.arm("container", "nodePools.delete", kind, count).await;
+    let failed = remove_pool(&env, &p1).await;
+    assert_failed_at(&failed, &[format!("pool:{p1}")], reason);
+    assert_eq!(pool_state(&env, &p1).await.as_deref(), Some("ERROR"));
+
+    let again = remove_pool(&env, &p1).await;
+    assert_succeeded(&again);
+    assert_eq!(
+        again["response"]["outcomes"][format!("pool:{p1}")],
+        "deleted"
+    );
+    assert_eq!(pool_state(&env, &p1).await, None);
+    assert_eq!(
+        ok_per_resource(&env, &DELETES).await,
+        BTreeMap::from([(format!("nodePools.delete {p1}"), 1)])
+    );
+
+    let later = up(&env).await;
+    assert_succeeded(&later);
+    assert!(
+        steps(&later)
+            .iter()
+            .all(|s| s["id"] != format!("pool:{p1}")),
+        "{}",
+        later["metadata"]["progress"]
+    );
+    assert_eq!(
+        ok_per_resource(&env, &CREATES).await,
+        created_once(&n, &[&p1])
+    );
+    close(env).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// down: a fault at each step
+
+/// Every step of `down` that makes a cloud call (`prepare`: steps whose resource is
+/// removed beforehand). The two service accounts are deleted without a read first, so
+/// their method cannot be isolated to one of them: the fault hits the first to call.
+const DOWN_AT: [At; 10] = [
+    at(
+        &["jobs-bucket"],
+        "storage",
+        "buckets.delete",
+        &["builds-bucket"],
+        "HTTP_503",
+        QUOTA,
+    ),
+    at(
+        &["builds-bucket"],
+        "storage",
+        "buckets.delete",
+        &["jobs-bucket"],
+        "HTTP_429",
+        QUOTA,
+    ),
+    at(
+        &["repository"],
+        "artifactregistry",
+        "repositories.delete",
+        &[],
+        "HTTP_503",
+        QUOTA,
+    ),
+    at(
+        &["pool"],
+        "container",
+        "nodePools.delete",
+        &[],
+        "GKE_BUSY",
+        QUOTA,
+    ),
+    at(
+        &["cluster"],
+        "container",
+        "clusters.delete",
+        &[],
+        "GKE_BUSY",
+        QUOTA,
+    ),
+    at(
+        &["router"],
+        "compute",
+        "routers.delete",
+        &[],
+        "HTTP_503",
+        QUOTA,
+    ),
+    at(
+        &["network"],
+        "compute",
+        "networks.delete",
+        &[],
+        "HTTP_500",
+        QUOTA,
+    ),
+    client(at(
+        &["node-sa-roles"],
+        "cloudresourcemanager",
+        "projects.setIamPolicy",
+        &["build-sa-roles"],
+        "HTTP_503",
+        QUOTA,
+    )),
+    client(at(
+        &["build-sa-roles"],
+        "cloudresourcemanager",
+        "projects.setIamPolicy",
+        &["node-sa-roles"],
+        "HTTP_429",
+        QUOTA,
+    )),
+    at(
+        &["node-sa", "build-sa"],
+        "iam",
+        "serviceAccounts.delete",
+        &[],
+        "HTTP_503",
+        QUOTA,
+    ),
+];
+
+/// A retryable fault at the step's call: `down` still succeeds, the call was made
+/// again, and each resource was deleted once.
+async fn down_retry_case(a: At) {
+    let env = env().await;
+    let n = names();
+    let pool = gpu_cluster(&env).await;
+    for s in a.prepare {
+        unmake(&env, &n, s).await;
+    }
+    env.arm(a.service, a.method, a.retry, 1).await;
+    let done = down(&env).await;
+    assert_succeeded(&done);
+    assert_made_again_once(&env, a.service, a.method, a.steps.len() == 1).await;
+    let targets = resolve(a.steps, &pool);
+    let again = retried(&done);
+    if a.client_retry {
+        assert_eq!(
+            again,
+            Vec::<String>::new(),
+            "{}",
+            done["metadata"]["progress"]
+        );
+    } else {
+        assert!(
+            again.len() == 1 && targets.contains(&again[0]),
+            "retried {again:?}, expected one of {targets:?}"
+        );
+    }
+    assert_eq!(
+        ok_per_resource(&env, &DELETES).await,
+        deleted_once(&n, &[&pool])
+    );
+    assert_eq!(cluster_state(&env).await, "DELETED");
+    close(env).await;
+}
+
+/// A terminal fault at the step's call: `down` fails there with the cloud's reason and
+/// the cluster is ERROR; `down` again succeeds having deleted each resource once; `up`
+/// of the same name works afterwards.
+async fn down_terminal_case(a: At) {
+    let env = env().await;
+    let n = names();
+    let pool = gpu_cluster(&env).await;
+    for s in a.prepare {
+        unmake(&env, &n, s).await;
+    }
+    let (kind, count, reason) = a.terminal;
+    env.arm(a.service, a.method, kind, count).await;
+    let failed = down(&env).await;
+    let at = assert_failed_at(&failed, &resolve(a.steps, &pool), reason);
+    assert_eq!(
+        failed["error"]["details"][0]["metadata"]["service"],
+        a.service
+    );
+    assert_eq!(cluster_state(&env).await, "ERROR");
+
+    let again = down(&env).await;
+    assert_succeeded(&again);
+    assert_eq!(step(&again, &at)["attempts"], 1);
+    assert_eq!(cluster_state(&env).await, "DELETED");
+    assert_eq!(
+        ok_per_resource(&env, &DELETES).await,
+        deleted_once(&n, &[&pool])
+    );
+
+    let later = up(&env).await;
+    assert_succeeded(&later);
+    assert_eq!(cluster_state(&env).await, "RUNNING");
+    close(env).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn down_survives_a_retryable_fault_at_each_policy_step() {
+    let cases = DOWN_AT.iter().filter(|a| a.client_retry);
+    each(cases.map(|a| (a.name(a.retry), down_retry_case(*a)))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn down_survives_a_retryable_fault_at_each_step() {
+    let cases = DOWN_AT.iter().filter(|a| !a.client_retry);
+    each(cases.map(|a| (a.name(a.retry), down_retry_case(*a)))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn down_fails_on_a_terminal_fault_at_each_step_and_down_again_completes_it() {
+    each(
+        DOWN_AT
+            .iter()
+            .map(|a| (a.name(a.terminal.0), down_terminal_case(*a))),
+    )
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Every step run twice: the identical operation enqueued again after it succeeded
+
+/// Enqueue `op` again as it was accepted (type, input, plan, steps all PENDING) and run
+/// it to its end.
+async fn run_again(env: &Env, op: &Value) -> Value {
+    let id: Uuid = op["name"]
+        .as_str()
+        .and_then(|n| n.strip_prefix("operations/"))
+        .and_then(|id| id.parse().ok())
+        .expect("operation id");
+    let row = store::operations::get(&env.app.db, id)
+        .await
+        .unwrap()
+        .expect("operation row");
+    let mut steps = row.steps.clone();
+    for s in steps.as_array_mut().expect("steps") {
+        let s = s.as_object_mut().unwrap();
+        s.insert("state".into(), json!("PENDING"));
+        s.insert("attempts".into(), json!(0));
+        for k in ["result", "message", "startTime", "endTime"] {
+            s.remove(k);
+        }
+    }
+    let steps: Vec<kineticd::ops::steps::StepRecord> = serde_json::from_value(steps).unwrap();
+    let plan: kineticd::plan::Plan =
+        serde_json::from_value(row.plan.clone().expect("plan")).unwrap();
+    let planned: Vec<String> = plan.steps().into_iter().map(|s| s.id).collect();
+    let stored: Vec<String> = steps.iter().map(|s| s.id.clone()).collect();
+    assert_eq!(stored, planned, "the stored steps are the plan's actions");
+    let r = queue::enqueue(
+        &env.app.db,
+        &Enqueue {
+            op_type: row.op_type.clone(),
+            target: row.target.clone(),
+            serial_key: row.serial_key.clone(),
+            team_id: row.team_id.clone().expect("team"),
+            cluster_id: row.cluster_id,
+            created_by: row.created_by.clone(),
+            input: row.input.clone(),
+            plan: row.plan.clone(),
+            steps,
+            idempotency: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert!(r.created);
+    let done = finish(env, &json!({"name": format!("operations/{}", r.op.id)})).await;
+    assert_eq!(done["metadata"]["type"], op["metadata"]["type"]);
+    done
+}
+
+fn outcomes(op: &Value) -> BTreeMap<String, String> {
+    let out: BTreeMap<String, String> = op["response"]["outcomes"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no outcomes: {}", op["response"]))
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
+        .collect();
+    let ids: Vec<&str> = steps(op)
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        out.keys().map(String::as_str).collect::<Vec<_>>().len(),
+        ids.len(),
+        "an outcome per step: {out:?} vs {ids:?}"
+    );
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_step_of_up_run_twice_changes_nothing() {
+    let _slot = SLOTS.acquire().await.unwrap();
+    let env = env().await;
+    let first = up(&env).await;
+    assert_succeeded(&first);
+    let pool = pool_of(&first);
+    let created = outcomes(&first);
+    for id in [
+        "state-bucket",
+        "network",
+        "cluster",
+        &format!("pool:{pool}"),
+    ] {
+        assert_eq!(created[id], "created", "{created:?}");
+    }
+    let creates = ok_per_resource(&env, &CREATES).await;
+    let writes = ok_counts(&env, &POLICY_WRITES).await;
+
+    let again = run_again(&env, &first).await;
+    assert_succeeded(&again);
+    for (id, outcome) in outcomes(&again) {
+        let want = match id.as_str() {
+            "apis" => "enabled",
+            "ksa" | "lws" | "nvidia-driver" => "applied",
+            "profile" => "saved",
+            s if s.ends_with("-roles") || s.ends_with("-iam") || s == "workload-identity" => {
+                "granted"
+            }
+            _ => "adopted",
+        };
+        assert_eq!(outcome, want, "step {id}");
+    }
+    assert_eq!(
+        ok_per_resource(&env, &CREATES).await,
+        creates,
+        "nothing created again"
+    );
+    assert_eq!(
+        ok_counts(&env, &POLICY_WRITES).await,
+        writes,
+        "no policy written again"
+    );
+    assert_eq!(cluster_state(&env).await, "RUNNING");
+    assert_eq!(pool_state(&env, &pool).await.as_deref(), Some("RUNNING"));
+    close(env).await;
+}
+
+/// After `down`, the same DOWN_CLUSTER again: every resource step finds its resource
+/// gone, nothing is deleted or written again.
+async fn down_twice(env: &Env) -> Value {
+    let pool = gpu_cluster(env).await;
+    let first = down(env).await;
+    assert_succeeded(&first);
+    assert_eq!(outcomes(&first)[&format!("pool:{pool}")], "deleted");
+    let deletes = ok_per_resource(env, &DELETES).await;
+    let writes = ok_counts(env, &POLICY_WRITES).await;
+    let calls_before = delete_calls(env).await.len();
+
+    let again = run_again(env, &first).await;
+    assert_succeeded(&again);
+    assert_eq!(
+        ok_per_resource(env, &DELETES).await,
+        deletes,
+        "nothing deleted again"
+    );
+    // The service accounts and the repository are deleted without a read first: those
+    // calls are made again and answered 404; every other step reads and finds nothing.
+    let calls = delete_calls(env).await;
+    let mut again_calls: Vec<String> = calls[calls_before..]
+        .iter()
+        .map(|e| {
+            assert_eq!(e["status"], 404, "{e}");
+            e["method"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    again_calls.sort();
+    assert_eq!(
+        again_calls,
+        [
+            "repositories.delete",
+            "serviceAccounts.delete",
+            "serviceAccounts.delete"
+        ]
+    );
+    assert_eq!(
+        ok_counts(env, &POLICY_WRITES).await,
+        writes,
+        "no policy written again"
+    );
+    assert_eq!(cluster_state(env).await, "DELETED");
+    again
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_step_of_down_run_twice_changes_nothing() {
+    let _slot = SLOTS.acquire().await.unwrap();
+    let env = env().await;
+    let again = down_twice(&env).await;
+    for (id, outcome) in outcomes(&again) {
+        if !id.ends_with("-roles") {
+            assert_eq!(outcome, "absent", "step {id}");
+        }
+    }
+    close(env).await;
+}
+
+/// The role steps of a repeated `down` revoke nothing (no policy is written, see
+/// [`down_twice`]) yet report "revoked".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn down_run_twice_reports_the_revoked_roles_absent() {
+    let _slot = SLOTS.acquire().await.unwrap();
+    let env = env().await;
+    let again = down_twice(&env).await;
+    let o = outcomes(&again);
+    assert_eq!(o["node-sa-roles"], "absent", "{o:?}");
+    assert_eq!(o["build-sa-roles"], "absent", "{o:?}");
+    close(env).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_step_of_pool_add_and_remove_run_twice_changes_nothing() {
+    let _slot = SLOTS.acquire().await.unwrap();
+    let env = env().await;
+    let n = names();
+    let p1 = gpu_cluster(&env).await;
+
+    let (p2, added) = add_pool(&env).await;
+    assert_succeeded(&added);
+    assert_eq!(outcomes(&added)[&format!("pool:{p2}")], "created");
+    let again = run_again(&env, &added).await;
+    assert_succeeded(&again);
+    assert_eq!(
+        outcomes(&again),
+        BTreeMap::from([
+            (format!("pool:{p2}"), "adopted".to_owned()),
+            ("nvidia-driver".to_owned(), "applied".to_owned()),
+        ])
+    );
+    assert_eq!(
+        ok_per_resource(&env, &CREATES).await,
+        created_once(&n, &[&p1, &p2])
+    );
+    assert_eq!(pool_state(&env, &p2).await.as_deref(), Some("RUNNING"));
+
+    let removed = remove_pool(&env, &p2).await;
+    assert_succeeded(&removed);
+    let calls = env.journal("container", "nodePools.delete").await.len();
+    let again = run_again(&env, &removed).await;
+    assert_succeeded(&again);
+    assert_eq!(
+        outcomes(&again),
+        BTreeMap::from([(format!("pool:{p2}"), "absent".to_owned())])
+    );
+    assert_eq!(
+        env.journal("container", "nodePools.delete").await.len(),
+        calls,
+        "no delete call at all"
+    );
+    assert_eq!(
+        ok_per_resource(&env, &DELETES).await,
+        BTreeMap::from([(format!("nodePools.delete {p2}"), 1)])
+    );
+    assert_eq!(pool_state(&env, &p2).await, None);
+    assert_eq!(pool_state(&env, &p1).await.as_deref(), Some("RUNNING"));
+    close(env).await;
+}
