@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::cloud::gcp::GcpError;
-use crate::cloud::gcp::lro::{self, LroPolicy};
+use crate::cloud::gcp::lro;
 use crate::cloud::gcp::types::container::{Cluster, NodePool};
 use crate::model;
 use crate::ops::steps::{RpcCode, StepError};
@@ -44,7 +44,7 @@ impl Step<'_> {
         lro::wait_until(
             "container",
             "clusters.get",
-            LroPolicy::standard(self.env.timing.lro),
+            self.env.timing.lro_policy(),
             &self.ctx.cancel,
             || gke.get_cluster(p, z, c),
             |c: &Cluster| !in_progress(c.status.as_deref()),
@@ -58,7 +58,7 @@ impl Step<'_> {
         lro::wait_until(
             "container",
             "nodePools.get",
-            LroPolicy::standard(self.env.timing.lro),
+            self.env.timing.lro_policy(),
             &self.ctx.cancel,
             || gke.get_node_pool(p, z, c, pool),
             |np: &NodePool| !in_progress(np.status.as_deref()),
@@ -84,28 +84,46 @@ impl Step<'_> {
     }
 }
 
+/// GKE leaves a cluster or pool whose creation failed (quota, stockout) in ERROR: one of
+/// ours in that state is deleted and created again from the records.
+fn failed_in_gke(status: Option<&str>) -> bool {
+    status == Some("ERROR")
+}
+
 pub async fn ensure_cluster(s: &Step<'_>) -> Result<Value, StepError> {
     let (p, z, c) = s.location();
     let gke = &s.env.cloud.gcp.container;
     let mut found = "adopted";
-    match gke.get_cluster(p, z, c).await {
+    let missing = match gke.get_cluster(p, z, c).await {
         Ok(existing) => {
             if !wire::is_ours(&existing.resource_labels) {
                 return Err(s.foreign("GKE cluster", c, "it has no label kinetic=true"));
             }
+            if failed_in_gke(existing.status.as_deref()) {
+                remove_cluster(s).await?;
+                found = "recreated";
+                true
+            } else {
+                false
+            }
         }
-        Err(e) if e.is_not_found() => match gke.create_cluster(p, z, &wire::cluster(s.names)).await
-        {
+        Err(e) if e.is_not_found() => {
+            found = "created";
+            true
+        }
+        Err(e) => return Err(gcp_error(e)),
+    };
+    if missing {
+        match gke.create_cluster(p, z, &wire::cluster(s.names)).await {
             Ok(op) => {
                 gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
                     .await
                     .map_err(gcp_error)?;
-                found = "created";
             }
-            Err(e) if e.is_already_exists() => {}
+            // Created by an attempt whose answer was lost: adopt it.
+            Err(e) if e.is_already_exists() => found = "adopted",
             Err(e) => return Err(gcp_error(e)),
-        },
-        Err(e) => return Err(gcp_error(e)),
+        }
     }
     let cluster = s.settle_cluster().await.map_err(gcp_error)?;
     let status = cluster.status.as_deref().unwrap_or("UNKNOWN");
@@ -123,6 +141,22 @@ pub async fn ensure_cluster(s: &Step<'_>) -> Result<Value, StepError> {
             .map_err(store_error)?;
     }
     Ok(json!({"outcome": found, "endpoint": cluster.endpoint, "status": status}))
+}
+
+/// Delete the cluster and wait until it is gone (absent already: fine).
+async fn remove_cluster(s: &Step<'_>) -> Result<(), StepError> {
+    let (p, z, c) = s.location();
+    let gke = &s.env.cloud.gcp.container;
+    match gke.delete_cluster(p, z, c).await {
+        Ok(op) => {
+            gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
+                .await
+                .map_err(gcp_error)?;
+            Ok(())
+        }
+        Err(e) if e.is_not_found() => Ok(()),
+        Err(e) => Err(gcp_error(e)),
+    }
 }
 
 pub async fn delete_cluster(s: &Step<'_>) -> Result<Value, StepError> {
@@ -175,27 +209,37 @@ pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
     let gke = &s.env.cloud.gcp.container;
     let spec = pool_record(s, pool).await?;
     let mut found = "adopted";
-    match gke.get_node_pool(p, z, c, pool).await {
+    let missing = match gke.get_node_pool(p, z, c, pool).await {
         Ok(existing) => {
             let labels = existing.config.map(|c| c.labels).unwrap_or_default();
             if !wire::is_ours(&labels) {
                 return Err(s.foreign("node pool", pool, "its nodes lack the label kinetic=true"));
             }
-        }
-        Err(e) if e.is_not_found() => {
-            let want = wire::node_pool(s.names, &spec);
-            match gke.create_node_pool(p, z, c, &want).await {
-                Ok(op) => {
-                    gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
-                        .await
-                        .map_err(gcp_error)?;
-                    found = "created";
-                }
-                Err(e) if e.is_already_exists() => {}
-                Err(e) => return Err(gcp_error(e)),
+            if failed_in_gke(existing.status.as_deref()) {
+                remove_pool(s, pool).await?;
+                found = "recreated";
+                true
+            } else {
+                false
             }
         }
+        Err(e) if e.is_not_found() => {
+            found = "created";
+            true
+        }
         Err(e) => return Err(gcp_error(e)),
+    };
+    if missing {
+        let want = wire::node_pool(s.names, &spec);
+        match gke.create_node_pool(p, z, c, &want).await {
+            Ok(op) => {
+                gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
+                    .await
+                    .map_err(gcp_error)?;
+            }
+            Err(e) if e.is_already_exists() => found = "adopted",
+            Err(e) => return Err(gcp_error(e)),
+        }
     }
     let np = s.settle_pool(pool).await.map_err(gcp_error)?;
     let status = np.status.as_deref().unwrap_or("UNKNOWN");
@@ -211,6 +255,12 @@ pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
 }
 
 pub async fn delete_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
+    let existed = remove_pool(s, pool).await?;
+    Ok(outcome(if existed { "deleted" } else { "absent" }))
+}
+
+/// Delete the pool and wait until it is gone; false when it was not there.
+async fn remove_pool(s: &Step<'_>, pool: &str) -> Result<bool, StepError> {
     let (p, z, c) = s.location();
     let gke = &s.env.cloud.gcp.container;
     match gke.get_node_pool(p, z, c, pool).await {
@@ -220,19 +270,19 @@ pub async fn delete_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
                 gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
                     .await
                     .map_err(gcp_error)?;
-                return Ok(outcome("deleted"));
+                return Ok(true);
             }
-            Err(e) if e.is_not_found() => return Ok(outcome("absent")),
+            Err(e) if e.is_not_found() => return Ok(false),
             Err(e) => return Err(gcp_error(e)),
         },
-        Err(e) if e.is_not_found() => return Ok(outcome("absent")),
+        Err(e) if e.is_not_found() => return Ok(false),
         Err(e) => return Err(gcp_error(e)),
     }
     // Someone else's delete is in flight: wait for the pool to be gone.
     let gone = lro::wait_until(
         "container",
         "nodePools.get",
-        LroPolicy::standard(s.env.timing.lro),
+        s.env.timing.lro_policy(),
         &s.ctx.cancel,
         || async {
             match gke.get_node_pool(p, z, c, pool).await {
@@ -245,5 +295,5 @@ pub async fn delete_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
     )
     .await;
     gone.map_err(gcp_error)?;
-    Ok(outcome("deleted"))
+    Ok(true)
 }

@@ -29,7 +29,7 @@ const BUCKET_ROLES: [&str; 2] = [
 
 impl Step<'_> {
     fn lro(&self) -> LroPolicy {
-        LroPolicy::standard(self.env.timing.lro)
+        self.env.timing.lro_policy()
     }
 
     /// A request id stable across retries of this step of this operation (AIP-155), so
@@ -311,13 +311,22 @@ pub async fn project_roles(s: &Step<'_>, builds: bool, grant: bool) -> Result<Va
         rm.add_bindings(p, &grants, &s.ctx.cancel)
             .await
             .map_err(iam_error)?;
-        Ok(outcome("granted"))
-    } else {
-        rm.remove_bindings(p, &grants, &s.ctx.cancel)
-            .await
-            .map_err(iam_error)?;
-        Ok(outcome("revoked"))
+        return Ok(outcome("granted"));
     }
+    // Revoking: say whether there was anything to revoke (a rerun finds nothing).
+    let policy = rm.get_iam_policy(p).await.map_err(iam_error)?;
+    let held = policy.bindings.iter().any(|b| {
+        grants
+            .iter()
+            .any(|(role, m)| b.role == *role && b.members.iter().any(|x| x == m))
+    });
+    if !held {
+        return Ok(outcome("absent"));
+    }
+    rm.remove_bindings(p, &grants, &s.ctx.cancel)
+        .await
+        .map_err(iam_error)?;
+    Ok(outcome("revoked"))
 }
 
 fn members(s: &Step<'_>) -> [String; 2] {
