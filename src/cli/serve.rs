@@ -64,7 +64,7 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
     };
     let http = app::http_client()?;
     let cloud = match &sim {
-        Some(sim) => Cloud::simulated(&sim.url(), http)?,
+        Some(sim) => Cloud::simulated_at(&sim.url(), http, settings.sim_speed)?,
         None => Cloud::new(settings.gcp.clone(), settings.manifests.clone(), http),
     };
     let state = AppState::start(db.clone(), url, settings, cloud).await?;

@@ -36,9 +36,21 @@ impl Cloud {
 
     /// Everything pointed at a simulator listening at `sim_url` (no credentials).
     pub fn simulated(sim_url: &str, http: reqwest::Client) -> Result<Cloud, url::ParseError> {
+        Cloud::simulated_at(sim_url, http, 0.0)
+    }
+
+    /// [`Cloud::simulated`] for a simulator running `speed` times faster than real time:
+    /// polls are as frequent per virtual second as against Google.
+    pub fn simulated_at(
+        sim_url: &str,
+        http: reqwest::Client,
+        speed: f64,
+    ) -> Result<Cloud, url::ParseError> {
         let root = url::Url::parse(sim_url)?;
+        let mut config = GcpConfig::single_root(&root);
+        config.poll = gcp::lro::PollSchedule::for_speed(speed);
         Ok(Cloud::new(
-            GcpConfig::single_root(&root),
+            config,
             crate::sim::kube::manifests::config(sim_url),
             http,
         ))

@@ -189,7 +189,9 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
                 "iam.binding",
                 format!("projects/{p}"),
                 why,
-                &["build-sa"],
+                // After the node account's roles: both rewrite the project's policy,
+                // and together they would only collide on its etag.
+                &["build-sa", "node-sa-roles"],
             ),
             json!({"member": build, "roles": BUILD_ROLES}),
         ),
@@ -270,7 +272,9 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
                 } else {
                     "new cluster"
                 },
-                &["network", "router", "node-sa-roles"],
+                // The NAT only matters once nodes pull images: the router is built
+                // while GKE creates the control plane.
+                &["network", "node-sa-roles"],
             ),
             json!({"releaseChannel": "STABLE", "workloadPool": n.workload_pool, "privateNodes": true,
                    "masterIpv4CidrBlock": "172.16.0.0/28", "defaultPool": {"machineType": "e2-standard-4", "nodeCount": 1, "diskSizeGb": 50},
@@ -360,6 +364,7 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
         }
     }
     let mut profile_deps: Vec<&str> = vec![
+        "router",
         "ksa",
         "lws",
         "workload-identity",

@@ -182,8 +182,9 @@ fn critical_path_is_the_longest_dependent_chain() {
         "serviceusage.service" => 15.0,
         _ => 1.0,
     };
-    // apis 15 -> network 20 -> router 10 -> cluster 300 -> pool 90 -> driver 1 -> profile 1.
-    assert_eq!(p.critical_path(secs).unwrap(), 437.0);
+    // apis 15 -> network 20 -> cluster 300 -> pool 90 -> driver 1 -> profile 1; the
+    // router (10) is built while GKE creates the cluster.
+    assert_eq!(p.critical_path(secs).unwrap(), 427.0);
 }
 
 #[test]

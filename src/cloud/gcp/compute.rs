@@ -314,7 +314,7 @@ impl Compute {
         cancel: &CancellationToken,
         deadline: Duration,
     ) -> Result<Operation, GcpError> {
-        let policy = LroPolicy::standard(deadline);
+        let policy = LroPolicy::with(self.http.config.poll, deadline);
         let done = lro::wait_until(
             SVC.name(),
             scope.method(),

@@ -98,6 +98,8 @@ pub struct GcpConfig {
     pub auth: AuthMode,
     /// Timeout of one HTTP call (LRO waits have their own deadlines).
     pub call_timeout: Duration,
+    /// How long-running operations are polled.
+    pub poll: super::lro::PollSchedule,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +143,7 @@ impl GcpConfig {
             artifact_registry: u(Service::ArtifactRegistry),
             auth: AuthMode::Google,
             call_timeout: Duration::from_secs(60),
+            poll: Default::default(),
         }
     }
 
@@ -159,6 +162,7 @@ impl GcpConfig {
             artifact_registry: j(Service::ArtifactRegistry),
             auth: AuthMode::None,
             call_timeout: Duration::from_secs(60),
+            poll: Default::default(),
         }
     }
 

@@ -227,7 +227,7 @@ impl Container {
         cancel: &CancellationToken,
         deadline: Duration,
     ) -> Result<Operation, GcpError> {
-        let policy = LroPolicy::standard(deadline);
+        let policy = LroPolicy::with(self.http.config.poll, deadline);
         let done = lro::wait_until(
             SVC.name(),
             "operations.get",

@@ -20,12 +20,52 @@ pub struct LroPolicy {
     pub deadline: Duration,
 }
 
-impl LroPolicy {
+/// How often long-running operations are polled: the first delay, doubling up to a cap.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PollSchedule {
+    pub first: Duration,
+    pub max: Duration,
+}
+
+impl Default for PollSchedule {
     /// gcloud polls GKE every 5 s; start faster for short operations.
+    fn default() -> Self {
+        PollSchedule {
+            first: Duration::from_millis(500),
+            max: Duration::from_secs(5),
+        }
+    }
+}
+
+impl PollSchedule {
+    /// The schedule for a simulator whose virtual time runs `speed` times faster than
+    /// real time: the same number of polls per virtual second as against Google (so the
+    /// polling overhead stays the small fraction it is in production), never more often
+    /// than every 5 ms. Speed 0 (everything instant) keeps the default.
+    pub fn for_speed(speed: f64) -> PollSchedule {
+        let d = PollSchedule::default();
+        if speed.is_finite() && speed > 1.0 {
+            let floor = Duration::from_millis(5);
+            PollSchedule {
+                first: d.first.div_f64(speed).max(floor),
+                max: d.max.div_f64(speed).max(floor),
+            }
+        } else {
+            d
+        }
+    }
+}
+
+impl LroPolicy {
+    /// The default schedule ([`PollSchedule::default`]) with `deadline`.
     pub fn standard(deadline: Duration) -> LroPolicy {
+        LroPolicy::with(PollSchedule::default(), deadline)
+    }
+
+    pub fn with(schedule: PollSchedule, deadline: Duration) -> LroPolicy {
         LroPolicy {
-            first_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(5),
+            first_delay: schedule.first,
+            max_delay: schedule.max,
             deadline,
         }
     }

@@ -25,6 +25,7 @@ use uuid::Uuid;
 
 use crate::cloud::Cloud;
 use crate::cloud::gcp::GcpError;
+use crate::cloud::gcp::lro::{LroPolicy, PollSchedule};
 use crate::cloud::kube::{KubeError, ManifestStore, WaitOptions};
 use crate::domain::naming::ClusterNames;
 use crate::domain::{ClusterName, ProjectId, ZoneName};
@@ -98,6 +99,25 @@ pub struct Timing {
     pub lro: Duration,
     /// One Kubernetes wait (LeaderWorkerSet controller available).
     pub kube: WaitOptions,
+    /// How Google operations and resources in progress are polled.
+    pub poll: PollSchedule,
+}
+
+impl Timing {
+    /// Polling of cloud work in progress until `lro` passes.
+    pub fn lro_policy(&self) -> LroPolicy {
+        LroPolicy::with(self.poll, self.lro)
+    }
+
+    /// The defaults, polling as often as the cloud clients are configured to.
+    pub fn polling(poll: PollSchedule) -> Timing {
+        let mut t = Timing {
+            poll,
+            ..Timing::default()
+        };
+        t.kube.poll = poll.first;
+        t
+    }
 }
 
 impl Default for Timing {
@@ -108,6 +128,7 @@ impl Default for Timing {
                 timeout: Duration::from_secs(600),
                 poll: Duration::from_millis(500),
             },
+            poll: PollSchedule::default(),
         }
     }
 }
@@ -123,11 +144,12 @@ pub struct Env {
 impl Env {
     pub fn new(db: Db, cloud: Cloud) -> Env {
         let manifests = ManifestStore::new(db.clone(), cloud.http.clone());
+        let timing = Timing::polling(cloud.gcp.http.config.poll);
         Env {
             db,
             cloud,
+            timing,
             manifests,
-            timing: Timing::default(),
         }
     }
 }
