@@ -563,3 +563,53 @@ async fn bad_up_requests_are_refused_before_anything_is_written() {
             .all(|e| e["httpMethod"] == "GET")
     );
 }
+
+#[tokio::test]
+async fn status_after_up_reads_everything_live_with_no_drift() {
+    let env = env().await;
+    let done = env
+        .up_ok("ks", json!({"accelerator": "gpu-l4x2", "minNodes": 1}))
+        .await;
+    let pool = done["response"]["nodePools"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let s = env
+        .app
+        .get(OWNER, &format!("{}/status", cluster_path("ks")))
+        .await;
+    assert_eq!(s.status, StatusCode::OK, "{}", s.body);
+    let s = s.body;
+    assert_eq!(s["cluster"]["gke"]["status"], "RUNNING", "{s}");
+    for b in ["jobs", "builds", "state"] {
+        assert_eq!(s["buckets"][b]["exists"], true, "{b}: {s}");
+    }
+    assert_eq!(s["buckets"]["jobs"]["location"], "US-CENTRAL1");
+    assert_eq!(s["repository"]["exists"], true);
+    assert_eq!(s["repository"]["location"], "us");
+    let p = s["nodePools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["poolId"] == pool.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(p["gkeStatus"], "RUNNING");
+    assert_eq!(p["nodes"], json!({"ready": 1, "total": 1}), "{p}");
+    assert_eq!(p["acceleratorsAllocatable"], 2, "{p}");
+    assert_eq!(s["drift"], json!([]), "{s}");
+    // The cluster's catalog marks the pool's accelerator live.
+    let cat = env
+        .app
+        .get(OWNER, &format!("{}/accelerators", cluster_path("ks")))
+        .await
+        .body;
+    let live: Vec<&str> = cat["accelerators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["live"] == true)
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(live, ["gpu-l4x2"]);
+}

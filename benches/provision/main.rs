@@ -1,0 +1,501 @@
+//! Critical-path benchmark of `up` (`cargo bench --bench provision`; not a test).
+//!
+//! The real app (HTTP API, 8 workers, the DAG runner) runs in this process against a
+//! private temporary PostgreSQL and the cloud simulator at a fixed clock speed
+//! (`KBENCH_SIM_SPEED`, default 100 virtual seconds per real second: GKE's 5-minute
+//! cluster create takes 3 s, a bucket create nothing). Each of `KBENCH_RUNS` runs
+//! (default 7) creates a team owning a fresh project and `up`s a gpu-l4 cluster in it
+//! (21 actions), then divides the operation's wall time (`createTime` -> `endTime`) by
+//! the plan's critical path, the longest chain of dependent actions, weighted three ways:
+//!
+//! - **measured**: each action weighted with its own step's duration (`startTime` ->
+//!   `endTime` in `metadata.progress.steps`). The ratio is then exactly the DAG runner's
+//!   cost: claim delay, late launches, serialised commits, the final commit. 1.00 means
+//!   every independent step ran in parallel and every step started the moment its last
+//!   dependency finished. The 1.10 target applies to it and to the next one.
+//! - **modelled**: each action weighted with the duration the simulator models for it at
+//!   that speed ([`model`]). The ratio adds what the cloud clients add on top of the
+//!   cloud's own time, mainly their poll schedule: the long-running-operation waiter
+//!   polls 0.5 s after the call, then doubling up to every 5 s of *virtual* time (the
+//!   simulated cloud scales the schedule by its speed, `PollSchedule::for_speed`, so
+//!   polling costs the same small share of an operation as against Google).
+//! - **modelled + polls**: each modelled duration rounded up to the next poll of the
+//!   schedule the step's client uses ([`model::observed_seconds`]): what a perfect runner
+//!   would take with today's clients. Its ratio near 1.00 shows the poll schedule is the
+//!   whole difference between the two above. The same computation at speed 1 projects
+//!   the poll schedule's share against Google's own durations.
+//!
+//! It also reports the sum of all step durations (what a serial runner would take) and
+//! the largest launch gap (a step's start minus the end of its last dependency).
+
+mod model;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use chrono::{DateTime, Utc};
+use kineticd::app::{self, AppState};
+use kineticd::cloud::Cloud;
+use kineticd::config::{Identity, LogFormat, Settings};
+use kineticd::devdb::PrivatePostgres;
+use kineticd::ops::{self, WorkerConfig, WorkerPool};
+use kineticd::plan::Plan;
+use kineticd::sim::clock::ClockMode;
+use kineticd::sim::{Sim, SimConfig};
+use kineticd::store;
+use serde_json::{Value, json};
+
+const DEFAULT_SPEED: f64 = 100.0;
+const DEFAULT_RUNS: usize = 7;
+const TARGET_RATIO: f64 = 1.10;
+const OWNER: &str = "bench@example.com";
+const ZONE: &str = "us-central1-a";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--bench") {
+        println!("provision benchmark: run it with `cargo bench --bench provision`");
+        return Ok(());
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    kineticd::auth::install_tls_provider();
+    let speed: f64 = env_or("KBENCH_SIM_SPEED", DEFAULT_SPEED)?;
+    let runs: usize = env_or("KBENCH_RUNS", DEFAULT_RUNS)?;
+    if speed <= 0.0 || runs == 0 {
+        bail!("KBENCH_SIM_SPEED must be > 0 and KBENCH_RUNS >= 1");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let pg = PrivatePostgres::start_temporary()
+            .await
+            .context("starting a private PostgreSQL")?;
+        let r = run(&pg, speed, runs).await;
+        let _ = pg.stop().await;
+        r
+    })
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> Result<T> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{name}={v} is not a valid value")),
+        _ => Ok(default),
+    }
+}
+
+/// The app, its workers and the simulator, all in this process.
+struct Bench {
+    api: String,
+    http: reqwest::Client,
+    _sim: Sim,
+    _workers: WorkerPool,
+}
+
+async fn start(pg: &PrivatePostgres, speed: f64) -> Result<Bench> {
+    let name = "kbench_provision";
+    pg.ensure_database(name).await?;
+    let url = pg.url(name);
+    let db = store::connect(&url, 20).await?;
+    store::migrate(&db).await?;
+    let config = SimConfig {
+        clock: ClockMode::Auto { speed },
+        ..SimConfig::default()
+    };
+    let (sim, _) = Sim::start(config, "127.0.0.1:0".parse()?).await?;
+    let http = app::http_client()?;
+    let cloud = Cloud::simulated_at(&sim.url(), http.clone(), speed)?;
+    let settings = Settings {
+        dev: true,
+        listen: "127.0.0.1:0".parse()?,
+        database_url: Some(url.clone()),
+        db_max_connections: 20,
+        identity: Identity::Dev,
+        admins: Vec::new(),
+        log_format: LogFormat::Pretty,
+        workers: WorkerConfig::default().workers,
+        lease: Duration::from_secs(30),
+        operation_retention: Duration::from_secs(30 * 86_400),
+        test_workflows: false,
+        shutdown_grace: Duration::from_secs(5),
+        data_dir: std::env::temp_dir(),
+        sim_listen: "127.0.0.1:0".parse()?,
+        sim_speed: speed,
+        prices: Default::default(),
+        gcp: kineticd::cloud::gcp::GcpConfig::google(),
+        gcp_explicit: false,
+        manifests: Default::default(),
+    };
+    let state = AppState::start(db.clone(), &url, &settings, cloud).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(app::serve(
+        listener,
+        app::router(state.clone()),
+        std::future::pending(),
+    ));
+    // The production worker configuration (8 workers, 8 steps at once per operation).
+    let workers = WorkerPool::start(
+        db.clone(),
+        state.events.clone(),
+        ops::registry(&db, &state.cloud, false),
+        WorkerConfig::default(),
+    );
+    Ok(Bench {
+        api: format!("http://{addr}"),
+        http,
+        _sim: sim,
+        _workers: workers,
+    })
+}
+
+impl Bench {
+    async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Result<Value> {
+        let mut req = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.api))
+            .header("x-kinetic-user", OWNER);
+        if !body.is_null() {
+            req = req.json(&body);
+        }
+        let r = req.send().await?;
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            bail!("{method} {path}: {status} {v}");
+        }
+        Ok(v)
+    }
+
+    /// A new team and project, then `up` of a gpu-l4 cluster to its end.
+    async fn up(&self, i: usize) -> Result<(Value, f64)> {
+        let project = format!("bench-proj-{i}");
+        self.call(
+            reqwest::Method::POST,
+            "/v1/teams",
+            json!({"teamId": format!("bench-team-{i}"), "projects": [project]}),
+        )
+        .await?;
+        let path = format!("/v1/projects/{project}/zones/{ZONE}/clusters/kc");
+        let t0 = Instant::now();
+        let op = self
+            .call(
+                reqwest::Method::PUT,
+                &path,
+                json!({"accelerator": "gpu-l4"}),
+            )
+            .await?;
+        let name = op["name"].as_str().context("operation name")?.to_owned();
+        let done = loop {
+            let v = self
+                .call(
+                    reqwest::Method::POST,
+                    &format!("/v1/{name}:wait?timeout=30s"),
+                    Value::Null,
+                )
+                .await?;
+            if v["done"] == true {
+                break v;
+            }
+            if t0.elapsed() > Duration::from_secs(600) {
+                bail!("{name} not done after 10 minutes");
+            }
+        };
+        let client_s = t0.elapsed().as_secs_f64();
+        if done["metadata"]["state"] != "SUCCEEDED" {
+            bail!("up failed: {}", done["error"]);
+        }
+        Ok((done, client_s))
+    }
+}
+
+fn time(v: &Value) -> Result<DateTime<Utc>> {
+    let s = v.as_str().context("timestamp missing")?;
+    Ok(DateTime::parse_from_rfc3339(s)?.with_timezone(&Utc))
+}
+
+fn secs(a: DateTime<Utc>, b: DateTime<Utc>) -> f64 {
+    (b - a).num_microseconds().unwrap_or(0) as f64 / 1e6
+}
+
+/// One step of the chain that sets the critical path.
+struct Link {
+    id: String,
+    measured: f64,
+    modelled: f64,
+    polled: f64,
+}
+
+/// The figures of one `up`.
+struct Figures {
+    wall: f64,
+    client: f64,
+    claim: f64,
+    cp_measured: f64,
+    cp_modelled: f64,
+    cp_polled: f64,
+    serial: f64,
+    max_gap: (f64, String),
+    chain: Vec<Link>,
+    steps: usize,
+    plan: Plan,
+}
+
+impl Figures {
+    fn ratio_measured(&self) -> f64 {
+        self.wall / self.cp_measured
+    }
+    fn ratio_modelled(&self) -> f64 {
+        self.wall / self.cp_modelled
+    }
+    fn ratio_polled(&self) -> f64 {
+        self.wall / self.cp_polled
+    }
+    /// The modelled + polls critical path of the same plan at another speed.
+    fn cp_polled_at(&self, speed: f64) -> f64 {
+        self.plan
+            .critical_path(|a| model::observed_seconds(a, speed))
+            .unwrap_or(f64::NAN)
+    }
+}
+
+fn analyse(op: &Value, client: f64, speed: f64) -> Result<Figures> {
+    let meta = &op["metadata"];
+    let created = time(&meta["createTime"])?;
+    let started = time(&meta["startTime"])?;
+    let ended = time(&meta["endTime"])?;
+    let plan: Plan = serde_json::from_value(meta["plan"].clone()).context("metadata.plan")?;
+    let mut span: HashMap<String, (DateTime<Utc>, DateTime<Utc>)> = HashMap::new();
+    for s in meta["progress"]["steps"].as_array().context("steps")? {
+        let id = s["id"].as_str().context("step id")?.to_owned();
+        span.insert(id, (time(&s["startTime"])?, time(&s["endTime"])?));
+    }
+    let measured = |id: &str| span.get(id).map(|(a, b)| secs(*a, *b)).unwrap_or(0.0);
+    let cp_measured = plan.critical_path(|a| measured(&a.id))?;
+    let cp_modelled = plan.critical_path(|a| model::real_seconds(a, speed))?;
+    let cp_polled = plan.critical_path(|a| model::observed_seconds(a, speed))?;
+    let serial: f64 = plan.actions.iter().map(|a| measured(&a.id)).sum();
+
+    // Launch gaps: a step's start minus the end of its last dependency (or the
+    // operation's start for the first steps).
+    let mut max_gap = (0.0f64, String::new());
+    for a in &plan.actions {
+        let Some((start, _)) = span.get(&a.id) else {
+            continue;
+        };
+        let ready = a
+            .depends_on
+            .iter()
+            .filter_map(|d| span.get(d).map(|(_, e)| *e))
+            .max()
+            .unwrap_or(started);
+        let gap = secs(ready, *start);
+        if gap > max_gap.0 {
+            max_gap = (gap, a.id.clone());
+        }
+    }
+
+    // The chain itself (measured weights): finish times, then back from the last one.
+    let by_id: HashMap<&str, &kineticd::plan::Action> =
+        plan.actions.iter().map(|a| (a.id.as_str(), a)).collect();
+    let mut finish: HashMap<&str, f64> = HashMap::new();
+    fn finish_of<'a>(
+        id: &'a str,
+        by_id: &HashMap<&'a str, &'a kineticd::plan::Action>,
+        measured: &dyn Fn(&str) -> f64,
+        memo: &mut HashMap<&'a str, f64>,
+    ) -> f64 {
+        if let Some(f) = memo.get(id) {
+            return *f;
+        }
+        let a = by_id[id];
+        let start = a
+            .depends_on
+            .iter()
+            .map(|d| finish_of(d.as_str(), by_id, measured, memo))
+            .fold(0.0f64, f64::max);
+        let f = start + measured(id);
+        memo.insert(id, f);
+        f
+    }
+    for a in &plan.actions {
+        finish_of(a.id.as_str(), &by_id, &measured, &mut finish);
+    }
+    let mut chain = Vec::new();
+    let mut at = plan
+        .actions
+        .iter()
+        .map(|a| a.id.as_str())
+        .max_by(|a, b| finish[a].total_cmp(&finish[b]));
+    while let Some(id) = at {
+        let a = by_id[id];
+        chain.push(Link {
+            id: id.to_owned(),
+            measured: measured(id),
+            modelled: model::real_seconds(a, speed),
+            polled: model::observed_seconds(a, speed),
+        });
+        at = a
+            .depends_on
+            .iter()
+            .map(String::as_str)
+            .max_by(|x, y| finish[x].total_cmp(&finish[y]));
+    }
+    chain.reverse();
+
+    Ok(Figures {
+        wall: secs(created, ended),
+        client,
+        claim: secs(created, started),
+        cp_measured,
+        cp_modelled,
+        cp_polled,
+        serial,
+        max_gap,
+        chain,
+        steps: plan.actions.len(),
+        plan,
+    })
+}
+
+/// Median, min and max.
+fn spread(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    (median, v[0], v[n - 1])
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "n/a".into())
+}
+
+async fn run(pg: &PrivatePostgres, speed: f64, runs: usize) -> Result<()> {
+    let cpus = std::thread::available_parallelism()?.get();
+    println!(
+        "== provision: up gpu-l4, simulator speed {speed} (virtual s per real s), {runs} runs, {cpus} CPUs, load {}",
+        loadavg()
+    );
+    let bench = start(pg, speed).await?;
+    // One warm-up `up` (connections, manifest cache, first-request costs), not counted.
+    let (warm, _) = bench.up(runs).await.context("warm-up up")?;
+    let warm = analyse(&warm, 0.0, speed)?;
+    println!(
+        "warm-up: wall {:.3} s, {} steps, modelled critical path {:.3} s",
+        warm.wall, warm.steps, warm.cp_modelled
+    );
+
+    let mut all = Vec::new();
+    for i in 0..runs {
+        let (op, client) = bench
+            .up(i)
+            .await
+            .with_context(|| format!("run {}", i + 1))?;
+        let f = analyse(&op, client, speed)?;
+        println!(
+            "run {}: wall {:.3} s (client {:.3} s, claim {:.1} ms) | / measured critical path {:.3} s = {:.3} | / modelled {:.3} s = {:.3} | / modelled + polls {:.3} s = {:.3} | serial sum {:.3} s | max launch gap {:.1} ms{}",
+            i + 1,
+            f.wall,
+            f.client,
+            f.claim * 1e3,
+            f.cp_measured,
+            f.ratio_measured(),
+            f.cp_modelled,
+            f.ratio_modelled(),
+            f.cp_polled,
+            f.ratio_polled(),
+            f.serial,
+            f.max_gap.0 * 1e3,
+            if f.max_gap.1.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", f.max_gap.1)
+            },
+        );
+        all.push(f);
+    }
+
+    let first = &all[0];
+    println!("critical chain of run 1 (seconds at speed {speed}):");
+    for l in &first.chain {
+        println!(
+            "  {:<22} measured {:>7.3}  modelled {:>7.3}  modelled + polls {:>7.3}",
+            l.id, l.measured, l.modelled, l.polled
+        );
+    }
+
+    let (rm, rm_min, rm_max) = spread(all.iter().map(Figures::ratio_measured).collect());
+    let (rd, rd_min, rd_max) = spread(all.iter().map(Figures::ratio_modelled).collect());
+    let (rp, rp_min, rp_max) = spread(all.iter().map(Figures::ratio_polled).collect());
+    let (wall, wall_min, wall_max) = spread(all.iter().map(|f| f.wall).collect());
+    let (cpm, _, _) = spread(all.iter().map(|f| f.cp_measured).collect());
+    let (overhead, oh_min, oh_max) =
+        spread(all.iter().map(|f| (f.wall - f.cp_measured) * 1e3).collect());
+    let (serial, _, _) = spread(all.iter().map(|f| f.serial).collect());
+    let (gap, _, gap_max) = spread(all.iter().map(|f| f.max_gap.0 * 1e3).collect());
+    // The same plan's model at speed 1 (Google's own durations, the same clients).
+    let plan_at_1 = (first.cp_modelled * speed, first.cp_polled_at(1.0));
+
+    println!();
+    println!("==================== kineticd provision benchmark ====================");
+    println!("provision.sim_speed={speed}");
+    println!("provision.runs={runs}");
+    println!("provision.cpus={cpus}");
+    println!("provision.steps={}", first.steps);
+    println!("provision.wall_s median={wall:.3} min={wall_min:.3} max={wall_max:.3}");
+    println!("provision.critical_path_measured_median_s={cpm:.3}");
+    println!(
+        "provision.critical_path_modelled_s={:.3}",
+        first.cp_modelled
+    );
+    println!(
+        "provision.critical_path_modelled_plus_polls_s={:.3}",
+        first.cp_polled
+    );
+    println!(
+        "provision.ratio_wall_to_measured_critical_path median={rm:.3} min={rm_min:.3} max={rm_max:.3}"
+    );
+    println!(
+        "provision.ratio_wall_to_modelled_critical_path median={rd:.3} min={rd_min:.3} max={rd_max:.3}"
+    );
+    println!(
+        "provision.ratio_wall_to_modelled_plus_polls_critical_path median={rp:.3} min={rp_min:.3} max={rp_max:.3}"
+    );
+    println!(
+        "provision.runner_overhead_ms median={overhead:.1} min={oh_min:.1} max={oh_max:.1} (wall - measured critical path: claim, launches, commits, finish)"
+    );
+    println!("provision.max_launch_gap_ms median={gap:.1} max={gap_max:.1}");
+    println!("provision.serial_sum_median_s={serial:.3} (what one step at a time would take)");
+    println!(
+        "provision.at_speed_1: critical path modelled {:.1} s, modelled + polls {:.1} s (poll share {:.1}%)",
+        plan_at_1.0,
+        plan_at_1.1,
+        100.0 * (plan_at_1.1 / plan_at_1.0 - 1.0)
+    );
+    println!(
+        "target wall / measured critical path {rm:.3} <= {TARGET_RATIO}: {}",
+        if rm <= TARGET_RATIO { "PASS" } else { "MISS" }
+    );
+    println!(
+        "target wall / modelled critical path {rd:.3} <= {TARGET_RATIO}: {} (what is left is the clients' poll schedule: wall / modelled + polls = {rp:.3})",
+        if rd <= TARGET_RATIO { "PASS" } else { "MISS" }
+    );
+    println!("=======================================================================");
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! The README's curl walk-through, run exactly as written: the block fenced
+//! ```` ```sh title="walkthrough" ```` is taken from README.md and run with
+//! `bash -euo pipefail` against the real `kineticd serve --dev` binary (simulator in
+//! process at speed 0, a fresh database of the test server). The block checks every
+//! state itself and exits non-zero on the first surprise; this test also checks that the
+//! expected states were printed, in order.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Opening line of the block (the info string after the language tag marks it).
+const FENCE: &str = "```sh title=\"walkthrough\"";
+
+struct Kill(std::process::Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The body of the one walk-through block of `readme`.
+fn walkthrough_block(readme: &str) -> String {
+    let lines: Vec<&str> = readme.lines().collect();
+    let starts: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.trim_end() == FENCE)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(
+        starts.len(),
+        1,
+        "README.md must hold exactly one {FENCE} block"
+    );
+    let body = &lines[starts[0] + 1..];
+    let end = body
+        .iter()
+        .position(|l| l.trim_end() == "```")
+        .expect("the walk-through block is closed");
+    let mut script = body[..end].join("\n");
+    script.push('\n');
+    script
+}
+
+fn url_after(line: &str, label: &str) -> Option<String> {
+    let rest = line.strip_prefix(label)?.trim();
+    Some(rest.split_whitespace().next()?.to_owned())
+}
+
+#[test]
+fn readme_block_is_found() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let script = walkthrough_block(&readme);
+    for needle in [
+        "wait_op",
+        "validateOnly=true",
+        "tpu-v5litepod-16",
+        "/v1/profiles",
+    ] {
+        assert!(script.contains(needle), "walk-through lacks {needle}");
+    }
+}
+
+#[tokio::test]
+async fn readme_walkthrough_runs_against_serve_dev() {
+    let started = Instant::now();
+    let jq = Command::new("bash")
+        .args(["-c", "command -v jq"])
+        .output()
+        .expect("run bash");
+    assert!(
+        jq.status.success(),
+        "the README walk-through needs jq (Debian/Ubuntu: apt-get install jq; macOS: brew install jq)"
+    );
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let script = walkthrough_block(&readme);
+
+    // A fresh database on the test server (DATABASE_URL's, or the private one).
+    let (db, url) = common::fresh_db().await;
+    db.close().await;
+    let data = std::env::temp_dir().join(format!("kineticd-walkthrough-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kineticd"))
+        .args([
+            "serve",
+            "--dev",
+            "--listen",
+            "127.0.0.1:0",
+            "--sim-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--data-dir")
+        .arg(&data)
+        .env("DATABASE_URL", &url)
+        .env("KINETIC_SIM_SPEED", "0")
+        .env("KINETIC_LOG_FORMAT", "json")
+        .env_remove("KINETIC_GCP_URL")
+        .env_remove("KINETIC_LISTEN")
+        .env_remove("KINETIC_AUTH")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kineticd serve --dev");
+    let stdout = child.stdout.take().expect("stdout");
+    let stderr = child.stderr.take().expect("stderr");
+    let _guard = Kill(child);
+    // Everything the server prints, for the failure message.
+    let log = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let out_log = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                out_log.lock().unwrap().push(line.clone());
+                let _ = tx.send(line);
+            }
+        });
+        let err_log = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                err_log.lock().unwrap().push(line);
+            }
+        });
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let api = loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "serve --dev did not print its URL:\n{}",
+                    log.lock().unwrap().join("\n")
+                )
+            });
+        if let Some(api) = url_after(&line, "kineticd API:") {
+            break api;
+        }
+    };
+
+    let run = tokio::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .env("API", &api)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the walk-through finished within 60 s")
+        .expect("run bash");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report = || {
+        let log = log.lock().unwrap();
+        let tail = &log[log.len().saturating_sub(40)..];
+        format!(
+            "--- walk-through stdout\n{stdout}\n--- walk-through stderr\n{stderr}\n--- server log (last lines)\n{}",
+            tail.join("\n")
+        )
+    };
+    assert!(
+        out.status.success(),
+        "walk-through failed ({}):\n{}",
+        out.status,
+        report()
+    );
+    assert!(
+        !stderr.contains("FAILED"),
+        "walk-through reported a failure:\n{}",
+        report()
+    );
+    // The states the walk-through goes through, in order.
+    let expected = [
+        "ok: CREATE",
+        r#""type":"UP_CLUSTER","state":"SUCCEEDED""#,
+        "ok: RUNNING",
+        r#"{"gke":"RUNNING""#,
+        "ok: RUNNING 0",
+        r#""type":"ADD_NODE_POOL","state":"SUCCEEDED""#,
+        "TPU tpu-v5litepod-16 RUNNING",
+        r#""type":"REMOVE_NODE_POOL","state":"SUCCEEDED""#,
+        "ok: 0",
+        r#""type":"DOWN_CLUSTER","state":"SUCCEEDED""#,
+        "ok: DELETED",
+        r#""profileId":"demo""#,
+        r#""stale":true"#,
+        "ok: true",
+        "walkthrough complete",
+    ];
+    let mut rest: &str = &stdout;
+    for e in expected {
+        match rest.find(e) {
+            Some(at) => rest = &rest[at + e.len()..],
+            None => panic!("walk-through output lacks {e:?} (in order):\n{}", report()),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&data);
+    println!(
+        "walk-through passed in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
