@@ -75,10 +75,18 @@ async fn readme_walkthrough_runs_against_serve_dev() {
         .args(["-c", "command -v jq"])
         .output()
         .expect("run bash");
-    assert!(
-        jq.status.success(),
-        "the README walk-through needs jq (Debian/Ubuntu: apt-get install jq; macOS: brew install jq)"
-    );
+    if !jq.status.success() {
+        // CI (KINETIC_REQUIRE_JQ=1, set by .ci/run) must run it; a developer's machine
+        // without jq says why it did not, instead of failing `cargo test`.
+        assert!(
+            std::env::var_os("KINETIC_REQUIRE_JQ").is_none(),
+            "the README walk-through needs jq (Debian/Ubuntu: apt-get install jq; macOS: brew install jq)"
+        );
+        eprintln!(
+            "SKIPPED: the README walk-through needs jq, which is not installed (apt-get install jq / brew install jq)"
+        );
+        return;
+    }
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
         .expect("README.md");
     let script = walkthrough_block(&readme);
