@@ -202,3 +202,57 @@ async fn a_cancelled_up_stops_at_once_and_down_cleans_up() {
             .is_not_found()
     );
 }
+
+fn kube_steps(op: &Value) -> Vec<Value> {
+    op["metadata"]["progress"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| ["ksa", "lws", "nvidia-driver"].contains(&s["id"].as_str().unwrap()))
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn kubernetes_faults_fail_or_retry_the_in_cluster_steps() {
+    // Terminal (403 Forbidden from the API server): the step that hit it fails, saying
+    // so; up again completes, applying each object again (server-side apply: no-op).
+    let env = env().await;
+    env.arm("kube", "kube.apply", "QUOTA_EXCEEDED", 1).await;
+    let failed = env
+        .done(&env.up("kk", json!({"accelerator": "gpu-l4"})).await)
+        .await;
+    assert_eq!(failed["metadata"]["state"], "FAILED", "{failed}");
+    let d = &failed["error"]["details"][0];
+    assert_eq!(d["reason"], "Forbidden", "{failed}");
+    assert_eq!(d["metadata"]["service"], "kubernetes");
+    let step = d["metadata"]["step"].as_str().unwrap();
+    assert!(["ksa", "lws", "nvidia-driver"].contains(&step), "{step}");
+    env.up_ok("kk", json!({})).await;
+    let applied = env.ok_calls("kube", "kube.apply").await;
+    let ksa = applied
+        .iter()
+        .filter(|e| {
+            e["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("/serviceaccounts/kinetic")
+        })
+        .count();
+    assert!((1..=2).contains(&ksa), "{ksa}");
+    assert_eq!(
+        env.app.get(OWNER, &cluster_path("kk")).await.body["state"],
+        "RUNNING"
+    );
+
+    // Retryable (503): retried by the runner, the operation succeeds.
+    let env = crate::support::env().await;
+    env.arm("kube", "kube.apply", "HTTP_503", 2).await;
+    let done = env.up_ok("kr", json!({"accelerator": "gpu-l4"})).await;
+    let retried: u64 = kube_steps(&done)
+        .iter()
+        .map(|s| s["attempts"].as_u64().unwrap() - 1)
+        .sum();
+    assert!(retried >= 1, "{:?}", kube_steps(&done));
+    assert_eq!(env.ok_calls("container", "clusters.create").await.len(), 1);
+}
