@@ -190,13 +190,28 @@ pub async fn set_state(
     state: &str,
     reconciling: bool,
 ) -> Result<(), StoreError> {
+    set_state_unless(ex, id, state, reconciling, &[]).await
+}
+
+/// [`set_state`], unless the record is in one of `unless` (a `down` queued behind an
+/// `up` keeps the cluster DELETING when the `up` ends).
+pub async fn set_state_unless(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    state: &str,
+    reconciling: bool,
+    unless: &[&str],
+) -> Result<(), StoreError> {
+    let unless: Vec<String> = unless.iter().map(|s| s.to_string()).collect();
     sqlx::query(
         "UPDATE clusters SET state = $2, reconciling = $3, update_time = now(), version = version + 1, \
-         delete_time = CASE WHEN $2 = 'DELETED' THEN now() ELSE delete_time END WHERE id = $1",
+         delete_time = CASE WHEN $2 = 'DELETED' THEN now() ELSE delete_time END \
+         WHERE id = $1 AND state <> ALL($4)",
     )
     .bind(id)
     .bind(state)
     .bind(reconciling)
+    .bind(&unless)
     .execute(ex)
     .await?;
     Ok(())

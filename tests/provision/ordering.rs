@@ -97,3 +97,48 @@ async fn pool_adds_queue_per_cluster_and_run_together_across_clusters() {
     );
     assert!(t(&z, "startTime") < t(&x, "endTime"), "c2 waited for c1");
 }
+
+#[tokio::test]
+async fn a_down_queued_behind_an_up_keeps_the_cluster_deleting_and_runs_after_it() {
+    let env = env_with(kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Explicit,
+        ..Default::default()
+    })
+    .await;
+    let up = env.up("cq", json!({"accelerator": "cpu"})).await;
+    // With time frozen, up waits on its first long-running operation.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while op(&env, &up).await["metadata"]["state"] != "RUNNING" {
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let down = env.app.delete(OWNER, &cluster_path("cq")).await;
+    assert_eq!(down.status, reqwest::StatusCode::ACCEPTED, "{}", down.body);
+    let c = env.app.get(OWNER, &cluster_path("cq")).await.body;
+    assert_eq!(c["state"], "DELETING");
+    // Nothing else may start on a cluster being deleted.
+    let r = env.app.put(OWNER, &cluster_path("cq"), json!({})).await;
+    assert_eq!(r.reason(), "CLUSTER_DELETING", "{}", r.body);
+    let r = env
+        .app
+        .post(
+            OWNER,
+            &format!("{}/nodePools", cluster_path("cq")),
+            json!({"accelerator": "l4"}),
+        )
+        .await;
+    assert_eq!(r.reason(), "CLUSTER_DELETING", "{}", r.body);
+    let u = finish(&env, &up).await;
+    assert_eq!(u["metadata"]["state"], "SUCCEEDED", "{u}");
+    assert_eq!(
+        env.app.get(OWNER, &cluster_path("cq")).await.body["state"],
+        "DELETING",
+        "the up's end leaves the queued down's state"
+    );
+    let d = finish(&env, &down.body).await;
+    assert_eq!(d["metadata"]["state"], "SUCCEEDED", "{d}");
+    assert_eq!(
+        env.app.get(OWNER, &cluster_path("cq")).await.body["state"],
+        "DELETED"
+    );
+}

@@ -11,6 +11,9 @@ use crate::store::{Db, StoreError, clusters, node_pools};
 
 use super::{ClusterOpInput, OpKind};
 
+/// A `down` is queued or done: an earlier operation's end does not change that.
+const AWAITING_DOWN: &[&str] = &["DELETING", "DELETED"];
+
 pub async fn finish(
     db: &Db,
     kind: OpKind,
@@ -39,12 +42,12 @@ async fn apply(
     let pools = Some(input.pools.as_slice());
     match (kind, ok) {
         (OpKind::Up, true) => {
-            clusters::set_state(&mut *tx, id, "RUNNING", false).await?;
+            clusters::set_state_unless(&mut *tx, id, "RUNNING", false, AWAITING_DOWN).await?;
             // Every pool `up` ensured exists now (its own and any it repaired).
             node_pools::set_state(&mut *tx, id, None, "RUNNING", &["STOPPING"]).await?;
         }
         (OpKind::Up, false) => {
-            clusters::set_state(&mut *tx, id, "ERROR", false).await?;
+            clusters::set_state_unless(&mut *tx, id, "ERROR", false, AWAITING_DOWN).await?;
             node_pools::set_state(&mut *tx, id, pools, "ERROR", &["RUNNING"]).await?;
         }
         (OpKind::Down, true) => {
