@@ -47,6 +47,33 @@ where
     }
 }
 
+/// [`ApiJson`], except that a request with no body at all (no content type, zero bytes)
+/// means `T::default()`: `curl -X PUT .../clusters/c` reconciles an existing cluster.
+pub struct ApiJsonOrEmpty<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJsonOrEmpty<T>
+where
+    T: DeserializeOwned + Default,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if req.headers().get(CONTENT_TYPE).is_none() {
+            let bytes = Bytes::from_request(req, state)
+                .await
+                .map_err(|e| json_rejection(e.into()))?;
+            if bytes.is_empty() {
+                return Ok(ApiJsonOrEmpty(T::default()));
+            }
+            return Err(json_rejection(MissingJsonContentType::default().into()));
+        }
+        ApiJson::from_request(req, state)
+            .await
+            .map(|ApiJson(v)| ApiJsonOrEmpty(v))
+    }
+}
+
 /// `application/json` or `application/*+json` (parameters allowed), as axum's `Json`.
 fn json_content_type(headers: &HeaderMap) -> bool {
     let Some(ct) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {

@@ -19,7 +19,7 @@ use crate::service::provision::up::UpRequest;
 use crate::service::provision::{self, Submitted};
 
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::extract::{ApiJson, ApiJsonOrEmpty, ApiPath, ApiQuery};
 use super::{ErrorResponses, idempotency};
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -50,7 +50,8 @@ fn idem(
     idempotency::for_request(q.request_id.as_deref(), headers, method, path, body)
 }
 
-/// **up**: create the cluster (with its first accelerator pool) or reconcile it.
+/// **up**: create the cluster (with its first accelerator pool) or reconcile it. With no
+/// body at all, an existing cluster is reconciled as it is.
 #[utoipa::path(put, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery),
     request_body = UpRequest,
@@ -62,7 +63,7 @@ pub async fn up_cluster(
     headers: HeaderMap,
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
     ApiQuery(q): ApiQuery<MutateQuery>,
-    ApiJson(req): ApiJson<UpRequest>,
+    ApiJsonOrEmpty(req): ApiJsonOrEmpty<UpRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let body = serde_json::to_value(&req).unwrap_or_default();

@@ -613,3 +613,21 @@ async fn status_after_up_reads_everything_live_with_no_drift() {
         .collect();
     assert_eq!(live, ["gpu-l4x2"]);
 }
+
+#[tokio::test]
+async fn a_put_without_a_body_reconciles_an_existing_cluster() {
+    let env = env().await;
+    let r = env
+        .app
+        .call(OWNER, reqwest::Method::PUT, &cluster_path("ke"), None)
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.reason(), "ACCELERATOR_REQUIRED");
+    env.up_ok("ke", json!({"accelerator": "cpu"})).await;
+    let r = env
+        .app
+        .call(OWNER, reqwest::Method::PUT, &cluster_path("ke"), None)
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    env.ok(&r.body).await;
+}
