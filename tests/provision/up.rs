@@ -631,3 +631,75 @@ async fn a_put_without_a_body_reconciles_an_existing_cluster() {
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     env.ok(&r.body).await;
 }
+
+#[tokio::test]
+async fn a_second_up_restores_a_missing_cloud_nat() {
+    let env = env().await;
+    env.up_ok("kn", json!({"accelerator": "cpu"})).await;
+    // Someone removes the NAT: the router is rebuilt without it.
+    let gcp = env.gcp();
+    let wait = |op| {
+        let gcp = gcp.clone();
+        async move {
+            gcp.compute
+                .wait_operation(&op, &Default::default(), std::time::Duration::from_secs(5))
+                .await
+                .unwrap()
+        }
+    };
+    let mut bare = gcp
+        .compute
+        .get_router(PROJECT, "us-central1", "kn-kn-router")
+        .await
+        .unwrap();
+    wait(
+        gcp.compute
+            .delete_router(PROJECT, "us-central1", "kn-kn-router", uuid::Uuid::new_v4())
+            .await
+            .unwrap(),
+    )
+    .await;
+    bare.nats.clear();
+    let bare = kineticd::cloud::gcp::types::compute::Router {
+        name: bare.name,
+        network: bare.network,
+        description: bare.description,
+        nats: Vec::new(),
+        ..Default::default()
+    };
+    wait(
+        gcp.compute
+            .insert_router(PROJECT, "us-central1", &bare, uuid::Uuid::new_v4())
+            .await
+            .unwrap(),
+    )
+    .await;
+    let status = env
+        .app
+        .get(OWNER, &format!("{}/status", cluster_path("kn")))
+        .await
+        .body;
+    assert!(
+        status["drift"].to_string().contains("kn-kn-router"),
+        "{status}"
+    );
+
+    let done = env.up_ok("kn", json!({})).await;
+    assert_eq!(
+        done["response"]["outcomes"]["router"], "recreated",
+        "{done}"
+    );
+    let r = gcp
+        .compute
+        .get_router(PROJECT, "us-central1", "kn-kn-router")
+        .await
+        .unwrap();
+    assert_eq!(r.nats.len(), 1);
+    assert_eq!(r.nats[0].name, "kn-kn-nat");
+    let status = env
+        .app
+        .get(OWNER, &format!("{}/status", cluster_path("kn")))
+        .await
+        .body;
+    assert_eq!(status["drift"], json!([]), "{status}");
+}

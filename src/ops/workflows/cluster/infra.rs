@@ -186,20 +186,35 @@ pub async fn ensure_router(s: &Step<'_>) -> Result<Value, StepError> {
     let compute = &s.env.cloud.gcp.compute;
     let n = s.names;
     let want = wire::router(n);
-    let check = |r: &crate::cloud::gcp::types::compute::Router| {
-        if wire::router_is_ours(n, r) {
-            Ok(outcome("adopted"))
-        } else {
-            Err(s.foreign("router", &r.name, "it routes another network"))
-        }
-    };
+    let mut found = "created";
     match compute.get_router(&n.project, &n.region, &n.router).await {
-        Ok(r) => return check(&r),
+        Ok(r) if !wire::router_is_ours(n, &r) => {
+            return Err(s.foreign("router", &r.name, "it routes another network"));
+        }
+        Ok(r) if wire::router_has_nat(n, &r) => return Ok(outcome("adopted")),
+        Ok(_) => {
+            // Ours but without its Cloud NAT: built again whole (the NAT is all it does).
+            let op = compute
+                .delete_router(&n.project, &n.region, &n.router, s.request_id())
+                .await
+                .map_err(gcp_error)?;
+            compute
+                .wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
+                .await
+                .map_err(gcp_error)?;
+            found = "recreated";
+        }
         Err(e) if e.is_not_found() => {}
         Err(e) => return Err(gcp_error(e)),
     }
+    // A fresh request id: the delete above used this step's.
+    let request_id = if found == "recreated" {
+        uuid::Uuid::new_v4()
+    } else {
+        s.request_id()
+    };
     match compute
-        .insert_router(&n.project, &n.region, &want, s.request_id())
+        .insert_router(&n.project, &n.region, &want, request_id)
         .await
     {
         Ok(op) => {
@@ -207,14 +222,18 @@ pub async fn ensure_router(s: &Step<'_>) -> Result<Value, StepError> {
                 .wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
                 .await
                 .map_err(gcp_error)?;
-            Ok(outcome("created"))
+            Ok(outcome(found))
         }
         Err(e) if e.is_already_exists() => {
             let r = compute
                 .get_router(&n.project, &n.region, &n.router)
                 .await
                 .map_err(gcp_error)?;
-            check(&r)
+            if wire::router_is_ours(n, &r) {
+                Ok(outcome("adopted"))
+            } else {
+                Err(s.foreign("router", &r.name, "it routes another network"))
+            }
         }
         Err(e) => Err(gcp_error(e)),
     }

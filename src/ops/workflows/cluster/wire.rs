@@ -132,6 +132,15 @@ pub fn router_is_ours(n: &ClusterNames, r: &Router) -> bool {
         .ends_with(&format!("/global/networks/{}", n.network))
 }
 
+/// Whether a router carries our Cloud NAT (by name, with automatic IPs for every subnet).
+pub fn router_has_nat(n: &ClusterNames, r: &Router) -> bool {
+    r.nats.iter().any(|nat| {
+        nat.name == n.nat
+            && nat.nat_ip_allocate_option == "AUTO_ONLY"
+            && nat.source_subnetwork_ip_ranges_to_nat == "ALL_SUBNETWORKS_ALL_IP_RANGES"
+    })
+}
+
 pub fn repository(n: &ClusterNames) -> Repository {
     Repository {
         format: "DOCKER".into(),
