@@ -4,15 +4,14 @@
 
 use crate::cloud::Cloud;
 use crate::cloud::gcp::storage::ListObjects;
-use crate::domain::Role;
 use crate::ops::queue::Idempotency;
 use crate::ops::workflows::cluster::DOWN;
 use crate::plan::down::{DownInput, plan};
 use crate::store::{self, Db};
 
-use super::super::clusters::{ClusterPath, project_team};
+use super::super::clusters::ClusterPath;
 use super::super::{Caller, Error, Result};
-use super::{OpRequest, Submitted, live, names, operation, replay};
+use super::{Begin, OpRequest, Submitted, begin, live, names, operation};
 
 /// Buckets that still hold objects (a bucket that does not exist counts as empty).
 async fn non_empty(cloud: &Cloud, buckets: &[&str]) -> Result<Vec<String>> {
@@ -45,20 +44,20 @@ pub async fn down(
     validate_only: bool,
     idempotency: Option<Idempotency>,
 ) -> Result<Submitted> {
-    let team = project_team(db, caller, &path.project, Role::Member, "running down").await?;
-    if !validate_only && let Some(op) = replay(db, caller, idempotency.as_ref()).await? {
-        return Ok(Submitted::Operation(Box::new(op)));
-    }
-    let c = live(
-        store::clusters::get(
-            db,
-            path.project.as_str(),
-            path.zone.as_str(),
-            path.cluster.as_str(),
-        )
-        .await?,
+    let (team, cluster) = match begin(
+        db,
+        caller,
         path,
-    )?;
+        "running down",
+        validate_only,
+        idempotency.as_ref(),
+    )
+    .await?
+    {
+        Begin::Repeat(op) => return Ok(Submitted::Operation(op)),
+        Begin::Go { team, cluster } => (team, cluster),
+    };
+    let c = live(cluster, path)?;
     let n = names(path);
     let force_destroy = c
         .spec

@@ -14,6 +14,7 @@ pub mod up;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::domain::Role;
 use crate::domain::accelerators::{self, Choice};
 use crate::domain::naming::ClusterNames;
 use crate::model::Operation;
@@ -23,7 +24,7 @@ use crate::plan::Plan;
 use crate::store::Db;
 use crate::store::clusters::ClusterRecord;
 
-use super::clusters::ClusterPath;
+use super::clusters::{ClusterPath, project_team};
 use super::testing::enqueue_error;
 use super::{Caller, Error, Result};
 
@@ -50,21 +51,50 @@ pub fn pool_error(e: crate::domain::pools::PoolError) -> Error {
     Error::invalid(e.reason(), e.to_string())
 }
 
-/// A repeat of an earlier request with the same key: its operation.
-pub async fn replay(
+/// How every provisioning request begins.
+pub enum Begin {
+    /// A repeat of an earlier request with the same key: its operation, nothing else done.
+    Repeat(Box<Operation>),
+    /// A new request: the team owning the project, and the cluster's live record if any.
+    Go {
+        team: String,
+        cluster: Option<Box<ClusterRecord>>,
+    },
+}
+
+/// The caller must be a MEMBER of the project's team (`action` names what for); a repeat
+/// of an earlier request (not a preview) answers with its operation.
+pub async fn begin(
     db: &Db,
     caller: &Caller,
+    path: &ClusterPath,
+    action: &str,
+    validate_only: bool,
     idem: Option<&Idempotency>,
-) -> Result<Option<Operation>> {
-    Ok(queue::replay(db, caller.email.as_str(), idem)
-        .await
-        .map_err(enqueue_error)?
-        .map(|op| super::operations::render(&op)))
+) -> Result<Begin> {
+    let team = project_team(db, caller, &path.project, Role::Member, action).await?;
+    if !validate_only
+        && let Some(op) = queue::replay(db, caller.email.as_str(), idem)
+            .await
+            .map_err(enqueue_error)?
+    {
+        return Ok(Begin::Repeat(Box::new(super::operations::render(&op))));
+    }
+    let cluster = crate::store::clusters::get(
+        db,
+        path.project.as_str(),
+        path.zone.as_str(),
+        path.cluster.as_str(),
+    )
+    .await?
+    .filter(|c| c.state != "DELETED")
+    .map(Box::new);
+    Ok(Begin::Go { team, cluster })
 }
 
 /// The live record of a cluster (404 when there is none, or it is DELETED).
-pub fn live(c: Option<ClusterRecord>, path: &ClusterPath) -> Result<ClusterRecord> {
-    c.filter(|c| c.state != "DELETED").ok_or_else(|| {
+pub fn live(c: Option<Box<ClusterRecord>>, path: &ClusterPath) -> Result<ClusterRecord> {
+    c.map(|c| *c).ok_or_else(|| {
         Error::not_found(
             "CLUSTER_NOT_FOUND",
             format!("cluster {} not found", path.name()),

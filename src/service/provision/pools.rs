@@ -9,18 +9,18 @@ use crate::domain::accelerators::{Choice, Kind};
 use crate::domain::naming::{ClusterNames, pool_id};
 use crate::domain::pools::{FailoverRole, PoolShape, shape};
 use crate::domain::pricing::PriceTable;
-use crate::domain::{PoolId, Role, ZoneName, quota};
+use crate::domain::{PoolId, ZoneName, quota};
 use crate::model;
 use crate::ops::queue::Idempotency;
 use crate::ops::workflows::cluster::{ADD_POOL, REMOVE_POOL};
 use crate::plan::pools::{PoolToAdd, add, pool_record, remove};
 use crate::store::{self, Db};
 
-use super::super::clusters::{ClusterPath, project_team};
+use super::super::clusters::ClusterPath;
 use super::super::{Caller, Error, Result};
 use super::{
-    OpRequest, Submitted, live, names, not_deleting, operation, parse_accelerator, pool_error,
-    replay,
+    Begin, OpRequest, Submitted, begin, live, names, not_deleting, operation, parse_accelerator,
+    pool_error,
 };
 
 /// GKE's `gpuDriverVersion` values a pool may ask for.
@@ -125,20 +125,20 @@ pub async fn add_pool(
     validate_only: bool,
     idempotency: Option<Idempotency>,
 ) -> Result<Submitted> {
-    let team = project_team(db, caller, &path.project, Role::Member, "adding node pools").await?;
-    if !validate_only && let Some(op) = replay(db, caller, idempotency.as_ref()).await? {
-        return Ok(Submitted::Operation(Box::new(op)));
-    }
-    let c = live(
-        store::clusters::get(
-            db,
-            path.project.as_str(),
-            path.zone.as_str(),
-            path.cluster.as_str(),
-        )
-        .await?,
+    let (team, cluster) = match begin(
+        db,
+        caller,
         path,
-    )?;
+        "adding node pools",
+        validate_only,
+        idempotency.as_ref(),
+    )
+    .await?
+    {
+        Begin::Repeat(op) => return Ok(Submitted::Operation(op)),
+        Begin::Go { team, cluster } => (team, cluster),
+    };
+    let c = live(cluster, path)?;
     not_deleting(&c, path)?;
     let Some(spec) = req.accelerator.as_deref() else {
         return Err(Error::invalid(
@@ -280,27 +280,20 @@ pub async fn remove_pool(
     idempotency: Option<Idempotency>,
 ) -> Result<Submitted> {
     let pool = PoolId::parse(pool)?;
-    let team = project_team(
+    let (team, cluster) = match begin(
         db,
         caller,
-        &path.project,
-        Role::Member,
-        "removing node pools",
-    )
-    .await?;
-    if !validate_only && let Some(op) = replay(db, caller, idempotency.as_ref()).await? {
-        return Ok(Submitted::Operation(Box::new(op)));
-    }
-    let c = live(
-        store::clusters::get(
-            db,
-            path.project.as_str(),
-            path.zone.as_str(),
-            path.cluster.as_str(),
-        )
-        .await?,
         path,
-    )?;
+        "removing node pools",
+        validate_only,
+        idempotency.as_ref(),
+    )
+    .await?
+    {
+        Begin::Repeat(op) => return Ok(Submitted::Operation(op)),
+        Begin::Go { team, cluster } => (team, cluster),
+    };
+    let c = live(cluster, path)?;
     not_deleting(&c, path)?;
     let not_found = || {
         Error::not_found(

@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::cloud::Cloud;
-use crate::domain::Role;
 use crate::domain::accelerators::Choice;
 use crate::domain::naming::pool_id;
 use crate::domain::pools::shape;
@@ -18,10 +17,10 @@ use crate::plan::resources::cluster_resources;
 use crate::plan::up::{NewPool, UpInput, plan};
 use crate::store::{self, Db, clusters::NewCluster};
 
-use super::super::clusters::{ClusterPath, project_team};
+use super::super::clusters::ClusterPath;
 use super::super::{Caller, Error, Result};
 use super::pools::{check_quota, random_suffix};
-use super::{OpRequest, Submitted, names, operation, parse_accelerator, pool_error, replay};
+use super::{Begin, OpRequest, Submitted, begin, names, operation, parse_accelerator, pool_error};
 
 /// The body of `PUT .../clusters/{c}`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -51,19 +50,21 @@ pub async fn up(
     validate_only: bool,
     idempotency: Option<Idempotency>,
 ) -> Result<Submitted> {
-    let team = project_team(db, caller, &path.project, Role::Member, "running up").await?;
-    if !validate_only && let Some(op) = replay(db, caller, idempotency.as_ref()).await? {
-        return Ok(Submitted::Operation(Box::new(op)));
-    }
-    let n = names(path);
-    let existing = store::clusters::get(
+    let (team, cluster) = match begin(
         db,
-        path.project.as_str(),
-        path.zone.as_str(),
-        path.cluster.as_str(),
+        caller,
+        path,
+        "running up",
+        validate_only,
+        idempotency.as_ref(),
     )
     .await?
-    .filter(|c| c.state != "DELETED");
+    {
+        Begin::Repeat(op) => return Ok(Submitted::Operation(op)),
+        Begin::Go { team, cluster } => (team, cluster),
+    };
+    let n = names(path);
+    let existing = cluster.map(|c| *c);
     let request = serde_json::to_value(&req).unwrap_or_default();
     if let Some(c) = existing {
         super::not_deleting(&c, path)?;
