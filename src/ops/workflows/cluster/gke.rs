@@ -143,8 +143,8 @@ pub async fn ensure_cluster(s: &Step<'_>) -> Result<Value, StepError> {
     Ok(json!({"outcome": found, "endpoint": cluster.endpoint, "status": status}))
 }
 
-/// Delete the cluster and wait until it is gone (absent already: fine).
-async fn remove_cluster(s: &Step<'_>) -> Result<(), StepError> {
+/// Delete the cluster and wait until it is gone; false when it was not there.
+async fn remove_cluster(s: &Step<'_>) -> Result<bool, StepError> {
     let (p, z, c) = s.location();
     let gke = &s.env.cloud.gcp.container;
     match gke.delete_cluster(p, z, c).await {
@@ -152,31 +152,24 @@ async fn remove_cluster(s: &Step<'_>) -> Result<(), StepError> {
             gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
                 .await
                 .map_err(gcp_error)?;
-            Ok(())
+            Ok(true)
         }
-        Err(e) if e.is_not_found() => Ok(()),
+        Err(e) if e.is_not_found() => Ok(false),
         Err(e) => Err(gcp_error(e)),
     }
 }
 
 pub async fn delete_cluster(s: &Step<'_>) -> Result<Value, StepError> {
     let (p, z, c) = s.location();
-    let gke = &s.env.cloud.gcp.container;
-    match gke.get_cluster(p, z, c).await {
+    match s.env.cloud.gcp.container.get_cluster(p, z, c).await {
         Ok(existing) if !wire::is_ours(&existing.resource_labels) => {
-            return Err(s.foreign("GKE cluster", c, "it has no label kinetic=true"));
+            Err(s.foreign("GKE cluster", c, "it has no label kinetic=true"))
         }
-        Ok(_) => {}
-        Err(e) if e.is_not_found() => return Ok(outcome("absent")),
-        Err(e) => return Err(gcp_error(e)),
-    }
-    match gke.delete_cluster(p, z, c).await {
-        Ok(op) => {
-            gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
-                .await
-                .map_err(gcp_error)?;
-            Ok(outcome("deleted"))
-        }
+        Ok(_) => Ok(outcome(if remove_cluster(s).await? {
+            "deleted"
+        } else {
+            "absent"
+        })),
         Err(e) if e.is_not_found() => Ok(outcome("absent")),
         Err(e) => Err(gcp_error(e)),
     }
