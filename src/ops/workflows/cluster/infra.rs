@@ -158,20 +158,17 @@ pub async fn ensure_network(s: &Step<'_>) -> Result<Value, StepError> {
     }
 }
 
-pub async fn delete_network(s: &Step<'_>) -> Result<Value, StepError> {
-    let compute = &s.env.cloud.gcp.compute;
-    let p = &s.names.project;
-    match compute.get_network(p, &s.names.network).await {
-        Ok(_) => {}
-        Err(e) if e.is_not_found() => return Ok(outcome("absent")),
-        Err(e) => return Err(gcp_error(e)),
-    }
-    match compute
-        .delete_network(p, &s.names.network, s.request_id())
-        .await
-    {
+/// A Compute delete's answer: wait for its operation; already gone counts as done.
+async fn compute_deleted(
+    s: &Step<'_>,
+    answer: Result<crate::cloud::gcp::types::compute::Operation, GcpError>,
+) -> Result<Value, StepError> {
+    match answer {
         Ok(op) => {
-            compute
+            s.env
+                .cloud
+                .gcp
+                .compute
                 .wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
                 .await
                 .map_err(gcp_error)?;
@@ -180,6 +177,20 @@ pub async fn delete_network(s: &Step<'_>) -> Result<Value, StepError> {
         Err(e) if e.is_not_found() => Ok(outcome("absent")),
         Err(e) => Err(gcp_error(e)),
     }
+}
+
+pub async fn delete_network(s: &Step<'_>) -> Result<Value, StepError> {
+    let compute = &s.env.cloud.gcp.compute;
+    let p = &s.names.project;
+    match compute.get_network(p, &s.names.network).await {
+        Ok(_) => {}
+        Err(e) if e.is_not_found() => return Ok(outcome("absent")),
+        Err(e) => return Err(gcp_error(e)),
+    }
+    let answer = compute
+        .delete_network(p, &s.names.network, s.request_id())
+        .await;
+    compute_deleted(s, answer).await
 }
 
 pub async fn ensure_router(s: &Step<'_>) -> Result<Value, StepError> {
@@ -247,20 +258,10 @@ pub async fn delete_router(s: &Step<'_>) -> Result<Value, StepError> {
         Err(e) if e.is_not_found() => return Ok(outcome("absent")),
         Err(e) => return Err(gcp_error(e)),
     }
-    match compute
+    let answer = compute
         .delete_router(&n.project, &n.region, &n.router, s.request_id())
-        .await
-    {
-        Ok(op) => {
-            compute
-                .wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
-                .await
-                .map_err(gcp_error)?;
-            Ok(outcome("deleted"))
-        }
-        Err(e) if e.is_not_found() => Ok(outcome("absent")),
-        Err(e) => Err(gcp_error(e)),
-    }
+        .await;
+    compute_deleted(s, answer).await
 }
 
 fn sa(s: &Step<'_>, builds: bool) -> (String, String) {
