@@ -2,66 +2,20 @@
 //! starts a private PostgreSQL and the cloud simulator, serves the API, and on SIGTERM
 //! shuts down cleanly (exit code 0, PostgreSQL stopped).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+mod common;
+
 use std::time::{Duration, Instant};
 
-struct Kill(std::process::Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn url_after(line: &str, label: &str) -> Option<String> {
-    let rest = line.strip_prefix(label)?.trim();
-    Some(rest.split_whitespace().next()?.to_owned())
-}
+use common::dev_server::DevServer;
 
 #[tokio::test]
 async fn serve_dev_runs_everything_locally_and_stops_on_sigterm() {
     kineticd::auth::install_tls_provider();
-    let data = std::env::temp_dir().join(format!("kineticd-dev-serve-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kineticd"))
-        .args([
-            "serve",
-            "--dev",
-            "--listen",
-            "127.0.0.1:0",
-            "--sim-listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--data-dir")
-        .arg(&data)
-        .env_remove("DATABASE_URL")
-        .env_remove("KINETIC_GCP_URL")
-        .env("KINETIC_LOG_FORMAT", "json")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start kineticd serve --dev");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut guard = Kill(child);
-    // The two URLs serve --dev prints.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
+    let mut server = DevServer::start("dev-serve", |cmd| {
+        cmd.env_remove("DATABASE_URL");
     });
-    let (mut api, mut sim) = (None, None);
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while api.is_none() || sim.is_none() {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("serve --dev printed its URLs");
-        api = api.or_else(|| url_after(&line, "kineticd API:"));
-        sim = sim.or_else(|| url_after(&line, "cloud simulator:"));
-    }
-    let (api, sim) = (api.unwrap(), sim.unwrap());
+    let (api, sim) = (server.api.clone(), server.sim.clone());
+    let data = server.data_dir().to_owned();
     let http = kineticd::app::http_client().unwrap();
 
     let ready = http.get(format!("{api}/readyz")).send().await.unwrap();
@@ -105,12 +59,12 @@ async fn serve_dev_runs_everything_locally_and_stops_on_sigterm() {
     assert!(data.join("pg").exists() || std::path::Path::new("/var/tmp/kineticd-pg").exists());
 
     // SIGTERM: graceful shutdown, exit code 0.
-    let pid = guard.0.id() as i32;
+    let pid = server.child().id() as i32;
     // SAFETY: sending a signal to our own child process.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
-        if let Some(s) = guard.0.try_wait().unwrap() {
+        if let Some(s) = server.child().try_wait().unwrap() {
             break s;
         }
         assert!(
@@ -124,5 +78,4 @@ async fn serve_dev_runs_everything_locally_and_stops_on_sigterm() {
         http.get(format!("{api}/healthz")).send().await.is_err(),
         "still serving"
     );
-    let _ = std::fs::remove_dir_all(&data);
 }

@@ -65,3 +65,79 @@ fn every_route_documents_its_errors_and_security() {
     assert!(doc["components"]["securitySchemes"]["iap"].is_object());
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
 }
+
+/// OpenAPI 3.1 requires a `description` on every response; client generators also need
+/// one unique `operationId` per operation (it names the generated method), a declared
+/// parameter for every `{name}` of a path, and `$ref`s that resolve.
+#[test]
+fn every_operation_is_complete_for_client_generators() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&kineticd::api::openapi::document_json()).unwrap();
+    assert!(
+        doc["openapi"].as_str().unwrap().starts_with("3.1."),
+        "{}",
+        doc["openapi"]
+    );
+    let mut problems = Vec::new();
+    let mut operation_ids = std::collections::BTreeMap::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let at = format!("{} {path}", method.to_uppercase());
+            match op["operationId"].as_str() {
+                Some(id) if is_identifier(id) => {
+                    if let Some(other) = operation_ids.insert(id.to_owned(), at.clone()) {
+                        problems.push(format!("{at}: operationId {id} is also {other}'s"));
+                    }
+                }
+                other => problems.push(format!("{at}: operationId {other:?} is not an identifier")),
+            }
+            for (code, response) in op["responses"].as_object().unwrap() {
+                if !response["description"].is_string() {
+                    problems.push(format!("{at}: response {code} has no description"));
+                }
+            }
+            for name in path_parameters(path) {
+                let declared = op["parameters"].as_array().is_some_and(|ps| {
+                    ps.iter().any(|p| p["in"] == "path" && p["name"] == name)
+                });
+                if !declared {
+                    problems.push(format!("{at}: path parameter {name} is not declared"));
+                }
+            }
+        }
+    }
+    collect_dangling_refs(&doc, &doc, &mut problems);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+fn is_identifier(id: &str) -> bool {
+    id.starts_with(|c: char| c.is_ascii_lowercase())
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The `{name}`s of a path template.
+fn path_parameters(path: &str) -> Vec<&str> {
+    path.split('{')
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+        .collect()
+}
+
+/// Every `$ref` under `value` that does not point at something in `doc`.
+fn collect_dangling_refs(doc: &serde_json::Value, value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(r) = map.get("$ref").and_then(|r| r.as_str()) {
+                let resolved = r
+                    .strip_prefix('#')
+                    .and_then(|pointer| doc.pointer(pointer));
+                if resolved.is_none() {
+                    out.push(format!("$ref {r} does not resolve"));
+                }
+            }
+            map.values().for_each(|v| collect_dangling_refs(doc, v, out));
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_dangling_refs(doc, v, out)),
+        _ => {}
+    }
+}

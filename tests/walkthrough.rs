@@ -7,22 +7,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use common::dev_server::DevServer;
 
 /// Opening line of the block (the info string after the language tag marks it).
 const FENCE: &str = "```sh title=\"walkthrough\"";
-
-struct Kill(std::process::Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// The body of the one walk-through block of `readme`.
 fn walkthrough_block(readme: &str) -> String {
@@ -46,11 +37,6 @@ fn walkthrough_block(readme: &str) -> String {
     let mut script = body[..end].join("\n");
     script.push('\n');
     script
-}
-
-fn url_after(line: &str, label: &str) -> Option<String> {
-    let rest = line.strip_prefix(label)?.trim();
-    Some(rest.split_whitespace().next()?.to_owned())
 }
 
 #[test]
@@ -94,64 +80,10 @@ async fn readme_walkthrough_runs_against_serve_dev() {
     // A fresh database on the test server (DATABASE_URL's, or the private one).
     let (db, url) = common::fresh_db().await;
     db.close().await;
-    let data = std::env::temp_dir().join(format!("kineticd-walkthrough-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kineticd"))
-        .args([
-            "serve",
-            "--dev",
-            "--listen",
-            "127.0.0.1:0",
-            "--sim-listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--data-dir")
-        .arg(&data)
-        .env("DATABASE_URL", &url)
-        .env("KINETIC_SIM_SPEED", "0")
-        .env("KINETIC_LOG_FORMAT", "json")
-        .env_remove("KINETIC_GCP_URL")
-        .env_remove("KINETIC_LISTEN")
-        .env_remove("KINETIC_AUTH")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kineticd serve --dev");
-    let stdout = child.stdout.take().expect("stdout");
-    let stderr = child.stderr.take().expect("stderr");
-    let _guard = Kill(child);
-    // Everything the server prints, for the failure message.
-    let log = Arc::new(Mutex::new(Vec::<String>::new()));
-    let (tx, rx) = std::sync::mpsc::channel();
-    {
-        let out_log = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                out_log.lock().unwrap().push(line.clone());
-                let _ = tx.send(line);
-            }
-        });
-        let err_log = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                err_log.lock().unwrap().push(line);
-            }
-        });
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let api = loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| {
-                panic!(
-                    "serve --dev did not print its URL:\n{}",
-                    log.lock().unwrap().join("\n")
-                )
-            });
-        if let Some(api) = url_after(&line, "kineticd API:") {
-            break api;
-        }
-    };
+    let server = DevServer::start("walkthrough", |cmd| {
+        cmd.env("DATABASE_URL", &url).env("KINETIC_SIM_SPEED", "0");
+    });
+    let api = &server.api;
 
     let run = tokio::process::Command::new("bash")
         .args(["-euo", "pipefail", "-c", &script])
@@ -166,11 +98,9 @@ async fn readme_walkthrough_runs_against_serve_dev() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let report = || {
-        let log = log.lock().unwrap();
-        let tail = &log[log.len().saturating_sub(40)..];
         format!(
             "--- walk-through stdout\n{stdout}\n--- walk-through stderr\n{stderr}\n--- server log (last lines)\n{}",
-            tail.join("\n")
+            server.log_tail(40)
         )
     };
     assert!(
@@ -209,7 +139,6 @@ async fn readme_walkthrough_runs_against_serve_dev() {
             None => panic!("walk-through output lacks {e:?} (in order):\n{}", report()),
         }
     }
-    let _ = std::fs::remove_dir_all(&data);
     println!(
         "walk-through passed in {:.1} s",
         started.elapsed().as_secs_f64()

@@ -28,7 +28,7 @@ pub struct ListAcceleratorsResponse {
 /// Every canonical accelerator with its GKE type, machine type, shape, aliases and
 /// estimated prices.
 #[utoipa::path(get, path = "/v1/accelerators", tag = "accelerators",
-    responses((status = 200, body = ListAcceleratorsResponse), ErrorResponses))]
+    responses((status = 200, description = "The accelerator catalog", body = ListAcceleratorsResponse), ErrorResponses))]
 async fn list_accelerators(
     State(s): State<AppState>,
     _caller: Caller,
@@ -41,7 +41,7 @@ async fn list_accelerators(
 /// Resolve any accepted spelling (`a100x4`, `gpu:4`, `v5e-16`, `l4:spot`).
 #[utoipa::path(get, path = "/v1/accelerators/{spec}", tag = "accelerators",
     params(("spec" = String, Path, description = "any accepted spelling")),
-    responses((status = 200, body = Accelerator), ErrorResponses))]
+    responses((status = 200, description = "The accelerator the spelling resolves to", body = Accelerator), ErrorResponses))]
 async fn get_accelerator(
     State(s): State<AppState>,
     _caller: Caller,

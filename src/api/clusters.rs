@@ -51,7 +51,7 @@ pub struct ListClustersQuery {
 
 /// Clusters of the caller's teams.
 #[utoipa::path(get, path = "/v1/clusters", tag = "clusters", params(ListClustersQuery),
-    responses((status = 200, body = ListClustersResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the clusters of the caller's teams", body = ListClustersResponse), ErrorResponses))]
 async fn list_clusters(
     State(s): State<AppState>,
     caller: Caller,
@@ -77,7 +77,7 @@ async fn list_clusters(
 /// Clusters of one project; `{zone}` is a zone or `-` for every zone.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path, description = "a zone, or - for all"), PageQuery),
-    responses((status = 200, body = ListClustersResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the project's clusters", body = ListClustersResponse), ErrorResponses))]
 async fn list_project_clusters(
     State(s): State<AppState>,
     caller: Caller,
@@ -100,7 +100,7 @@ async fn list_project_clusters(
 /// A cluster record with its node pools.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
-    responses((status = 200, body = Cluster), ErrorResponses))]
+    responses((status = 200, description = "The cluster record with its node pools", body = Cluster), ErrorResponses))]
 async fn get_cluster(
     State(s): State<AppState>,
     caller: Caller,
@@ -121,7 +121,7 @@ pub struct ListNodePoolsResponse {
 /// Node pools of a cluster.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", tag = "nodePools",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), PageQuery),
-    responses((status = 200, body = ListNodePoolsResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the cluster's node pools", body = ListNodePoolsResponse), ErrorResponses))]
 async fn list_node_pools(
     State(s): State<AppState>,
     caller: Caller,
@@ -139,7 +139,7 @@ async fn list_node_pools(
 /// One node pool.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", tag = "nodePools",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path)),
-    responses((status = 200, body = NodePool), ErrorResponses))]
+    responses((status = 200, description = "The node pool record", body = NodePool), ErrorResponses))]
 async fn get_node_pool(
     State(s): State<AppState>,
     caller: Caller,

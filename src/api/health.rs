@@ -26,7 +26,7 @@ pub struct Health {
 
 /// The process is up.
 #[utoipa::path(get, path = "/healthz", tag = "service", security(),
-    responses((status = 200, body = Health)))]
+    responses((status = 200, description = "The process is up", body = Health)))]
 async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok".into(),
@@ -35,7 +35,7 @@ async fn healthz() -> Json<Health> {
 
 /// The database answers and every migration is applied.
 #[utoipa::path(get, path = "/readyz", tag = "service", security(),
-    responses((status = 200, body = Health), (status = 503, body = ErrorBody)))]
+    responses((status = 200, description = "Ready: the database answers and every migration is applied", body = Health), (status = 503, description = "NOT_READY: the database does not answer or a migration is not applied", body = ErrorBody)))]
 async fn readyz(State(s): State<AppState>) -> Result<Json<Health>, ApiError> {
     let unavailable =
         |why: &str| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "NOT_READY", why.to_owned());

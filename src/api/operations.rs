@@ -49,7 +49,7 @@ pub struct ListOperationsResponse {
 
 /// Operations of the caller's teams, newest first.
 #[utoipa::path(get, path = "/v1/operations", tag = "operations", params(ListOperationsQuery),
-    responses((status = 200, body = ListOperationsResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of operations, newest first", body = ListOperationsResponse), ErrorResponses))]
 async fn list_operations(
     State(s): State<AppState>,
     caller: Caller,
@@ -70,7 +70,7 @@ async fn list_operations(
 /// An operation.
 #[utoipa::path(get, path = "/v1/operations/{operation}", tag = "operations",
     params(("operation" = String, Path, description = "operation id")),
-    responses((status = 200, body = Operation), ErrorResponses))]
+    responses((status = 200, description = "The operation", body = Operation), ErrorResponses))]
 pub async fn get_operation(
     s: &AppState,
     caller: &Caller,
@@ -120,7 +120,7 @@ async fn get_or_watch(
 /// with error code 1.
 #[utoipa::path(post, path = "/v1/operations/{operation}:cancel", tag = "operations",
     params(("operation" = String, Path, description = "operation id")),
-    responses((status = 200, body = Operation), ErrorResponses))]
+    responses((status = 200, description = "The operation once cancellation is requested", body = Operation), ErrorResponses))]
 pub async fn cancel_operation(
     s: &AppState,
     caller: &Caller,
@@ -139,7 +139,7 @@ pub struct WaitQuery {
 /// Long-poll: returns when the operation is done or at the timeout, whichever first.
 #[utoipa::path(post, path = "/v1/operations/{operation}:wait", tag = "operations",
     params(("operation" = String, Path, description = "operation id"), WaitQuery),
-    responses((status = 200, body = Operation), ErrorResponses))]
+    responses((status = 200, description = "The operation: done, or still running at the timeout", body = Operation), ErrorResponses))]
 pub async fn wait_operation(
     s: &AppState,
     caller: &Caller,

@@ -35,7 +35,7 @@ pub struct ListProfilesResponse {
 
 /// The caller's profiles.
 #[utoipa::path(get, path = "/v1/profiles", tag = "profiles", params(PageQuery),
-    responses((status = 200, body = ListProfilesResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the caller's profiles", body = ListProfilesResponse), ErrorResponses))]
 async fn list_profiles(
     State(s): State<AppState>,
     caller: Caller,
@@ -51,7 +51,7 @@ async fn list_profiles(
 /// One of the caller's profiles.
 #[utoipa::path(get, path = "/v1/profiles/{profile}", tag = "profiles",
     params(("profile" = String, Path, description = "profile id")),
-    responses((status = 200, body = Profile), ErrorResponses))]
+    responses((status = 200, description = "The profile", body = Profile), ErrorResponses))]
 async fn get_profile(
     State(s): State<AppState>,
     caller: Caller,
@@ -74,7 +74,7 @@ pub struct PutProfileRequest {
 #[utoipa::path(put, path = "/v1/profiles/{profile}", tag = "profiles",
     request_body = PutProfileRequest,
     params(("profile" = String, Path, description = "profile id")),
-    responses((status = 200, body = Profile), ErrorResponses))]
+    responses((status = 200, description = "The profile as stored", body = Profile), ErrorResponses))]
 async fn put_profile(
     State(s): State<AppState>,
     caller: Caller,
@@ -102,7 +102,7 @@ async fn delete_profile(
 /// Make this profile the caller's only active one.
 #[utoipa::path(post, path = "/v1/profiles/{profile}:activate", tag = "profiles",
     params(("profile" = String, Path, description = "profile id")),
-    responses((status = 200, body = Profile), ErrorResponses))]
+    responses((status = 200, description = "The profile, now the caller's active one", body = Profile), ErrorResponses))]
 pub async fn activate_profile(
     s: &AppState,
     caller: &Caller,

@@ -31,7 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// failing the request; an unreachable Kubernetes API is reported in `kubernetes`.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/status", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
-    responses((status = 200, body = ClusterStatus),
+    responses((status = 200, description = "Live status of the cluster's resources and drift from the records", body = ClusterStatus),
         (status = 503, body = ErrorBody, description = "CLOUD_UNAVAILABLE: none of the cluster's cloud resources could be read"),
         ErrorResponses))]
 async fn get_cluster_status(
@@ -49,7 +49,7 @@ async fn get_cluster_status(
 /// of (from its records).
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/accelerators", tag = "accelerators",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
-    responses((status = 200, body = ListAcceleratorsResponse), ErrorResponses))]
+    responses((status = 200, description = "The accelerator catalog, with live set on the cluster's accelerators", body = ListAcceleratorsResponse), ErrorResponses))]
 async fn list_cluster_accelerators(
     State(s): State<AppState>,
     caller: Caller,

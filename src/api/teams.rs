@@ -27,7 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Who am I: email, admin flag, teams with roles, active profile.
 #[utoipa::path(get, path = "/v1/me", tag = "identity",
-    responses((status = 200, body = Me), ErrorResponses))]
+    responses((status = 200, description = "The caller", body = Me), ErrorResponses))]
 async fn me(State(s): State<AppState>, caller: Caller) -> Result<Json<Me>, ApiError> {
     Ok(Json(service::teams::me(&s.db, &caller).await?))
 }
@@ -46,7 +46,7 @@ pub struct CreateTeamRequest {
 
 /// Create a team; the caller becomes its OWNER.
 #[utoipa::path(post, path = "/v1/teams", tag = "teams", request_body = CreateTeamRequest,
-    responses((status = 201, body = Team), ErrorResponses))]
+    responses((status = 201, description = "The created team", body = Team), ErrorResponses))]
 async fn create_team(
     State(s): State<AppState>,
     caller: Caller,
@@ -75,7 +75,7 @@ pub struct ListTeamsResponse {
 
 /// Teams the caller belongs to (service admins: all teams).
 #[utoipa::path(get, path = "/v1/teams", tag = "teams", params(PageQuery),
-    responses((status = 200, body = ListTeamsResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the caller's teams", body = ListTeamsResponse), ErrorResponses))]
 async fn list_teams(
     State(s): State<AppState>,
     caller: Caller,
@@ -91,7 +91,7 @@ async fn list_teams(
 /// A team (VIEWER or more).
 #[utoipa::path(get, path = "/v1/teams/{team}", tag = "teams",
     params(("team" = String, Path, description = "team id")),
-    responses((status = 200, body = Team), ErrorResponses))]
+    responses((status = 200, description = "The team", body = Team), ErrorResponses))]
 async fn get_team(
     State(s): State<AppState>,
     caller: Caller,
@@ -111,7 +111,7 @@ pub struct UpdateTeamRequest {
 /// Change a team's display name or projects (ADMIN or more).
 #[utoipa::path(patch, path = "/v1/teams/{team}", tag = "teams", request_body = UpdateTeamRequest,
     params(("team" = String, Path, description = "team id")),
-    responses((status = 200, body = Team), ErrorResponses))]
+    responses((status = 200, description = "The updated team", body = Team), ErrorResponses))]
 async fn update_team(
     State(s): State<AppState>,
     caller: Caller,
@@ -151,7 +151,7 @@ pub struct ListMembersResponse {
 /// Members of a team (VIEWER or more).
 #[utoipa::path(get, path = "/v1/teams/{team}/members", tag = "teams",
     params(("team" = String, Path, description = "team id"), PageQuery),
-    responses((status = 200, body = ListMembersResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the team's members", body = ListMembersResponse), ErrorResponses))]
 async fn list_members(
     State(s): State<AppState>,
     caller: Caller,
@@ -176,7 +176,7 @@ pub struct PutMemberRequest {
     request_body = PutMemberRequest,
     params(("team" = String, Path, description = "team id"),
            ("email" = String, Path, description = "member email")),
-    responses((status = 200, body = Member), ErrorResponses))]
+    responses((status = 200, description = "The member with its role", body = Member), ErrorResponses))]
 async fn put_member(
     State(s): State<AppState>,
     caller: Caller,

@@ -54,7 +54,7 @@ pub struct MutationQuery {
 /// Enqueue a NOOP operation (engine testing; development and test mode only).
 #[utoipa::path(post, path = "/v1/testing/noopOperations", tag = "testing",
     request_body = NoopRequest, params(MutationQuery),
-    responses((status = 202, body = Operation), ErrorResponses))]
+    responses((status = 202, description = "The queued NOOP operation", body = Operation), ErrorResponses))]
 async fn create_noop(
     State(s): State<AppState>,
     caller: Caller,

@@ -3,6 +3,8 @@
 //! migrated template, and the real app on an ephemeral port.
 #![allow(dead_code)]
 
+pub mod dev_server;
+
 use std::net::SocketAddr;
 use std::sync::OnceLock;
 
