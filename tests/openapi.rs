@@ -97,9 +97,9 @@ fn every_operation_is_complete_for_client_generators() {
                 }
             }
             for name in path_parameters(path) {
-                let declared = op["parameters"].as_array().is_some_and(|ps| {
-                    ps.iter().any(|p| p["in"] == "path" && p["name"] == name)
-                });
+                let declared = op["parameters"]
+                    .as_array()
+                    .is_some_and(|ps| ps.iter().any(|p| p["in"] == "path" && p["name"] == name));
                 if !declared {
                     problems.push(format!("{at}: path parameter {name} is not declared"));
                 }
@@ -124,20 +124,25 @@ fn path_parameters(path: &str) -> Vec<&str> {
 }
 
 /// Every `$ref` under `value` that does not point at something in `doc`.
-fn collect_dangling_refs(doc: &serde_json::Value, value: &serde_json::Value, out: &mut Vec<String>) {
+fn collect_dangling_refs(
+    doc: &serde_json::Value,
+    value: &serde_json::Value,
+    out: &mut Vec<String>,
+) {
     match value {
         serde_json::Value::Object(map) => {
             if let Some(r) = map.get("$ref").and_then(|r| r.as_str()) {
-                let resolved = r
-                    .strip_prefix('#')
-                    .and_then(|pointer| doc.pointer(pointer));
+                let resolved = r.strip_prefix('#').and_then(|pointer| doc.pointer(pointer));
                 if resolved.is_none() {
                     out.push(format!("$ref {r} does not resolve"));
                 }
             }
-            map.values().for_each(|v| collect_dangling_refs(doc, v, out));
+            map.values()
+                .for_each(|v| collect_dangling_refs(doc, v, out));
         }
-        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_dangling_refs(doc, v, out)),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .for_each(|v| collect_dangling_refs(doc, v, out)),
         _ => {}
     }
 }

@@ -38,10 +38,10 @@ impl Tools {
         if missing.is_empty() {
             return Some(Tools { bin });
         }
+        let (missing, venv) = (missing.join(", "), venv.display());
         let how = format!(
-            "{test} needs {} in the venv {}: python3 -m venv {0} && {0}/bin/pip install -r tests/openapi_client/requirements.txt",
-            missing.join(", "),
-            venv.display()
+            "{test} needs {missing} in the venv {venv}: python3 -m venv {venv} && \
+             {venv}/bin/pip install -r tests/openapi_client/requirements.txt"
         );
         // CI (KINETIC_REQUIRE_OPENAPI_TOOLS=1, set by .ci/run) must run it; a developer's
         // machine without the venv says why it did not, instead of failing `cargo test`.
@@ -72,7 +72,7 @@ struct Scratch(PathBuf);
 impl Scratch {
     fn new(label: &str) -> Scratch {
         let dir = std::env::temp_dir().join(format!(
-            "kineticd-openapi-{label}-{}",
+            "kineticd-openapi-scratch-{label}-{}",
             std::process::id()
         ));
         let _ = std::fs::remove_dir_all(&dir);
@@ -172,7 +172,9 @@ async fn generated_python_client_drives_serve_dev() {
         .arg(&server.api)
         .env("PYTHONPATH", &scratch.0)
         .current_dir(&scratch.0);
-    let run = tokio::process::Command::from(cmd).kill_on_drop(true).output();
+    let run = tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .output();
     let out = tokio::time::timeout(Duration::from_secs(600), run)
         .await
         .expect("the client script finished within 600 s")

@@ -113,7 +113,7 @@ def main(api):
 
     cluster = expect(get_cluster.sync_detailed(PROJECT, ZONE, CLUSTER, client=client), 200, Cluster)
     assert cluster.name == f"projects/{PROJECT}/zones/{ZONE}/clusters/{CLUSTER}", cluster.name
-    assert cluster.cluster_id == CLUSTER, cluster.cluster_id
+    assert cluster.cluster_id, cluster.cluster_id  # kineticd's record id
     assert cluster.project == PROJECT, cluster.project
     assert cluster.zone == ZONE, cluster.zone
     assert cluster.team == f"teams/{TEAM}", cluster.team
