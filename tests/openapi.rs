@@ -106,7 +106,15 @@ fn every_operation_is_complete_for_client_generators() {
             }
         }
     }
-    collect_dangling_refs(&doc, &doc, &mut problems);
+    for name in doc["components"]["schemas"].as_object().unwrap().keys() {
+        // Component names become class names: `^[a-zA-Z0-9._-]+$` (the spec), PascalCase.
+        let ok = name.starts_with(|c: char| c.is_ascii_uppercase())
+            && name.chars().all(|c| c.is_ascii_alphanumeric());
+        if !ok {
+            problems.push(format!("schema name {name:?} is not PascalCase"));
+        }
+    }
+    collect_schema_problems(&doc, &doc, &mut problems);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -123,8 +131,9 @@ fn path_parameters(path: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Every `$ref` under `value` that does not point at something in `doc`.
-fn collect_dangling_refs(
+/// Every `$ref` under `value` that does not point at something in `doc`, and every
+/// OpenAPI 3.0 `nullable` (3.1 spells it `"type": [..., "null"]`).
+fn collect_schema_problems(
     doc: &serde_json::Value,
     value: &serde_json::Value,
     out: &mut Vec<String>,
@@ -137,12 +146,15 @@ fn collect_dangling_refs(
                     out.push(format!("$ref {r} does not resolve"));
                 }
             }
+            if map.get("nullable").is_some_and(|n| n.is_boolean()) {
+                out.push(format!("OpenAPI 3.0 `nullable` in {value}"));
+            }
             map.values()
-                .for_each(|v| collect_dangling_refs(doc, v, out));
+                .for_each(|v| collect_schema_problems(doc, v, out));
         }
         serde_json::Value::Array(items) => items
             .iter()
-            .for_each(|v| collect_dangling_refs(doc, v, out)),
+            .for_each(|v| collect_schema_problems(doc, v, out)),
         _ => {}
     }
 }
