@@ -83,7 +83,7 @@ async fn readme_walkthrough_runs_against_serve_dev() {
     let server = DevServer::start("walkthrough", |cmd| {
         cmd.env("DATABASE_URL", &url).env("KINETIC_SIM_SPEED", "0");
     });
-    let api = &server.api;
+    let api = server.api.clone();
 
     let run = tokio::process::Command::new("bash")
         .args(["-euo", "pipefail", "-c", &script])
