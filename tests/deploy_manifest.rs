@@ -40,7 +40,9 @@ fn render(overlay: &str) -> Option<Vec<Value>> {
             panic!("kubectl is required (KINETIC_REQUIRE_KUBECTL=1): {e}")
         }
         Err(e) => {
-            eprintln!("SKIPPED: kubectl not available ({e}); set KINETIC_REQUIRE_KUBECTL=1 to fail instead");
+            eprintln!(
+                "SKIPPED: kubectl not available ({e}); set KINETIC_REQUIRE_KUBECTL=1 to fail instead"
+            );
             return None;
         }
     };
@@ -91,7 +93,11 @@ impl Launch {
     fn of(container: &Value, docs: &[Value], database_url: &str) -> Launch {
         let strings = |v: &Value| -> Vec<String> {
             v.as_array()
-                .map(|a| a.iter().map(|s| s.as_str().expect("string").to_owned()).collect())
+                .map(|a| {
+                    a.iter()
+                        .map(|s| s.as_str().expect("string").to_owned())
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let command = strings(&container["command"]);
@@ -104,13 +110,20 @@ impl Launch {
         args.extend(strings(&container["args"]));
         let env = container["env"]
             .as_array()
-            .map(|vars| vars.iter().map(|v| env_value(v, docs, database_url)).collect())
+            .map(|vars| {
+                vars.iter()
+                    .map(|v| env_value(v, docs, database_url))
+                    .collect()
+            })
             .unwrap_or_default();
         Launch { args, env }
     }
 
     fn var(&self, name: &str) -> Option<&str> {
-        self.env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Start the binary with exactly these arguments and this environment; its output
@@ -242,7 +255,9 @@ async fn the_release_job_and_the_deployment_run_this_binary_as_written() {
     );
     let db = kineticd::store::connect(&url, 2).await.expect("connect");
     assert_eq!(
-        kineticd::store::db::newest_applied_migration(&db).await.unwrap(),
+        kineticd::store::db::newest_applied_migration(&db)
+            .await
+            .unwrap(),
         kineticd::store::db::newest_known_migration(),
         "the Job applied every migration"
     );
@@ -258,7 +273,11 @@ async fn the_release_job_and_the_deployment_run_this_binary_as_written() {
         .parse()
         .expect("KINETIC_LISTEN is an address");
     let port = u64::from(listen.port());
-    assert_eq!(resolve_port(&Value::from("http"), c), port, "containerPort http");
+    assert_eq!(
+        resolve_port(&Value::from("http"), c),
+        port,
+        "containerPort http"
+    );
     let service = object(&docs, "Service", "kineticd");
     assert_eq!(
         resolve_port(&service["spec"]["ports"][0]["targetPort"], c),
@@ -289,8 +308,14 @@ async fn the_release_job_and_the_deployment_run_this_binary_as_written() {
 
     // Termination: preStop sleep + kineticd's drain fit in the pod's grace period.
     let pod = &deployment["spec"]["template"]["spec"];
-    let grace = seconds(&pod["terminationGracePeriodSeconds"], "terminationGracePeriodSeconds");
-    let pre_stop = seconds(&c["lifecycle"]["preStop"]["sleep"]["seconds"], "preStop sleep");
+    let grace = seconds(
+        &pod["terminationGracePeriodSeconds"],
+        "terminationGracePeriodSeconds",
+    );
+    let pre_stop = seconds(
+        &c["lifecycle"]["preStop"]["sleep"]["seconds"],
+        "preStop sleep",
+    );
     let drain = seconds(
         &Value::from(
             serve
@@ -310,7 +335,13 @@ async fn the_release_job_and_the_deployment_run_this_binary_as_written() {
     let http = kineticd::app::http_client().expect("http client");
     for (_, get) in &probes {
         let path = get["path"].as_str().expect("probe path");
-        until_ok(&http, &mut child, &format!("http://127.0.0.1:{port}{path}"), &log).await;
+        until_ok(
+            &http,
+            &mut child,
+            &format!("http://127.0.0.1:{port}{path}"),
+            &log,
+        )
+        .await;
     }
 
     // SIGTERM (what the kubelet sends after preStop): a clean exit within the rest of

@@ -50,8 +50,9 @@ fn assert_refused(out: &Output, future: i64) {
     assert!(!out.status.success(), "exit {:?}: {stderr}", out.status);
     let binary = db::newest_known_migration();
     assert!(
-        stderr.contains(&format!("at migration {future}, newer than this kineticd knows"))
-            && stderr.contains(&format!("its newest migration is {binary}")),
+        stderr.contains(&format!(
+            "at migration {future}, newer than this kineticd knows"
+        )) && stderr.contains(&format!("its newest migration is {binary}")),
         "{stderr}"
     );
 }
@@ -85,7 +86,9 @@ async fn the_current_schema_is_accepted_and_left_alone() {
         db::newest_applied_migration(&pool).await.unwrap(),
         db::newest_known_migration()
     );
-    kineticd::store::migrate(&pool).await.expect("a current schema");
+    kineticd::store::migrate(&pool)
+        .await
+        .expect("a current schema");
     assert_eq!(migrations_recorded(&pool).await, before);
 }
 

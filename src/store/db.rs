@@ -51,10 +51,9 @@ pub fn newest_known_migration() -> i64 {
 /// The newest migration recorded in the database (applied or attempted); 0 before the
 /// first migration.
 pub async fn newest_applied_migration(db: &Db) -> Result<i64, sqlx::Error> {
-    let table: Option<String> =
-        sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
-            .fetch_one(db)
-            .await?;
+    let table: Option<String> = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
+        .fetch_one(db)
+        .await?;
     if table.is_none() {
         return Ok(0);
     }
