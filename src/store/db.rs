@@ -1,5 +1,9 @@
 //! Connection pool and embedded migrations. Migrations are compiled into the binary and
 //! applied at start-up, so a running kineticd always has the schema it was built for.
+//!
+//! Invariant: a binary never runs against a schema newer than its newest embedded
+//! migration ([`migrate`] refuses, naming both versions): a newer release may have
+//! changed tables this binary would misread.
 
 use std::time::Duration;
 
@@ -24,9 +28,56 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<Db, sqlx::Error>
         .await
 }
 
-/// Apply every embedded migration not yet applied.
-pub async fn migrate(db: &Db) -> Result<(), sqlx::migrate::MigrateError> {
-    MIGRATOR.run(db).await
+/// Why [`migrate`] did not bring the database to this binary's schema.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    #[error(
+        "the database schema is at migration {database}, newer than this kineticd knows \
+         (its newest migration is {binary}): a newer release migrated this database; run \
+         that release (or a later one) instead of this binary"
+    )]
+    Newer { database: i64, binary: i64 },
+    #[error("reading the applied migrations: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error(transparent)]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// The newest migration embedded in this binary.
+pub fn newest_known_migration() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+/// The newest migration recorded in the database (applied or attempted); 0 before the
+/// first migration.
+pub async fn newest_applied_migration(db: &Db) -> Result<i64, sqlx::Error> {
+    let table: Option<String> = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
+        .fetch_one(db)
+        .await?;
+    if table.is_none() {
+        return Ok(0);
+    }
+    let version: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations")
+        .fetch_one(db)
+        .await?;
+    Ok(version.unwrap_or(0))
+}
+
+/// Refuse a database whose schema is newer than this binary's.
+pub async fn check_schema(db: &Db) -> Result<(), SchemaError> {
+    let database = newest_applied_migration(db).await?;
+    let binary = newest_known_migration();
+    if database > binary {
+        return Err(SchemaError::Newer { database, binary });
+    }
+    Ok(())
+}
+
+/// Apply every embedded migration not yet applied, after [`check_schema`].
+pub async fn migrate(db: &Db) -> Result<(), SchemaError> {
+    check_schema(db).await?;
+    MIGRATOR.run(db).await?;
+    Ok(())
 }
 
 /// True when the database answers and every embedded migration is applied.
