@@ -11,7 +11,8 @@ use uuid::Uuid;
 use crate::store::operations::{self, NewOperation, OperationRow};
 use crate::store::{Db, StoreError};
 
-use super::steps::StepRecord;
+use super::steps::{RpcCode, StepRecord, skip_unstarted_json, status_json};
+use super::workflows::cluster::records;
 
 /// Keys are remembered this long (AIP-155 suggests at least an hour; the API says 24 h).
 pub const IDEMPOTENCY_TTL_HOURS: i64 = 24;
@@ -149,4 +150,30 @@ pub async fn replay(
         return Err(EnqueueError::KeyReused { operation_id: id });
     }
     Ok(operations::get(db, id).await?)
+}
+
+/// Cancel an operation. A QUEUED one ends CANCELLED at once, its steps SKIPPED and the
+/// record changes its request made undone, in one transaction (a running one ends
+/// through its worker, which does the same). Returns the row after the change, `None`
+/// if absent.
+pub async fn cancel(db: &Db, id: Uuid) -> Result<Option<OperationRow>, StoreError> {
+    let err = status_json(
+        RpcCode::Cancelled,
+        "operation cancelled by request",
+        "CANCELLED",
+        &Default::default(),
+    );
+    let mut tx = db.begin().await?;
+    let Some(c) = operations::request_cancel(&mut tx, id, &err, |steps| {
+        skip_unstarted_json(steps, "the operation was cancelled")
+    })
+    .await?
+    else {
+        return Ok(None);
+    };
+    if c.ended {
+        records::withdrawn(&mut tx, &c.row).await?;
+    }
+    tx.commit().await?;
+    Ok(Some(c.row))
 }
