@@ -206,7 +206,11 @@ fn fail_step(g: &mut [StepRecord], i: usize, e: &StepError) {
     g[i].end_time = Some(Utc::now());
     g[i].message = Some(format!("{}: {}", e.reason, e.message));
     let id = g[i].id.clone();
-    stop_steps(g, StepState::Cancelled, &format!("abandoned: step {id} failed"));
+    stop_steps(
+        g,
+        StepState::Cancelled,
+        &format!("abandoned: step {id} failed"),
+    );
 }
 
 /// End the running steps in `state`; steps never started stay as they are.

@@ -15,8 +15,8 @@ use crate::domain::Role;
 use crate::model::{self, Operation, OperationError, OperationMetadata, Progress, Step};
 use crate::ops::events::{Events, OpEvent};
 use crate::ops::steps::{StepRecord, StepState};
-use crate::store::operations::{self as ops_store, OperationFilter, OperationRow};
 use crate::store::Db;
+use crate::store::operations::{self as ops_store, OperationFilter, OperationRow};
 
 use super::access::{self, Caller};
 use super::{Error, Page, PageRequest, Result};

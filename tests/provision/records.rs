@@ -124,10 +124,16 @@ async fn request(env: &Env, op: Op, first: Option<&str>) -> (Value, Option<Strin
         Op::Up => env.app.put(OWNER, &path, gpu()).await,
         Op::Reconcile => env.app.put(OWNER, &path, json!({})).await,
         Op::Down => env.app.delete(OWNER, &path).await,
-        Op::AddPool => env.app.post(OWNER, &format!("{path}/nodePools"), gpu()).await,
+        Op::AddPool => {
+            env.app
+                .post(OWNER, &format!("{path}/nodePools"), gpu())
+                .await
+        }
         Op::RemovePool => {
             let p = first.expect("a pool to remove");
-            env.app.delete(OWNER, &format!("{path}/nodePools/{p}")).await
+            env.app
+                .delete(OWNER, &format!("{path}/nodePools/{p}"))
+                .await
         }
     };
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
@@ -158,7 +164,10 @@ async fn started(env: &Env, op: &Value) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let cur = env.op(op).await;
-        assert_ne!(cur["done"], true, "ended before it could be cancelled: {cur}");
+        assert_ne!(
+            cur["done"], true,
+            "ended before it could be cancelled: {cur}"
+        );
         if cur["metadata"]["state"] == "RUNNING"
             && steps(&cur).iter().any(|s| s["state"] == "RUNNING")
         {
@@ -210,7 +219,10 @@ async fn assert_status_explains(env: &Env, e: &Expect) {
                     let drift = r.body["drift"].as_array().cloned().unwrap_or_default();
                     assert!(
                         drift.iter().any(|d| d["problem"] == "MISSING"
-                            && d["resource"].as_str().unwrap_or("").ends_with(pool.as_str())),
+                            && d["resource"]
+                                .as_str()
+                                .unwrap_or("")
+                                .ends_with(pool.as_str())),
                         "pool {pool} missing without drift: {}",
                         r.body["drift"]
                     );
@@ -238,7 +250,11 @@ async fn succeeds(env: &Env, op: Value) -> Value {
 async fn works_from_here(env: &Env, e: &Expect) {
     assert_eq!(cluster_state(env).await, e.cluster);
     for (pool, state) in &e.pools {
-        assert_eq!(pool_state(env, pool).await.as_deref(), *state, "pool {pool}");
+        assert_eq!(
+            pool_state(env, pool).await.as_deref(),
+            *state,
+            "pool {pool}"
+        );
     }
     assert_status_explains(env, e).await;
     let path = cluster_path(CLUSTER);
@@ -249,7 +265,13 @@ async fn works_from_here(env: &Env, e: &Expect) {
         previews(env, "POST", &format!("{path}/nodePools"), gpu()).await;
         let recorded = e.pools.iter().find(|(_, s)| s.is_some());
         if let Some((pool, _)) = recorded {
-            previews(env, "DELETE", &format!("{path}/nodePools/{pool}"), json!(null)).await;
+            previews(
+                env,
+                "DELETE",
+                &format!("{path}/nodePools/{pool}"),
+                json!(null),
+            )
+            .await;
         }
         previews(env, "DELETE", &path, json!(null)).await;
         json!({})
@@ -428,7 +450,11 @@ async fn cancelling_queued_up_and_down_restores_the_cluster() {
     assert_eq!(down.status, StatusCode::ACCEPTED, "{}", down.body);
     assert_eq!(cluster_state(&env).await, "DELETING");
     cancel(&env, &up).await;
-    assert_eq!(cluster_state(&env).await, "DELETING", "the down still holds it");
+    assert_eq!(
+        cluster_state(&env).await,
+        "DELETING",
+        "the down still holds it"
+    );
     cancel(&env, &down.body).await;
     env.resume();
     let e = Expect {

@@ -163,7 +163,10 @@ impl Env {
     pub async fn op(&self, op: &Value) -> Value {
         let r = self
             .app
-            .get(OWNER, &format!("/v1/{}", op["name"].as_str().expect("name")))
+            .get(
+                OWNER,
+                &format!("/v1/{}", op["name"].as_str().expect("name")),
+            )
             .await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
         r.body

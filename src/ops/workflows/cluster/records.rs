@@ -322,7 +322,8 @@ mod tests {
     #[test]
     fn ends() {
         let started = serde_json::json!([{"id": "a", "description": "", "state": "CANCELLED", "attempts": 1}]);
-        let fresh = serde_json::json!([{"id": "a", "description": "", "state": "PENDING", "attempts": 0}]);
+        let fresh =
+            serde_json::json!([{"id": "a", "description": "", "state": "PENDING", "attempts": 0}]);
         assert_eq!(End::of("SUCCEEDED", &fresh), End::Succeeded);
         assert_eq!(End::of("CANCELLED", &started), End::Stopped);
         assert_eq!(End::of("FAILED", &started), End::Stopped);
