@@ -25,7 +25,8 @@ use crate::store::{Db, StoreError};
 
 use super::events::Events;
 use super::steps::{
-    RetryPolicy, RpcCode, StepError, StepRecord, StepState, skip_unstarted, status_json,
+    RetryPolicy, RpcCode, StepError, StepRecord, StepState, cancelled_status, skip_unstarted,
+    status_json,
 };
 use super::workflows::{StepCtx, Workflow};
 
@@ -434,12 +435,7 @@ async fn cancelled(run: &Run) -> Outcome {
     let mut g = run.steps.lock().await.clone();
     stop_steps(&mut g, StepState::Cancelled, "cancelled by request");
     skip_unstarted(&mut g, "the operation was cancelled");
-    let err = status_json(
-        RpcCode::Cancelled,
-        "operation cancelled by request",
-        "CANCELLED",
-        &Default::default(),
-    );
+    let err = cancelled_status();
     run.finish("CANCELLED", &g, None, Some(err)).await
 }
 

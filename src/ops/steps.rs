@@ -274,6 +274,16 @@ impl RetryPolicy {
     }
 }
 
+/// The `error` of an operation cancelled by request.
+pub fn cancelled_status() -> Value {
+    status_json(
+        RpcCode::Cancelled,
+        "operation cancelled by request",
+        "CANCELLED",
+        &BTreeMap::new(),
+    )
+}
+
 /// google.rpc.Status JSON for an operation's `error`, naming the failed step.
 pub fn status_json(
     code: RpcCode,
