@@ -1,8 +1,11 @@
 //! Enqueueing: an operation row (QUEUED, steps PENDING) committed in the same transaction
-//! as any record change, with AIP-155 idempotency per caller.
+//! as any record change, with AIP-155 idempotency per caller; and cancelling, which
+//! ends a still QUEUED operation at once.
 //!
 //! Invariant: a mutation is acknowledged only after its operation row is committed; two
-//! identical requests with the same key, even concurrent, yield one operation.
+//! identical requests with the same key, even concurrent, yield one operation. A queued
+//! operation cancelled ends together with the undoing of the record changes its
+//! enqueue made (see `workflows::cluster::records`).
 
 use serde_json::Value;
 use sqlx::PgConnection;
@@ -11,7 +14,8 @@ use uuid::Uuid;
 use crate::store::operations::{self, NewOperation, OperationRow};
 use crate::store::{Db, StoreError};
 
-use super::steps::StepRecord;
+use super::steps::{StepRecord, cancelled_status, skip_unstarted_json};
+use super::workflows::cluster::records;
 
 /// Keys are remembered this long (AIP-155 suggests at least an hour; the API says 24 h).
 pub const IDEMPOTENCY_TTL_HOURS: i64 = 24;
@@ -149,4 +153,25 @@ pub async fn replay(
         return Err(EnqueueError::KeyReused { operation_id: id });
     }
     Ok(operations::get(db, id).await?)
+}
+
+/// Cancel an operation. A QUEUED one ends CANCELLED at once, its steps SKIPPED and the
+/// record changes its request made undone, in one transaction (a running one ends
+/// through its worker, which does the same). Returns the row after the change, `None`
+/// if absent.
+pub async fn cancel(db: &Db, id: Uuid) -> Result<Option<OperationRow>, StoreError> {
+    let err = cancelled_status();
+    let mut tx = db.begin().await?;
+    let Some(c) = operations::request_cancel(&mut tx, id, &err, |steps| {
+        skip_unstarted_json(steps, "the operation was cancelled")
+    })
+    .await?
+    else {
+        return Ok(None);
+    };
+    if c.ended {
+        records::withdrawn(&mut tx, &c.row).await?;
+    }
+    tx.commit().await?;
+    Ok(Some(c.row))
 }

@@ -24,7 +24,10 @@ use crate::store::operations::{self, Finish, OperationRow};
 use crate::store::{Db, StoreError};
 
 use super::events::Events;
-use super::steps::{RetryPolicy, RpcCode, StepError, StepRecord, StepState, status_json};
+use super::steps::{
+    RetryPolicy, RpcCode, StepError, StepRecord, StepState, cancelled_status, skip_unstarted,
+    status_json,
+};
 use super::workflows::{StepCtx, Workflow};
 
 /// How long a step's RUNNING mark may stay unsaved: a step that finishes sooner is
@@ -208,14 +211,14 @@ fn fail_step(g: &mut [StepRecord], i: usize, e: &StepError) {
         g,
         StepState::Cancelled,
         &format!("abandoned: step {id} failed"),
-        false,
     );
 }
 
-fn stop_steps(steps: &mut [StepRecord], state: StepState, message: &str, pending_too: bool) {
+/// End the running steps in `state`; steps never started stay as they are.
+fn stop_steps(steps: &mut [StepRecord], state: StepState, message: &str) {
     let now = Utc::now();
     for s in steps.iter_mut() {
-        if s.state == StepState::Running || (pending_too && s.state == StepState::Pending) {
+        if s.state == StepState::Running {
             s.state = state;
             s.end_time = Some(now);
             s.message = Some(message.to_owned());
@@ -295,8 +298,9 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
             }
         }
         if inflight.is_empty() {
-            let g = run.steps.lock().await.clone();
+            let mut g = run.steps.lock().await.clone();
             if let Some((id, desc, e)) = failed {
+                skip_unstarted(&mut g, &format!("step {id} failed"));
                 let mut meta = e.metadata.clone();
                 meta.insert("step".into(), id.clone());
                 let msg = format!("step {id} ({desc}) failed: {}", e.message);
@@ -319,6 +323,7 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
                 "STEP_GRAPH_STUCK",
                 &Default::default(),
             );
+            skip_unstarted(&mut g, "the steps it depends on cannot finish");
             return run.finish("FAILED", &g, None, Some(err)).await;
         }
         let flush = async {
@@ -342,7 +347,8 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
             _ = &mut deadline_sleep => {
                 drop(inflight);
                 let mut g = run.steps.lock().await.clone();
-                stop_steps(&mut g, StepState::Failed, "operation deadline exceeded", false);
+                stop_steps(&mut g, StepState::Failed, "operation deadline exceeded");
+                skip_unstarted(&mut g, "the operation exceeded its deadline");
                 let err = status_json(RpcCode::DeadlineExceeded,
                     &format!("operation {} exceeded its deadline", run.op.id),
                     "DEADLINE_EXCEEDED", &Default::default());
@@ -427,13 +433,9 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
 
 async fn cancelled(run: &Run) -> Outcome {
     let mut g = run.steps.lock().await.clone();
-    stop_steps(&mut g, StepState::Cancelled, "cancelled by request", true);
-    let err = status_json(
-        RpcCode::Cancelled,
-        "operation cancelled by request",
-        "CANCELLED",
-        &Default::default(),
-    );
+    stop_steps(&mut g, StepState::Cancelled, "cancelled by request");
+    skip_unstarted(&mut g, "the operation was cancelled");
+    let err = cancelled_status();
     run.finish("CANCELLED", &g, None, Some(err)).await
 }
 

@@ -91,6 +91,35 @@ impl StepRecord {
     }
 }
 
+/// Mark every step that never started SKIPPED (the operation ended without them),
+/// saying why; started steps keep their state.
+pub fn skip_unstarted(steps: &mut [StepRecord], why: &str) {
+    let now = Utc::now();
+    for s in steps.iter_mut().filter(|s| s.state == StepState::Pending) {
+        s.state = StepState::Skipped;
+        s.end_time = Some(now);
+        s.message = Some(format!("skipped: {why}"));
+    }
+}
+
+/// [`skip_unstarted`] on stored steps (left as they are when unreadable).
+pub fn skip_unstarted_json(steps: &Value, why: &str) -> Value {
+    match serde_json::from_value::<Vec<StepRecord>>(steps.clone()) {
+        Ok(mut v) => {
+            skip_unstarted(&mut v, why);
+            serde_json::to_value(v).unwrap_or_else(|_| steps.clone())
+        }
+        Err(_) => steps.clone(),
+    }
+}
+
+/// True when any step was ever started (the operation ran, in this claim or an earlier one).
+pub fn any_started(steps: &Value) -> bool {
+    serde_json::from_value::<Vec<StepRecord>>(steps.clone())
+        .map(|v| v.iter().any(|s| s.attempts > 0 || s.start_time.is_some()))
+        .unwrap_or(true)
+}
+
 /// Step times as RFC 3339 with milliseconds (what the API shows; keeps the row small).
 mod millis {
     use chrono::{DateTime, SecondsFormat, Utc};
@@ -245,6 +274,16 @@ impl RetryPolicy {
     }
 }
 
+/// The `error` of an operation cancelled by request.
+pub fn cancelled_status() -> Value {
+    status_json(
+        RpcCode::Cancelled,
+        "operation cancelled by request",
+        "CANCELLED",
+        &BTreeMap::new(),
+    )
+}
+
 /// google.rpc.Status JSON for an operation's `error`, naming the failed step.
 pub fn status_json(
     code: RpcCode,
@@ -281,6 +320,30 @@ mod tests {
         // Jitter adds up to one more min_delay-scaled share; the cap bounds the base.
         assert!(d.iter().all(|d| *d <= Duration::from_millis(800)), "{d:?}");
         assert!(d[0] >= Duration::from_millis(100));
+    }
+
+    #[test]
+    fn unstarted_steps_are_skipped_and_started_ones_kept() {
+        let mut done = StepRecord::new("a", "do a");
+        done.state = StepState::Done;
+        done.attempts = 1;
+        let mut failed = StepRecord::new("b", "do b");
+        failed.state = StepState::Failed;
+        failed.attempts = 1;
+        let steps = vec![done, failed, StepRecord::new("c", "do c").after(&["b"])];
+        let json = serde_json::to_value(&steps).unwrap();
+        assert!(any_started(&json));
+        let out = skip_unstarted_json(&json, "step b failed");
+        let states: Vec<&str> = out
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["state"].as_str().unwrap())
+            .collect();
+        assert_eq!(states, ["DONE", "FAILED", "SKIPPED"]);
+        assert_eq!(out[2]["message"], "skipped: step b failed");
+        let fresh = serde_json::to_value(vec![StepRecord::new("x", "do x")]).unwrap();
+        assert!(!any_started(&fresh));
     }
 
     #[test]

@@ -173,9 +173,13 @@ impl Worker {
             "UNKNOWN_OPERATION_TYPE",
             &Default::default(),
         );
+        let steps = super::steps::skip_unstarted_json(
+            &op.steps,
+            &format!("this server cannot run {} operations", op.op_type),
+        );
         let f = operations::Finish {
             state: "FAILED",
-            steps: &op.steps,
+            steps: &steps,
             response: None,
             error: Some(&err),
         };

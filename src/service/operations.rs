@@ -15,8 +15,8 @@ use crate::domain::Role;
 use crate::model::{self, Operation, OperationError, OperationMetadata, Progress, Step};
 use crate::ops::events::{Events, OpEvent};
 use crate::ops::steps::{StepRecord, StepState};
+use crate::store::Db;
 use crate::store::operations::{self as ops_store, OperationFilter, OperationRow};
-use crate::store::{self, Db};
 
 use super::access::{self, Caller};
 use super::{Error, Page, PageRequest, Result};
@@ -34,7 +34,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60);
 pub fn render(row: &OperationRow) -> Operation {
     let steps: Vec<StepRecord> = serde_json::from_value(row.steps.clone()).unwrap_or_default();
     let total = steps.len() as u32;
-    let done = steps.iter().filter(|s| s.state.finished_ok()).count() as u32;
+    let done = steps.iter().filter(|s| s.state == StepState::Done).count() as u32;
     let finished = row.end_time.is_some();
     let percent = if row.state == "SUCCEEDED" {
         100
@@ -208,17 +208,9 @@ pub async fn cancel(db: &Db, caller: &Caller, id: &str) -> Result<Operation> {
     {
         access::require(db, caller, team, Role::Member, "cancelling operations").await?;
     }
-    let err = crate::ops::steps::status_json(
-        crate::ops::steps::RpcCode::Cancelled,
-        "operation cancelled by request",
-        "CANCELLED",
-        &Default::default(),
-    );
-    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    let row = ops_store::request_cancel(&mut tx, row.id, &err)
+    let row = crate::ops::queue::cancel(db, row.id)
         .await?
         .ok_or_else(|| not_found(id))?;
-    tx.commit().await.map_err(store::StoreError::from)?;
     tracing::info!(operation.id = %row.id, by = %caller.email, state = %row.state, "cancel requested");
     Ok(render(&row))
 }

@@ -182,36 +182,65 @@ pub async fn live_exists(
     .await?)
 }
 
+/// States a record rests in once no operation holds it (the others show an intent).
+pub const SETTLED: [&str; 3] = ["RUNNING", "ERROR", "DELETED"];
+
 /// Set a record's state (and `reconciling`), bumping its version; DELETED also stamps
-/// `delete_time`.
+/// `delete_time`. The state it leaves, when settled, is kept in `settled_state`: an
+/// operation that sets an intent (DELETING, RECONCILING) and ends without running
+/// shows it again.
 pub async fn set_state(
     ex: impl PgExecutor<'_>,
     id: Uuid,
     state: &str,
     reconciling: bool,
 ) -> Result<(), StoreError> {
-    set_state_unless(ex, id, state, reconciling, &[]).await
-}
-
-/// [`set_state`], unless the record is in one of `unless` (a `down` queued behind an
-/// `up` keeps the cluster DELETING when the `up` ends).
-pub async fn set_state_unless(
-    ex: impl PgExecutor<'_>,
-    id: Uuid,
-    state: &str,
-    reconciling: bool,
-    unless: &[&str],
-) -> Result<(), StoreError> {
-    let unless: Vec<String> = unless.iter().map(|s| s.to_string()).collect();
     sqlx::query(
         "UPDATE clusters SET state = $2, reconciling = $3, update_time = now(), version = version + 1, \
+         settled_state = CASE WHEN state = ANY($4) THEN state ELSE settled_state END, \
          delete_time = CASE WHEN $2 = 'DELETED' THEN now() ELSE delete_time END \
-         WHERE id = $1 AND state <> ALL($4)",
+         WHERE id = $1",
     )
     .bind(id)
     .bind(state)
     .bind(reconciling)
-    .bind(&unless)
+    .bind(&SETTLED[..])
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// A record's shown state and its last settled one (`None`: never settled), locked for
+/// the rest of the transaction.
+pub async fn lock_states(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+) -> Result<Option<(String, Option<String>)>, StoreError> {
+    Ok(
+        sqlx::query_as("SELECT state, settled_state FROM clusters WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(ex)
+            .await?,
+    )
+}
+
+/// Show `state` with `settled` as the last settled state (`reconciling` follows
+/// RECONCILING); nothing changes when both already hold.
+pub async fn show(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    state: &str,
+    settled: Option<&str>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE clusters SET state = $2, settled_state = $3, reconciling = ($2 = 'RECONCILING'), \
+         update_time = now(), version = version + 1, \
+         delete_time = CASE WHEN $2 = 'DELETED' THEN now() ELSE delete_time END \
+         WHERE id = $1 AND (state, settled_state) IS DISTINCT FROM ($2, $3)",
+    )
+    .bind(id)
+    .bind(state)
+    .bind(settled)
     .execute(ex)
     .await?;
     Ok(())

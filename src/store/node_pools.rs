@@ -8,6 +8,7 @@ use sqlx::PgExecutor;
 use uuid::Uuid;
 
 use super::StoreError;
+use super::clusters::SETTLED;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct NodePoolRecord {
@@ -88,7 +89,8 @@ pub async fn list_for_clusters(
 }
 
 /// Set the state of some pools of a cluster (all of them when `pool_ids` is `None`);
-/// pools in `except` states keep theirs.
+/// pools in `except` states keep theirs. The state a pool leaves, when settled, is kept
+/// in `settled_state` (see [`super::clusters::set_state`]).
 pub async fn set_state(
     ex: impl PgExecutor<'_>,
     cluster_id: Uuid,
@@ -98,16 +100,56 @@ pub async fn set_state(
 ) -> Result<u64, StoreError> {
     let except: Vec<String> = except.iter().map(|s| s.to_string()).collect();
     Ok(sqlx::query(
-        "UPDATE node_pools SET state = $3, update_time = now() WHERE cluster_id = $1 \
+        "UPDATE node_pools SET state = $3, update_time = now(), \
+         settled_state = CASE WHEN state = ANY($5) THEN state ELSE settled_state END \
+         WHERE cluster_id = $1 \
          AND ($2::text[] IS NULL OR pool_id = ANY($2)) AND state <> ALL($4) AND state <> $3",
     )
     .bind(cluster_id)
     .bind(pool_ids)
     .bind(state)
     .bind(&except)
+    .bind(&SETTLED[..])
     .execute(ex)
     .await?
     .rows_affected())
+}
+
+/// Every pool of a cluster as (pool id, shown state, last settled state), locked for the
+/// rest of the transaction.
+pub async fn lock_states(
+    ex: impl PgExecutor<'_>,
+    cluster_id: Uuid,
+) -> Result<Vec<(String, String, Option<String>)>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT pool_id, state, settled_state FROM node_pools WHERE cluster_id = $1 \
+         ORDER BY pool_id FOR UPDATE",
+    )
+    .bind(cluster_id)
+    .fetch_all(ex)
+    .await?)
+}
+
+/// Show `state` for a pool with `settled` as its last settled state.
+pub async fn show(
+    ex: impl PgExecutor<'_>,
+    cluster_id: Uuid,
+    pool_id: &str,
+    state: &str,
+    settled: Option<&str>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE node_pools SET state = $3, settled_state = $4, update_time = now() \
+         WHERE cluster_id = $1 AND pool_id = $2 \
+         AND (state, settled_state) IS DISTINCT FROM ($3, $4)",
+    )
+    .bind(cluster_id)
+    .bind(pool_id)
+    .bind(state)
+    .bind(settled)
+    .execute(ex)
+    .await?;
+    Ok(())
 }
 
 /// Forget removed pools.

@@ -306,22 +306,31 @@ pub async fn release(
     Ok(n > 0)
 }
 
-/// Ask for cancellation. A QUEUED operation ends CANCELLED at once (with `cancelled`
-/// as its error and `steps` all CANCELLED); a running one is flagged and its worker told.
-/// Returns the row after the change, `None` if absent.
+/// What [`request_cancel`] did.
+pub struct CancelRequested {
+    /// The row after the change.
+    pub row: OperationRow,
+    /// The operation was QUEUED and ended CANCELLED now (it never ran).
+    pub ended: bool,
+}
+
+/// Ask for cancellation. A QUEUED operation ends CANCELLED at once, with `cancelled` as
+/// its error and `withdrawn(steps)` as its steps; a running one is flagged and its worker
+/// told. `None` if absent.
 pub async fn request_cancel(
     tx: &mut PgConnection,
     id: Uuid,
     cancelled_error: &Value,
-) -> Result<Option<OperationRow>, StoreError> {
+    withdrawn: impl FnOnce(&Value) -> Value,
+) -> Result<Option<CancelRequested>, StoreError> {
     let Some(row) = lock(tx, id).await? else {
         return Ok(None);
     };
     if row.end_time.is_some() {
-        return Ok(Some(row));
+        return Ok(Some(CancelRequested { row, ended: false }));
     }
     if row.state == "QUEUED" && row.lease_owner.is_none() {
-        let steps = cancel_all_steps(&row.steps);
+        let steps = withdrawn(&row.steps);
         let sql = format!(
             "UPDATE operations SET state = 'CANCELLED', cancel_requested = true, steps = $2::json, error = $3, \
                end_time = now(), update_time = now() WHERE id = $1 RETURNING {COLUMNS}"
@@ -334,7 +343,7 @@ pub async fn request_cancel(
             .await?;
         notify(&mut *tx, &format!("{id}:CANCELLED")).await?;
         notify(&mut *tx, "new").await?;
-        return Ok(Some(row));
+        return Ok(Some(CancelRequested { row, ended: true }));
     }
     let sql = format!(
         "UPDATE operations SET cancel_requested = true, \
@@ -347,22 +356,21 @@ pub async fn request_cancel(
         .await?;
     notify(&mut *tx, &format!("{id}:cancel")).await?;
     notify(&mut *tx, &format!("{id}:{}", row.state)).await?;
-    Ok(Some(row))
+    Ok(Some(CancelRequested { row, ended: false }))
 }
 
-fn cancel_all_steps(steps: &Value) -> Value {
-    let mut steps = steps.clone();
-    if let Some(arr) = steps.as_array_mut() {
-        for s in arr {
-            if matches!(
-                s.get("state").and_then(|v| v.as_str()),
-                Some("PENDING" | "RUNNING")
-            ) {
-                s["state"] = Value::from("CANCELLED");
-            }
-        }
-    }
-    steps
+/// (type, input) of every unfinished operation on a cluster record.
+pub async fn unfinished_on_cluster(
+    ex: impl PgExecutor<'_>,
+    cluster_id: Uuid,
+) -> Result<Vec<(String, Value)>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT op_type, input FROM operations WHERE cluster_id = $1 AND end_time IS NULL \
+         ORDER BY create_time, id",
+    )
+    .bind(cluster_id)
+    .fetch_all(ex)
+    .await?)
 }
 
 async fn lock(tx: &mut PgConnection, id: Uuid) -> Result<Option<OperationRow>, StoreError> {

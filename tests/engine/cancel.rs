@@ -32,7 +32,11 @@ async fn cancel_while_queued_is_immediate() {
     let after = cancel(&app, op["name"].as_str().unwrap()).await;
     assert_cancelled(&after);
     let steps = after["metadata"]["progress"]["steps"].as_array().unwrap();
-    assert!(steps.iter().all(|s| s["state"] == "CANCELLED"));
+    // None of them ever started: SKIPPED, saying why.
+    for s in steps {
+        assert_eq!(s["state"], "SKIPPED", "{s}");
+        assert_eq!(s["message"], "skipped: the operation was cancelled", "{s}");
+    }
     // A worker started later never runs it.
     let pool = app.workers(test_worker_config(1));
     let other = app.noop(USER, noop(1, json!({}))).await;
@@ -74,7 +78,7 @@ async fn cancel_while_running_stops_at_a_step_boundary() {
     assert!(
         steps
             .iter()
-            .all(|s| s["state"] == "DONE" || s["state"] == "CANCELLED")
+            .all(|s| ["DONE", "CANCELLED", "SKIPPED"].contains(&s["state"].as_str().unwrap()))
     );
     // Effects match the DONE steps exactly: nothing half-applied.
     let effects = kineticd::store::operations::noop_effect_counts(&app.db)
@@ -111,7 +115,7 @@ async fn cancel_abandons_a_long_wait_at_once_via_notify() {
     let steps = &r.body["metadata"]["progress"]["steps"];
     assert_eq!(steps[0]["state"], "DONE");
     assert_eq!(steps[1]["state"], "CANCELLED");
-    assert_eq!(steps[2]["state"], "CANCELLED");
+    assert_eq!(steps[2]["state"], "SKIPPED", "never started");
     pool.shutdown(Duration::from_secs(5)).await;
 }
 

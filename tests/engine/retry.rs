@@ -48,8 +48,13 @@ async fn terminal_failure_fails_at_once_naming_the_step() {
     assert_eq!(steps[0]["state"], "DONE");
     assert_eq!(steps[1]["state"], "FAILED");
     assert_eq!(steps[1]["attempts"], 1, "terminal errors are not retried");
-    assert_eq!(steps[2]["state"], "PENDING");
-    assert_eq!(steps[2]["attempts"], 0);
+    // Steps after the failed one never run: SKIPPED, saying why, and not counted done.
+    for s in [&steps[2], &steps[3]] {
+        assert_eq!(s["state"], "SKIPPED", "{s}");
+        assert_eq!(s["attempts"], 0);
+        assert_eq!(s["message"], "skipped: step step-1 failed", "{s}");
+    }
+    assert_eq!(done["metadata"]["progress"]["stepsDone"], 1);
     pool.shutdown(std::time::Duration::from_secs(5)).await;
 }
 

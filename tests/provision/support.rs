@@ -8,6 +8,9 @@ use serde_json::{Value, json};
 
 use crate::common::{TestApp, test_worker_config};
 
+/// Workers each test environment runs.
+const WORKERS: usize = 2;
+
 pub const OWNER: &str = "owner@example.com";
 pub const PROJECT: &str = "ml-proj";
 pub const ZONE: &str = "us-central1-a";
@@ -30,7 +33,7 @@ pub async fn env() -> Env {
 pub async fn env_with(cfg: kineticd::sim::SimConfig) -> Env {
     let (app, sim) = TestApp::spawn_sim_with(cfg).await;
     app.team(OWNER, "ml-team", &[PROJECT]).await;
-    let workers = app.workers(test_worker_config(2));
+    let workers = app.workers(test_worker_config(WORKERS));
     Env {
         app,
         sim,
@@ -141,5 +144,58 @@ impl Env {
             .await
             .expect("arm fault");
         assert!(r.status().is_success(), "arming failed: {}", r.status());
+    }
+
+    /// Move the simulator's clock on (an explicit clock; harmless at speed 0).
+    pub async fn advance(&self, seconds: f64) {
+        let r = self
+            .app
+            .http
+            .post(format!("{}/sim/v1/clock:advance", self.sim.url()))
+            .json(&json!({ "seconds": seconds }))
+            .send()
+            .await
+            .expect("advance the clock");
+        assert!(r.status().is_success(), "advancing failed: {}", r.status());
+    }
+
+    /// The operation as it is now.
+    pub async fn op(&self, op: &Value) -> Value {
+        let r = self
+            .app
+            .get(
+                OWNER,
+                &format!("/v1/{}", op["name"].as_str().expect("name")),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body
+    }
+
+    /// Run `op` to its end, moving the simulator's clock on while it runs.
+    pub async fn run_out(&self, op: &Value) -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let cur = self.op(op).await;
+            if cur["done"] == true {
+                return cur;
+            }
+            assert!(std::time::Instant::now() < deadline, "not done: {cur}");
+            self.advance(60.0).await;
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Stop the workers: operations accepted from now on stay QUEUED until [`Env::resume`].
+    pub async fn pause(&mut self) {
+        let idle = self.app.workers(test_worker_config(0));
+        std::mem::replace(&mut self._workers, idle)
+            .shutdown(std::time::Duration::from_secs(5))
+            .await;
+    }
+
+    /// Start the workers again after [`Env::pause`].
+    pub fn resume(&mut self) {
+        self._workers = self.app.workers(test_worker_config(WORKERS));
     }
 }

@@ -5,7 +5,7 @@ use super::*;
 /// Every step of `down` that makes a cloud call (`prepare`: steps whose resource is
 /// removed beforehand). The two service accounts are deleted without a read first, so
 /// their method cannot be isolated to one of them: the fault hits the first to call.
-const DOWN_AT: [At; 10] = [
+pub(crate) const DOWN_AT: [At; 10] = [
     at(
         &["jobs-bucket"],
         "storage",

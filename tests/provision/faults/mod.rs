@@ -17,10 +17,10 @@
 //!
 //! `up.rs`, `pools.rs`, `down.rs`: a fault at each step; `twice.rs`: every step run twice.
 
-mod down;
+pub(crate) mod down;
 mod pools;
 mod twice;
-mod up;
+pub(crate) mod up;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -41,7 +41,7 @@ use uuid::Uuid;
 use crate::support::*;
 
 /// The cluster every case works on.
-const CLUSTER: &str = "kc";
+pub(crate) const CLUSTER: &str = "kc";
 
 /// Environments alive at once across this module.
 static SLOTS: Semaphore = Semaphore::const_new(4);
@@ -87,7 +87,7 @@ const POLICY_WRITES: [(&str, &str); 4] = [
 
 /// Run every case on a task of its own (at most [`SLOTS`] at a time); fail at the end
 /// naming every case that failed, with its message.
-async fn each<Fut>(cases: impl IntoIterator<Item = (String, Fut)>)
+pub(crate) async fn each<Fut>(cases: impl IntoIterator<Item = (String, Fut)>)
 where
     Fut: Future<Output = ()> + Send + 'static,
 {
@@ -131,7 +131,7 @@ fn panic_text(e: tokio::task::JoinError) -> String {
 }
 
 /// Stop the workers and close the database pool (the module opens many environments).
-async fn close(env: Env) {
+pub(crate) async fn close(env: Env) {
     let Env {
         app,
         sim: _sim,
@@ -141,7 +141,7 @@ async fn close(env: Env) {
     app.db.close().await;
 }
 
-fn names() -> ClusterNames {
+pub(crate) fn names() -> ClusterNames {
     ClusterNames::new(
         &ProjectId::parse(PROJECT).unwrap(),
         &ZoneName::parse(ZONE).unwrap(),
@@ -149,7 +149,7 @@ fn names() -> ClusterNames {
     )
 }
 
-fn gpu() -> Value {
+pub(crate) fn gpu() -> Value {
     json!({"accelerator": "gpu-l4"})
 }
 
@@ -227,19 +227,19 @@ async fn remove_pool(env: &Env, pool: &str) -> Value {
 }
 
 /// The cluster record (the newest, DELETED included).
-async fn cluster_record(env: &Env) -> store::clusters::ClusterRecord {
+pub(crate) async fn cluster_record(env: &Env) -> store::clusters::ClusterRecord {
     store::clusters::get(&env.app.db, PROJECT, ZONE, CLUSTER)
         .await
         .unwrap()
         .expect("cluster record")
 }
 
-async fn cluster_state(env: &Env) -> String {
+pub(crate) async fn cluster_state(env: &Env) -> String {
     cluster_record(env).await.state
 }
 
 /// The pool record's state, `None` when there is no record.
-async fn pool_state(env: &Env, pool: &str) -> Option<String> {
+pub(crate) async fn pool_state(env: &Env, pool: &str) -> Option<String> {
     let c = cluster_record(env).await;
     store::node_pools::get(&env.app.db, c.id, pool)
         .await
@@ -248,7 +248,7 @@ async fn pool_state(env: &Env, pool: &str) -> Option<String> {
 }
 
 /// The id of the pool an `up` of a new cluster creates (from its plan).
-fn pool_of(op: &Value) -> String {
+pub(crate) fn pool_of(op: &Value) -> String {
     op["metadata"]["plan"]["actions"]
         .as_array()
         .expect("plan actions")
@@ -259,7 +259,7 @@ fn pool_of(op: &Value) -> String {
         .to_owned()
 }
 
-fn steps(op: &Value) -> &[Value] {
+pub(crate) fn steps(op: &Value) -> &[Value] {
     op["metadata"]["progress"]["steps"]
         .as_array()
         .map(Vec::as_slice)
@@ -294,7 +294,7 @@ fn assert_succeeded(op: &Value) {
 
 /// The operation failed at one of `candidates` with the cloud's `reason`; returns the step.
 #[track_caller]
-fn assert_failed_at(op: &Value, candidates: &[String], reason: &str) -> String {
+pub(crate) fn assert_failed_at(op: &Value, candidates: &[String], reason: &str) -> String {
     assert_eq!(op["done"], true, "{op}");
     assert_eq!(op["metadata"]["state"], "FAILED", "{op}");
     let detail = &op["error"]["details"][0];
@@ -312,7 +312,7 @@ fn assert_failed_at(op: &Value, candidates: &[String], reason: &str) -> String {
 }
 
 /// Replace the placeholder `pool` by the pool's step id.
-fn resolve(ids: &[&str], pool: &str) -> Vec<String> {
+pub(crate) fn resolve(ids: &[&str], pool: &str) -> Vec<String> {
     ids.iter()
         .map(|s| match *s {
             "pool" => format!("pool:{pool}"),
@@ -472,7 +472,7 @@ fn bucket_of<'a>(n: &'a ClusterNames, step: &str) -> (&'a str, BucketKind) {
 
 /// Make the resource of `up` step `step` exactly as `up` would, so `up` adopts it (or
 /// finds nothing to change) and makes no call of its own.
-async fn make(env: &Env, n: &ClusterNames, step: &str) {
+pub(crate) async fn make(env: &Env, n: &ClusterNames, step: &str) {
     let gcp = &env.app.state.cloud.gcp;
     let cancel = CancellationToken::new();
     let m = members(n);
@@ -519,7 +519,7 @@ async fn make(env: &Env, n: &ClusterNames, step: &str) {
 
 /// Remove the resource of `down` step `step`, so `down` finds it gone (or finds nothing
 /// to revoke) and makes no call of its own.
-async fn unmake(env: &Env, n: &ClusterNames, step: &str) {
+pub(crate) async fn unmake(env: &Env, n: &ClusterNames, step: &str) {
     let gcp = &env.app.state.cloud.gcp;
     let cancel = CancellationToken::new();
     let r = match step {
@@ -539,15 +539,15 @@ async fn unmake(env: &Env, n: &ClusterNames, step: &str) {
 
 /// A fault at one step's mutating call.
 #[derive(Debug, Clone, Copy)]
-struct At {
+pub(crate) struct At {
     /// The step the fault hits (`pool`: the pool's step). Several: the fault hits the
     /// first of them to call (the method cannot be isolated to one of them).
-    steps: &'static [&'static str],
-    service: &'static str,
-    method: &'static str,
+    pub(crate) steps: &'static [&'static str],
+    pub(crate) service: &'static str,
+    pub(crate) method: &'static str,
     /// Other steps' resources made (`up`) or removed (`down`) first, in this order, so
     /// that only the step under test makes the call.
-    prepare: &'static [&'static str],
+    pub(crate) prepare: &'static [&'static str],
     /// The call is a policy read-modify-write the client itself redoes on a retryable
     /// error: the step succeeds at its first attempt.
     client_retry: bool,
@@ -555,14 +555,14 @@ struct At {
     retry: &'static str,
     /// The terminal fault, how many times it fires (a 401 is refreshed and retried once
     /// by the client), and the reason the failed operation must carry.
-    terminal: (&'static str, u32, &'static str),
+    pub(crate) terminal: (&'static str, u32, &'static str),
     /// The faulted call is accepted (2xx) and its long-running operation fails: the
     /// resource was asked for once more than it was created.
     accepted: bool,
 }
 
 impl At {
-    fn name(&self, kind: &str) -> String {
+    pub(crate) fn name(&self, kind: &str) -> String {
         format!(
             "{} {}/{} {kind}",
             self.steps.join("|"),
@@ -573,15 +573,15 @@ impl At {
 }
 
 /// Rejected before anything changes: a 403 quotaExceeded answer.
-const QUOTA: (&str, u32, &str) = ("QUOTA_EXCEEDED", 1, "quotaExceeded");
+pub(crate) const QUOTA: (&str, u32, &str) = ("QUOTA_EXCEEDED", 1, "quotaExceeded");
 /// Compute reports quota in the insert's operation: QUOTA_EXCEEDED.
 const COMPUTE_QUOTA: (&str, u32, &str) = ("QUOTA_EXCEEDED", 1, "QUOTA_EXCEEDED");
 /// GKE reports quota and stockout in the operation and leaves the cluster or pool in
 /// ERROR (see the tests below); a token that stays expired after the client's refresh
 /// is rejected before anything changes.
-const GKE_401: (&str, u32, &str) = ("HTTP_401", 2, "ACCESS_TOKEN_EXPIRED");
+pub(crate) const GKE_401: (&str, u32, &str) = ("HTTP_401", 2, "ACCESS_TOKEN_EXPIRED");
 
-const fn at(
+pub(crate) const fn at(
     steps: &'static [&'static str],
     service: &'static str,
     method: &'static str,

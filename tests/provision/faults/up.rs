@@ -3,7 +3,7 @@
 use super::*;
 
 /// Every step of `up` (gpu-l4) that makes a cloud call, with the call it makes.
-const UP_AT: [At; 17] = [
+pub(crate) const UP_AT: [At; 17] = [
     at(
         &["apis"],
         "serviceusage",

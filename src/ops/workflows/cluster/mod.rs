@@ -49,6 +49,18 @@ pub enum OpKind {
 }
 
 impl OpKind {
+    /// The kind of a provisioning operation type; `None` for other types.
+    pub fn of_type(op_type: &str) -> Option<OpKind> {
+        [
+            OpKind::Up,
+            OpKind::Down,
+            OpKind::AddPool,
+            OpKind::RemovePool,
+        ]
+        .into_iter()
+        .find(|k| k.op_type() == op_type)
+    }
+
     pub fn op_type(self) -> &'static str {
         match self {
             OpKind::Up => UP,
