@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::domain::accelerators::Kind;
-use crate::domain::naming::ClusterNames;
+use crate::domain::naming::{ClusterNames, is_pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolShape};
 use crate::domain::pricing::PriceTable;
 use crate::model::{self, EstimatedCost, FailoverRef};
@@ -94,13 +94,26 @@ pub fn needs_driver_installer(p: &model::NodePool) -> bool {
     p.kind == "GPU" && !matches!(p.driver_version.as_deref(), Some("DEFAULT" | "LATEST"))
 }
 
+/// Why a previewed pool shows a stand-in id.
+pub const ID_AT_APPLY: &str = "its id is assigned when the request is applied (the -xxxx here stands for it): \
+     send the same requestId (or Idempotency-Key) with the preview and the apply to preview the exact id";
+
+/// `reason`, plus [`ID_AT_APPLY`] when `id` is a stand-in.
+pub fn pool_reason(id: &str, reason: &str) -> String {
+    if is_pool_id_placeholder(id) {
+        format!("{reason}; {ID_AT_APPLY}")
+    } else {
+        reason.to_owned()
+    }
+}
+
 pub fn pool_action(n: &ClusterNames, id: &str, kind: ActionKind, reason: &str) -> Action {
     Action {
         id: format!("pool:{id}"),
         action: kind,
         resource_type: "container.nodePool".into(),
         name: format!("{}/nodePools/{id}", n.gke_cluster()),
-        reason: reason.into(),
+        reason: pool_reason(id, reason),
         details: serde_json::Value::Null,
         depends_on: Vec::new(),
     }

@@ -10,5 +10,6 @@ mod ensure;
 mod faults;
 mod ordering;
 mod pools;
+mod preview;
 mod support;
 mod up;

@@ -8,6 +8,7 @@
 //! before any step runs.
 
 pub mod down;
+pub mod placement;
 pub mod pools;
 pub mod up;
 
