@@ -155,13 +155,15 @@ pub async fn check_placement(
 /// could not answer for are left out and counted in the message).
 async fn not_in_zone(cloud: &Cloud, project: &str, zone: &str, acc: &Resolved) -> Error {
     let region = zone.rsplit_once('-').map_or(zone, |(r, _)| r);
-    let zones: Vec<String> = match cloud.gcp.compute.get_region(project, region).await {
-        Ok(r) => r
-            .zones
-            .iter()
-            .filter_map(|z| z.rsplit('/').next().map(str::to_owned))
-            .collect(),
-        Err(_) => Vec::new(),
+    let (zones, region_read) = match cloud.gcp.compute.get_region(project, region).await {
+        Ok(r) => (
+            r.zones
+                .iter()
+                .filter_map(|z| z.rsplit('/').next().map(str::to_owned))
+                .collect(),
+            true,
+        ),
+        Err(_) => (Vec::new(), false),
     };
     let answers =
         futures::future::join_all(zones.iter().map(|z| offered(cloud, project, z, acc))).await;
@@ -175,7 +177,9 @@ async fn not_in_zone(cloud: &Cloud, project: &str, zone: &str, acc: &Resolved) -
         }
     }
     let name = acc.base_name();
-    let elsewhere = if offering.is_empty() {
+    let elsewhere = if !region_read {
+        format!("the other zones of {region} could not be checked; retry to see them")
+    } else if offering.is_empty() {
         format!(
             "no zone of {region} offers it: choose another accelerator or region (GET /v1/accelerators)"
         )
