@@ -210,6 +210,44 @@ mod tests {
     }
 
     #[test]
+    fn a_failover_pair_costs_whole_cents_and_stand_in_ids_say_so() {
+        let Choice::Accelerator(r) = parse("a100x4").unwrap() else {
+            panic!()
+        };
+        let prices = PriceTable::default();
+        let spot = shape(&r, 0, false, None, Some(FailoverRole::Spot)).unwrap();
+        let od = shape(&r, 0, false, None, Some(FailoverRole::OnDemand)).unwrap();
+        let ids = ["gpu-a100-xxxx", "gpu-a100-yyyy"];
+        let records: Vec<model::NodePool> = [(&spot, 0), (&od, 1)]
+            .into_iter()
+            .map(|(s, i)| {
+                pool_record(
+                    &PoolToAdd {
+                        id: ids[i],
+                        shape: s,
+                        driver_version: None,
+                        zones: &[],
+                        paired_pool: Some(ids[1 - i]),
+                    },
+                    &prices,
+                )
+            })
+            .collect();
+        let p = add(&names(), &records, &prices);
+        let json = serde_json::to_value(&p).unwrap();
+        // 58.8 + 146.8 = 205.60000000000002 before rounding.
+        assert_eq!(json["estimatedHourlyCost"]["atMax"].to_string(), "205.6");
+        assert!(
+            p.actions[0].reason.contains(ID_AT_APPLY),
+            "{:?}",
+            p.actions[0]
+        );
+        let real = record("l4", "gpu-l4-0001", None);
+        let p = add(&names(), &[real], &prices);
+        assert_eq!(p.actions[0].reason, "requested pool");
+    }
+
+    #[test]
     fn add_plans_the_driver_installer_only_for_gpu_pools_without_managed_drivers() {
         let n = names();
         let gpu = record("l4", "gpu-l4-0001", None);
