@@ -142,12 +142,44 @@ impl ClusterNames {
 
 /// A node pool id: `{prefix}-{4 hex}` (`gpu-l4-1a2b`), at most 40 characters.
 pub fn pool_id(prefix: &str, random: u16) -> String {
-    let suffix = format!("-{random:04x}");
-    let keep = 40 - suffix.len();
+    with_suffix(prefix, &format!("{random:04x}"))
+}
+
+fn with_suffix(prefix: &str, suffix: &str) -> String {
+    let keep = 40 - suffix.len() - 1;
     format!(
-        "{}{suffix}",
+        "{}-{suffix}",
         &prefix[..prefix.len().min(keep)].trim_end_matches('-')
     )
+}
+
+/// Suffixes standing for ids assigned when a request is applied (a preview without a
+/// request id): not hex, so never the id of a real pool.
+const ASSIGNED_AT_APPLY: [&str; 2] = ["xxxx", "yyyy"];
+
+/// The stand-in id of the `index`-th new pool of a preview without a request id
+/// (`gpu-l4-xxxx`; the second pool of a pair `-yyyy`).
+pub fn pool_id_placeholder(prefix: &str, index: usize) -> String {
+    with_suffix(
+        prefix,
+        ASSIGNED_AT_APPLY[index.min(ASSIGNED_AT_APPLY.len() - 1)],
+    )
+}
+
+/// Whether `id` is a stand-in of [`pool_id_placeholder`].
+pub fn is_pool_id_placeholder(id: &str) -> bool {
+    ASSIGNED_AT_APPLY
+        .iter()
+        .any(|s| id.strip_suffix(s).is_some_and(|p| p.ends_with('-')))
+}
+
+/// The 4 hex of the `index`-th new pool of the request identified by `seed` (its caller,
+/// request id and cluster), `attempt` > 0 after a clash with an existing id: the same
+/// request on the same cluster always derives the same ids, so its preview names the
+/// pools its apply creates.
+pub fn derived_suffix(seed: &str, index: usize, attempt: u32) -> u16 {
+    let h = super::hash::fnv1a(format!("{seed}\n{index}\n{attempt}").bytes());
+    (h & 0xffff) as u16
 }
 
 #[cfg(test)]
@@ -232,5 +264,20 @@ mod tests {
         assert_eq!(pool_id("gpu-l4", 0x1a2b), "gpu-l4-1a2b");
         assert_eq!(pool_id("tpu-v5litepod", 0xf), "tpu-v5litepod-000f");
         assert!(pool_id(&"x".repeat(60), 1).len() <= 40);
+    }
+
+    #[test]
+    fn pool_ids_derived_from_a_request_are_stable() {
+        let a = derived_suffix("u@x\nreq-1\ncluster", 0, 0);
+        assert_eq!(a, derived_suffix("u@x\nreq-1\ncluster", 0, 0));
+        assert_ne!(a, derived_suffix("u@x\nreq-2\ncluster", 0, 0));
+        assert_ne!(a, derived_suffix("u@x\nreq-1\ncluster", 1, 0));
+        assert_ne!(a, derived_suffix("u@x\nreq-1\ncluster", 0, 1));
+        let p = pool_id_placeholder("gpu-l4", 0);
+        assert_eq!(p, "gpu-l4-xxxx");
+        assert_eq!(pool_id_placeholder("gpu-l4", 1), "gpu-l4-yyyy");
+        assert!(is_pool_id_placeholder(&p));
+        assert!(!is_pool_id_placeholder("gpu-l4-1a2b"));
+        assert!(pool_id_placeholder(&"x".repeat(60), 0).len() <= 40);
     }
 }

@@ -16,6 +16,10 @@ pub enum PoolError {
     #[error("spot pools cannot consume a reservation: choose spot or a reservation, not both")]
     SpotWithReservation,
     #[error(
+        "accelerator {0:?} asks for spot VMs but \"spot\" is false: drop \":spot\" for on-demand VMs, or drop \"spot\": false"
+    )]
+    SpotConflict(String),
+    #[error(
         "minNodes {min} is not a multiple of {hosts}, the host count of one {name} slice: use {lower} or {upper}"
     )]
     NotWholeSlices {
@@ -37,6 +41,7 @@ impl PoolError {
     pub fn reason(&self) -> &'static str {
         match self {
             PoolError::SpotWithReservation => "SPOT_WITH_RESERVATION",
+            PoolError::SpotConflict(_) => "SPOT_CONFLICT",
             PoolError::NotWholeSlices { .. } => "TPU_MIN_NODES_NOT_WHOLE_SLICES",
             PoolError::TooMany(_) => "INVALID_MIN_NODES",
             PoolError::BadReservation(_) => "INVALID_RESERVATION",
@@ -83,6 +88,16 @@ fn valid_reservation(r: &str) -> bool {
         && r.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !r.ends_with('-')
+}
+
+/// Whether a pool of `acc` is spot: an explicit `spot` must agree with an accelerator
+/// spelled `:spot` (`{"accelerator": "l4:spot", "spot": false}` is refused, never guessed).
+pub fn spot_of(acc: &Resolved, spot: Option<bool>) -> Result<bool, PoolError> {
+    match spot {
+        Some(false) if acc.spot => Err(PoolError::SpotConflict(acc.canonical())),
+        Some(s) => Ok(s || acc.spot),
+        None => Ok(acc.spot),
+    }
 }
 
 /// Shape a pool of `acc` (its `spot` flag or `spot` here makes it spot).
@@ -207,6 +222,18 @@ mod tests {
                 .reason(),
             "INVALID_RESERVATION"
         );
+    }
+
+    #[test]
+    fn spot_must_agree_with_the_accelerator() {
+        assert_eq!(spot_of(&acc("l4:spot"), None), Ok(true));
+        assert_eq!(spot_of(&acc("l4:spot"), Some(true)), Ok(true));
+        assert_eq!(spot_of(&acc("l4"), Some(true)), Ok(true));
+        assert_eq!(spot_of(&acc("l4"), Some(false)), Ok(false));
+        assert_eq!(spot_of(&acc("l4"), None), Ok(false));
+        let e = spot_of(&acc("l4:spot"), Some(false)).unwrap_err();
+        assert_eq!(e.reason(), "SPOT_CONFLICT");
+        assert!(e.to_string().contains("gpu-l4:spot"), "{e}");
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //!
 //! Invariant: an estimate is never presented as a bill: every figure carries its
 //! currency, and an accelerator missing from the table yields no estimate rather than 0.
+//! Every money figure is rounded to cents by [`cents`] alone, and serialised through
+//! [`serialize_cents`], so sums of estimates never show float noise (`205.60000000000002`).
 
 use std::collections::BTreeMap;
 
@@ -73,8 +75,15 @@ pub struct Estimate {
     pub at_max: f64,
 }
 
-fn cents(x: f64) -> f64 {
+/// A money figure rounded to cents: the one rounding of every amount kineticd shows.
+pub fn cents(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
+}
+
+/// `#[serde(serialize_with = ...)]` for money fields: whole cents on the wire, whatever
+/// arithmetic (sums of estimates) produced the value.
+pub fn serialize_cents<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(cents(*x))
 }
 
 impl PriceTable {
@@ -129,5 +138,20 @@ mod tests {
         .unwrap();
         assert_eq!(custom.per_node(&acc("l4x2")), Some(2.0));
         assert_eq!(custom.per_node(&acc("t4")), None);
+    }
+
+    #[test]
+    fn money_is_serialised_in_cents() {
+        #[derive(Serialize)]
+        struct M {
+            #[serde(serialize_with = "serialize_cents")]
+            x: f64,
+        }
+        // 58.8 + 146.8 is 205.60000000000002 in binary floating point.
+        let sum = 58.8 + 146.8;
+        assert_ne!(sum.to_string(), "205.6");
+        let json = serde_json::to_string(&M { x: sum }).unwrap();
+        assert_eq!(json, r#"{"x":205.6}"#);
+        assert_eq!(cents(0.125 + 0.0049), 0.13);
     }
 }

@@ -9,8 +9,10 @@ pub struct AcceleratorPrices {
     #[schema(example = "USD")]
     pub currency: String,
     /// Estimated price of one node for an hour, on demand.
+    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
     pub on_demand_per_node_hour: f64,
     /// Estimated price of one spot node for an hour.
+    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
     pub spot_per_node_hour: f64,
 }
 

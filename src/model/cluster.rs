@@ -68,8 +68,11 @@ pub struct FailoverRef {
 pub struct EstimatedCost {
     #[schema(example = "USD")]
     pub currency: String,
+    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
     pub per_node: f64,
+    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
     pub at_min: f64,
+    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
     pub at_max: f64,
 }
 

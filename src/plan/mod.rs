@@ -48,7 +48,9 @@ pub struct Action {
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
     pub currency: String,
+    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
     pub at_min: f64,
+    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
     pub at_max: f64,
 }
 

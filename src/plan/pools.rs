@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::domain::accelerators::Kind;
-use crate::domain::naming::ClusterNames;
+use crate::domain::naming::{ClusterNames, is_pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolShape};
 use crate::domain::pricing::PriceTable;
 use crate::model::{self, EstimatedCost, FailoverRef};
@@ -94,13 +94,26 @@ pub fn needs_driver_installer(p: &model::NodePool) -> bool {
     p.kind == "GPU" && !matches!(p.driver_version.as_deref(), Some("DEFAULT" | "LATEST"))
 }
 
+/// Why a previewed pool shows a stand-in id.
+pub const ID_AT_APPLY: &str = "its id is assigned when the request is applied (the -xxxx here stands for it): \
+     send the same requestId (or Idempotency-Key) with the preview and the apply to preview the exact id";
+
+/// `reason`, plus [`ID_AT_APPLY`] when `id` is a stand-in.
+pub fn pool_reason(id: &str, reason: &str) -> String {
+    if is_pool_id_placeholder(id) {
+        format!("{reason}; {ID_AT_APPLY}")
+    } else {
+        reason.to_owned()
+    }
+}
+
 pub fn pool_action(n: &ClusterNames, id: &str, kind: ActionKind, reason: &str) -> Action {
     Action {
         id: format!("pool:{id}"),
         action: kind,
         resource_type: "container.nodePool".into(),
         name: format!("{}/nodePools/{id}", n.gke_cluster()),
-        reason: reason.into(),
+        reason: pool_reason(id, reason),
         details: serde_json::Value::Null,
         depends_on: Vec::new(),
     }
@@ -194,6 +207,44 @@ mod tests {
             },
             &PriceTable::default(),
         )
+    }
+
+    #[test]
+    fn a_failover_pair_costs_whole_cents_and_stand_in_ids_say_so() {
+        let Choice::Accelerator(r) = parse("a100x4").unwrap() else {
+            panic!()
+        };
+        let prices = PriceTable::default();
+        let spot = shape(&r, 0, false, None, Some(FailoverRole::Spot)).unwrap();
+        let od = shape(&r, 0, false, None, Some(FailoverRole::OnDemand)).unwrap();
+        let ids = ["gpu-a100-xxxx", "gpu-a100-yyyy"];
+        let records: Vec<model::NodePool> = [(&spot, 0), (&od, 1)]
+            .into_iter()
+            .map(|(s, i)| {
+                pool_record(
+                    &PoolToAdd {
+                        id: ids[i],
+                        shape: s,
+                        driver_version: None,
+                        zones: &[],
+                        paired_pool: Some(ids[1 - i]),
+                    },
+                    &prices,
+                )
+            })
+            .collect();
+        let p = add(&names(), &records, &prices);
+        let json = serde_json::to_value(&p).unwrap();
+        // 58.8 + 146.8 = 205.60000000000002 before rounding.
+        assert_eq!(json["estimatedHourlyCost"]["atMax"].to_string(), "205.6");
+        assert!(
+            p.actions[0].reason.contains(ID_AT_APPLY),
+            "{:?}",
+            p.actions[0]
+        );
+        let real = record("l4", "gpu-l4-0001", None);
+        let p = add(&names(), &[real], &prices);
+        assert_eq!(p.actions[0].reason, "requested pool");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! node identity; then pools, Kubernetes objects and the profile).
 //!
 //! Invariant: a second `up` plans no new cluster or pool (they are KEPT) and ignores the
-//! accelerator with a warning; every other action is an ensure that repairs drift.
+//! accelerator with a warning; every other action is an ensure that repairs drift, shown
+//! as KEEP unless the live facts say its resource (an API, a Kubernetes object too) is
+//! missing.
 
 use serde_json::json;
 
@@ -53,7 +55,9 @@ pub struct UpInput<'a> {
     pub live: Option<&'a LiveState>,
 }
 
-/// Live facts the plan takes into account: the action ids whose resource is missing.
+/// Live facts the plan takes into account: the action ids whose resource is missing
+/// (`apis`: some API of [`APIS`] is not enabled). A KEEP stays KEEP unless its resource
+/// is known missing: what could not be checked is not assumed gone.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LiveState {
     pub missing: std::collections::BTreeSet<String>,
@@ -61,6 +65,8 @@ pub struct LiveState {
 
 /// Why a KEEP turned into a CREATE.
 pub const MISSING_REASON: &str = "recorded but missing in the cloud: re-created";
+/// Why the APIs are planned again on an existing cluster.
+pub const APIS_OFF_REASON: &str = "some APIs are not enabled in the project: enabled again";
 
 fn action(
     id: &str,
@@ -127,10 +133,14 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
         with(
             action(
                 "apis",
-                ActionKind::Create,
+                infra,
                 "serviceusage.service",
                 format!("projects/{p}/services"),
-                "enabled if not yet (left enabled by down)",
+                if input.cluster_exists {
+                    "enabled for the cluster; re-checked and enabled again if not"
+                } else {
+                    "enabled if not yet (left enabled by down)"
+                },
                 &[],
             ),
             json!({"services": APIS}),
@@ -326,8 +336,12 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
         pool_ids.push(format!("pool:{id}"));
     }
     if input.existing_need_driver {
-        let after = pool_ids.clone();
-        actions.push(super::pools::driver_action(&after));
+        let mut driver = super::pools::driver_action(&pool_ids);
+        if input.cluster_exists {
+            driver.action = ActionKind::Keep;
+            driver.reason = format!("{}; {why}", driver.reason);
+        }
+        actions.push(driver);
         pool_ids.push("nvidia-driver".into());
     }
     if input.cluster_exists {
@@ -338,7 +352,7 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
         let s = pool.shape;
         let step = format!("pool:{}", pool.id);
         actions.push(with(
-            action(&step, ActionKind::Create, "container.nodePool", format!("{}/nodePools/{}", n.gke_cluster(), pool.id), "first accelerator pool", &["cluster"]),
+            action(&step, ActionKind::Create, "container.nodePool", format!("{}/nodePools/{}", n.gke_cluster(), pool.id), &super::pools::pool_reason(pool.id, "first accelerator pool"), &["cluster"]),
             json!({"accelerator": s.accelerator.canonical(), "machineType": s.accelerator.machine_type,
                    "minNodes": s.min_nodes, "maxNodes": s.max_nodes, "spot": s.spot, "reservation": s.reservation,
                    "maxRunDuration": s.max_run_duration, "placementTopology": s.placement_topology,
@@ -387,7 +401,12 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
         for a in actions.iter_mut() {
             if a.action == ActionKind::Keep && live.missing.contains(&a.id) {
                 a.action = ActionKind::Create;
-                a.reason = MISSING_REASON.to_owned();
+                a.reason = if a.id == "apis" {
+                    APIS_OFF_REASON
+                } else {
+                    MISSING_REASON
+                }
+                .to_owned();
             }
         }
     }

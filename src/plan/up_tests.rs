@@ -138,13 +138,57 @@ fn a_second_up_keeps_the_cluster_and_its_pools_and_ignores_the_accelerator() {
     assert_eq!(by("cluster").action, ActionKind::Keep);
     assert_eq!(by("pool:gpu-l4-1a2b").action, ActionKind::Keep);
     assert!(
+        p.actions.iter().all(|a| a.action != ActionKind::Create),
+        "nothing new: {:?}",
         p.actions
-            .iter()
-            .all(|a| a.action != ActionKind::Create || a.id == "apis"),
-        "nothing new"
     );
     assert_eq!(p.warnings.len(), 1);
     assert!(p.warnings[0].contains("ignored"));
+}
+
+fn second_up(live: Option<&LiveState>) -> Plan {
+    let n = names();
+    let prices = PriceTable::default();
+    let pools = vec!["gpu-l4-1a2b".to_string()];
+    plan(&UpInput {
+        names: &n,
+        cluster_exists: true,
+        existing_pools: &pools,
+        existing_need_driver: true,
+        first_pool: None,
+        accelerator_requested: false,
+        force_destroy: true,
+        prices: &prices,
+        live,
+    })
+}
+
+#[test]
+fn a_second_up_keeps_the_apis_and_kubernetes_objects_unless_live_facts_say_they_are_missing() {
+    let kind = |p: &Plan, id: &str| p.actions.iter().find(|a| a.id == id).unwrap().action;
+    let all_there = second_up(Some(&LiveState::default()));
+    for id in ["apis", "ksa", "lws", "nvidia-driver"] {
+        assert_eq!(kind(&all_there, id), ActionKind::Keep, "{id}");
+    }
+    assert_eq!(
+        all_there,
+        second_up(None),
+        "nothing known missing: the same plan"
+    );
+    let missing = LiveState {
+        missing: ["apis", "lws", "nvidia-driver"]
+            .map(String::from)
+            .into_iter()
+            .collect(),
+    };
+    let p = second_up(Some(&missing));
+    p.validate().unwrap();
+    let by = |id: &str| p.actions.iter().find(|a| a.id == id).unwrap();
+    assert_eq!(by("apis").action, ActionKind::Create);
+    assert_eq!(by("apis").reason, APIS_OFF_REASON);
+    assert_eq!(by("lws").action, ActionKind::Create);
+    assert_eq!(by("nvidia-driver").reason, MISSING_REASON);
+    assert_eq!(by("ksa").action, ActionKind::Keep);
 }
 
 #[test]

@@ -21,7 +21,9 @@ use crate::cloud::gcp::types::compute::{Network, Router};
 use crate::cloud::gcp::types::container::{Cluster as GkeCluster, NodePool as GkePool};
 use crate::cloud::gcp::types::iam::ServiceAccount;
 use crate::cloud::gcp::types::storage::Bucket;
-use crate::domain::naming::ClusterNames;
+use crate::cloud::kube::manifests::NVIDIA_DRIVER_DAEMONSET;
+use crate::cloud::kube::{ClusterAccess, ObjectKind};
+use crate::domain::naming::{APIS, ClusterNames, KSA_NAME, KSA_NAMESPACE};
 use crate::domain::pricing::PriceTable;
 use crate::model;
 use crate::model::status::{
@@ -230,14 +232,8 @@ pub async fn get(
     ))
 }
 
-/// The up plan over the live facts: MISSING resources are the actions it would re-create.
-fn live_plan(
-    n: &ClusterNames,
-    prices: &PriceTable,
-    live: &Live,
-    existing_pools: &[String],
-    force_destroy: bool,
-) -> crate::plan::Plan {
+/// Plan action ids of the resources (and `existing_pools`) the cloud says are gone.
+fn missing(live: &Live, existing_pools: &[String]) -> BTreeSet<String> {
     let mut missing: BTreeSet<String> = live
         .by_action()
         .iter()
@@ -255,6 +251,85 @@ fn live_plan(
             missing.insert(format!("pool:{id}"));
         }
     }
+    missing
+}
+
+/// The Kubernetes objects `up` applies: (plan action id, kind, namespace, name).
+const KUBE_OBJECTS: [(&str, ObjectKind, &str, &str); 3] = [
+    ("ksa", ObjectKind::ServiceAccount, KSA_NAMESPACE, KSA_NAME),
+    (
+        "lws",
+        ObjectKind::Deployment,
+        "lws-system",
+        "lws-controller-manager",
+    ),
+    (
+        "nvidia-driver",
+        ObjectKind::DaemonSet,
+        "kube-system",
+        NVIDIA_DRIVER_DAEMONSET,
+    ),
+];
+
+/// Whether some API `up` enables is known to be off (an unreadable one is not assumed off).
+async fn apis_off(cloud: &Cloud, project: &str) -> bool {
+    let su = &cloud.gcp.service_usage;
+    futures::future::join_all(APIS.iter().map(|id| su.get_service(project, id)))
+        .await
+        .iter()
+        .any(|r| r.as_ref().is_ok_and(|s| !s.is_enabled()))
+}
+
+/// Plan action ids of the Kubernetes objects known to be missing: all of them when the
+/// GKE cluster is gone, those the API server answers 404 for otherwise.
+async fn kube_missing(cloud: &Cloud, gke: &Probe<GkeCluster>) -> BTreeSet<String> {
+    let all = || KUBE_OBJECTS.iter().map(|o| o.0.to_owned()).collect();
+    let access = match gke {
+        Probe::Absent => return all(),
+        Probe::Found(c) => ClusterAccess::for_gke(c),
+        Probe::Unknown(_) => None,
+    };
+    let Some(access) = access else {
+        return BTreeSet::new();
+    };
+    let k = cloud.kube.cluster(access);
+    let reads = futures::future::join_all(KUBE_OBJECTS.iter().map(|(_, kind, ns, name)| {
+        tokio::time::timeout(pools::KUBE_TIMEOUT, k.exists(*kind, ns, name))
+    }));
+    KUBE_OBJECTS
+        .iter()
+        .zip(reads.await)
+        .filter(|(_, r)| matches!(r, Ok(Ok(false))))
+        .map(|(o, _)| o.0.to_owned())
+        .collect()
+}
+
+/// What `up` plans with on an existing cluster: the resources a status checks, plus the
+/// project's APIs and the Kubernetes objects `up` applies, all read now.
+pub async fn up_live_state(
+    cloud: &Cloud,
+    n: &ClusterNames,
+    existing_pools: &[String],
+) -> LiveState {
+    let live = Live::read(cloud, n).await;
+    let (apis, kube) = tokio::join!(apis_off(cloud, &n.project), kube_missing(cloud, &live.gke));
+    let mut missing = missing(&live, existing_pools);
+    if apis {
+        missing.insert("apis".to_owned());
+    }
+    missing.extend(kube);
+    LiveState { missing }
+}
+
+/// The up plan over the live facts: MISSING resources are the actions it would re-create.
+fn live_plan(
+    n: &ClusterNames,
+    prices: &PriceTable,
+    live: &Live,
+    existing_pools: &[String],
+    force_destroy: bool,
+) -> crate::plan::Plan {
+    let missing = missing(live, existing_pools);
     up::plan(&UpInput {
         names: n,
         cluster_exists: true,

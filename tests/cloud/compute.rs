@@ -558,3 +558,114 @@ async fn accelerator_types_are_paged() {
         .unwrap_err();
     assert_eq!(e.http_status, 400);
 }
+
+#[tokio::test]
+async fn zones_get_and_list_answer_like_compute() {
+    let (sim, gcp) = start_sim().await;
+    let c = &gcp.compute;
+    let z = c.get_zone(P, "us-central1-f").await.unwrap();
+    assert_eq!(z.name, "us-central1-f");
+    assert_eq!(z.status.as_deref(), Some("UP"));
+    assert_eq!(z.region_name(), Some(R));
+    assert!(
+        z.region
+            .as_deref()
+            .unwrap()
+            .ends_with("/regions/us-central1")
+    );
+    for missing in ["us-central1-z", "xx-fake9-a", "us-east1-a"] {
+        let e = c.get_zone(P, missing).await.unwrap_err();
+        assert!(e.is_not_found(), "{missing}: {e}");
+        assert_eq!(e.method, "zones.get");
+    }
+    let all = c.list_zones(P).await.unwrap();
+    assert!(all.len() > 30, "{}", all.len());
+    let east1: Vec<&str> = all
+        .iter()
+        .filter(|z| z.region_name() == Some("us-east1"))
+        .map(|z| z.name.as_str())
+        .collect();
+    assert_eq!(east1, ["us-east1-b", "us-east1-c", "us-east1-d"]);
+    // Paged: every zone once, in order.
+    let mut paged = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = c
+            .list_zones_page(P, Some(7), token.as_deref())
+            .await
+            .unwrap();
+        assert!(page.items.len() <= 7);
+        paged.extend(page.items);
+        match page.next_page_token {
+            Some(t) => token = Some(t),
+            None => break,
+        }
+    }
+    assert_eq!(paged, all);
+    // The wire shape: uint64 id as a string, kind, selfLink.
+    let raw: Value = kineticd::app::http_client()
+        .unwrap()
+        .get(format!(
+            "{}/compute/v1/projects/{P}/zones/us-central1-a",
+            sim.url()
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(raw["id"].is_string(), "{raw}");
+    assert_eq!(raw["kind"], "compute#zone");
+    assert!(
+        raw["selfLink"]
+            .as_str()
+            .unwrap()
+            .ends_with("/zones/us-central1-a")
+    );
+}
+
+#[tokio::test]
+async fn accelerator_and_machine_types_are_offered_per_zone() {
+    let (_sim, gcp) = start_sim().await;
+    let c = &gcp.compute;
+    let l4 = c
+        .get_accelerator_type(P, "us-central1-f", "nvidia-l4")
+        .await
+        .unwrap();
+    assert_eq!(l4.name, "nvidia-l4");
+    assert_eq!(l4.maximum_cards_per_instance, Some(8));
+    // H100s are scarce: not in zone f.
+    let e = c
+        .get_accelerator_type(P, "us-central1-f", "nvidia-h100-80gb")
+        .await
+        .unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+    assert_eq!(e.method, "acceleratorTypes.get");
+    assert!(
+        c.get_accelerator_type(P, "us-central1-a", "nvidia-h100-80gb")
+            .await
+            .is_ok()
+    );
+    // TPU machine types only where the TPUs are.
+    let v5e = c
+        .get_machine_type(P, "us-central1-a", "ct5lp-hightpu-4t")
+        .await
+        .unwrap();
+    assert_eq!(v5e.guest_cpus, Some(112));
+    assert_eq!(v5e.zone.as_deref(), Some("us-central1-a"));
+    for (zone, machine) in [
+        ("us-central1-f", "ct5lp-hightpu-4t"),
+        ("us-central1-a", "ct4p-hightpu-4t"),
+        ("us-central1-a", "zz-standard-4"),
+    ] {
+        let e = c.get_machine_type(P, zone, machine).await.unwrap_err();
+        assert!(e.is_not_found(), "{zone} {machine}: {e}");
+    }
+    let g2 = c
+        .get_machine_type(P, "us-central1-b", "g2-standard-24")
+        .await
+        .unwrap();
+    assert_eq!(g2.accelerators[0].guest_accelerator_type, "nvidia-l4");
+    assert_eq!(g2.accelerators[0].guest_accelerator_count, 2);
+}

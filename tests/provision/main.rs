@@ -10,6 +10,7 @@ mod ensure;
 mod faults;
 mod ordering;
 mod pools;
+mod preview;
 mod records;
 mod support;
 mod up;

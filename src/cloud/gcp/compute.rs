@@ -1,5 +1,5 @@
 //! Compute Engine (compute v1) client: VPC networks, Cloud Routers (with Cloud NAT),
-//! regions (quotas), accelerator types, and global/regional operations.
+//! regions (quotas), zones, accelerator and machine types, and global/regional operations.
 //!
 //! Invariant: one method per Google call, typed with [`crate::cloud::gcp::types::compute`];
 //! every insert/delete carries the caller's `requestId`, so a retried call (same id) is
@@ -16,13 +16,48 @@ use super::error::GcpError;
 use super::http::{Call, GcpHttp};
 use super::lro::{self, LroPolicy};
 use super::types::compute::{
-    AcceleratorType, AcceleratorTypeList, Network, Operation, Region, Router,
+    AcceleratorType, AcceleratorTypeList, MachineType, Network, Operation, Region, Router, Zone,
+    ZoneList,
 };
 
 const SVC: Service = Service::Compute;
 
-/// Hard stop for [`Compute::list_accelerator_types`] (a zone has a dozen types).
+/// Hard stop for the every-page lists (a zone has a dozen types, Google ~130 zones).
 const MAX_PAGES: usize = 100;
+
+/// A list call with its page size and token.
+fn paged<'a>(mut call: Call<'a>, max_results: Option<u32>, page_token: Option<&str>) -> Call<'a> {
+    if let Some(n) = max_results {
+        call = call.query("maxResults", n);
+    }
+    if let Some(t) = page_token {
+        call = call.query("pageToken", t);
+    }
+    call
+}
+
+/// Follow `nextPageToken` from the first page to the last (at most [`MAX_PAGES`]).
+async fn all_pages<T, F, Fut>(method: &'static str, mut page: F) -> Result<Vec<T>, GcpError>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), GcpError>>,
+{
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let (items, next) = page(token.take()).await?;
+        out.extend(items);
+        match next.filter(|t| !t.is_empty()) {
+            Some(t) => token = Some(t),
+            None => return Ok(out),
+        }
+    }
+    Err(GcpError::transport(
+        SVC.name(),
+        method,
+        format!("more than {MAX_PAGES} pages"),
+    ))
+}
 
 #[derive(Debug, Clone)]
 pub struct Compute {
@@ -208,14 +243,8 @@ impl Compute {
         page_token: Option<&str>,
     ) -> Result<AcceleratorTypeList, GcpError> {
         let path = format!("projects/{project}/zones/{zone}/acceleratorTypes");
-        let mut call = Call::get(SVC, "acceleratorTypes.list", path);
-        if let Some(n) = max_results {
-            call = call.query("maxResults", n);
-        }
-        if let Some(t) = page_token {
-            call = call.query("pageToken", t);
-        }
-        self.http.call(call).await
+        let call = Call::get(SVC, "acceleratorTypes.list", path);
+        self.http.call(paged(call, max_results, page_token)).await
     }
 
     /// `acceleratorTypes.list`, every page.
@@ -224,23 +253,68 @@ impl Compute {
         project: &str,
         zone: &str,
     ) -> Result<Vec<AcceleratorType>, GcpError> {
-        let mut out = Vec::new();
-        let mut token: Option<String> = None;
-        for _ in 0..MAX_PAGES {
+        all_pages("acceleratorTypes.list", |token| async move {
             let page = self
                 .list_accelerator_types_page(project, zone, None, token.as_deref())
                 .await?;
-            out.extend(page.items);
-            match page.next_page_token.filter(|t| !t.is_empty()) {
-                Some(t) => token = Some(t),
-                None => return Ok(out),
-            }
-        }
-        Err(GcpError::transport(
-            SVC.name(),
-            "acceleratorTypes.list",
-            format!("more than {MAX_PAGES} pages"),
-        ))
+            Ok((page.items, page.next_page_token))
+        })
+        .await
+    }
+
+    /// `acceleratorTypes.get`: 404 when the zone does not offer the GPU (or does not exist).
+    pub async fn get_accelerator_type(
+        &self,
+        project: &str,
+        zone: &str,
+        name: &str,
+    ) -> Result<AcceleratorType, GcpError> {
+        let path = format!("projects/{project}/zones/{zone}/acceleratorTypes/{name}");
+        self.http
+            .call(Call::get(SVC, "acceleratorTypes.get", path))
+            .await
+    }
+
+    /// `machineTypes.get`: 404 when the zone does not offer the machine type (GKE's TPU
+    /// machine types, `ct5lp-hightpu-4t`, exist only in the zones that have the TPUs).
+    pub async fn get_machine_type(
+        &self,
+        project: &str,
+        zone: &str,
+        name: &str,
+    ) -> Result<MachineType, GcpError> {
+        let path = format!("projects/{project}/zones/{zone}/machineTypes/{name}");
+        self.http
+            .call(Call::get(SVC, "machineTypes.get", path))
+            .await
+    }
+
+    /// `zones.get`: 404 for a zone Compute does not have.
+    pub async fn get_zone(&self, project: &str, zone: &str) -> Result<Zone, GcpError> {
+        let path = format!("projects/{project}/zones/{zone}");
+        self.http.call(Call::get(SVC, "zones.get", path)).await
+    }
+
+    /// `zones.list`, one page.
+    pub async fn list_zones_page(
+        &self,
+        project: &str,
+        max_results: Option<u32>,
+        page_token: Option<&str>,
+    ) -> Result<ZoneList, GcpError> {
+        let call = Call::get(SVC, "zones.list", format!("projects/{project}/zones"));
+        self.http.call(paged(call, max_results, page_token)).await
+    }
+
+    /// `zones.list`, every page: every zone the project can use.
+    pub async fn list_zones(&self, project: &str) -> Result<Vec<Zone>, GcpError> {
+        all_pages("zones.list", |token| async move {
+            let page = self
+                .list_zones_page(project, None, token.as_deref())
+                .await?;
+            Ok((page.items, page.next_page_token))
+        })
+        .await
     }
 
     /// `regionOperations.get`.

@@ -12,6 +12,7 @@ pub mod client;
 pub mod error;
 pub mod inventory;
 pub mod manifests;
+pub mod objects;
 pub mod quantity;
 pub mod wait;
 
@@ -23,6 +24,7 @@ pub use manifests::{
     Manifest, ManifestConfig, ManifestSpec, ManifestStore, PoolAccelerator,
     needs_nvidia_driver_installer,
 };
+pub use objects::ObjectKind;
 pub use wait::{WaitFor, WaitOptions};
 
 /// One cluster's API server, reached through the shared client cache; cheap to clone.

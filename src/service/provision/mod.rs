@@ -5,9 +5,13 @@
 //!
 //! Invariant: the plan returned by `validateOnly` and the steps enqueued come from the
 //! same function on the same inputs; generated names (the pool's 4 hex) are fixed here,
-//! before any step runs.
+//! before any step runs — derived from the request id when there is one, so a preview
+//! and an apply with the same request id name the same pools ([`pools::new_pool_ids`]).
+//! The zone and the accelerator's availability there are checked against Compute
+//! ([`placement`]) before a preview is returned or anything is written.
 
 pub mod down;
+pub mod placement;
 pub mod pools;
 pub mod up;
 

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cloud::Cloud;
 use crate::domain::accelerators::{Choice, Kind};
-use crate::domain::naming::{ClusterNames, pool_id};
-use crate::domain::pools::{FailoverRole, PoolShape, shape};
+use crate::domain::naming::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
+use crate::domain::pools::{FailoverRole, PoolShape, shape, spot_of};
 use crate::domain::pricing::PriceTable;
 use crate::domain::{PoolId, ZoneName, quota};
 use crate::model;
@@ -18,6 +18,7 @@ use crate::store::{self, Db};
 
 use super::super::clusters::ClusterPath;
 use super::super::{Caller, Error, Result};
+use super::placement::check_placement;
 use super::{
     Begin, OpRequest, Submitted, begin, live, names, not_deleting, operation, parse_accelerator,
     pool_error,
@@ -47,8 +48,46 @@ pub struct AddPoolRequest {
     pub failover: Option<bool>,
 }
 
-pub fn random_suffix() -> u16 {
+fn random_suffix() -> u16 {
     (uuid::Uuid::new_v4().as_u128() & 0xffff) as u16
+}
+
+/// What a request's derived pool ids hang on: its caller, request id and cluster (none
+/// without a request id).
+pub fn id_seed(caller: &Caller, path: &ClusterPath, idem: Option<&Idempotency>) -> Option<String> {
+    idem.map(|i| format!("{}\n{}\n{}", caller.email.as_str(), i.key, path.name()))
+}
+
+/// Ids of the `count` pools a request adds, none of them in `existing`: derived from the
+/// request (`seed`) when it has a request id, so its preview names the pools its apply
+/// creates; random for an apply without one; stand-ins (`gpu-l4-xxxx`, the plan says
+/// why) for a preview without one.
+pub fn new_pool_ids(
+    prefix: &str,
+    count: usize,
+    existing: &[String],
+    seed: Option<&str>,
+    validate_only: bool,
+) -> Vec<String> {
+    if seed.is_none() && validate_only {
+        return (0..count).map(|i| pool_id_placeholder(prefix, i)).collect();
+    }
+    let mut ids: Vec<String> = Vec::with_capacity(count);
+    let mut attempt = 0u32;
+    while ids.len() < count {
+        let suffix = match seed {
+            Some(s) => derived_suffix(s, ids.len(), attempt),
+            None => random_suffix(),
+        };
+        let id = pool_id(prefix, suffix);
+        if existing.contains(&id) || ids.contains(&id) {
+            attempt += 1;
+        } else {
+            ids.push(id);
+            attempt = 0;
+        }
+    }
+    ids
 }
 
 /// Check the regional quota for a pool; returns warnings when it could not be checked.
@@ -174,7 +213,7 @@ pub async fn add_pool(
     }
     let zones = zones(path, &req)?;
     let min = req.min_nodes.unwrap_or(0);
-    let spot = req.spot.unwrap_or(false);
+    let spot = spot_of(&acc, req.spot).map_err(pool_error)?;
     let mut shapes: Vec<PoolShape> = Vec::new();
     if req.failover.unwrap_or(false) {
         if req.reservation.is_some() && spot {
@@ -197,7 +236,12 @@ pub async fn add_pool(
         shapes.push(shape(&acc, min, spot, req.reservation.as_deref(), None).map_err(pool_error)?);
     }
     let n = names(path);
-    let mut warnings = Vec::new();
+    let placed = if zones.is_empty() {
+        std::slice::from_ref(&n.zone)
+    } else {
+        zones.as_slice()
+    };
+    let mut warnings = check_placement(cloud, &n.project, placed, Some(&acc)).await?;
     for s in &shapes {
         warnings.extend(check_quota(cloud, &n, s, validate_only).await?);
     }
@@ -207,13 +251,14 @@ pub async fn add_pool(
         .into_iter()
         .map(|p| p.pool_id)
         .collect();
-    let mut ids: Vec<String> = Vec::new();
-    while ids.len() < shapes.len() {
-        let id = pool_id(&acc.pool_prefix(), random_suffix());
-        if !existing.contains(&id) && !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
+    let seed = id_seed(caller, path, idempotency.as_ref());
+    let ids = new_pool_ids(
+        &acc.pool_prefix(),
+        shapes.len(),
+        &existing,
+        seed.as_deref(),
+        validate_only,
+    );
     let records: Vec<model::NodePool> = shapes
         .iter()
         .enumerate()

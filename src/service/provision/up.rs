@@ -6,8 +6,7 @@ use serde_json::json;
 
 use crate::cloud::Cloud;
 use crate::domain::accelerators::Choice;
-use crate::domain::naming::pool_id;
-use crate::domain::pools::shape;
+use crate::domain::pools::{shape, spot_of};
 use crate::domain::pricing::PriceTable;
 use crate::model;
 use crate::ops::queue::Idempotency;
@@ -18,8 +17,10 @@ use crate::plan::up::{NewPool, UpInput, plan};
 use crate::store::{self, Db, clusters::NewCluster};
 
 use super::super::clusters::ClusterPath;
+use super::super::status::up_live_state;
 use super::super::{Caller, Error, Result};
-use super::pools::{check_quota, random_suffix};
+use super::placement::check_placement;
+use super::pools::{check_quota, id_seed, new_pool_ids};
 use super::{Begin, OpRequest, Submitted, begin, names, operation, parse_accelerator, pool_error};
 
 /// The body of `PUT .../clusters/{c}`.
@@ -86,6 +87,8 @@ pub async fn up(
                 .and_then(|v| v.as_bool())
                 .unwrap_or(true)
         });
+        // Checked live, as a status is: what exists is KEPT, what is gone is CREATED.
+        let live = up_live_state(cloud, &n, &ids).await;
         let p = plan(&UpInput {
             names: &n,
             cluster_exists: true,
@@ -95,7 +98,7 @@ pub async fn up(
             accelerator_requested: req.accelerator.is_some(),
             force_destroy,
             prices,
-            live: None,
+            live: Some(&live),
         });
         if validate_only {
             return Ok(Submitted::Plan(p));
@@ -142,15 +145,10 @@ pub async fn up(
     let mut first: Option<(String, model::NodePool)> = None;
     let mut shaped = None;
     if let Choice::Accelerator(r) = &choice {
-        let s = shape(
-            r,
-            min,
-            req.spot.unwrap_or(false),
-            req.reservation.as_deref(),
-            None,
-        )
-        .map_err(pool_error)?;
-        let id = pool_id(&r.pool_prefix(), random_suffix());
+        let spot = spot_of(r, req.spot).map_err(pool_error)?;
+        let s = shape(r, min, spot, req.reservation.as_deref(), None).map_err(pool_error)?;
+        let seed = id_seed(caller, path, idempotency.as_ref());
+        let id = new_pool_ids(&r.pool_prefix(), 1, &[], seed.as_deref(), validate_only).remove(0);
         let record = pool_record(
             &PoolToAdd {
                 id: &id,
@@ -169,7 +167,12 @@ pub async fn up(
             "minNodes, spot and reservation describe the first accelerator pool; a cpu cluster has none",
         ));
     }
-    let mut warnings = Vec::new();
+    let acc = match &choice {
+        Choice::Accelerator(r) => Some(r),
+        Choice::Cpu => None,
+    };
+    let mut warnings =
+        check_placement(cloud, &n.project, std::slice::from_ref(&n.zone), acc).await?;
     if let (Some(s), Some(_)) = (&shaped, &first) {
         warnings.extend(check_quota(cloud, &n, s, validate_only).await?);
     }
@@ -199,7 +202,7 @@ pub async fn up(
     let spec = json!({
         "accelerator": match &choice { Choice::Cpu => "cpu".to_owned(), Choice::Accelerator(r) => r.base_name() },
         "minNodes": min, "forceDestroy": force_destroy,
-        "spot": req.spot.unwrap_or(false), "reservation": req.reservation,
+        "spot": shaped.as_ref().is_some_and(|s| s.spot), "reservation": req.reservation,
     });
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
     let record = store::clusters::insert(

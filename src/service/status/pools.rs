@@ -20,7 +20,7 @@ use super::Probe;
 /// GKE's own CPU pool, created with every cluster and never recorded.
 pub const DEFAULT_POOL: &str = "default-pool";
 /// How long the Kubernetes API may take before it counts as unreachable.
-const KUBE_TIMEOUT: Duration = Duration::from_secs(20);
+pub(super) const KUBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A recorded pool: its state and the shape it was created with.
 pub struct Recorded {

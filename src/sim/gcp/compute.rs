@@ -1,6 +1,6 @@
 //! Simulated Compute Engine (compute v1) under `/compute/v1/`: VPC networks (global
 //! operations), Cloud Routers with NAT (regional operations), regions with quotas,
-//! accelerator types per zone; plus `/sim/v1/quotas`.
+//! zones, accelerator and machine types per zone; plus `/sim/v1/quotas`.
 //!
 //! Invariant: inserts and deletes are operations that move PENDING -> RUNNING -> DONE on
 //! the simulator clock and change the resources only when DONE (in [`tick`]); a
@@ -137,6 +137,16 @@ pub fn routes() -> Router<Sim> {
             &format!("{P}/zones/{{zone}}/acceleratorTypes"),
             get(info::list_accelerator_types),
         )
+        .route(
+            &format!("{P}/zones/{{zone}}/acceleratorTypes/{{accelerator_type}}"),
+            get(info::get_accelerator_type),
+        )
+        .route(
+            &format!("{P}/zones/{{zone}}/machineTypes/{{machine_type}}"),
+            get(info::get_machine_type),
+        )
+        .route(&format!("{P}/zones"), get(info::list_zones))
+        .route(&format!("{P}/zones/{{zone}}"), get(info::get_zone))
         .route(
             "/sim/v1/quotas",
             post(quota::set).get(quota::list).delete(quota::clear),

@@ -275,3 +275,89 @@ pub struct OperationErrorItem {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
 }
+
+/// `Zone`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Zone {
+    #[serde(
+        deserialize_with = "id_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// e.g. `us-central1-a`.
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// UP | DOWN.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Region URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub available_cpu_platforms: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_link: Option<String>,
+}
+
+impl Zone {
+    /// The region's short name (the last segment of `region`).
+    pub fn region_name(&self) -> Option<&str> {
+        self.region.as_deref()?.rsplit('/').next()
+    }
+}
+
+/// `ZoneList` (one page).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ZoneList {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<Zone>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_page_token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_link: Option<String>,
+}
+
+/// `MachineType` (here: whether a zone offers a GKE TPU machine type).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MachineType {
+    #[serde(
+        deserialize_with = "id_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// e.g. `ct5lp-hightpu-4t`.
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_cpus: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<i32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub accelerators: Vec<MachineTypeAccelerator>,
+    /// Zone short name (Compute sends the name, not a URL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_link: Option<String>,
+}
+
+/// `MachineType.accelerators[]`: GPUs bundled with the machine type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MachineTypeAccelerator {
+    pub guest_accelerator_type: String,
+    pub guest_accelerator_count: i32,
+}

@@ -201,7 +201,21 @@ pub struct TpuMachine {
     pub topologies: &'static [&'static str],
     pub metric: Option<&'static str>,
     pub spot_metric: Option<&'static str>,
+    /// Zones whose Compute offers the machine type (Google's TPU availability, abridged).
+    pub zones: &'static [&'static str],
 }
+
+const V5E_ZONES: &[&str] = &[
+    "us-central1-a",
+    "us-south1-a",
+    "us-west1-c",
+    "us-west4-a",
+    "us-east1-c",
+    "us-east5-b",
+    "europe-west4-b",
+    "asia-southeast1-b",
+];
+const V3_ZONES: &[&str] = &["us-central1-a", "us-central1-b", "europe-west4-a"];
 
 const V5E: Option<&str> = Some("TPU_LITE_PODSLICE_V5");
 const V5E_SPOT: Option<&str> = Some("PREEMPTIBLE_TPU_LITE_PODSLICE_V5");
@@ -221,6 +235,7 @@ pub const TPUS: &[TpuMachine] = &[
         topologies: &["1x1"],
         metric: V5E,
         spot_metric: V5E_SPOT,
+        zones: V5E_ZONES,
     },
     TpuMachine {
         machine: "ct5lp-hightpu-4t",
@@ -230,6 +245,7 @@ pub const TPUS: &[TpuMachine] = &[
         topologies: &["2x2", "4x4", "4x8", "8x8", "8x16", "16x16"],
         metric: V5E,
         spot_metric: V5E_SPOT,
+        zones: V5E_ZONES,
     },
     TpuMachine {
         machine: "ct5lp-hightpu-8t",
@@ -239,6 +255,7 @@ pub const TPUS: &[TpuMachine] = &[
         topologies: &["2x4"],
         metric: V5E,
         spot_metric: V5E_SPOT,
+        zones: V5E_ZONES,
     },
     TpuMachine {
         machine: "ct4p-hightpu-4t",
@@ -248,6 +265,7 @@ pub const TPUS: &[TpuMachine] = &[
         topologies: CUBES,
         metric: V4,
         spot_metric: V4_SPOT,
+        zones: &["us-central2-b"],
     },
     TpuMachine {
         machine: "ct5p-hightpu-4t",
@@ -257,6 +275,7 @@ pub const TPUS: &[TpuMachine] = &[
         topologies: CUBES,
         metric: None,
         spot_metric: None,
+        zones: &["us-east5-a", "us-central1-a", "europe-west4-b"],
     },
     TpuMachine {
         machine: "ct6e-standard-4t",
@@ -266,6 +285,13 @@ pub const TPUS: &[TpuMachine] = &[
         topologies: &["2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"],
         metric: None,
         spot_metric: None,
+        zones: &[
+            "us-east5-b",
+            "us-east1-d",
+            "us-south1-a",
+            "europe-west4-a",
+            "asia-northeast1-b",
+        ],
     },
     TpuMachine {
         machine: "ct3-hightpu-4t",
@@ -275,6 +301,7 @@ pub const TPUS: &[TpuMachine] = &[
         topologies: &["2x2"],
         metric: None,
         spot_metric: None,
+        zones: V3_ZONES,
     },
     TpuMachine {
         machine: "ct3p-hightpu-4t",
@@ -286,6 +313,7 @@ pub const TPUS: &[TpuMachine] = &[
         ],
         metric: None,
         spot_metric: None,
+        zones: V3_ZONES,
     },
 ];
 
@@ -336,27 +364,39 @@ pub fn vcpus(machine: &str) -> Option<u32> {
     n.parse().ok().filter(|n: &u32| (1..=416).contains(n))
 }
 
-/// Region of a zone (`us-central1-a` -> `us-central1`) when `location` is a valid zone.
+/// Region of a zone (`us-central1-a` -> `us-central1`) when `location` is a zone.
 pub fn zone_region(location: &str) -> Option<&str> {
     let (region, letter) = location.rsplit_once('-')?;
-    (is_region(region) && ZONE_LETTERS.contains(&letter)).then_some(region)
+    letters(region)?.contains(&letter).then_some(region)
 }
 
-/// The zones every simulated region has.
-pub const ZONE_LETTERS: [&str; 4] = ["a", "b", "c", "f"];
+/// Google's regions (a subset) with the letters of their zones, as Compute lists them.
+pub const REGIONS: &[(&str, &[&str])] = &[
+    ("us-central1", &["a", "b", "c", "f"]),
+    ("us-central2", &["b"]),
+    ("us-east1", &["b", "c", "d"]),
+    ("us-east4", &["a", "b", "c"]),
+    ("us-east5", &["a", "b", "c"]),
+    ("us-south1", &["a", "b", "c"]),
+    ("us-west1", &["a", "b", "c"]),
+    ("us-west4", &["a", "b", "c"]),
+    ("northamerica-northeast2", &["a", "b", "c"]),
+    ("europe-west1", &["b", "c", "d"]),
+    ("europe-west4", &["a", "b", "c"]),
+    ("asia-east1", &["a", "b", "c"]),
+    ("asia-northeast1", &["a", "b", "c"]),
+    ("asia-southeast1", &["a", "b", "c"]),
+    ("australia-southeast1", &["a", "b", "c"]),
+    ("me-west1", &["a", "b", "c"]),
+];
 
-/// `us-central1`, `europe-west4`, `northamerica-northeast2`, ...
+fn letters(region: &str) -> Option<&'static [&'static str]> {
+    REGIONS.iter().find(|(r, _)| *r == region).map(|(_, l)| *l)
+}
+
+/// `us-central1`, `europe-west4`, `northamerica-northeast2`, ... (a region of [`REGIONS`]).
 pub fn is_region(s: &str) -> bool {
-    let mut parts = s.split('-');
-    let (Some(geo), Some(area), None) = (parts.next(), parts.next(), parts.next()) else {
-        return false;
-    };
-    let digits = area.trim_start_matches(|c: char| c.is_ascii_lowercase());
-    geo.len() >= 2
-        && geo.chars().all(|c| c.is_ascii_lowercase())
-        && !digits.is_empty()
-        && digits.len() < area.len()
-        && digits.chars().all(|c| c.is_ascii_digit())
+    letters(s).is_some()
 }
 
 /// Region of a zone or region name.
@@ -368,11 +408,33 @@ pub fn region_of(location: &str) -> Option<&str> {
     }
 }
 
+/// The zones of a region (none for an unknown region).
 pub fn zones_of(region: &str) -> Vec<String> {
-    ZONE_LETTERS
+    letters(region)
+        .unwrap_or_default()
         .iter()
         .map(|l| format!("{region}-{l}"))
         .collect()
+}
+
+/// Every zone, region by region.
+pub fn all_zones() -> Vec<String> {
+    REGIONS.iter().flat_map(|(r, _)| zones_of(r)).collect()
+}
+
+/// Whether Compute offers `machine` in `zone`: TPU machine types only where the TPUs
+/// are, GPU-bundled types where their GPU is, any other known type in every zone.
+pub fn machine_in_zone(machine: &str, zone: &str) -> bool {
+    if zone_region(zone).is_none() || vcpus(machine).is_none() {
+        return false;
+    }
+    if let Some(t) = tpu_machine(machine) {
+        return t.zones.contains(&zone);
+    }
+    match bundled_gpu(machine) {
+        Some((gpu, _)) => gpus_in_zone(zone).iter().any(|g| g.name == gpu),
+        None => true,
+    }
 }
 
 #[cfg(test)]
@@ -394,6 +456,25 @@ mod tests {
         assert_eq!(zone_region("us-central1-z"), None);
         assert!(is_region("northamerica-northeast2"));
         assert!(!is_region("us-central"));
+        assert!(!is_region("xx-fake9"));
+        assert_eq!(zone_region("xx-fake9-a"), None);
+        assert_eq!(zone_region("us-east1-a"), None, "us-east1 has b, c, d");
+        assert_eq!(
+            zones_of("us-east1"),
+            ["us-east1-b", "us-east1-c", "us-east1-d"]
+        );
+        assert!(machine_in_zone("ct5lp-hightpu-4t", "us-central1-a"));
+        assert!(!machine_in_zone("ct5lp-hightpu-4t", "us-central1-f"));
+        assert!(!machine_in_zone("ct4p-hightpu-4t", "us-central1-a"));
+        assert!(machine_in_zone("e2-standard-4", "us-central1-f"));
+        assert!(!machine_in_zone("a3-highgpu-8g", "us-central1-f"));
+        for t in TPUS {
+            assert!(
+                t.zones.iter().all(|z| zone_region(z).is_some()),
+                "{}",
+                t.machine
+            );
+        }
         assert_eq!(region_of("europe-west4"), Some("europe-west4"));
         assert_eq!(gpus_in_zone("us-central1-f").len(), 3);
     }

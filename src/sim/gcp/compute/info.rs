@@ -1,5 +1,7 @@
-//! Read-only Compute facts: `regions.get` (zones and quotas with live usage) and
-//! `acceleratorTypes.list` (GPUs per zone, paged with `maxResults`/`pageToken`).
+//! Read-only Compute facts: `regions.get` (zones and quotas with live usage),
+//! `zones.get`/`zones.list`, `acceleratorTypes.list`/`get` (GPUs per zone) and
+//! `machineTypes.get` (TPU machine types only where the TPUs are), lists paged with
+//! `maxResults`/`pageToken`.
 //!
 //! Invariant: quota usage is computed from the GKE pools at read time; page tokens are
 //! opaque to clients and a token from one page always yields the next, never a repeat.
@@ -10,7 +12,10 @@ use axum::response::Response;
 use base64::Engine;
 use serde::Deserialize;
 
-use crate::cloud::gcp::types::compute::{AcceleratorType, AcceleratorTypeList, Quota, Region};
+use crate::cloud::gcp::types::compute::{
+    AcceleratorType, AcceleratorTypeList, MachineType, MachineTypeAccelerator, Quota, Region, Zone,
+    ZoneList,
+};
 use crate::sim::error::SimError;
 use crate::sim::gcp::container;
 use crate::sim::{Sim, tag};
@@ -105,18 +110,8 @@ pub async fn list_accelerator_types(
     tag(M, list(&sim, &project, &zone, &q).map(Json))
 }
 
-fn list(
-    sim: &Sim,
-    project: &str,
-    zone: &str,
-    q: &ListQuery,
-) -> Result<AcceleratorTypeList, SimError> {
-    if catalog::zone_region(zone).is_none() {
-        return Err(SimError::not_found(
-            F,
-            &format!("projects/{project}/zones/{zone}"),
-        ));
-    }
+/// One page of `all` per `maxResults` / `pageToken`: the items and the next token.
+fn page<T: Clone>(all: &[T], q: &ListQuery) -> Result<(Vec<T>, Option<String>), SimError> {
     let max = match q.max_results.as_deref() {
         None => MAX_RESULTS,
         Some(s) => match s.parse::<usize>() {
@@ -138,28 +133,160 @@ fn list(
             SimError::invalid(F, format!("Invalid value for field 'pageToken': '{t}'."))
         })?,
     };
-    let base = base(sim, project);
-    let zone_url = format!("{base}/zones/{zone}");
-    let all = catalog::gpus_in_zone(zone);
-    let items = all
-        .iter()
-        .skip(offset)
-        .take(max)
-        .map(|g| AcceleratorType {
-            id: Some(id_of(&format!("{zone}/{}", g.name))),
-            kind: Some("compute#acceleratorType".into()),
-            name: g.name.to_owned(),
-            description: Some(g.description.to_owned()),
-            maximum_cards_per_instance: i32::try_from(g.max_cards).ok(),
-            zone: Some(zone_url.clone()),
-            self_link: Some(format!("{zone_url}/acceleratorTypes/{}", g.name)),
-        })
-        .collect();
+    let items = all.iter().skip(offset).take(max).cloned().collect();
     let next = offset + max;
+    Ok((items, (next < all.len()).then(|| encode_token(next))))
+}
+
+/// The zone's URL when it exists, else Compute's 404 for it.
+fn zone_url(sim: &Sim, project: &str, zone: &str) -> Result<String, SimError> {
+    if catalog::zone_region(zone).is_none() {
+        return Err(SimError::not_found(
+            F,
+            &format!("projects/{project}/zones/{zone}"),
+        ));
+    }
+    Ok(format!("{}/zones/{zone}", base(sim, project)))
+}
+
+fn accelerator_type(zone_url: &str, zone: &str, g: &catalog::Gpu) -> AcceleratorType {
+    AcceleratorType {
+        id: Some(id_of(&format!("{zone}/{}", g.name))),
+        kind: Some("compute#acceleratorType".into()),
+        name: g.name.to_owned(),
+        description: Some(g.description.to_owned()),
+        maximum_cards_per_instance: i32::try_from(g.max_cards).ok(),
+        zone: Some(zone_url.to_owned()),
+        self_link: Some(format!("{zone_url}/acceleratorTypes/{}", g.name)),
+    }
+}
+
+fn list(
+    sim: &Sim,
+    project: &str,
+    zone: &str,
+    q: &ListQuery,
+) -> Result<AcceleratorTypeList, SimError> {
+    let zone_url = zone_url(sim, project, zone)?;
+    let all: Vec<AcceleratorType> = catalog::gpus_in_zone(zone)
+        .into_iter()
+        .map(|g| accelerator_type(&zone_url, zone, g))
+        .collect();
+    let (items, next_page_token) = page(&all, q)?;
     Ok(AcceleratorTypeList {
         kind: Some("compute#acceleratorTypeList".into()),
         items,
-        next_page_token: (next < all.len()).then(|| encode_token(next)),
+        next_page_token,
         self_link: Some(format!("{zone_url}/acceleratorTypes")),
     })
+}
+
+pub async fn get_accelerator_type(
+    State(sim): State<Sim>,
+    Path((project, zone, name)): Path<(String, String, String)>,
+) -> Response {
+    const M: &str = "acceleratorTypes.get";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let found = zone_url(&sim, &project, &zone).and_then(|url| {
+        catalog::gpus_in_zone(&zone)
+            .into_iter()
+            .find(|g| g.name == name)
+            .map(|g| accelerator_type(&url, &zone, g))
+            .ok_or_else(|| {
+                SimError::not_found(
+                    F,
+                    &format!("projects/{project}/zones/{zone}/acceleratorTypes/{name}"),
+                )
+            })
+    });
+    tag(M, found.map(Json))
+}
+
+pub async fn get_machine_type(
+    State(sim): State<Sim>,
+    Path((project, zone, name)): Path<(String, String, String)>,
+) -> Response {
+    const M: &str = "machineTypes.get";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let found = zone_url(&sim, &project, &zone).and_then(|url| {
+        if !catalog::machine_in_zone(&name, &zone) {
+            return Err(SimError::not_found(
+                F,
+                &format!("projects/{project}/zones/{zone}/machineTypes/{name}"),
+            ));
+        }
+        Ok(MachineType {
+            id: Some(id_of(&format!("{zone}/{name}"))),
+            kind: Some("compute#machineType".into()),
+            description: Some(name.clone()),
+            guest_cpus: catalog::vcpus(&name).and_then(|n| i32::try_from(n).ok()),
+            accelerators: catalog::bundled_gpu(&name)
+                .map(|(gpu, count)| MachineTypeAccelerator {
+                    guest_accelerator_type: gpu.to_owned(),
+                    guest_accelerator_count: i32::try_from(count).unwrap_or(0),
+                })
+                .into_iter()
+                .collect(),
+            zone: Some(zone.clone()),
+            self_link: Some(format!("{url}/machineTypes/{name}")),
+            name,
+            ..MachineType::default()
+        })
+    });
+    tag(M, found.map(Json))
+}
+
+fn zone(sim: &Sim, project: &str, name: &str) -> Option<Zone> {
+    let region = catalog::zone_region(name)?;
+    let base = base(sim, project);
+    Some(Zone {
+        id: Some(id_of(name)),
+        kind: Some("compute#zone".into()),
+        name: name.to_owned(),
+        description: Some(name.to_owned()),
+        status: Some("UP".into()),
+        region: Some(format!("{base}/regions/{region}")),
+        available_cpu_platforms: Vec::new(),
+        creation_timestamp: Some("1969-12-31T16:00:00.000-08:00".into()),
+        self_link: Some(format!("{base}/zones/{name}")),
+    })
+}
+
+pub async fn get_zone(
+    State(sim): State<Sim>,
+    Path((project, name)): Path<(String, String)>,
+) -> Response {
+    const M: &str = "zones.get";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let found = zone(&sim, &project, &name)
+        .ok_or_else(|| SimError::not_found(F, &format!("projects/{project}/zones/{name}")));
+    tag(M, found.map(Json))
+}
+
+pub async fn list_zones(
+    State(sim): State<Sim>,
+    Path(project): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> Response {
+    const M: &str = "zones.list";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let all: Vec<Zone> = catalog::all_zones()
+        .iter()
+        .filter_map(|z| zone(&sim, &project, z))
+        .collect();
+    let listed = page(&all, &q).map(|(items, next_page_token)| ZoneList {
+        kind: Some("compute#zoneList".into()),
+        items,
+        next_page_token,
+        self_link: Some(format!("{}/zones", base(&sim, &project))),
+    });
+    tag(M, listed.map(Json))
 }

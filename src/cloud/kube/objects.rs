@@ -1,0 +1,51 @@
+//! Whether the named objects `up` applies exist (the KSA, the LWS controller, the NVIDIA
+//! driver installer): one GET each.
+//!
+//! Invariant: `Ok(false)` only on the API server's 404; any other failure is an error,
+//! so a caller never takes "could not read" for "missing".
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::Api;
+
+use super::{KubeCluster, KubeError};
+
+/// A kind of object `up` applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectKind {
+    ServiceAccount,
+    Deployment,
+    DaemonSet,
+}
+
+impl KubeCluster {
+    /// Whether `kind` `namespace/name` exists.
+    pub async fn exists(
+        &self,
+        kind: ObjectKind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<bool, KubeError> {
+        let client = self.client().await?;
+        let got = match kind {
+            ObjectKind::ServiceAccount => Api::<ServiceAccount>::namespaced(client, namespace)
+                .get_opt(name)
+                .await
+                .map(|o| o.is_some()),
+            ObjectKind::Deployment => Api::<Deployment>::namespaced(client, namespace)
+                .get_opt(name)
+                .await
+                .map(|o| o.is_some()),
+            ObjectKind::DaemonSet => Api::<DaemonSet>::namespaced(client, namespace)
+                .get_opt(name)
+                .await
+                .map(|o| o.is_some()),
+        };
+        match got {
+            Ok(found) => Ok(found),
+            Err(e) => Err(self
+                .fail(format!("get {kind:?} {namespace}/{name}"), e)
+                .await),
+        }
+    }
+}
