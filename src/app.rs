@@ -2,7 +2,7 @@
 //! loop with graceful shutdown.
 //!
 //! Invariant: every response passes through the same middleware stack (request id,
-//! metrics, tracing, body limit), including errors and unmatched routes.
+//! metrics, tracing, body limit, panic catching), including errors and unmatched routes.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -19,12 +19,14 @@ use utoipa_swagger_ui::SwaggerUi;
 
 use crate::api::auth::{Authenticator, HasAuth, Mode};
 use crate::api::error::ApiError;
+use crate::api::verbs::{VerbRoutes, check_method};
 use crate::auth::{IapConfig, IapVerifier};
 use crate::cloud::Cloud;
 use crate::config::{Identity, Settings};
 use crate::domain::pricing::PriceTable;
 use crate::ops::Events;
-use crate::store::Db;
+use crate::service::page::PageKey;
+use crate::store::{Db, StoreError};
 
 pub const BODY_LIMIT: usize = 1024 * 1024;
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -42,6 +44,8 @@ pub struct AppState {
     pub prices: Arc<PriceTable>,
     /// Google and Kubernetes clients.
     pub cloud: Cloud,
+    /// Signs and checks page tokens (the database's key: shared by replicas).
+    pub page_key: PageKey,
 }
 
 impl HasAuth for AppState {
@@ -66,6 +70,8 @@ pub enum StartError {
     Http(#[from] reqwest::Error),
     #[error("listening for operation events on PostgreSQL")]
     Listen(#[from] sqlx::Error),
+    #[error("reading the page-token key")]
+    PageKey(#[from] StoreError),
 }
 
 impl AppState {
@@ -86,7 +92,6 @@ impl AppState {
             }
         };
         Ok(AppState {
-            db,
             auth: Arc::new(Authenticator {
                 mode,
                 admins: settings.admins.iter().cloned().collect::<HashSet<_>>(),
@@ -95,9 +100,18 @@ impl AppState {
             events: Events::start(url).await?,
             test_workflows: settings.test_workflows,
             prices: Arc::new(settings.prices.clone()),
+            page_key: page_key(&db).await?,
+            db,
             cloud,
         })
     }
+}
+
+/// The page-token key from the database, created (32 random bytes) on first use.
+async fn page_key(db: &Db) -> Result<PageKey, StoreError> {
+    let fresh: [u8; 32] = rand::random();
+    let key = crate::store::page_key::load_or_create(db, &fresh).await?;
+    Ok(PageKey::new(&key))
 }
 
 async fn not_found(req: Request<axum::body::Body>) -> ApiError {
@@ -123,10 +137,13 @@ pub fn router(state: AppState) -> Router {
     let (api, doc) = crate::api::openapi::router().split_for_parts();
     let mut doc = doc;
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    let verbs = VerbRoutes::from_openapi(&doc);
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(verbs, check_method))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(crate::api::panic::catch_panic))
         .layer(axum::middleware::from_fn(crate::api::metrics::track))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &Request<axum::body::Body>| {

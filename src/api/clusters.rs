@@ -8,6 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::app::AppState;
+use crate::domain::{PoolId, ProjectId, ZoneName};
 use crate::model::{Cluster, NodePool};
 use crate::service::clusters::{ClusterPath, ListClusters};
 use crate::service::{self, Caller};
@@ -61,13 +62,8 @@ async fn list_clusters(
         page_size: q.page_size,
         page_token: q.page_token,
     };
-    let list = ListClusters {
-        team: q.team,
-        state: q.state,
-        project: None,
-        zone: None,
-    };
-    let page = service::clusters::list(&s.db, &caller, list, &page.request()).await?;
+    let list = ListClusters::from_query(q.team.as_deref(), q.state.as_deref())?;
+    let page = service::clusters::list(&s.db, &caller, list, &page.request(&s.page_key)).await?;
     Ok(Json(ListClustersResponse {
         clusters: page.items,
         next_page_token: page.next_page_token,
@@ -85,12 +81,11 @@ async fn list_project_clusters(
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<ListClustersResponse>, ApiError> {
     let list = ListClusters {
-        team: None,
-        state: None,
-        project: Some(project),
-        zone: (zone != "-").then_some(zone),
+        project: Some(ProjectId::parse(&project)?),
+        zone: (zone != "-").then(|| ZoneName::parse(&zone)).transpose()?,
+        ..ListClusters::default()
     };
-    let page = service::clusters::list(&s.db, &caller, list, &q.request()).await?;
+    let page = service::clusters::list(&s.db, &caller, list, &q.request(&s.page_key)).await?;
     Ok(Json(ListClustersResponse {
         clusters: page.items,
         next_page_token: page.next_page_token,
@@ -129,7 +124,8 @@ async fn list_node_pools(
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<ListNodePoolsResponse>, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
-    let page = service::clusters::list_pools(&s.db, &caller, &path, &q.request()).await?;
+    let page =
+        service::clusters::list_pools(&s.db, &caller, &path, &q.request(&s.page_key)).await?;
     Ok(Json(ListNodePoolsResponse {
         node_pools: page.items,
         next_page_token: page.next_page_token,
@@ -146,6 +142,7 @@ async fn get_node_pool(
     ApiPath((project, zone, cluster, pool)): ApiPath<(String, String, String, String)>,
 ) -> Result<Json<NodePool>, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    let pool = PoolId::parse(&pool)?;
     Ok(Json(
         service::clusters::get_pool(&s.db, &caller, &path, &pool).await?,
     ))

@@ -1,5 +1,6 @@
 //! Extractors that turn axum's rejections into Google-shaped errors: malformed JSON
-//! names the parse position, unknown fields are named, oversized bodies get 413.
+//! names the parse position, unknown fields are named, oversized bodies get 413, and a
+//! body that is not a JSON object is refused (never mapped onto fields by position).
 
 use axum::body::Bytes;
 use axum::extract::rejection::{
@@ -24,31 +25,89 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        if !json_content_type(req.headers()) {
-            return Err(json_rejection(MissingJsonContentType::default().into()));
+        decode(&json_bytes(req, state).await?).map(ApiJson)
+    }
+}
+
+/// The body of a request declared as JSON (415 otherwise).
+async fn json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    if !json_content_type(req.headers()) {
+        return Err(json_rejection(MissingJsonContentType::default().into()));
+    }
+    Bytes::from_request(req, state)
+        .await
+        .map_err(|e| json_rejection(e.into()))
+}
+
+/// Decode a JSON object body into `T`, with errors that name the problem.
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    require_utf8(bytes)?;
+    require_object(bytes)?;
+    match axum::Json::<T>::from_bytes(bytes) {
+        Ok(axum::Json(v)) => Ok(v),
+        // serde_json reports some type errors (a number or null where an enum is
+        // expected) as syntax errors; if the body parses as JSON, it is a field error.
+        Err(JsonRejection::JsonSyntaxError(e))
+            if serde_json::from_slice::<IgnoredAny>(bytes).is_ok() =>
+        {
+            let mut err = data_error(&e);
+            err.message
+                .push_str(" (the body is valid JSON, but this value has the wrong type)");
+            Err(err)
         }
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| json_rejection(e.into()))?;
-        match axum::Json::<T>::from_bytes(&bytes) {
-            Ok(axum::Json(v)) => Ok(ApiJson(v)),
-            // serde_json reports some type errors (a number or null where an enum is
-            // expected) as syntax errors; if the body parses as JSON, it is a field error.
-            Err(JsonRejection::JsonSyntaxError(e))
-                if serde_json::from_slice::<IgnoredAny>(&bytes).is_ok() =>
-            {
-                let mut err = data_error(&e);
-                err.message
-                    .push_str(" (the body is valid JSON, but this value has the wrong type)");
-                Err(err)
-            }
-            Err(r) => Err(json_rejection(r)),
-        }
+        Err(r) => Err(json_rejection(r)),
+    }
+}
+
+/// JSON is UTF-8 (RFC 8259): say where it stops being so, rather than letting the
+/// decoder call a broken string a value "of the wrong type".
+fn require_utf8(bytes: &[u8]) -> Result<(), ApiError> {
+    std::str::from_utf8(bytes).map(|_| ()).map_err(|e| {
+        ApiError::invalid(
+            "MALFORMED_JSON",
+            format!(
+                "request body is not valid JSON: invalid UTF-8 at byte {}; send the body encoded as UTF-8",
+                e.valid_up_to()
+            ),
+        )
+        .with("byte", e.valid_up_to())
+    })
+}
+
+/// A body must be a JSON object: serde would otherwise map an array onto a struct's
+/// fields by position (`["t","T",["p"]]` as a team). Malformed JSON is left to the
+/// decoder, which names the parse position.
+fn require_object(bytes: &[u8]) -> Result<(), ApiError> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'{') {
+        return Ok(());
+    }
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(v) => Err(ApiError::invalid(
+            "BODY_NOT_OBJECT",
+            format!(
+                "request body must be a JSON object ({{\"field\": value, ...}}), not {}",
+                json_kind(&v)
+            ),
+        )),
+        Err(_) => Ok(()),
+    }
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
     }
 }
 
 /// [`ApiJson`], except that a request with no body at all (no content type, zero bytes)
-/// means `T::default()`: `curl -X PUT .../clusters/c` reconciles an existing cluster.
+/// or a JSON `null` means `T::default()`: `curl -X PUT .../clusters/c` reconciles an
+/// existing cluster.
 pub struct ApiJsonOrEmpty<T>(pub T);
 
 impl<S, T> FromRequest<S> for ApiJsonOrEmpty<T>
@@ -68,9 +127,11 @@ where
             }
             return Err(json_rejection(MissingJsonContentType::default().into()));
         }
-        ApiJson::from_request(req, state)
-            .await
-            .map(|ApiJson(v)| ApiJsonOrEmpty(v))
+        let bytes = json_bytes(req, state).await?;
+        if bytes.trim_ascii() == b"null" {
+            return Ok(ApiJsonOrEmpty(T::default()));
+        }
+        decode(&bytes).map(ApiJsonOrEmpty)
     }
 }
 
@@ -180,4 +241,28 @@ pub fn unknown_verb(path: &str) -> ApiError {
         "METHOD_NOT_FOUND",
         format!("no such method {path}; see /docs for the API reference"),
     )
+}
+
+/// The `If-Match` header (AIP-154), if sent.
+pub struct IfMatch(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        match parts.headers.get(axum::http::header::IF_MATCH) {
+            None => Ok(IfMatch(None)),
+            Some(v) => v
+                .to_str()
+                .ok()
+                .filter(|v| !v.trim().is_empty() && v.len() <= 200)
+                .map(|v| IfMatch(Some(v.to_owned())))
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        "INVALID_ETAG",
+                        "If-Match must be an etag as returned in the resource's etag field",
+                    )
+                }),
+        }
+    }
 }

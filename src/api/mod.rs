@@ -14,16 +14,19 @@ pub mod idempotency;
 pub mod metrics;
 pub mod openapi;
 pub mod operations;
+pub mod panic;
 pub mod profiles;
 pub mod provision;
 pub mod status;
 pub mod teams;
 pub mod testing;
+pub mod verbs;
 
 use serde::Deserialize;
 use utoipa::{IntoParams, IntoResponses};
 
 use crate::service::PageRequest;
+use crate::service::page::PageKey;
 use error::ErrorBody;
 
 /// `?pageSize=&pageToken=` (AIP-158).
@@ -38,12 +41,32 @@ pub struct PageQuery {
 }
 
 impl PageQuery {
-    pub fn request(&self) -> PageRequest {
+    /// The service's page request; tokens are checked against `key`.
+    pub fn request(&self, key: &PageKey) -> PageRequest {
         PageRequest {
             size: self.page_size,
             token: self.page_token.clone(),
+            key: key.clone(),
         }
     }
+}
+
+/// The `If-Match` header (AIP-154): the etag last read; a stale one is 409 ABORTED.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct IfMatchHeader {
+    #[serde(rename = "If-Match")]
+    pub if_match: Option<String>,
+}
+
+/// The extra error response of every route that takes a JSON body.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum BodyErrorResponses {
+    /// INVALID_ARGUMENT (UNSUPPORTED_MEDIA_TYPE): the body is not sent as
+    /// `Content-Type: application/json`.
+    #[response(status = 415)]
+    UnsupportedMediaType(ErrorBody),
 }
 
 /// The error responses every authenticated route can give (Google error shape).

@@ -58,6 +58,7 @@ async fn list_operations(
     let page = service::PageRequest {
         size: q.page_size,
         token: q.page_token,
+        key: s.page_key.clone(),
     };
     let filter = q.filter.unwrap_or_default();
     let page = service::operations::list(&s.db, &caller, &filter, &page).await?;

@@ -9,12 +9,13 @@ use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::app::AppState;
+use crate::domain::ProfileId;
 use crate::model::Profile;
 use crate::service::{self, Caller};
 
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery, split_verb, unknown_verb};
-use super::{ErrorResponses, PageQuery};
+use super::{BodyErrorResponses, ErrorResponses, PageQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -41,7 +42,7 @@ async fn list_profiles(
     caller: Caller,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<ListProfilesResponse>, ApiError> {
-    let page = service::profiles::list(&s.db, &caller, &q.request()).await?;
+    let page = service::profiles::list(&s.db, &caller, &q.request(&s.page_key)).await?;
     Ok(Json(ListProfilesResponse {
         profiles: page.items,
         next_page_token: page.next_page_token,
@@ -57,6 +58,7 @@ async fn get_profile(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Profile>, ApiError> {
+    let id = ProfileId::parse(&id)?;
     Ok(Json(service::profiles::get(&s.db, &caller, &id).await?))
 }
 
@@ -74,13 +76,14 @@ pub struct PutProfileRequest {
 #[utoipa::path(put, path = "/v1/profiles/{profile}", tag = "profiles",
     request_body = PutProfileRequest,
     params(("profile" = String, Path, description = "profile id")),
-    responses((status = 200, description = "The profile as stored", body = Profile), ErrorResponses))]
+    responses((status = 200, description = "The profile as stored", body = Profile), ErrorResponses, BodyErrorResponses))]
 async fn put_profile(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(req): ApiJson<PutProfileRequest>,
 ) -> Result<Json<Profile>, ApiError> {
+    let id = ProfileId::parse(&id)?;
     let (p, _created) =
         service::profiles::put(&s.db, &caller, &id, &req.cluster, req.namespace.as_deref()).await?;
     Ok(Json(p))
@@ -95,6 +98,7 @@ async fn delete_profile(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
+    let id = ProfileId::parse(&id)?;
     service::profiles::delete(&s.db, &caller, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -108,7 +112,8 @@ pub async fn activate_profile(
     caller: &Caller,
     id: &str,
 ) -> Result<Json<Profile>, ApiError> {
-    Ok(Json(service::profiles::activate(&s.db, caller, id).await?))
+    let id = ProfileId::parse(id)?;
+    Ok(Json(service::profiles::activate(&s.db, caller, &id).await?))
 }
 
 async fn profile_verb(

@@ -19,8 +19,8 @@ use crate::service::provision::up::UpRequest;
 use crate::service::provision::{self, Submitted};
 
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiJsonOrEmpty, ApiPath, ApiQuery};
-use super::{ErrorResponses, idempotency};
+use super::extract::{ApiJson, ApiJsonOrEmpty, ApiPath, ApiQuery, IfMatch};
+use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader, idempotency};
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
@@ -40,6 +40,21 @@ fn respond(s: Submitted) -> Response {
     }
 }
 
+/// AIP-154: with `If-Match`, the cluster must exist and still carry that etag. The
+/// operation then works from the records as they are when it runs.
+async fn check_etag(
+    s: &AppState,
+    caller: &Caller,
+    path: &ClusterPath,
+    if_match: Option<&str>,
+) -> Result<(), ApiError> {
+    if if_match.is_none() {
+        return Ok(());
+    }
+    let current = crate::service::clusters::get(&s.db, caller, path).await?;
+    crate::service::etag::check(if_match, &current.etag, &current.name)
+}
+
 fn idem(
     q: &MutateQuery,
     headers: &HeaderMap,
@@ -53,19 +68,21 @@ fn idem(
 /// **up**: create the cluster (with its first accelerator pool) or reconcile it. With no
 /// body at all, an existing cluster is reconciled as it is.
 #[utoipa::path(put, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", tag = "clusters",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery),
-    request_body = UpRequest,
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery, IfMatchHeader),
+    request_body(content = Option<UpRequest>, description = "optional: with no body at all, an existing cluster is reconciled as it is"),
     responses((status = 202, description = "UP_CLUSTER operation", body = Operation),
-              (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
+              (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub async fn up_cluster(
     State(s): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
     ApiQuery(q): ApiQuery<MutateQuery>,
+    IfMatch(if_match): IfMatch,
     ApiJsonOrEmpty(req): ApiJsonOrEmpty<UpRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    check_etag(&s, &caller, &path, if_match.as_deref()).await?;
     let body = serde_json::to_value(&req).unwrap_or_default();
     let idem = idem(&q, &headers, "PUT", &path.name(), &body)?;
     let r = provision::up::up(
@@ -85,7 +102,7 @@ pub async fn up_cluster(
 /// **down**: delete the cluster and everything `up` made for it (APIs, the state bucket
 /// and profiles stay).
 #[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", tag = "clusters",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery),
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery, IfMatchHeader),
     responses((status = 202, description = "DOWN_CLUSTER operation", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
 pub async fn down_cluster(
@@ -94,8 +111,10 @@ pub async fn down_cluster(
     headers: HeaderMap,
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
     ApiQuery(q): ApiQuery<MutateQuery>,
+    IfMatch(if_match): IfMatch,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    check_etag(&s, &caller, &path, if_match.as_deref()).await?;
     let idem = idem(
         &q,
         &headers,
@@ -113,7 +132,7 @@ pub async fn down_cluster(
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery),
     request_body = AddPoolRequest,
     responses((status = 202, description = "ADD_NODE_POOL operation", body = Operation),
-              (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
+              (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub async fn add_node_pool(
     State(s): State<AppState>,
     caller: Caller,

@@ -4,17 +4,17 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::app::AppState;
-use crate::domain::Role;
+use crate::domain::{Email, Role, TeamId};
 use crate::model::{Me, Member, Team};
 use crate::service::{self, Caller};
 
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiPath, ApiQuery};
-use super::{ErrorResponses, PageQuery};
+use super::extract::{ApiJson, ApiPath, ApiQuery, IfMatch};
+use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader, PageQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -46,7 +46,7 @@ pub struct CreateTeamRequest {
 
 /// Create a team; the caller becomes its OWNER.
 #[utoipa::path(post, path = "/v1/teams", tag = "teams", request_body = CreateTeamRequest,
-    responses((status = 201, description = "The created team", body = Team), ErrorResponses))]
+    responses((status = 201, description = "The created team", body = Team), ErrorResponses, BodyErrorResponses))]
 async fn create_team(
     State(s): State<AppState>,
     caller: Caller,
@@ -81,7 +81,7 @@ async fn list_teams(
     caller: Caller,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<ListTeamsResponse>, ApiError> {
-    let page = service::teams::list(&s.db, &caller, &q.request()).await?;
+    let page = service::teams::list(&s.db, &caller, &q.request(&s.page_key)).await?;
     Ok(Json(ListTeamsResponse {
         teams: page.items,
         next_page_token: page.next_page_token,
@@ -97,6 +97,7 @@ async fn get_team(
     caller: Caller,
     ApiPath(team): ApiPath<String>,
 ) -> Result<Json<Team>, ApiError> {
+    let team = TeamId::parse(&team)?;
     Ok(Json(service::teams::get(&s.db, &caller, &team).await?))
 }
 
@@ -106,22 +107,39 @@ pub struct UpdateTeamRequest {
     pub display_name: Option<String>,
     /// The complete new project list (a project with clusters cannot be removed).
     pub projects: Option<Vec<String>>,
+    /// The etag last read (or send If-Match): a stale one is 409 ABORTED.
+    pub etag: Option<String>,
+}
+
+/// `?updateMask=` (AIP-134).
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct UpdateTeamQuery {
+    /// Comma-separated fields to change (`displayName`, `projects`, or `*`); a masked
+    /// field absent from the body is cleared. Omitted: the fields present in the body.
+    pub update_mask: Option<String>,
 }
 
 /// Change a team's display name or projects (ADMIN or more).
 #[utoipa::path(patch, path = "/v1/teams/{team}", tag = "teams", request_body = UpdateTeamRequest,
-    params(("team" = String, Path, description = "team id")),
-    responses((status = 200, description = "The updated team", body = Team), ErrorResponses))]
+    params(("team" = String, Path, description = "team id"), UpdateTeamQuery, IfMatchHeader),
+    responses((status = 200, description = "The updated team", body = Team), ErrorResponses, BodyErrorResponses))]
 async fn update_team(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath(team): ApiPath<String>,
+    ApiQuery(q): ApiQuery<UpdateTeamQuery>,
+    IfMatch(if_match): IfMatch,
     ApiJson(req): ApiJson<UpdateTeamRequest>,
 ) -> Result<Json<Team>, ApiError> {
+    let team = TeamId::parse(&team)?;
     let patch = service::teams::TeamPatch {
         display_name: req.display_name,
         projects: req.projects,
-    };
+        etag: service::etag::expected(if_match.as_deref(), req.etag.as_deref())?,
+    }
+    .masked(q.update_mask.as_deref())?;
     Ok(Json(
         service::teams::update(&s.db, &caller, &team, patch).await?,
     ))
@@ -129,14 +147,16 @@ async fn update_team(
 
 /// Delete a team (OWNER; refused while it has clusters).
 #[utoipa::path(delete, path = "/v1/teams/{team}", tag = "teams",
-    params(("team" = String, Path, description = "team id")),
+    params(("team" = String, Path, description = "team id"), IfMatchHeader),
     responses((status = 204, description = "deleted"), ErrorResponses))]
 async fn delete_team(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath(team): ApiPath<String>,
+    IfMatch(if_match): IfMatch,
 ) -> Result<StatusCode, ApiError> {
-    service::teams::delete(&s.db, &caller, &team).await?;
+    let team = TeamId::parse(&team)?;
+    service::teams::delete(&s.db, &caller, &team, if_match.as_deref()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -158,7 +178,8 @@ async fn list_members(
     ApiPath(team): ApiPath<String>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<ListMembersResponse>, ApiError> {
-    let page = service::teams::list_members(&s.db, &caller, &team, &q.request()).await?;
+    let team = TeamId::parse(&team)?;
+    let page = service::teams::list_members(&s.db, &caller, &team, &q.request(&s.page_key)).await?;
     Ok(Json(ListMembersResponse {
         members: page.items,
         next_page_token: page.next_page_token,
@@ -175,29 +196,34 @@ pub struct PutMemberRequest {
 #[utoipa::path(put, path = "/v1/teams/{team}/members/{email}", tag = "teams",
     request_body = PutMemberRequest,
     params(("team" = String, Path, description = "team id"),
-           ("email" = String, Path, description = "member email")),
-    responses((status = 200, description = "The member with its role", body = Member), ErrorResponses))]
+           ("email" = String, Path, description = "member email"), IfMatchHeader),
+    responses((status = 200, description = "The member with its role", body = Member), ErrorResponses, BodyErrorResponses))]
 async fn put_member(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath((team, email)): ApiPath<(String, String)>,
+    IfMatch(if_match): IfMatch,
     ApiJson(req): ApiJson<PutMemberRequest>,
 ) -> Result<Json<Member>, ApiError> {
+    let (team, email) = (TeamId::parse(&team)?, Email::parse(&email)?);
+    let etag = if_match.as_deref();
     Ok(Json(
-        service::teams::put_member(&s.db, &caller, &team, &email, req.role).await?,
+        service::teams::put_member(&s.db, &caller, &team, &email, req.role, etag).await?,
     ))
 }
 
 /// Remove a member (ADMIN or more, or yourself; never the last OWNER).
 #[utoipa::path(delete, path = "/v1/teams/{team}/members/{email}", tag = "teams",
     params(("team" = String, Path, description = "team id"),
-           ("email" = String, Path, description = "member email")),
+           ("email" = String, Path, description = "member email"), IfMatchHeader),
     responses((status = 204, description = "removed"), ErrorResponses))]
 async fn delete_member(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath((team, email)): ApiPath<(String, String)>,
+    IfMatch(if_match): IfMatch,
 ) -> Result<StatusCode, ApiError> {
-    service::teams::delete_member(&s.db, &caller, &team, &email).await?;
+    let (team, email) = (TeamId::parse(&team)?, Email::parse(&email)?);
+    service::teams::delete_member(&s.db, &caller, &team, &email, if_match.as_deref()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

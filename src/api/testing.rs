@@ -1,5 +1,6 @@
-//! `/v1/testing/noopOperations`: enqueue the NOOP test workflow. Answers 404 unless the
-//! server runs in development mode or with KINETIC_TEST_WORKFLOWS=true.
+//! `/v1/testing/noopOperations`: enqueue the NOOP test workflow; `/v1/testing/panic`: a
+//! handler that panics (to prove the panic layer). Both answer 404 unless the server runs
+//! in development mode or with KINETIC_TEST_WORKFLOWS=true.
 
 use std::collections::BTreeMap;
 
@@ -11,16 +12,39 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::app::AppState;
+use crate::domain::OperationTarget;
 use crate::model::Operation;
 use crate::ops::workflows::noop::NoopSpec;
 use crate::service::{self, Caller};
 
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiQuery};
-use super::{ErrorResponses, idempotency};
+use super::{BodyErrorResponses, ErrorResponses, idempotency};
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(create_noop))
+    OpenApiRouter::new()
+        .routes(routes!(create_noop))
+        // Not in the OpenAPI document: it exists only to prove the panic layer.
+        .route("/v1/testing/panic", axum::routing::post(deliberate_panic))
+}
+
+fn disabled() -> ApiError {
+    ApiError::not_found(
+        "ROUTE_NOT_FOUND",
+        "test workflows are disabled on this server (enable with --dev or KINETIC_TEST_WORKFLOWS=true)",
+    )
+}
+
+/// Panic inside a handler (development and test mode only): the answer is the panic
+/// layer's 500 with the request id.
+async fn deliberate_panic(
+    State(s): State<AppState>,
+    _caller: Caller,
+) -> Result<StatusCode, ApiError> {
+    if !s.test_workflows {
+        return Err(disabled());
+    }
+    panic!("deliberate panic from /v1/testing/panic");
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize, ToSchema)]
@@ -54,7 +78,7 @@ pub struct MutationQuery {
 /// Enqueue a NOOP operation (engine testing; development and test mode only).
 #[utoipa::path(post, path = "/v1/testing/noopOperations", tag = "testing",
     request_body = NoopRequest, params(MutationQuery),
-    responses((status = 202, description = "The queued NOOP operation", body = Operation), ErrorResponses))]
+    responses((status = 202, description = "The queued NOOP operation", body = Operation), ErrorResponses, BodyErrorResponses))]
 async fn create_noop(
     State(s): State<AppState>,
     caller: Caller,
@@ -63,10 +87,7 @@ async fn create_noop(
     ApiJson(req): ApiJson<NoopRequest>,
 ) -> Result<(StatusCode, Json<Operation>), ApiError> {
     if !s.test_workflows {
-        return Err(ApiError::not_found(
-            "ROUTE_NOT_FOUND",
-            "test workflows are disabled on this server (enable with --dev or KINETIC_TEST_WORKFLOWS=true)",
-        ));
+        return Err(disabled());
     }
     let body = serde_json::to_value(&req).unwrap_or_default();
     let idem = idempotency::for_request(
@@ -84,7 +105,13 @@ async fn create_noop(
         fail_terminal_at: req.fail_terminal_at,
         hang_at: req.hang_at,
     };
+    let target = req
+        .target
+        .as_deref()
+        .map(OperationTarget::parse)
+        .transpose()?
+        .map(|t| t.to_string());
     let (op, _) =
-        service::testing::enqueue_noop(&s.db, &caller, &req.team, req.target, spec, idem).await?;
+        service::testing::enqueue_noop(&s.db, &caller, &req.team, target, spec, idem).await?;
     Ok((StatusCode::ACCEPTED, Json(op)))
 }

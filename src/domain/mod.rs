@@ -4,6 +4,7 @@
 //! that holds a `TeamId` or a `ClusterName` never re-checks it.
 
 pub mod accelerators;
+pub mod duration;
 pub mod hash;
 pub mod names;
 pub mod naming;
@@ -12,5 +13,7 @@ pub mod pricing;
 pub mod quota;
 pub mod roles;
 
-pub use names::{ClusterName, Email, NameError, PoolId, ProfileId, ProjectId, TeamId, ZoneName};
+pub use names::{
+    ClusterName, Email, NameError, OperationTarget, PoolId, ProfileId, ProjectId, TeamId, ZoneName,
+};
 pub use roles::Role;

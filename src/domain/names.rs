@@ -240,6 +240,24 @@ impl Email {
     }
 }
 
+name_type!(
+    /// An operation's `metadata.target`: a resource name such as
+    /// `projects/p/zones/z/clusters/c`, or a test workflow's key: 1-512 printable ASCII
+    /// characters without spaces.
+    OperationTarget
+);
+impl OperationTarget {
+    pub fn parse(s: &str) -> Result<Self, NameError> {
+        check(
+            "target",
+            "must be 1-512 printable ASCII characters without spaces, like projects/p/zones/z/clusters/c",
+            s,
+            |s| (1..=512).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic()),
+        )
+        .map(Self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,5 +314,10 @@ mod tests {
         );
         assert!(Email::parse("nobody").is_err());
         assert!(Email::parse("a b@x").is_err());
+        assert!(Email::parse("a\0b@x").is_err());
+        assert!(OperationTarget::parse("projects/p/zones/z/clusters/c").is_ok());
+        for bad in ["", "a b", "a\0b", &"t".repeat(513)] {
+            assert!(OperationTarget::parse(bad).is_err(), "{bad:?}");
+        }
     }
 }

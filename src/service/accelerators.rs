@@ -75,7 +75,19 @@ pub fn unknown(e: &accelerators::UnknownAccelerator) -> Error {
         .with("suggestions", e.suggestions.join(","))
 }
 
+/// The longest spelling worth resolving (the longest catalog alias is far shorter).
+pub const MAX_SPEC_LEN: usize = 64;
+
 pub fn resolve(spec: &str, prices: &PriceTable) -> Result<Accelerator> {
+    if spec.len() > MAX_SPEC_LEN || spec.chars().any(char::is_control) {
+        return Err(Error::not_found(
+            "UNKNOWN_ACCELERATOR",
+            format!(
+                "{:?} is not an accelerator spelling (at most {MAX_SPEC_LEN} printable characters, like a100x4 or v5e-16); GET /v1/accelerators lists them",
+                spec.chars().take(40).collect::<String>()
+            ),
+        ));
+    }
     match accelerators::parse(spec) {
         Ok(Choice::Accelerator(r)) => Ok(render(&r, prices)),
         Ok(Choice::Cpu) => Err(Error::not_found(

@@ -4,7 +4,7 @@
 //! Invariant: a cluster is visible only through the team that owns its project; anyone
 //! else gets 404 PROJECT_NOT_FOUND / CLUSTER_NOT_FOUND, never a hint it exists.
 
-use crate::domain::{ClusterName, PoolId, ProjectId, Role, ZoneName};
+use crate::domain::{ClusterName, PoolId, ProjectId, Role, TeamId, ZoneName};
 use crate::model::{self, Cluster, ClusterResources, NodePool};
 use crate::store::{
     self, Db,
@@ -149,53 +149,63 @@ pub async fn get(db: &Db, caller: &Caller, path: &ClusterPath) -> Result<Cluster
     Ok(render_cluster(c, pools))
 }
 
+/// What `GET /v1/clusters` and `GET .../zones/{zone}/clusters` filter on, parsed.
+#[derive(Debug, Default)]
 pub struct ListClusters {
-    pub team: Option<String>,
+    pub team: Option<TeamId>,
     pub state: Option<String>,
-    pub project: Option<String>,
-    pub zone: Option<String>,
+    pub project: Option<ProjectId>,
+    pub zone: Option<ZoneName>,
+}
+
+impl ListClusters {
+    /// `team` (`ml` or `teams/ml`) and `state` as sent in a query; empty means "any".
+    pub fn from_query(team: Option<&str>, state: Option<&str>) -> Result<ListClusters> {
+        fn given(v: Option<&str>) -> Option<&str> {
+            v.map(str::trim).filter(|v| !v.is_empty())
+        }
+        let team = given(team)
+            .map(|t| TeamId::parse(t.strip_prefix("teams/").unwrap_or(t)))
+            .transpose()?;
+        let state = given(state).map(str::to_owned);
+        if let Some(s) = &state
+            && !STATES.contains(&s.as_str())
+        {
+            return Err(Error::invalid(
+                "INVALID_FILTER",
+                format!(
+                    "state {:?} is not one of {}",
+                    s.chars().take(40).collect::<String>(),
+                    STATES.join(", ")
+                ),
+            ));
+        }
+        Ok(ListClusters {
+            team,
+            state,
+            ..ListClusters::default()
+        })
+    }
 }
 
 pub async fn list(
     db: &Db,
     caller: &Caller,
-    mut q: ListClusters,
+    q: ListClusters,
     page: &PageRequest,
 ) -> Result<Page<Cluster>> {
-    // An empty query value means "no filter".
-    for f in [&mut q.team, &mut q.state, &mut q.project, &mut q.zone] {
-        if f.as_deref().is_some_and(|v| v.trim().is_empty()) {
-            *f = None;
-        }
-    }
-    if let Some(s) = &q.state
-        && !STATES.contains(&s.as_str())
-    {
-        return Err(Error::invalid(
-            "INVALID_FILTER",
-            format!("state {s:?} is not one of {}", STATES.join(", ")),
-        ));
-    }
     if let Some(p) = &q.project {
-        let p = ProjectId::parse(p)?;
-        project_team(db, caller, &p, Role::Viewer, "listing clusters").await?;
+        project_team(db, caller, p, Role::Viewer, "listing clusters").await?;
     }
-    if let Some(z) = &q.zone {
-        ZoneName::parse(z)?;
-    }
-    let team = q
-        .team
-        .as_deref()
-        .map(|t| t.strip_prefix("teams/").unwrap_or(t).to_owned());
-    if let Some(t) = &team {
-        access::require(db, caller, t, Role::Viewer, "listing clusters").await?;
+    if let Some(t) = &q.team {
+        access::require(db, caller, t.as_str(), Role::Viewer, "listing clusters").await?;
     }
     let filter = ClusterFilter {
         teams: access::visible_teams(db, caller).await?,
-        team,
+        team: q.team.map(|t| t.to_string()),
         state: q.state,
-        project: q.project,
-        zone: q.zone,
+        project: q.project.map(|p| p.to_string()),
+        zone: q.zone.map(|z| z.to_string()),
     };
     let scope = format!(
         "clusters?{:?}{:?}{:?}{:?}",
@@ -242,9 +252,8 @@ pub async fn get_pool(
     db: &Db,
     caller: &Caller,
     path: &ClusterPath,
-    pool: &str,
+    pool: &PoolId,
 ) -> Result<NodePool> {
-    let pool = PoolId::parse(pool)?;
     let c = record(db, caller, path).await?;
     let p = store::node_pools::get(db, c.id, pool.as_str())
         .await?

@@ -7,6 +7,7 @@
 pub mod accelerators;
 pub mod access;
 pub mod clusters;
+pub mod etag;
 pub mod operations;
 pub mod page;
 pub mod profiles;

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use futures::Stream;
 use uuid::Uuid;
 
-use crate::domain::Role;
+use crate::domain::{Email, OperationTarget, Role, TeamId};
 use crate::model::{self, Operation, OperationError, OperationMetadata, Progress, Step};
 use crate::ops::events::{Events, OpEvent};
 use crate::ops::steps::{StepRecord, StepState};
@@ -132,57 +132,95 @@ pub async fn get(db: &Db, caller: &Caller, id: &str) -> Result<Operation> {
     ))
 }
 
+/// Every operation type (`metadata.type`), as `type=` filters accept them.
+pub const TYPES: [&str; 7] = [
+    "UP_CLUSTER",
+    "DOWN_CLUSTER",
+    "ADD_NODE_POOL",
+    "REMOVE_NODE_POOL",
+    "UPDATE_NODE_POOL",
+    "FAILOVER_DRILL",
+    "NOOP",
+];
+
+fn filter_error(why: String) -> Error {
+    Error::invalid(
+        "INVALID_FILTER",
+        format!(
+            "filter: {why}; use terms like done=false AND type=UP_CLUSTER AND target=\"projects/p/zones/z/clusters/c\""
+        ),
+    )
+}
+
+/// One `key=value` term into `f`; every value is parsed into its type first.
+fn filter_term(f: &mut OperationFilter, key: &str, v: String) -> Result<()> {
+    let named = |e: crate::domain::NameError| filter_error(format!("{key}: {e}"));
+    match key {
+        "done" => {
+            f.done = Some(match v.as_str() {
+                "true" => true,
+                "false" => false,
+                _ => {
+                    return Err(filter_error(format!(
+                        "done must be true or false, not {v:?}"
+                    )));
+                }
+            })
+        }
+        "state" if STATES.contains(&v.as_str()) => f.state = Some(v),
+        "state" => {
+            return Err(filter_error(format!(
+                "state {v:?} is not one of {}",
+                STATES.join(", ")
+            )));
+        }
+        "type" if TYPES.contains(&v.as_str()) => f.op_type = Some(v),
+        "type" => {
+            return Err(filter_error(format!(
+                "type {v:?} is not one of {}",
+                TYPES.join(", ")
+            )));
+        }
+        "target" => f.target = Some(OperationTarget::parse(&v).map_err(named)?.to_string()),
+        "team" => {
+            let t = TeamId::parse(v.strip_prefix("teams/").unwrap_or(&v)).map_err(named)?;
+            f.team = Some(t.to_string())
+        }
+        "createdBy" => f.created_by = Some(Email::parse(&v).map_err(named)?.to_string()),
+        other => {
+            return Err(filter_error(format!(
+                "unknown field {other:?} (known: done, state, type, target, team, createdBy)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Parse an AIP-160 style filter: `key=value` terms joined by `AND`.
 pub fn parse_filter(filter: &str) -> Result<OperationFilter> {
     let mut f = OperationFilter::default();
-    let bad = |why: String| {
-        Error::invalid(
-            "INVALID_FILTER",
-            format!(
-                "filter: {why}; use terms like done=false AND type=UP_CLUSTER AND target=\"projects/p/zones/z/clusters/c\""
-            ),
-        )
-    };
+    if filter.split_whitespace().any(|w| w == "OR") {
+        return Err(filter_error(
+            "terms are joined by AND; OR is not supported (send one request per alternative)"
+                .into(),
+        ));
+    }
     for term in filter
         .split(" AND ")
         .map(str::trim)
         .filter(|t| !t.is_empty())
     {
+        let short: String = term.chars().take(80).collect();
         let (k, v) = term
             .split_once('=')
-            .ok_or_else(|| bad(format!("{term:?} is not key=value")))?;
-        let k = k.trim();
+            .ok_or_else(|| filter_error(format!("{short:?} is not key=value")))?;
         let v = v.trim();
         let v = v
             .strip_prefix('"')
             .and_then(|v| v.strip_suffix('"'))
-            .unwrap_or(v)
-            .to_owned();
-        match k {
-            "done" => {
-                f.done = Some(match v.as_str() {
-                    "true" => true,
-                    "false" => false,
-                    _ => return Err(bad(format!("done must be true or false, not {v:?}"))),
-                })
-            }
-            "state" if STATES.contains(&v.as_str()) => f.state = Some(v),
-            "state" => {
-                return Err(bad(format!(
-                    "state {v:?} is not one of {}",
-                    STATES.join(", ")
-                )));
-            }
-            "type" => f.op_type = Some(v),
-            "target" => f.target = Some(v),
-            "team" => f.team = Some(v.strip_prefix("teams/").unwrap_or(&v).to_owned()),
-            "createdBy" => f.created_by = Some(v.to_ascii_lowercase()),
-            other => {
-                return Err(bad(format!(
-                    "unknown field {other:?} (known: done, state, type, target, team, createdBy)"
-                )));
-            }
-        }
+            .unwrap_or(v);
+        let v = v.chars().take(600).collect();
+        filter_term(&mut f, k.trim(), v)?;
     }
     Ok(f)
 }
@@ -215,29 +253,19 @@ pub async fn cancel(db: &Db, caller: &Caller, id: &str) -> Result<Operation> {
     Ok(render(&row))
 }
 
-/// Parse `30s`, `1.5s`, `500ms` or a bare number of seconds; capped at 60 s.
+/// Parse `30s`, `1.5s`, `500ms` or a bare number of seconds (default 30 s); more than
+/// [`MAX_WAIT`], negative or non-finite values are INVALID_TIMEOUT naming the limit.
 pub fn parse_timeout(s: Option<&str>) -> Result<Duration> {
-    let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
+    let Some(s) = s.filter(|s| !s.trim().is_empty()) else {
         return Ok(Duration::from_secs(30));
     };
-    let bad = || {
+    crate::domain::duration::parse(s, MAX_WAIT).map_err(|e| {
         Error::invalid(
             "INVALID_TIMEOUT",
-            format!("timeout {s:?} is not a duration like 30s or 500ms (at most 60s)"),
+            format!("timeout {e}; send a duration like 30s or 500ms, at most 60s"),
         )
-    };
-    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (s, 1.0)
-    };
-    let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(v * scale).min(MAX_WAIT))
+        .with("limit", "60s")
+    })
 }
 
 /// Return when the operation is done or at `timeout`, whichever first.
@@ -354,17 +382,27 @@ mod tests {
 
     #[test]
     fn filters() {
-        let f = parse_filter("done=false AND type=UP_CLUSTER AND target=\"projects/p/zones/z/clusters/c\" AND team=teams/ml AND createdBy=\"A@x.io\"").unwrap();
+        let f = parse_filter("done=false AND type=UP_CLUSTER AND target=\"projects/p/zones/z/clusters/c\" AND team=teams/ml-team AND createdBy=\"A@x.io\"").unwrap();
         assert_eq!(f.done, Some(false));
         assert_eq!(f.op_type.as_deref(), Some("UP_CLUSTER"));
         assert_eq!(f.target.as_deref(), Some("projects/p/zones/z/clusters/c"));
-        assert_eq!(f.team.as_deref(), Some("ml"));
+        assert_eq!(f.team.as_deref(), Some("ml-team"));
         assert_eq!(f.created_by.as_deref(), Some("a@x.io"));
         assert_eq!(
             parse_filter("state=RUNNING").unwrap().state.as_deref(),
             Some("RUNNING")
         );
-        for bad in ["state=BOGUS", "done=maybe", "color=red", "nonsense"] {
+        for bad in [
+            "state=BOGUS",
+            "done=maybe",
+            "color=red",
+            "nonsense",
+            "type=BOGUS",
+            "team=a\0b",
+            "target=\"a\0b\"",
+            "createdBy=nobody",
+            "team=acme OR team=other",
+        ] {
             assert_eq!(
                 parse_filter(bad).unwrap_err().reason,
                 "INVALID_FILTER",
@@ -372,6 +410,20 @@ mod tests {
             );
         }
         assert!(parse_filter("").unwrap().done.is_none());
+    }
+
+    #[test]
+    fn every_workflow_type_is_filterable() {
+        use crate::ops::workflows::{cluster, noop};
+        for t in [
+            cluster::UP,
+            cluster::DOWN,
+            cluster::ADD_POOL,
+            cluster::REMOVE_POOL,
+            noop::OP_TYPE,
+        ] {
+            assert!(TYPES.contains(&t), "{t}");
+        }
     }
 
     #[test]
@@ -385,7 +437,14 @@ mod tests {
             parse_timeout(Some("1.5s")).unwrap(),
             Duration::from_millis(1500)
         );
-        assert_eq!(parse_timeout(Some("600s")).unwrap(), MAX_WAIT);
+        assert_eq!(parse_timeout(Some("60s")).unwrap(), MAX_WAIT);
+        for bad in ["600s", "1e20", "NaN", "inf", "-1s"] {
+            assert_eq!(
+                parse_timeout(Some(bad)).unwrap_err().reason,
+                "INVALID_TIMEOUT",
+                "{bad}"
+            );
+        }
         assert_eq!(parse_timeout(Some("2")).unwrap(), Duration::from_secs(2));
         assert!(parse_timeout(Some("-1s")).is_err());
         assert!(parse_timeout(Some("soon")).is_err());

@@ -127,8 +127,7 @@ pub async fn list(db: &Db, caller: &Caller, page: &PageRequest) -> Result<Page<P
     })
 }
 
-pub async fn get(db: &Db, caller: &Caller, id: &str) -> Result<Profile> {
-    let id = ProfileId::parse(id)?;
+pub async fn get(db: &Db, caller: &Caller, id: &ProfileId) -> Result<Profile> {
     let p = store::profiles::get(db, caller.email.as_str(), id.as_str())
         .await?
         .ok_or_else(|| not_found(id.as_str()))?;
@@ -139,11 +138,10 @@ pub async fn get(db: &Db, caller: &Caller, id: &str) -> Result<Profile> {
 pub async fn put(
     db: &Db,
     caller: &Caller,
-    id: &str,
+    id: &ProfileId,
     cluster: &str,
     namespace: Option<&str>,
 ) -> Result<(Profile, bool)> {
-    let id = ProfileId::parse(id)?;
     let cref = ClusterRef::parse(cluster)?;
     let namespace = namespace.unwrap_or("default");
     check_namespace(namespace)?;
@@ -162,8 +160,7 @@ pub async fn put(
     Ok((render(db, caller, p).await?, created))
 }
 
-pub async fn delete(db: &Db, caller: &Caller, id: &str) -> Result<()> {
-    let id = ProfileId::parse(id)?;
+pub async fn delete(db: &Db, caller: &Caller, id: &ProfileId) -> Result<()> {
     if store::profiles::delete(db, caller.email.as_str(), id.as_str()).await? {
         Ok(())
     } else {
@@ -171,8 +168,7 @@ pub async fn delete(db: &Db, caller: &Caller, id: &str) -> Result<()> {
     }
 }
 
-pub async fn activate(db: &Db, caller: &Caller, id: &str) -> Result<Profile> {
-    let id = ProfileId::parse(id)?;
+pub async fn activate(db: &Db, caller: &Caller, id: &ProfileId) -> Result<Profile> {
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
     let p = store::profiles::activate(&mut tx, caller.email.as_str(), id.as_str())
         .await?

@@ -85,7 +85,8 @@ pub async fn list(db: &Db, caller: &Caller, page: &PageRequest) -> Result<Page<T
     page.page("teams", rows, |t| t.team_id.clone(), render_team)
 }
 
-pub async fn get(db: &Db, caller: &Caller, team: &str) -> Result<Team> {
+pub async fn get(db: &Db, caller: &Caller, team: &TeamId) -> Result<Team> {
+    let team = team.as_str();
     access::require(db, caller, team, Role::Viewer, "reading the team").await?;
     store::teams::get_team(db, team)
         .await?
@@ -93,30 +94,80 @@ pub async fn get(db: &Db, caller: &Caller, team: &str) -> Result<Team> {
         .ok_or_else(|| team_not_found(team))
 }
 
+/// A team change: the fields to set (`None`: leave as is) and the etag the caller saw.
+#[derive(Debug, Default)]
 pub struct TeamPatch {
     pub display_name: Option<String>,
     pub projects: Option<Vec<String>>,
+    pub etag: Option<String>,
 }
 
-pub async fn update(db: &Db, caller: &Caller, team: &str, patch: TeamPatch) -> Result<Team> {
+/// The paths an `updateMask` may name.
+pub const TEAM_MASK_PATHS: [&str; 2] = ["displayName", "projects"];
+
+impl TeamPatch {
+    /// Apply an AIP-134 `updateMask`: only masked fields change, a masked field absent
+    /// from the body is cleared, `*` masks every field; no (or an empty) mask means the
+    /// fields present in the body. Unknown paths are INVALID_UPDATE_MASK.
+    pub fn masked(self, mask: Option<&str>) -> Result<TeamPatch> {
+        let Some(mask) = mask.map(str::trim).filter(|m| !m.is_empty()) else {
+            return Ok(self);
+        };
+        let paths: Vec<&str> = mask.split(',').map(str::trim).collect();
+        if let Some(bad) = paths
+            .iter()
+            .find(|p| **p != "*" && !TEAM_MASK_PATHS.contains(p))
+        {
+            return Err(Error::invalid(
+                "INVALID_UPDATE_MASK",
+                format!(
+                    "updateMask names {:?}, which is not a field a team update can change (known: {}, or *)",
+                    bad.chars().take(60).collect::<String>(),
+                    TEAM_MASK_PATHS.join(", ")
+                ),
+            ));
+        }
+        let has = |f: &str| paths.iter().any(|p| *p == f || *p == "*");
+        Ok(TeamPatch {
+            display_name: has("displayName").then(|| self.display_name.unwrap_or_default()),
+            projects: has("projects").then(|| self.projects.unwrap_or_default()),
+            etag: self.etag,
+        })
+    }
+}
+
+/// Lock the team row and check the caller's etag against it (under the lock).
+async fn lock_checked(
+    tx: &mut sqlx::PgConnection,
+    team: &str,
+    etag: Option<&str>,
+) -> Result<TeamRecord> {
+    store::teams::lock_team(tx, team)
+        .await?
+        .ok_or_else(|| team_not_found(team))?;
+    let current = store::teams::get_team(&mut *tx, team)
+        .await?
+        .ok_or_else(|| team_not_found(team))?;
+    let t = render_team(current.clone());
+    super::etag::check(etag, &t.etag, &t.name)?;
+    Ok(current)
+}
+
+pub async fn update(db: &Db, caller: &Caller, team: &TeamId, patch: TeamPatch) -> Result<Team> {
+    let team = team.as_str();
     access::require(db, caller, team, Role::Admin, "changing the team").await?;
     if let Some(d) = &patch.display_name {
         check_display_name(d)?;
     }
     let projects = patch.projects.as_deref().map(parse_projects).transpose()?;
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    store::teams::lock_team(&mut tx, team)
-        .await?
-        .ok_or_else(|| team_not_found(team))?;
+    let current = lock_checked(&mut tx, team, patch.etag.as_deref()).await?;
     if let Some(d) = &patch.display_name {
         store::teams::update_display_name(&mut tx, team, d).await?;
     }
     if let Some(projects) = &projects {
-        let current = store::teams::get_team(&mut *tx, team)
-            .await?
-            .map(|t| t.projects)
-            .unwrap_or_default();
         let removed: Vec<String> = current
+            .projects
             .into_iter()
             .filter(|p| !projects.contains(p))
             .collect();
@@ -139,12 +190,12 @@ pub async fn update(db: &Db, caller: &Caller, team: &str, patch: TeamPatch) -> R
     Ok(render_team(t))
 }
 
-pub async fn delete(db: &Db, caller: &Caller, team: &str) -> Result<()> {
+/// Delete a team; `etag`, if given, must be the team's current one.
+pub async fn delete(db: &Db, caller: &Caller, team: &TeamId, etag: Option<&str>) -> Result<()> {
+    let team = team.as_str();
     access::require(db, caller, team, Role::Owner, "deleting the team").await?;
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    store::teams::lock_team(&mut tx, team)
-        .await?
-        .ok_or_else(|| team_not_found(team))?;
+    lock_checked(&mut tx, team, etag).await?;
     let live = store::clusters::count_live_in_team(&mut *tx, team).await?;
     if live > 0 {
         return Err(Error::precondition(
@@ -162,9 +213,10 @@ pub async fn delete(db: &Db, caller: &Caller, team: &str) -> Result<()> {
 pub async fn list_members(
     db: &Db,
     caller: &Caller,
-    team: &str,
+    team: &TeamId,
     page: &PageRequest,
 ) -> Result<Page<Member>> {
+    let team = team.as_str();
     access::require(db, caller, team, Role::Viewer, "listing members").await?;
     let scope = format!("members/{team}");
     let after: Option<String> = page.after(&scope)?;
@@ -182,13 +234,15 @@ fn last_owner(team: &str) -> Error {
 pub async fn put_member(
     db: &Db,
     caller: &Caller,
-    team: &str,
-    email: &str,
+    team: &TeamId,
+    email: &Email,
     role: Role,
+    team_etag: Option<&str>,
 ) -> Result<Member> {
-    let email = Email::parse(email)?;
+    let team = team.as_str();
     let my_role = access::require(db, caller, team, Role::Admin, "managing members").await?;
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    lock_checked(&mut tx, team, team_etag).await?;
     let owners = store::teams::lock_owner_count(&mut tx, team).await?;
     let old = store::teams::role_in(&mut *tx, team, email.as_str())
         .await?
@@ -206,16 +260,25 @@ pub async fn put_member(
     Ok(render_member(m))
 }
 
-pub async fn delete_member(db: &Db, caller: &Caller, team: &str, email: &str) -> Result<()> {
-    let email = Email::parse(email)?;
+/// Remove a member; `team_etag`, if given, must be the team's current etag (membership
+/// changes move it).
+pub async fn delete_member(
+    db: &Db,
+    caller: &Caller,
+    team: &TeamId,
+    email: &Email,
+    team_etag: Option<&str>,
+) -> Result<()> {
+    let team = team.as_str();
     let my_role = access::team_role(db, caller, team)
         .await?
         .ok_or_else(|| team_not_found(team))?;
-    let is_self = email == caller.email;
+    let is_self = *email == caller.email;
     if !is_self {
         access::check(my_role, Role::Admin, "removing members", team)?;
     }
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    lock_checked(&mut tx, team, team_etag).await?;
     let owners = store::teams::lock_owner_count(&mut tx, team).await?;
     let old = store::teams::role_in(&mut *tx, team, email.as_str())
         .await?

@@ -95,15 +95,37 @@ struct Advance {
     seconds: f64,
 }
 
-async fn advance(State(sim): State<Sim>, Json(a): Json<Advance>) -> impl IntoResponse {
-    if !a.seconds.is_finite() || a.seconds < 0.0 {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(json!({"error": {"code": 400, "message": "seconds must be >= 0"}})),
-        );
+/// The most one `clock:advance` may move virtual time (ten years).
+pub const MAX_ADVANCE_SECONDS: f64 = 10.0 * 365.0 * 86_400.0;
+
+/// `seconds` as a duration, or why not (the message names the limit).
+fn advance_by(seconds: f64) -> Result<std::time::Duration, String> {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(format!(
+            "seconds must be a finite number >= 0 (got {seconds})"
+        ));
     }
-    sim.clock()
-        .advance(std::time::Duration::from_secs_f64(a.seconds));
+    if seconds > MAX_ADVANCE_SECONDS {
+        return Err(format!(
+            "seconds must be at most {MAX_ADVANCE_SECONDS} (ten years) per call (got {seconds})"
+        ));
+    }
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
+}
+
+async fn advance(State(sim): State<Sim>, Json(a): Json<Advance>) -> impl IntoResponse {
+    let by = match advance_by(a.seconds) {
+        Ok(by) => by,
+        Err(message) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(
+                    json!({"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": message}}),
+                ),
+            );
+        }
+    };
+    sim.clock().advance(by);
     drop(sim.world()); // apply what became due
     (
         StatusCode::OK,

@@ -46,7 +46,9 @@ impl Clock {
     pub fn now(&self) -> SimTime {
         match self.mode {
             ClockMode::Auto { speed } if speed > 0.0 => {
-                self.start.elapsed().mul_f64(speed) + self.offset()
+                let run = Duration::try_from_secs_f64(self.start.elapsed().as_secs_f64() * speed)
+                    .unwrap_or(Duration::MAX);
+                run.saturating_add(self.offset())
             }
             ClockMode::Auto { .. } => self.offset(),
             ClockMode::Explicit => self.offset(),
@@ -58,16 +60,18 @@ impl Clock {
         matches!(self.mode, ClockMode::Auto { speed } if speed == 0.0) || self.now() >= t
     }
 
-    /// Move virtual time forward (any mode).
+    /// Move virtual time forward (any mode); saturates instead of overflowing.
     pub fn advance(&self, by: Duration) {
-        *self.offset.lock().unwrap_or_else(|p| p.into_inner()) += by;
+        let mut offset = self.offset.lock().unwrap_or_else(|p| p.into_inner());
+        *offset = offset.saturating_add(by);
     }
 
     /// Real time until virtual time `t` (zero when due; `None` in Explicit mode).
     pub fn real_until(&self, t: SimTime) -> Option<Duration> {
         match self.mode {
             ClockMode::Auto { speed } if speed > 0.0 => {
-                Some(t.saturating_sub(self.now()).div_f64(speed))
+                let left = t.saturating_sub(self.now()).as_secs_f64() / speed;
+                Some(Duration::try_from_secs_f64(left).unwrap_or(Duration::MAX))
             }
             ClockMode::Auto { .. } => Some(Duration::ZERO),
             ClockMode::Explicit => None,
@@ -89,5 +93,10 @@ mod tests {
         assert!(c.is_due(Duration::from_secs(10)));
         let c = Clock::new(ClockMode::Auto { speed: 1000.0 });
         assert!(c.real_until(Duration::from_secs(100)).unwrap() <= Duration::from_millis(100));
+        // Huge advances saturate instead of panicking.
+        let c = Clock::new(ClockMode::Explicit);
+        c.advance(Duration::MAX);
+        c.advance(Duration::MAX);
+        assert_eq!(c.now(), Duration::MAX);
     }
 }

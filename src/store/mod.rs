@@ -9,6 +9,7 @@ pub mod db;
 pub mod manifests;
 pub mod node_pools;
 pub mod operations;
+pub mod page_key;
 pub mod profiles;
 pub mod teams;
 
