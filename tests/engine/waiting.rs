@@ -73,8 +73,10 @@ async fn a_thousand_waiters_share_ten_connections() {
                     .send()
                     .await
                     .unwrap();
-                assert_eq!(r.status(), StatusCode::OK);
-                r.json::<Value>().await.unwrap()
+                let status = r.status();
+                let body = r.json::<Value>().await.unwrap();
+                assert_eq!(status, StatusCode::OK, "{body}");
+                body
             });
         }
         // All of them are parked on the event hub, not on database connections.
