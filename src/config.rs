@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use crate::cloud::gcp::GcpConfig;
+use crate::cloud::gcp::lro::PollSchedule;
 use crate::cloud::kube::manifests::ManifestConfig;
 use crate::domain::Email;
 use crate::domain::pricing::PriceTable;
@@ -82,9 +83,12 @@ pub struct ServeArgs {
     /// Where --dev runs the built-in cloud simulator.
     #[arg(long, env = "KINETIC_SIM_LISTEN", default_value = "127.0.0.1:8090")]
     pub sim_listen: SocketAddr,
-    /// Simulator speed with --dev (virtual seconds per real second; 0 = instant).
-    #[arg(long, env = "KINETIC_SIM_SPEED", default_value_t = crate::sim::DEFAULT_SPEED)]
-    pub sim_speed: f64,
+    /// Simulator speed (virtual seconds per real second; 0 = instant; default 100): of the
+    /// built-in simulator with --dev, or of the `kineticd sim` that KINETIC_GCP_URL points
+    /// at (it prints this), so that operations are polled as often per virtual second as
+    /// against Google.
+    #[arg(long, env = "KINETIC_SIM_SPEED")]
+    pub sim_speed: Option<f64>,
     /// JSON price table replacing the built-in estimates (see README).
     #[arg(long, env = "KINETIC_PRICES_FILE")]
     pub prices_file: Option<PathBuf>,
@@ -191,7 +195,8 @@ impl Settings {
         if !(1.0..=3600.0).contains(&a.lease_seconds) {
             return Err(ConfigError::BadLease);
         }
-        if !a.sim_speed.is_finite() || a.sim_speed < 0.0 {
+        let sim_speed = a.sim_speed.unwrap_or(crate::sim::DEFAULT_SPEED);
+        if !sim_speed.is_finite() || sim_speed < 0.0 {
             return Err(ConfigError::BadSimSpeed);
         }
         let prices = match &a.prices_file {
@@ -205,8 +210,12 @@ impl Settings {
                 PriceTable::from_json(&text).map_err(|e| bad(e.to_string()))?
             }
         };
-        let gcp = GcpConfig::from_env()?;
+        let mut gcp = GcpConfig::from_env()?;
         let gcp_explicit = std::env::var_os("KINETIC_GCP_URL").is_some();
+        if gcp_explicit && a.sim_speed.is_some() {
+            // A separate simulator at that speed: poll its operations accordingly.
+            gcp.poll = PollSchedule::for_speed(sim_speed);
+        }
         let manifests =
             ManifestConfig::from_env().map_err(|e| ConfigError::Manifests(e.to_string()))?;
         let database_url = a.database_url.filter(|s| !s.trim().is_empty());
@@ -234,7 +243,7 @@ impl Settings {
             shutdown_grace: Duration::from_secs(a.shutdown_grace_seconds),
             data_dir: a.data_dir,
             sim_listen: a.sim_listen,
-            sim_speed: a.sim_speed,
+            sim_speed,
             prices,
             gcp,
             gcp_explicit,

@@ -1,5 +1,10 @@
 //! Logging set-up: JSON lines in production, human-readable in development; `RUST_LOG`
 //! (default `info`) filters.
+//!
+//! Invariant: ANSI colour codes are written only when standard output (where logs go)
+//! is a terminal, so log files and pipes get plain text.
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
@@ -8,7 +13,10 @@ use crate::config::LogFormat;
 pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stdout)
+        .with_ansi(std::io::stdout().is_terminal());
     // try_init: a second initialisation (tests) keeps the first subscriber.
     let _ = match format {
         LogFormat::Json => builder

@@ -12,18 +12,18 @@
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "serve_process/mod.rs"]
+mod serve_process;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
+
+use serve_process::{LogPath, Server};
 
 const OWNER: &str = "crash-owner@example.com";
 const TEAM: &str = "crash-team";
@@ -32,119 +32,31 @@ const OPERATIONS: usize = 36;
 const KILLS: usize = 22;
 const WORKERS: &str = "2";
 
-/// A running `kineticd serve`; SIGKILLed and reaped when dropped (also on panic).
-struct Server {
-    child: Child,
-    port: u16,
+/// The environment of the crash tests' servers: `workers` workers, the NOOP workflow,
+/// 1 s leases (a killed process's work is resumed quickly), JSON logs, then `extra`.
+fn crash_env<'a>(workers: &str, extra: &[(&'a str, String)]) -> Vec<(&'a str, String)> {
+    let mut env = vec![
+        ("KINETIC_TEST_WORKFLOWS", "true".to_owned()),
+        ("KINETIC_WORKERS", workers.to_owned()),
+        ("KINETIC_LEASE_SECONDS", "1".to_owned()),
+        ("KINETIC_LOG_FORMAT", "json".to_owned()),
+        ("KINETIC_DB_MAX_CONNECTIONS", "10".to_owned()),
+        ("RUST_LOG", "info".to_owned()),
+    ];
+    env.extend(extra.iter().cloned());
+    env
 }
 
-impl Server {
-    fn start(db_url: &str, workers: &str, log: &File, extra: &[(&str, String)]) -> Server {
-        let port = free_port();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kineticd"));
-        // If this test process dies without unwinding (SIGKILL, abort), the server dies
-        // too. (The signal follows the spawning thread: a runtime worker, alive as long
-        // as the test.)
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let child = cmd
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("DATABASE_URL", db_url)
-            .env("KINETIC_AUTH", "dev")
-            .env("KINETIC_TEST_WORKFLOWS", "true")
-            .env("KINETIC_WORKERS", workers)
-            .env("KINETIC_LEASE_SECONDS", "1")
-            .env("KINETIC_LOG_FORMAT", "json")
-            .env("KINETIC_DB_MAX_CONNECTIONS", "10")
-            .env("RUST_LOG", "info")
-            .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log file"))
-            .stderr(log.try_clone().expect("log file"))
-            .spawn()
-            .expect("start kineticd");
-        Server { child, port }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// Start and wait until `/healthz` answers 200 (the API and the worker pool are up).
-    /// A process that exits first (e.g. its port was taken between our probe and its
-    /// bind) is retried on another port.
-    async fn start_healthy(
-        db_url: &str,
-        workers: &str,
-        log: &File,
-        http: &reqwest::Client,
-        log_path: &LogPath,
-        extra: &[(&str, String)],
-    ) -> Server {
-        for _ in 0..3 {
-            let mut s = Server::start(db_url, workers, log, extra);
-            if s.wait_healthy(http, log_path).await {
-                return s;
-            }
-        }
-        panic!("kineticd exited before it was healthy, 3 times; log: {log_path}");
-    }
-
-    /// True once healthy; false if the process exited first.
-    async fn wait_healthy(&mut self, http: &reqwest::Client, log: &LogPath) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if self.child.try_wait().expect("try_wait").is_some() {
-                return false;
-            }
-            if let Ok(r) = http.get(self.url("/healthz")).send().await
-                && r.status().is_success()
-            {
-                return true;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "kineticd not healthy within 30 s; log: {log}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-
-    /// SIGKILL: no graceful shutdown, no lease released, no step finished.
-    fn kill(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let pid = self.child.id() as libc::pid_t;
-            // SAFETY: kill(2) on our own, not yet reaped child: the pid cannot be reused.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-struct LogPath(PathBuf);
-
-impl std::fmt::Display for LogPath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0.display())
-    }
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    l.local_addr().expect("local addr").port()
+/// A healthy `kineticd serve` with [`crash_env`].
+async fn start_server(
+    db_url: &str,
+    workers: &str,
+    log: &File,
+    http: &reqwest::Client,
+    log_path: &LogPath,
+    extra: &[(&str, String)],
+) -> Server {
+    Server::start_healthy(db_url, log, log_path, http, &crash_env(workers, extra)).await
 }
 
 /// Deterministic pseudo-random numbers (SplitMix64), so a failing run can be replayed.
@@ -221,18 +133,13 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
     let started = Instant::now();
     let (db, url) = common::fresh_db().await;
     let http = kineticd::app::http_client().expect("http client");
-    let log_path = LogPath(std::env::temp_dir().join(format!(
-        "kineticd-crash-{}-{}.log",
-        std::process::id(),
-        Uuid::new_v4().simple()
-    )));
-    let log = File::create(&log_path.0).expect("create log file");
+    let (log_path, log) = LogPath::temp("crash");
     let mut rng = Rng(0x6b69_6e65_7469_6364);
 
     // Set up through the API of a process without workers: a team and the operations.
     let mut expected_steps: HashMap<Uuid, (u32, bool)> = HashMap::new();
     {
-        let mut setup = Server::start_healthy(&url, "0", &log, &http, &log_path, &[]).await;
+        let mut setup = start_server(&url, "0", &log, &http, &log_path, &[]).await;
         post(
             &http,
             &setup,
@@ -268,7 +175,7 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
     // The kill loop.
     let mut progress = Vec::new();
     for _ in 0..KILLS {
-        let mut server = Server::start_healthy(&url, WORKERS, &log, &http, &log_path, &[]).await;
+        let mut server = start_server(&url, WORKERS, &log, &http, &log_path, &[]).await;
         let run_ms = rng.range(150, 900);
         tokio::time::sleep(Duration::from_millis(run_ms)).await;
         server.kill();
@@ -280,7 +187,7 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
     let interrupted_at = unfinished(&db).await;
 
     // A final process finishes the queue.
-    let mut last = Server::start_healthy(&url, WORKERS, &log, &http, &log_path, &[]).await;
+    let mut last = start_server(&url, WORKERS, &log, &http, &log_path, &[]).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if unfinished(&db).await == 0 {
@@ -397,7 +304,7 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
         started.elapsed().as_secs_f64()
     );
     drop(log);
-    let _ = std::fs::remove_file(&log_path.0);
+    log_path.remove();
 }
 
 /// The provisioning workflows under the same treatment: `kineticd serve` (production
@@ -418,35 +325,18 @@ async fn sigkill_during_up_creates_every_resource_exactly_once() {
     )
     .await
     .expect("simulator");
-    let manifests = kineticd::sim::kube::manifests::config(&sim.url());
-    let extra: Vec<(&str, String)> = vec![
-        ("KINETIC_GCP_URL", sim.url()),
-        ("KINETIC_GCP_AUTH", "none".into()),
-        ("KINETIC_LWS_MANIFEST_URL", manifests.lws.url.clone()),
-        (
-            "KINETIC_LWS_MANIFEST_SHA256",
-            manifests.lws.sha256.clone().unwrap(),
-        ),
-        (
-            "KINETIC_NVIDIA_DRIVER_MANIFEST_URL",
-            manifests.nvidia_driver.url.clone(),
-        ),
-        (
-            "KINETIC_NVIDIA_DRIVER_MANIFEST_SHA256",
-            manifests.nvidia_driver.sha256.clone().unwrap(),
-        ),
-    ];
+    // What `kineticd sim` prints for a separate `kineticd serve`.
+    let sim_env = sim.serve_env();
+    let extra: Vec<(&str, String)> = sim_env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
     let http = kineticd::app::http_client().expect("http client");
-    let log_path = LogPath(std::env::temp_dir().join(format!(
-        "kineticd-crash-up-{}-{}.log",
-        std::process::id(),
-        Uuid::new_v4().simple()
-    )));
-    let log = File::create(&log_path.0).expect("create log file");
+    let (log_path, log) = LogPath::temp("crash-up");
     let mut rng = Rng(0x7570_2d63_7261_7368);
 
     let op_id = {
-        let mut setup = Server::start_healthy(&url, "0", &log, &http, &log_path, &extra).await;
+        let mut setup = start_server(&url, "0", &log, &http, &log_path, &extra).await;
         post(
             &http,
             &setup,
@@ -480,7 +370,7 @@ async fn sigkill_during_up_creates_every_resource_exactly_once() {
             Instant::now() < deadline,
             "up unfinished after 180 s; log: {log_path}"
         );
-        let mut server = Server::start_healthy(&url, WORKERS, &log, &http, &log_path, &extra).await;
+        let mut server = start_server(&url, WORKERS, &log, &http, &log_path, &extra).await;
         if kills < 8 {
             tokio::time::sleep(Duration::from_millis(rng.range(200, 900))).await;
             server.kill();
@@ -540,5 +430,5 @@ async fn sigkill_during_up_creates_every_resource_exactly_once() {
         .await
         .expect("cluster row");
     assert_eq!(cluster, "RUNNING");
-    let _ = std::fs::remove_file(&log_path.0);
+    log_path.remove();
 }

@@ -14,7 +14,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use kineticd::auth::{
-    AuthError, IAP_HEADER, IAP_ISSUER, IapConfig, IapVerifier, Identity, JwksPolicy,
+    AuthError, IAP_HEADER, IAP_ISSUER, IapConfig, IapVerifier, Identity, JwksClock, JwksPolicy,
     install_tls_provider,
 };
 use p256::ecdsa::SigningKey;
@@ -340,8 +340,11 @@ async fn unknown_kid_refetch_allowed_again_after_interval() {
         jwks_url: url,
         ..IapConfig::new(AUD)
     };
+    // A manual clock: "within the interval" holds however slowly the machine runs.
+    let clock = JwksClock::manual();
     let policy = JwksPolicy {
-        refetch_interval: Duration::from_millis(300),
+        refetch_interval: Duration::from_secs(30),
+        clock: clock.clone(),
         ..JwksPolicy::default()
     };
     let v = IapVerifier::with_policy(cfg, client(), policy);
@@ -353,7 +356,10 @@ async fn unknown_kid_refetch_allowed_again_after_interval() {
     srv.add(&k2);
     expect_reason(&v, Some(&t2), "TOKEN_UNKNOWN_KEY").await; // still rate-limited
     assert_eq!(srv.hits(), 1);
-    tokio::time::sleep(Duration::from_millis(350)).await;
+    clock.advance(Duration::from_secs(29));
+    expect_reason(&v, Some(&t2), "TOKEN_UNKNOWN_KEY").await; // 1 s left
+    assert_eq!(srv.hits(), 1);
+    clock.advance(Duration::from_secs(1));
     assert_eq!(v.verify(Some(&t2)).await.unwrap(), alice());
     assert_eq!(srv.hits(), 2);
 }
@@ -520,8 +526,10 @@ async fn jwks_unavailable() {
         jwks_url: url,
         ..IapConfig::new(AUD)
     };
+    let clock = JwksClock::manual();
     let policy = JwksPolicy {
-        retry_backoff: Duration::from_millis(200),
+        retry_backoff: Duration::from_secs(2),
+        clock: clock.clone(),
         ..JwksPolicy::default()
     };
     let v = IapVerifier::with_policy(cfg, client(), policy);
@@ -534,7 +542,10 @@ async fn jwks_unavailable() {
         "failed fetch is not retried within the back-off"
     );
     *srv.fail.lock().unwrap() = false;
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    clock.advance(Duration::from_millis(1999));
+    expect_reason(&v, Some(&sign(&k1, &claims())), "KEYS_UNAVAILABLE").await;
+    assert_eq!(srv.hits(), 1, "still within the back-off");
+    clock.advance(Duration::from_millis(1));
     assert_eq!(
         v.verify(Some(&sign(&k1, &claims()))).await.unwrap(),
         alice()
@@ -550,16 +561,21 @@ async fn stale_keys_survive_a_failed_refresh() {
         jwks_url: url,
         ..IapConfig::new(AUD)
     };
+    let clock = JwksClock::manual();
     let policy = JwksPolicy {
-        max_age: Duration::from_millis(100),
-        retry_backoff: Duration::from_millis(100),
+        max_age: Duration::from_secs(3600),
+        retry_backoff: Duration::from_secs(2),
+        clock: clock.clone(),
         ..JwksPolicy::default()
     };
     let v = IapVerifier::with_policy(cfg, client(), policy);
     let t = sign(&k1, &claims());
     v.verify(Some(&t)).await.unwrap();
     assert_eq!(srv.hits(), 1);
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    clock.advance(Duration::from_secs(3599));
+    v.verify(Some(&t)).await.unwrap();
+    assert_eq!(srv.hits(), 1, "fresh until max_age");
+    clock.advance(Duration::from_secs(1));
     *srv.fail.lock().unwrap() = true;
     assert_eq!(
         v.verify(Some(&t)).await.unwrap(),
@@ -567,8 +583,10 @@ async fn stale_keys_survive_a_failed_refresh() {
         "stale key still trusted"
     );
     assert_eq!(srv.hits(), 2, "the stale set triggered one refresh");
+    v.verify(Some(&t)).await.unwrap();
+    assert_eq!(srv.hits(), 2, "no new attempt within the back-off");
     *srv.fail.lock().unwrap() = false;
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    clock.advance(Duration::from_secs(2));
     v.verify(Some(&t)).await.unwrap();
     assert_eq!(srv.hits(), 3);
     v.verify(Some(&t)).await.unwrap();

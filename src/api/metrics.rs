@@ -2,7 +2,9 @@
 //! requests and times them by matched route and status, and the `/metrics` endpoint.
 //!
 //! Invariant: the `route` label is the route template (`/v1/teams/{team}`), never the
-//! raw path, so label cardinality stays bounded.
+//! raw path, so label cardinality stays bounded; every metric kineticd records is
+//! described here (a `# HELP` line on `/metrics`); label values that name a code, state,
+//! type or outcome are UPPER_SNAKE, as the API spells them (`SUCCEEDED`, `NOT_FOUND`).
 
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -36,6 +38,7 @@ pub fn handle() -> PrometheusHandle {
                     // Fails only if another recorder was installed first; then ours
                     // still renders (empty) and the other keeps working.
                     let _ = metrics::set_global_recorder(r);
+                    describe();
                     h
                 }
                 Err(e) => {
@@ -45,6 +48,42 @@ pub fn handle() -> PrometheusHandle {
             }
         })
         .clone()
+}
+
+/// The `# HELP` text of every metric kineticd records (here, in `ops` and in `cloud`).
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        "kineticd_http_requests_total",
+        "API requests served, by route template, HTTP method and status code"
+    );
+    describe_histogram!(
+        "kineticd_http_request_duration_seconds",
+        Unit::Seconds,
+        "Time to answer an API request, by route template, HTTP method and status code"
+    );
+    describe_counter!(
+        "kineticd_cloud_calls_total",
+        "Google Cloud API calls, by service, method and outcome (OK or the error reason)"
+    );
+    describe_histogram!(
+        "kineticd_cloud_call_duration_seconds",
+        Unit::Seconds,
+        "Time of one Google Cloud API call (with its one retry after a 401), by service and method"
+    );
+    describe_histogram!(
+        "kineticd_step_duration_seconds",
+        Unit::Seconds,
+        "Time of one attempt of an operation step, by operation type and outcome (OK or ERROR)"
+    );
+    describe_counter!(
+        "kineticd_operations_finished_total",
+        "Operations finished by this process, by operation type and final state"
+    );
+    describe_gauge!(
+        "kineticd_operations_unfinished",
+        "Operations not yet finished (all processes), by state; refreshed every few seconds"
+    );
 }
 
 pub async fn track(req: Request, next: Next) -> Response {

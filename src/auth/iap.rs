@@ -188,7 +188,7 @@ impl IapVerifier {
         Self::with_policy(cfg, http, JwksPolicy::default())
     }
 
-    /// Verifier with a custom key-cache policy (tests use short intervals).
+    /// Verifier with a custom key-cache policy (tests use a manual clock).
     pub fn with_policy(cfg: IapConfig, http: reqwest::Client, policy: JwksPolicy) -> Self {
         super::install_crypto_provider();
         let mut validation = Validation::new(Algorithm::ES256);

@@ -17,7 +17,7 @@
 //! absent or `sig` are kept; anything else in the document is skipped.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -30,8 +30,46 @@ use super::iap::AuthError;
 /// Largest JWKS document accepted (Google's is about 2 KiB).
 const MAX_JWKS_BYTES: usize = 256 * 1024;
 
+/// The time the key cache measures its intervals with: the monotonic system clock, or
+/// (tests) a manual clock that moves only through [`JwksClock::advance`], so that
+/// "within the interval" and "after it" never depend on how fast the machine runs.
+#[derive(Debug, Clone, Default)]
+pub struct JwksClock(Option<Arc<Mutex<Instant>>>);
+
+impl JwksClock {
+    /// A clock that stands still until advanced.
+    pub fn manual() -> JwksClock {
+        JwksClock(Some(Arc::new(Mutex::new(Instant::now()))))
+    }
+
+    /// Move a manual clock forward (no effect on the system clock).
+    pub fn advance(&self, by: Duration) {
+        if let Some(t) = &self.0 {
+            *t.lock().unwrap_or_else(|e| e.into_inner()) += by;
+        }
+    }
+
+    fn now(&self) -> Instant {
+        match &self.0 {
+            Some(t) => *t.lock().unwrap_or_else(|e| e.into_inner()),
+            None => Instant::now(),
+        }
+    }
+}
+
+impl PartialEq for JwksClock {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
+    }
+}
+
+impl Eq for JwksClock {}
+
 /// Tunables for the key cache. [`Default`] gives the production values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JwksPolicy {
     /// Minimum time between two refetches caused by unknown `kid`s. Default 30 s.
     pub refetch_interval: Duration,
@@ -42,6 +80,8 @@ pub struct JwksPolicy {
     pub max_age: Duration,
     /// Timeout for one JWKS HTTP request. Default 5 s.
     pub fetch_timeout: Duration,
+    /// What the intervals above are measured with. Default: the system clock.
+    pub clock: JwksClock,
 }
 
 impl Default for JwksPolicy {
@@ -51,6 +91,7 @@ impl Default for JwksPolicy {
             retry_backoff: Duration::from_secs(2),
             max_age: Duration::from_secs(3600),
             fetch_timeout: Duration::from_secs(5),
+            clock: JwksClock::default(),
         }
     }
 }
@@ -114,12 +155,12 @@ impl JwksCache {
 
     /// The verification key for `kid`, fetching the set if the policy allows.
     pub(crate) async fn key_for(&self, kid: &str) -> Result<Arc<DecodingKey>, AuthError> {
-        if let Some(k) = self.fresh_key(kid, Instant::now()) {
+        if let Some(k) = self.fresh_key(kid, self.policy.clock.now()) {
             return Ok(k);
         }
         // Slow path: one fetch at a time; whoever waited re-checks what the last fetch left.
         let _guard = self.fetch_lock.lock().await;
-        let now = Instant::now();
+        let now = self.policy.clock.now();
         if let Some(k) = self.fresh_key(kid, now) {
             return Ok(k);
         }
@@ -160,7 +201,7 @@ impl JwksCache {
 
         let fetched = self.fetch().await;
         let mut st = self.write();
-        st.last_attempt = Some(Instant::now());
+        st.last_attempt = Some(self.policy.clock.now());
         match fetched {
             Ok(keys) => {
                 tracing::info!(url = %self.url, keys = keys.len(), "fetched IAP signing keys");

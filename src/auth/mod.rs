@@ -26,7 +26,7 @@ pub use iap::{
     AuthError, DEFAULT_LEEWAY, GOOGLE_IAP_JWKS_URL, IAP_HEADER, IAP_ISSUER, IapConfig, IapVerifier,
     Identity,
 };
-pub use jwks::JwksPolicy;
+pub use jwks::{JwksClock, JwksPolicy};
 
 /// Select jsonwebtoken's RustCrypto backend as the process-wide JWT crypto provider.
 ///

@@ -1,9 +1,11 @@
-//! The `kineticd` command line: `serve`, `migrate`, `openapi`.
+//! The `kineticd` command line: `serve`, `migrate`, `openapi`, `sim`.
 //!
 //! Invariant: commands fail with one clear message (and exit code 1 or 2) instead of a
 //! panic; configuration is validated before anything is started.
 
 mod serve;
+
+use std::io::Write;
 
 use clap::{Parser, Subcommand};
 
@@ -89,13 +91,28 @@ async fn run_sim(listen: std::net::SocketAddr, speed: f64) -> anyhow::Result<()>
         ..Default::default()
     };
     let (sim, _) = crate::sim::Sim::start(config, listen).await?;
-    println!(
-        "kineticd simulator: {}  (point kineticd at it with KINETIC_GCP_URL={} KINETIC_GCP_AUTH=none)",
-        sim.url(),
-        sim.url()
-    );
+    print!("{}", sim_banner(&sim));
+    std::io::stdout().flush()?;
     crate::app::shutdown_signal().await;
     Ok(())
+}
+
+/// What `kineticd sim` prints once it listens: `export KEY=value` lines with every
+/// variable a separate `kineticd serve` needs to use this simulator (cloud URL, no
+/// credentials, speed, manifests served by the simulator), then where it listens (as a
+/// shell comment).
+fn sim_banner(sim: &crate::sim::Sim) -> String {
+    let mut out = String::from(
+        "# Point `kineticd serve` at this simulator with these variables (paste them into a shell):\n",
+    );
+    for (key, value) in sim.serve_env() {
+        out.push_str(&format!("export {key}={value}\n"));
+    }
+    out.push_str(&format!(
+        "# kineticd simulator listening on {url}  (journal: {url}/sim/v1/journal)\n",
+        url = sim.url()
+    ));
+    out
 }
 
 async fn migrate(url: &str) -> anyhow::Result<()> {

@@ -120,7 +120,7 @@ impl Run {
         let started = std::time::Instant::now();
         let r = self.wf.run_step(&ctx).await;
         metrics::histogram!("kineticd_step_duration_seconds", "type" => self.op.op_type.clone(),
-            "outcome" => if r.is_ok() { "ok" } else { "error" })
+            "outcome" => if r.is_ok() { "OK" } else { "ERROR" })
         .record(started.elapsed().as_secs_f64());
         match r {
             Ok(v) => (i, StepOutcome::Done(v, Box::new(ctx))),

@@ -122,6 +122,23 @@ impl Sim {
         self.0.url.get().cloned().unwrap_or_default()
     }
 
+    /// The environment that points a separate `kineticd serve` at this simulator (what
+    /// `kineticd sim` prints): every Google service under its URL without credentials,
+    /// its speed (so polls scale with it) and the manifests it serves, pinned by digest,
+    /// so that nothing is fetched from the internet.
+    pub fn serve_env(&self) -> Vec<(String, String)> {
+        let url = self.url();
+        let mut env = vec![
+            ("KINETIC_GCP_URL".to_owned(), url.clone()),
+            ("KINETIC_GCP_AUTH".to_owned(), "none".to_owned()),
+        ];
+        if let ClockMode::Auto { speed } = self.clock().mode() {
+            env.push(("KINETIC_SIM_SPEED".to_owned(), speed.to_string()));
+        }
+        env.extend(kube::manifests::config(&url).env());
+        env
+    }
+
     /// The state, with every due change applied. Do not hold across an `.await`.
     pub fn world(&self) -> MutexGuard<'_, World> {
         let mut w = self.0.world.lock().unwrap_or_else(|p| p.into_inner());

@@ -32,7 +32,7 @@ const Z: &str = "us-central1-a";
 const C: &str = "kc";
 const STATUS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/status";
 const ACCELERATORS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/accelerators";
-const WAIT: Duration = Duration::from_secs(10);
+const WAIT: Duration = Duration::from_secs(120);
 
 fn names() -> ClusterNames {
     ClusterNames::new(

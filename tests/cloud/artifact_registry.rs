@@ -2,7 +2,7 @@
 //! operations, 404/409, validation, faults on the poll, cancellation.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kineticd::cloud::gcp::RetryClass;
 use kineticd::cloud::gcp::artifact_registry::docker_host;
@@ -13,7 +13,10 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
-use crate::storage::simctl::{advance, arm, journal, quick_lro, raw, start_explicit, statuses};
+use crate::storage::simctl::{
+    advance, arm, cancelled_promptly, journal, quick_lro, raw, start_explicit, statuses,
+    until_journal,
+};
 
 const PROJECT: &str = "demo-project";
 
@@ -226,11 +229,10 @@ async fn operations_on_the_clock() {
             ar.wait_operation(op, slow, &cancel).await
         })
     };
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let t = Instant::now();
+    // Once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min), cancel.
+    until_journal(&sim, "artifactregistry", "operations.get", None, 1).await;
     cancel.cancel();
-    let e = waiting.await.unwrap().unwrap_err();
-    assert!(t.elapsed() < Duration::from_millis(500));
+    let e = cancelled_promptly(waiting).await;
     assert_eq!(e.status, "CANCELLED");
 
     // Faults on the poll are ridden out until the clock finishes the operation.
@@ -243,7 +245,8 @@ async fn operations_on_the_clock() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until_journal(&sim, "artifactregistry", "operations.get", Some(503), 1).await;
+    until_journal(&sim, "artifactregistry", "operations.get", Some(429), 1).await;
     advance(&sim, OP_DELAY.as_secs_f64()).await;
     waiting.await.unwrap().unwrap();
     let polls = statuses(&sim, "artifactregistry", "operations.get").await;

@@ -2,7 +2,7 @@
 //! accelerator types (paging), operations (faults, cancellation, failed operations),
 //! requestId deduplication, and the journal.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kineticd::cloud::gcp::types::compute::{Network, Operation, Router, RouterNat};
 use kineticd::cloud::gcp::{GcpClients, GcpError, RetryClass};
@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use super::container::{P, admin, advance, arm, journal, raw_post};
 use crate::common::{start_sim, start_sim_with};
+use crate::storage::simctl::{cancelled_promptly, until_journal};
 
 const R: &str = "us-central1";
 
@@ -41,7 +42,7 @@ fn router(name: &str, net: &str) -> Router {
 
 async fn wait(gcp: &GcpClients, op: &Operation) -> Result<Operation, GcpError> {
     gcp.compute
-        .wait_operation(op, &CancellationToken::new(), Duration::from_secs(10))
+        .wait_operation(op, &CancellationToken::new(), Duration::from_secs(120))
         .await
 }
 
@@ -432,19 +433,22 @@ async fn operations_follow_the_clock_and_waits_cancel() {
         "RUNNING"
     );
 
+    // Cancelled once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min).
     let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        trigger.cancel();
-    });
-    let started = Instant::now();
-    let e = c
-        .wait_operation(&op, &cancel, Duration::from_secs(60))
-        .await
-        .unwrap_err();
+    let waiting = {
+        let (gcp, op, cancel) = (gcp.clone(), op.clone(), cancel.clone());
+        tokio::spawn(async move {
+            gcp.compute
+                .wait_operation(&op, &cancel, Duration::from_secs(600))
+                .await
+        })
+    };
+    until_journal(&sim, "compute", "globalOperations.get", None, 1).await;
+    cancel.cancel();
+    let e = cancelled_promptly(waiting).await;
     assert_eq!(e.status, "CANCELLED", "{e}");
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // The clock does not move: the deadline passes (after at least one poll, whatever
+    // the load), and the wait says so.
     let e = c
         .wait_operation(&op, &CancellationToken::new(), Duration::from_millis(200))
         .await
@@ -453,15 +457,17 @@ async fn operations_follow_the_clock_and_waits_cancel() {
 
     // Polling errors while waiting are ridden out; the wait ends when the clock moves.
     arm(&sim, "compute", "globalOperations.get", "HTTP_503", 2).await;
-    let mover = sim.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        advance(&mover, 19.0).await;
-    });
-    let done = c
-        .wait_operation(&op, &CancellationToken::new(), Duration::from_secs(10))
-        .await
-        .unwrap();
+    let waiting = {
+        let (gcp, op) = (gcp.clone(), op.clone());
+        tokio::spawn(async move {
+            gcp.compute
+                .wait_operation(&op, &CancellationToken::new(), Duration::from_secs(120))
+                .await
+        })
+    };
+    until_journal(&sim, "compute", "globalOperations.get", Some(503), 2).await;
+    advance(&sim, 19.0).await;
+    let done = waiting.await.unwrap().unwrap();
     assert_eq!((done.status.as_str(), done.progress), ("DONE", Some(100)));
     assert!(c.get_network(P, "kn-six").await.is_ok());
 }

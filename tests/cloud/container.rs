@@ -4,7 +4,7 @@
 //! machine/accelerator validation, strict bodies), checked through the journal.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kineticd::cloud::gcp::types::container::{
     AcceleratorConfig, AddonsConfig, Cluster, GcsFuseCsiDriverConfig, NodeConfig, NodeManagement,
@@ -18,12 +18,14 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{start_sim, start_sim_with};
+use crate::storage::simctl::{cancelled_promptly, until_journal};
 
 mod pools;
 
 pub const P: &str = "proj-1";
 pub const Z: &str = "us-central1-a";
-const WAIT: Duration = Duration::from_secs(10);
+/// Deadline of waits that must succeed: generous, so load never decides a test.
+const WAIT: Duration = Duration::from_secs(120);
 
 // ---- simulator admin helpers (shared with compute.rs) ----
 
@@ -427,41 +429,40 @@ async fn wait_rides_out_polling_faults() {
 
 #[tokio::test]
 async fn wait_is_cancelled_promptly_and_has_a_deadline() {
-    let (_sim, gcp) = start_sim_with(explicit()).await;
+    let (sim, gcp) = start_sim_with(explicit()).await;
     let op = gcp
         .container
         .create_cluster(P, Z, &cluster("slow"))
         .await
         .unwrap();
     assert_eq!(op.status, "PENDING");
+    // Cancelled once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min).
     let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        trigger.cancel();
-    });
-    let started = Instant::now();
-    let e = gcp
-        .container
-        .wait_operation(&op, &cancel, Duration::from_secs(60))
-        .await
-        .unwrap_err();
+    let waiting = {
+        let (gcp, op, cancel) = (gcp.clone(), op.clone(), cancel.clone());
+        tokio::spawn(async move {
+            gcp.container
+                .wait_operation(&op, &cancel, Duration::from_secs(600))
+                .await
+        })
+    };
+    until_journal(&sim, "container", "operations.get", None, 1).await;
+    cancel.cancel();
+    let e = cancelled_promptly(waiting).await;
     assert_eq!(e.status, "CANCELLED", "{e}");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
 
-    let started = Instant::now();
-    let e = gcp
-        .container
-        .wait_operation(&op, &CancellationToken::new(), Duration::from_millis(300))
-        .await
-        .unwrap_err();
+    // The clock does not move: the deadline passes (after at least one poll, whatever
+    // the load) and ends the wait, which would otherwise never end.
+    let e = tokio::time::timeout(
+        Duration::from_secs(60),
+        gcp.container
+            .wait_operation(&op, &CancellationToken::new(), Duration::from_millis(300)),
+    )
+    .await
+    .expect("the deadline ended the wait")
+    .unwrap_err();
     assert_eq!(e.reason, "LRO_DEADLINE_EXCEEDED", "{e}");
     assert_eq!(e.retry, RetryClass::Retryable);
-    assert!(started.elapsed() < Duration::from_secs(2));
 }
 
 #[tokio::test]

@@ -140,7 +140,11 @@ pub async fn fresh_db() -> (Db, String) {
         .await
         .expect("clone template");
     let url = db_url(&name);
-    let db = store::connect(&url, 10).await.expect("connect test db");
+    // A generous wait for a free connection: on a loaded machine, 1,000 woken waiters
+    // sharing 10 connections must queue, not fail.
+    let db = store::db::connect_waiting(&url, 10, std::time::Duration::from_secs(120))
+        .await
+        .expect("connect test db");
     (db, url)
 }
 

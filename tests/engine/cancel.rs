@@ -53,10 +53,12 @@ async fn cancel_while_queued_is_immediate() {
 async fn cancel_while_running_stops_at_a_step_boundary() {
     let app = app_with_team().await;
     let pool = app.workers(test_worker_config(1));
-    let op = app.noop(USER, noop(50, json!({"stepMillis": 40}))).await;
+    // 50 steps of 400 ms: far more time than a cancel needs to land, even on a loaded
+    // machine, so some steps are always left to cancel.
+    let op = app.noop(USER, noop(50, json!({"stepMillis": 400}))).await;
     let name = op["name"].as_str().unwrap();
     // Wait for progress, then cancel.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let r = app.get(USER, &format!("/v1/{name}")).await;
         if r.body["metadata"]["progress"]["stepsDone"]
@@ -92,13 +94,14 @@ async fn cancel_while_running_stops_at_a_step_boundary() {
 async fn cancel_abandons_a_long_wait_at_once_via_notify() {
     let app = app_with_team().await;
     // A 60 s lease means the heartbeat fallback would take 20 s: only the pushed
-    // notification can end this within the wait below.
+    // notification can end this within the wait below (15 s: ample under load, still
+    // short of the fallback).
     let mut cfg = test_worker_config(1);
     cfg.lease = Duration::from_secs(60);
     let pool = app.workers(cfg);
     let op = app.noop(USER, noop(3, json!({"hangAt": 1}))).await;
     let name = op["name"].as_str().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let r = app.get(USER, &format!("/v1/{name}")).await;
         if r.body["metadata"]["progress"]["currentStep"] == "step-1" {
@@ -109,7 +112,7 @@ async fn cancel_abandons_a_long_wait_at_once_via_notify() {
     }
     cancel(&app, name).await;
     let r = app
-        .post(USER, &format!("/v1/{name}:wait?timeout=5s"), Value::Null)
+        .post(USER, &format!("/v1/{name}:wait?timeout=15s"), Value::Null)
         .await;
     assert_cancelled(&r.body);
     let steps = &r.body["metadata"]["progress"]["steps"];

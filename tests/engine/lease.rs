@@ -17,7 +17,9 @@ async fn expired_lease_moves_to_another_worker_and_fences_the_first() {
     let id = uuid::Uuid::parse_str(&op_id(&op)).unwrap();
     let deadlines = vec![("NOOP".to_string(), 600.0)];
 
-    let a = store::claim(&app.db, "worker-a", 0.2, &deadlines)
+    // A lease no slow machine outlives by accident; it ends below when a's last
+    // heartbeat gives it no time left (as if a stopped heartbeating).
+    let a = store::claim(&app.db, "worker-a", 600.0, &deadlines)
         .await
         .unwrap()
         .expect("claimed by a");
@@ -31,8 +33,14 @@ async fn expired_lease_moves_to_another_worker_and_fences_the_first() {
             .is_none()
     );
 
-    // a stops heartbeating; b takes over once the lease has expired.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // a's lease runs out (its last heartbeat extended it by nothing); b takes over.
+    assert_eq!(
+        store::heartbeat(&app.db, id, a.generation, 0.0)
+            .await
+            .unwrap(),
+        Some(false)
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
     let b = loop {
         if let Some(b) = store::claim(&app.db, "worker-b", 30.0, &deadlines)
             .await
@@ -94,11 +102,12 @@ async fn expired_lease_moves_to_another_worker_and_fences_the_first() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_shutdown_releases_the_lease_and_another_pool_resumes() {
     let app = app_with_team().await;
-    let op = app.noop(USER, noop(6, json!({"stepMillis": 150}))).await;
+    // Steps long enough that the shutdown below lands before the last one, whatever the load.
+    let op = app.noop(USER, noop(6, json!({"stepMillis": 500}))).await;
     let id = uuid::Uuid::parse_str(&op_id(&op)).unwrap();
     let pool = app.workers(test_worker_config(1));
     // Wait until a step is done, then shut down mid-operation.
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let row = store::get(&app.db, id).await.unwrap().unwrap();
         if row

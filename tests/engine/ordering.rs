@@ -102,7 +102,7 @@ async fn enqueue_order_on_one_cluster_is_commit_order() {
     let db = app.db.clone();
     let b_req = req(2);
     let b = tokio::spawn(async move { queue::enqueue(&db, &b_req).await.unwrap().op });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let waiting: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \

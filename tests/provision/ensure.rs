@@ -42,7 +42,7 @@ async fn foreign_resources_with_our_names_stop_up_clearly() {
         .await
         .unwrap();
     gcp.compute
-        .wait_operation(&op, &Default::default(), Duration::from_secs(5))
+        .wait_operation(&op, &Default::default(), Duration::from_secs(120))
         .await
         .unwrap();
 
@@ -91,7 +91,7 @@ async fn foreign_resources_with_our_names_stop_up_clearly() {
         .await
         .unwrap();
     gcp.compute
-        .wait_operation(&op, &Default::default(), Duration::from_secs(5))
+        .wait_operation(&op, &Default::default(), Duration::from_secs(120))
         .await
         .unwrap();
     env.up_ok("kf", json!({})).await;
@@ -117,7 +117,7 @@ async fn a_cancelled_up_stops_at_once_and_down_cleans_up() {
     .await;
     let o = env.up("kz", json!({"accelerator": "gpu-l4"})).await;
     // Wait until GKE is creating the cluster (the clock does not move: it never ends).
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let cur = op(&env, &o).await;
         let cluster = cur["metadata"]["progress"]["steps"]
@@ -157,8 +157,10 @@ async fn a_cancelled_up_stops_at_once_and_down_cleans_up() {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let done = env.done(&o).await;
+    // Without the cancel, the frozen clock would keep the GKE wait going until its
+    // 45-minute deadline; the bound only has to be far below that, whatever the load.
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(60),
         "cancel took {:?}",
         started.elapsed()
     );

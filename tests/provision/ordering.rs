@@ -67,7 +67,7 @@ async fn pool_adds_queue_per_cluster_and_run_together_across_clusters() {
     let b1 = env.add_pool("c2", json!({"accelerator": "l4"})).await;
     // Without time moving, both first pools are being created at the same time while
     // the second pool of c1 waits its turn.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let (x, y, z) = (
             op(&env, &a1).await,
@@ -107,7 +107,7 @@ async fn a_down_queued_behind_an_up_keeps_the_cluster_deleting_and_runs_after_it
     .await;
     let up = env.up("cq", json!({"accelerator": "cpu"})).await;
     // With time frozen, up waits on its first long-running operation.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while op(&env, &up).await["metadata"]["state"] != "RUNNING" {
         assert!(std::time::Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(20)).await;

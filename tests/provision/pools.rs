@@ -169,7 +169,7 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
         .wait_operation(
             &del,
             &Default::default(),
-            std::time::Duration::from_secs(10),
+            std::time::Duration::from_secs(120),
         )
         .await
         .unwrap();
@@ -182,7 +182,7 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
         .wait_operation(
             &del,
             &Default::default(),
-            std::time::Duration::from_secs(10),
+            std::time::Duration::from_secs(120),
         )
         .await
         .unwrap();

@@ -642,7 +642,11 @@ async fn a_second_up_restores_a_missing_cloud_nat() {
         let gcp = gcp.clone();
         async move {
             gcp.compute
-                .wait_operation(&op, &Default::default(), std::time::Duration::from_secs(5))
+                .wait_operation(
+                    &op,
+                    &Default::default(),
+                    std::time::Duration::from_secs(120),
+                )
                 .await
                 .unwrap()
         }

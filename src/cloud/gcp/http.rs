@@ -155,9 +155,10 @@ impl GcpHttp {
             }
             other => other,
         };
+        // One label style: UPPER_SNAKE, whatever the service (`notFound` -> NOT_FOUND).
         let outcome = match &r {
-            Ok(_) => "ok".to_owned(),
-            Err(e) => e.reason.clone(),
+            Ok(_) => "OK".to_owned(),
+            Err(e) => upper_snake(&e.reason),
         };
         metrics::counter!("kineticd_cloud_calls_total",
             "service" => c.service.name(), "method" => c.method, "outcome" => outcome)
@@ -217,5 +218,53 @@ impl GcpHttp {
             err.message = format!("{} (after refreshing the access token)", err.message);
         }
         Err(err)
+    }
+}
+
+/// `notFound`, `rateLimitExceeded`, `QUOTA_EXCEEDED`, `already exists` ->
+/// `NOT_FOUND`, `RATE_LIMIT_EXCEEDED`, `QUOTA_EXCEEDED`, `ALREADY_EXISTS`: Google's
+/// reasons in the one style of kineticd's metric labels.
+fn upper_snake(reason: &str) -> String {
+    let mut out = String::with_capacity(reason.len() + 4);
+    let mut prev_lower = false;
+    for c in reason.chars() {
+        if c.is_ascii_alphanumeric() {
+            if c.is_ascii_uppercase() && prev_lower {
+                out.push('_');
+            }
+            out.push(c.to_ascii_uppercase());
+            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        } else {
+            if !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+            prev_lower = false;
+        }
+    }
+    let trimmed = out.trim_end_matches('_');
+    if trimmed.is_empty() {
+        "UNKNOWN".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::upper_snake;
+
+    #[test]
+    fn reasons_become_upper_snake_labels() {
+        for (reason, label) in [
+            ("notFound", "NOT_FOUND"),
+            ("rateLimitExceeded", "RATE_LIMIT_EXCEEDED"),
+            ("QUOTA_EXCEEDED", "QUOTA_EXCEEDED"),
+            ("NOT_FOUND", "NOT_FOUND"),
+            ("already exists", "ALREADY_EXISTS"),
+            ("conditionNotMet", "CONDITION_NOT_MET"),
+            ("", "UNKNOWN"),
+        ] {
+            assert_eq!(upper_snake(reason), label, "{reason}");
+        }
     }
 }

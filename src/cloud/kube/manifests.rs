@@ -18,9 +18,15 @@ use crate::store::{self, Db};
 pub const LWS_VERSION: &str = "v0.8.0";
 pub const LWS_URL: &str =
     "https://github.com/kubernetes-sigs/lws/releases/download/v0.8.0/manifests.yaml";
-/// NVIDIA driver installer for Container-Optimized OS (GoogleCloudPlatform/container-engine-accelerators).
-pub const NVIDIA_DRIVER_VERSION: &str = "cos-preloaded";
-pub const NVIDIA_DRIVER_URL: &str = "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/master/nvidia-driver-installer/cos/daemonset-preloaded.yaml";
+/// NVIDIA driver installer for Container-Optimized OS (GoogleCloudPlatform/container-engine-accelerators),
+/// pinned to a fixed commit (the file's last change, 2025-07-02), never a moving branch:
+/// the same URL always serves the same body, which [`NVIDIA_DRIVER_SHA256`] pins.
+pub const NVIDIA_DRIVER_REVISION: &str = "f2cf4197a5c3f0f20133be15d5fad8b7453beed5";
+pub const NVIDIA_DRIVER_VERSION: &str = "cos-preloaded@f2cf4197a5c3";
+pub const NVIDIA_DRIVER_URL: &str = "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/f2cf4197a5c3f0f20133be15d5fad8b7453beed5/nvidia-driver-installer/cos/daemonset-preloaded.yaml";
+/// sha256 of `nvidia-driver-installer/cos/daemonset-preloaded.yaml` at that commit.
+pub const NVIDIA_DRIVER_SHA256: &str =
+    "41c303c5f1c1279eae47f5e183591b12e2cc4176523ad5764ab1081c1b9d27ee";
 
 /// The LWS controller Deployment the `up` workflow waits for.
 pub const LWS_NAMESPACE: &str = "lws-system";
@@ -60,8 +66,9 @@ fn parse_sha256(var: &str, v: &str) -> Result<String, KubeError> {
 }
 
 impl Default for ManifestConfig {
-    /// Google's and GitHub's URLs. Their digests were not known when this was built (no
-    /// network on build machines): set the `_SHA256` variables to pin them explicitly.
+    /// GitHub's URLs. The driver installer is pinned by commit and digest; the LWS release
+    /// asset's digest was not known when this was built (no network on build machines),
+    /// so its first download pins it (or set `KINETIC_LWS_MANIFEST_SHA256`).
     fn default() -> Self {
         ManifestConfig {
             lws: ManifestSpec {
@@ -74,7 +81,7 @@ impl Default for ManifestConfig {
                 name: "nvidia-driver-installer".into(),
                 url: NVIDIA_DRIVER_URL.into(),
                 version: NVIDIA_DRIVER_VERSION.into(),
-                sha256: None,
+                sha256: Some(NVIDIA_DRIVER_SHA256.into()),
             },
         }
     }
@@ -92,8 +99,8 @@ impl ManifestConfig {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<ManifestConfig, KubeError> {
         let mut cfg = ManifestConfig::default();
         for (spec, prefix) in [
-            (&mut cfg.lws, "KINETIC_LWS_MANIFEST"),
-            (&mut cfg.nvidia_driver, "KINETIC_NVIDIA_DRIVER_MANIFEST"),
+            (&mut cfg.lws, ENV_PREFIXES[0]),
+            (&mut cfg.nvidia_driver, ENV_PREFIXES[1]),
         ] {
             if let Some(url) = get(&format!("{prefix}_URL")).filter(|u| !u.trim().is_empty()) {
                 spec.url = url.trim().to_owned();
@@ -106,7 +113,24 @@ impl ManifestConfig {
         }
         Ok(cfg)
     }
+
+    /// The variables [`ManifestConfig::from_env`] reads back as this configuration
+    /// (`KINETIC_LWS_MANIFEST_URL`, `..._SHA256`, ...), in that order.
+    pub fn env(&self) -> Vec<(String, String)> {
+        [&self.lws, &self.nvidia_driver]
+            .into_iter()
+            .zip(ENV_PREFIXES)
+            .flat_map(|(spec, prefix)| {
+                let url = (format!("{prefix}_URL"), spec.url.clone());
+                let sha = spec.sha256.clone().map(|s| (format!("{prefix}_SHA256"), s));
+                std::iter::once(url).chain(sha)
+            })
+            .collect()
+    }
 }
+
+/// Environment variable prefixes of the LWS and driver installer manifests.
+const ENV_PREFIXES: [&str; 2] = ["KINETIC_LWS_MANIFEST", "KINETIC_NVIDIA_DRIVER_MANIFEST"];
 
 /// Lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -279,6 +303,41 @@ mod tests {
             (k == "KINETIC_NVIDIA_DRIVER_MANIFEST_SHA256").then(|| "xyz".to_owned())
         });
         assert!(matches!(bad, Err(KubeError::Config(_))));
+    }
+
+    #[test]
+    fn env_reads_back_as_the_same_config() {
+        let cfg = ManifestConfig {
+            lws: ManifestSpec {
+                url: "http://sim/lws.yaml".into(),
+                sha256: Some("cd".repeat(32)),
+                ..ManifestConfig::default().lws
+            },
+            ..ManifestConfig::default()
+        };
+        let env = cfg.env();
+        assert_eq!(env[0].0, "KINETIC_LWS_MANIFEST_URL");
+        let back = ManifestConfig::from_lookup(|k| {
+            env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        })
+        .unwrap();
+        assert_eq!(back, cfg);
+    }
+
+    #[test]
+    fn nvidia_installer_is_pinned_to_a_fixed_revision() {
+        let spec = ManifestConfig::default().nvidia_driver;
+        assert!(
+            spec.url.contains(&format!(
+                "/container-engine-accelerators/{NVIDIA_DRIVER_REVISION}/"
+            )),
+            "{}",
+            spec.url
+        );
+        assert!(!spec.url.contains("/master/") && !spec.url.contains("/main/"));
+        assert_eq!(NVIDIA_DRIVER_REVISION.len(), 40, "a full commit hash");
+        assert_eq!(spec.sha256.as_deref(), Some(NVIDIA_DRIVER_SHA256));
+        assert!(spec.version.ends_with(&NVIDIA_DRIVER_REVISION[..12]));
     }
 
     #[test]

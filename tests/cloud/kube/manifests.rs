@@ -61,7 +61,7 @@ async fn first_fetch_is_cached_and_survives_a_broken_site() {
         name: LWS_DEPLOYMENT.into(),
     };
     let opts = WaitOptions {
-        timeout: Duration::from_secs(5),
+        timeout: Duration::from_secs(120),
         poll: Duration::from_millis(20),
     };
     cluster

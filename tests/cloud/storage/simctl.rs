@@ -53,6 +53,46 @@ pub async fn statuses(sim: &Sim, service: &str, method: &str) -> Vec<u64> {
         .collect()
 }
 
+/// Wait (a bounded poll with a generous deadline) until the journal holds `n` calls of
+/// `service`/`method` with HTTP status `status` (any status: `None`); returns them all.
+pub async fn until_journal(
+    sim: &Sim,
+    service: &str,
+    method: &str,
+    status: Option<u64>,
+    n: usize,
+) -> Vec<u64> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let all = statuses(sim, service, method).await;
+        if all
+            .iter()
+            .filter(|s| status.is_none_or(|want| **s == want))
+            .count()
+            >= n
+        {
+            return all;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{service} {method}: {n} calls (status {status:?}) not seen in 120 s: {all:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// The error of a cancelled wait, which must end promptly: within a bound (60 s, loose
+/// enough for any load) far below the wait's own deadline and poll intervals.
+pub async fn cancelled_promptly<T: std::fmt::Debug>(
+    wait: tokio::task::JoinHandle<Result<T, kineticd::cloud::gcp::GcpError>>,
+) -> kineticd::cloud::gcp::GcpError {
+    tokio::time::timeout(std::time::Duration::from_secs(60), wait)
+        .await
+        .expect("the cancelled wait ended promptly")
+        .expect("join")
+        .expect_err("cancelled")
+}
+
 /// Move the simulator's virtual clock forward.
 pub async fn advance(sim: &Sim, seconds: f64) {
     let r = http()
@@ -81,12 +121,12 @@ pub async fn raw(
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
-/// A fast LRO policy for tests.
+/// A fast LRO policy for tests: frequent polls, a deadline no loaded machine reaches.
 pub fn quick_lro() -> kineticd::cloud::gcp::lro::LroPolicy {
     kineticd::cloud::gcp::lro::LroPolicy {
         first_delay: std::time::Duration::from_millis(5),
         max_delay: std::time::Duration::from_millis(20),
-        deadline: std::time::Duration::from_secs(10),
+        deadline: std::time::Duration::from_secs(120),
     }
 }
 

@@ -160,7 +160,7 @@ pub(crate) fn gpu() -> Value {
 /// two); past the deadline, fail naming the steps that did not finish.
 async fn finish(env: &Env, op: &Value) -> Value {
     let name = op["name"].as_str().expect("operation name");
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let r = env
             .app
