@@ -1,7 +1,8 @@
 //! deploy/README.md's IAM table ("Roles on each team project") lists every Google
 //! method kineticd calls, with a role and the steps that need it. A day's workflows run
-//! through the production clients against the simulator (up with forceDestroy, status,
-//! pool add with failover, pool list, pool remove, down emptying a bucket);
+//! through the production clients against the simulator (an up refused for its zone, up
+//! with forceDestroy, status, previews of a second up and of a TPU pool, pool add with
+//! failover, pool list, pool remove, down emptying a bucket);
 //! every method in the simulator's journal must have a row, and every row must be a
 //! method the workflows called (or one of the operation polls the simulator makes
 //! unnecessary, checked against its client), so a new call without a role, or a row no
@@ -108,9 +109,43 @@ async fn methods_a_day_calls() -> BTreeSet<String> {
     let _workers = app.workers(test_worker_config(2));
     use reqwest::Method as M;
 
+    // An `up` in a zone Compute does not have is refused before anything is written
+    // (zones.get, then zones.list for the region's zones): those reads need a role too.
+    let bad_zone = CLUSTER.replace("us-central1-a", "us-central1-q");
+    let r = app
+        .call(
+            OWNER,
+            M::PUT,
+            &bad_zone,
+            Some(json!({"accelerator": "gpu-l4"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+
     let up = json!({"accelerator": "gpu-l4", "forceDestroy": true});
     succeed(&app, call(&app, M::PUT, CLUSTER, Some(up)).await).await;
     call(&app, M::GET, &format!("{CLUSTER}/status"), None).await;
+    // Previews read live too: a second `up` (the APIs, to say KEEP) and a TPU pool (its
+    // machine type offered in the zone).
+    let previews = [
+        (M::PUT, CLUSTER.to_owned(), json!({})),
+        (
+            M::POST,
+            format!("{CLUSTER}/nodePools"),
+            json!({"accelerator": "tpu-v5litepod-16"}),
+        ),
+    ];
+    for (method, path, body) in previews {
+        let r = app
+            .call(
+                OWNER,
+                method,
+                &format!("{path}?validateOnly=true"),
+                Some(body),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{path}: {}", r.body);
+    }
     let pools = format!("{CLUSTER}/nodePools");
     let add = json!({"accelerator": "l4", "failover": true});
     succeed(&app, call(&app, M::POST, &pools, Some(add)).await).await;
