@@ -42,6 +42,10 @@ fn respond(s: Submitted) -> Response {
 
 /// AIP-154: with `If-Match`, the cluster must exist and still carry that etag. The
 /// operation then works from the records as they are when it runs.
+///
+/// Known gap: this reads the record before the enqueue transaction, not under its row
+/// lock, so a change landing between the two is not caught; the typed mutation context
+/// (issue 12) is to carry the etag into `service::provision::lock`.
 async fn check_etag(
     s: &AppState,
     caller: &Caller,

@@ -340,7 +340,13 @@ async fn case(op: Op, how: How) {
         How::CancelledRunning => {
             started(&env, &sent).await;
             cancel(&env, &sent).await;
-            env.run_out(&sent).await
+            let ended = env.run_out(&sent).await;
+            // A cancel abandons the wait, not Google's own operation: a delete the
+            // cancelled `down` had asked for still finishes in the cloud. Let that time
+            // pass first, as it would; an `up` sent at once can meet the resource
+            // vanishing under it (NOT_FOUND at a later step) and must then be sent again.
+            env.advance(3600.0).await;
+            ended
         }
         How::Failed(a) => {
             let failed = env.run_out(&sent).await;
