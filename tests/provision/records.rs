@@ -17,8 +17,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::faults::{
-    At, CLUSTER, GKE_401, QUOTA, assert_failed_at, at, close, cluster_state, each, gpu, make,
-    names, pool_of, pool_state, resolve, steps, unmake,
+    At, CLUSTER, assert_failed_at, close, cluster_state, each, gpu, make, names, pool_of,
+    pool_state, resolve, steps, unmake,
 };
 use crate::support::*;
 
@@ -54,23 +54,6 @@ impl How {
         }
     }
 }
-
-const POOL_ADD_AT: At = at(
-    &["pool"],
-    "container",
-    "nodePools.create",
-    &[],
-    "GKE_BUSY",
-    GKE_401,
-);
-const POOL_REMOVE_AT: At = at(
-    &["pool"],
-    "container",
-    "nodePools.delete",
-    &[],
-    "GKE_BUSY",
-    QUOTA,
-);
 
 /// What the records hold after an end: the cluster's state, and each named pool's
 /// (`None`: no record).
@@ -391,12 +374,12 @@ async fn every_end_of_down_leaves_records_every_request_works_from() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_end_of_pool_add_leaves_records_every_request_works_from() {
-    table(Op::AddPool, &[POOL_ADD_AT]).await;
+    table(Op::AddPool, &[crate::faults::up::POOL_CREATE_AT]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_end_of_pool_remove_leaves_records_every_request_works_from() {
-    table(Op::RemovePool, &[POOL_REMOVE_AT]).await;
+    table(Op::RemovePool, &[crate::faults::down::POOL_DELETE_AT]).await;
 }
 
 async fn explicit_clock() -> Env {

@@ -30,14 +30,7 @@ pub(crate) const DOWN_AT: [At; 10] = [
         "HTTP_503",
         QUOTA,
     ),
-    at(
-        &["pool"],
-        "container",
-        "nodePools.delete",
-        &[],
-        "GKE_BUSY",
-        QUOTA,
-    ),
+    POOL_DELETE_AT,
     at(
         &["cluster"],
         "container",
@@ -183,3 +176,13 @@ async fn down_fails_on_a_terminal_fault_at_each_step_and_down_again_completes_it
 
 // ---------------------------------------------------------------------------------------
 // Every step run twice: the identical operation enqueued again after it succeeded
+
+/// A pool's deletion (in `down` and in a pool remove).
+pub(crate) const POOL_DELETE_AT: At = at(
+    &["pool"],
+    "container",
+    "nodePools.delete",
+    &[],
+    "GKE_BUSY",
+    QUOTA,
+);

@@ -132,15 +132,18 @@ pub(crate) const UP_AT: [At; 17] = [
         "HTTP_503",
         QUOTA,
     )),
-    at(
-        &["pool"],
-        "container",
-        "nodePools.create",
-        &[],
-        "GKE_BUSY",
-        GKE_401,
-    ),
+    POOL_CREATE_AT,
 ];
+
+/// The pool's creation (in `up` and in a pool add).
+pub(crate) const POOL_CREATE_AT: At = at(
+    &["pool"],
+    "container",
+    "nodePools.create",
+    &[],
+    "GKE_BUSY",
+    GKE_401,
+);
 
 /// A retryable fault at the step's call: the operation still succeeds, the call was
 /// made again, and nothing was created twice.
