@@ -152,7 +152,12 @@ pub fn router(state: AppState) -> Router {
                     .get(&REQUEST_ID)
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("");
-                tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %id)
+                // The route template, not the path: paths may hold email addresses.
+                let route = req
+                    .extensions()
+                    .get::<axum::extract::MatchedPath>()
+                    .map_or("unmatched", |m| m.as_str());
+                tracing::info_span!("http", method = %req.method(), route, request_id = %id)
             }),
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))

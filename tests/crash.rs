@@ -102,6 +102,15 @@ struct Row {
     end_time: Option<DateTime<Utc>>,
 }
 
+/// `kineticd_lease_rescues_total` as `server` reports it.
+async fn lease_rescues(http: &reqwest::Client, server: &Server) -> f64 {
+    let text = server.scrape(http).await;
+    text.lines()
+        .find_map(|l| l.strip_prefix("kineticd_lease_rescues_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no kineticd_lease_rescues_total:\n{text}"))
+}
+
 async fn unfinished(db: &kineticd::store::Db) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM operations WHERE end_time IS NULL")
         .fetch_one(db)
@@ -186,7 +195,14 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
     }
     let interrupted_at = unfinished(&db).await;
 
-    // A final process finishes the queue.
+    // A final process finishes the queue, taking over what the last kill left leased.
+    let abandoned: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM operations \
+         WHERE end_time IS NULL AND state <> 'QUEUED' AND lease_owner IS NOT NULL",
+    )
+    .fetch_one(&db)
+    .await
+    .expect("count abandoned leases");
     let mut last = start_server(&url, WORKERS, &log, &http, &log_path, &[]).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
@@ -199,6 +215,12 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Each take-over of an abandoned lease is counted as a rescue.
+    let rescues = lease_rescues(&http, &last).await;
+    assert!(
+        rescues >= abandoned as f64,
+        "{abandoned} abandoned leases, {rescues} rescues counted"
+    );
     last.kill();
     drop(last);
 
@@ -299,7 +321,8 @@ async fn sigkill_loop_loses_nothing_and_applies_every_effect_once() {
     );
     println!(
         "crash: {KILLS} kills, {resumed}/{OPERATIONS} operations resumed (max attempt {}), \
-         {interrupted_at} unfinished when the kills stopped, progress {progress:?}, {:.1} s",
+         {interrupted_at} unfinished when the kills stopped ({abandoned} leased, {rescues} \
+         lease rescues counted), progress {progress:?}, {:.1} s",
         rows.iter().map(|r| r.attempt).max().unwrap_or(0),
         started.elapsed().as_secs_f64()
     );

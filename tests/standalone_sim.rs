@@ -3,15 +3,17 @@
 //! its environment cleared) gets only those variables plus a database and the dev
 //! identity, and an `up` of a gpu-l4 cluster through the REST API succeeds, with the
 //! manifests served by the simulator (nothing fetched from the internet). The same
-//! processes' output is plain text (no ANSI colours into pipes or files), and their
-//! `/metrics` describe every family and use one label style.
+//! processes' output is plain text (no ANSI colours into pipes or files); their
+//! `/metrics` expose exactly the families `docs/metrics.md` lists, each described, in one
+//! label style; and serve's logs are JSON lines in which every line a step writes names
+//! its operation, step and attempt, and no line holds a person's email address.
 
 #[path = "common/mod.rs"]
 mod common;
 #[path = "serve_process/mod.rs"]
 mod serve_process;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -34,7 +36,8 @@ struct Standalone {
 }
 
 impl Standalone {
-    async fn up(name: &str) -> Standalone {
+    /// `extra_env`: more variables for `serve` (e.g. `RUST_LOG`).
+    async fn up(name: &str, extra_env: &[(&str, String)]) -> Standalone {
         let sim = SimProcess::start(&[]);
         let printed: BTreeMap<String, String> = sim.exports().into_iter().collect();
         for key in [
@@ -55,6 +58,7 @@ impl Standalone {
         let env: Vec<(&str, String)> = printed
             .iter()
             .map(|(k, v)| (k.as_str(), v.clone()))
+            .chain(extra_env.iter().cloned())
             .collect();
 
         let (db, url) = common::fresh_db().await;
@@ -114,7 +118,7 @@ impl Standalone {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn up_through_serve_against_a_separate_sim_configured_only_by_what_it_printed() {
-    let mut s = Standalone::up("standalone-up").await;
+    let mut s = Standalone::up("standalone-up", &[]).await;
     assert_eq!(
         s.op["metadata"]["state"], "SUCCEEDED",
         "{}; log: {}",
@@ -178,19 +182,48 @@ async fn up_through_serve_against_a_separate_sim_configured_only_by_what_it_prin
     s.log_path.remove();
 }
 
-/// Every metric family kineticd records.
-const FAMILIES: [&str; 7] = [
-    "kineticd_http_requests_total",
-    "kineticd_http_request_duration_seconds",
-    "kineticd_cloud_calls_total",
-    "kineticd_cloud_call_duration_seconds",
-    "kineticd_step_duration_seconds",
-    "kineticd_operations_finished_total",
-    "kineticd_operations_unfinished",
-];
+/// The metric families `docs/metrics.md` lists (its table rows start "| `kineticd_").
+fn documented_families() -> BTreeSet<String> {
+    let doc = include_str!("../docs/metrics.md");
+    let families: BTreeSet<String> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once('`'))
+        .map(|(name, _)| name.to_owned())
+        .filter(|name| name.starts_with("kineticd_"))
+        .collect();
+    assert!(families.len() >= 10, "docs/metrics.md lists {families:?}");
+    families
+}
+
+/// The families a scrape exposes (its `# TYPE` lines).
+fn exposed_families(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
 
 /// Label values that name a code, state, type or outcome: UPPER_SNAKE, as the API spells them.
-const CODE_LABELS: [&str; 3] = ["state", "outcome", "type"];
+const CODE_LABELS: [&str; 4] = ["state", "outcome", "type", "workflow"];
+
+/// The `(key, value)` label pairs of every sample line.
+fn labels(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((_, labels)) = line.split_once('{') else {
+            continue;
+        };
+        let labels = labels.rsplit_once('}').map(|(l, _)| l).unwrap_or(labels);
+        for pair in labels.split("\",") {
+            if let Some((key, value)) = pair.split_once("=\"") {
+                out.push((key.to_owned(), value.trim_end_matches('"').to_owned()));
+            }
+        }
+    }
+    out
+}
 
 fn upper_snake(v: &str) -> bool {
     !v.is_empty()
@@ -200,38 +233,30 @@ fn upper_snake(v: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_describe_every_family_and_use_one_label_style() {
-    let s = Standalone::up("standalone-metrics").await;
+    let s = Standalone::up("standalone-metrics", &[]).await;
     assert_eq!(s.op["metadata"]["state"], "SUCCEEDED", "{}", s.op);
-    // The worker counts a finished operation just after committing it, so a scrape right
-    // after `:wait` may precede that: scrape until every family is there (bounded).
+    // The worker counts a finished operation just after committing it, and the queue
+    // gauges are refreshed every few seconds: scrape until every documented family is
+    // there (bounded).
+    let documented = documented_families();
     let deadline = Instant::now() + Duration::from_secs(60);
     let text = loop {
-        let text = s
-            .http
-            .get(s.server.url("/metrics"))
-            .send()
-            .await
-            .expect("scrape")
-            .text()
-            .await
-            .expect("metrics text");
-        let missing: Vec<&str> = FAMILIES
-            .iter()
-            .copied()
-            .filter(|f| !text.contains(&format!("# TYPE {f} ")))
-            .collect();
-        if missing.is_empty() {
+        let text = s.server.scrape(&s.http).await;
+        let exposed = exposed_families(&text);
+        if documented.is_subset(&exposed) {
             break text;
         }
+        let missing: Vec<&String> = documented.difference(&exposed).collect();
         assert!(Instant::now() < deadline, "{missing:?} missing:\n{text}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let families: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE "))
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
-    for family in &families {
+    let exposed = exposed_families(&text);
+    let undocumented: Vec<&String> = exposed.difference(&documented).collect();
+    assert!(
+        undocumented.is_empty(),
+        "exposed but not in docs/metrics.md: {undocumented:?}"
+    );
+    for family in &exposed {
         let help = format!("# HELP {family} ");
         assert!(
             text.lines()
@@ -240,24 +265,136 @@ async fn metrics_describe_every_family_and_use_one_label_style() {
         );
     }
 
+    let labels = labels(&text);
     // Every code/state/outcome label value is UPPER_SNAKE.
     let mut seen = 0;
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let Some((_, labels)) = line.split_once('{') else {
-            continue;
-        };
-        let labels = labels.rsplit_once('}').map(|(l, _)| l).unwrap_or(labels);
-        for pair in labels.split("\",") {
-            let Some((key, value)) = pair.split_once("=\"") else {
-                continue;
-            };
-            if CODE_LABELS.contains(&key) {
-                let value = value.trim_end_matches('"');
-                assert!(upper_snake(value), "{key}=\"{value}\" in: {line}");
-                seen += 1;
-            }
+    for (key, value) in &labels {
+        if CODE_LABELS.contains(&key.as_str()) {
+            assert!(upper_snake(value), "{key}=\"{value}\":\n{text}");
+            seen += 1;
         }
     }
     assert!(seen > 0, "no state/outcome labels at all:\n{text}");
+    // Routes are templates, never paths with ids in them.
+    for (key, value) in labels.iter().filter(|(k, _)| k == "route") {
+        assert!(!value.contains("standalone"), "{key}=\"{value}\"");
+    }
+    // The up called Google and the cluster's Kubernetes API; steps are labelled by
+    // resource kind, never by id.
+    let has = |k: &str, v: &str| labels.iter().any(|(key, value)| key == k && value == v);
+    for service in ["container", "compute", "kubernetes"] {
+        assert!(has("service", service), "no {service} calls:\n{text}");
+    }
+    assert!(has("step", "container.cluster"), "{text}");
+    assert!(
+        !labels.iter().any(|(k, v)| k == "step" && v.contains(':')),
+        "a step id as label:\n{text}"
+    );
+    s.log_path.remove();
+}
+
+/// The `step` span's fields every line written inside a step carries.
+const STEP_FIELDS: [&str; 4] = ["operation.id", "operation.type", "step.id", "attempt"];
+
+/// `x@y.z` somewhere in `text` (a dot-separated domain after the `@`), other than a
+/// Google service account (a workload, not a person, named by the plan itself).
+fn person_email(text: &str) -> Option<String> {
+    let local = |c: char| c.is_ascii_alphanumeric() || "._%+-".contains(c);
+    let domain = |c: char| c.is_ascii_alphanumeric() || ".-".contains(c);
+    for (at, _) in text.match_indices('@') {
+        let before: String = text[..at]
+            .chars()
+            .rev()
+            .take_while(|&c| local(c))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let after: String = text[at + 1..].chars().take_while(|&c| domain(c)).collect();
+        let after = after.trim_end_matches('.');
+        if !before.is_empty() && after.contains('.') && !after.ends_with(".gserviceaccount.com") {
+            return Some(format!("{before}@{after}"));
+        }
+    }
+    None
+}
+
+#[test]
+fn person_emails_are_found_and_service_accounts_are_not() {
+    assert_eq!(
+        person_email(r#"{"by":"standalone-owner@example.com"}"#).as_deref(),
+        Some("standalone-owner@example.com")
+    );
+    assert_eq!(
+        person_email("node-sa@p.iam.gserviceaccount.com failed"),
+        None
+    );
+    assert_eq!(person_email("u-1234abcd and @ alone, a@b"), None);
+}
+
+/// `serve` in production writes JSON lines by default; after an `up`, every line written
+/// while a step ran (the cloud calls it made included, logged at debug) names the
+/// operation, its type, the step and the attempt, and no line holds a person's email
+/// address (the caller is logged as a stable id).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_logs_name_operation_step_and_attempt_and_hold_no_email() {
+    let extra = [("RUST_LOG", "info,sqlx=warn,kineticd=debug".to_owned())];
+    let mut s = Standalone::up("standalone-logs", &extra).await;
+    assert_eq!(s.op["metadata"]["state"], "SUCCEEDED", "{}", s.op);
+    // Cancel the finished up (a 4xx) so a caller-attributed line is written too.
+    let name = s.op["name"].as_str().expect("operation name").to_owned();
+    let r = s
+        .http
+        .post(s.server.url(&format!("/v1/{name}:cancel")))
+        .header("x-kinetic-user", OWNER)
+        .send()
+        .await
+        .expect("cancel");
+    assert!(
+        r.status().is_client_error() || r.status().is_success(),
+        "{}",
+        r.status()
+    );
+    s.server.kill();
+    let log = std::fs::read_to_string(&s.log_path.0).expect("serve log");
+
+    let mut in_step = 0;
+    let mut calls: BTreeSet<String> = BTreeSet::new();
+    for line in log.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
+        if let Some(email) = person_email(line) {
+            panic!("an email address ({email}) in a log line: {line}");
+        }
+        let spans = v["spans"].as_array().cloned().unwrap_or_default();
+        let step = spans.iter().find(|s| s["name"] == "step");
+        let target = v["target"].as_str().unwrap_or_default();
+        let in_http = spans.iter().any(|s| s["name"] == "http");
+        let step_code =
+            target.starts_with("kineticd::cloud") || target.starts_with("kineticd::ops::workflows");
+        match step {
+            Some(step) => {
+                for field in STEP_FIELDS {
+                    assert!(!step[field].is_null(), "no {field} in: {line}");
+                }
+                in_step += 1;
+                if v["message"] == "cloud call" {
+                    calls.insert(v["service"].as_str().unwrap_or_default().to_owned());
+                }
+            }
+            None => assert!(
+                !step_code || in_http,
+                "step code logged outside a step span: {line}"
+            ),
+        }
+    }
+    assert!(in_step > 0, "no line inside a step:\n{log}");
+    for service in ["container", "compute", "kubernetes"] {
+        assert!(
+            calls.contains(service),
+            "no {service} call logged in a step: {calls:?}"
+        );
+    }
+    assert!(!log.contains(OWNER), "the caller's email in the log");
     s.log_path.remove();
 }

@@ -4,7 +4,8 @@
 //! Invariant: the `route` label is the route template (`/v1/teams/{team}`), never the
 //! raw path, so label cardinality stays bounded; every metric kineticd records is
 //! described here (a `# HELP` line on `/metrics`); label values that name a code, state,
-//! type or outcome are UPPER_SNAKE, as the API spells them (`SUCCEEDED`, `NOT_FOUND`).
+//! type or outcome are UPPER_SNAKE, as the API spells them (`SUCCEEDED`, `NOT_FOUND`);
+//! `docs/metrics.md` lists every family (a test compares it with a scrape).
 
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -50,7 +51,8 @@ pub fn handle() -> PrometheusHandle {
         .clone()
 }
 
-/// The `# HELP` text of every metric kineticd records (here, in `ops` and in `cloud`).
+/// The `# HELP` text of every metric kineticd records (here, in `ops`, `store` and
+/// `cloud`); `docs/metrics.md` lists the same families with their labels.
 fn describe() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_counter!(
@@ -64,17 +66,28 @@ fn describe() {
     );
     describe_counter!(
         "kineticd_cloud_calls_total",
-        "Google Cloud API calls, by service, method and outcome (OK or the error reason)"
+        "Google Cloud and Kubernetes API calls, by service, method and outcome \
+         (OK, TRANSPORT or the google.rpc status name)"
     );
     describe_histogram!(
         "kineticd_cloud_call_duration_seconds",
         Unit::Seconds,
-        "Time of one Google Cloud API call (with its one retry after a 401), by service and method"
+        "Time of one Google Cloud or Kubernetes API call (a Google call with its one \
+         retry after a 401), by service and method"
     );
     describe_histogram!(
         "kineticd_step_duration_seconds",
         Unit::Seconds,
-        "Time of one attempt of an operation step, by operation type and outcome (OK or ERROR)"
+        "Time of one attempt of an operation step, by workflow (operation type), step \
+         kind (resource type) and outcome (OK, RETRYABLE_ERROR or ERROR)"
+    );
+    describe_counter!(
+        "kineticd_step_retries_total",
+        "Step attempts scheduled again after a retryable failure, by workflow"
+    );
+    describe_counter!(
+        "kineticd_lease_rescues_total",
+        "Operations claimed from a worker whose lease expired without being handed back"
     );
     describe_counter!(
         "kineticd_operations_finished_total",
@@ -82,7 +95,17 @@ fn describe() {
     );
     describe_gauge!(
         "kineticd_operations_unfinished",
-        "Operations not yet finished (all processes), by state; refreshed every few seconds"
+        "Operations not yet finished (all processes), by operation type and state; \
+         refreshed every few seconds"
+    );
+    describe_gauge!(
+        "kineticd_queue_depth",
+        "Operations QUEUED for a worker (all processes); refreshed every few seconds"
+    );
+    describe_gauge!(
+        "kineticd_queue_oldest_age_seconds",
+        Unit::Seconds,
+        "Age of the oldest QUEUED operation (0 when none is); refreshed every few seconds"
     );
 }
 

@@ -5,6 +5,7 @@
 //! connection pool and one token source, configured once at start-up (from the
 //! environment, or pointed at the built-in simulator in development).
 
+pub mod call_metrics;
 pub mod gcp;
 pub mod kube;
 

@@ -1,6 +1,8 @@
 //! Removes finished operations older than the retention period (default 30 days) and
-//! expired idempotency keys, and refreshes the queue-depth gauges.
+//! expired idempotency keys, and refreshes the queue gauges every few seconds from the
+//! database (so they count every process's operations; see `docs/metrics.md`).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -20,17 +22,34 @@ pub async fn purge_once(db: &Db, retention: Duration) -> Result<u64, StoreError>
     Ok(n)
 }
 
-/// Refresh `kineticd_operations_unfinished{state}`.
-pub async fn refresh_gauges(db: &Db) -> Result<(), StoreError> {
-    let counts = operations::counts_by_state(db).await?;
-    for state in ["QUEUED", "RUNNING", "CANCELLING"] {
-        let n = counts
-            .iter()
-            .find(|(s, _)| s == state)
-            .map(|(_, n)| *n)
-            .unwrap_or(0);
-        metrics::gauge!("kineticd_operations_unfinished", "state" => state).set(n as f64);
+/// Refresh the queue gauges from the database (all processes' operations):
+/// `kineticd_operations_unfinished{type,state}`, `kineticd_queue_depth` and
+/// `kineticd_queue_oldest_age_seconds`. `seen` holds the (type, state) pairs reported
+/// before, so a pair that emptied drops to 0 instead of keeping its last value.
+pub async fn refresh_gauges(
+    db: &Db,
+    seen: &mut BTreeSet<(String, String)>,
+) -> Result<(), StoreError> {
+    let stats = operations::queue_stats(db).await?;
+    let now: BTreeMap<(String, String), i64> = stats
+        .unfinished
+        .into_iter()
+        .map(|(t, s, n)| ((t, s), n))
+        .collect();
+    seen.extend(now.keys().cloned());
+    for (ty, state) in seen.iter() {
+        let n = now.get(&(ty.clone(), state.clone())).copied().unwrap_or(0);
+        metrics::gauge!("kineticd_operations_unfinished",
+            "type" => ty.clone(), "state" => state.clone())
+        .set(n as f64);
     }
+    let depth: i64 = now
+        .iter()
+        .filter(|((_, s), _)| s == "QUEUED")
+        .map(|(_, n)| n)
+        .sum();
+    metrics::gauge!("kineticd_queue_depth").set(depth as f64);
+    metrics::gauge!("kineticd_queue_oldest_age_seconds").set(stats.oldest_queued_seconds);
     Ok(())
 }
 
@@ -50,13 +69,14 @@ pub async fn run(db: Db, retention: Duration, every: Duration, stop: Cancellatio
 
 /// Refresh gauges every `every` until `stop`.
 pub async fn run_gauges(db: Db, every: Duration, stop: CancellationToken) {
+    let mut seen = BTreeSet::new();
     let mut tick = tokio::time::interval(every);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = stop.cancelled() => return,
         }
-        if let Err(e) = refresh_gauges(&db).await {
+        if let Err(e) = refresh_gauges(&db, &mut seen).await {
             tracing::debug!(error = %e, "queue gauge refresh failed");
         }
     }

@@ -8,17 +8,25 @@
 //! - A step's completion (and any effect it commits on our database) is one write, so a
 //!   crash either keeps both or neither; a step interrupted mid-run is re-run (ensure).
 //! - No transaction is open while a step runs.
+//! - Each step attempt runs inside one `step` span carrying `operation.id`,
+//!   `operation.type`, `step.id` and `attempt`, so every line it logs (cloud calls
+//!   included) names them; its duration is recorded by workflow, step kind and outcome.
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use serde_json::Value;
 use tokio::sync::Mutex;
+use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::store::operations::{self, Finish, OperationRow};
 use crate::store::{Db, StoreError};
@@ -60,7 +68,7 @@ pub enum Outcome {
 
 enum StepOutcome {
     Done(Value, Box<StepCtx>),
-    /// A retryable failure: `run` records it and schedules the next attempt.
+    /// A retryable failure: the driver records it and schedules the next attempt.
     Retry(StepError),
     Failed(StepError),
 }
@@ -85,9 +93,10 @@ impl Run {
         }
     }
 
-    /// One attempt of step `i` (after `delay`). The step never touches the shared state
-    /// across an await: it may not be polled while `run` waits (it lives in `run`'s
-    /// `FuturesUnordered`), so only `run` writes, and a retry goes back through it.
+    /// One attempt of step `i` (after `delay`), inside its `step` span. The step never
+    /// touches the shared state across an await: it may not be polled while the
+    /// [`Driver`] waits (it lives in the driver's `FuturesUnordered`), so only the driver
+    /// writes, and a retry goes back through it.
     async fn step(
         self: Arc<Self>,
         i: usize,
@@ -97,19 +106,7 @@ impl Run {
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
-        let (step, results) = {
-            let g = self.steps.lock().await;
-            let results: HashMap<String, Value> = g[i]
-                .reads
-                .iter()
-                .filter_map(|r| {
-                    g.iter()
-                        .find(|s| &s.id == r)
-                        .and_then(|s| s.result.clone().map(|v| (r.clone(), v)))
-                })
-                .collect();
-            (g[i].clone(), results)
-        };
+        let (step, results) = self.inputs(i).await;
         let ctx = StepCtx {
             op: self.op.clone(),
             attempt: step.attempts,
@@ -117,16 +114,34 @@ impl Run {
             results,
             cancel,
         };
+        let span = tracing::info_span!("step",
+            operation.id = %self.op.id,
+            operation.type = %self.op.op_type,
+            step.id = %ctx.step.id,
+            attempt = ctx.attempt);
         let started = std::time::Instant::now();
-        let r = self.wf.run_step(&ctx).await;
-        metrics::histogram!("kineticd_step_duration_seconds", "type" => self.op.op_type.clone(),
-            "outcome" => if r.is_ok() { "OK" } else { "ERROR" })
-        .record(started.elapsed().as_secs_f64());
+        let r = self.wf.run_step(&ctx).instrument(span.clone()).await;
+        let outcome = span.in_scope(|| observe(&self.op.op_type, &ctx.step, &r, started));
         match r {
             Ok(v) => (i, StepOutcome::Done(v, Box::new(ctx))),
-            Err(e) if e.is_retryable() => (i, StepOutcome::Retry(e)),
+            Err(e) if outcome == RETRYABLE => (i, StepOutcome::Retry(e)),
             Err(e) => (i, StepOutcome::Failed(e)),
         }
+    }
+
+    /// Step `i` as it stands, and the results of the earlier steps it reads.
+    async fn inputs(&self, i: usize) -> (StepRecord, HashMap<String, Value>) {
+        let g = self.steps.lock().await;
+        let results = g[i]
+            .reads
+            .iter()
+            .filter_map(|r| {
+                g.iter()
+                    .find(|s| &s.id == r)
+                    .and_then(|s| s.result.clone().map(|v| (r.clone(), v)))
+            })
+            .collect();
+        (g[i].clone(), results)
     }
 
     async fn finish(
@@ -186,6 +201,46 @@ impl Run {
     }
 }
 
+/// The `outcome` label of a step attempt that failed and may be retried.
+const RETRYABLE: &str = "RETRYABLE_ERROR";
+
+/// Record one attempt's duration (by workflow, step kind and outcome) and log its end;
+/// called inside the step's span. Returns the outcome label.
+fn observe(
+    workflow: &str,
+    step: &StepRecord,
+    r: &Result<Value, StepError>,
+    started: std::time::Instant,
+) -> &'static str {
+    let elapsed = started.elapsed();
+    let outcome = match r {
+        Ok(_) => "OK",
+        Err(e) if e.is_retryable() => RETRYABLE,
+        Err(_) => "ERROR",
+    };
+    metrics::histogram!("kineticd_step_duration_seconds",
+        "workflow" => workflow.to_owned(), "step" => step_kind(step), "outcome" => outcome)
+    .record(elapsed.as_secs_f64());
+    let ms = elapsed.as_millis() as u64;
+    match r {
+        Ok(_) => tracing::debug!(elapsed_ms = ms, "step attempt succeeded"),
+        Err(e) => tracing::info!(elapsed_ms = ms, outcome, reason = %e.reason,
+            error = %e.message, "step attempt failed"),
+    }
+    outcome
+}
+
+/// A step's kind, a bounded label: the resource type of the plan action it carries out
+/// (`container.nodePool`), never its id (which names pools); `step` for workflows whose
+/// steps carry no action.
+fn step_kind(step: &StepRecord) -> String {
+    step.input
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("step")
+        .to_owned()
+}
+
 fn ready(steps: &[StepRecord], limit: usize) -> Vec<usize> {
     steps
         .iter()
@@ -231,6 +286,42 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
     let running = env.events.running(row.id);
     let cancel = running.token.clone();
     let lost = CancellationToken::new();
+    let deadline = sleep_until_deadline(row.deadline);
+    let run = Arc::new(Run {
+        env: env.clone(),
+        wf,
+        steps: Mutex::new(resumable_steps(&row)),
+        op: Arc::new(row),
+    });
+    let _stop_heartbeat = AbortOnDrop(tokio::spawn(heartbeat(
+        env.db.clone(),
+        run.op.id,
+        run.op.generation,
+        env.lease,
+        cancel.clone(),
+        lost.clone(),
+    )));
+    if run.op.cancel_requested {
+        cancel.cancel();
+    }
+    Driver {
+        run,
+        cancel,
+        lost,
+        deadline,
+        inflight: FuturesUnordered::new(),
+        failed: None,
+        retries: HashMap::new(),
+        draining: false,
+        flush_at: None,
+    }
+    .drive()
+    .await
+}
+
+/// The stored steps, with any step a lost worker left RUNNING pending again (steps are
+/// ensures: it runs again).
+fn resumable_steps(row: &OperationRow) -> Vec<StepRecord> {
     let mut steps: Vec<StepRecord> = match serde_json::from_value(row.steps.clone()) {
         Ok(s) => s,
         Err(e) => {
@@ -238,196 +329,281 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
             Vec::new()
         }
     };
-    // Resume: a step left RUNNING by a lost worker runs again (steps are ensures).
     for s in steps.iter_mut().filter(|s| s.state == StepState::Running) {
         s.state = StepState::Pending;
         s.message = Some("resumed after the previous worker stopped".into());
     }
-    let deadline = row.deadline;
-    let run = Arc::new(Run {
-        env: env.clone(),
-        wf,
-        op: Arc::new(row),
-        steps: Mutex::new(steps),
-    });
+    steps
+}
 
-    let heartbeat = tokio::spawn(heartbeat(
-        env.db.clone(),
-        run.op.id,
-        run.op.generation,
-        env.lease,
-        cancel.clone(),
-        lost.clone(),
-    ));
-    let _stop_heartbeat = AbortOnDrop(heartbeat);
-
-    if run.op.cancel_requested {
-        cancel.cancel();
-    }
-    let until_deadline = deadline
+/// Fires at the operation's deadline (a year away when it has none).
+fn sleep_until_deadline(deadline: Option<chrono::DateTime<Utc>>) -> Pin<Box<Sleep>> {
+    let until = deadline
         .map(|d| (d - Utc::now()).to_std().unwrap_or(Duration::ZERO))
         .unwrap_or(Duration::from_secs(86_400 * 365));
-    let deadline_sleep = tokio::time::sleep(until_deadline);
-    tokio::pin!(deadline_sleep);
+    Box::pin(tokio::time::sleep(until))
+}
 
-    let mut inflight = FuturesUnordered::new();
-    let mut failed: Option<(String, String, StepError)> = None;
-    // Retries of each step in this claim (the backoff restarts after a resume).
-    let mut retries: HashMap<usize, usize> = HashMap::new();
-    let mut draining = false;
-    // When launched-but-unsaved steps must be persisted (see LAUNCH_FLUSH).
-    let mut flush_at: Option<tokio::time::Instant> = None;
-    loop {
-        if failed.is_none() && !draining && !cancel.is_cancelled() {
-            let mut g = run.steps.lock().await;
-            let free = env.step_concurrency.saturating_sub(inflight.len());
-            let launch = ready(&g, free);
-            if !launch.is_empty() {
-                let now = Utc::now();
-                for &i in &launch {
-                    g[i].state = StepState::Running;
-                    g[i].start_time = Some(now);
-                    g[i].attempts += 1;
+type StepFuture = BoxFuture<'static, (usize, StepOutcome)>;
+
+/// What woke the driver.
+enum Event {
+    LeaseLost,
+    HardStop,
+    Cancelled,
+    Deadline,
+    Drain,
+    Flush,
+    Step(usize, StepOutcome),
+}
+
+/// The claim's loop state: launches ready steps, reacts to one [`Event`] at a time, and
+/// concludes once nothing is in flight.
+struct Driver {
+    run: Arc<Run>,
+    cancel: CancellationToken,
+    lost: CancellationToken,
+    deadline: Pin<Box<Sleep>>,
+    inflight: FuturesUnordered<StepFuture>,
+    /// The failed step (id, description) and its error: launch nothing more.
+    failed: Option<(String, String, StepError)>,
+    /// Retries of each step in this claim (the backoff restarts after a resume).
+    retries: HashMap<usize, usize>,
+    draining: bool,
+    /// When launched-but-unsaved steps must be persisted (see LAUNCH_FLUSH).
+    flush_at: Option<tokio::time::Instant>,
+}
+
+impl Driver {
+    async fn drive(mut self) -> Outcome {
+        loop {
+            self.launch_ready().await;
+            if self.inflight.is_empty() {
+                return self.conclude().await;
+            }
+            let done = match self.next_event().await {
+                Event::LeaseLost => Some(Outcome::LeaseLost),
+                Event::HardStop => {
+                    self.inflight.clear();
+                    Some(release(&self.run).await)
                 }
-                // Persisted with the next write, or by the flush below if the steps
-                // are still running then: a fast step costs one write, not two.
-                flush_at.get_or_insert(tokio::time::Instant::now() + LAUNCH_FLUSH);
-                for i in launch {
-                    inflight.push(run.clone().step(i, cancel.clone(), Duration::ZERO));
+                Event::Cancelled => {
+                    // Abandon running steps at once (a long cloud wait included).
+                    self.inflight.clear();
+                    Some(cancelled(&self.run).await)
                 }
+                Event::Deadline => Some(self.deadline_exceeded().await),
+                Event::Drain => {
+                    self.draining = true;
+                    None
+                }
+                Event::Flush => self.flush().await,
+                Event::Step(i, StepOutcome::Done(v, ctx)) => self.on_done(i, v, &ctx).await,
+                Event::Step(i, StepOutcome::Retry(e)) => self.on_retry(i, e).await,
+                Event::Step(i, StepOutcome::Failed(e)) => {
+                    self.on_failed(i, e).await;
+                    None
+                }
+            };
+            if let Some(outcome) = done {
+                return outcome;
             }
         }
-        if inflight.is_empty() {
-            let mut g = run.steps.lock().await.clone();
-            if let Some((id, desc, e)) = failed {
-                skip_unstarted(&mut g, &format!("step {id} failed"));
-                let mut meta = e.metadata.clone();
-                meta.insert("step".into(), id.clone());
-                let msg = format!("step {id} ({desc}) failed: {}", e.message);
-                let err = status_json(e.code, &msg, &e.reason, &meta);
-                return run.finish("FAILED", &g, None, Some(err)).await;
-            }
-            if cancel.is_cancelled() {
-                return cancelled(&run).await;
-            }
-            if draining {
-                return release(&run).await;
-            }
-            if g.iter().all(|s| s.state.finished_ok()) {
-                let response = run.wf.response(&run.op, &g);
-                return run.finish("SUCCEEDED", &g, Some(response), None).await;
-            }
-            let err = status_json(
-                RpcCode::Internal,
-                "the operation's steps cannot make progress (a dependency is missing)",
-                "STEP_GRAPH_STUCK",
-                &Default::default(),
-            );
-            skip_unstarted(&mut g, "the steps it depends on cannot finish");
-            return run.finish("FAILED", &g, None, Some(err)).await;
+    }
+
+    /// Steps may start: nothing failed, no drain, no cancel.
+    fn launching(&self) -> bool {
+        self.failed.is_none() && !self.draining && !self.cancel.is_cancelled()
+    }
+
+    fn free_slots(&self) -> usize {
+        self.run
+            .env
+            .step_concurrency
+            .saturating_sub(self.inflight.len())
+    }
+
+    fn push(&mut self, i: usize, delay: Duration) {
+        let step = self.run.clone().step(i, self.cancel.clone(), delay);
+        self.inflight.push(Box::pin(step));
+    }
+
+    /// Start every ready step (up to the concurrency limit), marked RUNNING in memory.
+    async fn launch_ready(&mut self) {
+        if !self.launching() {
+            return;
         }
-        let flush = async {
+        let launch = {
+            let mut g = self.run.steps.lock().await;
+            let launch = ready(&g, self.free_slots());
+            let now = Utc::now();
+            for &i in &launch {
+                g[i].state = StepState::Running;
+                g[i].start_time = Some(now);
+                g[i].attempts += 1;
+            }
+            launch
+        };
+        if launch.is_empty() {
+            return;
+        }
+        // Persisted with the next write, or by the flush if the steps are still running
+        // then: a fast step costs one write, not two.
+        self.flush_at
+            .get_or_insert(tokio::time::Instant::now() + LAUNCH_FLUSH);
+        for i in launch {
+            self.push(i, Duration::ZERO);
+        }
+    }
+
+    async fn next_event(&mut self) -> Event {
+        let flush_at = self.flush_at;
+        let flush = async move {
             match flush_at {
                 Some(t) => tokio::time::sleep_until(t).await,
                 None => std::future::pending().await,
             }
         };
+        let hard_stop = self.run.env.hard_stop.clone();
+        let drain = self.run.env.drain.clone();
         tokio::select! {
             biased;
-            _ = lost.cancelled() => return Outcome::LeaseLost,
-            _ = env.hard_stop.cancelled() => {
-                drop(inflight);
-                return release(&run).await;
-            }
-            _ = cancel.cancelled() => {
-                // Abandon running steps at once (a long cloud wait included).
-                drop(inflight);
-                return cancelled(&run).await;
-            }
-            _ = &mut deadline_sleep => {
-                drop(inflight);
-                let mut g = run.steps.lock().await.clone();
-                stop_steps(&mut g, StepState::Failed, "operation deadline exceeded");
-                skip_unstarted(&mut g, "the operation exceeded its deadline");
-                let err = status_json(RpcCode::DeadlineExceeded,
-                    &format!("operation {} exceeded its deadline", run.op.id),
-                    "DEADLINE_EXCEEDED", &Default::default());
-                return run.finish("FAILED", &g, None, Some(err)).await;
-            }
-            _ = env.drain.cancelled(), if !draining => { draining = true; }
-            _ = flush => {
-                flush_at = None;
-                let g = run.steps.lock().await;
-                if !run.save(&g).await {
-                    return Outcome::LeaseLost;
-                }
-            }
-            Some((i, outcome)) = inflight.next() => match outcome {
-                StepOutcome::Done(v, ctx) => {
-                    let free = if failed.is_none() && !draining && !cancel.is_cancelled() {
-                        env.step_concurrency.saturating_sub(inflight.len())
-                    } else {
-                        0
-                    };
-                    // This write carries every unsaved launch as well.
-                    flush_at = None;
-                    match run.complete(i, v, &ctx, free).await {
-                        Ok(Some(launched)) => {
-                            for j in launched {
-                                inflight.push(run.clone().step(j, cancel.clone(), Duration::ZERO));
-                            }
-                        }
-                        Ok(None) => return Outcome::LeaseLost,
-                        Err(e) => {
-                            tracing::warn!(operation.id = %run.op.id, error = %e, "completing a step failed; handing the operation back");
-                            // Best effort: let another worker resume now rather than
-                            // after the lease runs out (the step re-runs: ensure).
-                            let _ = operations::release(&run.env.db, run.op.id, run.op.generation).await;
-                            return Outcome::LeaseLost;
-                        }
-                    }
-                }
-                StepOutcome::Retry(e) => {
-                    let n = retries.entry(i).or_insert(0);
-                    let mut g = run.steps.lock().await;
-                    match env.policy.delays().nth(*n) {
-                        Some(delay) => {
-                            *n += 1;
-                            g[i].message = Some(format!(
-                                "attempt {} failed ({}: {}); retrying in {} ms",
-                                g[i].attempts,
-                                e.reason,
-                                e.message,
-                                delay.as_millis()
-                            ));
-                            g[i].attempts += 1;
-                            // Carries unsaved launches too.
-                            flush_at = None;
-                            if !run.save(&g).await {
-                                return Outcome::LeaseLost;
-                            }
-                            drop(g);
-                            inflight.push(run.clone().step(i, cancel.clone(), delay));
-                        }
-                        None => {
-                            let mut e = e;
-                            e.message = format!("{} (gave up after {} attempts)", e.message, g[i].attempts);
-                            fail_step(&mut g, i, &e);
-                            failed = Some((g[i].id.clone(), g[i].description.clone(), e));
-                            drop(g);
-                            drop(std::mem::take(&mut inflight));
-                        }
-                    }
-                }
-                StepOutcome::Failed(e) => {
-                    let mut g = run.steps.lock().await;
-                    fail_step(&mut g, i, &e);
-                    failed = Some((g[i].id.clone(), g[i].description.clone(), e));
-                    drop(g);
-                    drop(std::mem::take(&mut inflight));
-                }
-            },
+            _ = self.lost.cancelled() => Event::LeaseLost,
+            _ = hard_stop.cancelled() => Event::HardStop,
+            _ = self.cancel.cancelled() => Event::Cancelled,
+            _ = &mut self.deadline => Event::Deadline,
+            _ = drain.cancelled(), if !self.draining => Event::Drain,
+            _ = flush => Event::Flush,
+            Some((i, outcome)) = self.inflight.next() => Event::Step(i, outcome),
         }
+    }
+
+    /// Nothing in flight: the operation ends (or is handed back) now.
+    async fn conclude(&mut self) -> Outcome {
+        let run = &self.run;
+        let mut g = run.steps.lock().await.clone();
+        if let Some((id, desc, e)) = self.failed.take() {
+            skip_unstarted(&mut g, &format!("step {id} failed"));
+            let mut meta = e.metadata.clone();
+            meta.insert("step".into(), id.clone());
+            let msg = format!("step {id} ({desc}) failed: {}", e.message);
+            let err = status_json(e.code, &msg, &e.reason, &meta);
+            return run.finish("FAILED", &g, None, Some(err)).await;
+        }
+        if self.cancel.is_cancelled() {
+            return cancelled(run).await;
+        }
+        if self.draining {
+            return release(run).await;
+        }
+        if g.iter().all(|s| s.state.finished_ok()) {
+            let response = run.wf.response(&run.op, &g);
+            return run.finish("SUCCEEDED", &g, Some(response), None).await;
+        }
+        let err = status_json(
+            RpcCode::Internal,
+            "the operation's steps cannot make progress (a dependency is missing)",
+            "STEP_GRAPH_STUCK",
+            &Default::default(),
+        );
+        skip_unstarted(&mut g, "the steps it depends on cannot finish");
+        run.finish("FAILED", &g, None, Some(err)).await
+    }
+
+    async fn deadline_exceeded(&mut self) -> Outcome {
+        self.inflight.clear();
+        let mut g = self.run.steps.lock().await.clone();
+        stop_steps(&mut g, StepState::Failed, "operation deadline exceeded");
+        skip_unstarted(&mut g, "the operation exceeded its deadline");
+        let err = status_json(
+            RpcCode::DeadlineExceeded,
+            &format!("operation {} exceeded its deadline", self.run.op.id),
+            "DEADLINE_EXCEEDED",
+            &Default::default(),
+        );
+        self.run.finish("FAILED", &g, None, Some(err)).await
+    }
+
+    /// Persist launched steps still running after LAUNCH_FLUSH.
+    async fn flush(&mut self) -> Option<Outcome> {
+        self.flush_at = None;
+        let g = self.run.steps.lock().await;
+        (!self.run.save(&g).await).then_some(Outcome::LeaseLost)
+    }
+
+    /// Step `i` is done: persist it with the steps it unblocked, and start those.
+    async fn on_done(&mut self, i: usize, v: Value, ctx: &StepCtx) -> Option<Outcome> {
+        let free = if self.launching() {
+            self.free_slots()
+        } else {
+            0
+        };
+        // This write carries every unsaved launch as well.
+        self.flush_at = None;
+        match self.run.complete(i, v, ctx, free).await {
+            Ok(Some(launched)) => {
+                for j in launched {
+                    self.push(j, Duration::ZERO);
+                }
+                None
+            }
+            Ok(None) => Some(Outcome::LeaseLost),
+            Err(e) => {
+                let run = &self.run;
+                tracing::warn!(operation.id = %run.op.id, error = %e, "completing a step failed; handing the operation back");
+                // Best effort: let another worker resume now rather than after the
+                // lease runs out (the step re-runs: ensure).
+                let _ = operations::release(&run.env.db, run.op.id, run.op.generation).await;
+                Some(Outcome::LeaseLost)
+            }
+        }
+    }
+
+    /// A retryable failure: schedule the next attempt after the policy's delay, or fail
+    /// the step once the policy gives up.
+    async fn on_retry(&mut self, i: usize, mut e: StepError) -> Option<Outcome> {
+        let n = self.retries.entry(i).or_insert(0);
+        let Some(delay) = self.run.env.policy.delays().nth(*n) else {
+            let run = self.run.clone();
+            let mut g = run.steps.lock().await;
+            e.message = format!("{} (gave up after {} attempts)", e.message, g[i].attempts);
+            self.fail(&mut g, i, e);
+            return None;
+        };
+        *n += 1;
+        metrics::counter!("kineticd_step_retries_total", "workflow" => self.run.op.op_type.clone())
+            .increment(1);
+        {
+            let mut g = self.run.steps.lock().await;
+            g[i].message = Some(format!(
+                "attempt {} failed ({}: {}); retrying in {} ms",
+                g[i].attempts,
+                e.reason,
+                e.message,
+                delay.as_millis()
+            ));
+            g[i].attempts += 1;
+            // Carries unsaved launches too.
+            self.flush_at = None;
+            if !self.run.save(&g).await {
+                return Some(Outcome::LeaseLost);
+            }
+        }
+        self.push(i, delay);
+        None
+    }
+
+    async fn on_failed(&mut self, i: usize, e: StepError) {
+        let run = self.run.clone();
+        let mut g = run.steps.lock().await;
+        self.fail(&mut g, i, e);
+    }
+
+    /// Record the failure (fail fast: the other running steps are abandoned).
+    fn fail(&mut self, g: &mut [StepRecord], i: usize, e: StepError) {
+        fail_step(g, i, &e);
+        self.failed = Some((g[i].id.clone(), g[i].description.clone(), e));
+        self.inflight.clear();
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::store::{Db, operations};
 
@@ -64,6 +65,7 @@ impl WorkerPool {
         let stop_claiming = CancellationToken::new();
         let drain = CancellationToken::new();
         let hard_stop = CancellationToken::new();
+        register_counters(&registry);
         let mut tasks = JoinSet::new();
         for n in 0..cfg.workers {
             let env = RunEnv {
@@ -109,6 +111,22 @@ impl WorkerPool {
     }
 }
 
+/// Series that a healthy run may never touch, registered at 0 so `/metrics` shows them
+/// from the start (a rate over a missing series is no rate at all).
+fn register_counters(registry: &Registry) {
+    metrics::counter!("kineticd_lease_rescues_total").increment(0);
+    for (workflow, _) in registry.deadlines() {
+        metrics::counter!("kineticd_step_retries_total", "workflow" => workflow.clone())
+            .increment(0);
+        // Until the first refresh from the database (ops::retention) says otherwise.
+        for state in ["QUEUED", "RUNNING", "CANCELLING"] {
+            metrics::gauge!("kineticd_operations_unfinished",
+                "type" => workflow.clone(), "state" => state)
+            .set(0.0);
+        }
+    }
+}
+
 struct Worker {
     env: RunEnv,
     registry: Registry,
@@ -138,7 +156,9 @@ impl Worker {
                         continue;
                     };
                     tracing::debug!(operation.id = %id, worker = %self.owner, attempt = op.attempt, "claimed");
-                    match runner::run(self.env.clone(), wf, op).await {
+                    let span = tracing::info_span!("operation",
+                        operation.id = %id, operation.type = %op.op_type);
+                    match runner::run(self.env.clone(), wf, op).instrument(span).await {
                         Outcome::Finished(_) => {}
                         Outcome::LeaseLost => {
                             tracing::warn!(operation.id = %id, "stopped: lease lost")

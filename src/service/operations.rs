@@ -249,7 +249,7 @@ pub async fn cancel(db: &Db, caller: &Caller, id: &str) -> Result<Operation> {
     let row = crate::ops::queue::cancel(db, row.id)
         .await?
         .ok_or_else(|| not_found(id))?;
-    tracing::info!(operation.id = %row.id, by = %caller.email, state = %row.state, "cancel requested");
+    tracing::info!(operation.id = %row.id, by = %crate::telemetry::user_id(caller.email.as_str()), state = %row.state, "cancel requested");
     Ok(render(&row))
 }
 

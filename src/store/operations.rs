@@ -172,7 +172,8 @@ pub async fn claim(
     let secs: Vec<f64> = deadline_seconds_by_type.iter().map(|(_, s)| *s).collect();
     let sql = format!(
         "WITH c AS ( \
-           SELECT o.id FROM operations o \
+           SELECT o.id, (o.state <> 'QUEUED' AND o.lease_owner IS NOT NULL) AS rescued \
+           FROM operations o \
            WHERE o.end_time IS NULL \
              AND (o.state = 'QUEUED' OR o.lease_expire_time < now()) \
              AND NOT EXISTS (SELECT 1 FROM operations p \
@@ -192,20 +193,38 @@ pub async fn claim(
                COALESCE((SELECT s FROM d WHERE d.t = operations.op_type), 3600))), \
            update_time = now() \
          FROM c WHERE operations.id = c.id \
-         RETURNING {}",
+         RETURNING {}, c.rescued",
         COLUMNS
             .split(", ")
             .map(|c| format!("operations.{}", c.trim()))
             .collect::<Vec<_>>()
             .join(", ")
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
+    let claimed: Option<Claimed> = sqlx::query_as(AssertSqlSafe(sql))
         .bind(owner)
         .bind(lease_seconds)
         .bind(types)
         .bind(secs)
         .fetch_optional(ex)
-        .await?)
+        .await?;
+    Ok(claimed.map(|c| {
+        if c.rescued {
+            // Its owner stopped renewing the lease without handing it back.
+            metrics::counter!("kineticd_lease_rescues_total").increment(1);
+            tracing::warn!(operation.id = %c.row.id, operation.type = %c.row.op_type,
+                "claimed an operation whose lease had expired");
+        }
+        c.row
+    }))
+}
+
+/// A claimed row, and whether it was taken over from an owner whose lease expired
+/// (rather than queued, or released at shutdown).
+#[derive(sqlx::FromRow)]
+struct Claimed {
+    #[sqlx(flatten)]
+    row: OperationRow,
+    rescued: bool,
 }
 
 /// Extend the lease; `None` when the fence has moved (another worker owns it now),
@@ -501,6 +520,34 @@ pub async fn purge_finished(
 }
 
 /// Unfinished operations by state (for the queue-depth gauge).
+/// The queue as the metrics show it (all processes).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueueStats {
+    /// Unfinished operations: (type, state, count).
+    pub unfinished: Vec<(String, String, i64)>,
+    /// Seconds since the oldest QUEUED operation was created (0 when none is).
+    pub oldest_queued_seconds: f64,
+}
+
+pub async fn queue_stats(db: &super::Db) -> Result<QueueStats, StoreError> {
+    let unfinished = sqlx::query_as(
+        "SELECT op_type, state, count(*) FROM operations WHERE end_time IS NULL \
+         GROUP BY op_type, state",
+    )
+    .fetch_all(db)
+    .await?;
+    let oldest: Option<f64> = sqlx::query_scalar(
+        "SELECT EXTRACT(EPOCH FROM now() - min(create_time))::float8 FROM operations \
+         WHERE end_time IS NULL AND state = 'QUEUED'",
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(QueueStats {
+        unfinished,
+        oldest_queued_seconds: oldest.unwrap_or(0.0).max(0.0),
+    })
+}
+
 pub async fn counts_by_state(ex: impl PgExecutor<'_>) -> Result<Vec<(String, i64)>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT state, count(*) FROM operations WHERE end_time IS NULL GROUP BY state",

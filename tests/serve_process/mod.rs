@@ -113,6 +113,12 @@ impl Server {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    /// The Prometheus text of `/metrics`.
+    pub async fn scrape(&self, http: &reqwest::Client) -> String {
+        let resp = http.get(self.url("/metrics")).send().await.expect("scrape");
+        resp.text().await.expect("metrics text")
+    }
+
     /// Start and wait until `/healthz` answers 200 (the API and the worker pool are up).
     /// A process that exits first (e.g. its port was taken between our probe and its
     /// bind) is retried on another port.

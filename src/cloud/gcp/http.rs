@@ -1,6 +1,6 @@
 //! The HTTP layer every Google client shares: base URLs, auth, per-call timeout, the
 //! user agent, one refresh-and-retry on 401, error parsing, and metrics per
-//! service/method/outcome.
+//! service/method/outcome (see `docs/metrics.md`).
 //!
 //! Invariant: a call either returns the decoded body or a [`GcpError`] with a retry
 //! class; no client sees reqwest errors or raw error bodies.
@@ -155,20 +155,7 @@ impl GcpHttp {
             }
             other => other,
         };
-        // One label style: UPPER_SNAKE, whatever the service (`notFound` -> NOT_FOUND).
-        let outcome = match &r {
-            Ok(_) => "OK".to_owned(),
-            Err(e) => upper_snake(&e.reason),
-        };
-        metrics::counter!("kineticd_cloud_calls_total",
-            "service" => c.service.name(), "method" => c.method, "outcome" => outcome)
-        .increment(1);
-        metrics::histogram!("kineticd_cloud_call_duration_seconds",
-            "service" => c.service.name(), "method" => c.method)
-        .record(started.elapsed().as_secs_f64());
-        if let Err(e) = &r {
-            tracing::debug!(service = c.service.name(), method = c.method, error = %e, "cloud call failed");
-        }
+        record_call(c.service.name(), c.method, &r, started);
         r
     }
 
@@ -218,6 +205,37 @@ impl GcpHttp {
             err.message = format!("{} (after refreshing the access token)", err.message);
         }
         Err(err)
+    }
+}
+
+/// Count and time one call, and log it (at debug; inside the step's span when a step
+/// made it). The outcome is `OK`, `TRANSPORT` (no HTTP answer), or the canonical
+/// google.rpc status name (`NOT_FOUND`, `RESOURCE_EXHAUSTED`): a bounded label.
+fn record_call(
+    service: &'static str,
+    method: &'static str,
+    r: &Result<String, GcpError>,
+    started: Instant,
+) {
+    let outcome = match r {
+        Ok(_) => "OK".to_owned(),
+        Err(e) if e.http_status == 0 => "TRANSPORT".to_owned(),
+        Err(e) => upper_snake(&e.status),
+    };
+    let elapsed = started.elapsed();
+    crate::cloud::call_metrics::record(service, method, &outcome, elapsed);
+    match r {
+        Ok(_) => tracing::debug!(
+            service,
+            method,
+            outcome,
+            elapsed_ms = elapsed.as_millis() as u64,
+            "cloud call"
+        ),
+        Err(e) => {
+            tracing::debug!(service, method, outcome, elapsed_ms = elapsed.as_millis() as u64,
+            reason = %e.reason, error = %e, "cloud call failed")
+        }
     }
 }
 

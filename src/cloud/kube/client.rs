@@ -189,8 +189,10 @@ pub fn build_client(
     config.read_timeout = Some(timeout);
     config.reset_reader_on_write = true;
     config.write_timeout = Some(timeout);
-    kube::Client::try_from(config)
-        .map_err(|e| KubeError::from_kube(format!("client for {}", access.key), e))
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| KubeError::from_kube(format!("client for {}", access.key), e))?;
+    // Every request counted and timed as a cloud call (service `kubernetes`).
+    Ok(builder.with_layer(&super::metered::MeteredLayer).build())
 }
 
 struct Cached {

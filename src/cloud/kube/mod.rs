@@ -12,6 +12,7 @@ pub mod client;
 pub mod error;
 pub mod inventory;
 pub mod manifests;
+pub mod metered;
 pub mod objects;
 pub mod quantity;
 pub mod wait;
