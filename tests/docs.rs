@@ -1,7 +1,8 @@
 //! The documents in `docs/` against the code they describe: the configuration reference
 //! is exactly what `kineticd config-reference` prints, and names every variable that
 //! `kineticd sim` tells `serve` to set and that the GKE Deployment sets; the deploying
-//! guide grants exactly the roles of deploy/README.md's team-project table.
+//! guide grants exactly the roles of deploy/README.md's team-project table; links between
+//! the documents (and their anchors) resolve.
 
 mod common;
 
@@ -136,4 +137,94 @@ fn the_deploying_guide_grants_the_team_project_roles() {
         wanted,
         "docs/deploying.md's loop must grant exactly the roles of deploy/README.md's table"
     );
+}
+
+/// Documents another change writes (linked from here before it lands).
+const WRITTEN_ELSEWHERE: [&str; 1] = ["docs/metrics.md"];
+
+/// GitHub's anchor for a heading: lowercase, punctuation dropped, spaces as hyphens.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// Relative links `](path#anchor)` of a markdown text.
+fn relative_links(text: &str) -> Vec<(String, Option<String>)> {
+    text.match_indices("](")
+        .filter_map(|(at, _)| text[at + 2..].split(')').next())
+        .filter(|l| !l.contains("://") && !l.starts_with('#') && !l.is_empty())
+        .map(|l| match l.split_once('#') {
+            Some((p, a)) => (p.to_owned(), Some(a.to_owned())),
+            None => (l.to_owned(), None),
+        })
+        .collect()
+}
+
+#[test]
+fn links_between_the_documents_resolve() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut sources = vec!["README.md".to_owned(), "deploy/README.md".to_owned()];
+    for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .into_string()
+            .expect("utf-8");
+        if name.ends_with(".md") {
+            sources.push(format!("docs/{name}"));
+        }
+    }
+    for source in sources {
+        let dir = std::path::Path::new(&source).parent().expect("a folder");
+        for (path, anchor) in relative_links(&repo_file(&source)) {
+            let target = normalize(&dir.join(&path));
+            if !root.join(&target).exists() {
+                assert!(
+                    WRITTEN_ELSEWHERE.contains(&target.as_str()),
+                    "{source} links to {path}, which does not exist"
+                );
+                continue;
+            }
+            let Some(anchor) = anchor else { continue };
+            let headings = anchors(&repo_file(&target));
+            assert!(
+                headings.contains(&anchor),
+                "{source} links to {path}#{anchor}, a heading {target} does not have"
+            );
+        }
+    }
+}
+
+/// The anchors of a markdown text's headings (not of `#` lines in code blocks).
+fn anchors(text: &str) -> Vec<String> {
+    let mut in_code = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code && line.starts_with('#') {
+            out.push(slug(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// `a/../b` as `b` (paths inside the repository).
+fn normalize(p: &std::path::Path) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.iter().map(|c| c.to_str().expect("utf-8")) {
+        match c {
+            ".." => {
+                parts.pop();
+            }
+            "." => {}
+            c => parts.push(c),
+        }
+    }
+    parts.join("/")
 }
