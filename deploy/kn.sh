@@ -13,7 +13,9 @@
 #
 # PATH is relative to /v1/ (`teams`, `operations/ID`, "$(kn cluster)/nodePools") unless
 # it starts with / (`/healthz`). A request that gets an error prints its status, reason
-# and message to stderr and exits 1; one that cannot reach the server exits 2.
+# and message to stderr and exits 1 (3 for a 5xx: worth retrying); one that cannot
+# reach the server exits 2. `kn wait` retries a long-poll that failed either way (a
+# replica stopping during a rolling upgrade) up to 5 times in a row, a second apart.
 #
 # Environment:
 #   KN_URL            the API's base URL (default http://127.0.0.1:8080)
@@ -105,7 +107,10 @@ request() {
   code=${out##*$'\n'}
   body=${out%"$code"}
   body=${body%$'\n'}
-  if [ "$code" -ge 400 ]; then
+  if [ "$code" -ge 500 ]; then
+    print_error "$method" "$path" "$code" "$body"
+    return 3
+  elif [ "$code" -ge 400 ]; then
     print_error "$method" "$path" "$code" "$body"
     return 1
   fi
@@ -118,8 +123,19 @@ request() {
 wait_op() {
   local name=${1#/v1/} want=${2:-SUCCEEDED} op state
   case $name in operations/*) ;; *) name=operations/$name ;; esac
+  local failures=0 rc
   while :; do
-    op=$(request POST "$name:wait?timeout=${KN_WAIT_TIMEOUT:-30s}")
+    rc=0
+    op=$(request POST "$name:wait?timeout=${KN_WAIT_TIMEOUT:-30s}") || rc=$?
+    if [ "$rc" -eq 2 ] || [ "$rc" -eq 3 ]; then
+      failures=$((failures + 1))
+      [ "$failures" -lt 5 ] || return "$rc"
+      printf 'kn: retrying %s:wait\n' "$name" >&2
+      sleep 1
+      continue
+    fi
+    [ "$rc" -eq 0 ] || return "$rc"
+    failures=0
     if [ "$(printf '%s' "$op" | jq -r .done)" = true ]; then
       break
     fi
