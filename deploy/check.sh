@@ -8,7 +8,8 @@
 #      Gateway API and GKE policy kinds, deploy/schemas/crds.yaml; plus references
 #      between objects (deploy/validate.py);
 #   4. checkov's Kubernetes checks on the rendered objects; a finding fails unless the
-#      object waives that check with a `checkov.io/skipN: CHECK=reason` annotation.
+#      object waives that check with a `checkov.io/skipN: CHECK=reason` annotation;
+#   and deploy/kn.sh (docs/curl.md's helper) parses (`bash -n`, shellcheck if installed).
 # The tools live in one venv outside the clone, built from deploy/requirements.txt
 # and rebuilt only when that file changes.
 set -euo pipefail
@@ -47,6 +48,10 @@ mapfile -t allowed < <(sed -n 's/^!\(.*\)$/\1/p' .dockerignore)
 for p in "${allowed[@]}"; do cp -r "${p%/}" "$work/context/"; done
 (cd "$work/context" && cargo metadata --locked --offline --format-version 1 --no-deps >/dev/null)
 echo "context: ${allowed[*]}"
+
+echo "--- deploy/kn.sh (bash -n; shellcheck where installed)"
+bash -n deploy/kn.sh
+if command -v shellcheck >/dev/null; then shellcheck deploy/kn.sh; else echo "shellcheck not installed: syntax only"; fi
 
 echo "--- render overlays (kubectl kustomize)"
 mkdir -p "$work/rendered"

@@ -16,6 +16,8 @@ use crate::cloud::kube::manifests::ManifestConfig;
 use crate::domain::Email;
 use crate::domain::pricing::PriceTable;
 
+pub mod reference;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuthMode {
     /// Identity from the `X-Kinetic-User` header; loopback only.
@@ -37,47 +39,56 @@ pub struct ServeArgs {
     /// private PostgreSQL when DATABASE_URL is unset.
     #[arg(long)]
     pub dev: bool,
-    /// Address the API listens on.
+    /// Address the API listens on (`0.0.0.0:8080` in a container).
     #[arg(long, env = "KINETIC_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// PostgreSQL URL. Unset with --dev: a private server under the data folder.
+    /// PostgreSQL URL (`postgres://user:password@host:port/db`). Required without --dev;
+    /// unset with --dev: a private server under the data folder.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// Largest number of database connections this process opens.
+    /// Largest number of database connections this process opens (at least 2; waiters of
+    /// `:wait`/`:watch` hold none).
     #[arg(long, env = "KINETIC_DB_MAX_CONNECTIONS", default_value_t = 20)]
     pub db_max_connections: u32,
-    /// Identity source; default `dev` with --dev, else `iap`.
+    /// Identity source: `iap` (the Identity-Aware Proxy's signed JWT) or `dev` (the
+    /// `X-Kinetic-User` header; refused on a non-loopback listen address). Default `dev`
+    /// with --dev, else `iap`.
     #[arg(long, env = "KINETIC_AUTH", value_enum)]
     pub auth: Option<AuthMode>,
-    /// JWKS URL for IAP token signatures.
+    /// Where IAP's signing keys are fetched (cached; fetched again on an unknown `kid`).
     #[arg(
         long,
         env = "KINETIC_IAP_JWKS_URL",
         default_value = "https://www.gstatic.com/iap/verify/public_key-jwk"
     )]
     pub iap_jwks_url: String,
-    /// Expected `aud` of IAP tokens: /projects/NUMBER/global/backendServices/ID.
+    /// Expected `aud` of IAP tokens, `/projects/NUMBER/global/backendServices/ID`;
+    /// required with `iap` (see deploying.md for the command that prints it).
     #[arg(long, env = "KINETIC_IAP_AUDIENCE")]
     pub iap_audience: Option<String>,
     /// Comma-separated emails of service admins, who see and change everything.
     #[arg(long, env = "KINETIC_ADMINS", value_delimiter = ',')]
     pub admins: Vec<String>,
-    /// Log format; default `pretty` with --dev, else `json`.
+    /// Log output: `json` (one object a line) or `pretty`. Default `pretty` with --dev,
+    /// else `json`; RUST_LOG filters.
     #[arg(long, env = "KINETIC_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
     /// Background workers in this process (0: API-only replica).
     #[arg(long, env = "KINETIC_WORKERS", default_value_t = 8)]
     pub workers: usize,
-    /// Seconds an operation's lease lasts without a heartbeat (another worker takes over after).
+    /// Seconds an operation's lease lasts without a heartbeat (1 to 3600): a dead worker's
+    /// operation is resumed by another worker after it.
     #[arg(long, env = "KINETIC_LEASE_SECONDS", default_value_t = 30.0)]
     pub lease_seconds: f64,
-    /// Days finished operations are kept.
+    /// Days finished operations are kept before they are deleted.
     #[arg(long, env = "KINETIC_OPERATION_RETENTION_DAYS", default_value_t = 30)]
     pub operation_retention_days: u32,
-    /// Enable the NOOP test workflow (default: on with --dev).
+    /// Enable the NOOP engine test workflow (`POST /v1/testing/noopOperations`): `true`
+    /// or `false`, default `true` with --dev, else `false`.
     #[arg(long, env = "KINETIC_TEST_WORKFLOWS")]
     pub test_workflows: Option<bool>,
-    /// Seconds in-flight work gets to finish after SIGTERM.
+    /// Seconds in-flight steps get to finish after SIGTERM before their leases are handed
+    /// back (keep the pod's terminationGracePeriodSeconds above it).
     #[arg(long, env = "KINETIC_SHUTDOWN_GRACE_SECONDS", default_value_t = 30)]
     pub shutdown_grace_seconds: u64,
     /// Where --dev runs the built-in cloud simulator.
@@ -89,7 +100,8 @@ pub struct ServeArgs {
     /// against Google.
     #[arg(long, env = "KINETIC_SIM_SPEED")]
     pub sim_speed: Option<f64>,
-    /// JSON price table replacing the built-in estimates (see README).
+    /// JSON price table replacing the built-in estimates:
+    /// `{"currency","perUnitHour":{"nvidia-l4":{"onDemand","spot"}}}` per GPU or TPU chip.
     #[arg(long, env = "KINETIC_PRICES_FILE")]
     pub prices_file: Option<PathBuf>,
     /// Folder for local state (the private PostgreSQL of --dev).

@@ -1,4 +1,4 @@
-//! The `kineticd` command line: `serve`, `migrate`, `openapi`, `sim`.
+//! The `kineticd` command line: `serve`, `migrate`, `openapi`, `sim`, `config-reference`.
 //!
 //! Invariant: commands fail with one clear message (and exit code 1 or 2) instead of a
 //! panic; configuration is validated before anything is started.
@@ -7,7 +7,7 @@ mod serve;
 
 use std::io::Write;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::config::ServeArgs;
 
@@ -30,6 +30,7 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply database migrations and exit.
     Migrate {
+        /// PostgreSQL URL of the database to migrate (as for `serve`).
         #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
         database_url: String,
     },
@@ -45,6 +46,8 @@ pub enum Command {
         #[arg(long, env = "KINETIC_SIM_SPEED", default_value_t = crate::sim::DEFAULT_SPEED)]
         speed: f64,
     },
+    /// Print the configuration reference (markdown; committed as docs/configuration.md).
+    ConfigReference,
 }
 
 /// Entry point of the binary; returns the process exit code.
@@ -65,6 +68,10 @@ pub fn main() -> std::process::ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Migrate { database_url } => migrate(&database_url).await,
             Command::Sim { listen, speed } => run_sim(listen, speed).await,
+            Command::ConfigReference => {
+                print!("{}", crate::config::reference::markdown(&Cli::command()));
+                Ok(())
+            }
             Command::Openapi => {
                 print!("{}", crate::api::openapi::document_json());
                 Ok(())

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod dev_server;
+pub mod shell;
 
 use std::net::SocketAddr;
 use std::sync::OnceLock;

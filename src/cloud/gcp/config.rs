@@ -70,7 +70,8 @@ impl Service {
         }
     }
 
-    fn env_var(self) -> String {
+    /// The variable that overrides this service's base URL (`KINETIC_GCP_CONTAINER_URL`, ...).
+    pub fn env_var(self) -> String {
         format!("KINETIC_GCP_{}_URL", self.name().to_ascii_uppercase())
     }
 }
