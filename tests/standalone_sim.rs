@@ -52,10 +52,7 @@ impl Standalone {
                 sim.printed
             );
         }
-        let env: Vec<(&str, String)> = printed
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.clone()))
-            .collect();
+        let env = sim.serve_env();
 
         let (db, url) = common::fresh_db().await;
         let http = kineticd::app::http_client().expect("http client");
@@ -133,12 +130,7 @@ async fn up_through_serve_against_a_separate_sim_configured_only_by_what_it_prin
     assert_eq!(cluster["state"], "RUNNING", "{cluster}");
 
     // Both manifests came from the simulator, as pinned by what it printed.
-    let sim_url = s
-        .sim
-        .exports()
-        .into_iter()
-        .find(|(k, _)| k == "KINETIC_GCP_URL");
-    let sim_url = sim_url.expect("KINETIC_GCP_URL").1;
+    let sim_url = s.sim.url();
     let steps: Value = sqlx::query_scalar("SELECT steps FROM operations")
         .fetch_one(&s.db)
         .await
