@@ -229,7 +229,8 @@ async fn wait_mid_step(
     loop {
         let held: Vec<(Uuid, String)> = sqlx::query_as(
             "SELECT id, input->>'cluster' FROM operations WHERE end_time IS NULL \
-             AND op_type = 'UP_CLUSTER' AND strpos(lease_owner, $1) > 0",
+             AND op_type = 'UP_CLUSTER' AND input->>'newCluster' = 'true' \
+             AND strpos(lease_owner, $1) > 0",
         )
         .bind(a.lease_mark())
         .fetch_all(db)
@@ -244,12 +245,15 @@ async fn wait_mid_step(
                 .into_iter()
                 .flatten()
                 .any(|s| s["id"] == "cluster" && s["state"] == "RUNNING");
+            if !creating {
+                continue;
+            }
             let created = sim_journal(http, &sim.url()).await.iter().any(|e| {
                 e["method"] == "clusters.create"
                     && succeeded(e)
                     && e["body"]["cluster"]["name"] == cluster.as_str()
             });
-            if creating && created {
+            if created {
                 return id;
             }
         }
