@@ -693,11 +693,19 @@ async fn sigterm_mid_step_with_a_replacement_finishes_every_operation_once() {
             .as_str()
             .is_some_and(|m| m.starts_with("grace period over"))
     });
+    let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
+    for p in &probes {
+        let status = p
+            .outcome
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        *statuses.entry(status).or_default() += 1;
+    }
     println!(
         "rolling upgrade: {} operations, resumed {resumed:?} (A's grace ran out: {cut_short}), \
-         {} requests to survivors, {:.1} s",
+         requests to survivors by status {statuses:?}, {:.1} s",
         rows.len(),
-        probes.len(),
         started.elapsed().as_secs_f64()
     );
     for r in [a, b, a2] {
