@@ -417,18 +417,9 @@ async fn sigkill_during_up_creates_every_resource_exactly_once() {
         "the kills never interrupted the operation (attempt {attempt})"
     );
 
-    let journal: Value = http
-        .get(format!("{}/sim/v1/journal", sim.url()))
-        .send()
-        .await
-        .expect("journal")
-        .json()
-        .await
-        .expect("journal body");
+    let journal = serve_process::sim_journal(&http, &sim.url()).await;
     let created = |method: &str| {
-        journal["entries"]
-            .as_array()
-            .unwrap()
+        journal
             .iter()
             .filter(|e| e["method"] == method && e["status"].as_u64().is_some_and(|s| s < 300))
             .count()

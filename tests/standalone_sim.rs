@@ -55,11 +55,8 @@ impl Standalone {
                 sim.printed
             );
         }
-        let env: Vec<(&str, String)> = printed
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.clone()))
-            .chain(extra_env.iter().cloned())
-            .collect();
+        let mut env = sim.serve_env();
+        env.extend(extra_env.iter().cloned());
 
         let (db, url) = common::fresh_db().await;
         let http = kineticd::app::http_client().expect("http client");
@@ -137,12 +134,7 @@ async fn up_through_serve_against_a_separate_sim_configured_only_by_what_it_prin
     assert_eq!(cluster["state"], "RUNNING", "{cluster}");
 
     // Both manifests came from the simulator, as pinned by what it printed.
-    let sim_url = s
-        .sim
-        .exports()
-        .into_iter()
-        .find(|(k, _)| k == "KINETIC_GCP_URL");
-    let sim_url = sim_url.expect("KINETIC_GCP_URL").1;
+    let sim_url = s.sim.url();
     let steps: Value = sqlx::query_scalar("SELECT steps FROM operations")
         .fetch_one(&s.db)
         .await

@@ -110,6 +110,7 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
     ));
 
     let grace = settings.shutdown_grace;
+    let events = state.events.clone();
     let stop = CancellationToken::new();
     let stop_http = stop.clone();
     let server = tokio::spawn(app::serve(listener, app::router(state), async move {
@@ -117,6 +118,8 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
     }));
     app::shutdown_signal().await;
     stop.cancel();
+    // Long polls answer now rather than hold the drain until the grace cuts them off.
+    events.close();
     background.cancel();
     // Workers and HTTP drain together within the grace period.
     let drain_workers = async {

@@ -4,9 +4,12 @@
 //!
 //! Invariant: waiters hold no database connection while they wait; after a lost
 //! connection every waiter and worker is told to re-read (notifications may have been
-//! missed), so nothing waits forever on an event that already happened.
+//! missed), so nothing waits forever on an event that already happened. Once the
+//! process shuts down ([`Events::close`]) every subscription is closed, so `:wait` and
+//! `:watch` answer at once instead of holding the drain until they are cut off.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,6 +34,8 @@ pub struct Events {
     work: Notify,
     subscribers: Mutex<HashMap<Uuid, broadcast::Sender<OpEvent>>>,
     running: Mutex<HashMap<Uuid, CancellationToken>>,
+    /// Set (under the `subscribers` lock) by [`Events::close`].
+    closed: AtomicBool,
 }
 
 /// Receives one operation's events; unsubscribes when dropped.
@@ -133,16 +138,30 @@ impl Events {
 
     /// Follow one operation's changes. Subscribe before reading the operation, so a
     /// change between the read and the wait is not missed.
+    /// After [`Events::close`] the subscription is closed from the start.
     pub fn subscribe(self: &Arc<Self>, id: Uuid) -> Subscription {
-        let rx = lock(&self.subscribers)
-            .entry(id)
-            .or_insert_with(|| broadcast::channel(64).0)
-            .subscribe();
+        let mut subs = lock(&self.subscribers);
+        let rx = if self.closed.load(Ordering::SeqCst) {
+            broadcast::channel(1).1
+        } else {
+            subs.entry(id)
+                .or_insert_with(|| broadcast::channel(64).0)
+                .subscribe()
+        };
+        drop(subs);
         Subscription {
             rx,
             id,
             events: self.clone(),
         }
+    }
+
+    /// Shutdown: close every subscription, now and later (their receivers see
+    /// `Closed`), so waiters answer with what they have and watchers end their streams.
+    pub fn close(&self) {
+        let mut subs = lock(&self.subscribers);
+        self.closed.store(true, Ordering::SeqCst);
+        subs.clear();
     }
 
     /// Register an operation this process runs, so a cancel request reaches it.
@@ -162,5 +181,28 @@ impl Events {
             .values()
             .map(|t| t.receiver_count())
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn close_ends_every_subscription_now_and_later() {
+        let events = Arc::new(Events::default());
+        let id = Uuid::new_v4();
+        let mut before = events.subscribe(id);
+        events.close();
+        assert_eq!(events.subscriber_count(), 0);
+        let mut after = events.subscribe(id);
+        for sub in [&mut before, &mut after] {
+            assert!(matches!(
+                sub.rx.recv().await,
+                Err(broadcast::error::RecvError::Closed)
+            ));
+        }
+        // Events for a closed hub go nowhere (and do not panic).
+        events.dispatch(&format!("{id}:SUCCEEDED"));
     }
 }

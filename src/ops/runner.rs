@@ -312,7 +312,8 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
         inflight: FuturesUnordered::new(),
         failed: None,
         retries: HashMap::new(),
-        draining: false,
+        // A claim that lands as the drain begins launches nothing: it is handed back.
+        draining: env.drain.is_cancelled(),
         flush_at: None,
     }
     .drive()

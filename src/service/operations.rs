@@ -289,12 +289,17 @@ pub async fn wait(
     while row.end_time.is_none() {
         tokio::select! {
             ev = sub.rx.recv() => {
+                let closed = matches!(ev, Err(tokio::sync::broadcast::error::RecvError::Closed));
                 let reread = match ev {
                     Ok(OpEvent::Changed(state)) => matches!(state.as_str(), "SUCCEEDED" | "FAILED" | "CANCELLED"),
                     Ok(OpEvent::Resync) | Err(_) => true,
                 };
                 if reread {
                     row = ops_store::get(db, row.id).await?.ok_or_else(|| not_found(id))?;
+                }
+                if closed {
+                    // This process is shutting down: answer now; the caller polls again.
+                    break;
                 }
             }
             _ = tokio::time::sleep_until(until) => {

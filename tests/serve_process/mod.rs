@@ -161,6 +161,38 @@ impl Server {
     pub fn kill(&mut self) {
         self.child.kill();
     }
+
+    /// The process id (part of every lease it takes: `host:PID:uuid/worker`).
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    /// SIGTERM: the graceful shutdown a rolling upgrade starts with.
+    pub fn terminate(&mut self) {
+        if !self.child.exited() {
+            let pid = self.pid() as libc::pid_t;
+            // SAFETY: kill(2) on our own, not yet reaped child: the pid cannot be reused.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+    }
+
+    /// Its exit status, once it has exited.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.0.try_wait().expect("try_wait")
+    }
+}
+
+/// Every request the simulator at `sim_url` journaled (`/sim/v1/journal`), in order.
+pub async fn sim_journal(http: &reqwest::Client, sim_url: &str) -> Vec<serde_json::Value> {
+    let j: serde_json::Value = http
+        .get(format!("{sim_url}/sim/v1/journal"))
+        .send()
+        .await
+        .expect("journal")
+        .json()
+        .await
+        .expect("journal body");
+    j["entries"].as_array().cloned().unwrap_or_default()
 }
 
 /// A running `kineticd sim` and everything it printed before it was ready.
@@ -214,12 +246,36 @@ impl SimProcess {
     }
 
     /// The `export KEY=value` lines it printed, as (KEY, value).
-    pub fn exports(&self) -> Vec<(String, String)> {
+    fn export_lines(&self) -> impl Iterator<Item = (&str, &str)> {
         self.printed
             .iter()
             .filter_map(|l| l.strip_prefix("export "))
             .filter_map(|kv| kv.split_once('='))
+    }
+
+    /// The `export KEY=value` lines it printed, as (KEY, value).
+    pub fn exports(&self) -> Vec<(String, String)> {
+        self.export_lines()
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect()
+    }
+
+    /// What it printed, as the environment of [`Server::start`].
+    pub fn serve_env(&self) -> Vec<(&str, String)> {
+        self.export_lines()
+            .map(|(k, v)| (k, v.to_owned()))
+            .collect()
+    }
+
+    /// Its base URL (`KINETIC_GCP_URL`), where `/sim/v1/journal` is.
+    pub fn url(&self) -> String {
+        self.export_lines()
+            .find_map(|(k, v)| (k == "KINETIC_GCP_URL").then(|| v.to_owned()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "kineticd sim printed no KINETIC_GCP_URL: {:#?}",
+                    self.printed
+                )
+            })
     }
 }
