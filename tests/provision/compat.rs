@@ -1,13 +1,14 @@
-//! Operations stored by an older kineticd still run: an `up` and a `pool add` whose plan
-//! and steps were written by the code before plan actions were typed (fixtures captured
-//! from commit e007833, `tests/fixtures/stored_operations/`) are put verbatim into the
-//! queued operation and a worker claims and finishes them. The same requests made now
-//! store exactly that JSON.
+//! Operations stored by an older kineticd still run, and previews did not change: an
+//! `up` and a `pool add` whose plan and steps were written by the code before plan
+//! actions were typed (fixtures captured from commit e007833,
+//! `tests/fixtures/stored_operations/`) are put verbatim into the queued operation, and a
+//! worker claims and finishes them. The same requests made now answer `validateOnly`
+//! with the same bytes and store exactly that JSON.
 
 use std::time::Duration;
 
 use kineticd::ops::WorkerPool;
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -45,6 +46,28 @@ fn fixture(name: &str) -> (Value, String) {
     (plan, read("steps").trim_end().to_owned())
 }
 
+/// The `validateOnly` answer to `method path` with `body`, as the bytes sent, checked
+/// against the preview fixture `name` (what the old code answered, byte for byte).
+async fn preview_as_before(app: &TestApp, method: Method, path: &str, body: &Value, name: &str) {
+    let r = app
+        .http
+        .request(method, app.url_of(path))
+        .header("x-kinetic-user", OWNER)
+        .json(body)
+        .send()
+        .await
+        .expect("preview");
+    assert_eq!(r.status(), StatusCode::OK, "{name} preview");
+    let text = r.text().await.expect("preview body");
+    let file = format!("{FIXTURES}/{name}.preview.json");
+    let before = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    assert_eq!(
+        text,
+        before.trim_end(),
+        "{name}: the preview is the same bytes"
+    );
+}
+
 /// Check the queued `op` stored what the old code stored, put the old JSON in
 /// verbatim, and run it to SUCCEEDED with a fresh worker pool.
 async fn run_as_stored_before(app: &TestApp, op: &Value, name: &str) {
@@ -80,20 +103,22 @@ async fn an_up_and_a_pool_add_stored_before_typed_plans_are_claimed_and_finished
     .await;
     app.team(OWNER, "ml-team", &[PROJECT]).await;
     let path = cluster_path("compat");
+    let up_body = json!({"accelerator": "l4"});
+    let up_path = format!("{path}?validateOnly=true&requestId=compat-up");
+    preview_as_before(&app, Method::PUT, &up_path, &up_body, "up").await;
     let up = app
-        .put(
-            OWNER,
-            &format!("{path}?requestId=compat-up"),
-            json!({"accelerator": "l4"}),
-        )
+        .put(OWNER, &format!("{path}?requestId=compat-up"), up_body)
         .await;
     assert_eq!(up.status, StatusCode::ACCEPTED, "{}", up.body);
     run_as_stored_before(&app, &up.body, "up").await;
+    let add_body = json!({"accelerator": "l4", "failover": true});
+    let add_path = format!("{path}/nodePools?validateOnly=true&requestId=compat-add");
+    preview_as_before(&app, Method::POST, &add_path, &add_body, "pool-add").await;
     let add = app
         .post(
             OWNER,
             &format!("{path}/nodePools?requestId=compat-add"),
-            json!({"accelerator": "l4", "failover": true}),
+            add_body,
         )
         .await;
     assert_eq!(add.status, StatusCode::ACCEPTED, "{}", add.body);
