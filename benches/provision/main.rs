@@ -281,39 +281,43 @@ fn analyse(op: &Value, client: f64, speed: f64) -> Result<Figures> {
         span.insert(id, (time(&s["startTime"])?, time(&s["endTime"])?));
     }
     let measured = |id: &str| span.get(id).map(|(a, b)| secs(*a, *b)).unwrap_or(0.0);
-    let cp_measured = plan.critical_path(|a| measured(&a.id))?;
+    let cp_measured = plan.critical_path(|a| measured(&a.id.to_string()))?;
     let cp_modelled = plan.critical_path(|a| model::real_seconds(a, speed))?;
     let cp_polled = plan.critical_path(|a| model::observed_seconds(a, speed))?;
-    let serial: f64 = plan.actions.iter().map(|a| measured(&a.id)).sum();
+    let serial: f64 = plan
+        .actions
+        .iter()
+        .map(|a| measured(&a.id.to_string()))
+        .sum();
 
     // Launch gaps: a step's start minus the end of its last dependency (or the
     // operation's start for the first steps).
     let mut max_gap = (0.0f64, String::new());
     for a in &plan.actions {
-        let Some((start, _)) = span.get(&a.id) else {
+        let Some((start, _)) = span.get(&a.id.to_string()) else {
             continue;
         };
         let ready = a
             .depends_on
             .iter()
-            .filter_map(|d| span.get(d).map(|(_, e)| *e))
+            .filter_map(|d| span.get(&d.to_string()).map(|(_, e)| *e))
             .max()
             .unwrap_or(started);
         let gap = secs(ready, *start);
         if gap > max_gap.0 {
-            max_gap = (gap, a.id.clone());
+            max_gap = (gap, a.id.to_string());
         }
     }
 
     // The chain itself (measured weights): finish times, then back from the last one.
-    let by_id: HashMap<&str, &kineticd::plan::Action> =
-        plan.actions.iter().map(|a| (a.id.as_str(), a)).collect();
-    let mut finish: HashMap<&str, f64> = HashMap::new();
-    fn finish_of<'a>(
-        id: &'a str,
-        by_id: &HashMap<&'a str, &'a kineticd::plan::Action>,
+    let by_id: HashMap<String, &kineticd::plan::Action> =
+        plan.actions.iter().map(|a| (a.id.to_string(), a)).collect();
+    let mut finish: HashMap<String, f64> = HashMap::new();
+    fn finish_of(
+        id: &str,
+        by_id: &HashMap<String, &kineticd::plan::Action>,
         measured: &dyn Fn(&str) -> f64,
-        memo: &mut HashMap<&'a str, f64>,
+        memo: &mut HashMap<String, f64>,
     ) -> f64 {
         if let Some(f) = memo.get(id) {
             return *f;
@@ -322,33 +326,33 @@ fn analyse(op: &Value, client: f64, speed: f64) -> Result<Figures> {
         let start = a
             .depends_on
             .iter()
-            .map(|d| finish_of(d.as_str(), by_id, measured, memo))
+            .map(|d| finish_of(&d.to_string(), by_id, measured, memo))
             .fold(0.0f64, f64::max);
         let f = start + measured(id);
-        memo.insert(id, f);
+        memo.insert(id.to_owned(), f);
         f
     }
     for a in &plan.actions {
-        finish_of(a.id.as_str(), &by_id, &measured, &mut finish);
+        finish_of(&a.id.to_string(), &by_id, &measured, &mut finish);
     }
     let mut chain = Vec::new();
     let mut at = plan
         .actions
         .iter()
-        .map(|a| a.id.as_str())
+        .map(|a| a.id.to_string())
         .max_by(|a, b| finish[a].total_cmp(&finish[b]));
     while let Some(id) = at {
-        let a = by_id[id];
+        let a = by_id[&id];
         chain.push(Link {
-            id: id.to_owned(),
-            measured: measured(id),
+            measured: measured(&id),
             modelled: model::real_seconds(a, speed),
             polled: model::observed_seconds(a, speed),
+            id,
         });
         at = a
             .depends_on
             .iter()
-            .map(String::as_str)
+            .map(ToString::to_string)
             .max_by(|x, y| finish[x].total_cmp(&finish[y]));
     }
     chain.reverse();

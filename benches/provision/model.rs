@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use kineticd::plan::{Action, ActionKind};
+use kineticd::plan::{Action, ActionKind, StepId};
 use kineticd::sim::gcp::{artifact_registry, compute, container, service_usage};
 use kineticd::sim::kube::controllers;
 
@@ -15,7 +15,7 @@ pub fn virtual_duration(a: &Action) -> Duration {
     if a.action == ActionKind::Keep {
         return Duration::ZERO;
     }
-    match (a.resource_type.as_str(), a.id.as_str()) {
+    match (a.resource.type_name(), &a.id) {
         // batchEnable: one operation for every API.
         ("serviceusage.service", _) => service_usage::ENABLE_DELAY,
         ("compute.network", _) => compute::durations::NETWORK,
@@ -25,7 +25,7 @@ pub fn virtual_duration(a: &Action) -> Duration {
         // A gpu-l4 / TPU pool starts at 0 nodes: the GKE operation is all.
         ("container.nodePool", _) => container::durations::CREATE_NODE_POOL,
         // Applied, then waited for until its Deployment is Available.
-        ("kubernetes.object", "lws") => controllers::DEPLOYMENT_READY_DELAY,
+        ("kubernetes.object", StepId::Lws) => controllers::DEPLOYMENT_READY_DELAY,
         // Waited for until scheduled: with no GPU node yet, at once.
         ("kubernetes.object", _) => Duration::ZERO,
         _ => Duration::ZERO,
@@ -48,7 +48,7 @@ enum Wait {
 }
 
 fn wait_of(a: &Action) -> Wait {
-    match a.resource_type.as_str() {
+    match a.resource.type_name() {
         "serviceusage.service"
         | "compute.network"
         | "compute.router"

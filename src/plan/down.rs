@@ -5,12 +5,14 @@
 //! Invariant: every action is an "ensure absent": a resource that is already gone (a
 //! half-created cluster, a rerun) is a success, so `down` cleans exactly what exists.
 
-use serde_json::json;
-
 use crate::domain::naming::ClusterNames;
 
+use super::details::{
+    BindingDetails, BucketDelete, BucketDetails, MemberRoles, NoDetails, RouterDetails,
+};
 use super::resources::cluster_resources;
-use super::{Action, ActionKind, Plan};
+use super::up::project_roles;
+use super::{Account, Action, ActionKind, BucketKind, Plan, Resource, StepId};
 
 pub struct DownInput<'a> {
     pub names: &'a ClusterNames,
@@ -18,125 +20,37 @@ pub struct DownInput<'a> {
     pub force_destroy: bool,
 }
 
-fn delete(id: &str, ty: &str, name: Option<String>, reason: &str, deps: &[&str]) -> Action {
-    Action {
-        id: id.to_owned(),
-        action: ActionKind::Delete,
-        resource_type: ty.to_owned(),
-        name: name.unwrap_or_default(),
-        reason: reason.to_owned(),
-        details: serde_json::Value::Null,
-        depends_on: deps.iter().map(|d| d.to_string()).collect(),
-    }
+fn delete(
+    id: StepId,
+    resource: Resource,
+    name: Option<String>,
+    reason: &str,
+    deps: &[StepId],
+) -> Action {
+    Action::new(
+        id,
+        ActionKind::Delete,
+        resource,
+        name.unwrap_or_default(),
+        reason,
+        deps,
+    )
 }
 
 pub fn plan(input: &DownInput<'_>) -> Plan {
     let n = input.names;
-    let r = cluster_resources(n);
-    let p = &n.project;
-    let bucket_reason = if input.force_destroy {
-        "emptied, then deleted (forceDestroy)"
-    } else {
-        "deleted; fails while it holds objects (forceDestroy is false)"
-    };
-    let mut actions = vec![
-        with(
-            delete(
-                "jobs-bucket",
-                "storage.bucket",
-                r.jobs_bucket,
-                bucket_reason,
-                &[],
-            ),
-            json!({"forceDestroy": input.force_destroy}),
-        ),
-        with(
-            delete(
-                "builds-bucket",
-                "storage.bucket",
-                r.builds_bucket,
-                bucket_reason,
-                &[],
-            ),
-            json!({"forceDestroy": input.force_destroy}),
-        ),
-        delete(
-            "repository",
-            "artifactregistry.repository",
-            r.artifact_repository,
-            "deleted with its images",
-            &[],
-        ),
-    ];
-    let mut pool_ids = Vec::new();
-    for id in input.pools {
-        let mut a =
-            super::pools::pool_action(n, id, ActionKind::Delete, "deleted before the cluster");
-        a.depends_on.clear();
-        pool_ids.push(a.id.clone());
-        actions.push(a);
-    }
-    let pool_refs: Vec<&str> = pool_ids.iter().map(String::as_str).collect();
-    actions.push(delete(
-        "cluster",
-        "container.cluster",
-        r.gke_cluster,
-        "deleted after its pools",
-        &pool_refs,
-    ));
-    actions.push(with(
-        delete(
-            "router",
-            "compute.router",
-            r.router,
-            "deleted with its Cloud NAT",
-            &["cluster"],
-        ),
-        json!({"nat": n.nat}),
-    ));
-    actions.push(delete(
-        "network",
-        "compute.network",
-        r.network,
-        "deleted once nothing uses it",
-        &["router", "cluster"],
-    ));
-    let node = format!("serviceAccount:{}", n.node_sa_email());
-    let build = format!("serviceAccount:{}", n.build_sa_email());
-    actions.push(with(
-        delete(
-            "node-sa-roles",
-            "iam.binding",
-            Some(format!("projects/{p}")),
-            "project roles revoked",
-            &["cluster"],
-        ),
-        json!({"member": node, "roles": super::up::NODE_ROLES}),
-    ));
-    actions.push(with(
-        delete(
-            "build-sa-roles",
-            "iam.binding",
-            Some(format!("projects/{p}")),
-            "project roles revoked",
-            &[],
-        ),
-        json!({"member": build, "roles": super::up::BUILD_ROLES}),
-    ));
-    actions.push(delete(
-        "node-sa",
-        "iam.serviceAccount",
-        r.node_service_account,
-        "deleted (its bindings go with it)",
-        &["node-sa-roles", "cluster"],
-    ));
-    actions.push(delete(
-        "build-sa",
-        "iam.serviceAccount",
-        r.build_service_account,
-        "deleted (its bindings go with it)",
-        &["build-sa-roles"],
-    ));
+    let mut actions = buckets_and_repository(n, input.force_destroy);
+    let pools: Vec<Action> = input
+        .pools
+        .iter()
+        .map(|id| {
+            super::pools::pool_action(n, id, ActionKind::Delete, "deleted before the cluster")
+        })
+        .collect();
+    let pool_steps: Vec<StepId> = pools.iter().map(|a| a.id.clone()).collect();
+    actions.extend(pools);
+    actions.extend(cluster_and_network(n, &pool_steps));
+    actions.extend(service_accounts(n));
     Plan {
         actions,
         warnings: vec![format!(
@@ -147,9 +61,109 @@ pub fn plan(input: &DownInput<'_>) -> Plan {
     }
 }
 
-fn with(mut a: Action, details: serde_json::Value) -> Action {
-    a.details = details;
-    a
+/// The cluster's buckets and repository: nothing else depends on them.
+fn buckets_and_repository(n: &ClusterNames, force_destroy: bool) -> Vec<Action> {
+    let r = cluster_resources(n);
+    let reason = if force_destroy {
+        "emptied, then deleted (forceDestroy)"
+    } else {
+        "deleted; fails while it holds objects (forceDestroy is false)"
+    };
+    let bucket = |kind: BucketKind, name: Option<String>| {
+        let details = BucketDetails::Delete(BucketDelete { force_destroy });
+        delete(
+            StepId::Bucket(kind),
+            Resource::Bucket(details),
+            name,
+            reason,
+            &[],
+        )
+    };
+    vec![
+        bucket(BucketKind::Jobs, r.jobs_bucket),
+        bucket(BucketKind::Builds, r.builds_bucket),
+        delete(
+            StepId::Repository,
+            Resource::Repository(None),
+            r.artifact_repository,
+            "deleted with its images",
+            &[],
+        ),
+    ]
+}
+
+/// The GKE cluster after its pools, then the router (with its NAT) and the network.
+fn cluster_and_network(n: &ClusterNames, pool_steps: &[StepId]) -> Vec<Action> {
+    let r = cluster_resources(n);
+    let nat = RouterDetails {
+        nat: n.nat.clone(),
+        nat_ip_allocate_option: None,
+        source_subnetwork_ip_ranges_to_nat: None,
+    };
+    vec![
+        delete(
+            StepId::Cluster,
+            Resource::Cluster(None),
+            r.gke_cluster,
+            "deleted after its pools",
+            pool_steps,
+        ),
+        delete(
+            StepId::Router,
+            Resource::Router(nat),
+            r.router,
+            "deleted with its Cloud NAT",
+            &[StepId::Cluster],
+        ),
+        delete(
+            StepId::Network,
+            Resource::Network(NoDetails),
+            r.network,
+            "deleted once nothing uses it",
+            &[StepId::Router, StepId::Cluster],
+        ),
+    ]
+}
+
+/// Role bindings, then the accounts that held them.
+fn service_accounts(n: &ClusterNames) -> Vec<Action> {
+    let r = cluster_resources(n);
+    let roles = |a: Account, email: String, deps: &[StepId]| {
+        let details = MemberRoles {
+            member: format!("serviceAccount:{email}"),
+            roles: project_roles(a).iter().map(|r| r.to_string()).collect(),
+        };
+        delete(
+            StepId::ProjectRoles(a),
+            Resource::Binding(BindingDetails::MemberRoles(details)),
+            Some(format!("projects/{}", n.project)),
+            "project roles revoked",
+            deps,
+        )
+    };
+    let account = |a: Account, name: Option<String>, deps: &[StepId]| {
+        delete(
+            StepId::ServiceAccount(a),
+            Resource::ServiceAccount(NoDetails),
+            name,
+            "deleted (its bindings go with it)",
+            deps,
+        )
+    };
+    vec![
+        roles(Account::Node, n.node_sa_email(), &[StepId::Cluster]),
+        roles(Account::Build, n.build_sa_email(), &[]),
+        account(
+            Account::Node,
+            r.node_service_account,
+            &[StepId::ProjectRoles(Account::Node), StepId::Cluster],
+        ),
+        account(
+            Account::Build,
+            r.build_service_account,
+            &[StepId::ProjectRoles(Account::Build)],
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -172,6 +186,12 @@ mod tests {
         });
         p.validate().unwrap();
         let get = |id: &str| p.actions.iter().find(|a| a.id == id).unwrap();
+        let ids = |a: &Action| {
+            a.depends_on
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+        };
         assert!(p.actions.iter().all(|a| a.action == ActionKind::Delete));
         assert!(
             p.actions
@@ -179,17 +199,13 @@ mod tests {
                 .all(|a| a.id != "state-bucket" && a.id != "apis")
         );
         assert_eq!(
-            get("cluster").depends_on,
+            ids(get("cluster")),
             ["pool:gpu-l4-1a2b", "pool:tpu-v6e-3c4d"]
         );
-        assert!(get("network").depends_on.contains(&"router".to_owned()));
-        assert!(get("network").depends_on.contains(&"cluster".to_owned()));
-        assert!(
-            get("node-sa")
-                .depends_on
-                .contains(&"node-sa-roles".to_owned())
-        );
-        assert_eq!(get("jobs-bucket").details["forceDestroy"], false);
+        assert!(ids(get("network")).contains(&"router".to_owned()));
+        assert!(ids(get("network")).contains(&"cluster".to_owned()));
+        assert!(ids(get("node-sa")).contains(&"node-sa-roles".to_owned()));
+        assert!(!get("jobs-bucket").resource.force_destroy());
         assert_eq!(
             get("jobs-bucket").name,
             "projects/_/buckets/my-project-kn-kc-jobs"

@@ -2,11 +2,16 @@
 //! plan; enqueueing stores it in the operation; the worker runs its actions as steps.
 //!
 //! Invariant: a [`Plan`] is a DAG whose every dependency names an action of the same
-//! plan, so it can always be run (and its critical path computed).
+//! plan, so it can always be run (and its critical path computed). Actions name their
+//! step ([`StepId`]) and resource ([`Resource`]) with types, never with strings, and an
+//! action's JSON is the one plans have always stored.
 
+pub mod details;
 pub mod down;
+pub mod ids;
 pub mod pools;
 pub mod resources;
+mod schema;
 pub mod up;
 
 use std::collections::{BTreeMap, HashMap};
@@ -14,7 +19,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ops::steps::StepRecord;
+pub use details::Resource;
+pub use ids::{Account, BucketKind, ClusterBucket, StepId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -25,23 +31,90 @@ pub enum ActionKind {
     Delete,
 }
 
-/// One action on one typed resource.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
+/// One action on one typed resource. On the wire (and in stored operations) its fields
+/// come in this order: `id`, `action`, `type`, `name`, `reason`, `details`, `dependsOn`.
+/// Its OpenAPI schema is built in `plan/schema.rs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "ActionWire", try_from = "ActionWire")]
 pub struct Action {
     /// Step id (stable within the plan), e.g. `network`, `pool:gpu-l4-1a2b`.
-    pub id: String,
+    pub id: StepId,
     pub action: ActionKind,
-    /// `storage.bucket`, `compute.network`, `container.cluster`, ...
-    #[serde(rename = "type")]
-    pub resource_type: String,
     /// Full resource name.
     pub name: String,
     pub reason: String,
+    /// `type` (`storage.bucket`, `compute.network`, `container.cluster`, ...) and
+    /// `details`.
+    pub resource: Resource,
+    pub depends_on: Vec<StepId>,
+}
+
+impl Action {
+    pub fn new(
+        id: StepId,
+        action: ActionKind,
+        resource: Resource,
+        name: String,
+        reason: impl Into<String>,
+        depends_on: &[StepId],
+    ) -> Action {
+        Action {
+            id,
+            action,
+            name,
+            reason: reason.into(),
+            resource,
+            depends_on: depends_on.to_vec(),
+        }
+    }
+}
+
+/// An action as serialized: the resource's tag and content between the other fields.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ActionWire {
+    id: StepId,
+    action: ActionKind,
+    #[serde(rename = "type")]
+    resource_type: Value,
+    name: String,
+    reason: String,
     #[serde(default)]
-    pub details: Value,
+    details: Value,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub depends_on: Vec<String>,
+    depends_on: Vec<StepId>,
+}
+
+impl From<Action> for ActionWire {
+    fn from(a: Action) -> ActionWire {
+        // A `Resource` is a tag and a content of plain data: it always serializes.
+        let mut tagged = serde_json::to_value(&a.resource).unwrap_or_default();
+        ActionWire {
+            id: a.id,
+            action: a.action,
+            resource_type: tagged["type"].take(),
+            name: a.name,
+            reason: a.reason,
+            details: tagged["details"].take(),
+            depends_on: a.depends_on,
+        }
+    }
+}
+
+impl TryFrom<ActionWire> for Action {
+    type Error = serde_json::Error;
+
+    fn try_from(w: ActionWire) -> Result<Action, serde_json::Error> {
+        let tagged = serde_json::json!({"type": w.resource_type, "details": w.details});
+        Ok(Action {
+            id: w.id,
+            action: w.action,
+            name: w.name,
+            reason: w.reason,
+            resource: serde_json::from_value(tagged)?,
+            depends_on: w.depends_on,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -79,16 +152,16 @@ impl Plan {
     pub fn validate(&self) -> Result<(), PlanError> {
         let mut index = HashMap::new();
         for (i, a) in self.actions.iter().enumerate() {
-            if index.insert(a.id.as_str(), i).is_some() {
-                return Err(PlanError::Duplicate(a.id.clone()));
+            if index.insert(&a.id, i).is_some() {
+                return Err(PlanError::Duplicate(a.id.to_string()));
             }
         }
         for a in &self.actions {
             for d in &a.depends_on {
-                if !index.contains_key(d.as_str()) {
+                if !index.contains_key(d) {
                     return Err(PlanError::MissingDependency {
-                        action: a.id.clone(),
-                        missing: d.clone(),
+                        action: a.id.to_string(),
+                        missing: d.to_string(),
                     });
                 }
             }
@@ -98,11 +171,11 @@ impl Plan {
 
     /// A topological order of the actions (indices).
     fn order(&self) -> Result<Vec<usize>, PlanError> {
-        let index: HashMap<&str, usize> = self
+        let index: HashMap<&StepId, usize> = self
             .actions
             .iter()
             .enumerate()
-            .map(|(i, a)| (a.id.as_str(), i))
+            .map(|(i, a)| (&a.id, i))
             .collect();
         // 0 = unvisited, 1 = on the stack, 2 = done.
         let mut mark = vec![0u8; self.actions.len()];
@@ -110,18 +183,18 @@ impl Plan {
         fn visit(
             i: usize,
             plan: &Plan,
-            index: &HashMap<&str, usize>,
+            index: &HashMap<&StepId, usize>,
             mark: &mut [u8],
             out: &mut Vec<usize>,
         ) -> Result<(), PlanError> {
             match mark[i] {
                 2 => return Ok(()),
-                1 => return Err(PlanError::Cycle(plan.actions[i].id.clone())),
+                1 => return Err(PlanError::Cycle(plan.actions[i].id.to_string())),
                 _ => {}
             }
             mark[i] = 1;
             for d in &plan.actions[i].depends_on {
-                if let Some(&j) = index.get(d.as_str()) {
+                if let Some(&j) = index.get(d) {
                     visit(j, plan, index, mark, out)?;
                 }
             }
@@ -138,40 +211,19 @@ impl Plan {
     /// The longest chain of dependent actions, weighting each with `duration`.
     pub fn critical_path(&self, duration: impl Fn(&Action) -> f64) -> Result<f64, PlanError> {
         let order = self.order()?;
-        let mut finish: BTreeMap<&str, f64> = BTreeMap::new();
+        let mut finish: BTreeMap<&StepId, f64> = BTreeMap::new();
         let mut longest = 0.0f64;
         for i in order {
             let a = &self.actions[i];
             let start = a
                 .depends_on
                 .iter()
-                .filter_map(|d| finish.get(d.as_str()))
+                .filter_map(|d| finish.get(d))
                 .fold(0.0f64, |m, v| m.max(*v));
             let end = start + duration(a);
             longest = longest.max(end);
-            finish.insert(a.id.as_str(), end);
+            finish.insert(&a.id, end);
         }
         Ok(longest)
-    }
-
-    /// The operation's steps: one per action, in plan order, with its dependencies.
-    pub fn steps(&self) -> Vec<StepRecord> {
-        self.actions
-            .iter()
-            .map(|a| {
-                let deps: Vec<&str> = a.depends_on.iter().map(String::as_str).collect();
-                StepRecord::new(
-                    &a.id,
-                    format!(
-                        "{} {} {}",
-                        format!("{:?}", a.action).to_lowercase(),
-                        a.resource_type,
-                        a.name
-                    ),
-                )
-                .after(&deps)
-                .with_input(serde_json::to_value(a).unwrap_or(Value::Null))
-            })
-            .collect()
     }
 }

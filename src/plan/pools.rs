@@ -3,15 +3,14 @@
 //! Invariant: a pool's record ([`pool_record`]) holds its whole shape, fixed when the
 //! pool is added; every later plan and step rebuilds the pool from it.
 
-use serde_json::json;
-
 use crate::domain::accelerators::Kind;
 use crate::domain::naming::{ClusterNames, is_pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolShape};
 use crate::domain::pricing::PriceTable;
 use crate::model::{self, EstimatedCost, FailoverRef};
 
-use super::{Action, ActionKind, Cost, Plan};
+use super::details::{PoolDetails, PoolTaint};
+use super::{Action, ActionKind, Cost, Plan, Resource, StepId};
 
 /// One pool to add: its generated id and shape.
 pub struct PoolToAdd<'a> {
@@ -80,13 +79,31 @@ pub fn pool_record(p: &PoolToAdd<'_>, prices: &PriceTable) -> model::NodePool {
 }
 
 /// The plan details of a pool (what a preview shows).
-pub fn pool_details(p: &model::NodePool) -> serde_json::Value {
-    json!({"accelerator": p.accelerator, "machineType": p.machine_type, "minNodes": p.min_nodes,
-           "maxNodes": p.max_nodes, "spot": p.spot, "reservation": p.reservation,
-           "maxRunDuration": p.max_run_duration, "placementTopology":
-               if p.hosts_per_slice.unwrap_or(1) > 1 { p.tpu_topology.clone() } else { None },
-           "zones": p.zones, "driverVersion": p.driver_version, "labels": p.labels,
-           "taints": p.taints})
+pub fn pool_details(p: &model::NodePool) -> PoolDetails {
+    let multi_host = p.hosts_per_slice.unwrap_or(1) > 1;
+    PoolDetails {
+        accelerator: p.accelerator.clone(),
+        driver_version: p.driver_version.clone(),
+        labels: Some(p.labels.clone()),
+        machine_type: p.machine_type.clone(),
+        max_nodes: p.max_nodes,
+        max_run_duration: p.max_run_duration.clone(),
+        min_nodes: p.min_nodes,
+        placement_topology: p.tpu_topology.clone().filter(|_| multi_host),
+        reservation: p.reservation.clone(),
+        spot: p.spot,
+        taints: Some(
+            p.taints
+                .iter()
+                .map(|t| PoolTaint {
+                    effect: t.effect.clone(),
+                    key: t.key.clone(),
+                    value: t.value.clone(),
+                })
+                .collect(),
+        ),
+        zones: Some(p.zones.clone()),
+    }
 }
 
 /// Whether a pool needs the NVIDIA driver installer (a GPU pool without GKE-managed drivers).
@@ -107,28 +124,31 @@ pub fn pool_reason(id: &str, reason: &str) -> String {
     }
 }
 
-pub fn pool_action(n: &ClusterNames, id: &str, kind: ActionKind, reason: &str) -> Action {
-    Action {
-        id: format!("pool:{id}"),
-        action: kind,
-        resource_type: "container.nodePool".into(),
-        name: format!("{}/nodePools/{id}", n.gke_cluster()),
-        reason: pool_reason(id, reason),
-        details: serde_json::Value::Null,
-        depends_on: Vec::new(),
-    }
+/// The full name of pool `id` of the cluster.
+pub fn pool_name(n: &ClusterNames, id: &str) -> String {
+    format!("{}/nodePools/{id}", n.gke_cluster())
 }
 
-pub fn driver_action(after: &[String]) -> Action {
-    Action {
-        id: "nvidia-driver".into(),
-        action: ActionKind::Create,
-        resource_type: "kubernetes.object".into(),
-        name: "daemonsets/kube-system/nvidia-driver-installer".into(),
-        reason: "GPU pool without GKE-managed drivers".into(),
-        details: serde_json::Value::Null,
-        depends_on: after.to_vec(),
-    }
+pub fn pool_action(n: &ClusterNames, id: &str, kind: ActionKind, reason: &str) -> Action {
+    Action::new(
+        StepId::pool(id),
+        kind,
+        Resource::NodePool(None),
+        pool_name(n, id),
+        pool_reason(id, reason),
+        &[],
+    )
+}
+
+pub fn driver_action(after: &[StepId]) -> Action {
+    Action::new(
+        StepId::NvidiaDriver,
+        ActionKind::Create,
+        Resource::KubernetesObject(None),
+        "daemonsets/kube-system/nvidia-driver-installer".into(),
+        "GPU pool without GKE-managed drivers",
+        after,
+    )
 }
 
 /// `pool add`: create each new pool (a failover pair is two), then the driver installer
@@ -138,7 +158,7 @@ pub fn add(n: &ClusterNames, pools: &[model::NodePool], prices: &PriceTable) -> 
     let (mut at_min, mut at_max, mut priced) = (0.0, 0.0, false);
     for p in pools {
         let mut a = pool_action(n, &p.pool_id, ActionKind::Create, "requested pool");
-        a.details = pool_details(p);
+        a.resource = Resource::NodePool(Some(pool_details(p)));
         actions.push(a);
         if let Some(c) = &p.estimated_hourly_cost {
             at_min += c.at_min;
@@ -146,10 +166,10 @@ pub fn add(n: &ClusterNames, pools: &[model::NodePool], prices: &PriceTable) -> 
             priced = true;
         }
     }
-    let gpu: Vec<String> = pools
+    let gpu: Vec<StepId> = pools
         .iter()
         .filter(|p| needs_driver_installer(p))
-        .map(|p| format!("pool:{}", p.pool_id))
+        .map(|p| StepId::pool(&p.pool_id))
         .collect();
     if !gpu.is_empty() {
         actions.push(driver_action(&gpu));
@@ -255,7 +275,7 @@ mod tests {
         assert_eq!((gpu.min_nodes, gpu.max_nodes), (0, 10));
         let p = add(&n, std::slice::from_ref(&gpu), &PriceTable::default());
         p.validate().unwrap();
-        let ids: Vec<&str> = p.actions.iter().map(|a| a.id.as_str()).collect();
+        let ids: Vec<String> = p.actions.iter().map(|a| a.id.to_string()).collect();
         assert_eq!(ids, ["pool:gpu-l4-0001", "nvidia-driver"]);
         assert!(p.estimated_hourly_cost.is_some());
         let managed = record("l4", "gpu-l4-0002", Some("LATEST"));
@@ -263,7 +283,10 @@ mod tests {
         assert_eq!(tpu.max_nodes, 4);
         let p = add(&n, &[managed, tpu], &PriceTable::default());
         assert_eq!(p.actions.len(), 2, "no installer: {:?}", p.actions);
-        assert_eq!(p.actions[1].details["placementTopology"], "4x4");
+        let Resource::NodePool(Some(tpu)) = &p.actions[1].resource else {
+            panic!("{:?}", p.actions[1])
+        };
+        assert_eq!(tpu.placement_topology.as_deref(), Some("4x4"));
         let r = remove(&n, &["gpu-l4-0001".into()]);
         assert_eq!(r.actions[0].action, ActionKind::Delete);
         assert_eq!(

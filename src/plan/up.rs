@@ -8,14 +8,20 @@
 //! as KEEP unless the live facts say its resource (an API, a Kubernetes object too) is
 //! missing.
 
-use serde_json::json;
+mod project;
+
+use std::collections::BTreeMap;
 
 use crate::domain::accelerators::Kind;
 use crate::domain::naming::{APIS, ClusterNames, KSA_NAME, KSA_NAMESPACE};
 use crate::domain::pools::PoolShape;
 use crate::domain::pricing::PriceTable;
 
-use super::{Action, ActionKind, Cost, Plan};
+use super::details::{
+    BindingDetails, ClusterDetails, DefaultPool, KubeObjectDetails, MemberRole, NoDetails,
+    PoolDetails,
+};
+use super::{Account, Action, ActionKind, BucketKind, ClusterBucket, Cost, Plan, Resource, StepId};
 
 /// A pool `up` creates (the first accelerator pool), with its generated id.
 pub struct NewPool<'a> {
@@ -68,352 +74,262 @@ pub const MISSING_REASON: &str = "recorded but missing in the cloud: re-created"
 /// Why the APIs are planned again on an existing cluster.
 pub const APIS_OFF_REASON: &str = "some APIs are not enabled in the project: enabled again";
 
-fn action(
-    id: &str,
-    kind: ActionKind,
-    ty: &str,
-    name: String,
-    reason: &str,
-    deps: &[&str],
-) -> Action {
-    Action {
-        id: id.to_owned(),
-        action: kind,
-        resource_type: ty.to_owned(),
-        name,
-        reason: reason.to_owned(),
-        details: serde_json::Value::Null,
-        depends_on: deps.iter().map(|d| d.to_string()).collect(),
-    }
-}
-
-fn with(mut a: Action, details: serde_json::Value) -> Action {
-    a.details = details;
-    a
-}
-
 pub fn plan(input: &UpInput<'_>) -> Plan {
-    let n = input.names;
-    let p = &n.project;
-    // Infrastructure is ensured on every up: created when missing, adopted when ours.
-    let (infra, why) = if input.cluster_exists {
-        (
-            ActionKind::Keep,
-            "exists per the records; re-checked and repaired if missing",
-        )
-    } else {
-        (ActionKind::Create, "new cluster")
-    };
-    let sa = |id: &str| format!("projects/{p}/serviceAccounts/{id}@{p}.iam.gserviceaccount.com");
-    let node = format!("serviceAccount:{}", n.node_sa_email());
-    let build = format!("serviceAccount:{}", n.build_sa_email());
-    let bucket_roles = [
-        "roles/storage.objectAdmin",
-        "roles/storage.legacyBucketReader",
-    ];
-    let bucket = |id: &str, name: &str, location: &str, state: bool| {
-        let details = if state {
-            json!({"location": location, "versioning": true, "uniformBucketLevelAccess": true})
-        } else {
-            json!({"location": location, "uniformBucketLevelAccess": true, "lifecycleDeleteAgeDays": 30})
-        };
-        with(
-            action(
-                id,
-                infra,
-                "storage.bucket",
-                format!("projects/_/buckets/{name}"),
-                why,
-                &["apis"],
-            ),
-            details,
-        )
-    };
-    let mut actions = vec![
-        with(
-            action(
-                "apis",
-                infra,
-                "serviceusage.service",
-                format!("projects/{p}/services"),
-                if input.cluster_exists {
-                    "enabled for the cluster; re-checked and enabled again if not"
-                } else {
-                    "enabled if not yet (left enabled by down)"
-                },
-                &[],
-            ),
-            json!({"services": APIS}),
-        ),
-        bucket("state-bucket", &n.state_bucket, "US", true),
-        action(
-            "network",
-            infra,
-            "compute.network",
-            format!("projects/{p}/global/networks/{}", n.network),
-            why,
-            &["apis"],
-        ),
-        with(
-            action(
-                "router",
-                infra,
-                "compute.router",
-                format!("projects/{p}/regions/{}/routers/{}", n.region, n.router),
-                why,
-                &["network"],
-            ),
-            json!({"nat": n.nat, "natIpAllocateOption": "AUTO_ONLY", "sourceSubnetworkIpRangesToNat": "ALL_SUBNETWORKS_ALL_IP_RANGES"}),
-        ),
-        action(
-            "node-sa",
-            infra,
-            "iam.serviceAccount",
-            sa(&n.node_sa_id),
-            why,
-            &["apis"],
-        ),
-        action(
-            "build-sa",
-            infra,
-            "iam.serviceAccount",
-            sa(&n.build_sa_id),
-            why,
-            &["apis"],
-        ),
-        with(
-            action(
-                "node-sa-roles",
-                infra,
-                "iam.binding",
-                format!("projects/{p}"),
-                why,
-                &["node-sa"],
-            ),
-            json!({"member": node, "roles": NODE_ROLES}),
-        ),
-        with(
-            action(
-                "build-sa-roles",
-                infra,
-                "iam.binding",
-                format!("projects/{p}"),
-                why,
-                // After the node account's roles: both rewrite the project's policy,
-                // and together they would only collide on its etag.
-                &["build-sa", "node-sa-roles"],
-            ),
-            json!({"member": build, "roles": BUILD_ROLES}),
-        ),
-        bucket(
-            "jobs-bucket",
-            &n.jobs_bucket,
-            &n.jobs_bucket_location,
-            false,
-        ),
-        bucket(
-            "builds-bucket",
-            &n.builds_bucket,
-            &n.repository_location,
-            false,
-        ),
-        with(
-            action(
-                "jobs-bucket-iam",
-                infra,
-                "iam.binding",
-                format!("projects/_/buckets/{}", n.jobs_bucket),
-                why,
-                &["jobs-bucket", "node-sa", "build-sa"],
-            ),
-            json!({"members": [node, build], "roles": bucket_roles}),
-        ),
-        with(
-            action(
-                "builds-bucket-iam",
-                infra,
-                "iam.binding",
-                format!("projects/_/buckets/{}", n.builds_bucket),
-                why,
-                &["builds-bucket", "node-sa", "build-sa"],
-            ),
-            json!({"members": [node, build], "roles": bucket_roles}),
-        ),
-        with(
-            action(
-                "repository",
-                infra,
-                "artifactregistry.repository",
-                format!(
-                    "projects/{p}/locations/{}/repositories/{}",
-                    n.repository_location, n.repository
-                ),
-                why,
-                &["apis"],
-            ),
-            json!({"format": "DOCKER", "dockerHost": n.docker_host()}),
-        ),
-        with(
-            action(
-                "repository-iam",
-                infra,
-                "iam.binding",
-                format!(
-                    "projects/{p}/locations/{}/repositories/{}",
-                    n.repository_location, n.repository
-                ),
-                why,
-                &["repository", "node-sa", "build-sa"],
-            ),
-            json!({"bindings": [{"member": node, "role": "roles/artifactregistry.reader"}, {"member": build, "role": "roles/artifactregistry.writer"}]}),
-        ),
-        with(
-            action(
-                "cluster",
-                if input.cluster_exists {
-                    ActionKind::Keep
-                } else {
-                    ActionKind::Create
-                },
-                "container.cluster",
-                n.gke_cluster(),
-                if input.cluster_exists {
-                    "exists: kept with its pools"
-                } else {
-                    "new cluster"
-                },
-                // The NAT only matters once nodes pull images: the router is built
-                // while GKE creates the control plane.
-                &["network", "node-sa-roles"],
-            ),
-            json!({"releaseChannel": "STABLE", "workloadPool": n.workload_pool, "privateNodes": true,
-                   "masterIpv4CidrBlock": "172.16.0.0/28", "defaultPool": {"machineType": "e2-standard-4", "nodeCount": 1, "diskSizeGb": 50},
-                   "forceDestroy": input.force_destroy}),
-        ),
-        with(
-            action(
-                "workload-identity",
-                infra,
-                "iam.binding",
-                sa(&n.node_sa_id),
-                why,
-                &["cluster", "node-sa"],
-            ),
-            json!({"member": n.ksa_member(), "role": "roles/iam.workloadIdentityUser"}),
-        ),
-        with(
-            action(
-                "ksa",
-                infra,
-                "kubernetes.object",
-                format!("serviceaccounts/{KSA_NAMESPACE}/{KSA_NAME}"),
-                why,
-                &["cluster"],
-            ),
-            json!({"annotations": {"iam.gke.io/gcp-service-account": n.node_sa_email()}}),
-        ),
-        action(
-            "lws",
-            infra,
-            "kubernetes.object",
-            "deployments/lws-system/lws-controller-manager".into(),
-            why,
-            &["cluster"],
-        ),
-    ];
-    let mut warnings = Vec::new();
-    let mut cost = None;
-    let mut pool_ids: Vec<String> = Vec::new();
-    for id in input.existing_pools {
-        actions.push(action(
-            &format!("pool:{id}"),
-            ActionKind::Keep,
-            "container.nodePool",
-            format!("{}/nodePools/{id}", n.gke_cluster()),
-            "existing pool: kept as it is",
-            &["cluster"],
-        ));
-        pool_ids.push(format!("pool:{id}"));
-    }
-    if input.existing_need_driver {
-        let mut driver = super::pools::driver_action(&pool_ids);
-        if input.cluster_exists {
-            driver.action = ActionKind::Keep;
-            driver.reason = format!("{}; {why}", driver.reason);
-        }
-        actions.push(driver);
-        pool_ids.push("nvidia-driver".into());
-    }
-    if input.cluster_exists {
-        if input.accelerator_requested {
-            warnings.push("accelerator is ignored: the cluster exists and keeps its pools; add pools with POST .../nodePools".into());
-        }
-    } else if let Some(pool) = &input.first_pool {
-        let s = pool.shape;
-        let step = format!("pool:{}", pool.id);
-        actions.push(with(
-            action(&step, ActionKind::Create, "container.nodePool", format!("{}/nodePools/{}", n.gke_cluster(), pool.id), &super::pools::pool_reason(pool.id, "first accelerator pool"), &["cluster"]),
-            json!({"accelerator": s.accelerator.canonical(), "machineType": s.accelerator.machine_type,
-                   "minNodes": s.min_nodes, "maxNodes": s.max_nodes, "spot": s.spot, "reservation": s.reservation,
-                   "maxRunDuration": s.max_run_duration, "placementTopology": s.placement_topology,
-                   "driverVersion": pool.driver_version}),
-        ));
-        if s.accelerator.kind == Kind::Gpu
-            && !matches!(pool.driver_version, Some("DEFAULT" | "LATEST"))
-            && !input.existing_need_driver
-        {
-            actions.push(super::pools::driver_action(std::slice::from_ref(&step)));
-            pool_ids.push("nvidia-driver".into());
-        }
-        pool_ids.push(step);
-        if let Some(e) = input
-            .prices
-            .estimate(&s.accelerator, s.min_nodes, s.max_nodes)
-        {
-            cost = Some(Cost {
-                currency: input.prices.currency.clone(),
-                at_min: e.at_min,
-                at_max: e.at_max,
-            });
-        }
-    }
-    let mut profile_deps: Vec<&str> = vec![
-        "router",
-        "ksa",
-        "lws",
-        "workload-identity",
-        "state-bucket",
-        "jobs-bucket-iam",
-        "builds-bucket-iam",
-        "repository-iam",
-        "build-sa-roles",
-    ];
-    profile_deps.extend(pool_ids.iter().map(String::as_str));
-    actions.push(action(
-        "profile",
-        ActionKind::Update,
-        "kineticd.profile",
-        format!("profiles/{}", n.cluster),
-        "saved and made active for the caller",
-        &profile_deps,
-    ));
+    let up = Up::of(input);
+    let mut actions = up.apis_and_state_bucket();
+    actions.extend(up.network());
+    actions.extend(up.service_accounts());
+    actions.extend(up.cluster_buckets());
+    actions.extend(up.repository());
+    actions.extend(up.cluster());
+    let pools = up.pools();
+    actions.extend(pools.actions);
+    actions.push(up.profile(&pools.steps));
     if let Some(live) = input.live {
-        for a in actions.iter_mut() {
-            if a.action == ActionKind::Keep && live.missing.contains(&a.id) {
-                a.action = ActionKind::Create;
-                a.reason = if a.id == "apis" {
-                    APIS_OFF_REASON
-                } else {
-                    MISSING_REASON
-                }
-                .to_owned();
-            }
-        }
+        recreate_missing(&mut actions, live);
     }
     Plan {
         actions,
-        warnings,
-        estimated_hourly_cost: cost,
+        warnings: pools.warnings,
+        estimated_hourly_cost: pools.cost,
+    }
+}
+
+/// What every phase of the `up` plan shares: the input, and how infrastructure is
+/// planned (ensured on every up: created when missing, adopted when ours).
+struct Up<'a> {
+    input: &'a UpInput<'a>,
+    n: &'a ClusterNames,
+    infra: ActionKind,
+    why: &'static str,
+}
+
+/// The pool phase's part of the plan.
+struct Pools {
+    actions: Vec<Action>,
+    /// Steps the profile waits for: the pools and the driver installer.
+    steps: Vec<StepId>,
+    warnings: Vec<String>,
+    cost: Option<Cost>,
+}
+
+impl<'a> Up<'a> {
+    fn of(input: &'a UpInput<'a>) -> Up<'a> {
+        let (infra, why) = if input.cluster_exists {
+            (
+                ActionKind::Keep,
+                "exists per the records; re-checked and repaired if missing",
+            )
+        } else {
+            (ActionKind::Create, "new cluster")
+        };
+        Up {
+            input,
+            n: input.names,
+            infra,
+            why,
+        }
+    }
+
+    /// An infrastructure action (ensured, with the plan-wide kind and reason).
+    fn ensure(&self, id: StepId, resource: Resource, name: String, deps: &[StepId]) -> Action {
+        Action::new(id, self.infra, resource, name, self.why, deps)
+    }
+
+    /// The GKE cluster, and what `up` puts into it besides pools.
+    fn cluster(&self) -> Vec<Action> {
+        let n = self.n;
+        let (kind, reason) = if self.input.cluster_exists {
+            (ActionKind::Keep, "exists: kept with its pools")
+        } else {
+            (ActionKind::Create, "new cluster")
+        };
+        let details = ClusterDetails {
+            default_pool: DefaultPool {
+                disk_size_gb: 50,
+                machine_type: "e2-standard-4".into(),
+                node_count: 1,
+            },
+            force_destroy: self.input.force_destroy,
+            master_ipv4_cidr_block: "172.16.0.0/28".into(),
+            private_nodes: true,
+            release_channel: "STABLE".into(),
+            workload_pool: n.workload_pool.clone(),
+        };
+        let identity = MemberRole {
+            member: n.ksa_member(),
+            role: "roles/iam.workloadIdentityUser".into(),
+        };
+        let annotations = BTreeMap::from([(
+            "iam.gke.io/gcp-service-account".to_owned(),
+            n.node_sa_email(),
+        )]);
+        vec![
+            Action::new(
+                StepId::Cluster,
+                kind,
+                Resource::Cluster(Some(details)),
+                n.gke_cluster(),
+                reason,
+                // The NAT only matters once nodes pull images: the router is built
+                // while GKE creates the control plane.
+                &[StepId::Network, StepId::ProjectRoles(Account::Node)],
+            ),
+            self.ensure(
+                StepId::WorkloadIdentity,
+                Resource::Binding(BindingDetails::MemberRole(identity)),
+                self.service_account_name(Account::Node),
+                &[StepId::Cluster, NODE_SA],
+            ),
+            self.ensure(
+                StepId::Ksa,
+                Resource::KubernetesObject(Some(KubeObjectDetails { annotations })),
+                format!("serviceaccounts/{KSA_NAMESPACE}/{KSA_NAME}"),
+                &[StepId::Cluster],
+            ),
+            self.ensure(
+                StepId::Lws,
+                Resource::KubernetesObject(None),
+                "deployments/lws-system/lws-controller-manager".into(),
+                &[StepId::Cluster],
+            ),
+        ]
+    }
+
+    /// The existing pools (kept), the driver installer they need, and on a new cluster
+    /// its first pool with its cost.
+    fn pools(&self) -> Pools {
+        let input = self.input;
+        let mut out = Pools {
+            actions: Vec::new(),
+            steps: Vec::new(),
+            warnings: Vec::new(),
+            cost: None,
+        };
+        for id in input.existing_pools {
+            let step = StepId::pool(id);
+            out.actions.push(Action::new(
+                step.clone(),
+                ActionKind::Keep,
+                Resource::NodePool(None),
+                super::pools::pool_name(self.n, id),
+                "existing pool: kept as it is",
+                &[StepId::Cluster],
+            ));
+            out.steps.push(step);
+        }
+        if input.existing_need_driver {
+            let mut driver = super::pools::driver_action(&out.steps);
+            if input.cluster_exists {
+                driver.action = ActionKind::Keep;
+                driver.reason = format!("{}; {}", driver.reason, self.why);
+            }
+            out.actions.push(driver);
+            out.steps.push(StepId::NvidiaDriver);
+        }
+        if input.cluster_exists {
+            if input.accelerator_requested {
+                out.warnings.push("accelerator is ignored: the cluster exists and keeps its pools; add pools with POST .../nodePools".into());
+            }
+        } else if let Some(pool) = &input.first_pool {
+            self.first_pool(pool, &mut out);
+        }
+        out
+    }
+
+    fn first_pool(&self, pool: &NewPool<'_>, out: &mut Pools) {
+        let s = pool.shape;
+        let step = StepId::pool(pool.id);
+        let details = PoolDetails {
+            accelerator: s.accelerator.canonical(),
+            driver_version: pool.driver_version.map(str::to_owned),
+            labels: None,
+            machine_type: s.accelerator.machine_type.to_owned(),
+            max_nodes: i64::from(s.max_nodes),
+            max_run_duration: s.max_run_duration.map(str::to_owned),
+            min_nodes: i64::from(s.min_nodes),
+            placement_topology: s.placement_topology.map(str::to_owned),
+            reservation: s.reservation.clone(),
+            spot: s.spot,
+            taints: None,
+            zones: None,
+        };
+        let mut action = super::pools::pool_action(
+            self.n,
+            pool.id,
+            ActionKind::Create,
+            "first accelerator pool",
+        );
+        action.resource = Resource::NodePool(Some(details));
+        action.depends_on = vec![StepId::Cluster];
+        out.actions.push(action);
+        if s.accelerator.kind == Kind::Gpu
+            && !matches!(pool.driver_version, Some("DEFAULT" | "LATEST"))
+            && !self.input.existing_need_driver
+        {
+            out.actions
+                .push(super::pools::driver_action(std::slice::from_ref(&step)));
+            out.steps.push(StepId::NvidiaDriver);
+        }
+        out.steps.push(step);
+        let prices = self.input.prices;
+        out.cost = prices
+            .estimate(&s.accelerator, s.min_nodes, s.max_nodes)
+            .map(|e| Cost {
+                currency: prices.currency.clone(),
+                at_min: e.at_min,
+                at_max: e.at_max,
+            });
+    }
+
+    /// The caller's profile, saved once everything else is in place.
+    fn profile(&self, pool_steps: &[StepId]) -> Action {
+        let mut deps = vec![
+            StepId::Router,
+            StepId::Ksa,
+            StepId::Lws,
+            StepId::WorkloadIdentity,
+            StepId::Bucket(BucketKind::State),
+            StepId::BucketRoles(ClusterBucket::Jobs),
+            StepId::BucketRoles(ClusterBucket::Builds),
+            StepId::RepositoryRoles,
+            StepId::ProjectRoles(Account::Build),
+        ];
+        deps.extend(pool_steps.iter().cloned());
+        Action::new(
+            StepId::Profile,
+            ActionKind::Update,
+            Resource::Profile(NoDetails),
+            format!("profiles/{}", self.n.cluster),
+            "saved and made active for the caller",
+            &deps,
+        )
+    }
+}
+
+const NODE_SA: StepId = StepId::ServiceAccount(Account::Node);
+const BUILD_SA: StepId = StepId::ServiceAccount(Account::Build);
+
+/// Project roles of a service account.
+pub fn project_roles(account: Account) -> &'static [&'static str] {
+    match account {
+        Account::Node => &NODE_ROLES,
+        Account::Build => &BUILD_ROLES,
+    }
+}
+
+/// A KEEP whose resource the live facts say is missing becomes a CREATE.
+fn recreate_missing(actions: &mut [Action], live: &LiveState) {
+    for a in actions.iter_mut() {
+        if a.action == ActionKind::Keep && live.missing.contains(&a.id.to_string()) {
+            a.action = ActionKind::Create;
+            a.reason = if a.id == StepId::Apis {
+                APIS_OFF_REASON
+            } else {
+                MISSING_REASON
+            }
+            .to_owned();
+        }
     }
 }
 

@@ -14,8 +14,8 @@ fn names() -> ClusterNames {
     )
 }
 
-fn ids(p: &Plan) -> Vec<&str> {
-    p.actions.iter().map(|a| a.id.as_str()).collect()
+fn ids(p: &Plan) -> Vec<String> {
+    p.actions.iter().map(|a| a.id.to_string()).collect()
 }
 
 fn new_cluster_plan(acc: &str, driver: Option<&str>) -> Plan {
@@ -70,7 +70,7 @@ fn a_new_gpu_cluster_plans_every_resource_of_the_reference() {
         "nvidia-driver",
         "profile",
     ] {
-        assert!(ids(&p).contains(&must), "{must} missing");
+        assert!(ids(&p).contains(&must.to_owned()), "{must} missing");
     }
     let by = |id: &str| p.actions.iter().find(|a| a.id == id).unwrap();
     assert_eq!(
@@ -94,27 +94,21 @@ fn a_new_gpu_cluster_plans_every_resource_of_the_reference() {
         "projects/my-project/locations/us-central1-a/clusters/kc"
     );
     assert_eq!(by("cluster").action, ActionKind::Create);
-    assert!(by("cluster").depends_on.contains(&"network".to_string()));
+    assert!(by("cluster").depends_on.contains(&StepId::Network));
     assert_eq!(
         by("nvidia-driver").depends_on,
-        vec!["pool:gpu-l4-1a2b".to_string()]
+        vec![StepId::pool("gpu-l4-1a2b")]
     );
     assert!(p.warnings.is_empty());
     let cost = p.estimated_hourly_cost.clone().unwrap();
     assert_eq!((cost.at_min, cost.at_max), (0.0, 7.1));
-    // One step per action, dependencies carried over.
-    let steps = p.steps();
-    assert_eq!(steps.len(), p.actions.len());
-    assert_eq!(
-        steps.iter().find(|s| s.id == "router").unwrap().depends_on,
-        vec!["network".to_string()]
-    );
 }
 
 #[test]
 fn managed_drivers_and_tpus_need_no_installer() {
-    assert!(!ids(&new_cluster_plan("l4", Some("LATEST"))).contains(&"nvidia-driver"));
-    assert!(!ids(&new_cluster_plan("v5e-16", None)).contains(&"nvidia-driver"));
+    let driver = "nvidia-driver".to_owned();
+    assert!(!ids(&new_cluster_plan("l4", Some("LATEST"))).contains(&driver));
+    assert!(!ids(&new_cluster_plan("v5e-16", None)).contains(&driver));
 }
 
 #[test]
@@ -210,7 +204,7 @@ fn a_cpu_cluster_has_no_accelerator_pool() {
     assert!(
         !ids(&p)
             .iter()
-            .any(|i| i.starts_with("pool:") || *i == "nvidia-driver")
+            .any(|i| i.starts_with("pool:") || i == "nvidia-driver")
     );
     assert!(p.estimated_hourly_cost.is_none());
 }
@@ -218,7 +212,7 @@ fn a_cpu_cluster_has_no_accelerator_pool() {
 #[test]
 fn critical_path_is_the_longest_dependent_chain() {
     let p = new_cluster_plan("l4", None);
-    let secs = |a: &Action| match a.resource_type.as_str() {
+    let secs = |a: &Action| match a.resource.type_name() {
         "container.cluster" => 300.0,
         "container.nodePool" => 90.0,
         "compute.network" => 20.0,
@@ -234,10 +228,10 @@ fn critical_path_is_the_longest_dependent_chain() {
 #[test]
 fn broken_graphs_are_refused() {
     let mut p = new_cluster_plan("l4", None);
-    p.actions[0].depends_on = vec!["profile".into()];
+    p.actions[0].depends_on = vec![StepId::Profile];
     assert!(matches!(p.validate(), Err(PlanError::Cycle(_))));
     let mut p = new_cluster_plan("l4", None);
-    p.actions[1].depends_on.push("nope".into());
+    p.actions[1].depends_on.push(StepId::pool("nope"));
     assert!(matches!(
         p.validate(),
         Err(PlanError::MissingDependency { .. })
@@ -246,4 +240,25 @@ fn broken_graphs_are_refused() {
     let dup = p.actions[0].clone();
     p.actions.push(dup);
     assert!(matches!(p.validate(), Err(PlanError::Duplicate(_))));
+}
+
+#[test]
+fn actions_serialize_in_the_order_plans_always_had() {
+    let p = new_cluster_plan("l4", None);
+    for a in &p.actions {
+        let text = serde_json::to_string(a).unwrap();
+        let value = serde_json::to_value(a).unwrap();
+        // Details were written with `json!` (keys sorted): the typed details keep that order.
+        let details = serde_json::to_string(&value["details"]).unwrap();
+        let head = format!(
+            "{{\"id\":\"{}\",\"action\":{},\"type\":\"{}\",\"name\":",
+            a.id,
+            serde_json::to_string(&a.action).unwrap(),
+            a.resource.type_name()
+        );
+        assert!(text.starts_with(&head), "{text}");
+        assert!(text.contains(&format!(",\"details\":{details}")), "{text}");
+        let back: Action = serde_json::from_value(value).unwrap();
+        assert_eq!(&back, a);
+    }
 }

@@ -367,7 +367,7 @@ fn drift(
         .filter(|a| a.reason == up::MISSING_REASON)
         .map(|a| Drift {
             resource: a.name.clone(),
-            resource_type: a.resource_type.clone(),
+            resource_type: a.resource.type_name().to_owned(),
             problem: DriftProblem::Missing,
             message: format!(
                 "recorded but missing in the cloud; up (PUT /v1/{cluster}) re-creates it"
@@ -402,10 +402,10 @@ fn leftovers(n: &ClusterNames, prices: &PriceTable, live: &Live) -> Vec<Drift> {
     live_plan(n, prices, live, &[], true)
         .actions
         .into_iter()
-        .filter(|a| present.contains(a.id.as_str()))
+        .filter(|a| present.contains(a.id.to_string().as_str()))
         .map(|a| Drift {
             resource: a.name,
-            resource_type: a.resource_type,
+            resource_type: a.resource.type_name().to_owned(),
             problem: DriftProblem::Unrecorded,
             message: "still exists although the cluster record is DELETED; delete it, or run \
                       up to adopt it"

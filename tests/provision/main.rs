@@ -5,6 +5,7 @@
 mod common;
 
 mod access;
+mod compat;
 mod down;
 mod ensure;
 mod faults;

@@ -174,7 +174,7 @@ pub fn operation(r: OpRequest<'_>, plan: &Plan) -> Enqueue {
         created_by: r.caller.email.to_string(),
         input: serde_json::to_value(&input).unwrap_or(Value::Null),
         plan: serde_json::to_value(plan).ok(),
-        steps: plan.steps(),
+        steps: crate::ops::workflows::cluster::steps(plan),
         idempotency: r.idempotency,
     }
 }

@@ -491,7 +491,12 @@ pub(crate) async fn make(env: &Env, n: &ClusterNames, step: &str) {
             } else {
                 &n.node_sa_id
             };
-            let (display, description) = wire::service_account_text(n, builds);
+            let account = if builds {
+                kineticd::plan::Account::Build
+            } else {
+                kineticd::plan::Account::Node
+            };
+            let (display, description) = wire::service_account_text(n, account);
             gcp.iam
                 .create_service_account(&n.project, id, &display, &description)
                 .await

@@ -26,7 +26,10 @@ async fn run_again(env: &Env, op: &Value) -> Value {
     let steps: Vec<kineticd::ops::steps::StepRecord> = serde_json::from_value(steps).unwrap();
     let plan: kineticd::plan::Plan =
         serde_json::from_value(row.plan.clone().expect("plan")).unwrap();
-    let planned: Vec<String> = plan.steps().into_iter().map(|s| s.id).collect();
+    let planned: Vec<String> = kineticd::ops::workflows::cluster::steps(&plan)
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
     let stored: Vec<String> = steps.iter().map(|s| s.id.clone()).collect();
     assert_eq!(stored, planned, "the stored steps are the plan's actions");
     let r = queue::enqueue(

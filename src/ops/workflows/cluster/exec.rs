@@ -1,17 +1,16 @@
-//! One plan action carried out: the dispatch from (resource type, action, id) to the
-//! ensure function that handles it.
+//! One plan action carried out: the dispatch from the action's step id (and whether it
+//! deletes) to the ensure function that handles it.
 //!
-//! Invariant: every plan action of `plan::{up, down, pools}` has exactly one handler here;
-//! an action nobody handles fails terminally (never silently succeeds).
+//! Invariant: every step id a plan can hold has exactly one handler here: the match on
+//! [`StepId`] is exhaustive, so a new kind of action without a handler does not compile.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::domain::naming::ClusterNames;
 use crate::ops::steps::{RpcCode, StepError};
 use crate::ops::workflows::StepCtx;
-use crate::plan::{Action, ActionKind};
+use crate::plan::{Action, ActionKind, StepId};
 
-use super::wire::BucketKind;
 use super::{ClusterOpInput, Env, gke, infra, kube};
 
 pub struct Step<'a> {
@@ -22,88 +21,38 @@ pub struct Step<'a> {
     pub ctx: &'a StepCtx,
 }
 
-/// What a step found and did (its `result`).
-pub fn outcome(what: &str) -> Value {
-    json!({ "outcome": what })
-}
-
 impl Step<'_> {
     pub fn deleting(&self) -> bool {
         self.action.action == ActionKind::Delete
     }
 
     pub async fn run(&self) -> Result<Value, StepError> {
-        let a = self.action;
         let del = self.deleting();
-        match (a.resource_type.as_str(), a.id.as_str()) {
-            ("serviceusage.service", _) => infra::apis(self).await,
-            ("storage.bucket", id) => {
-                let kind = match id {
-                    "state-bucket" => BucketKind::State,
-                    "jobs-bucket" => BucketKind::Jobs,
-                    "builds-bucket" => BucketKind::Builds,
-                    _ => return Err(self.unhandled()),
-                };
-                if del {
-                    infra::delete_bucket(self, kind).await
-                } else {
-                    infra::ensure_bucket(self, kind).await
-                }
-            }
-            ("compute.network", _) if del => infra::delete_network(self).await,
-            ("compute.network", _) => infra::ensure_network(self).await,
-            ("compute.router", _) if del => infra::delete_router(self).await,
-            ("compute.router", _) => infra::ensure_router(self).await,
-            ("iam.serviceAccount", id @ ("node-sa" | "build-sa")) => {
-                let builds = id == "build-sa";
-                if del {
-                    infra::delete_service_account(self, builds).await
-                } else {
-                    infra::ensure_service_account(self, builds).await
-                }
-            }
-            ("iam.binding", id @ ("node-sa-roles" | "build-sa-roles")) => {
-                infra::project_roles(self, id == "build-sa-roles", !del).await
-            }
-            ("iam.binding", id @ ("jobs-bucket-iam" | "builds-bucket-iam")) => {
-                let kind = if id == "jobs-bucket-iam" {
-                    BucketKind::Jobs
-                } else {
-                    BucketKind::Builds
-                };
-                infra::bucket_roles(self, kind).await
-            }
-            ("iam.binding", "repository-iam") => infra::repository_roles(self).await,
-            ("iam.binding", "workload-identity") => infra::workload_identity(self).await,
-            ("artifactregistry.repository", _) if del => infra::delete_repository(self).await,
-            ("artifactregistry.repository", _) => infra::ensure_repository(self).await,
-            ("container.cluster", _) if del => gke::delete_cluster(self).await,
-            ("container.cluster", _) => gke::ensure_cluster(self).await,
-            ("container.nodePool", id) => {
-                let pool = id.strip_prefix("pool:").ok_or_else(|| self.unhandled())?;
-                if del {
-                    gke::delete_pool(self, pool).await
-                } else {
-                    gke::ensure_pool(self, pool).await
-                }
-            }
-            ("kubernetes.object", "ksa") => kube::ensure_ksa(self).await,
-            ("kubernetes.object", "lws") => kube::ensure_lws(self).await,
-            ("kubernetes.object", "nvidia-driver") => kube::ensure_nvidia_driver(self).await,
-            ("kineticd.profile", _) => infra::save_profile(self).await,
-            _ => Err(self.unhandled()),
+        match &self.action.id {
+            StepId::Apis => infra::apis(self).await,
+            StepId::Bucket(kind) if del => infra::delete_bucket(self, *kind).await,
+            StepId::Bucket(kind) => infra::ensure_bucket(self, *kind).await,
+            StepId::BucketRoles(bucket) => infra::bucket_roles(self, (*bucket).into()).await,
+            StepId::Network if del => infra::delete_network(self).await,
+            StepId::Network => infra::ensure_network(self).await,
+            StepId::Router if del => infra::delete_router(self).await,
+            StepId::Router => infra::ensure_router(self).await,
+            StepId::ServiceAccount(a) if del => infra::delete_service_account(self, *a).await,
+            StepId::ServiceAccount(a) => infra::ensure_service_account(self, *a).await,
+            StepId::ProjectRoles(a) => infra::project_roles(self, *a, !del).await,
+            StepId::Repository if del => infra::delete_repository(self).await,
+            StepId::Repository => infra::ensure_repository(self).await,
+            StepId::RepositoryRoles => infra::repository_roles(self).await,
+            StepId::Cluster if del => gke::delete_cluster(self).await,
+            StepId::Cluster => gke::ensure_cluster(self).await,
+            StepId::WorkloadIdentity => infra::workload_identity(self).await,
+            StepId::Pool(pool) if del => gke::delete_pool(self, pool).await,
+            StepId::Pool(pool) => gke::ensure_pool(self, pool).await,
+            StepId::Ksa => kube::ensure_ksa(self).await,
+            StepId::Lws => kube::ensure_lws(self).await,
+            StepId::NvidiaDriver => kube::ensure_nvidia_driver(self).await,
+            StepId::Profile => infra::save_profile(self).await,
         }
-    }
-
-    fn unhandled(&self) -> StepError {
-        StepError::terminal(
-            RpcCode::Internal,
-            "UNKNOWN_ACTION",
-            format!(
-                "no handler for {:?} {} {}",
-                self.action.action, self.action.resource_type, self.action.id
-            ),
-        )
     }
 
     /// A resource with our name that we did not create.

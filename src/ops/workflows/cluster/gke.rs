@@ -4,7 +4,7 @@
 //! the request or from GKE's current state; a cluster or pool in progress is waited
 //! for, not created again.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::lro;
@@ -13,7 +13,8 @@ use crate::model;
 use crate::ops::steps::{RpcCode, StepError};
 use crate::store;
 
-use super::exec::{Step, outcome};
+use super::exec::Step;
+use super::results::{ClusterReady, Outcome, PoolReady, outcome, result};
 use super::{gcp_error, store_error, wire};
 
 fn in_progress(status: Option<&str>) -> bool {
@@ -93,7 +94,7 @@ fn failed_in_gke(status: Option<&str>) -> bool {
 pub async fn ensure_cluster(s: &Step<'_>) -> Result<Value, StepError> {
     let (p, z, c) = s.location();
     let gke = &s.env.cloud.gcp.container;
-    let mut found = "adopted";
+    let mut found = Outcome::Adopted;
     let missing = match gke.get_cluster(p, z, c).await {
         Ok(existing) => {
             if !wire::is_ours(&existing.resource_labels) {
@@ -101,14 +102,14 @@ pub async fn ensure_cluster(s: &Step<'_>) -> Result<Value, StepError> {
             }
             if failed_in_gke(existing.status.as_deref()) {
                 remove_cluster(s).await?;
-                found = "recreated";
+                found = Outcome::Recreated;
                 true
             } else {
                 false
             }
         }
         Err(e) if e.is_not_found() => {
-            found = "created";
+            found = Outcome::Created;
             true
         }
         Err(e) => return Err(gcp_error(e)),
@@ -121,7 +122,7 @@ pub async fn ensure_cluster(s: &Step<'_>) -> Result<Value, StepError> {
                     .map_err(gcp_error)?;
             }
             // Created by an attempt whose answer was lost: adopt it.
-            Err(e) if e.is_already_exists() => found = "adopted",
+            Err(e) if e.is_already_exists() => found = Outcome::Adopted,
             Err(e) => return Err(gcp_error(e)),
         }
     }
@@ -140,7 +141,11 @@ pub async fn ensure_cluster(s: &Step<'_>) -> Result<Value, StepError> {
             .await
             .map_err(store_error)?;
     }
-    Ok(json!({"outcome": found, "endpoint": cluster.endpoint, "status": status}))
+    result(ClusterReady {
+        outcome: found,
+        endpoint: cluster.endpoint.clone(),
+        status: status.to_owned(),
+    })
 }
 
 /// Delete the cluster and wait until it is gone; false when it was not there.
@@ -165,12 +170,12 @@ pub async fn delete_cluster(s: &Step<'_>) -> Result<Value, StepError> {
         Ok(existing) if !wire::is_ours(&existing.resource_labels) => {
             Err(s.foreign("GKE cluster", c, "it has no label kinetic=true"))
         }
-        Ok(_) => Ok(outcome(if remove_cluster(s).await? {
-            "deleted"
+        Ok(_) => outcome(if remove_cluster(s).await? {
+            Outcome::Deleted
         } else {
-            "absent"
-        })),
-        Err(e) if e.is_not_found() => Ok(outcome("absent")),
+            Outcome::Absent
+        }),
+        Err(e) if e.is_not_found() => outcome(Outcome::Absent),
         Err(e) => Err(gcp_error(e)),
     }
 }
@@ -201,7 +206,7 @@ pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
     let (p, z, c) = s.location();
     let gke = &s.env.cloud.gcp.container;
     let spec = pool_record(s, pool).await?;
-    let mut found = "adopted";
+    let mut found = Outcome::Adopted;
     let missing = match gke.get_node_pool(p, z, c, pool).await {
         Ok(existing) => {
             let labels = existing.config.map(|c| c.labels).unwrap_or_default();
@@ -210,14 +215,14 @@ pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
             }
             if failed_in_gke(existing.status.as_deref()) {
                 remove_pool(s, pool).await?;
-                found = "recreated";
+                found = Outcome::Recreated;
                 true
             } else {
                 false
             }
         }
         Err(e) if e.is_not_found() => {
-            found = "created";
+            found = Outcome::Created;
             true
         }
         Err(e) => return Err(gcp_error(e)),
@@ -230,7 +235,7 @@ pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
                     .await
                     .map_err(gcp_error)?;
             }
-            Err(e) if e.is_already_exists() => found = "adopted",
+            Err(e) if e.is_already_exists() => found = Outcome::Adopted,
             Err(e) => return Err(gcp_error(e)),
         }
     }
@@ -244,12 +249,19 @@ pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
             np.status_message.as_deref(),
         ));
     }
-    Ok(json!({"outcome": found, "status": status}))
+    result(PoolReady {
+        outcome: found,
+        status: status.to_owned(),
+    })
 }
 
 pub async fn delete_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
     let existed = remove_pool(s, pool).await?;
-    Ok(outcome(if existed { "deleted" } else { "absent" }))
+    outcome(if existed {
+        Outcome::Deleted
+    } else {
+        Outcome::Absent
+    })
 }
 
 /// Delete the pool and wait until it is gone; false when it was not there.

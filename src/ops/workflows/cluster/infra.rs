@@ -15,11 +15,13 @@ use crate::cloud::gcp::storage::is_bucket_not_empty;
 use crate::domain::hash::fnv1a;
 use crate::domain::naming::APIS;
 use crate::ops::steps::{RpcCode, StepError};
-use crate::plan::up::{BUILD_ROLES, NODE_ROLES};
+use crate::plan::up::project_roles as roles_of;
+use crate::plan::{Account, BucketKind};
 use crate::store;
 
-use super::exec::{Step, outcome};
-use super::wire::{self, BucketKind};
+use super::exec::Step;
+use super::results::{BucketDeleted, Outcome, ProfileSaved, outcome, result};
+use super::wire;
 use super::{gcp_error, store_error};
 
 const BUCKET_ROLES: [&str; 2] = [
@@ -58,7 +60,7 @@ pub async fn apis(s: &Step<'_>) -> Result<Value, StepError> {
         .enable_services(&s.names.project, &APIS, s.lro(), &s.ctx.cancel)
         .await
         .map_err(gcp_error)?;
-    Ok(outcome("enabled"))
+    outcome(Outcome::Enabled)
 }
 
 fn bucket_name(s: &Step<'_>, kind: BucketKind) -> String {
@@ -75,7 +77,7 @@ pub async fn ensure_bucket(s: &Step<'_>, kind: BucketKind) -> Result<Value, Step
     // The state bucket is one per project and named for kinetic; it is shared, not owned.
     let check = |b: &crate::cloud::gcp::types::storage::Bucket| {
         if kind == BucketKind::State || wire::is_ours(&b.labels) {
-            Ok(outcome("adopted"))
+            outcome(Outcome::Adopted)
         } else {
             Err(s.foreign("bucket", &b.name, "it has no label kinetic=true"))
         }
@@ -86,7 +88,7 @@ pub async fn ensure_bucket(s: &Step<'_>, kind: BucketKind) -> Result<Value, Step
         Err(e) => return Err(gcp_error(e)),
     }
     match storage.insert_bucket(&s.names.project, &want).await {
-        Ok(_) => Ok(outcome("created")),
+        Ok(_) => outcome(Outcome::Created),
         Err(e) if e.is_already_exists() => {
             let b = storage.get_bucket(&want.name).await.map_err(gcp_error)?;
             check(&b)
@@ -98,10 +100,10 @@ pub async fn ensure_bucket(s: &Step<'_>, kind: BucketKind) -> Result<Value, Step
 pub async fn delete_bucket(s: &Step<'_>, kind: BucketKind) -> Result<Value, StepError> {
     let storage = &s.env.cloud.gcp.storage;
     let name = bucket_name(s, kind);
-    let force = s.action.details["forceDestroy"].as_bool().unwrap_or(true);
+    let force = s.action.resource.force_destroy();
     match storage.get_bucket(&name).await {
         Ok(_) => {}
-        Err(e) if e.is_not_found() => return Ok(outcome("absent")),
+        Err(e) if e.is_not_found() => return outcome(Outcome::Absent),
         Err(e) => return Err(gcp_error(e)),
     }
     let mut emptied = 0;
@@ -109,8 +111,11 @@ pub async fn delete_bucket(s: &Step<'_>, kind: BucketKind) -> Result<Value, Step
         emptied = storage.empty_bucket(&name).await.map_err(gcp_error)?;
     }
     match storage.delete_bucket(&name).await {
-        Ok(()) => Ok(serde_json::json!({"outcome": "deleted", "objectsDeleted": emptied})),
-        Err(e) if e.is_not_found() => Ok(outcome("absent")),
+        Ok(()) => result(BucketDeleted {
+            outcome: Outcome::Deleted,
+            objects_deleted: emptied,
+        }),
+        Err(e) if e.is_not_found() => outcome(Outcome::Absent),
         Err(e) if is_bucket_not_empty(&e) => Err(StepError::terminal(
             RpcCode::FailedPrecondition,
             "BUCKET_NOT_EMPTY",
@@ -129,7 +134,7 @@ pub async fn ensure_network(s: &Step<'_>) -> Result<Value, StepError> {
     let p = &s.names.project;
     let check = |n: &crate::cloud::gcp::types::compute::Network| {
         if wire::network_is_ours(n) {
-            Ok(outcome("adopted"))
+            outcome(Outcome::Adopted)
         } else {
             Err(s.foreign("network", &n.name, "its description does not say kinetic"))
         }
@@ -145,7 +150,7 @@ pub async fn ensure_network(s: &Step<'_>) -> Result<Value, StepError> {
                 .wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
                 .await
                 .map_err(gcp_error)?;
-            Ok(outcome("created"))
+            outcome(Outcome::Created)
         }
         Err(e) if e.is_already_exists() => {
             let n = compute
@@ -172,9 +177,9 @@ async fn compute_deleted(
                 .wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
                 .await
                 .map_err(gcp_error)?;
-            Ok(outcome("deleted"))
+            outcome(Outcome::Deleted)
         }
-        Err(e) if e.is_not_found() => Ok(outcome("absent")),
+        Err(e) if e.is_not_found() => outcome(Outcome::Absent),
         Err(e) => Err(gcp_error(e)),
     }
 }
@@ -184,7 +189,7 @@ pub async fn delete_network(s: &Step<'_>) -> Result<Value, StepError> {
     let p = &s.names.project;
     match compute.get_network(p, &s.names.network).await {
         Ok(_) => {}
-        Err(e) if e.is_not_found() => return Ok(outcome("absent")),
+        Err(e) if e.is_not_found() => return outcome(Outcome::Absent),
         Err(e) => return Err(gcp_error(e)),
     }
     let answer = compute
@@ -197,12 +202,12 @@ pub async fn ensure_router(s: &Step<'_>) -> Result<Value, StepError> {
     let compute = &s.env.cloud.gcp.compute;
     let n = s.names;
     let want = wire::router(n);
-    let mut found = "created";
+    let mut found = Outcome::Created;
     match compute.get_router(&n.project, &n.region, &n.router).await {
         Ok(r) if !wire::router_is_ours(n, &r) => {
             return Err(s.foreign("router", &r.name, "it routes another network"));
         }
-        Ok(r) if wire::router_has_nat(n, &r) => return Ok(outcome("adopted")),
+        Ok(r) if wire::router_has_nat(n, &r) => return outcome(Outcome::Adopted),
         Ok(_) => {
             // Ours but without its Cloud NAT: built again whole (the NAT is all it does).
             let op = compute
@@ -213,13 +218,13 @@ pub async fn ensure_router(s: &Step<'_>) -> Result<Value, StepError> {
                 .wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
                 .await
                 .map_err(gcp_error)?;
-            found = "recreated";
+            found = Outcome::Recreated;
         }
         Err(e) if e.is_not_found() => {}
         Err(e) => return Err(gcp_error(e)),
     }
     // A fresh request id: the delete above used this step's.
-    let request_id = if found == "recreated" {
+    let request_id = if found == Outcome::Recreated {
         uuid::Uuid::new_v4()
     } else {
         s.request_id()
@@ -233,7 +238,7 @@ pub async fn ensure_router(s: &Step<'_>) -> Result<Value, StepError> {
                 .wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
                 .await
                 .map_err(gcp_error)?;
-            Ok(outcome(found))
+            outcome(found)
         }
         Err(e) if e.is_already_exists() => {
             let r = compute
@@ -241,7 +246,7 @@ pub async fn ensure_router(s: &Step<'_>) -> Result<Value, StepError> {
                 .await
                 .map_err(gcp_error)?;
             if wire::router_is_ours(n, &r) {
-                Ok(outcome("adopted"))
+                outcome(Outcome::Adopted)
             } else {
                 Err(s.foreign("router", &r.name, "it routes another network"))
             }
@@ -255,7 +260,7 @@ pub async fn delete_router(s: &Step<'_>) -> Result<Value, StepError> {
     let n = s.names;
     match compute.get_router(&n.project, &n.region, &n.router).await {
         Ok(_) => {}
-        Err(e) if e.is_not_found() => return Ok(outcome("absent")),
+        Err(e) if e.is_not_found() => return outcome(Outcome::Absent),
         Err(e) => return Err(gcp_error(e)),
     }
     let answer = compute
@@ -264,21 +269,20 @@ pub async fn delete_router(s: &Step<'_>) -> Result<Value, StepError> {
     compute_deleted(s, answer).await
 }
 
-fn sa(s: &Step<'_>, builds: bool) -> (String, String) {
-    if builds {
-        (s.names.build_sa_id.clone(), s.names.build_sa_email())
-    } else {
-        (s.names.node_sa_id.clone(), s.names.node_sa_email())
+fn sa(s: &Step<'_>, account: Account) -> (String, String) {
+    match account {
+        Account::Build => (s.names.build_sa_id.clone(), s.names.build_sa_email()),
+        Account::Node => (s.names.node_sa_id.clone(), s.names.node_sa_email()),
     }
 }
 
-pub async fn ensure_service_account(s: &Step<'_>, builds: bool) -> Result<Value, StepError> {
+pub async fn ensure_service_account(s: &Step<'_>, account: Account) -> Result<Value, StepError> {
     let iam = &s.env.cloud.gcp.iam;
     let p = &s.names.project;
-    let (id, email) = sa(s, builds);
+    let (id, email) = sa(s, account);
     let check = |a: &crate::cloud::gcp::types::iam::ServiceAccount| {
         if a.display_name.starts_with("kinetic") || a.description.starts_with("kinetic") {
-            Ok(outcome("adopted"))
+            outcome(Outcome::Adopted)
         } else {
             Err(s.foreign(
                 "service account",
@@ -292,12 +296,12 @@ pub async fn ensure_service_account(s: &Step<'_>, builds: bool) -> Result<Value,
         Err(e) if e.is_not_found() => {}
         Err(e) => return Err(gcp_error(e)),
     }
-    let (display, description) = wire::service_account_text(s.names, builds);
+    let (display, description) = wire::service_account_text(s.names, account);
     match iam
         .create_service_account(p, &id, &display, &description)
         .await
     {
-        Ok(_) => Ok(outcome("created")),
+        Ok(_) => outcome(Outcome::Created),
         Err(e) if e.is_already_exists() => {
             let a = iam
                 .get_service_account(p, &email)
@@ -309,29 +313,33 @@ pub async fn ensure_service_account(s: &Step<'_>, builds: bool) -> Result<Value,
     }
 }
 
-pub async fn delete_service_account(s: &Step<'_>, builds: bool) -> Result<Value, StepError> {
+pub async fn delete_service_account(s: &Step<'_>, account: Account) -> Result<Value, StepError> {
     let iam = &s.env.cloud.gcp.iam;
-    let (_, email) = sa(s, builds);
+    let (_, email) = sa(s, account);
     match iam.delete_service_account(&s.names.project, &email).await {
-        Ok(()) => Ok(outcome("deleted")),
-        Err(e) if e.is_not_found() => Ok(outcome("absent")),
+        Ok(()) => outcome(Outcome::Deleted),
+        Err(e) if e.is_not_found() => outcome(Outcome::Absent),
         Err(e) => Err(gcp_error(e)),
     }
 }
 
 /// Grant (or, for `down`, revoke) a service account's project roles.
-pub async fn project_roles(s: &Step<'_>, builds: bool, grant: bool) -> Result<Value, StepError> {
+pub async fn project_roles(
+    s: &Step<'_>,
+    account: Account,
+    grant: bool,
+) -> Result<Value, StepError> {
     let rm = &s.env.cloud.gcp.resource_manager;
-    let (_, email) = sa(s, builds);
+    let (_, email) = sa(s, account);
     let member = format!("serviceAccount:{email}");
-    let roles: &[&str] = if builds { &BUILD_ROLES } else { &NODE_ROLES };
+    let roles = roles_of(account);
     let grants: Vec<(&str, &str)> = roles.iter().map(|r| (*r, member.as_str())).collect();
     let p = &s.names.project;
     if grant {
         rm.add_bindings(p, &grants, &s.ctx.cancel)
             .await
             .map_err(iam_error)?;
-        return Ok(outcome("granted"));
+        return outcome(Outcome::Granted);
     }
     // Revoking: say whether there was anything to revoke (a rerun finds nothing).
     let policy = rm.get_iam_policy(p).await.map_err(iam_error)?;
@@ -341,12 +349,12 @@ pub async fn project_roles(s: &Step<'_>, builds: bool, grant: bool) -> Result<Va
             .any(|(role, m)| b.role == *role && b.members.iter().any(|x| x == m))
     });
     if !held {
-        return Ok(outcome("absent"));
+        return outcome(Outcome::Absent);
     }
     rm.remove_bindings(p, &grants, &s.ctx.cancel)
         .await
         .map_err(iam_error)?;
-    Ok(outcome("revoked"))
+    outcome(Outcome::Revoked)
 }
 
 fn members(s: &Step<'_>) -> [String; 2] {
@@ -369,7 +377,7 @@ pub async fn bucket_roles(s: &Step<'_>, kind: BucketKind) -> Result<Value, StepE
         .add_bucket_bindings(&bucket_name(s, kind), &grants, &s.ctx.cancel)
         .await
         .map_err(iam_error)?;
-    Ok(outcome("granted"))
+    outcome(Outcome::Granted)
 }
 
 pub async fn repository_roles(s: &Step<'_>) -> Result<Value, StepError> {
@@ -392,7 +400,7 @@ pub async fn repository_roles(s: &Step<'_>) -> Result<Value, StepError> {
         )
         .await
         .map_err(iam_error)?;
-    Ok(outcome("granted"))
+    outcome(Outcome::Granted)
 }
 
 pub async fn workload_identity(s: &Step<'_>) -> Result<Value, StepError> {
@@ -410,7 +418,7 @@ pub async fn workload_identity(s: &Step<'_>) -> Result<Value, StepError> {
         )
         .await
         .map_err(iam_error)?;
-    Ok(outcome("granted"))
+    outcome(Outcome::Granted)
 }
 
 pub async fn ensure_repository(s: &Step<'_>) -> Result<Value, StepError> {
@@ -418,7 +426,7 @@ pub async fn ensure_repository(s: &Step<'_>) -> Result<Value, StepError> {
     let n = s.names;
     let check = |r: &crate::cloud::gcp::types::artifact_registry::Repository| {
         if wire::is_ours(&r.labels) {
-            Ok(outcome("adopted"))
+            outcome(Outcome::Adopted)
         } else {
             Err(s.foreign("repository", &r.name, "it has no label kinetic=true"))
         }
@@ -440,7 +448,7 @@ pub async fn ensure_repository(s: &Step<'_>) -> Result<Value, StepError> {
             ar.wait_operation(op, s.lro(), &s.ctx.cancel)
                 .await
                 .map_err(gcp_error)?;
-            Ok(outcome("created"))
+            outcome(Outcome::Created)
         }
         Err(e) if e.is_already_exists() => {
             let r = ar
@@ -464,9 +472,9 @@ pub async fn delete_repository(s: &Step<'_>) -> Result<Value, StepError> {
             ar.wait_operation(op, s.lro(), &s.ctx.cancel)
                 .await
                 .map_err(gcp_error)?;
-            Ok(outcome("deleted"))
+            outcome(Outcome::Deleted)
         }
-        Err(e) if e.is_not_found() => Ok(outcome("absent")),
+        Err(e) if e.is_not_found() => outcome(Outcome::Absent),
         Err(e) => Err(gcp_error(e)),
     }
 }
@@ -487,5 +495,8 @@ pub async fn save_profile(s: &Step<'_>) -> Result<Value, StepError> {
         .await
         .map_err(store_error)?;
     tx.commit().await.map_err(|e| store_error(e.into()))?;
-    Ok(serde_json::json!({"outcome": "saved", "profile": format!("profiles/{}", n.cluster)}))
+    result(ProfileSaved {
+        outcome: Outcome::Saved,
+        profile: format!("profiles/{}", n.cluster),
+    })
 }

@@ -5,7 +5,7 @@
 //! Invariant: a step that applies a controller returns only once it is usable
 //! (Deployment Available, DaemonSet scheduled), so later jobs never race it.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::cloud::kube::manifests::NVIDIA_DRIVER_DAEMONSET;
 use crate::cloud::kube::{ClusterAccess, KubeCluster, WaitFor};
@@ -14,6 +14,7 @@ use crate::ops::steps::{RpcCode, StepError};
 
 use super::exec::Step;
 use super::kube_error;
+use super::results::{ManifestApplied, ManifestRef, ObjectsApplied, Outcome, result};
 
 async fn cluster(s: &Step<'_>) -> Result<KubeCluster, StepError> {
     let gke = s.running_cluster().await?;
@@ -37,9 +38,10 @@ fn ksa_yaml(s: &Step<'_>) -> String {
 pub async fn ensure_ksa(s: &Step<'_>) -> Result<Value, StepError> {
     let k = cluster(s).await?;
     let applied = k.apply_yaml(&ksa_yaml(s)).await.map_err(kube_error)?;
-    Ok(
-        json!({"outcome": "applied", "objects": applied.iter().map(|a| a.describe()).collect::<Vec<_>>()}),
-    )
+    result(ObjectsApplied {
+        outcome: Outcome::Applied,
+        objects: applied.iter().map(|a| a.describe()).collect(),
+    })
 }
 
 async fn apply_manifest(
@@ -53,12 +55,16 @@ async fn apply_manifest(
     k.wait_for(&wait, &s.env.timing.kube, &s.ctx.cancel, |_| {})
         .await
         .map_err(kube_error)?;
-    Ok(json!({
-        "outcome": "applied",
-        "manifest": {"url": manifest.url, "version": manifest.version, "sha256": manifest.sha256},
-        "objects": applied.len(),
-        "ready": wait.describe(),
-    }))
+    result(ManifestApplied {
+        outcome: Outcome::Applied,
+        manifest: ManifestRef {
+            url: manifest.url,
+            version: manifest.version,
+            sha256: manifest.sha256,
+        },
+        objects: applied.len(),
+        ready: wait.describe(),
+    })
 }
 
 pub async fn ensure_lws(s: &Step<'_>) -> Result<Value, StepError> {

@@ -12,8 +12,12 @@ mod exec;
 mod gke;
 mod infra;
 mod kube;
+mod plan_steps;
 pub mod records;
+pub mod results;
 pub mod wire;
+
+pub use plan_steps::steps;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -232,7 +236,10 @@ impl Workflow for ClusterWorkflow {
         let input: Option<ClusterOpInput> = serde_json::from_value(op.input.clone()).ok();
         let outcomes: serde_json::Map<String, Value> = steps
             .iter()
-            .filter_map(|s| Some((s.id.clone(), s.result.as_ref()?.get("outcome")?.clone())))
+            .filter_map(|s| {
+                let outcome = results::outcome_of(s.result.as_ref()?)?;
+                Some((s.id.clone(), serde_json::to_value(outcome).ok()?))
+            })
             .collect();
         json!({
             "cluster": input.as_ref().map(|i| format!("projects/{}/zones/{}/clusters/{}", i.project, i.zone, i.cluster)),

@@ -21,6 +21,7 @@ use crate::cloud::gcp::types::storage::{
 };
 use crate::domain::naming::{ClusterNames, LABELS};
 use crate::model;
+use crate::plan::Account;
 
 /// OAuth scope of every node.
 pub const NODE_SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
@@ -45,14 +46,7 @@ pub fn is_ours(labels: &BTreeMap<String, String>) -> bool {
     labels.get(OURS.0).map(String::as_str) == Some(OURS.1)
 }
 
-/// Which bucket of a cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BucketKind {
-    /// `{project}-kinetic-state`: one per project, never deleted.
-    State,
-    Jobs,
-    Builds,
-}
+pub use crate::plan::BucketKind;
 
 pub fn bucket(n: &ClusterNames, kind: BucketKind) -> Bucket {
     let (name, location, cluster) = match kind {
@@ -151,8 +145,11 @@ pub fn repository(n: &ClusterNames) -> Repository {
 }
 
 /// (display name, description) of the node and build service accounts.
-pub fn service_account_text(n: &ClusterNames, builds: bool) -> (String, String) {
-    let what = if builds { "builds" } else { "nodes" };
+pub fn service_account_text(n: &ClusterNames, account: Account) -> (String, String) {
+    let what = match account {
+        Account::Build => "builds",
+        Account::Node => "nodes",
+    };
     (
         format!("kinetic {what} ({})", n.cluster),
         format!("kinetic: {what} of cluster {}", n.cluster),

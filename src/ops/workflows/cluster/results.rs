@@ -1,0 +1,133 @@
+//! What a provisioning step's result says: an [`Outcome`] every step reports, plus the
+//! facts some steps add (the cluster's endpoint, the manifest applied, ...), as typed
+//! structs with the JSON the steps have always stored.
+//!
+//! Invariant: a step result is written through these types and read back through
+//! [`outcome_of`] alone, never by indexing its JSON.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ops::steps::{RpcCode, StepError};
+
+/// What a step found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Created,
+    /// Found, ours, and kept as it is.
+    Adopted,
+    /// Found ours but broken: deleted and created again.
+    Recreated,
+    Deleted,
+    /// Already gone (deleting).
+    Absent,
+    Enabled,
+    Granted,
+    Revoked,
+    Applied,
+    Saved,
+}
+
+/// A result that is an outcome alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Done {
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BucketDeleted {
+    pub outcome: Outcome,
+    pub objects_deleted: usize,
+}
+
+/// The GKE cluster, running.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterReady {
+    pub outcome: Outcome,
+    pub endpoint: Option<String>,
+    pub status: String,
+}
+
+/// A node pool, running.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolReady {
+    pub outcome: Outcome,
+    pub status: String,
+}
+
+/// Kubernetes objects applied from YAML we wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectsApplied {
+    pub outcome: Outcome,
+    pub objects: Vec<String>,
+}
+
+/// A downloaded manifest applied and ready.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestApplied {
+    pub outcome: Outcome,
+    pub manifest: ManifestRef,
+    /// How many objects it holds.
+    pub objects: usize,
+    /// What was waited for.
+    pub ready: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestRef {
+    pub url: String,
+    pub version: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileSaved {
+    pub outcome: Outcome,
+    pub profile: String,
+}
+
+/// A step's result as stored.
+pub fn result(r: impl Serialize) -> Result<Value, StepError> {
+    serde_json::to_value(r).map_err(|e| {
+        StepError::terminal(
+            RpcCode::Internal,
+            "BAD_STEP_RESULT",
+            format!("step result: {e}"),
+        )
+    })
+}
+
+/// A result that is `outcome` alone.
+pub fn outcome(outcome: Outcome) -> Result<Value, StepError> {
+    result(Done { outcome })
+}
+
+/// The outcome a stored result reports (`None`: not a provisioning step's result).
+pub fn outcome_of(result: &Value) -> Option<Outcome> {
+    Done::deserialize(result).ok().map(|d| d.outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_keep_their_json_and_read_back_their_outcome() {
+        let r = result(ClusterReady {
+            outcome: Outcome::Created,
+            endpoint: None,
+            status: "RUNNING".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            r,
+            serde_json::json!({"outcome": "created", "endpoint": null, "status": "RUNNING"})
+        );
+        assert_eq!(outcome_of(&r), Some(Outcome::Created));
+        let r = serde_json::json!({"outcome": "deleted", "objectsDeleted": 3});
+        assert_eq!(outcome_of(&r), Some(Outcome::Deleted));
+        assert_eq!(outcome_of(&serde_json::json!({"chain": 1})), None);
+    }
+}

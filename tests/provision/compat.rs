@@ -1,0 +1,126 @@
+//! Operations stored by an older kineticd still run, and previews did not change: an
+//! `up` and a `pool add` whose plan and steps were written by the code before plan
+//! actions were typed (fixtures captured from commit e007833,
+//! `tests/fixtures/stored_operations/`) are put verbatim into the queued operation, and a
+//! worker claims and finishes them. The same requests made now answer `validateOnly`
+//! with the same bytes and store exactly that JSON.
+
+use std::time::Duration;
+
+use kineticd::ops::WorkerPool;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::common::{TestApp, test_worker_config};
+use crate::support::{OWNER, PROJECT, cluster_path};
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/stored_operations"
+);
+
+/// (plan, steps as stored text) of an operation.
+async fn stored(app: &TestApp, op: &Value) -> (Value, String) {
+    sqlx::query_as("SELECT plan, steps::text FROM operations WHERE id = $1")
+        .bind(op_id(op))
+        .fetch_one(&app.db)
+        .await
+        .expect("operation row")
+}
+
+fn op_id(op: &Value) -> Uuid {
+    let name = op["name"].as_str().expect("operation name");
+    name.trim_start_matches("operations/")
+        .parse()
+        .expect("operation id")
+}
+
+/// The fixture `name`: (plan, steps text) as the old code stored them.
+fn fixture(name: &str) -> (Value, String) {
+    let read = |ext: &str| {
+        std::fs::read_to_string(format!("{FIXTURES}/{name}.{ext}.json"))
+            .unwrap_or_else(|e| panic!("fixture {name}.{ext}.json: {e}"))
+    };
+    let plan = serde_json::from_str(&read("plan")).expect("fixture plan");
+    (plan, read("steps").trim_end().to_owned())
+}
+
+/// The `validateOnly` answer to `method path` with `body`, as the bytes sent, checked
+/// against the preview fixture `name` (what the old code answered, byte for byte).
+async fn preview_as_before(app: &TestApp, method: Method, path: &str, body: &Value, name: &str) {
+    let r = app
+        .http
+        .request(method, app.url_of(path))
+        .header("x-kinetic-user", OWNER)
+        .json(body)
+        .send()
+        .await
+        .expect("preview");
+    assert_eq!(r.status(), StatusCode::OK, "{name} preview");
+    let text = r.text().await.expect("preview body");
+    let file = format!("{FIXTURES}/{name}.preview.json");
+    let before = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    assert_eq!(
+        text,
+        before.trim_end(),
+        "{name}: the preview is the same bytes"
+    );
+}
+
+/// Check the queued `op` stored what the old code stored, put the old JSON in
+/// verbatim, and run it to SUCCEEDED with a fresh worker pool.
+async fn run_as_stored_before(app: &TestApp, op: &Value, name: &str) {
+    let (now_plan, now_steps) = stored(app, op).await;
+    let (plan, steps) = fixture(name);
+    assert_eq!(now_plan, plan, "{name}: the plan is stored as before");
+    assert_eq!(now_steps, steps, "{name}: the steps are stored as before");
+    let updated = sqlx::query(
+        "UPDATE operations SET plan = $2, steps = $3::json WHERE id = $1 AND state = 'QUEUED'",
+    )
+    .bind(op_id(op))
+    .bind(&plan)
+    .bind(&steps)
+    .execute(&app.db)
+    .await
+    .expect("store the old operation");
+    assert_eq!(updated.rows_affected(), 1, "{name}: still queued");
+    let workers: WorkerPool = app.workers(test_worker_config(2));
+    let done = app
+        .wait_done(OWNER, op["name"].as_str().expect("operation name"))
+        .await;
+    assert!(done["error"].is_null(), "{name} failed: {}", done["error"]);
+    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    workers.shutdown(Duration::from_secs(60)).await;
+}
+
+#[tokio::test]
+async fn an_up_and_a_pool_add_stored_before_typed_plans_are_claimed_and_finished() {
+    let (app, _sim) = TestApp::spawn_sim_with(kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
+        ..Default::default()
+    })
+    .await;
+    app.team(OWNER, "ml-team", &[PROJECT]).await;
+    let path = cluster_path("compat");
+    let up_body = json!({"accelerator": "l4"});
+    let up_path = format!("{path}?validateOnly=true&requestId=compat-up");
+    preview_as_before(&app, Method::PUT, &up_path, &up_body, "up").await;
+    let up = app
+        .put(OWNER, &format!("{path}?requestId=compat-up"), up_body)
+        .await;
+    assert_eq!(up.status, StatusCode::ACCEPTED, "{}", up.body);
+    run_as_stored_before(&app, &up.body, "up").await;
+    let add_body = json!({"accelerator": "l4", "failover": true});
+    let add_path = format!("{path}/nodePools?validateOnly=true&requestId=compat-add");
+    preview_as_before(&app, Method::POST, &add_path, &add_body, "pool-add").await;
+    let add = app
+        .post(
+            OWNER,
+            &format!("{path}/nodePools?requestId=compat-add"),
+            add_body,
+        )
+        .await;
+    assert_eq!(add.status, StatusCode::ACCEPTED, "{}", add.body);
+    run_as_stored_before(&app, &add.body, "pool-add").await;
+}
