@@ -106,8 +106,9 @@ async fn run_sim(listen: std::net::SocketAddr, speed: f64) -> anyhow::Result<()>
 
 /// What `kineticd sim` prints once it listens: `export KEY=value` lines with every
 /// variable a separate `kineticd serve` needs to use this simulator (cloud URL, no
-/// credentials, speed, manifests served by the simulator), then where it listens (as a
-/// shell comment).
+/// credentials, speed, manifests served by the simulator), the `gcloud config set`
+/// commands that let gcloud read it (as shell comments: pasting the block must not change
+/// anyone's gcloud configuration), then where it listens (as a shell comment).
 fn sim_banner(sim: &crate::sim::Sim) -> String {
     let mut out = String::from(
         "# Point `kineticd serve` at this simulator with these variables (paste them into a shell):\n",
@@ -115,10 +116,24 @@ fn sim_banner(sim: &crate::sim::Sim) -> String {
     for (key, value) in sim.serve_env() {
         out.push_str(&format!("export {key}={value}\n"));
     }
+    out.push_str(&gcloud_lines(sim));
     out.push_str(&format!(
         "# kineticd simulator listening on {url}  (journal: {url}/sim/v1/journal)\n",
         url = sim.url()
     ));
+    out
+}
+
+/// The `gcloud config set` block of [`sim_banner`]: one `#   gcloud config set KEY VALUE`
+/// line per property, meant for a configuration directory of its own.
+fn gcloud_lines(sim: &crate::sim::Sim) -> String {
+    let mut out = String::from(
+        "# Point gcloud at this simulator, in a configuration of its own (run these after\n\
+         #   export CLOUDSDK_CONFIG=$(mktemp -d); gcloud config set core/project PROJECT):\n",
+    );
+    for (property, value) in sim.gcloud_properties() {
+        out.push_str(&format!("#   gcloud config set {property} {value}\n"));
+    }
     out
 }
 

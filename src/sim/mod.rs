@@ -139,6 +139,32 @@ impl Sim {
         env
     }
 
+    /// The gcloud properties that point Google's own CLI at this simulator: no
+    /// credentials, and each API kineticd uses at its prefix here (the URL forms gcloud
+    /// expects: Compute and Storage with their version, the others without).
+    pub fn gcloud_properties(&self) -> Vec<(String, String)> {
+        let url = self.url();
+        let mut props = vec![("auth/disable_credentials".to_owned(), "true".to_owned())];
+        props.extend(
+            [
+                ("artifactregistry", "artifactregistry/"),
+                ("compute", "compute/v1/"),
+                ("container", "container/"),
+                ("iam", "iam/"),
+                ("serviceusage", "serviceusage/"),
+                ("storage", "storage/v1/"),
+            ]
+            .into_iter()
+            .map(|(api, path)| {
+                (
+                    format!("api_endpoint_overrides/{api}"),
+                    format!("{url}/{path}"),
+                )
+            }),
+        );
+        props
+    }
+
     /// The state, with every due change applied. Do not hold across an `.await`.
     pub fn world(&self) -> MutexGuard<'_, World> {
         let mut w = self.0.world.lock().unwrap_or_else(|p| p.into_inner());

@@ -10,6 +10,7 @@ mod container;
 mod errors;
 mod iam;
 mod kube;
+mod lists;
 mod resource_manager;
 mod service_usage;
 mod sim;

@@ -1,9 +1,12 @@
-//! Simulated Artifact Registry v1: repositories created and deleted by long-running
-//! operations that finish [`OP_DELAY`] later on the sim clock (at once at speed 0).
+//! Simulated Artifact Registry v1: repositories (listed per location) created and deleted
+//! by long-running operations that finish [`OP_DELAY`] later on the sim clock (at once at
+//! speed 0), and the locations they may be in.
 //!
 //! Invariant: a repository is visible (get) from the moment its create operation is
 //! done until its delete operation is done; a second create of the same name while it
 //! exists or is being created is 409; validation happens before anything changes.
+
+mod list;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -125,7 +128,15 @@ pub fn routes() -> Router<Sim> {
     Router::new()
         .route(
             "/artifactregistry/v1/projects/{project}/locations/{location}/repositories",
-            post(create),
+            post(create).get(list::repositories),
+        )
+        .route(
+            "/artifactregistry/v1/projects/{project}/locations",
+            get(list::locations),
+        )
+        .route(
+            "/artifactregistry/v1beta2/projects/{project}/locations",
+            get(list::locations),
         )
         .route(
             "/artifactregistry/v1/projects/{project}/locations/{location}/repositories/{repo}",

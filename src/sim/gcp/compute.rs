@@ -1,6 +1,7 @@
 //! Simulated Compute Engine (compute v1) under `/compute/v1/`: VPC networks (global
 //! operations), Cloud Routers with NAT (regional operations), regions with quotas,
-//! zones, accelerator and machine types per zone; plus `/sim/v1/quotas`.
+//! zones, accelerator and machine types per zone, with the list and aggregated-list calls
+//! gcloud makes; plus `/sim/v1/quotas`.
 //!
 //! Invariant: inserts and deletes are operations that move PENDING -> RUNNING -> DONE on
 //! the simulator clock and change the resources only when DONE (in [`tick`]); a
@@ -9,6 +10,7 @@
 pub mod catalog;
 mod handlers;
 mod info;
+mod list;
 pub mod quota;
 
 use std::collections::BTreeMap;
@@ -110,7 +112,7 @@ pub fn routes() -> Router<Sim> {
     Router::new()
         .route(
             &format!("{P}/global/networks"),
-            post(handlers::insert_network),
+            post(handlers::insert_network).get(list::networks),
         )
         .route(
             &format!("{P}/global/networks/{{network}}"),
@@ -118,7 +120,15 @@ pub fn routes() -> Router<Sim> {
         )
         .route(
             &format!("{P}/regions/{{region}}/routers"),
-            post(handlers::insert_router),
+            post(handlers::insert_router).get(list::routers),
+        )
+        .route(
+            &format!("{P}/aggregated/routers"),
+            get(list::aggregated_routers),
+        )
+        .route(
+            &format!("{P}/aggregated/acceleratorTypes"),
+            get(list::aggregated_accelerator_types),
         )
         .route(
             &format!("{P}/regions/{{region}}/routers/{{router}}"),

@@ -1,5 +1,6 @@
 //! Simulated GKE (container v1) under `/container/v1/`: clusters, node pools and their
-//! long-running operations, plus `/sim/v1/stockouts`.
+//! long-running operations (each listed per location or across them, as gcloud reads
+//! them), plus `/sim/v1/stockouts`.
 //!
 //! Invariant: every mutation is an operation that moves PENDING -> RUNNING -> DONE on the
 //! simulator clock and applies its effect (cluster RUNNING with its Kubernetes API, pool
@@ -8,6 +9,7 @@
 //! DONE operation with `error`, like GKE.
 
 mod handlers;
+mod list;
 mod model;
 mod ops;
 mod validate;
@@ -120,7 +122,10 @@ pub(crate) fn region_of(location: &str) -> Option<&str> {
 pub fn routes() -> Router<Sim> {
     const P: &str = "/container/v1/projects/{project}/locations/{location}";
     Router::new()
-        .route(&format!("{P}/clusters"), post(handlers::create_cluster))
+        .route(
+            &format!("{P}/clusters"),
+            post(handlers::create_cluster).get(list::clusters),
+        )
         .route(
             &format!("{P}/clusters/{{cluster}}"),
             get(handlers::get_cluster).delete(handlers::delete_cluster),
@@ -135,6 +140,7 @@ pub fn routes() -> Router<Sim> {
                 .delete(handlers::delete_pool)
                 .post(handlers::pool_verb),
         )
+        .route(&format!("{P}/operations"), get(list::operations))
         .route(
             &format!("{P}/operations/{{operation}}"),
             get(handlers::get_operation),

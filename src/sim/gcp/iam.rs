@@ -1,10 +1,11 @@
 //! Simulated IAM v1: service accounts (`{accountId}@{project}.iam.gserviceaccount.com`,
-//! 21-digit unique IDs) and their own IAM policies.
+//! 21-digit unique IDs, listed per project) and their own IAM policies.
 //!
 //! Invariant: an account ID is unique within its project while the account exists; a
 //! deleted account's grants on project policies turn into the `deleted:` form; every
 //! response, error or not, is tagged with its Google method.
 
+mod list;
 pub mod policy;
 
 use std::collections::BTreeMap;
@@ -67,7 +68,10 @@ impl State {
 
 pub fn routes() -> Router<Sim> {
     Router::new()
-        .route("/iam/v1/projects/{project}/serviceAccounts", post(create))
+        .route(
+            "/iam/v1/projects/{project}/serviceAccounts",
+            post(create).get(list::accounts),
+        )
         .route(
             "/iam/v1/projects/{project}/serviceAccounts/{sa}",
             get(get_account).delete(delete_account).post(verb),

@@ -4,6 +4,7 @@ pub mod artifact_registry;
 pub mod compute;
 pub mod container;
 pub mod iam;
+pub mod list;
 pub mod resource_manager;
 pub mod service_usage;
 pub mod storage;

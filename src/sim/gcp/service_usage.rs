@@ -1,10 +1,13 @@
-//! Simulated Service Usage v1: the set of enabled services per project, changed by
+//! Simulated Service Usage v1: the set of enabled services per project (listed with
+//! their state, filtered by `state:` as gcloud asks), changed by
 //! `batchEnable` long-running operations that finish [`ENABLE_DELAY`] later on the sim
 //! clock (at once at speed 0).
 //!
 //! Invariant: a service becomes ENABLED exactly when the operation enabling it is done;
 //! a batch with nothing to enable answers `operations/noop.DONE_OPERATION`; a batch is
 //! validated whole (size, syntax, catalogue) before anything changes.
+
+mod list;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -167,6 +170,10 @@ pub fn routes() -> Router<Sim> {
         .route(
             "/serviceusage/v1/projects/{project}/{verb}",
             post(batch_enable),
+        )
+        .route(
+            "/serviceusage/v1/projects/{project}/services",
+            get(list::services),
         )
         .route(
             "/serviceusage/v1/projects/{project}/services/{service}",

@@ -1,11 +1,12 @@
-//! Simulated Cloud Storage JSON API v1: buckets in one global namespace, objects (media
-//! upload, paged list, delete) and bucket IAM policies, answering errors in Storage's
+//! Simulated Cloud Storage JSON API v1: buckets in one global namespace (listed per
+//! project), objects (media upload, paged list, delete) and bucket IAM policies, answering errors in Storage's
 //! legacy shape (`errors[{domain, reason, message}]`, no `status`).
 //!
 //! Invariant: a bucket name is held by at most one project; a bucket holding objects is
 //! never deleted (409 "not empty"); a bucket policy's etag changes on each set, and a
 //! set with another etag is refused with 412 and changes nothing.
 
+mod list;
 mod objects;
 
 use std::collections::{BTreeMap, HashMap};
@@ -72,7 +73,7 @@ pub struct BucketRecord {
 
 pub fn routes() -> Router<Sim> {
     Router::new()
-        .route("/storage/v1/b", post(insert_bucket))
+        .route("/storage/v1/b", post(insert_bucket).get(list::buckets))
         .route(
             "/storage/v1/b/{bucket}",
             get(get_bucket).delete(delete_bucket),

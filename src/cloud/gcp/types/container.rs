@@ -67,6 +67,9 @@ pub struct Cluster {
     pub master_auth: Option<MasterAuth>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// Output only, deprecated: the location again (gcloud's tables still read it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub self_link: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -404,6 +407,9 @@ pub struct Operation {
     pub target_link: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// Deprecated: the location again (gcloud's tables still read it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

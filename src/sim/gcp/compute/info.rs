@@ -1,23 +1,21 @@
 //! Read-only Compute facts: `regions.get` (zones and quotas with live usage),
 //! `zones.get`/`zones.list`, `acceleratorTypes.list`/`get` (GPUs per zone) and
-//! `machineTypes.get` (TPU machine types only where the TPUs are), lists paged with
-//! `maxResults`/`pageToken`.
+//! `machineTypes.get` (TPU machine types only where the TPUs are), lists paged by
+//! [`crate::sim::gcp::list`] (by name).
 //!
-//! Invariant: quota usage is computed from the GKE pools at read time; page tokens are
-//! opaque to clients and a token from one page always yields the next, never a repeat.
+//! Invariant: quota usage is computed from the GKE pools at read time; the catalogue
+//! (zones, GPUs per zone) never changes while the simulator runs.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use base64::Engine;
-use serde::Deserialize;
 
 use crate::cloud::gcp::types::compute::{
-    AcceleratorType, AcceleratorTypeList, MachineType, MachineTypeAccelerator, Quota, Region, Zone,
-    ZoneList,
+    AcceleratorType, MachineType, MachineTypeAccelerator, Quota, Region, Zone,
 };
 use crate::sim::error::SimError;
 use crate::sim::gcp::container;
+use crate::sim::gcp::list::{ComputeList, PageQuery};
 use crate::sim::{Sim, tag};
 
 use super::catalog::{self, is_region};
@@ -73,69 +71,16 @@ pub async fn get_region(
     tag(M, Json(r))
 }
 
-#[derive(Debug, Default, Deserialize)]
-pub struct ListQuery {
-    #[serde(rename = "maxResults")]
-    max_results: Option<String>,
-    #[serde(rename = "pageToken")]
-    page_token: Option<String>,
-}
-
-const MAX_RESULTS: usize = 500;
-
-fn encode_token(offset: usize) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("offset:{offset}"))
-}
-
-fn decode_token(t: &str) -> Option<usize> {
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(t)
-        .ok()?;
-    String::from_utf8(raw)
-        .ok()?
-        .strip_prefix("offset:")?
-        .parse()
-        .ok()
-}
-
 pub async fn list_accelerator_types(
     State(sim): State<Sim>,
     Path((project, zone)): Path<(String, String)>,
-    Query(q): Query<ListQuery>,
+    Query(q): Query<PageQuery>,
 ) -> Response {
     const M: &str = "acceleratorTypes.list";
     if let Some(r) = sim.fault(SVC, M, F).await {
         return r;
     }
     tag(M, list(&sim, &project, &zone, &q).map(Json))
-}
-
-/// One page of `all` per `maxResults` / `pageToken`: the items and the next token.
-fn page<T: Clone>(all: &[T], q: &ListQuery) -> Result<(Vec<T>, Option<String>), SimError> {
-    let max = match q.max_results.as_deref() {
-        None => MAX_RESULTS,
-        Some(s) => match s.parse::<usize>() {
-            Ok(0) => MAX_RESULTS,
-            Ok(n) if n <= MAX_RESULTS => n,
-            _ => {
-                return Err(SimError::invalid(
-                    F,
-                    format!(
-                        "Invalid value for field 'maxResults': '{s}'. Must be less than or equal to 500"
-                    ),
-                ));
-            }
-        },
-    };
-    let offset = match q.page_token.as_deref().filter(|t| !t.is_empty()) {
-        None => 0,
-        Some(t) => decode_token(t).ok_or_else(|| {
-            SimError::invalid(F, format!("Invalid value for field 'pageToken': '{t}'."))
-        })?,
-    };
-    let items = all.iter().skip(offset).take(max).cloned().collect();
-    let next = offset + max;
-    Ok((items, (next < all.len()).then(|| encode_token(next))))
 }
 
 /// The zone's URL when it exists, else Compute's 404 for it.
@@ -149,7 +94,7 @@ fn zone_url(sim: &Sim, project: &str, zone: &str) -> Result<String, SimError> {
     Ok(format!("{}/zones/{zone}", base(sim, project)))
 }
 
-fn accelerator_type(zone_url: &str, zone: &str, g: &catalog::Gpu) -> AcceleratorType {
+pub(super) fn accelerator_type(zone_url: &str, zone: &str, g: &catalog::Gpu) -> AcceleratorType {
     AcceleratorType {
         id: Some(id_of(&format!("{zone}/{}", g.name))),
         kind: Some("compute#acceleratorType".into()),
@@ -165,20 +110,15 @@ fn list(
     sim: &Sim,
     project: &str,
     zone: &str,
-    q: &ListQuery,
-) -> Result<AcceleratorTypeList, SimError> {
+    q: &PageQuery,
+) -> Result<ComputeList<AcceleratorType>, SimError> {
     let zone_url = zone_url(sim, project, zone)?;
-    let all: Vec<AcceleratorType> = catalog::gpus_in_zone(zone)
+    let all = catalog::gpus_in_zone(zone)
         .into_iter()
-        .map(|g| accelerator_type(&zone_url, zone, g))
+        .map(|g| (g.name.to_owned(), accelerator_type(&zone_url, zone, g)))
         .collect();
-    let (items, next_page_token) = page(&all, q)?;
-    Ok(AcceleratorTypeList {
-        kind: Some("compute#acceleratorTypeList".into()),
-        items,
-        next_page_token,
-        self_link: Some(format!("{zone_url}/acceleratorTypes")),
-    })
+    let link = format!("{zone_url}/acceleratorTypes");
+    ComputeList::page("compute#acceleratorTypeList", link, all, q)
 }
 
 pub async fn get_accelerator_type(
@@ -272,21 +212,17 @@ pub async fn get_zone(
 pub async fn list_zones(
     State(sim): State<Sim>,
     Path(project): Path<String>,
-    Query(q): Query<ListQuery>,
+    Query(q): Query<PageQuery>,
 ) -> Response {
     const M: &str = "zones.list";
     if let Some(r) = sim.fault(SVC, M, F).await {
         return r;
     }
-    let all: Vec<Zone> = catalog::all_zones()
+    let all = catalog::all_zones()
         .iter()
-        .filter_map(|z| zone(&sim, &project, z))
+        .filter_map(|z| zone(&sim, &project, z).map(|zone| (z.clone(), zone)))
         .collect();
-    let listed = page(&all, &q).map(|(items, next_page_token)| ZoneList {
-        kind: Some("compute#zoneList".into()),
-        items,
-        next_page_token,
-        self_link: Some(format!("{}/zones", base(&sim, &project))),
-    });
+    let link = format!("{}/zones", base(&sim, &project));
+    let listed = ComputeList::page("compute#zoneList", link, all, &q);
     tag(M, listed.map(Json))
 }

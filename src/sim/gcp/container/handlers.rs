@@ -28,8 +28,8 @@ use super::model::{ClusterRec, Effect, Failure, PoolRec};
 use super::ops::{self, Start};
 use super::{region_of, validate};
 
-const SVC: &str = "container";
-const F: Flavor = Flavor::Aip193;
+pub(super) const SVC: &str = "container";
+pub(super) const F: Flavor = Flavor::Aip193;
 
 fn invalid(msg: impl Into<String>) -> SimError {
     SimError::invalid(F, msg)

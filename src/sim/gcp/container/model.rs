@@ -152,6 +152,7 @@ impl ClusterRec {
         c.status = Some(self.status.clone());
         c.status_message = self.status_message.clone();
         c.location = Some(self.location.clone());
+        c.zone = Some(self.location.clone());
         if c.locations.is_empty() {
             c.locations = default_zones(&self.location);
         }

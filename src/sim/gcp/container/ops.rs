@@ -71,6 +71,7 @@ pub fn start(world: &mut World, clock: &Clock, s: Start<'_>) -> Operation {
         )),
         target_link: Some(s.target_link),
         location: Some(s.location.to_owned()),
+        zone: Some(s.location.to_owned()),
         start_time: Some(state.stamp(clock, now)),
         ..Operation::default()
     };

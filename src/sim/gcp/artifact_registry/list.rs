@@ -1,0 +1,77 @@
+//! Artifact Registry list calls as gcloud makes them: `repositories.list` in one
+//! location, and `locations.list` (v1, and the v1beta2 path `gcloud artifacts
+//! repositories list` without `--location` reads first: the Compute catalogue's regions
+//! and the multi-regions), paged with `pageSize` and `pageToken`.
+//!
+//! Invariant: a listed repository is exactly what `repositories.get` returns for it
+//! (from the moment its create is done until its delete is); a `filter` or `orderBy` is
+//! accepted and not applied (gcloud filters and sorts client-side too).
+
+use axum::Json;
+use axum::extract::{Path, Query, State as AxState};
+use axum::response::Response;
+use serde::Serialize;
+
+use super::{F, MULTI_REGIONS, Phase, SVC, check_location};
+use crate::sim::gcp::compute::catalog;
+use crate::sim::gcp::list::{AipList, Limits, PageQuery, aip158};
+use crate::sim::{Sim, tag};
+
+const LIMITS: Limits = aip158(1000, 1000);
+
+/// `google.cloud.location.Location`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Location {
+    name: String,
+    location_id: String,
+}
+
+pub(super) async fn repositories(
+    AxState(sim): AxState<Sim>,
+    Path((project, location)): Path<(String, String)>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    const M: &str = "repositories.list";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    if let Err(e) = check_location(&location) {
+        return tag(M, e);
+    }
+    let parent = format!("projects/{project}/locations/{location}/repositories/");
+    let all = sim
+        .world()
+        .artifact_registry
+        .repositories
+        .iter()
+        .filter(|(name, r)| name.starts_with(&parent) && r.phase != Phase::Creating)
+        .map(|(name, r)| (name.clone(), r.repository.clone()))
+        .collect();
+    tag(M, AipList::page(&LIMITS, "repositories", all, &q).map(Json))
+}
+
+pub(super) async fn locations(
+    AxState(sim): AxState<Sim>,
+    Path(project): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    const M: &str = "locations.list";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let ids = catalog::REGIONS
+        .iter()
+        .map(|(region, _)| *region)
+        .chain(MULTI_REGIONS);
+    let all = ids
+        .map(|id| {
+            let location = Location {
+                name: format!("projects/{project}/locations/{id}"),
+                location_id: id.to_owned(),
+            };
+            (id.to_owned(), location)
+        })
+        .collect();
+    tag(M, AipList::page(&LIMITS, "locations", all, &q).map(Json))
+}

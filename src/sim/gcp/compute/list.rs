@@ -1,0 +1,106 @@
+//! Compute's list calls over what kineticd creates, as gcloud reads them:
+//! `networks.list`, `routers.list` and `routers.aggregatedList` (`gcloud compute routers
+//! list`), and `acceleratorTypes.aggregatedList` (`gcloud compute accelerator-types
+//! list`), paged with `maxResults`/`pageToken`.
+//!
+//! Invariant: a list shows exactly what the matching `get` would return for each item
+//! at the time of the call (networks and routers once their insert is DONE, until their
+//! delete is); a `filter` is accepted and not applied (gcloud filters client-side too).
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+
+use crate::sim::error::SimError;
+use crate::sim::gcp::list::{AggregatedList, ComputeList, PageQuery, under};
+use crate::sim::{Sim, tag};
+
+use super::catalog::{self, is_region};
+use super::handlers::{F, SVC, base};
+use super::info::accelerator_type;
+
+pub async fn networks(
+    State(sim): State<Sim>,
+    Path(project): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    const M: &str = "networks.list";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let all = under(&sim.world().compute.networks, &format!("{project}/"));
+    let link = format!("{}/global/networks", base(&sim, &project));
+    let kind = "compute#networkList";
+    tag(M, ComputeList::page(kind, link, all, &q).map(Json))
+}
+
+pub async fn routers(
+    State(sim): State<Sim>,
+    Path((project, region)): Path<(String, String)>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    const M: &str = "routers.list";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    if !is_region(&region) {
+        let e = SimError::not_found(F, &format!("projects/{project}/regions/{region}"));
+        return tag(M, e);
+    }
+    let all = under(
+        &sim.world().compute.routers,
+        &format!("{project}/{region}/"),
+    );
+    let link = format!("{}/regions/{region}/routers", base(&sim, &project));
+    let kind = "compute#routerList";
+    tag(M, ComputeList::page(kind, link, all, &q).map(Json))
+}
+
+pub async fn aggregated_routers(
+    State(sim): State<Sim>,
+    Path(project): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    const M: &str = "routers.aggregatedList";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let all = under(&sim.world().compute.routers, &format!("{project}/"))
+        .into_iter()
+        .filter_map(|(region_name, r)| {
+            let (region, name) = region_name.split_once('/')?;
+            Some((format!("regions/{region}"), name.to_owned(), r))
+        })
+        .collect();
+    let link = format!("{}/aggregated/routers", base(&sim, &project));
+    let kind = ("compute#routerAggregatedList", "routers");
+    tag(M, AggregatedList::page(kind, link, all, &q).map(Json))
+}
+
+pub async fn aggregated_accelerator_types(
+    State(sim): State<Sim>,
+    Path(project): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    const M: &str = "acceleratorTypes.aggregatedList";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let base = base(&sim, &project);
+    let all = catalog::all_zones()
+        .into_iter()
+        .flat_map(|zone| {
+            let zone_url = format!("{base}/zones/{zone}");
+            catalog::gpus_in_zone(&zone)
+                .into_iter()
+                .map(move |g| {
+                    let t = accelerator_type(&zone_url, &zone, g);
+                    (format!("zones/{zone}"), t.name.clone(), t)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let link = format!("{base}/aggregated/acceleratorTypes");
+    let kind = ("compute#acceleratorTypeAggregatedList", "acceleratorTypes");
+    tag(M, AggregatedList::page(kind, link, all, &q).map(Json))
+}

@@ -1,0 +1,89 @@
+//! GKE's list calls as gcloud makes them: `clusters.list` and `operations.list` for one
+//! location or for every location (`locations/-`), answered whole (GKE does not page
+//! them) with an empty `missingZones`.
+//!
+//! Invariant: a list shows each cluster exactly as `clusters.get` would at the same
+//! moment, and each operation as `operations.get` would; nothing of another project.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use serde::Serialize;
+
+use crate::cloud::gcp::types::container::{Cluster, Operation};
+use crate::sim::{Sim, tag};
+
+use super::handlers::{F, SVC};
+
+/// `ListClustersResponse`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListClustersResponse {
+    pub clusters: Vec<Cluster>,
+    pub missing_zones: Vec<String>,
+}
+
+/// `ListOperationsResponse`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListOperationsResponse {
+    pub operations: Vec<Operation>,
+    pub missing_zones: Vec<String>,
+}
+
+/// Whether `location` is what the caller asked for (`-`: every location).
+fn asked(location: &str, wanted: &str) -> bool {
+    wanted == "-" || location == wanted
+}
+
+pub async fn clusters(
+    State(sim): State<Sim>,
+    Path((project, location)): Path<(String, String)>,
+) -> Response {
+    const M: &str = "clusters.list";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let w = sim.world();
+    let clusters = w
+        .container
+        .clusters
+        .values()
+        .filter(|c| c.project == project && asked(&c.location, &location))
+        .map(|c| c.to_wire(&w.kube))
+        .collect();
+    tag(
+        M,
+        Json(ListClustersResponse {
+            clusters,
+            missing_zones: Vec::new(),
+        }),
+    )
+}
+
+pub async fn operations(
+    State(sim): State<Sim>,
+    Path((project, location)): Path<(String, String)>,
+) -> Response {
+    const M: &str = "operations.list";
+    if let Some(r) = sim.fault(SVC, M, F).await {
+        return r;
+    }
+    let w = sim.world();
+    let operations = w
+        .container
+        .operations
+        .iter()
+        .filter(|o| {
+            o.project == project && asked(o.op.location.as_deref().unwrap_or(""), &location)
+        })
+        .map(|o| o.op.clone())
+        .collect();
+    tag(
+        M,
+        Json(ListOperationsResponse {
+            operations,
+            missing_zones: Vec::new(),
+        }),
+    )
+}
