@@ -1,0 +1,31 @@
+//! The simulated cloud of `serve --dev` (and of the tests): the built-in simulator's
+//! address handed to the cloud clients as ordinary configuration, the same endpoints and
+//! pinned manifests that production reads from `KINETIC_GCP_URL` and
+//! `KINETIC_*_MANIFEST_*`.
+//!
+//! Invariant: only this composition root knows that the cloud is simulated; `cloud` and
+//! `config` never import `sim`.
+
+use crate::cloud::Cloud;
+use crate::cloud::gcp::GcpConfig;
+use crate::cloud::gcp::lro::PollSchedule;
+use crate::cloud::kube::manifests::ManifestConfig;
+
+/// Google endpoints (every API at the simulator's root, no credentials) and manifests
+/// (the simulator's own, pinned) for a simulator at `sim_url` running `speed` times
+/// faster than real time: polls are as frequent per virtual second as against Google.
+pub fn sim_config(
+    sim_url: &str,
+    speed: f64,
+) -> Result<(GcpConfig, ManifestConfig), url::ParseError> {
+    let root = url::Url::parse(sim_url)?;
+    let mut gcp = GcpConfig::single_root(&root);
+    gcp.poll = PollSchedule::for_speed(speed);
+    Ok((gcp, crate::sim::kube::manifests::config(sim_url)))
+}
+
+/// Cloud clients for an instant simulator at `sim_url`, built as production builds them.
+pub fn simulated_cloud(sim_url: &str, http: reqwest::Client) -> Result<Cloud, url::ParseError> {
+    let (gcp, manifests) = sim_config(sim_url, 0.0)?;
+    Ok(Cloud::new(gcp, manifests, http))
+}
