@@ -8,7 +8,8 @@
 //! checked by the service, under the cluster's row lock, never here.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -44,22 +45,37 @@ fn respond(s: Submitted) -> Response {
     }
 }
 
-/// What a mutation request says besides its body, read the same way for all four.
-struct Request {
+/// What a mutation request says besides its path, `If-Match` and body: extracted the
+/// same way for all four.
+pub struct MutationParts {
     caller: Caller,
     headers: HeaderMap,
     query: MutateQuery,
-    /// AIP-154 `If-Match` (up and down): checked by the service when the request is read
-    /// and again under the cluster's row lock in the enqueue transaction.
-    if_match: Option<String>,
 }
 
-impl Request {
+impl FromRequestParts<AppState> for MutationParts {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, s).await?;
+        let ApiQuery(query) = ApiQuery::from_request_parts(parts, s).await?;
+        Ok(MutationParts {
+            caller,
+            headers: parts.headers.clone(),
+            query,
+        })
+    }
+}
+
+impl MutationParts {
     /// The mutation context of `method` on `resource` (a path below `/v1/`) of the cluster
-    /// at `path`, with the request id bound to a fingerprint of `body`.
+    /// at `path`, with the request id bound to a fingerprint of `body`. `if_match` (up and
+    /// down) is checked by the service when the cluster is read and again under its row
+    /// lock in the enqueue transaction.
     fn mutation(
         self,
         path: ClusterPath,
+        if_match: Option<String>,
         method: &str,
         resource: &str,
         body: &impl Serialize,
@@ -77,7 +93,7 @@ impl Request {
             path,
             validate_only: self.query.validate_only,
             idempotency,
-            if_match: self.if_match,
+            if_match,
         })
     }
 }
@@ -91,22 +107,14 @@ impl Request {
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub async fn up_cluster(
     State(s): State<AppState>,
-    caller: Caller,
-    headers: HeaderMap,
+    r: MutationParts,
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
-    ApiQuery(query): ApiQuery<MutateQuery>,
     IfMatch(if_match): IfMatch,
     ApiJsonOrEmpty(req): ApiJsonOrEmpty<UpRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = path.name();
-    let m = Request {
-        caller,
-        headers,
-        query,
-        if_match,
-    }
-    .mutation(path, "PUT", &resource, &req)?;
+    let m = r.mutation(path, if_match, "PUT", &resource, &req)?;
     Ok(respond(provision::up::up(&s, &m, req).await?))
 }
 
@@ -118,21 +126,13 @@ pub async fn up_cluster(
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
 pub async fn down_cluster(
     State(s): State<AppState>,
-    caller: Caller,
-    headers: HeaderMap,
+    r: MutationParts,
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
-    ApiQuery(query): ApiQuery<MutateQuery>,
     IfMatch(if_match): IfMatch,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = path.name();
-    let m = Request {
-        caller,
-        headers,
-        query,
-        if_match,
-    }
-    .mutation(path, "DELETE", &resource, &())?;
+    let m = r.mutation(path, if_match, "DELETE", &resource, &())?;
     Ok(respond(provision::down::down(&s, &m).await?))
 }
 
@@ -145,22 +145,13 @@ pub async fn down_cluster(
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub async fn add_node_pool(
     State(s): State<AppState>,
-    caller: Caller,
-    headers: HeaderMap,
+    r: MutationParts,
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
-    ApiQuery(query): ApiQuery<MutateQuery>,
     ApiJson(req): ApiJson<AddPoolRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = format!("{}/nodePools", path.name());
-    let if_match = None;
-    let m = Request {
-        caller,
-        headers,
-        query,
-        if_match,
-    }
-    .mutation(path, "POST", &resource, &req)?;
+    let m = r.mutation(path, None, "POST", &resource, &req)?;
     Ok(respond(provision::pools::add_pool(&s, &m, req).await?))
 }
 
@@ -171,20 +162,11 @@ pub async fn add_node_pool(
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
 pub async fn remove_node_pool(
     State(s): State<AppState>,
-    caller: Caller,
-    headers: HeaderMap,
+    r: MutationParts,
     ApiPath((project, zone, cluster, pool)): ApiPath<(String, String, String, String)>,
-    ApiQuery(query): ApiQuery<MutateQuery>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = format!("{}/nodePools/{pool}", path.name());
-    let if_match = None;
-    let m = Request {
-        caller,
-        headers,
-        query,
-        if_match,
-    }
-    .mutation(path, "DELETE", &resource, &())?;
+    let m = r.mutation(path, None, "DELETE", &resource, &())?;
     Ok(respond(provision::pools::remove_pool(&s, &m, &pool).await?))
 }
