@@ -51,20 +51,7 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
     // --dev runs the whole product locally: the cloud is the built-in simulator (unless
     // KINETIC_GCP_URL points elsewhere), configured like any other endpoint.
     let mut settings = settings.clone();
-    let sim = if settings.dev && !settings.gcp_explicit {
-        let speed = settings.sim_speed.unwrap_or(crate::sim::DEFAULT_SPEED);
-        let config = crate::sim::SimConfig {
-            clock: crate::sim::clock::ClockMode::Auto { speed },
-            ..Default::default()
-        };
-        let (sim, _) = crate::sim::Sim::start(config, settings.sim_listen)
-            .await
-            .with_context(|| format!("starting the cloud simulator on {}", settings.sim_listen))?;
-        (settings.gcp, settings.manifests) = dev::sim_config(&sim.url(), speed)?;
-        Some(sim)
-    } else {
-        None
-    };
+    let sim = dev::start_sim(&mut settings).await?;
     let settings = &settings;
     let cloud = Cloud::new(
         settings.gcp.clone(),
