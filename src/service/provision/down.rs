@@ -9,7 +9,9 @@ use crate::plan::down::{DownInput, plan};
 use crate::store::{self, clusters::ClusterRecord};
 
 use super::super::{Error, Result, Services};
-use super::{Begin, Mutation, OpRequest, Plan, Submitted, begin, live, submit, transaction};
+use super::{
+    Begin, Mutation, OpRequest, Plan, Submitted, begin, force_destroy_of, live, submit, transaction,
+};
 
 /// Buckets that still hold objects (a bucket that does not exist counts as empty).
 async fn non_empty(cloud: &Cloud, buckets: &[&str]) -> Result<Vec<String>> {
@@ -41,11 +43,7 @@ pub async fn down(svc: &Services, m: &Mutation) -> Result<Submitted> {
         Begin::Go { team, cluster } => (team, cluster),
     };
     let c = live(cluster, &m.path)?;
-    let force_destroy = c
-        .spec
-        .get("forceDestroy")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(true);
+    let force_destroy = force_destroy_of(&c.spec);
     if !force_destroy {
         refuse_full_buckets(&svc.cloud, m).await?;
     }

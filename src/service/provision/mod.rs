@@ -121,7 +121,8 @@ pub async fn begin(db: &Db, m: &Mutation, action: &str) -> Result<Begin> {
     }
     let cluster = read(db, &m.path).await?;
     if m.if_match.is_some() {
-        check_etag(&live(cluster.clone(), &m.path)?, m)?;
+        let c = cluster.as_deref().ok_or_else(|| not_found(&m.path))?;
+        check_etag(c, m)?;
     }
     Ok(Begin::Go { team, cluster })
 }
@@ -147,13 +148,22 @@ fn check_etag(c: &ClusterRecord, m: &Mutation) -> Result<()> {
 
 /// The live record of a cluster (404 when there is none, or it is DELETED).
 pub fn live(c: Option<Box<ClusterRecord>>, path: &ClusterPath) -> Result<ClusterRecord> {
-    c.map(|c| *c).ok_or_else(|| {
-        Error::not_found(
-            "CLUSTER_NOT_FOUND",
-            format!("cluster {} not found", path.name()),
-        )
-        .with("cluster", path.name())
-    })
+    c.map(|c| *c).ok_or_else(|| not_found(path))
+}
+
+fn not_found(path: &ClusterPath) -> Error {
+    Error::not_found(
+        "CLUSTER_NOT_FOUND",
+        format!("cluster {} not found", path.name()),
+    )
+    .with("cluster", path.name())
+}
+
+/// `forceDestroy` as a cluster's spec records it (default true).
+pub fn force_destroy_of(spec: &Value) -> bool {
+    spec.get("forceDestroy")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(true)
 }
 
 /// Refuse changes to a cluster that is being deleted.

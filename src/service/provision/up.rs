@@ -19,8 +19,8 @@ use super::super::{Error, Result, Services};
 use super::placement::check_placement;
 use super::pools::{check_quota, new_pool_ids};
 use super::{
-    Begin, Mutation, OpRequest, Plan, Submitted, begin, parse_accelerator, pool_error, submit,
-    transaction,
+    Begin, Mutation, OpRequest, Plan, Submitted, begin, force_destroy_of, parse_accelerator,
+    pool_error, submit, transaction,
 };
 
 /// The body of `PUT .../clusters/{c}`.
@@ -72,7 +72,7 @@ async fn reconcile(
     }
     let force_destroy = req
         .force_destroy
-        .unwrap_or_else(|| spec_force_destroy(&c.spec));
+        .unwrap_or_else(|| force_destroy_of(&c.spec));
     let p = reconcile_plan(svc, m, &c, req.accelerator.is_some(), force_destroy).await?;
     if m.validate_only {
         return Ok(Submitted::Plan(p));
@@ -86,13 +86,6 @@ async fn reconcile(
     store::clusters::set_state(&mut *tx, c.id, "RECONCILING", true).await?;
     let op = up_operation(m, team, c.id, Vec::new(), false, &req);
     submit(tx, m, op, &p).await
-}
-
-/// `forceDestroy` as the cluster's spec records it (default true).
-fn spec_force_destroy(spec: &Value) -> bool {
-    spec.get("forceDestroy")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(true)
 }
 
 /// The reconcile plan, from the records and the resources checked live (as a status is):
