@@ -1,5 +1,5 @@
-//! Application assembly: shared state, the router with its middleware, and the serve
-//! loop with graceful shutdown.
+//! Application assembly (a composition root): the handlers' state built from settings,
+//! the router with its middleware, and the serve loop with graceful shutdown.
 //!
 //! Invariant: every response passes through the same middleware stack (request id,
 //! metrics, tracing, body limit, panic catching), including errors and unmatched routes.
@@ -11,48 +11,26 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request, StatusCode};
-use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::api::auth::{Authenticator, HasAuth, Mode};
+use crate::api::auth::{Authenticator, Mode};
 use crate::api::error::ApiError;
 use crate::api::verbs::{VerbRoutes, check_method};
 use crate::auth::{IapConfig, IapVerifier};
 use crate::cloud::Cloud;
 use crate::config::{Identity, Settings};
-use crate::domain::pricing::PriceTable;
 use crate::ops::Events;
+use crate::service::Services;
 use crate::service::page::PageKey;
 use crate::store::{Db, StoreError};
 
+pub use crate::api::state::AppState;
+
 pub const BODY_LIMIT: usize = 1024 * 1024;
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-
-#[derive(Clone)]
-pub struct AppState {
-    pub db: Db,
-    pub auth: Arc<Authenticator>,
-    pub metrics: PrometheusHandle,
-    /// Operation events (wake-ups, cancels, waiters) from this process's LISTEN connection.
-    pub events: Arc<Events>,
-    /// Whether the NOOP test workflow may be enqueued.
-    pub test_workflows: bool,
-    /// Price estimates for plans and pools.
-    pub prices: Arc<PriceTable>,
-    /// Google and Kubernetes clients.
-    pub cloud: Cloud,
-    /// Signs and checks page tokens (the database's key: shared by replicas).
-    pub page_key: PageKey,
-}
-
-impl HasAuth for AppState {
-    fn authenticator(&self) -> &Arc<Authenticator> {
-        &self.auth
-    }
-}
 
 /// The shared outbound HTTP client (JWKS now; cloud clients later).
 pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
@@ -97,12 +75,14 @@ impl AppState {
                 admins: settings.admins.iter().cloned().collect::<HashSet<_>>(),
             }),
             metrics: crate::api::metrics::handle(),
-            events: Events::start(url).await?,
-            test_workflows: settings.test_workflows,
-            prices: Arc::new(settings.prices.clone()),
-            page_key: page_key(&db).await?,
-            db,
-            cloud,
+            services: Services {
+                events: Events::start(url).await?,
+                test_workflows: settings.test_workflows,
+                prices: Arc::new(settings.prices.clone()),
+                page_key: page_key(&db).await?,
+                db,
+                cloud,
+            },
         })
     }
 }

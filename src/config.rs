@@ -139,9 +139,10 @@ pub struct Settings {
     pub gcp_explicit: bool,
     /// Kubernetes manifests (LeaderWorkerSet, NVIDIA driver installer): URL, version, sha256.
     pub manifests: ManifestConfig,
-    /// With --dev: the simulator's listen address and speed.
+    /// With --dev: the simulator's listen address and speed (`None`: the simulator's
+    /// default).
     pub sim_listen: SocketAddr,
-    pub sim_speed: f64,
+    pub sim_speed: Option<f64>,
     /// Price estimates (built-in, or from KINETIC_PRICES_FILE).
     pub prices: PriceTable,
 }
@@ -207,8 +208,8 @@ impl Settings {
         if !(1.0..=3600.0).contains(&a.lease_seconds) {
             return Err(ConfigError::BadLease);
         }
-        let sim_speed = a.sim_speed.unwrap_or(crate::sim::DEFAULT_SPEED);
-        if !sim_speed.is_finite() || sim_speed < 0.0 {
+        let sim_speed = a.sim_speed;
+        if sim_speed.is_some_and(|s| !s.is_finite() || s < 0.0) {
             return Err(ConfigError::BadSimSpeed);
         }
         let prices = match &a.prices_file {
@@ -224,9 +225,9 @@ impl Settings {
         };
         let mut gcp = GcpConfig::from_env()?;
         let gcp_explicit = std::env::var_os("KINETIC_GCP_URL").is_some();
-        if gcp_explicit && a.sim_speed.is_some() {
+        if gcp_explicit && let Some(speed) = sim_speed {
             // A separate simulator at that speed: poll its operations accordingly.
-            gcp.poll = PollSchedule::for_speed(sim_speed);
+            gcp.poll = PollSchedule::for_speed(speed);
         }
         let manifests =
             ManifestConfig::from_env().map_err(|e| ConfigError::Manifests(e.to_string()))?;

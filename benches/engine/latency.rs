@@ -80,7 +80,7 @@ async fn measure(server: &Server, url: &str) -> Result<Latency> {
         events.clone(),
         ops::registry(
             &db,
-            &kineticd::cloud::Cloud::simulated(
+            &kineticd::cli::dev::simulated_cloud(
                 "http://127.0.0.1:9",
                 kineticd::app::http_client()?,
             )?,

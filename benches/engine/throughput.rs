@@ -71,7 +71,7 @@ pub async fn run(server: &Server) -> Result<Throughput> {
         events.clone(),
         ops::registry(
             &db,
-            &kineticd::cloud::Cloud::simulated(
+            &kineticd::cli::dev::simulated_cloud(
                 "http://127.0.0.1:9",
                 kineticd::app::http_client()?,
             )?,

@@ -114,7 +114,8 @@ async fn start(pg: &PrivatePostgres, speed: f64) -> Result<Bench> {
     };
     let (sim, _) = Sim::start(config, "127.0.0.1:0".parse()?).await?;
     let http = app::http_client()?;
-    let cloud = Cloud::simulated_at(&sim.url(), http.clone(), speed)?;
+    let (gcp, manifests) = kineticd::cli::dev::sim_config(&sim.url(), speed)?;
+    let cloud = Cloud::new(gcp, manifests, http.clone());
     let settings = Settings {
         dev: true,
         listen: "127.0.0.1:0".parse()?,
@@ -130,7 +131,7 @@ async fn start(pg: &PrivatePostgres, speed: f64) -> Result<Bench> {
         shutdown_grace: Duration::from_secs(5),
         data_dir: std::env::temp_dir(),
         sim_listen: "127.0.0.1:0".parse()?,
-        sim_speed: speed,
+        sim_speed: Some(speed),
         prices: Default::default(),
         gcp: kineticd::cloud::gcp::GcpConfig::google(),
         gcp_explicit: false,

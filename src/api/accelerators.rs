@@ -6,7 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::app::AppState;
+use super::state::AppState;
 use crate::model::accelerator::Accelerator;
 use crate::service::{self, Caller};
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::app::AppState;
+use super::state::AppState;
 use crate::domain::{PoolId, ProjectId, ZoneName};
 use crate::model::{Cluster, NodePool};
 use crate::service::clusters::{ClusterPath, ListClusters};

@@ -7,8 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::app::AppState;
-use crate::store;
+use super::state::AppState;
 
 use super::error::{ApiError, ErrorBody};
 
@@ -39,7 +38,7 @@ async fn healthz() -> Json<Health> {
 async fn readyz(State(s): State<AppState>) -> Result<Json<Health>, ApiError> {
     let unavailable =
         |why: &str| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "NOT_READY", why.to_owned());
-    match store::db::ready(&s.db).await {
+    match s.ready().await {
         Ok(true) => Ok(Json(Health {
             status: "ready".into(),
         })),

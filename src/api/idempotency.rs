@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::ops::queue::{Idempotency, fingerprint};
+use crate::service::provision::{Idempotency, fingerprint};
 
 use super::error::ApiError;
 

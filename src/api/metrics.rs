@@ -16,7 +16,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::app::AppState;
+use super::state::AppState;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 

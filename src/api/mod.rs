@@ -17,6 +17,7 @@ pub mod operations;
 pub mod panic;
 pub mod profiles;
 pub mod provision;
+pub mod state;
 pub mod status;
 pub mod teams;
 pub mod testing;

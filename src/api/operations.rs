@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::app::AppState;
+use super::state::AppState;
 use crate::model::Operation;
 use crate::service::operations::WatchEvent;
 use crate::service::{self, Caller};

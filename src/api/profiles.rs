@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::app::AppState;
+use super::state::AppState;
 use crate::domain::ProfileId;
 use crate::model::Profile;
 use crate::service::{self, Caller};

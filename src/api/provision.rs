@@ -1,25 +1,30 @@
 //! Mutations of clusters and node pools: `up` (PUT), `down` (DELETE), `pool add`
 //! (POST nodePools), `pool remove` (DELETE a pool). Each answers 202 with the operation,
 //! or 200 with the plan when `validateOnly=true`.
+//!
+//! Invariant: the four handlers have one shape: parse the cluster path, build one
+//! [`Mutation`] (caller, path, validate-only, request id bound to the request's
+//! fingerprint, `If-Match`), call the service, answer with [`respond`]. The etag is
+//! checked by the service, under the cluster's row lock, never here.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 
-use crate::app::AppState;
 use crate::model::Operation;
-use crate::plan::Plan;
 use crate::service::Caller;
 use crate::service::clusters::ClusterPath;
 use crate::service::provision::pools::AddPoolRequest;
 use crate::service::provision::up::UpRequest;
-use crate::service::provision::{self, Submitted};
+use crate::service::provision::{self, Mutation, Plan, Submitted};
 
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiJsonOrEmpty, ApiPath, ApiQuery, IfMatch};
+use super::state::AppState;
 use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader, idempotency};
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -40,33 +45,57 @@ fn respond(s: Submitted) -> Response {
     }
 }
 
-/// AIP-154: with `If-Match`, the cluster must exist and still carry that etag. The
-/// operation then works from the records as they are when it runs.
-///
-/// Known gap: this reads the record before the enqueue transaction, not under its row
-/// lock, so a change landing between the two is not caught; the typed mutation context
-/// (issue 12) is to carry the etag into `service::provision::lock`.
-async fn check_etag(
-    s: &AppState,
-    caller: &Caller,
-    path: &ClusterPath,
-    if_match: Option<&str>,
-) -> Result<(), ApiError> {
-    if if_match.is_none() {
-        return Ok(());
-    }
-    let current = crate::service::clusters::get(&s.db, caller, path).await?;
-    crate::service::etag::check(if_match, &current.etag, &current.name)
+/// What a mutation request says besides its path, `If-Match` and body: extracted the
+/// same way for all four.
+pub struct MutationParts {
+    caller: Caller,
+    headers: HeaderMap,
+    query: MutateQuery,
 }
 
-fn idem(
-    q: &MutateQuery,
-    headers: &HeaderMap,
-    method: &str,
-    path: &str,
-    body: &serde_json::Value,
-) -> Result<Option<crate::ops::queue::Idempotency>, ApiError> {
-    idempotency::for_request(q.request_id.as_deref(), headers, method, path, body)
+impl FromRequestParts<AppState> for MutationParts {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, s).await?;
+        let ApiQuery(query) = ApiQuery::from_request_parts(parts, s).await?;
+        Ok(MutationParts {
+            caller,
+            headers: parts.headers.clone(),
+            query,
+        })
+    }
+}
+
+impl MutationParts {
+    /// The mutation context of `method` on `resource` (a path below `/v1/`) of the cluster
+    /// at `path`, with the request id bound to a fingerprint of `body`. `if_match` (up and
+    /// down) is checked by the service when the cluster is read and again under its row
+    /// lock in the enqueue transaction.
+    fn mutation(
+        self,
+        path: ClusterPath,
+        if_match: Option<String>,
+        method: &str,
+        resource: &str,
+        body: &impl Serialize,
+    ) -> Result<Mutation, ApiError> {
+        let body = serde_json::to_value(body).unwrap_or_default();
+        let idempotency = idempotency::for_request(
+            self.query.request_id.as_deref(),
+            &self.headers,
+            method,
+            resource,
+            &body,
+        )?;
+        Ok(Mutation {
+            caller: self.caller,
+            path,
+            validate_only: self.query.validate_only,
+            idempotency,
+            if_match,
+        })
+    }
 }
 
 /// **up**: create the cluster (with its first accelerator pool) or reconcile it. With no
@@ -78,29 +107,15 @@ fn idem(
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub async fn up_cluster(
     State(s): State<AppState>,
-    caller: Caller,
-    headers: HeaderMap,
+    r: MutationParts,
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
-    ApiQuery(q): ApiQuery<MutateQuery>,
     IfMatch(if_match): IfMatch,
     ApiJsonOrEmpty(req): ApiJsonOrEmpty<UpRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
-    check_etag(&s, &caller, &path, if_match.as_deref()).await?;
-    let body = serde_json::to_value(&req).unwrap_or_default();
-    let idem = idem(&q, &headers, "PUT", &path.name(), &body)?;
-    let r = provision::up::up(
-        &s.db,
-        &s.cloud,
-        &s.prices,
-        &caller,
-        &path,
-        req,
-        q.validate_only,
-        idem,
-    )
-    .await?;
-    Ok(respond(r))
+    let resource = path.name();
+    let m = r.mutation(path, if_match, "PUT", &resource, &req)?;
+    Ok(respond(provision::up::up(&s, &m, req).await?))
 }
 
 /// **down**: delete the cluster and everything `up` made for it (APIs, the state bucket
@@ -111,23 +126,14 @@ pub async fn up_cluster(
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
 pub async fn down_cluster(
     State(s): State<AppState>,
-    caller: Caller,
-    headers: HeaderMap,
+    r: MutationParts,
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
-    ApiQuery(q): ApiQuery<MutateQuery>,
     IfMatch(if_match): IfMatch,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
-    check_etag(&s, &caller, &path, if_match.as_deref()).await?;
-    let idem = idem(
-        &q,
-        &headers,
-        "DELETE",
-        &path.name(),
-        &serde_json::Value::Null,
-    )?;
-    let r = provision::down::down(&s.db, &s.cloud, &caller, &path, q.validate_only, idem).await?;
-    Ok(respond(r))
+    let resource = path.name();
+    let m = r.mutation(path, if_match, "DELETE", &resource, &())?;
+    Ok(respond(provision::down::down(&s, &m).await?))
 }
 
 /// **pool add**: a GPU or TPU node pool (two for `failover`); the new pool id is in
@@ -139,33 +145,14 @@ pub async fn down_cluster(
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub async fn add_node_pool(
     State(s): State<AppState>,
-    caller: Caller,
-    headers: HeaderMap,
+    r: MutationParts,
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
-    ApiQuery(q): ApiQuery<MutateQuery>,
     ApiJson(req): ApiJson<AddPoolRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
-    let body = serde_json::to_value(&req).unwrap_or_default();
-    let idem = idem(
-        &q,
-        &headers,
-        "POST",
-        &format!("{}/nodePools", path.name()),
-        &body,
-    )?;
-    let r = provision::pools::add_pool(
-        &s.db,
-        &s.cloud,
-        &s.prices,
-        &caller,
-        &path,
-        req,
-        q.validate_only,
-        idem,
-    )
-    .await?;
-    Ok(respond(r))
+    let resource = format!("{}/nodePools", path.name());
+    let m = r.mutation(path, None, "POST", &resource, &req)?;
+    Ok(respond(provision::pools::add_pool(&s, &m, req).await?))
 }
 
 /// **pool remove**: delete a node pool (a failover pair goes together).
@@ -175,20 +162,11 @@ pub async fn add_node_pool(
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
 pub async fn remove_node_pool(
     State(s): State<AppState>,
-    caller: Caller,
-    headers: HeaderMap,
+    r: MutationParts,
     ApiPath((project, zone, cluster, pool)): ApiPath<(String, String, String, String)>,
-    ApiQuery(q): ApiQuery<MutateQuery>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
-    let idem = idem(
-        &q,
-        &headers,
-        "DELETE",
-        &format!("{}/nodePools/{pool}", path.name()),
-        &serde_json::Value::Null,
-    )?;
-    let r =
-        provision::pools::remove_pool(&s.db, &caller, &path, &pool, q.validate_only, idem).await?;
-    Ok(respond(r))
+    let resource = format!("{}/nodePools/{pool}", path.name());
+    let m = r.mutation(path, None, "DELETE", &resource, &())?;
+    Ok(respond(provision::pools::remove_pool(&s, &m, &pool).await?))
 }

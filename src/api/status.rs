@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::app::AppState;
+use super::state::AppState;
 use crate::model::status::ClusterStatus;
 use crate::service::clusters::ClusterPath;
 use crate::service::{self, Caller};

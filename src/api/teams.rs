@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::app::AppState;
+use super::state::AppState;
 use crate::domain::{Email, Role, TeamId};
 use crate::model::{Me, Member, Team};
 use crate::service::{self, Caller};

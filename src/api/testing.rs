@@ -11,10 +11,10 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::app::AppState;
+use super::state::AppState;
 use crate::domain::OperationTarget;
 use crate::model::Operation;
-use crate::ops::workflows::noop::NoopSpec;
+use crate::service::testing::NoopSpec;
 use crate::service::{self, Caller};
 
 use super::error::ApiError;

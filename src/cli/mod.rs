@@ -3,6 +3,7 @@
 //! Invariant: commands fail with one clear message (and exit code 1 or 2) instead of a
 //! panic; configuration is validated before anything is started.
 
+pub mod dev;
 mod serve;
 
 use std::io::Write;

@@ -12,6 +12,8 @@ use crate::devdb::PrivatePostgres;
 use crate::ops::{self, WorkerConfig, WorkerPool, retention};
 use crate::store;
 
+use super::dev;
+
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let settings = Settings::from_args(args)?;
     crate::telemetry::init(settings.log_format);
@@ -47,26 +49,15 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
         .context("connecting to PostgreSQL")?;
     store::migrate(&db).await.context("applying migrations")?;
     // --dev runs the whole product locally: the cloud is the built-in simulator (unless
-    // KINETIC_GCP_URL points elsewhere).
-    let sim = if settings.dev && !settings.gcp_explicit {
-        let config = crate::sim::SimConfig {
-            clock: crate::sim::clock::ClockMode::Auto {
-                speed: settings.sim_speed,
-            },
-            ..Default::default()
-        };
-        let (sim, _) = crate::sim::Sim::start(config, settings.sim_listen)
-            .await
-            .with_context(|| format!("starting the cloud simulator on {}", settings.sim_listen))?;
-        Some(sim)
-    } else {
-        None
-    };
-    let http = app::http_client()?;
-    let cloud = match &sim {
-        Some(sim) => Cloud::simulated_at(&sim.url(), http, settings.sim_speed)?,
-        None => Cloud::new(settings.gcp.clone(), settings.manifests.clone(), http),
-    };
+    // KINETIC_GCP_URL points elsewhere), configured like any other endpoint.
+    let mut settings = settings.clone();
+    let sim = dev::start_sim(&mut settings).await?;
+    let settings = &settings;
+    let cloud = Cloud::new(
+        settings.gcp.clone(),
+        settings.manifests.clone(),
+        app::http_client()?,
+    );
     let state = AppState::start(db.clone(), url, settings, cloud).await?;
     let listener = TcpListener::bind(settings.listen)
         .await

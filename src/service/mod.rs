@@ -12,12 +12,14 @@ pub mod operations;
 pub mod page;
 pub mod profiles;
 pub mod provision;
+pub mod state;
 pub mod status;
 pub mod teams;
 pub mod testing;
 
 pub use access::Caller;
 pub use page::{Page, PageRequest};
+pub use state::Services;
 
 /// The error type of the service layer (Google-shaped, with a reason).
 pub type Error = crate::api::error::ApiError;

@@ -6,11 +6,14 @@ use serde_json::Value;
 use crate::domain::{Role, TeamId};
 use crate::model::Operation;
 use crate::ops::queue::{self, Enqueue, EnqueueError, Idempotency};
-use crate::ops::workflows::noop::{self, NoopSpec};
+use crate::ops::workflows::noop;
 use crate::store::Db;
 
 use super::access::{self, Caller};
+
 use super::{Error, Result};
+/// What the NOOP workflow is asked to do (its steps, timings and faults).
+pub use crate::ops::workflows::noop::NoopSpec;
 
 /// Map an enqueue failure to the API error.
 pub fn enqueue_error(e: EnqueueError) -> Error {

@@ -167,7 +167,7 @@ pub fn test_settings(url: &str) -> Settings {
         shutdown_grace: std::time::Duration::from_secs(5),
         data_dir: std::env::temp_dir(),
         sim_listen: "127.0.0.1:0".parse().unwrap(),
-        sim_speed: 0.0,
+        sim_speed: Some(0.0),
         prices: Default::default(),
         gcp: kineticd::cloud::gcp::GcpConfig::google(),
         gcp_explicit: false,
@@ -256,7 +256,7 @@ impl TestApp {
         tweak: impl FnOnce(Settings) -> Settings,
     ) -> TestApp {
         let settings = tweak(test_settings(&url));
-        let cloud = kineticd::cloud::Cloud::simulated(sim_url, app::http_client().expect("http"))
+        let cloud = kineticd::cli::dev::simulated_cloud(sim_url, app::http_client().expect("http"))
             .expect("cloud");
         let state = AppState::start(db.clone(), &url, &settings, cloud)
             .await

@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use crate::cloud::gcp::RetryClass;
-use crate::store::StoreError;
 
 /// A failed Kubernetes-layer call.
 #[derive(Debug, thiserror::Error)]
@@ -63,15 +62,6 @@ pub enum KubeError {
     /// The caller cancelled a wait.
     #[error("cancelled while waiting for {what}")]
     Cancelled { what: String },
-    /// The manifest cache could not be read or written.
-    #[error("manifest cache unavailable")]
-    Store(#[source] StoreError),
-}
-
-impl From<StoreError> for KubeError {
-    fn from(e: StoreError) -> Self {
-        KubeError::Store(e)
-    }
 }
 
 /// Whether an HTTP status from an API server or download site is worth retrying.
@@ -91,10 +81,9 @@ impl KubeError {
             KubeError::Download { status, .. } => {
                 status.map_or(RetryClass::Retryable, retry_for_http)
             }
-            KubeError::Token(_)
-            | KubeError::Transport { .. }
-            | KubeError::Deadline { .. }
-            | KubeError::Store(_) => RetryClass::Retryable,
+            KubeError::Token(_) | KubeError::Transport { .. } | KubeError::Deadline { .. } => {
+                RetryClass::Retryable
+            }
             KubeError::Config(_)
             | KubeError::Manifest(_)
             | KubeError::UnknownKind { .. }

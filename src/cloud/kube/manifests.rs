@@ -1,18 +1,16 @@
 //! Manifests kineticd applies to every cluster (the LeaderWorkerSet controller and the
-//! NVIDIA COS driver installer): fetched by URL, checked against a pinned sha256 and
-//! cached in PostgreSQL after the first download.
+//! NVIDIA COS driver installer): where they come from, and their download checked
+//! against a pinned sha256. (The workflows cache downloaded bodies in PostgreSQL:
+//! `ops::workflows::cluster::manifest_cache`.)
 //!
-//! Invariant: a body is applied only if it hashes to the pinned digest (when one is
-//! configured); once a body is cached, later fetches never touch the network, so a
-//! flaky download site blocks provisioning at most once per database. Without a pinned
-//! digest the first body fetched for a (url, version) is pinned by the cache.
+//! Invariant: a downloaded body is returned only if it hashes to the pinned digest (when
+//! one is configured).
 
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
 use super::KubeError;
-use crate::store::{self, Db};
 
 /// LeaderWorkerSet release manifest (kubernetes-sigs/lws).
 pub const LWS_VERSION: &str = "v0.8.0";
@@ -140,100 +138,66 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// A manifest body ready to apply.
+/// A manifest body as downloaded, with its sha256 (checked against the pinned digest
+/// when there is one).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Manifest {
-    pub url: String,
-    pub version: String,
+pub struct Downloaded {
     pub sha256: String,
     pub body: String,
-    /// True when the body came from PostgreSQL (no download).
-    pub from_cache: bool,
-}
-
-/// Fetches manifests through the PostgreSQL cache; cheap to clone.
-#[derive(Debug, Clone)]
-pub struct ManifestStore {
-    db: Db,
-    http: reqwest::Client,
 }
 
 const MAX_MANIFEST_BYTES: usize = 16 * 1024 * 1024;
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
 
-impl ManifestStore {
-    pub fn new(db: Db, http: reqwest::Client) -> ManifestStore {
-        ManifestStore { db, http }
-    }
-
-    /// The body of `spec`: from the cache, or downloaded, checked and cached.
-    pub async fn fetch(&self, spec: &ManifestSpec) -> Result<Manifest, KubeError> {
-        let cached = match &spec.sha256 {
-            Some(sha) => store::manifests::get(&self.db, &spec.url, sha).await?,
-            None => store::manifests::first_for_version(&self.db, &spec.url, &spec.version).await?,
-        };
-        if let Some(rec) = cached {
-            if sha256_hex(rec.body.as_bytes()) == rec.sha256 {
-                return Ok(Manifest {
-                    url: rec.url,
-                    version: rec.version,
-                    sha256: rec.sha256,
-                    body: rec.body,
-                    from_cache: true,
-                });
-            }
-            tracing::warn!(url = %spec.url, "cached manifest does not match its digest; downloading again");
-        }
-        let bytes = self.download(&spec.url).await?;
-        let actual = sha256_hex(&bytes);
-        if let Some(expected) = &spec.sha256
-            && *expected != actual
-        {
-            return Err(KubeError::ChecksumMismatch {
-                url: spec.url.clone(),
-                expected: expected.clone(),
-                actual,
-            });
-        }
-        let body = String::from_utf8(bytes)
-            .map_err(|_| KubeError::Manifest(format!("{} is not UTF-8 text", spec.url)))?;
-        store::manifests::insert(&self.db, &spec.url, &spec.version, &actual, &body).await?;
-        tracing::info!(url = %spec.url, sha256 = %actual, "manifest downloaded and cached");
-        Ok(Manifest {
+/// Download the body of `spec` over `http`; a body that does not hash to the pinned
+/// digest (if any) is refused with [`KubeError::ChecksumMismatch`].
+pub async fn download(
+    http: &reqwest::Client,
+    spec: &ManifestSpec,
+) -> Result<Downloaded, KubeError> {
+    let bytes = fetch_bytes(http, &spec.url).await?;
+    let actual = sha256_hex(&bytes);
+    if let Some(expected) = &spec.sha256
+        && *expected != actual
+    {
+        return Err(KubeError::ChecksumMismatch {
             url: spec.url.clone(),
-            version: spec.version.clone(),
-            sha256: actual,
-            body,
-            from_cache: false,
-        })
+            expected: expected.clone(),
+            actual,
+        });
     }
+    let body = String::from_utf8(bytes)
+        .map_err(|_| KubeError::Manifest(format!("{} is not UTF-8 text", spec.url)))?;
+    Ok(Downloaded {
+        sha256: actual,
+        body,
+    })
+}
 
-    async fn download(&self, url: &str) -> Result<Vec<u8>, KubeError> {
-        let fail = |status: Option<u16>, message: String| KubeError::Download {
-            url: url.to_owned(),
-            status,
-            message,
-        };
-        let resp = self
-            .http
-            .get(url)
-            .timeout(DOWNLOAD_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| fail(None, format!("{e:#}")))?;
-        let status = resp.status();
-        if !status.is_success() {
-            return Err(fail(Some(status.as_u16()), format!("HTTP {status}")));
-        }
-        let bytes = resp
-            .bytes()
-            .await
-            .map_err(|e| fail(None, format!("reading the body: {e:#}")))?;
-        if bytes.len() > MAX_MANIFEST_BYTES {
-            return Err(fail(None, format!("{} bytes is too large", bytes.len())));
-        }
-        Ok(bytes.to_vec())
+async fn fetch_bytes(http: &reqwest::Client, url: &str) -> Result<Vec<u8>, KubeError> {
+    let fail = |status: Option<u16>, message: String| KubeError::Download {
+        url: url.to_owned(),
+        status,
+        message,
+    };
+    let resp = http
+        .get(url)
+        .timeout(DOWNLOAD_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| fail(None, format!("{e:#}")))?;
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(fail(Some(status.as_u16()), format!("HTTP {status}")));
     }
+    let bytes = resp
+        .bytes()
+        .await
+        .map_err(|e| fail(None, format!("reading the body: {e:#}")))?;
+    if bytes.len() > MAX_MANIFEST_BYTES {
+        return Err(fail(None, format!("{} bytes is too large", bytes.len())));
+    }
+    Ok(bytes.to_vec())
 }
 
 /// One accelerator of a node pool, as GKE describes it (`config.accelerators[]`).

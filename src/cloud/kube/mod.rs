@@ -22,8 +22,7 @@ pub use client::{AccessToken, ClusterAccess, KubeClients, TokenProvider};
 pub use error::KubeError;
 pub use inventory::{Inventory, NodeInfo, PodInfo};
 pub use manifests::{
-    Manifest, ManifestConfig, ManifestSpec, ManifestStore, PoolAccelerator,
-    needs_nvidia_driver_installer,
+    Downloaded, ManifestConfig, ManifestSpec, PoolAccelerator, needs_nvidia_driver_installer,
 };
 pub use objects::ObjectKind;
 pub use wait::{WaitFor, WaitOptions};

@@ -4,14 +4,14 @@
 
 use crate::cloud::Cloud;
 use crate::cloud::gcp::storage::ListObjects;
-use crate::ops::queue::Idempotency;
 use crate::ops::workflows::cluster::DOWN;
 use crate::plan::down::{DownInput, plan};
-use crate::store::{self, Db};
+use crate::store::{self, clusters::ClusterRecord};
 
-use super::super::clusters::ClusterPath;
-use super::super::{Caller, Error, Result};
-use super::{Begin, OpRequest, Submitted, begin, live, names, operation};
+use super::super::{Error, Result, Services};
+use super::{
+    Begin, Mutation, OpRequest, Plan, Submitted, begin, force_destroy_of, live, submit, transaction,
+};
 
 /// Buckets that still hold objects (a bucket that does not exist counts as empty).
 async fn non_empty(cloud: &Cloud, buckets: &[&str]) -> Result<Vec<String>> {
@@ -36,80 +36,70 @@ async fn non_empty(cloud: &Cloud, buckets: &[&str]) -> Result<Vec<String>> {
     Ok(out)
 }
 
-pub async fn down(
-    db: &Db,
-    cloud: &Cloud,
-    caller: &Caller,
-    path: &ClusterPath,
-    validate_only: bool,
-    idempotency: Option<Idempotency>,
-) -> Result<Submitted> {
-    let (team, cluster) = match begin(
-        db,
-        caller,
-        path,
-        "running down",
-        validate_only,
-        idempotency.as_ref(),
-    )
-    .await?
-    {
+/// `down`: the cluster and everything `up` made for it go.
+pub async fn down(svc: &Services, m: &Mutation) -> Result<Submitted> {
+    let (team, cluster) = match begin(&svc.db, m, "running down").await? {
         Begin::Repeat(op) => return Ok(Submitted::Operation(op)),
         Begin::Go { team, cluster } => (team, cluster),
     };
-    let c = live(cluster, path)?;
-    let n = names(path);
-    let force_destroy = c
-        .spec
-        .get("forceDestroy")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(true);
+    let c = live(cluster, &m.path)?;
+    let force_destroy = force_destroy_of(&c.spec);
     if !force_destroy {
-        let full = non_empty(cloud, &[&n.jobs_bucket, &n.builds_bucket]).await?;
-        if !full.is_empty() {
-            return Err(Error::precondition(
-                "BUCKETS_NOT_EMPTY",
-                format!(
-                    "cluster {} has forceDestroy: false and these buckets still hold objects: {}. Empty them, or PUT the cluster with forceDestroy: true, then run down again",
-                    path.name(),
-                    full.join(", ")
-                ),
-            )
-            .with("buckets", full.join(",")));
-        }
+        refuse_full_buckets(&svc.cloud, m).await?;
     }
-    let pools: Vec<String> = store::node_pools::list(db, c.id, None, 10_000)
+    let (pools, p) = down_plan(svc, m, &c, force_destroy).await?;
+    if m.validate_only {
+        return Ok(Submitted::Plan(p));
+    }
+    let mut tx = transaction(&svc.db).await?;
+    let c = super::lock(&mut tx, m).await?;
+    store::clusters::set_state(&mut *tx, c.id, "DELETING", false).await?;
+    let op = OpRequest {
+        op_type: DOWN,
+        target: m.path.name(),
+        team: &team,
+        cluster_id: c.id,
+        pools,
+        new_cluster: false,
+        request: serde_json::json!({"forceDestroy": force_destroy}),
+    };
+    submit(tx, m, op, &p).await
+}
+
+/// With `forceDestroy: false`, refuse at once while a bucket holds objects, naming them.
+async fn refuse_full_buckets(cloud: &Cloud, m: &Mutation) -> Result<()> {
+    let n = m.names();
+    let full = non_empty(cloud, &[&n.jobs_bucket, &n.builds_bucket]).await?;
+    if full.is_empty() {
+        return Ok(());
+    }
+    Err(Error::precondition(
+        "BUCKETS_NOT_EMPTY",
+        format!(
+            "cluster {} has forceDestroy: false and these buckets still hold objects: {}. Empty them, or PUT the cluster with forceDestroy: true, then run down again",
+            m.path.name(),
+            full.join(", ")
+        ),
+    )
+    .with("buckets", full.join(",")))
+}
+
+/// The cluster's pools and the plan that deletes them and the rest.
+async fn down_plan(
+    svc: &Services,
+    m: &Mutation,
+    c: &ClusterRecord,
+    force_destroy: bool,
+) -> Result<(Vec<String>, Plan)> {
+    let pools: Vec<String> = store::node_pools::list(&svc.db, c.id, None, 10_000)
         .await?
         .into_iter()
         .map(|p| p.pool_id)
         .collect();
     let p = plan(&DownInput {
-        names: &n,
+        names: &m.names(),
         pools: &pools,
         force_destroy,
     });
-    if validate_only {
-        return Ok(Submitted::Plan(p));
-    }
-    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    let c = super::lock(&mut tx, path).await?;
-    store::clusters::set_state(&mut *tx, c.id, "DELETING", false).await?;
-    let enq = operation(
-        OpRequest {
-            op_type: DOWN,
-            path,
-            target: path.name(),
-            team: &team,
-            caller,
-            cluster_id: c.id,
-            pools,
-            new_cluster: false,
-            request: serde_json::json!({"forceDestroy": force_destroy}),
-            idempotency,
-        },
-        &p,
-    );
-    Ok(Submitted::Operation(Box::new(
-        super::enqueue(tx, &enq).await?,
-    )))
+    Ok((pools, p))
 }

@@ -8,7 +8,10 @@
 //! before any step runs — derived from the request id when there is one, so a preview
 //! and an apply with the same request id name the same pools ([`pools::new_pool_ids`]).
 //! The zone and the accelerator's availability there are checked against Compute
-//! ([`placement`]) before a preview is returned or anything is written.
+//! ([`placement`]) before a preview is returned or anything is written. Every request
+//! arrives as one [`Mutation`]; its `If-Match` etag is checked when the cluster is read
+//! and again under the cluster's row lock in the enqueue transaction ([`lock`]), so a
+//! change committed in between is refused, never overwritten.
 
 pub mod down;
 pub mod placement;
@@ -21,16 +24,54 @@ use uuid::Uuid;
 use crate::domain::Role;
 use crate::domain::accelerators::{self, Choice};
 use crate::domain::naming::ClusterNames;
-use crate::model::Operation;
-use crate::ops::queue::{self, Enqueue, Idempotency};
+use crate::model::{self, Operation};
+use crate::ops::queue::{self, Enqueue};
 use crate::ops::workflows::cluster::ClusterOpInput;
-use crate::plan::Plan;
-use crate::store::Db;
 use crate::store::clusters::ClusterRecord;
+use crate::store::{Db, StoreError};
 
 use super::clusters::{ClusterPath, project_team};
 use super::testing::enqueue_error;
-use super::{Caller, Error, Result};
+use super::{Caller, Error, Result, etag};
+
+/// A mutation's request id (AIP-155) bound to its request's fingerprint, as the queue
+/// keeps it.
+pub use crate::ops::queue::{Idempotency, fingerprint};
+/// What a preview returns and an operation carries out.
+pub use crate::plan::Plan;
+
+/// One mutation request (up, down, pool add, pool remove): who asks, for which cluster,
+/// preview or apply, its request id, and the cluster etag it was made against.
+pub struct Mutation {
+    pub caller: Caller,
+    pub path: ClusterPath,
+    /// Return the plan; change nothing.
+    pub validate_only: bool,
+    pub idempotency: Option<Idempotency>,
+    /// `If-Match`: the cluster must exist and still carry this etag, both when the
+    /// request is read and under the cluster's row lock when its operation is enqueued.
+    pub if_match: Option<String>,
+}
+
+impl Mutation {
+    /// The cluster's derived names (GKE cluster, network, buckets, ...).
+    pub fn names(&self) -> ClusterNames {
+        names(&self.path)
+    }
+
+    /// What the request's derived pool ids hang on: its caller, request id and cluster
+    /// (none without a request id).
+    pub fn id_seed(&self) -> Option<String> {
+        self.idempotency.as_ref().map(|i| {
+            format!(
+                "{}\n{}\n{}",
+                self.caller.email.as_str(),
+                i.key,
+                self.path.name()
+            )
+        })
+    }
+}
 
 /// What a mutation produced: a preview, or an accepted operation.
 pub enum Submitted {
@@ -67,24 +108,28 @@ pub enum Begin {
 }
 
 /// The caller must be a MEMBER of the project's team (`action` names what for); a repeat
-/// of an earlier request (not a preview) answers with its operation.
-pub async fn begin(
-    db: &Db,
-    caller: &Caller,
-    path: &ClusterPath,
-    action: &str,
-    validate_only: bool,
-    idem: Option<&Idempotency>,
-) -> Result<Begin> {
-    let team = project_team(db, caller, &path.project, Role::Member, action).await?;
-    if !validate_only
-        && let Some(op) = queue::replay(db, caller.email.as_str(), idem)
+/// of an earlier request (not a preview) answers with its operation. With `If-Match`, the
+/// cluster must exist and carry that etag now (checked again under the lock: [`lock`]).
+pub async fn begin(db: &Db, m: &Mutation, action: &str) -> Result<Begin> {
+    let team = project_team(db, &m.caller, &m.path.project, Role::Member, action).await?;
+    if !m.validate_only
+        && let Some(op) = queue::replay(db, m.caller.email.as_str(), m.idempotency.as_ref())
             .await
             .map_err(enqueue_error)?
     {
         return Ok(Begin::Repeat(Box::new(super::operations::render(&op))));
     }
-    let cluster = crate::store::clusters::get(
+    let cluster = read(db, &m.path).await?;
+    if m.if_match.is_some() {
+        let c = cluster.as_deref().ok_or_else(|| not_found(&m.path))?;
+        check_etag(c, m)?;
+    }
+    Ok(Begin::Go { team, cluster })
+}
+
+/// The cluster's live record as it is now (not locked), if any.
+async fn read(db: &Db, path: &ClusterPath) -> Result<Option<Box<ClusterRecord>>> {
+    Ok(crate::store::clusters::get(
         db,
         path.project.as_str(),
         path.zone.as_str(),
@@ -92,19 +137,33 @@ pub async fn begin(
     )
     .await?
     .filter(|c| c.state != "DELETED")
-    .map(Box::new);
-    Ok(Begin::Go { team, cluster })
+    .map(Box::new))
+}
+
+/// AIP-154: 409 ABORTED ETAG_MISMATCH unless the record carries the request's etag.
+fn check_etag(c: &ClusterRecord, m: &Mutation) -> Result<()> {
+    let current = model::etag(c.version, c.update_time);
+    etag::check(m.if_match.as_deref(), &current, &m.path.name())
 }
 
 /// The live record of a cluster (404 when there is none, or it is DELETED).
 pub fn live(c: Option<Box<ClusterRecord>>, path: &ClusterPath) -> Result<ClusterRecord> {
-    c.map(|c| *c).ok_or_else(|| {
-        Error::not_found(
-            "CLUSTER_NOT_FOUND",
-            format!("cluster {} not found", path.name()),
-        )
-        .with("cluster", path.name())
-    })
+    c.map(|c| *c).ok_or_else(|| not_found(path))
+}
+
+fn not_found(path: &ClusterPath) -> Error {
+    Error::not_found(
+        "CLUSTER_NOT_FOUND",
+        format!("cluster {} not found", path.name()),
+    )
+    .with("cluster", path.name())
+}
+
+/// `forceDestroy` as a cluster's spec records it (default true).
+pub fn force_destroy_of(spec: &Value) -> bool {
+    spec.get("forceDestroy")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(true)
 }
 
 /// Refuse changes to a cluster that is being deleted.
@@ -122,14 +181,20 @@ pub fn not_deleting(c: &ClusterRecord, path: &ClusterPath) -> Result<()> {
     Ok(())
 }
 
+/// The enqueue transaction, begun.
+pub async fn transaction(db: &Db) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+    Ok(db.begin().await.map_err(StoreError::from)?)
+}
+
 /// Lock the live record inside the enqueue transaction (it may have changed since the
-/// request was read).
-pub async fn lock(tx: &mut sqlx::PgConnection, path: &ClusterPath) -> Result<ClusterRecord> {
-    crate::store::clusters::lock_live(
+/// request was read) and check the request's etag against it: a change committed
+/// between the first check ([`begin`]) and this lock is refused, never overwritten.
+pub async fn lock(tx: &mut sqlx::PgConnection, m: &Mutation) -> Result<ClusterRecord> {
+    let c = crate::store::clusters::lock_live(
         tx,
-        path.project.as_str(),
-        path.zone.as_str(),
-        path.cluster.as_str(),
+        m.path.project.as_str(),
+        m.path.zone.as_str(),
+        m.path.cluster.as_str(),
     )
     .await?
     .ok_or_else(|| {
@@ -137,29 +202,29 @@ pub async fn lock(tx: &mut sqlx::PgConnection, path: &ClusterPath) -> Result<Clu
             "CLUSTER_CHANGED",
             "the cluster changed while the request was prepared; send it again",
         )
-    })
+    })?;
+    check_etag(&c, m)?;
+    Ok(c)
 }
 
-/// Everything an operation of this module needs besides its plan.
+/// Everything an operation of this module needs besides the mutation and its plan.
 pub struct OpRequest<'a> {
     pub op_type: &'static str,
-    pub path: &'a ClusterPath,
     pub target: String,
     pub team: &'a str,
-    pub caller: &'a Caller,
     pub cluster_id: Uuid,
     pub pools: Vec<String>,
     pub new_cluster: bool,
     pub request: Value,
-    pub idempotency: Option<Idempotency>,
 }
 
 /// The operation for `plan`, ready for [`queue::enqueue_in`].
-pub fn operation(r: OpRequest<'_>, plan: &Plan) -> Enqueue {
+pub fn operation(m: &Mutation, r: OpRequest<'_>, plan: &Plan) -> Enqueue {
+    let path = &m.path;
     let input = ClusterOpInput {
-        project: r.path.project.to_string(),
-        zone: r.path.zone.to_string(),
-        cluster: r.path.cluster.to_string(),
+        project: path.project.to_string(),
+        zone: path.zone.to_string(),
+        cluster: path.cluster.to_string(),
         cluster_id: r.cluster_id,
         pools: r.pools,
         new_cluster: r.new_cluster,
@@ -168,19 +233,30 @@ pub fn operation(r: OpRequest<'_>, plan: &Plan) -> Enqueue {
     Enqueue {
         op_type: r.op_type.to_owned(),
         target: r.target,
-        serial_key: r.path.name(),
+        serial_key: path.name(),
         team_id: r.team.to_owned(),
         cluster_id: Some(r.cluster_id),
-        created_by: r.caller.email.to_string(),
+        created_by: m.caller.email.to_string(),
         input: serde_json::to_value(&input).unwrap_or(Value::Null),
         plan: serde_json::to_value(plan).ok(),
         steps: crate::ops::workflows::cluster::steps(plan),
-        idempotency: r.idempotency,
+        idempotency: m.idempotency.clone(),
     }
 }
 
+/// Enqueue the operation for `plan` in `tx` and commit (or roll back for a repeat).
+pub async fn submit(
+    tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    m: &Mutation,
+    r: OpRequest<'_>,
+    plan: &Plan,
+) -> Result<Submitted> {
+    let op = enqueue(tx, &operation(m, r, plan)).await?;
+    Ok(Submitted::Operation(Box::new(op)))
+}
+
 /// Commit `tx` with the enqueued operation (or roll back for a repeat).
-pub async fn enqueue(
+async fn enqueue(
     mut tx: sqlx::Transaction<'static, sqlx::Postgres>,
     req: &Enqueue,
 ) -> Result<Operation> {
@@ -188,13 +264,9 @@ pub async fn enqueue(
         .await
         .map_err(enqueue_error)?;
     if r.created {
-        tx.commit()
-            .await
-            .map_err(|e| Error::from(crate::store::StoreError::from(e)))?;
+        tx.commit().await.map_err(StoreError::from)?;
     } else {
-        tx.rollback()
-            .await
-            .map_err(|e| Error::from(crate::store::StoreError::from(e)))?;
+        tx.rollback().await.map_err(StoreError::from)?;
     }
     Ok(super::operations::render(&r.op))
 }

@@ -5,23 +5,21 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::Cloud;
-use crate::domain::accelerators::{Choice, Kind};
+use crate::domain::accelerators::{Choice, Kind, Resolved};
 use crate::domain::naming::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
-use crate::domain::pools::{FailoverRole, PoolShape, shape, spot_of};
-use crate::domain::pricing::PriceTable;
+use crate::domain::pools::{FailoverRole, PoolError, PoolShape, shape, spot_of};
 use crate::domain::{PoolId, ZoneName, quota};
 use crate::model;
-use crate::ops::queue::Idempotency;
 use crate::ops::workflows::cluster::{ADD_POOL, REMOVE_POOL};
 use crate::plan::pools::{PoolToAdd, add, pool_record, remove};
-use crate::store::{self, Db};
+use crate::store::{self, Db, clusters::ClusterRecord};
 
 use super::super::clusters::ClusterPath;
-use super::super::{Caller, Error, Result};
+use super::super::{Error, Result, Services};
 use super::placement::check_placement;
 use super::{
-    Begin, OpRequest, Submitted, begin, live, names, not_deleting, operation, parse_accelerator,
-    pool_error,
+    Begin, Mutation, OpRequest, Plan, Submitted, begin, live, not_deleting, parse_accelerator,
+    pool_error, submit, transaction,
 };
 
 /// GKE's `gpuDriverVersion` values a pool may ask for.
@@ -50,12 +48,6 @@ pub struct AddPoolRequest {
 
 fn random_suffix() -> u16 {
     (uuid::Uuid::new_v4().as_u128() & 0xffff) as u16
-}
-
-/// What a request's derived pool ids hang on: its caller, request id and cluster (none
-/// without a request id).
-pub fn id_seed(caller: &Caller, path: &ClusterPath, idem: Option<&Idempotency>) -> Option<String> {
-    idem.map(|i| format!("{}\n{}\n{}", caller.email.as_str(), i.key, path.name()))
 }
 
 /// Ids of the `count` pools a request adds, none of them in `existing`: derived from the
@@ -153,113 +145,129 @@ fn zones(path: &ClusterPath, req: &AddPoolRequest) -> Result<Vec<String>> {
     Ok(out)
 }
 
-#[allow(clippy::too_many_arguments)]
-pub async fn add_pool(
-    db: &Db,
-    cloud: &Cloud,
-    prices: &PriceTable,
-    caller: &Caller,
-    path: &ClusterPath,
-    req: AddPoolRequest,
-    validate_only: bool,
-    idempotency: Option<Idempotency>,
-) -> Result<Submitted> {
-    let (team, cluster) = match begin(
-        db,
-        caller,
-        path,
-        "adding node pools",
-        validate_only,
-        idempotency.as_ref(),
-    )
-    .await?
-    {
-        Begin::Repeat(op) => return Ok(Submitted::Operation(op)),
-        Begin::Go { team, cluster } => (team, cluster),
-    };
-    let c = live(cluster, path)?;
-    not_deleting(&c, path)?;
+/// What a pool request is about: a repeat's operation, or the project's team and the
+/// live cluster (404 when gone, refused while it is being deleted).
+enum Target {
+    Repeat(Submitted),
+    Live(String, Box<ClusterRecord>),
+}
+
+async fn target(db: &Db, m: &Mutation, action: &str) -> Result<Target> {
+    match begin(db, m, action).await? {
+        Begin::Repeat(op) => Ok(Target::Repeat(Submitted::Operation(op))),
+        Begin::Go { team, cluster } => {
+            let c = live(cluster, &m.path)?;
+            not_deleting(&c, &m.path)?;
+            Ok(Target::Live(team, Box::new(c)))
+        }
+    }
+}
+
+/// The accelerator of a new pool: required, and not `cpu`.
+fn pool_accelerator(req: &AddPoolRequest) -> Result<Resolved> {
     let Some(spec) = req.accelerator.as_deref() else {
         return Err(Error::invalid(
             "ACCELERATOR_REQUIRED",
             "a node pool needs \"accelerator\" (GET /v1/accelerators lists them)",
         ));
     };
-    let acc = match parse_accelerator(spec)? {
-        Choice::Cpu => {
-            return Err(Error::invalid(
-                "CPU_POOL_NOT_ALLOWED",
-                "node pools are for accelerators: the cluster's default pool runs CPU work; choose a GPU or TPU (GET /v1/accelerators)",
-            ));
-        }
-        Choice::Accelerator(r) => r,
+    match parse_accelerator(spec)? {
+        Choice::Cpu => Err(Error::invalid(
+            "CPU_POOL_NOT_ALLOWED",
+            "node pools are for accelerators: the cluster's default pool runs CPU work; choose a GPU or TPU (GET /v1/accelerators)",
+        )),
+        Choice::Accelerator(r) => Ok(r),
+    }
+}
+
+/// `driverVersion`: GPU pools only, one of GKE's values.
+fn check_driver_version(acc: &Resolved, req: &AddPoolRequest) -> Result<()> {
+    let Some(v) = &req.driver_version else {
+        return Ok(());
     };
-    if let Some(v) = &req.driver_version {
-        if acc.kind != Kind::Gpu {
-            return Err(Error::invalid(
-                "INVALID_DRIVER_VERSION",
-                "driverVersion applies to GPU pools only",
-            ));
-        }
-        if !DRIVER_VERSIONS.contains(&v.as_str()) {
-            return Err(Error::invalid(
-                "INVALID_DRIVER_VERSION",
-                format!(
-                    "driverVersion {v:?} is not one of {}",
-                    DRIVER_VERSIONS.join(", ")
-                ),
-            ));
-        }
+    if acc.kind != Kind::Gpu {
+        return Err(Error::invalid(
+            "INVALID_DRIVER_VERSION",
+            "driverVersion applies to GPU pools only",
+        ));
     }
-    let zones = zones(path, &req)?;
+    if !DRIVER_VERSIONS.contains(&v.as_str()) {
+        return Err(Error::invalid(
+            "INVALID_DRIVER_VERSION",
+            format!(
+                "driverVersion {v:?} is not one of {}",
+                DRIVER_VERSIONS.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The shapes of the pools a request adds: one, or a spot pool and its on-demand
+/// failover partner at 0 nodes.
+fn shapes(acc: &Resolved, req: &AddPoolRequest) -> Result<Vec<PoolShape>> {
     let min = req.min_nodes.unwrap_or(0);
-    let spot = spot_of(&acc, req.spot).map_err(pool_error)?;
-    let mut shapes: Vec<PoolShape> = Vec::new();
-    if req.failover.unwrap_or(false) {
-        if req.reservation.is_some() && spot {
-            return Err(pool_error(
-                crate::domain::pools::PoolError::SpotWithReservation,
-            ));
-        }
-        shapes.push(shape(&acc, min, true, None, Some(FailoverRole::Spot)).map_err(pool_error)?);
-        shapes.push(
-            shape(
-                &acc,
-                0,
-                false,
-                req.reservation.as_deref(),
-                Some(FailoverRole::OnDemand),
-            )
-            .map_err(pool_error)?,
-        );
-    } else {
-        shapes.push(shape(&acc, min, spot, req.reservation.as_deref(), None).map_err(pool_error)?);
+    let spot = spot_of(acc, req.spot).map_err(pool_error)?;
+    let reservation = req.reservation.as_deref();
+    if !req.failover.unwrap_or(false) {
+        return Ok(vec![
+            shape(acc, min, spot, reservation, None).map_err(pool_error)?,
+        ]);
     }
-    let n = names(path);
+    if reservation.is_some() && spot {
+        return Err(pool_error(PoolError::SpotWithReservation));
+    }
+    Ok(vec![
+        shape(acc, min, true, None, Some(FailoverRole::Spot)).map_err(pool_error)?,
+        shape(acc, 0, false, reservation, Some(FailoverRole::OnDemand)).map_err(pool_error)?,
+    ])
+}
+
+/// Warnings of the placement and quota checks (errors when they fail).
+async fn check_pools(
+    cloud: &Cloud,
+    m: &Mutation,
+    acc: &Resolved,
+    shapes: &[PoolShape],
+    zones: &[String],
+) -> Result<Vec<String>> {
+    let n = m.names();
     let placed = if zones.is_empty() {
         std::slice::from_ref(&n.zone)
     } else {
-        zones.as_slice()
+        zones
     };
-    let mut warnings = check_placement(cloud, &n.project, placed, Some(&acc)).await?;
-    for s in &shapes {
-        warnings.extend(check_quota(cloud, &n, s, validate_only).await?);
+    let mut warnings = check_placement(cloud, &n.project, placed, Some(acc)).await?;
+    for s in shapes {
+        warnings.extend(check_quota(cloud, &n, s, m.validate_only).await?);
     }
-    // Ids fixed now (never reused within the cluster).
-    let existing: Vec<String> = store::node_pools::list(db, c.id, None, 10_000)
+    Ok(warnings)
+}
+
+/// The records of the new pools, their ids fixed now (never reused within the cluster).
+async fn pool_records(
+    svc: &Services,
+    m: &Mutation,
+    c: &ClusterRecord,
+    acc: &Resolved,
+    shapes: &[PoolShape],
+    zones: &[String],
+    req: &AddPoolRequest,
+) -> Result<Vec<model::NodePool>> {
+    let existing: Vec<String> = store::node_pools::list(&svc.db, c.id, None, 10_000)
         .await?
         .into_iter()
         .map(|p| p.pool_id)
         .collect();
-    let seed = id_seed(caller, path, idempotency.as_ref());
+    let seed = m.id_seed();
     let ids = new_pool_ids(
         &acc.pool_prefix(),
         shapes.len(),
         &existing,
         seed.as_deref(),
-        validate_only,
+        m.validate_only,
     );
-    let records: Vec<model::NodePool> = shapes
+    Ok(shapes
         .iter()
         .enumerate()
         .map(|(i, s)| {
@@ -269,22 +277,35 @@ pub async fn add_pool(
                     id: &ids[i],
                     shape: s,
                     driver_version: req.driver_version.as_deref(),
-                    zones: &zones,
+                    zones,
                     paired_pool: pair,
                 },
-                prices,
+                &svc.prices,
             )
         })
-        .collect();
-    let mut p = add(&n, &records, prices);
+        .collect())
+}
+
+/// `pool add`: one pool (or a failover pair), checked, named and planned.
+pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Result<Submitted> {
+    let (team, c) = match target(&svc.db, m, "adding node pools").await? {
+        Target::Live(team, c) => (team, *c),
+        Target::Repeat(op) => return Ok(op),
+    };
+    let acc = pool_accelerator(&req)?;
+    check_driver_version(&acc, &req)?;
+    let zones = zones(&m.path, &req)?;
+    let shapes = shapes(&acc, &req)?;
+    let warnings = check_pools(&svc.cloud, m, &acc, &shapes, &zones).await?;
+    let records = pool_records(svc, m, &c, &acc, &shapes, &zones, &req).await?;
+    let mut p = add(&m.names(), &records, &svc.prices);
     p.warnings.extend(warnings);
-    if validate_only {
+    if m.validate_only {
         return Ok(Submitted::Plan(p));
     }
-    let request = serde_json::to_value(&req).unwrap_or_default();
-    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    let c = super::lock(&mut tx, path).await?;
-    not_deleting(&c, path)?;
+    let mut tx = transaction(&svc.db).await?;
+    let c = super::lock(&mut tx, m).await?;
+    not_deleting(&c, &m.path)?;
     for r in &records {
         store::node_pools::insert(
             &mut *tx,
@@ -295,60 +316,34 @@ pub async fn add_pool(
         )
         .await?;
     }
-    let enq = operation(
-        OpRequest {
-            op_type: ADD_POOL,
-            path,
-            target: format!("{}/nodePools/{}", path.name(), ids[0]),
-            team: &team,
-            caller,
-            cluster_id: c.id,
-            pools: ids,
-            new_cluster: false,
-            request,
-            idempotency,
-        },
-        &p,
-    );
-    Ok(Submitted::Operation(Box::new(
-        super::enqueue(tx, &enq).await?,
-    )))
+    let ids: Vec<String> = records.iter().map(|r| r.pool_id.clone()).collect();
+    let op = OpRequest {
+        op_type: ADD_POOL,
+        target: format!("{}/nodePools/{}", m.path.name(), ids[0]),
+        team: &team,
+        cluster_id: c.id,
+        pools: ids,
+        new_cluster: false,
+        request: serde_json::to_value(&req).unwrap_or_default(),
+    };
+    submit(tx, m, op, &p).await
 }
 
-#[allow(clippy::too_many_arguments)]
-pub async fn remove_pool(
+/// The pools a removal takes: the pool, and its failover partner if it has one.
+async fn pools_to_remove(
     db: &Db,
-    caller: &Caller,
-    path: &ClusterPath,
-    pool: &str,
-    validate_only: bool,
-    idempotency: Option<Idempotency>,
-) -> Result<Submitted> {
-    let pool = PoolId::parse(pool)?;
-    let (team, cluster) = match begin(
-        db,
-        caller,
-        path,
-        "removing node pools",
-        validate_only,
-        idempotency.as_ref(),
-    )
-    .await?
-    {
-        Begin::Repeat(op) => return Ok(Submitted::Operation(op)),
-        Begin::Go { team, cluster } => (team, cluster),
-    };
-    let c = live(cluster, path)?;
-    not_deleting(&c, path)?;
-    let not_found = || {
-        Error::not_found(
-            "NODE_POOL_NOT_FOUND",
-            format!("node pool {}/nodePools/{pool} not found", path.name()),
-        )
-    };
+    m: &Mutation,
+    c: &ClusterRecord,
+    pool: &PoolId,
+) -> Result<Vec<String>> {
     let rec = store::node_pools::get(db, c.id, pool.as_str())
         .await?
-        .ok_or_else(not_found)?;
+        .ok_or_else(|| {
+            Error::not_found(
+                "NODE_POOL_NOT_FOUND",
+                format!("node pool {}/nodePools/{pool} not found", m.path.name()),
+            )
+        })?;
     let spec: model::NodePool = serde_json::from_value(rec.spec).unwrap_or_default();
     let mut ids = vec![pool.to_string()];
     if let Some(f) = &spec.failover
@@ -358,31 +353,33 @@ pub async fn remove_pool(
     {
         ids.push(f.paired_pool.clone());
     }
-    let n = names(path);
-    let p = remove(&n, &ids);
-    if validate_only {
+    Ok(ids)
+}
+
+/// `pool remove`: a pool (a failover pair goes together).
+pub async fn remove_pool(svc: &Services, m: &Mutation, pool: &str) -> Result<Submitted> {
+    let pool = PoolId::parse(pool)?;
+    let (team, c) = match target(&svc.db, m, "removing node pools").await? {
+        Target::Live(team, c) => (team, *c),
+        Target::Repeat(op) => return Ok(op),
+    };
+    let ids = pools_to_remove(&svc.db, m, &c, &pool).await?;
+    let p: Plan = remove(&m.names(), &ids);
+    if m.validate_only {
         return Ok(Submitted::Plan(p));
     }
-    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    let c = super::lock(&mut tx, path).await?;
-    not_deleting(&c, path)?;
+    let mut tx = transaction(&svc.db).await?;
+    let c = super::lock(&mut tx, m).await?;
+    not_deleting(&c, &m.path)?;
     store::node_pools::set_state(&mut *tx, c.id, Some(&ids), "STOPPING", &[]).await?;
-    let enq = operation(
-        OpRequest {
-            op_type: REMOVE_POOL,
-            path,
-            target: format!("{}/nodePools/{pool}", path.name()),
-            team: &team,
-            caller,
-            cluster_id: c.id,
-            pools: ids,
-            new_cluster: false,
-            request: serde_json::Value::Null,
-            idempotency,
-        },
-        &p,
-    );
-    Ok(Submitted::Operation(Box::new(
-        super::enqueue(tx, &enq).await?,
-    )))
+    let op = OpRequest {
+        op_type: REMOVE_POOL,
+        target: format!("{}/nodePools/{pool}", m.path.name()),
+        team: &team,
+        cluster_id: c.id,
+        pools: ids,
+        new_cluster: false,
+        request: serde_json::Value::Null,
+    };
+    submit(tx, m, op, &p).await
 }

@@ -2,26 +2,26 @@
 //! existing one (pools kept, accelerator ignored, missing resources repaired).
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::cloud::Cloud;
-use crate::domain::accelerators::Choice;
-use crate::domain::pools::{shape, spot_of};
-use crate::domain::pricing::PriceTable;
+use crate::domain::accelerators::{Choice, Resolved};
+use crate::domain::naming::ClusterNames;
+use crate::domain::pools::{PoolShape, shape, spot_of};
 use crate::model;
-use crate::ops::queue::Idempotency;
 use crate::ops::workflows::cluster::UP;
 use crate::plan::pools::{PoolToAdd, needs_driver_installer, pool_record};
 use crate::plan::resources::cluster_resources;
 use crate::plan::up::{NewPool, UpInput, plan};
-use crate::store::{self, Db, clusters::NewCluster};
+use crate::store::{self, clusters::ClusterRecord, clusters::NewCluster};
 
-use super::super::clusters::ClusterPath;
 use super::super::status::up_live_state;
-use super::super::{Caller, Error, Result};
+use super::super::{Error, Result, Services};
 use super::placement::check_placement;
-use super::pools::{check_quota, id_seed, new_pool_ids};
-use super::{Begin, OpRequest, Submitted, begin, names, operation, parse_accelerator, pool_error};
+use super::pools::{check_quota, new_pool_ids};
+use super::{
+    Begin, Mutation, OpRequest, Plan, Submitted, begin, force_destroy_of, parse_accelerator,
+    pool_error, submit, transaction,
+};
 
 /// The body of `PUT .../clusters/{c}`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -40,182 +40,257 @@ pub struct UpRequest {
     pub reservation: Option<String>,
 }
 
-#[allow(clippy::too_many_arguments)]
-pub async fn up(
-    db: &Db,
-    cloud: &Cloud,
-    prices: &PriceTable,
-    caller: &Caller,
-    path: &ClusterPath,
-    req: UpRequest,
-    validate_only: bool,
-    idempotency: Option<Idempotency>,
-) -> Result<Submitted> {
-    let (team, cluster) = match begin(
-        db,
-        caller,
-        path,
-        "running up",
-        validate_only,
-        idempotency.as_ref(),
-    )
-    .await?
-    {
-        Begin::Repeat(op) => return Ok(Submitted::Operation(op)),
-        Begin::Go { team, cluster } => (team, cluster),
-    };
-    let n = names(path);
-    let existing = cluster.map(|c| *c);
-    let request = serde_json::to_value(&req).unwrap_or_default();
-    if let Some(c) = existing {
-        super::not_deleting(&c, path)?;
-        if c.team_id != team {
-            return Err(Error::not_found(
-                "CLUSTER_NOT_FOUND",
-                format!("cluster {} not found", path.name()),
-            ));
-        }
-        let pools = store::node_pools::list(db, c.id, None, 10_000).await?;
-        let ids: Vec<String> = pools.iter().map(|p| p.pool_id.clone()).collect();
-        let need_driver = pools.iter().any(|p| {
-            serde_json::from_value::<model::NodePool>(p.spec.clone())
-                .is_ok_and(|s| needs_driver_installer(&s))
-        });
-        let force_destroy = req.force_destroy.unwrap_or_else(|| {
-            c.spec
-                .get("forceDestroy")
-                .and_then(|v| v.as_bool())
-                .unwrap_or(true)
-        });
-        // Checked live, as a status is: what exists is KEPT, what is gone is CREATED.
-        let live = up_live_state(cloud, &n, &ids).await;
-        let p = plan(&UpInput {
-            names: &n,
-            cluster_exists: true,
-            existing_pools: &ids,
-            existing_need_driver: need_driver,
-            first_pool: None,
-            accelerator_requested: req.accelerator.is_some(),
-            force_destroy,
-            prices,
-            live: Some(&live),
-        });
-        if validate_only {
-            return Ok(Submitted::Plan(p));
-        }
-        let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-        let c = super::lock(&mut tx, path).await?;
-        super::not_deleting(&c, path)?;
-        let mut spec = c.spec.clone();
-        spec["forceDestroy"] = json!(force_destroy);
-        store::clusters::set_spec(&mut *tx, c.id, &spec).await?;
-        store::clusters::set_state(&mut *tx, c.id, "RECONCILING", true).await?;
-        let enq = operation(
-            OpRequest {
-                op_type: UP,
-                path,
-                target: path.name(),
-                team: &team,
-                caller,
-                cluster_id: c.id,
-                pools: Vec::new(),
-                new_cluster: false,
-                request,
-                idempotency,
-            },
-            &p,
-        );
-        return Ok(Submitted::Operation(Box::new(
-            super::enqueue(tx, &enq).await?,
-        )));
+/// `up`: reconcile the cluster if it exists, create it otherwise.
+pub async fn up(svc: &Services, m: &Mutation, req: UpRequest) -> Result<Submitted> {
+    match begin(&svc.db, m, "running up").await? {
+        Begin::Repeat(op) => Ok(Submitted::Operation(op)),
+        Begin::Go {
+            team,
+            cluster: Some(c),
+        } => reconcile(svc, m, &team, *c, req).await,
+        Begin::Go {
+            team,
+            cluster: None,
+        } => create(svc, m, &team, req).await,
     }
+}
 
-    // A new cluster.
+/// An existing cluster: pools kept, accelerator ignored, missing resources repaired.
+async fn reconcile(
+    svc: &Services,
+    m: &Mutation,
+    team: &str,
+    c: ClusterRecord,
+    req: UpRequest,
+) -> Result<Submitted> {
+    super::not_deleting(&c, &m.path)?;
+    if c.team_id != team {
+        return Err(Error::not_found(
+            "CLUSTER_NOT_FOUND",
+            format!("cluster {} not found", m.path.name()),
+        ));
+    }
+    let force_destroy = req
+        .force_destroy
+        .unwrap_or_else(|| force_destroy_of(&c.spec));
+    let p = reconcile_plan(svc, m, &c, req.accelerator.is_some(), force_destroy).await?;
+    if m.validate_only {
+        return Ok(Submitted::Plan(p));
+    }
+    let mut tx = transaction(&svc.db).await?;
+    let c = super::lock(&mut tx, m).await?;
+    super::not_deleting(&c, &m.path)?;
+    let mut spec = c.spec.clone();
+    spec["forceDestroy"] = json!(force_destroy);
+    store::clusters::set_spec(&mut *tx, c.id, &spec).await?;
+    store::clusters::set_state(&mut *tx, c.id, "RECONCILING", true).await?;
+    let op = up_operation(m, team, c.id, Vec::new(), false, &req);
+    submit(tx, m, op, &p).await
+}
+
+/// The reconcile plan, from the records and the resources checked live (as a status is):
+/// what exists is KEPT, what is gone is CREATED.
+async fn reconcile_plan(
+    svc: &Services,
+    m: &Mutation,
+    c: &ClusterRecord,
+    accelerator_requested: bool,
+    force_destroy: bool,
+) -> Result<Plan> {
+    let n = m.names();
+    let pools = store::node_pools::list(&svc.db, c.id, None, 10_000).await?;
+    let ids: Vec<String> = pools.iter().map(|p| p.pool_id.clone()).collect();
+    let need_driver = pools.iter().any(|p| {
+        serde_json::from_value::<model::NodePool>(p.spec.clone())
+            .is_ok_and(|s| needs_driver_installer(&s))
+    });
+    let live = up_live_state(&svc.cloud, &n, &ids).await;
+    Ok(plan(&UpInput {
+        names: &n,
+        cluster_exists: true,
+        existing_pools: &ids,
+        existing_need_driver: need_driver,
+        first_pool: None,
+        accelerator_requested,
+        force_destroy,
+        prices: &svc.prices,
+        live: Some(&live),
+    }))
+}
+
+/// The UP_CLUSTER operation's own part.
+fn up_operation<'a>(
+    m: &Mutation,
+    team: &'a str,
+    cluster_id: uuid::Uuid,
+    pools: Vec<String>,
+    new_cluster: bool,
+    req: &UpRequest,
+) -> OpRequest<'a> {
+    OpRequest {
+        op_type: UP,
+        target: m.path.name(),
+        team,
+        cluster_id,
+        pools,
+        new_cluster,
+        request: serde_json::to_value(req).unwrap_or_default(),
+    }
+}
+
+/// A new cluster's first accelerator pool: its id, record and shape.
+struct FirstPool {
+    id: String,
+    record: model::NodePool,
+    shape: PoolShape,
+}
+
+/// A new cluster, with its first pool unless it is a cpu cluster.
+async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Result<Submitted> {
+    let choice = requested_accelerator(m, &req)?;
+    let first = match &choice {
+        Choice::Accelerator(r) => Some(first_pool(svc, m, r, &req)?),
+        Choice::Cpu => None,
+    };
+    let force_destroy = req.force_destroy.unwrap_or(true);
+    let p = create_plan(svc, m, &choice, first.as_ref(), force_destroy).await?;
+    if m.validate_only {
+        return Ok(Submitted::Plan(p));
+    }
+    let spec = json!({
+        "accelerator": match &choice { Choice::Cpu => "cpu".to_owned(), Choice::Accelerator(r) => r.base_name() },
+        "minNodes": req.min_nodes.unwrap_or(0), "forceDestroy": force_destroy,
+        "spot": first.as_ref().is_some_and(|f| f.shape.spot), "reservation": req.reservation,
+    });
+    let mut tx = transaction(&svc.db).await?;
+    let record = insert_cluster(&mut tx, m, team, spec).await?;
+    let mut pools = Vec::new();
+    if let Some(f) = &first {
+        store::node_pools::insert(
+            &mut *tx,
+            record.id,
+            &f.id,
+            "PROVISIONING",
+            serde_json::to_value(&f.record).unwrap_or_default(),
+        )
+        .await?;
+        pools.push(f.id.clone());
+    }
+    let op = up_operation(m, team, record.id, pools, true, &req);
+    submit(tx, m, op, &p).await
+}
+
+/// The accelerator a new cluster asks for (required; pool options only with one).
+fn requested_accelerator(m: &Mutation, req: &UpRequest) -> Result<Choice> {
     let Some(acc) = req.accelerator.as_deref() else {
         return Err(Error::invalid(
             "ACCELERATOR_REQUIRED",
             format!(
                 "cluster {} does not exist: creating it needs \"accelerator\" (for example \"gpu-l4\", \"tpu-v5litepod-4\", or \"cpu\" for none; GET /v1/accelerators lists them)",
-                path.name()
+                m.path.name()
             ),
         ));
     };
     let choice = parse_accelerator(acc)?;
-    let min = req.min_nodes.unwrap_or(0);
-    let mut first: Option<(String, model::NodePool)> = None;
-    let mut shaped = None;
-    if let Choice::Accelerator(r) = &choice {
-        let spot = spot_of(r, req.spot).map_err(pool_error)?;
-        let s = shape(r, min, spot, req.reservation.as_deref(), None).map_err(pool_error)?;
-        let seed = id_seed(caller, path, idempotency.as_ref());
-        let id = new_pool_ids(&r.pool_prefix(), 1, &[], seed.as_deref(), validate_only).remove(0);
-        let record = pool_record(
-            &PoolToAdd {
-                id: &id,
-                shape: &s,
-                driver_version: None,
-                zones: &[],
-                paired_pool: None,
-            },
-            prices,
-        );
-        first = Some((id, record));
-        shaped = Some(s);
-    } else if req.spot.is_some() || req.reservation.is_some() || req.min_nodes.is_some() {
+    if matches!(choice, Choice::Cpu)
+        && (req.spot.is_some() || req.reservation.is_some() || req.min_nodes.is_some())
+    {
         return Err(Error::invalid(
             "NO_ACCELERATOR_POOL",
             "minNodes, spot and reservation describe the first accelerator pool; a cpu cluster has none",
         ));
     }
-    let acc = match &choice {
+    Ok(choice)
+}
+
+/// The first pool of a new cluster: shaped, named (from the request id when there is
+/// one) and priced.
+fn first_pool(svc: &Services, m: &Mutation, r: &Resolved, req: &UpRequest) -> Result<FirstPool> {
+    let spot = spot_of(r, req.spot).map_err(pool_error)?;
+    let s = shape(
+        r,
+        req.min_nodes.unwrap_or(0),
+        spot,
+        req.reservation.as_deref(),
+        None,
+    )
+    .map_err(pool_error)?;
+    let seed = m.id_seed();
+    let id = new_pool_ids(&r.pool_prefix(), 1, &[], seed.as_deref(), m.validate_only).remove(0);
+    let record = pool_record(
+        &PoolToAdd {
+            id: &id,
+            shape: &s,
+            driver_version: None,
+            zones: &[],
+            paired_pool: None,
+        },
+        &svc.prices,
+    );
+    Ok(FirstPool {
+        id,
+        record,
+        shape: s,
+    })
+}
+
+/// The creation plan, after the zone, the accelerator's availability there and the
+/// quota are checked (warnings where they could not be).
+async fn create_plan(
+    svc: &Services,
+    m: &Mutation,
+    choice: &Choice,
+    first: Option<&FirstPool>,
+    force_destroy: bool,
+) -> Result<Plan> {
+    let n: ClusterNames = m.names();
+    let acc = match choice {
         Choice::Accelerator(r) => Some(r),
         Choice::Cpu => None,
     };
     let mut warnings =
-        check_placement(cloud, &n.project, std::slice::from_ref(&n.zone), acc).await?;
-    if let (Some(s), Some(_)) = (&shaped, &first) {
-        warnings.extend(check_quota(cloud, &n, s, validate_only).await?);
+        check_placement(&svc.cloud, &n.project, std::slice::from_ref(&n.zone), acc).await?;
+    if let Some(f) = first {
+        warnings.extend(check_quota(&svc.cloud, &n, &f.shape, m.validate_only).await?);
     }
-    let force_destroy = req.force_destroy.unwrap_or(true);
     let mut p = plan(&UpInput {
         names: &n,
         cluster_exists: false,
         existing_pools: &[],
         existing_need_driver: false,
-        first_pool: match (&first, &shaped) {
-            (Some((id, _)), Some(s)) => Some(NewPool {
-                id,
-                shape: s,
-                driver_version: None,
-            }),
-            _ => None,
-        },
+        first_pool: first.map(|f| NewPool {
+            id: &f.id,
+            shape: &f.shape,
+            driver_version: None,
+        }),
         accelerator_requested: true,
         force_destroy,
-        prices,
+        prices: &svc.prices,
         live: None,
     });
     p.warnings.extend(warnings);
-    if validate_only {
-        return Ok(Submitted::Plan(p));
-    }
-    let spec = json!({
-        "accelerator": match &choice { Choice::Cpu => "cpu".to_owned(), Choice::Accelerator(r) => r.base_name() },
-        "minNodes": min, "forceDestroy": force_destroy,
-        "spot": shaped.as_ref().is_some_and(|s| s.spot), "reservation": req.reservation,
-    });
-    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    let record = store::clusters::insert(
-        &mut *tx,
+    Ok(p)
+}
+
+/// Insert the new cluster's record; a concurrent creation of the same name is refused.
+async fn insert_cluster(
+    tx: &mut sqlx::PgConnection,
+    m: &Mutation,
+    team: &str,
+    spec: Value,
+) -> Result<ClusterRecord> {
+    let path = &m.path;
+    store::clusters::insert(
+        tx,
         NewCluster {
             project_id: path.project.as_str(),
             zone: path.zone.as_str(),
             name: path.cluster.as_str(),
-            team_id: &team,
+            team_id: team,
             state: "PROVISIONING",
             spec,
-            resources: serde_json::to_value(cluster_resources(&n)).unwrap_or_default(),
-            created_by: caller.email.as_str(),
+            resources: serde_json::to_value(cluster_resources(&m.names())).unwrap_or_default(),
+            created_by: m.caller.email.as_str(),
         },
     )
     .await
@@ -225,35 +300,5 @@ pub async fn up(
             format!("cluster {} was created by a concurrent request; send the request again to reconcile it", path.name()),
         ),
         e => e.into(),
-    })?;
-    let mut pools = Vec::new();
-    if let Some((id, spec)) = &first {
-        store::node_pools::insert(
-            &mut *tx,
-            record.id,
-            id,
-            "PROVISIONING",
-            serde_json::to_value(spec).unwrap_or_default(),
-        )
-        .await?;
-        pools.push(id.clone());
-    }
-    let enq = operation(
-        OpRequest {
-            op_type: UP,
-            path,
-            target: path.name(),
-            team: &team,
-            caller,
-            cluster_id: record.id,
-            pools,
-            new_cluster: true,
-            request,
-            idempotency,
-        },
-        &p,
-    );
-    Ok(Submitted::Operation(Box::new(
-        super::enqueue(tx, &enq).await?,
-    )))
+    })
 }

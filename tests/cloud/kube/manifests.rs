@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use kineticd::cloud::gcp::RetryClass;
-use kineticd::cloud::kube::manifests::{LWS_DEPLOYMENT, LWS_NAMESPACE, ManifestStore};
+use kineticd::cloud::kube::manifests::{LWS_DEPLOYMENT, LWS_NAMESPACE};
 use kineticd::cloud::kube::{KubeError, WaitFor, WaitOptions};
+use kineticd::ops::workflows::cluster::manifest_cache::{ManifestError, ManifestStore};
 use kineticd::sim::Sim;
 use kineticd::sim::faults::{FaultKind, FaultSpec};
 use kineticd::sim::kube::manifests::{LWS_FILE, LWS_SHA256};
@@ -77,6 +78,9 @@ async fn checksum_mismatch_is_a_clear_terminal_error() {
     let mut spec = kineticd::sim::kube::manifests::config(&sim.url()).lws;
     spec.sha256 = Some("0".repeat(64));
     let e = store.fetch(&spec).await.expect_err("mismatch");
+    let ManifestError::Download(e) = e else {
+        panic!("unexpected {e}");
+    };
     match &e {
         KubeError::ChecksumMismatch {
             url,
@@ -106,6 +110,9 @@ async fn a_failed_download_is_retryable() {
         .fetch(&kineticd::sim::kube::manifests::config(&sim.url()).lws)
         .await
         .expect_err("site down");
+    let ManifestError::Download(e) = e else {
+        panic!("unexpected {e}");
+    };
     assert!(
         matches!(
             e,

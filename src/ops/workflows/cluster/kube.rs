@@ -50,7 +50,7 @@ async fn apply_manifest(
     wait: WaitFor,
 ) -> Result<Value, StepError> {
     let k = cluster(s).await?;
-    let manifest = s.env.manifests.fetch(spec).await.map_err(kube_error)?;
+    let manifest = s.env.manifests.fetch(spec).await?;
     let applied = k.apply_yaml(&manifest.body).await.map_err(kube_error)?;
     k.wait_for(&wait, &s.env.timing.kube, &s.ctx.cancel, |_| {})
         .await

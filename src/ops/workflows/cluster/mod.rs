@@ -12,6 +12,7 @@ mod exec;
 mod gke;
 mod infra;
 mod kube;
+pub mod manifest_cache;
 mod plan_steps;
 pub mod records;
 pub mod results;
@@ -30,7 +31,7 @@ use uuid::Uuid;
 use crate::cloud::Cloud;
 use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::lro::{LroPolicy, PollSchedule};
-use crate::cloud::kube::{KubeError, ManifestStore, WaitOptions};
+use crate::cloud::kube::{KubeError, WaitOptions};
 use crate::domain::naming::ClusterNames;
 use crate::domain::{ClusterName, ProjectId, ZoneName};
 use crate::ops::steps::{ErrorClass, RpcCode, StepError, StepRecord};
@@ -38,6 +39,7 @@ use crate::store::operations::{Finish, OperationRow};
 use crate::store::{Db, StoreError};
 
 use super::{StepCtx, Workflow};
+use manifest_cache::ManifestStore;
 
 pub const UP: &str = "UP_CLUSTER";
 pub const DOWN: &str = "DOWN_CLUSTER";

@@ -1,0 +1,38 @@
+//! What every handler is given: the service layer's shared handles, plus what only the
+//! HTTP surface needs (the authenticator, the metrics registry).
+//!
+//! Invariant: the API reaches the database, the queue and the cloud only through
+//! [`Services`] and the service functions that take it; the composition root (`app`)
+//! builds this state, and nothing here depends on `app`.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+
+use crate::service::Services;
+
+use super::auth::{Authenticator, HasAuth};
+
+#[derive(Clone)]
+pub struct AppState {
+    /// Database, events, cloud clients, prices, page key.
+    pub services: Services,
+    pub auth: Arc<Authenticator>,
+    pub metrics: PrometheusHandle,
+}
+
+/// Handlers read `state.db`, `state.cloud`, ... straight through.
+impl Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.services
+    }
+}
+
+impl HasAuth for AppState {
+    fn authenticator(&self) -> &Arc<Authenticator> {
+        &self.auth
+    }
+}
