@@ -56,7 +56,7 @@ async fn check_etag(
         return Ok(());
     }
     let current = crate::service::clusters::get(&s.db, caller, path).await?;
-    crate::service::etag::check(if_match, &current.etag, &current.name)
+    crate::service::etag::check(if_match, &current.etag, &current.name).map_err(ApiError::from)
 }
 
 fn idem(

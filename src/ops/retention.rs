@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::domain::OperationState;
 use crate::store::{Db, StoreError, operations};
 
 use super::queue::IDEMPOTENCY_TTL_HOURS;
@@ -23,13 +24,17 @@ pub async fn purge_once(db: &Db, retention: Duration) -> Result<u64, StoreError>
 /// Refresh `kineticd_operations_unfinished{state}`.
 pub async fn refresh_gauges(db: &Db) -> Result<(), StoreError> {
     let counts = operations::counts_by_state(db).await?;
-    for state in ["QUEUED", "RUNNING", "CANCELLING"] {
+    for state in [
+        OperationState::Queued,
+        OperationState::Running,
+        OperationState::Cancelling,
+    ] {
         let n = counts
             .iter()
-            .find(|(s, _)| s == state)
+            .find(|(s, _)| *s == state)
             .map(|(_, n)| *n)
             .unwrap_or(0);
-        metrics::gauge!("kineticd_operations_unfinished", "state" => state).set(n as f64);
+        metrics::gauge!("kineticd_operations_unfinished", "state" => state.as_str()).set(n as f64);
     }
     Ok(())
 }
@@ -43,7 +48,7 @@ pub async fn run(db: Db, retention: Duration, every: Duration, stop: Cancellatio
             _ = stop.cancelled() => return,
         }
         if let Err(e) = purge_once(&db, retention).await {
-            tracing::warn!(error = %e, "retention pass failed");
+            tracing::warn!(error = %format_args!("{e:#}"), "retention pass failed");
         }
     }
 }
@@ -57,7 +62,7 @@ pub async fn run_gauges(db: Db, every: Duration, stop: CancellationToken) {
             _ = stop.cancelled() => return,
         }
         if let Err(e) = refresh_gauges(&db).await {
-            tracing::debug!(error = %e, "queue gauge refresh failed");
+            tracing::debug!(error = %format_args!("{e:#}"), "queue gauge refresh failed");
         }
     }
 }

@@ -20,6 +20,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::domain::OperationState;
 use crate::store::operations::{self, Finish, OperationRow};
 use crate::store::{Db, StoreError};
 
@@ -51,7 +52,7 @@ pub struct RunEnv {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Ended in this state (SUCCEEDED, FAILED, CANCELLED).
-    Finished(String),
+    Finished(OperationState),
     /// Another worker owns the operation now; nothing more was written.
     LeaseLost,
     /// Shutdown: the lease was handed back for another worker to resume.
@@ -79,7 +80,7 @@ impl Run {
         match operations::save_steps(&self.env.db, self.op.id, self.op.generation, &json).await {
             Ok(ok) => ok,
             Err(e) => {
-                tracing::warn!(operation.id = %self.op.id, error = %e, "saving steps failed; giving up the claim");
+                tracing::warn!(operation.id = %self.op.id, error = %format_args!("{e:#}"), "saving steps failed; giving up the claim");
                 false
             }
         }
@@ -131,7 +132,7 @@ impl Run {
 
     async fn finish(
         &self,
-        state: &str,
+        state: OperationState,
         steps: &[StepRecord],
         response: Option<Value>,
         error: Option<Value>,
@@ -146,14 +147,14 @@ impl Run {
         match self.wf.finish(&self.env.db, &self.op, f).await {
             Ok(true) => {
                 metrics::counter!("kineticd_operations_finished_total",
-                    "type" => self.op.op_type.clone(), "state" => state.to_owned())
+                    "type" => self.op.op_type.clone(), "state" => state.as_str())
                 .increment(1);
-                tracing::info!(operation.id = %self.op.id, operation.type = %self.op.op_type, state, "operation finished");
-                Outcome::Finished(state.to_owned())
+                tracing::info!(operation.id = %self.op.id, operation.type = %self.op.op_type, state = state.as_str(), "operation finished");
+                Outcome::Finished(state)
             }
             Ok(false) => Outcome::LeaseLost,
             Err(e) => {
-                tracing::warn!(operation.id = %self.op.id, error = %e, "finishing failed; the lease will expire and another worker resumes");
+                tracing::warn!(operation.id = %self.op.id, error = %format_args!("{e:#}"), "finishing failed; the lease will expire and another worker resumes");
                 Outcome::LeaseLost
             }
         }
@@ -305,7 +306,9 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
                 meta.insert("step".into(), id.clone());
                 let msg = format!("step {id} ({desc}) failed: {}", e.message);
                 let err = status_json(e.code, &msg, &e.reason, &meta);
-                return run.finish("FAILED", &g, None, Some(err)).await;
+                return run
+                    .finish(OperationState::Failed, &g, None, Some(err))
+                    .await;
             }
             if cancel.is_cancelled() {
                 return cancelled(&run).await;
@@ -315,7 +318,9 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
             }
             if g.iter().all(|s| s.state.finished_ok()) {
                 let response = run.wf.response(&run.op, &g);
-                return run.finish("SUCCEEDED", &g, Some(response), None).await;
+                return run
+                    .finish(OperationState::Succeeded, &g, Some(response), None)
+                    .await;
             }
             let err = status_json(
                 RpcCode::Internal,
@@ -324,7 +329,9 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
                 &Default::default(),
             );
             skip_unstarted(&mut g, "the steps it depends on cannot finish");
-            return run.finish("FAILED", &g, None, Some(err)).await;
+            return run
+                .finish(OperationState::Failed, &g, None, Some(err))
+                .await;
         }
         let flush = async {
             match flush_at {
@@ -352,7 +359,7 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
                 let err = status_json(RpcCode::DeadlineExceeded,
                     &format!("operation {} exceeded its deadline", run.op.id),
                     "DEADLINE_EXCEEDED", &Default::default());
-                return run.finish("FAILED", &g, None, Some(err)).await;
+                return run.finish(OperationState::Failed, &g, None, Some(err)).await;
             }
             _ = env.drain.cancelled(), if !draining => { draining = true; }
             _ = flush => {
@@ -379,7 +386,7 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
                         }
                         Ok(None) => return Outcome::LeaseLost,
                         Err(e) => {
-                            tracing::warn!(operation.id = %run.op.id, error = %e, "completing a step failed; handing the operation back");
+                            tracing::warn!(operation.id = %run.op.id, error = %format_args!("{e:#}"), "completing a step failed; handing the operation back");
                             // Best effort: let another worker resume now rather than
                             // after the lease runs out (the step re-runs: ensure).
                             let _ = operations::release(&run.env.db, run.op.id, run.op.generation).await;
@@ -436,7 +443,8 @@ async fn cancelled(run: &Run) -> Outcome {
     stop_steps(&mut g, StepState::Cancelled, "cancelled by request");
     skip_unstarted(&mut g, "the operation was cancelled");
     let err = cancelled_status();
-    run.finish("CANCELLED", &g, None, Some(err)).await
+    run.finish(OperationState::Cancelled, &g, None, Some(err))
+        .await
 }
 
 async fn release(run: &Run) -> Outcome {
@@ -473,7 +481,9 @@ async fn heartbeat(
                 lost.cancel();
                 return;
             }
-            Err(e) => tracing::warn!(operation.id = %id, error = %e, "heartbeat failed; retrying"),
+            Err(e) => {
+                tracing::warn!(operation.id = %id, error = %format_args!("{e:#}"), "heartbeat failed; retrying")
+            }
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::cloud::Cloud;
 use crate::cloud::gcp::storage::ListObjects;
+use crate::domain::ClusterState;
 use crate::ops::queue::Idempotency;
 use crate::ops::workflows::cluster::DOWN;
 use crate::plan::down::{DownInput, plan};
@@ -59,11 +60,7 @@ pub async fn down(
     };
     let c = live(cluster, path)?;
     let n = names(path);
-    let force_destroy = c
-        .spec
-        .get("forceDestroy")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(true);
+    let force_destroy = c.spec.force_destroy;
     if !force_destroy {
         let full = non_empty(cloud, &[&n.jobs_bucket, &n.builds_bucket]).await?;
         if !full.is_empty() {
@@ -93,7 +90,7 @@ pub async fn down(
     }
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
     let c = super::lock(&mut tx, path).await?;
-    store::clusters::set_state(&mut *tx, c.id, "DELETING", false).await?;
+    store::clusters::set_state(&mut *tx, c.id, ClusterState::Deleting, false).await?;
     let enq = operation(
         OpRequest {
             op_type: DOWN,

@@ -18,9 +18,9 @@ pub mod up;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::domain::Role;
 use crate::domain::accelerators::{self, Choice};
 use crate::domain::naming::ClusterNames;
+use crate::domain::{ClusterState, Role};
 use crate::model::Operation;
 use crate::ops::queue::{self, Enqueue, Idempotency};
 use crate::ops::workflows::cluster::ClusterOpInput;
@@ -82,7 +82,7 @@ pub async fn begin(
             .await
             .map_err(enqueue_error)?
     {
-        return Ok(Begin::Repeat(Box::new(super::operations::render(&op))));
+        return Ok(Begin::Repeat(Box::new(super::operations::render(&op)?)));
     }
     let cluster = crate::store::clusters::get(
         db,
@@ -91,7 +91,7 @@ pub async fn begin(
         path.cluster.as_str(),
     )
     .await?
-    .filter(|c| c.state != "DELETED")
+    .filter(|c| c.state != ClusterState::Deleted)
     .map(Box::new);
     Ok(Begin::Go { team, cluster })
 }
@@ -109,7 +109,7 @@ pub fn live(c: Option<Box<ClusterRecord>>, path: &ClusterPath) -> Result<Cluster
 
 /// Refuse changes to a cluster that is being deleted.
 pub fn not_deleting(c: &ClusterRecord, path: &ClusterPath) -> Result<()> {
-    if c.state == "DELETING" {
+    if c.state == ClusterState::Deleting {
         return Err(Error::precondition(
             "CLUSTER_DELETING",
             format!(
@@ -196,5 +196,5 @@ pub async fn enqueue(
             .await
             .map_err(|e| Error::from(crate::store::StoreError::from(e)))?;
     }
-    Ok(super::operations::render(&r.op))
+    super::operations::render(&r.op)
 }

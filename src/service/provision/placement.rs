@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use axum::http::StatusCode;
+use crate::domain::RpcCode;
 
 use crate::cloud::Cloud;
 use crate::cloud::gcp::GcpError;
@@ -24,7 +24,7 @@ use super::super::{Error, Result};
 /// 503 UNAVAILABLE: Compute could not answer what `what` needed.
 fn unavailable(e: &GcpError, what: &str) -> Error {
     Error::new(
-        StatusCode::SERVICE_UNAVAILABLE,
+        RpcCode::Unavailable,
         "CLOUD_UNAVAILABLE",
         format!(
             "could not check {what}: Compute Engine's {} answered {} {} ({}); nothing was changed, retry shortly",

@@ -9,7 +9,7 @@ use crate::domain::accelerators::{Choice, Kind};
 use crate::domain::naming::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolShape, shape, spot_of};
 use crate::domain::pricing::PriceTable;
-use crate::domain::{PoolId, ZoneName, quota};
+use crate::domain::{PoolId, PoolState, ZoneName, quota};
 use crate::model;
 use crate::ops::queue::Idempotency;
 use crate::ops::workflows::cluster::{ADD_POOL, REMOVE_POOL};
@@ -17,6 +17,7 @@ use crate::plan::pools::{PoolToAdd, add, pool_record, remove};
 use crate::store::{self, Db};
 
 use super::super::clusters::ClusterPath;
+use super::super::records::spec_of;
 use super::super::{Caller, Error, Result};
 use super::placement::check_placement;
 use super::{
@@ -290,8 +291,8 @@ pub async fn add_pool(
             &mut *tx,
             c.id,
             &r.pool_id,
-            "PROVISIONING",
-            serde_json::to_value(r).unwrap_or_default(),
+            PoolState::Provisioning,
+            &spec_of(r),
         )
         .await?;
     }
@@ -349,9 +350,8 @@ pub async fn remove_pool(
     let rec = store::node_pools::get(db, c.id, pool.as_str())
         .await?
         .ok_or_else(not_found)?;
-    let spec: model::NodePool = serde_json::from_value(rec.spec).unwrap_or_default();
     let mut ids = vec![pool.to_string()];
-    if let Some(f) = &spec.failover
+    if let Some(f) = &rec.spec.failover
         && store::node_pools::get(db, c.id, &f.paired_pool)
             .await?
             .is_some()
@@ -366,7 +366,7 @@ pub async fn remove_pool(
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
     let c = super::lock(&mut tx, path).await?;
     not_deleting(&c, path)?;
-    store::node_pools::set_state(&mut *tx, c.id, Some(&ids), "STOPPING", &[]).await?;
+    store::node_pools::set_state(&mut *tx, c.id, Some(&ids), PoolState::Stopping, &[]).await?;
     let enq = operation(
         OpRequest {
             op_type: REMOVE_POOL,

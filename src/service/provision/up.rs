@@ -2,21 +2,22 @@
 //! existing one (pools kept, accelerator ignored, missing resources repaired).
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::cloud::Cloud;
 use crate::domain::accelerators::Choice;
 use crate::domain::pools::{shape, spot_of};
 use crate::domain::pricing::PriceTable;
+use crate::domain::{ClusterState, PoolState};
 use crate::model;
 use crate::ops::queue::Idempotency;
 use crate::ops::workflows::cluster::UP;
 use crate::plan::pools::{PoolToAdd, needs_driver_installer, pool_record};
 use crate::plan::resources::cluster_resources;
 use crate::plan::up::{NewPool, UpInput, plan};
-use crate::store::{self, Db, clusters::NewCluster};
+use crate::store::{self, ClusterSpecRecord, Db, clusters::NewCluster};
 
 use super::super::clusters::ClusterPath;
+use super::super::records::{pool_of, spec_of};
 use super::super::status::up_live_state;
 use super::super::{Caller, Error, Result};
 use super::placement::check_placement;
@@ -77,16 +78,10 @@ pub async fn up(
         }
         let pools = store::node_pools::list(db, c.id, None, 10_000).await?;
         let ids: Vec<String> = pools.iter().map(|p| p.pool_id.clone()).collect();
-        let need_driver = pools.iter().any(|p| {
-            serde_json::from_value::<model::NodePool>(p.spec.clone())
-                .is_ok_and(|s| needs_driver_installer(&s))
-        });
-        let force_destroy = req.force_destroy.unwrap_or_else(|| {
-            c.spec
-                .get("forceDestroy")
-                .and_then(|v| v.as_bool())
-                .unwrap_or(true)
-        });
+        let need_driver = pools
+            .iter()
+            .any(|p| needs_driver_installer(&pool_of(p.spec.clone())));
+        let force_destroy = req.force_destroy.unwrap_or(c.spec.force_destroy);
         // Checked live, as a status is: what exists is KEPT, what is gone is CREATED.
         let live = up_live_state(cloud, &n, &ids).await;
         let p = plan(&UpInput {
@@ -106,10 +101,12 @@ pub async fn up(
         let mut tx = db.begin().await.map_err(store::StoreError::from)?;
         let c = super::lock(&mut tx, path).await?;
         super::not_deleting(&c, path)?;
-        let mut spec = c.spec.clone();
-        spec["forceDestroy"] = json!(force_destroy);
+        let spec = ClusterSpecRecord {
+            force_destroy,
+            ..c.spec.clone()
+        };
         store::clusters::set_spec(&mut *tx, c.id, &spec).await?;
-        store::clusters::set_state(&mut *tx, c.id, "RECONCILING", true).await?;
+        store::clusters::set_state(&mut *tx, c.id, ClusterState::Reconciling, true).await?;
         let enq = operation(
             OpRequest {
                 op_type: UP,
@@ -199,11 +196,16 @@ pub async fn up(
     if validate_only {
         return Ok(Submitted::Plan(p));
     }
-    let spec = json!({
-        "accelerator": match &choice { Choice::Cpu => "cpu".to_owned(), Choice::Accelerator(r) => r.base_name() },
-        "minNodes": min, "forceDestroy": force_destroy,
-        "spot": shaped.as_ref().is_some_and(|s| s.spot), "reservation": req.reservation,
-    });
+    let spec = ClusterSpecRecord {
+        accelerator: Some(match &choice {
+            Choice::Cpu => "cpu".to_owned(),
+            Choice::Accelerator(r) => r.base_name(),
+        }),
+        min_nodes: Some(min),
+        force_destroy,
+        spot: Some(shaped.as_ref().is_some_and(|s| s.spot)),
+        reservation: req.reservation.clone(),
+    };
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
     let record = store::clusters::insert(
         &mut *tx,
@@ -212,7 +214,7 @@ pub async fn up(
             zone: path.zone.as_str(),
             name: path.cluster.as_str(),
             team_id: &team,
-            state: "PROVISIONING",
+            state: ClusterState::Provisioning,
             spec,
             resources: serde_json::to_value(cluster_resources(&n)).unwrap_or_default(),
             created_by: caller.email.as_str(),
@@ -232,8 +234,8 @@ pub async fn up(
             &mut *tx,
             record.id,
             id,
-            "PROVISIONING",
-            serde_json::to_value(spec).unwrap_or_default(),
+            PoolState::Provisioning,
+            &spec_of(spec),
         )
         .await?;
         pools.push(id.clone());
