@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The step states and google.rpc codes are the domain's; re-exported for the engine.
 pub use crate::domain::{RpcCode, StepState};
 
 /// One step of an operation, as persisted.

@@ -12,8 +12,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::domain::RpcCode;
-
 use crate::cloud::Cloud;
 use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::types::artifact_registry::Repository;
@@ -23,9 +21,9 @@ use crate::cloud::gcp::types::iam::ServiceAccount;
 use crate::cloud::gcp::types::storage::Bucket;
 use crate::cloud::kube::manifests::NVIDIA_DRIVER_DAEMONSET;
 use crate::cloud::kube::{ClusterAccess, ObjectKind};
-use crate::domain::ClusterState;
 use crate::domain::naming::{APIS, ClusterNames, KSA_NAME, KSA_NAMESPACE};
 use crate::domain::pricing::PriceTable;
+use crate::domain::{ClusterState, RpcCode};
 use crate::model;
 use crate::model::status::{
     BucketStatus, BucketsStatus, ClusterLive, ClusterStatus, Drift, DriftProblem, GkeClusterStatus,

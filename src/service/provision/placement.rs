@@ -12,11 +12,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::domain::RpcCode;
-
 use crate::cloud::Cloud;
 use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::types::compute::Zone;
+use crate::domain::RpcCode;
 use crate::domain::accelerators::{Kind, Resolved};
 
 use super::super::{Error, Result};
