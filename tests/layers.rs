@@ -4,10 +4,9 @@
 //!
 //! Invariant: a file belongs to the layer of its top-level module (`src/api/**` is `api`,
 //! `src/config.rs` is `config`); an edge from one layer to another is allowed only if
-//! [`ALLOWED`] lists it (or, while other branches remove it, [`BEING_REMOVED`]). Comments,
-//! doc comments and string literals are not code and are skipped. SQL (`sqlx::query*`)
-//! is written only in `src/store/` (and `src/devdb/`). The checker tests itself on
-//! snippets that must and must not be caught.
+//! [`ALLOWED`] lists it. Comments, doc comments and string literals are not code and
+//! are skipped. SQL (`sqlx::query*`) is written only in `src/store/` (and `src/devdb/`).
+//! The checker tests itself on snippets that must and must not be caught.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -59,18 +58,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
 
 /// The composition roots wire everything together and may use any layer.
 const ROOTS: &[&str] = &["main", "lib", "app", "cli"];
-
-/// Edges other branches of issue 12 are removing right now, allowed until they land.
-/// Each entry is (file, layer it uses). The lead deletes an entry once its branch is
-/// merged; the test then fails if the edge is still there.
-const BEING_REMOVED: &[(&str, &str)] = &[
-    // `storeerr`: the API maps its own service error type, not the store's.
-    ("src/api/error.rs", "store"),
-    // `storeerr`: `service::Error` is its own type, no longer an alias of `ApiError`.
-    ("src/service/mod.rs", "api"),
-    // `plantypes` (or its sibling): `StepState` moves out of `ops` for the model.
-    ("src/model/operation.rs", "ops"),
-];
 
 /// One use of another layer: `file:line` uses `path` (of layer `to`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -420,8 +407,7 @@ fn violations(rel: &str, src: &str) -> Vec<Edge> {
             let ok = to.is_empty()
                 || to == "self"
                 || to == from
-                || allowed.iter().any(|a| within(&path, a))
-                || BEING_REMOVED.contains(&(rel, to.as_str()));
+                || allowed.iter().any(|a| within(&path, a));
             (!ok).then(|| Edge {
                 file: rel.to_owned(),
                 line,
@@ -530,26 +516,6 @@ fn sql_only_in_the_store() {
     let snippet = "// sqlx::query in a comment\nfn f() { sqlx::query_scalar(\"SELECT 1\"); }\n";
     assert_eq!(sql_outside_store("src/service/x.rs", snippet), [2]);
     assert!(sql_outside_store("src/store/x.rs", snippet).is_empty());
-}
-
-#[test]
-fn edges_being_removed_still_exist() {
-    // An entry whose edge is gone must be deleted, so the list only ever shrinks.
-    let files = crate_files();
-    for (file, to) in BEING_REMOVED {
-        let text = files
-            .iter()
-            .find(|(rel, _)| rel == file)
-            .map(|(_, t)| t.as_str())
-            .unwrap_or("");
-        let still = crate_paths(file, text)
-            .iter()
-            .any(|(p, _)| p.split("::").next() == Some(to));
-        assert!(
-            still,
-            "{file} no longer uses {to}: delete its BEING_REMOVED entry"
-        );
-    }
 }
 
 #[test]

@@ -129,7 +129,7 @@ async fn measure(server: &Server, url: &str) -> Result<Latency> {
             .await?
             .with_context(|| format!("operation {id} vanished"))?;
         let steps: Vec<StepRecord> = serde_json::from_value(row.steps)?;
-        if row.state != "SUCCEEDED"
+        if row.state != kineticd::domain::OperationState::Succeeded
             || steps.len() != STEPS as usize
             || steps.iter().any(|s| s.state != StepState::Done)
         {

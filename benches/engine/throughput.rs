@@ -164,7 +164,10 @@ async fn verify(mon: &mut PgConnection) -> Result<i64> {
         ..Default::default()
     };
     let rows = operations::list(&mut *mon, &done, None, OPS as i64 + 1).await?;
-    let succeeded = rows.iter().filter(|r| r.state == "SUCCEEDED").count();
+    let succeeded = rows
+        .iter()
+        .filter(|r| r.state == kineticd::domain::OperationState::Succeeded)
+        .count();
     let effects = operations::noop_effect_counts(&mut *mon).await?;
     let once = effects.iter().filter(|e| e.2 == 1).count();
     if succeeded != OPS || effects.len() != OPS * STEPS as usize || once != effects.len() {

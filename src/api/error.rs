@@ -11,8 +11,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::NameError;
-use crate::store::StoreError;
+use crate::domain::{NameError, RpcCode};
+use crate::service;
+
+pub use crate::service::error::ErrorChain;
 
 /// Google's `ErrorInfo` detail.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -55,22 +57,15 @@ pub struct ApiError {
 
 /// The canonical status name for an HTTP code (google.rpc.Code).
 pub fn status_name(code: StatusCode) -> &'static str {
-    match code.as_u16() {
-        400 => "INVALID_ARGUMENT",
-        401 => "UNAUTHENTICATED",
-        403 => "PERMISSION_DENIED",
-        404 => "NOT_FOUND",
-        405 => "UNIMPLEMENTED",
-        409 => "ALREADY_EXISTS",
-        412 => "FAILED_PRECONDITION",
-        413 => "INVALID_ARGUMENT",
-        415 => "INVALID_ARGUMENT",
-        429 => "RESOURCE_EXHAUSTED",
-        499 => "CANCELLED",
-        501 => "UNIMPLEMENTED",
-        503 => "UNAVAILABLE",
-        504 => "DEADLINE_EXCEEDED",
-        _ => "INTERNAL",
+    RpcCode::from_http(code.as_u16()).name()
+}
+
+/// The HTTP status kineticd answers a code with: Google's (AIP-193), except that a
+/// refused precondition is 409 like kineticd's other conflicts (API.md).
+pub fn http_status(code: RpcCode) -> StatusCode {
+    match code {
+        RpcCode::FailedPrecondition => StatusCode::CONFLICT,
+        c => StatusCode::from_u16(c.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
     }
 }
 
@@ -91,48 +86,39 @@ impl ApiError {
     }
 
     pub fn invalid(reason: &str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, reason, message)
+        service::Error::invalid(reason, message).into()
     }
 
     pub fn not_found(reason: &str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, reason, message)
+        service::Error::not_found(reason, message).into()
     }
 
     /// 409 ALREADY_EXISTS: the thing to create is there already.
     pub fn exists(reason: &str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, reason, message)
+        service::Error::exists(reason, message).into()
     }
 
     /// 409 FAILED_PRECONDITION: the system is not in a state that allows the request.
     pub fn precondition(reason: &str, message: impl Into<String>) -> Self {
-        let mut e = Self::new(StatusCode::CONFLICT, reason, message);
-        e.status = "FAILED_PRECONDITION";
-        e
+        service::Error::precondition(reason, message).into()
     }
 
     /// 409 ABORTED: a concurrency conflict (stale etag); retrying may succeed.
     pub fn aborted(reason: &str, message: impl Into<String>) -> Self {
-        let mut e = Self::new(StatusCode::CONFLICT, reason, message);
-        e.status = "ABORTED";
-        e
+        service::Error::aborted(reason, message).into()
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "PERMISSION_DENIED", message)
+        service::Error::forbidden(message).into()
     }
 
     pub fn unauthenticated(reason: &str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, reason, message)
+        service::Error::unauthenticated(reason, message).into()
     }
 
     /// A 500 whose cause is logged here and never sent to the caller.
     pub fn internal(cause: &(dyn std::error::Error + 'static)) -> Self {
-        tracing::error!(error = %ErrorChain(cause), "internal error");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL",
-            "internal error; the server log has the cause (search for the x-request-id)",
-        )
+        service::Error::internal(cause).into()
     }
 
     pub fn body(&self) -> ErrorBody {
@@ -152,21 +138,6 @@ impl ApiError {
     }
 }
 
-/// Displays an error with its whole source chain (`a: b: c`).
-pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
-
-impl std::fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut src = self.0.source();
-        while let Some(s) = src {
-            write!(f, ": {s}")?;
-            src = s.source();
-        }
-        Ok(())
-    }
-}
-
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut resp = (self.code, axum::Json(self.body())).into_response();
@@ -175,22 +146,20 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::TeamExists => ApiError::exists("TEAM_EXISTS", "the team already exists; choose another teamId"),
-            StoreError::ProjectClaimed(p) => ApiError::exists(
-                "PROJECT_CLAIMED",
-                format!("project {p} already belongs to another team; a GCP project can belong to one team only"),
-            )
-            .with("project", p),
-            StoreError::Db(e) => ApiError::internal(&e),
+impl From<service::Error> for ApiError {
+    fn from(e: service::Error) -> Self {
+        ApiError {
+            code: http_status(e.code),
+            status: e.code.name(),
+            reason: e.reason,
+            message: e.message,
+            metadata: e.metadata,
         }
     }
 }
 
 impl From<NameError> for ApiError {
     fn from(e: NameError) -> Self {
-        ApiError::invalid("INVALID_NAME", e.to_string()).with("field", e.kind)
+        service::Error::from(e).into()
     }
 }

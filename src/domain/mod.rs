@@ -12,8 +12,12 @@ pub mod pools;
 pub mod pricing;
 pub mod quota;
 pub mod roles;
+pub mod rpc;
+pub mod states;
 
 pub use names::{
     ClusterName, Email, NameError, OperationTarget, PoolId, ProfileId, ProjectId, TeamId, ZoneName,
 };
 pub use roles::Role;
+pub use rpc::RpcCode;
+pub use states::{ClusterState, OperationState, PoolState, SettledState, StepState};

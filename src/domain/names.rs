@@ -216,6 +216,16 @@ name_type!(
     Email
 );
 impl Email {
+    /// The stable id under which this person appears in logs: `u-` and the first 16 hex
+    /// digits of the SHA-256 of the (lower-cased) address. The same person always maps
+    /// to the same id; the address itself is never written (logs leave the cluster).
+    pub fn log_id(&self) -> String {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(self.as_str().as_bytes());
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!("u-{hex}")
+    }
+
     pub fn parse(s: &str) -> Result<Self, NameError> {
         let lower = s.trim().to_ascii_lowercase();
         check(
@@ -261,6 +271,15 @@ impl OperationTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_ids_are_stable_and_hide_the_address() {
+        let id = Email::parse("Alice@Example.com").unwrap().log_id();
+        assert_eq!(id, Email::parse("alice@example.com").unwrap().log_id());
+        assert_ne!(id, Email::parse("bob@example.com").unwrap().log_id());
+        assert!(id.starts_with("u-") && id.len() == 18, "{id}");
+        assert!(!id.contains("alice"));
+    }
 
     #[test]
     fn team_ids() {

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::domain::{ClusterState, PoolState};
+
 /// Names of every cloud resource a cluster owns (null until created).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", default)]
@@ -33,9 +35,7 @@ pub struct Cluster {
     pub cluster_id: String,
     /// `teams/{teamId}` owning the project.
     pub team: String,
-    /// PROVISIONING | RUNNING | RECONCILING | DELETING | DELETED | ERROR
-    #[schema(example = "RUNNING")]
-    pub state: String,
+    pub state: ClusterState,
     pub force_destroy: bool,
     pub resources: ClusterResources,
     pub endpoint: Option<String>,
@@ -104,7 +104,7 @@ pub struct NodePool {
     pub max_run_duration: Option<String>,
     pub driver_version: Option<String>,
     pub failover: Option<FailoverRef>,
-    pub state: String,
+    pub state: PoolState,
     pub estimated_hourly_cost: Option<EstimatedCost>,
     pub create_time: String,
 }

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::ops::steps::StepState;
+use crate::domain::{OperationState, StepState};
 
 /// google.rpc.Status of a failed or cancelled operation; `code` is a google.rpc.Code
 /// (1 = CANCELLED), and `details[0].metadata.step` names the failed step.
@@ -51,8 +51,7 @@ pub struct OperationMetadata {
     pub team: Option<String>,
     pub created_by: String,
     pub request_id: Option<String>,
-    /// QUEUED | RUNNING | SUCCEEDED | FAILED | CANCELLING | CANCELLED
-    pub state: String,
+    pub state: OperationState,
     pub create_time: String,
     pub start_time: Option<String>,
     pub update_time: String,

@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::domain::{ClusterState, PoolState};
+
 /// `GET .../clusters/{cluster}/status`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -38,9 +40,8 @@ pub struct ClusterStatus {
 pub struct ClusterLive {
     /// The record's name, `projects/{p}/zones/{z}/clusters/{c}`.
     pub name: String,
-    /// The record's state: PROVISIONING | RUNNING | RECONCILING | DELETING | DELETED | ERROR.
-    #[schema(example = "RUNNING")]
-    pub state: String,
+    /// The record's state.
+    pub state: ClusterState,
     pub gke: GkeClusterStatus,
 }
 
@@ -147,7 +148,7 @@ pub struct PoolStatus {
     /// The records hold this pool.
     pub recorded: bool,
     /// The record's state, when recorded.
-    pub record_state: Option<String>,
+    pub record_state: Option<PoolState>,
     /// GKE's status (PROVISIONING | RUNNING | RUNNING_WITH_ERROR | RECONCILING |
     /// STOPPING | ERROR); `null` when GKE has no such pool or could not be read.
     pub gke_status: Option<String>,

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::domain::OperationState;
 use crate::store::{Db, StoreError, operations};
 
 use super::queue::IDEMPOTENCY_TTL_HOURS;
@@ -45,7 +46,7 @@ pub async fn refresh_gauges(
     }
     let depth: i64 = now
         .iter()
-        .filter(|((_, s), _)| s == "QUEUED")
+        .filter(|((_, s), _)| s == OperationState::Queued.as_str())
         .map(|(_, n)| n)
         .sum();
     metrics::gauge!("kineticd_queue_depth").set(depth as f64);
@@ -62,7 +63,7 @@ pub async fn run(db: Db, retention: Duration, every: Duration, stop: Cancellatio
             _ = stop.cancelled() => return,
         }
         if let Err(e) = purge_once(&db, retention).await {
-            tracing::warn!(error = %e, "retention pass failed");
+            tracing::warn!(error = %format_args!("{e:#}"), "retention pass failed");
         }
     }
 }
@@ -77,7 +78,7 @@ pub async fn run_gauges(db: Db, every: Duration, stop: CancellationToken) {
             _ = stop.cancelled() => return,
         }
         if let Err(e) = refresh_gauges(&db, &mut seen).await {
-            tracing::debug!(error = %e, "queue gauge refresh failed");
+            tracing::debug!(error = %format_args!("{e:#}"), "queue gauge refresh failed");
         }
     }
 }

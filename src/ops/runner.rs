@@ -28,6 +28,7 @@ use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::domain::OperationState;
 use crate::store::operations::{self, Finish, OperationRow};
 use crate::store::{Db, StoreError};
 
@@ -59,7 +60,7 @@ pub struct RunEnv {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Ended in this state (SUCCEEDED, FAILED, CANCELLED).
-    Finished(String),
+    Finished(OperationState),
     /// Another worker owns the operation now; nothing more was written.
     LeaseLost,
     /// Shutdown: the lease was handed back for another worker to resume.
@@ -87,7 +88,7 @@ impl Run {
         match operations::save_steps(&self.env.db, self.op.id, self.op.generation, &json).await {
             Ok(ok) => ok,
             Err(e) => {
-                tracing::warn!(operation.id = %self.op.id, error = %e, "saving steps failed; giving up the claim");
+                tracing::warn!(operation.id = %self.op.id, error = %format_args!("{e:#}"), "saving steps failed; giving up the claim");
                 false
             }
         }
@@ -146,7 +147,7 @@ impl Run {
 
     async fn finish(
         &self,
-        state: &str,
+        state: OperationState,
         steps: &[StepRecord],
         response: Option<Value>,
         error: Option<Value>,
@@ -161,14 +162,14 @@ impl Run {
         match self.wf.finish(&self.env.db, &self.op, f).await {
             Ok(true) => {
                 metrics::counter!("kineticd_operations_finished_total",
-                    "type" => self.op.op_type.clone(), "state" => state.to_owned())
+                    "type" => self.op.op_type.clone(), "state" => state.as_str())
                 .increment(1);
-                tracing::info!(operation.id = %self.op.id, operation.type = %self.op.op_type, state, "operation finished");
-                Outcome::Finished(state.to_owned())
+                tracing::info!(operation.id = %self.op.id, operation.type = %self.op.op_type, state = state.as_str(), "operation finished");
+                Outcome::Finished(state)
             }
             Ok(false) => Outcome::LeaseLost,
             Err(e) => {
-                tracing::warn!(operation.id = %self.op.id, error = %e, "finishing failed; the lease will expire and another worker resumes");
+                tracing::warn!(operation.id = %self.op.id, error = %format_args!("{e:#}"), "finishing failed; the lease will expire and another worker resumes");
                 Outcome::LeaseLost
             }
         }
@@ -489,7 +490,9 @@ impl Driver {
             meta.insert("step".into(), id.clone());
             let msg = format!("step {id} ({desc}) failed: {}", e.message);
             let err = status_json(e.code, &msg, &e.reason, &meta);
-            return run.finish("FAILED", &g, None, Some(err)).await;
+            return run
+                .finish(OperationState::Failed, &g, None, Some(err))
+                .await;
         }
         if self.cancel.is_cancelled() {
             return cancelled(run).await;
@@ -499,7 +502,9 @@ impl Driver {
         }
         if g.iter().all(|s| s.state.finished_ok()) {
             let response = run.wf.response(&run.op, &g);
-            return run.finish("SUCCEEDED", &g, Some(response), None).await;
+            return run
+                .finish(OperationState::Succeeded, &g, Some(response), None)
+                .await;
         }
         let err = status_json(
             RpcCode::Internal,
@@ -508,7 +513,8 @@ impl Driver {
             &Default::default(),
         );
         skip_unstarted(&mut g, "the steps it depends on cannot finish");
-        run.finish("FAILED", &g, None, Some(err)).await
+        run.finish(OperationState::Failed, &g, None, Some(err))
+            .await
     }
 
     async fn deadline_exceeded(&mut self) -> Outcome {
@@ -522,7 +528,9 @@ impl Driver {
             "DEADLINE_EXCEEDED",
             &Default::default(),
         );
-        self.run.finish("FAILED", &g, None, Some(err)).await
+        self.run
+            .finish(OperationState::Failed, &g, None, Some(err))
+            .await
     }
 
     /// Persist launched steps still running after LAUNCH_FLUSH.
@@ -613,7 +621,8 @@ async fn cancelled(run: &Run) -> Outcome {
     stop_steps(&mut g, StepState::Cancelled, "cancelled by request");
     skip_unstarted(&mut g, "the operation was cancelled");
     let err = cancelled_status();
-    run.finish("CANCELLED", &g, None, Some(err)).await
+    run.finish(OperationState::Cancelled, &g, None, Some(err))
+        .await
 }
 
 async fn release(run: &Run) -> Outcome {
@@ -650,7 +659,9 @@ async fn heartbeat(
                 lost.cancel();
                 return;
             }
-            Err(e) => tracing::warn!(operation.id = %id, error = %e, "heartbeat failed; retrying"),
+            Err(e) => {
+                tracing::warn!(operation.id = %id, error = %format_args!("{e:#}"), "heartbeat failed; retrying")
+            }
         }
     }
 }

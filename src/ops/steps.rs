@@ -12,22 +12,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum StepState {
-    Pending,
-    Running,
-    Done,
-    Skipped,
-    Failed,
-    Cancelled,
-}
-
-impl StepState {
-    pub fn finished_ok(self) -> bool {
-        matches!(self, StepState::Done | StepState::Skipped)
-    }
-}
+/// The step states and google.rpc codes are the domain's; re-exported for the engine.
+pub use crate::domain::{RpcCode, StepState};
 
 /// One step of an operation, as persisted.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -137,62 +123,6 @@ mod millis {
     }
 }
 
-/// google.rpc.Code values used in operation errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RpcCode {
-    Cancelled = 1,
-    Unknown = 2,
-    InvalidArgument = 3,
-    DeadlineExceeded = 4,
-    NotFound = 5,
-    AlreadyExists = 6,
-    PermissionDenied = 7,
-    ResourceExhausted = 8,
-    FailedPrecondition = 9,
-    Aborted = 10,
-    Internal = 13,
-    Unavailable = 14,
-}
-
-impl RpcCode {
-    /// The code for a canonical status name (`RESOURCE_EXHAUSTED`, ...); UNKNOWN otherwise.
-    pub fn from_status(status: &str) -> RpcCode {
-        [
-            RpcCode::Cancelled,
-            RpcCode::InvalidArgument,
-            RpcCode::DeadlineExceeded,
-            RpcCode::NotFound,
-            RpcCode::AlreadyExists,
-            RpcCode::PermissionDenied,
-            RpcCode::ResourceExhausted,
-            RpcCode::FailedPrecondition,
-            RpcCode::Aborted,
-            RpcCode::Internal,
-            RpcCode::Unavailable,
-        ]
-        .into_iter()
-        .find(|c| c.name() == status)
-        .unwrap_or(RpcCode::Unknown)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RpcCode::Cancelled => "CANCELLED",
-            RpcCode::Unknown => "UNKNOWN",
-            RpcCode::InvalidArgument => "INVALID_ARGUMENT",
-            RpcCode::DeadlineExceeded => "DEADLINE_EXCEEDED",
-            RpcCode::NotFound => "NOT_FOUND",
-            RpcCode::AlreadyExists => "ALREADY_EXISTS",
-            RpcCode::PermissionDenied => "PERMISSION_DENIED",
-            RpcCode::ResourceExhausted => "RESOURCE_EXHAUSTED",
-            RpcCode::FailedPrecondition => "FAILED_PRECONDITION",
-            RpcCode::Aborted => "ABORTED",
-            RpcCode::Internal => "INTERNAL",
-            RpcCode::Unavailable => "UNAVAILABLE",
-        }
-    }
-}
-
 /// Whether a failed attempt may be tried again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorClass {
@@ -292,7 +222,7 @@ pub fn status_json(
     metadata: &BTreeMap<String, String>,
 ) -> Value {
     serde_json::json!({
-        "code": code as i32,
+        "code": code.number(),
         "status": code.name(),
         "message": message,
         "details": [{

@@ -176,7 +176,7 @@ impl Worker {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "claiming failed; backing off");
+                    tracing::warn!(error = %format_args!("{e:#}"), "claiming failed; backing off");
                     tokio::select! {
                         _ = tokio::time::sleep(self.poll) => {}
                         _ = self.stop.cancelled() => return,
@@ -198,13 +198,13 @@ impl Worker {
             &format!("this server cannot run {} operations", op.op_type),
         );
         let f = operations::Finish {
-            state: "FAILED",
+            state: crate::domain::OperationState::Failed,
             steps: &steps,
             response: None,
             error: Some(&err),
         };
         if let Err(e) = operations::finish(&self.env.db, op.id, op.generation, f).await {
-            tracing::warn!(operation.id = %op.id, error = %e, "could not fail the operation");
+            tracing::warn!(operation.id = %op.id, error = %format_args!("{e:#}"), "could not fail the operation");
         }
     }
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 use crate::domain::accelerators::{self, Choice, Kind, Resolved};
 use crate::domain::pricing::PriceTable;
+use crate::domain::{ClusterState, PoolState};
 use crate::model::accelerator::{Accelerator, AcceleratorPrices};
 use crate::store::{self, Db};
 
@@ -121,14 +122,14 @@ pub async fn for_cluster(
     prices: &PriceTable,
 ) -> Result<Vec<Accelerator>> {
     let c = clusters::record(db, caller, path).await?;
-    let live: BTreeSet<String> = if c.state == "DELETED" {
+    let live: BTreeSet<String> = if c.state == ClusterState::Deleted {
         BTreeSet::new()
     } else {
         store::node_pools::list(db, c.id, None, 10_000)
             .await?
             .iter()
-            .filter(|p| p.state != "DELETED")
-            .filter_map(|p| p.spec.get("accelerator").and_then(|a| a.as_str()))
+            .filter(|p| p.state != PoolState::Deleted)
+            .map(|p| p.spec.accelerator.as_str())
             .filter_map(catalog_name)
             .collect()
     };

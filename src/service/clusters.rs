@@ -4,32 +4,24 @@
 //! Invariant: a cluster is visible only through the team that owns its project; anyone
 //! else gets 404 PROJECT_NOT_FOUND / CLUSTER_NOT_FOUND, never a hint it exists.
 
-use crate::domain::{ClusterName, PoolId, ProjectId, Role, TeamId, ZoneName};
+use crate::domain::{ClusterName, ClusterState, PoolId, ProjectId, Role, TeamId, ZoneName};
 use crate::model::{self, Cluster, ClusterResources, NodePool};
 use crate::store::{
-    self, Db,
+    self, Db, Row, StoreError,
     clusters::{ClusterFilter, ClusterKey, ClusterRecord},
     node_pools::NodePoolRecord,
 };
 
 use super::access::{self, Caller};
+use super::records::pool_of;
 use super::{Error, Page, PageRequest, Result};
-
-pub const STATES: [&str; 6] = [
-    "PROVISIONING",
-    "RUNNING",
-    "RECONCILING",
-    "DELETING",
-    "DELETED",
-    "ERROR",
-];
 
 pub fn cluster_name(project: &str, zone: &str, name: &str) -> String {
     format!("projects/{project}/zones/{zone}/clusters/{name}")
 }
 
 pub fn render_pool(c: &ClusterRecord, p: NodePoolRecord) -> NodePool {
-    let mut pool: NodePool = serde_json::from_value(p.spec).unwrap_or_default();
+    let mut pool = pool_of(p.spec);
     pool.name = format!(
         "{}/nodePools/{}",
         cluster_name(&c.project_id, &c.zone, &c.name),
@@ -41,23 +33,27 @@ pub fn render_pool(c: &ClusterRecord, p: NodePoolRecord) -> NodePool {
     pool
 }
 
-pub fn render_cluster(c: ClusterRecord, pools: Vec<NodePoolRecord>) -> Cluster {
+/// The API's cluster for its record; resources that do not decode are a corrupt record.
+pub fn render_cluster(c: ClusterRecord, pools: Vec<NodePoolRecord>) -> Result<Cluster> {
+    let stored = Row {
+        table: "clusters",
+        id: &c.id,
+    };
+    let resources: ClusterResources = stored
+        .json("resources", c.resources.clone())
+        .map_err(StoreError::from)?;
     let node_pools = pools.into_iter().map(|p| render_pool(&c, p)).collect();
     let region = ZoneName::parse(&c.zone)
         .map(|z| z.region().to_owned())
         .unwrap_or_default();
-    Cluster {
+    Ok(Cluster {
         name: cluster_name(&c.project_id, &c.zone, &c.name),
         region,
         cluster_id: c.id.to_string(),
         team: format!("teams/{}", c.team_id),
         state: c.state,
-        force_destroy: c
-            .spec
-            .get("forceDestroy")
-            .and_then(|v| v.as_bool())
-            .unwrap_or(true),
-        resources: serde_json::from_value::<ClusterResources>(c.resources).unwrap_or_default(),
+        force_destroy: c.spec.force_destroy,
+        resources,
         endpoint: c.endpoint,
         node_pools,
         create_time: model::timestamp(c.create_time),
@@ -67,7 +63,7 @@ pub fn render_cluster(c: ClusterRecord, pools: Vec<NodePoolRecord>) -> Cluster {
         etag: model::etag(c.version, c.update_time),
         project: c.project_id,
         zone: c.zone,
-    }
+    })
 }
 
 fn project_not_found(project: &str) -> Error {
@@ -146,14 +142,14 @@ pub async fn record(db: &Db, caller: &Caller, path: &ClusterPath) -> Result<Clus
 pub async fn get(db: &Db, caller: &Caller, path: &ClusterPath) -> Result<Cluster> {
     let c = record(db, caller, path).await?;
     let pools = store::node_pools::list(db, c.id, None, 10_000).await?;
-    Ok(render_cluster(c, pools))
+    render_cluster(c, pools)
 }
 
 /// What `GET /v1/clusters` and `GET .../zones/{zone}/clusters` filter on, parsed.
 #[derive(Debug, Default)]
 pub struct ListClusters {
     pub team: Option<TeamId>,
-    pub state: Option<String>,
+    pub state: Option<ClusterState>,
     pub project: Option<ProjectId>,
     pub zone: Option<ZoneName>,
 }
@@ -167,19 +163,15 @@ impl ListClusters {
         let team = given(team)
             .map(|t| TeamId::parse(t.strip_prefix("teams/").unwrap_or(t)))
             .transpose()?;
-        let state = given(state).map(str::to_owned);
-        if let Some(s) = &state
-            && !STATES.contains(&s.as_str())
-        {
-            return Err(Error::invalid(
-                "INVALID_FILTER",
-                format!(
-                    "state {:?} is not one of {}",
-                    s.chars().take(40).collect::<String>(),
-                    STATES.join(", ")
-                ),
-            ));
-        }
+        let state = given(state)
+            .map(ClusterState::parse)
+            .transpose()
+            .map_err(|e| {
+                Error::invalid(
+                    "INVALID_FILTER",
+                    format!("state {:?} is not one of {}", e.value, e.known),
+                )
+            })?;
         Ok(ListClusters {
             team,
             state,
@@ -209,7 +201,10 @@ pub async fn list(
     };
     let scope = format!(
         "clusters?{:?}{:?}{:?}{:?}",
-        filter.team, filter.state, filter.project, filter.zone
+        filter.team,
+        filter.state.map(ClusterState::as_str),
+        filter.project,
+        filter.zone
     );
     let after: Option<ClusterKey> = page.after(&scope)?;
     let rows = store::clusters::list(db, &filter, after.as_ref(), page.limit()? + 1).await?;
@@ -228,7 +223,7 @@ pub async fn list(
             let mine: Vec<_> = pools.extract_if(.., |p| p.cluster_id == c.id).collect();
             render_cluster(c, mine)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     Ok(Page {
         items,
         next_page_token: page.next_page_token,

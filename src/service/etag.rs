@@ -52,7 +52,10 @@ mod tests {
         }
         assert!(check(None, "\"1-a\"", "teams/t").is_ok());
         let e = check(Some("\"1-b\""), "\"1-a\"", "teams/t").unwrap_err();
-        assert_eq!((e.status, e.reason.as_str()), ("ABORTED", "ETAG_MISMATCH"));
+        assert_eq!(
+            (e.code.name(), e.reason.as_str()),
+            ("ABORTED", "ETAG_MISMATCH")
+        );
         assert!(expected(Some("\"1-a\""), Some("1-a")).is_ok());
         assert!(expected(Some("\"1-a\""), Some("\"1-b\"")).is_err());
     }

@@ -7,20 +7,21 @@
 pub mod accelerators;
 pub mod access;
 pub mod clusters;
+pub mod error;
 pub mod etag;
 pub mod operations;
 pub mod page;
 pub mod profiles;
 pub mod provision;
+pub mod records;
 pub mod state;
 pub mod status;
 pub mod teams;
 pub mod testing;
 
 pub use access::Caller;
+pub use error::Error;
 pub use page::{Page, PageRequest};
 pub use state::Services;
 
-/// The error type of the service layer (Google-shaped, with a reason).
-pub type Error = crate::api::error::ApiError;
 pub type Result<T> = std::result::Result<T, Error>;

@@ -11,38 +11,36 @@ use chrono::{DateTime, Utc};
 use futures::Stream;
 use uuid::Uuid;
 
-use crate::domain::{Email, OperationTarget, Role, TeamId};
+use crate::domain::{Email, OperationState, OperationTarget, Role, TeamId};
 use crate::model::{self, Operation, OperationError, OperationMetadata, Progress, Step};
 use crate::ops::events::{Events, OpEvent};
 use crate::ops::steps::{StepRecord, StepState};
-use crate::store::Db;
 use crate::store::operations::{self as ops_store, OperationFilter, OperationRow};
+use crate::store::{Db, Row, StoreError};
 
 use super::access::{self, Caller};
 use super::{Error, Page, PageRequest, Result};
 
-pub const STATES: [&str; 6] = [
-    "QUEUED",
-    "RUNNING",
-    "SUCCEEDED",
-    "FAILED",
-    "CANCELLING",
-    "CANCELLED",
-];
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
 
-pub fn render(row: &OperationRow) -> Operation {
-    let steps: Vec<StepRecord> = serde_json::from_value(row.steps.clone()).unwrap_or_default();
+pub fn render(row: &OperationRow) -> Result<Operation> {
+    let stored = Row {
+        table: "operations",
+        id: &row.id,
+    };
+    let steps: Vec<StepRecord> = stored
+        .json("steps", row.steps.clone())
+        .map_err(StoreError::from)?;
     let total = steps.len() as u32;
     let done = steps.iter().filter(|s| s.state == StepState::Done).count() as u32;
     let finished = row.end_time.is_some();
-    let percent = if row.state == "SUCCEEDED" {
+    let percent = if row.state == OperationState::Succeeded {
         100
     } else {
         (done * 100).checked_div(total).unwrap_or(0)
     };
     let ts = |t: Option<DateTime<Utc>>| t.map(model::timestamp);
-    Operation {
+    Ok(Operation {
         name: format!("operations/{}", row.id),
         done: finished,
         error: row
@@ -56,7 +54,7 @@ pub fn render(row: &OperationRow) -> Operation {
             team: row.team_id.as_ref().map(|t| format!("teams/{t}")),
             created_by: row.created_by.clone(),
             request_id: row.request_id.clone(),
-            state: row.state.clone(),
+            state: row.state,
             create_time: model::timestamp(row.create_time),
             start_time: ts(row.start_time),
             update_time: model::timestamp(row.update_time),
@@ -86,7 +84,7 @@ pub fn render(row: &OperationRow) -> Operation {
             },
             plan: row.plan.clone(),
         },
-    }
+    })
 }
 
 fn not_found(id: &str) -> Error {
@@ -127,9 +125,7 @@ async fn visible(
 }
 
 pub async fn get(db: &Db, caller: &Caller, id: &str) -> Result<Operation> {
-    Ok(render(
-        &visible(db, caller, id, Role::Viewer, "reading operations").await?,
-    ))
+    render(&visible(db, caller, id, Role::Viewer, "reading operations").await?)
 }
 
 /// Every operation type (`metadata.type`), as `type=` filters accept them.
@@ -167,12 +163,11 @@ fn filter_term(f: &mut OperationFilter, key: &str, v: String) -> Result<()> {
                 }
             })
         }
-        "state" if STATES.contains(&v.as_str()) => f.state = Some(v),
         "state" => {
-            return Err(filter_error(format!(
-                "state {v:?} is not one of {}",
-                STATES.join(", ")
-            )));
+            f.state = Some(
+                OperationState::parse(&v)
+                    .map_err(|e| filter_error(format!("state {v:?} is not one of {}", e.known)))?,
+            )
         }
         "type" if TYPES.contains(&v.as_str()) => f.op_type = Some(v),
         "type" => {
@@ -236,7 +231,11 @@ pub async fn list(
     let scope = format!("operations?{filter}");
     let after: Option<(DateTime<Utc>, Uuid)> = page.after(&scope)?;
     let rows = ops_store::list(db, &f, after, page.limit()? + 1).await?;
-    page.page(&scope, rows, |r| (r.create_time, r.id), |r| render(&r))
+    let page = page.page(&scope, rows, |r| (r.create_time, r.id), |r| r)?;
+    Ok(Page {
+        items: page.items.iter().map(render).collect::<Result<_>>()?,
+        next_page_token: page.next_page_token,
+    })
 }
 
 pub async fn cancel(db: &Db, caller: &Caller, id: &str) -> Result<Operation> {
@@ -249,8 +248,8 @@ pub async fn cancel(db: &Db, caller: &Caller, id: &str) -> Result<Operation> {
     let row = crate::ops::queue::cancel(db, row.id)
         .await?
         .ok_or_else(|| not_found(id))?;
-    tracing::info!(operation.id = %row.id, by = %crate::telemetry::user_id(caller.email.as_str()), state = %row.state, "cancel requested");
-    Ok(render(&row))
+    tracing::info!(operation.id = %row.id, by = %caller.email.log_id(), state = %row.state, "cancel requested");
+    render(&row)
 }
 
 /// Parse `30s`, `1.5s`, `500ms` or a bare number of seconds (default 30 s); more than
@@ -278,7 +277,7 @@ pub async fn wait(
 ) -> Result<Operation> {
     let row = visible(db, caller, id, Role::Viewer, "reading operations").await?;
     if row.end_time.is_some() {
-        return Ok(render(&row));
+        return render(&row);
     }
     let mut sub = events.subscribe(row.id);
     // Re-read after subscribing: a change between the first read and now is not lost.
@@ -291,7 +290,7 @@ pub async fn wait(
             ev = sub.rx.recv() => {
                 let closed = matches!(ev, Err(tokio::sync::broadcast::error::RecvError::Closed));
                 let reread = match ev {
-                    Ok(OpEvent::Changed(state)) => matches!(state.as_str(), "SUCCEEDED" | "FAILED" | "CANCELLED"),
+                    Ok(OpEvent::Changed(state)) => OperationState::parse(&state).is_ok_and(OperationState::is_final),
                     Ok(OpEvent::Resync) | Err(_) => true,
                 };
                 if reread {
@@ -308,7 +307,7 @@ pub async fn wait(
             }
         }
     }
-    Ok(render(&row))
+    render(&row)
 }
 
 /// One event of a `:watch` stream.
@@ -329,6 +328,7 @@ pub async fn watch(
     let row = ops_store::get(&db, row.id)
         .await?
         .ok_or_else(|| not_found(id))?;
+    render(&row)?;
     struct St {
         db: Db,
         sub: crate::ops::events::Subscription,
@@ -361,13 +361,14 @@ pub async fn watch(
                         Ok(Some(r)) => r,
                         Ok(None) => return None,
                         Err(e) => {
-                            tracing::warn!(error = %e, "watch re-read failed");
+                            tracing::warn!(error = %format_args!("{e:#}"), "watch re-read failed");
                             return None;
                         }
                     }
                 }
             };
-            let op = render(&row);
+            // A corrupt row ends the stream (the conversion logged it).
+            let op = render(&row).ok()?;
             if op.done {
                 st.finished = true;
                 return Some((WatchEvent::Done(op), st));
@@ -394,8 +395,8 @@ mod tests {
         assert_eq!(f.team.as_deref(), Some("ml-team"));
         assert_eq!(f.created_by.as_deref(), Some("a@x.io"));
         assert_eq!(
-            parse_filter("state=RUNNING").unwrap().state.as_deref(),
-            Some("RUNNING")
+            parse_filter("state=RUNNING").unwrap().state,
+            Some(OperationState::Running)
         );
         for bad in [
             "state=BOGUS",

@@ -12,8 +12,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use axum::http::StatusCode;
-
 use crate::cloud::Cloud;
 use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::types::artifact_registry::Repository;
@@ -25,6 +23,7 @@ use crate::cloud::kube::manifests::NVIDIA_DRIVER_DAEMONSET;
 use crate::cloud::kube::{ClusterAccess, ObjectKind};
 use crate::domain::naming::{APIS, ClusterNames, KSA_NAME, KSA_NAMESPACE};
 use crate::domain::pricing::PriceTable;
+use crate::domain::{ClusterState, RpcCode};
 use crate::model;
 use crate::model::status::{
     BucketStatus, BucketsStatus, ClusterLive, ClusterStatus, Drift, DriftProblem, GkeClusterStatus,
@@ -199,10 +198,9 @@ pub async fn get(
         .await?
         .into_iter()
         .map(|p| {
-            let spec = serde_json::from_value(p.spec).unwrap_or_default();
             let r = Recorded {
                 state: p.state,
-                spec,
+                spec: p.spec,
             };
             (p.pool_id, r)
         })
@@ -217,18 +215,13 @@ pub async fn get(
         return Err(cloud_unavailable(&n.project, first));
     }
     let (kubernetes, by_pool) = kube_pools(cloud, &live.gke).await;
-    let drift = if rec.state == "DELETED" {
+    let drift = if rec.state == ClusterState::Deleted {
         leftovers(&n, prices, &live)
     } else {
-        let force_destroy = rec
-            .spec
-            .get("forceDestroy")
-            .and_then(|v| v.as_bool())
-            .unwrap_or(true);
-        drift(&n, path, prices, force_destroy, &live, &pools)
+        drift(&n, path, prices, rec.spec.force_destroy, &live, &pools)
     };
     Ok(render(
-        path, &rec.state, &n, &live, &pools, kubernetes, by_pool, drift,
+        path, rec.state, &n, &live, &pools, kubernetes, by_pool, drift,
     ))
 }
 
@@ -417,7 +410,7 @@ fn leftovers(n: &ClusterNames, prices: &PriceTable, live: &Live) -> Vec<Drift> {
 #[allow(clippy::too_many_arguments)]
 fn render(
     path: &ClusterPath,
-    state: &str,
+    state: ClusterState,
     n: &ClusterNames,
     live: &Live,
     pools: &BTreeMap<String, Recorded>,
@@ -436,7 +429,7 @@ fn render(
         PoolStatus {
             pool_id: id.to_owned(),
             recorded: rec.is_some_and(Recorded::live),
-            record_state: rec.map(|r| r.state.clone()),
+            record_state: rec.map(|r| r.state),
             gke_status: gke.and_then(|p| p.status.clone()),
             nodes: kube.as_ref().map(|k| k.0.clone()),
             accelerators_allocatable: kube.as_ref().map(|k| k.1),
@@ -458,7 +451,7 @@ fn render(
         check_time: model::timestamp(chrono::Utc::now()),
         cluster: ClusterLive {
             name: path.name(),
-            state: state.to_owned(),
+            state,
             gke: GkeClusterStatus {
                 name: res.gke_cluster.clone().unwrap_or_default(),
                 exists: live.gke.exists(),
@@ -511,7 +504,7 @@ fn render(
 /// Every read failed: say which call and how, not the transport's internals.
 fn cloud_unavailable(project: &str, first: &GcpError) -> Error {
     Error::new(
-        StatusCode::SERVICE_UNAVAILABLE,
+        RpcCode::Unavailable,
         "CLOUD_UNAVAILABLE",
         format!(
             "none of the cluster's cloud resources could be read ({}.{} answered {} {}); \

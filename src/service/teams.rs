@@ -74,7 +74,7 @@ pub async fn create(db: &Db, caller: &Caller, req: NewTeam) -> Result<Team> {
     )
     .await?;
     tx.commit().await.map_err(store::StoreError::from)?;
-    tracing::info!(team = %team_id, by = %crate::telemetry::user_id(caller.email.as_str()), "team created");
+    tracing::info!(team = %team_id, by = %caller.email.log_id(), "team created");
     Ok(render_team(t))
 }
 
@@ -206,7 +206,7 @@ pub async fn delete(db: &Db, caller: &Caller, team: &TeamId, etag: Option<&str>)
     }
     store::teams::delete_team(&mut tx, team).await?;
     tx.commit().await.map_err(store::StoreError::from)?;
-    tracing::info!(team, by = %crate::telemetry::user_id(caller.email.as_str()), "team deleted");
+    tracing::info!(team, by = %caller.email.log_id(), "team deleted");
     Ok(())
 }
 
@@ -256,7 +256,7 @@ pub async fn put_member(
     let m = store::teams::upsert_member(&mut tx, team, email.as_str(), role.as_str()).await?;
     store::teams::touch_team(&mut tx, team).await?;
     tx.commit().await.map_err(store::StoreError::from)?;
-    tracing::info!(team, member = %crate::telemetry::user_id(email.as_str()), role = role.as_str(), by = %crate::telemetry::user_id(caller.email.as_str()), "member set");
+    tracing::info!(team, member = %email.log_id(), role = role.as_str(), by = %caller.email.log_id(), "member set");
     Ok(render_member(m))
 }
 
@@ -298,7 +298,7 @@ pub async fn delete_member(
     store::teams::delete_member(&mut tx, team, email.as_str()).await?;
     store::teams::touch_team(&mut tx, team).await?;
     tx.commit().await.map_err(store::StoreError::from)?;
-    tracing::info!(team, member = %crate::telemetry::user_id(email.as_str()), by = %crate::telemetry::user_id(caller.email.as_str()), "member removed");
+    tracing::info!(team, member = %email.log_id(), by = %caller.email.log_id(), "member removed");
     Ok(())
 }
 

@@ -64,5 +64,5 @@ pub async fn enqueue_noop(
         idempotency,
     };
     let r = queue::enqueue(db, &req).await.map_err(enqueue_error)?;
-    Ok((super::operations::render(&r.op), r.created))
+    Ok((super::operations::render(&r.op)?, r.created))
 }

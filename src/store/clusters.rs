@@ -5,19 +5,22 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
 use sqlx::PgExecutor;
+use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::StoreError;
+use super::records::{ClusterSpecRecord, Corrupt, Row};
+use crate::domain::{ClusterState, SettledState};
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct ClusterRecord {
     pub id: Uuid,
     pub project_id: String,
     pub zone: String,
     pub name: String,
     pub team_id: String,
-    pub state: String,
-    pub spec: Value,
+    pub state: ClusterState,
+    pub spec: ClusterSpecRecord,
     pub resources: Value,
     pub endpoint: Option<String>,
     pub reconciling: bool,
@@ -27,6 +30,58 @@ pub struct ClusterRecord {
     pub version: i64,
 }
 
+/// A row as stored; [`ClusterRow::decode`] checks its state and spec.
+#[derive(sqlx::FromRow)]
+struct ClusterRow {
+    id: Uuid,
+    project_id: String,
+    zone: String,
+    name: String,
+    team_id: String,
+    state: String,
+    spec: Value,
+    resources: Value,
+    endpoint: Option<String>,
+    reconciling: bool,
+    created_by: String,
+    create_time: DateTime<Utc>,
+    update_time: DateTime<Utc>,
+    version: i64,
+}
+
+impl ClusterRow {
+    fn decode(self) -> Result<ClusterRecord, Corrupt> {
+        let row = Row {
+            table: "clusters",
+            id: &self.id,
+        };
+        Ok(ClusterRecord {
+            state: row.state("state", &self.state)?,
+            spec: row.json("spec", self.spec)?,
+            id: self.id,
+            project_id: self.project_id,
+            zone: self.zone,
+            name: self.name,
+            team_id: self.team_id,
+            resources: self.resources,
+            endpoint: self.endpoint,
+            reconciling: self.reconciling,
+            created_by: self.created_by,
+            create_time: self.create_time,
+            update_time: self.update_time,
+            version: self.version,
+        })
+    }
+}
+
+fn one(row: ClusterRow) -> Result<ClusterRecord, StoreError> {
+    Ok(row.decode()?)
+}
+
+fn maybe(row: Option<ClusterRow>) -> Result<Option<ClusterRecord>, StoreError> {
+    row.map(one).transpose()
+}
+
 /// What a new record holds; everything else starts at its default.
 #[derive(Debug, Clone)]
 pub struct NewCluster<'a> {
@@ -34,8 +89,8 @@ pub struct NewCluster<'a> {
     pub zone: &'a str,
     pub name: &'a str,
     pub team_id: &'a str,
-    pub state: &'a str,
-    pub spec: Value,
+    pub state: ClusterState,
+    pub spec: ClusterSpecRecord,
     pub resources: Value,
     pub created_by: &'a str,
 }
@@ -51,14 +106,14 @@ pub async fn insert(
         "INSERT INTO clusters (id, project_id, zone, name, team_id, state, spec, resources, created_by) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING {COLUMNS}"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
+    one(sqlx::query_as(AssertSqlSafe(sql))
         .bind(Uuid::now_v7())
         .bind(c.project_id)
         .bind(c.zone)
         .bind(c.name)
         .bind(c.team_id)
-        .bind(c.state)
-        .bind(c.spec)
+        .bind(c.state.as_str())
+        .bind(Json(&c.spec))
         .bind(c.resources)
         .bind(c.created_by)
         .fetch_one(ex)
@@ -72,16 +127,31 @@ pub async fn get(
     zone: &str,
     name: &str,
 ) -> Result<Option<ClusterRecord>, StoreError> {
+    by_name(
+        ex,
+        "ORDER BY (state <> 'DELETED') DESC, create_time DESC LIMIT 1",
+        [project, zone, name],
+    )
+    .await
+}
+
+/// The record of a (project, zone, name) that `tail` (ordering or locking) picks.
+async fn by_name(
+    ex: impl PgExecutor<'_>,
+    tail: &'static str,
+    [project, zone, name]: [&str; 3],
+) -> Result<Option<ClusterRecord>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM clusters WHERE project_id = $1 AND zone = $2 AND name = $3 \
-         ORDER BY (state <> 'DELETED') DESC, create_time DESC LIMIT 1"
+        "SELECT {COLUMNS} FROM clusters WHERE project_id = $1 AND zone = $2 AND name = $3 {tail}"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(project)
-        .bind(zone)
-        .bind(name)
-        .fetch_optional(ex)
-        .await?)
+    maybe(
+        sqlx::query_as(AssertSqlSafe(sql))
+            .bind(project)
+            .bind(zone)
+            .bind(name)
+            .fetch_optional(ex)
+            .await?,
+    )
 }
 
 /// Filters for [`list`]; `None` means "any" (except `state`: `None` hides DELETED
@@ -91,7 +161,7 @@ pub struct ClusterFilter {
     /// Restrict to these teams (`None`: every team, for service admins).
     pub teams: Option<Vec<String>>,
     pub team: Option<String>,
-    pub state: Option<String>,
+    pub state: Option<ClusterState>,
     pub project: Option<String>,
     pub zone: Option<String>,
 }
@@ -124,10 +194,10 @@ pub async fn list(
         ),
         None => (None, None, None, None),
     };
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
+    let rows: Vec<ClusterRow> = sqlx::query_as(AssertSqlSafe(sql))
         .bind(f.teams.as_deref())
         .bind(f.team.as_deref())
-        .bind(f.state.as_deref())
+        .bind(f.state.map(ClusterState::as_str))
         .bind(f.project.as_deref())
         .bind(f.zone.as_deref())
         .bind(a)
@@ -136,7 +206,8 @@ pub async fn list(
         .bind(d)
         .bind(limit)
         .fetch_all(ex)
-        .await?)
+        .await?;
+    rows.into_iter().map(one).collect()
 }
 
 /// Number of live (not DELETED) clusters in any of `projects`.
@@ -182,8 +253,11 @@ pub async fn live_exists(
     .await?)
 }
 
-/// States a record rests in once no operation holds it (the others show an intent).
-pub const SETTLED: [&str; 3] = ["RUNNING", "ERROR", "DELETED"];
+/// States a record rests in once no operation holds it (the others show an intent), as
+/// stored.
+pub(crate) fn settled_strings() -> Vec<&'static str> {
+    SettledState::ALL.iter().map(|s| s.as_str()).collect()
+}
 
 /// Set a record's state (and `reconciling`), bumping its version; DELETED also stamps
 /// `delete_time`. The state it leaves, when settled, is kept in `settled_state`: an
@@ -192,7 +266,7 @@ pub const SETTLED: [&str; 3] = ["RUNNING", "ERROR", "DELETED"];
 pub async fn set_state(
     ex: impl PgExecutor<'_>,
     id: Uuid,
-    state: &str,
+    state: ClusterState,
     reconciling: bool,
 ) -> Result<(), StoreError> {
     sqlx::query(
@@ -202,9 +276,9 @@ pub async fn set_state(
          WHERE id = $1",
     )
     .bind(id)
-    .bind(state)
+    .bind(state.as_str())
     .bind(reconciling)
-    .bind(&SETTLED[..])
+    .bind(settled_strings())
     .execute(ex)
     .await?;
     Ok(())
@@ -215,13 +289,23 @@ pub async fn set_state(
 pub async fn lock_states(
     ex: impl PgExecutor<'_>,
     id: Uuid,
-) -> Result<Option<(String, Option<String>)>, StoreError> {
-    Ok(
+) -> Result<Option<(ClusterState, Option<SettledState>)>, StoreError> {
+    let row: Option<(String, Option<String>)> =
         sqlx::query_as("SELECT state, settled_state FROM clusters WHERE id = $1 FOR UPDATE")
             .bind(id)
             .fetch_optional(ex)
-            .await?,
-    )
+            .await?;
+    let Some((state, settled)) = row else {
+        return Ok(None);
+    };
+    let row = Row {
+        table: "clusters",
+        id: &id,
+    };
+    Ok(Some((
+        row.state("state", &state)?,
+        row.opt_state("settled_state", settled.as_deref())?,
+    )))
 }
 
 /// Show `state` with `settled` as the last settled state (`reconciling` follows
@@ -229,8 +313,8 @@ pub async fn lock_states(
 pub async fn show(
     ex: impl PgExecutor<'_>,
     id: Uuid,
-    state: &str,
-    settled: Option<&str>,
+    state: ClusterState,
+    settled: Option<SettledState>,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE clusters SET state = $2, settled_state = $3, reconciling = ($2 = 'RECONCILING'), \
@@ -239,8 +323,8 @@ pub async fn show(
          WHERE id = $1 AND (state, settled_state) IS DISTINCT FROM ($2, $3)",
     )
     .bind(id)
-    .bind(state)
-    .bind(settled)
+    .bind(state.as_str())
+    .bind(settled.map(SettledState::as_str))
     .execute(ex)
     .await?;
     Ok(())
@@ -264,12 +348,16 @@ pub async fn set_endpoint(
 }
 
 /// Replace the desired spec of a record (a second `up` may change forceDestroy).
-pub async fn set_spec(ex: impl PgExecutor<'_>, id: Uuid, spec: &Value) -> Result<(), StoreError> {
+pub async fn set_spec(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    spec: &ClusterSpecRecord,
+) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE clusters SET spec = $2, update_time = now(), version = version + 1 WHERE id = $1",
     )
     .bind(id)
-    .bind(spec)
+    .bind(Json(spec))
     .execute(ex)
     .await?;
     Ok(())
@@ -278,10 +366,12 @@ pub async fn set_spec(ex: impl PgExecutor<'_>, id: Uuid, spec: &Value) -> Result
 /// The record by id.
 pub async fn by_id(ex: impl PgExecutor<'_>, id: Uuid) -> Result<Option<ClusterRecord>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM clusters WHERE id = $1");
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(id)
-        .fetch_optional(ex)
-        .await?)
+    maybe(
+        sqlx::query_as(AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(ex)
+            .await?,
+    )
 }
 
 /// Lock the live record of a name for the rest of the transaction (enqueue decisions).
@@ -291,14 +381,10 @@ pub async fn lock_live(
     zone: &str,
     name: &str,
 ) -> Result<Option<ClusterRecord>, StoreError> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM clusters WHERE project_id = $1 AND zone = $2 AND name = $3 \
-         AND state <> 'DELETED' FOR UPDATE"
-    );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(project)
-        .bind(zone)
-        .bind(name)
-        .fetch_optional(ex)
-        .await?)
+    by_name(
+        ex,
+        "AND state <> 'DELETED' FOR UPDATE",
+        [project, zone, name],
+    )
+    .await
 }

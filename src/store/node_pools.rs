@@ -5,19 +5,64 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
 use sqlx::PgExecutor;
+use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::StoreError;
-use super::clusters::SETTLED;
+use super::clusters::settled_strings;
+use super::records::{Corrupt, PoolSpecRecord, Row};
+use crate::domain::{PoolState, SettledState};
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct NodePoolRecord {
     pub cluster_id: Uuid,
     pub pool_id: String,
-    pub state: String,
-    pub spec: Value,
+    pub state: PoolState,
+    pub spec: PoolSpecRecord,
     pub create_time: DateTime<Utc>,
     pub update_time: DateTime<Utc>,
+}
+
+/// A row as stored; [`PoolRow::decode`] checks its state and spec.
+#[derive(sqlx::FromRow)]
+struct PoolRow {
+    cluster_id: Uuid,
+    pool_id: String,
+    state: String,
+    spec: Value,
+    create_time: DateTime<Utc>,
+    update_time: DateTime<Utc>,
+}
+
+/// How a pool row is named in errors: `{cluster id}/{pool id}`.
+fn key(cluster_id: Uuid, pool_id: &str) -> String {
+    format!("{cluster_id}/{pool_id}")
+}
+
+impl PoolRow {
+    fn decode(self) -> Result<NodePoolRecord, Corrupt> {
+        let id = key(self.cluster_id, &self.pool_id);
+        let row = Row {
+            table: "node_pools",
+            id: &id,
+        };
+        Ok(NodePoolRecord {
+            state: row.state("state", &self.state)?,
+            spec: row.json("spec", self.spec)?,
+            cluster_id: self.cluster_id,
+            pool_id: self.pool_id,
+            create_time: self.create_time,
+            update_time: self.update_time,
+        })
+    }
+}
+
+fn one(row: PoolRow) -> Result<NodePoolRecord, StoreError> {
+    Ok(row.decode()?)
+}
+
+fn all(rows: Vec<PoolRow>) -> Result<Vec<NodePoolRecord>, StoreError> {
+    rows.into_iter().map(one).collect()
 }
 
 const COLUMNS: &str = "cluster_id, pool_id, state, spec, create_time, update_time";
@@ -26,18 +71,18 @@ pub async fn insert(
     ex: impl PgExecutor<'_>,
     cluster_id: Uuid,
     pool_id: &str,
-    state: &str,
-    spec: Value,
+    state: PoolState,
+    spec: &PoolSpecRecord,
 ) -> Result<NodePoolRecord, StoreError> {
     let sql = format!(
         "INSERT INTO node_pools (cluster_id, pool_id, state, spec) VALUES ($1, $2, $3, $4) \
          RETURNING {COLUMNS}"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
+    one(sqlx::query_as(AssertSqlSafe(sql))
         .bind(cluster_id)
         .bind(pool_id)
-        .bind(state)
-        .bind(spec)
+        .bind(state.as_str())
+        .bind(Json(spec))
         .fetch_one(ex)
         .await?)
 }
@@ -48,11 +93,12 @@ pub async fn get(
     pool_id: &str,
 ) -> Result<Option<NodePoolRecord>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM node_pools WHERE cluster_id = $1 AND pool_id = $2");
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
+    let row: Option<PoolRow> = sqlx::query_as(AssertSqlSafe(sql))
         .bind(cluster_id)
         .bind(pool_id)
         .fetch_optional(ex)
-        .await?)
+        .await?;
+    row.map(one).transpose()
 }
 
 /// Pools of a cluster in pool-id order, after `after`.
@@ -66,7 +112,7 @@ pub async fn list(
         "SELECT {COLUMNS} FROM node_pools WHERE cluster_id = $1 \
          AND ($2::text IS NULL OR pool_id > $2) ORDER BY pool_id LIMIT $3"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
+    all(sqlx::query_as(AssertSqlSafe(sql))
         .bind(cluster_id)
         .bind(after)
         .bind(limit)
@@ -82,7 +128,7 @@ pub async fn list_for_clusters(
     let sql = format!(
         "SELECT {COLUMNS} FROM node_pools WHERE cluster_id = ANY($1) ORDER BY cluster_id, pool_id"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
+    all(sqlx::query_as(AssertSqlSafe(sql))
         .bind(cluster_ids)
         .fetch_all(ex)
         .await?)
@@ -95,10 +141,10 @@ pub async fn set_state(
     ex: impl PgExecutor<'_>,
     cluster_id: Uuid,
     pool_ids: Option<&[String]>,
-    state: &str,
-    except: &[&str],
+    state: PoolState,
+    except: &[PoolState],
 ) -> Result<u64, StoreError> {
-    let except: Vec<String> = except.iter().map(|s| s.to_string()).collect();
+    let except: Vec<&str> = except.iter().map(|s| s.as_str()).collect();
     Ok(sqlx::query(
         "UPDATE node_pools SET state = $3, update_time = now(), \
          settled_state = CASE WHEN state = ANY($5) THEN state ELSE settled_state END \
@@ -107,9 +153,9 @@ pub async fn set_state(
     )
     .bind(cluster_id)
     .bind(pool_ids)
-    .bind(state)
+    .bind(state.as_str())
     .bind(&except)
-    .bind(&SETTLED[..])
+    .bind(settled_strings())
     .execute(ex)
     .await?
     .rows_affected())
@@ -120,14 +166,25 @@ pub async fn set_state(
 pub async fn lock_states(
     ex: impl PgExecutor<'_>,
     cluster_id: Uuid,
-) -> Result<Vec<(String, String, Option<String>)>, StoreError> {
-    Ok(sqlx::query_as(
+) -> Result<Vec<(String, PoolState, Option<SettledState>)>, StoreError> {
+    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT pool_id, state, settled_state FROM node_pools WHERE cluster_id = $1 \
          ORDER BY pool_id FOR UPDATE",
     )
     .bind(cluster_id)
     .fetch_all(ex)
-    .await?)
+    .await?;
+    let decode = |(pool, state, settled): (String, String, Option<String>)| {
+        let id = key(cluster_id, &pool);
+        let row = Row {
+            table: "node_pools",
+            id: &id,
+        };
+        let state = row.state("state", &state)?;
+        let settled = row.opt_state("settled_state", settled.as_deref())?;
+        Ok::<_, StoreError>((pool, state, settled))
+    };
+    rows.into_iter().map(decode).collect()
 }
 
 /// Show `state` for a pool with `settled` as its last settled state.
@@ -135,8 +192,8 @@ pub async fn show(
     ex: impl PgExecutor<'_>,
     cluster_id: Uuid,
     pool_id: &str,
-    state: &str,
-    settled: Option<&str>,
+    state: PoolState,
+    settled: Option<SettledState>,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "UPDATE node_pools SET state = $3, settled_state = $4, update_time = now() \
@@ -145,8 +202,8 @@ pub async fn show(
     )
     .bind(cluster_id)
     .bind(pool_id)
-    .bind(state)
-    .bind(settled)
+    .bind(state.as_str())
+    .bind(settled.map(SettledState::as_str))
     .execute(ex)
     .await?;
     Ok(())

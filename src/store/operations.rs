@@ -15,6 +15,7 @@ use sqlx::{AssertSqlSafe, PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::StoreError;
+use crate::domain::OperationState;
 
 /// The LISTEN/NOTIFY channel for operation events.
 pub const EVENTS_CHANNEL: &str = "kineticd_operations";
@@ -29,7 +30,9 @@ pub struct OperationRow {
     pub cluster_id: Option<Uuid>,
     pub created_by: String,
     pub request_id: Option<String>,
-    pub state: String,
+    /// Decoded from its TEXT column; a value that names no state fails the read.
+    #[sqlx(try_from = "String")]
+    pub state: OperationState,
     pub cancel_requested: bool,
     pub attempt: i32,
     pub input: Value,
@@ -115,7 +118,7 @@ pub struct OperationFilter {
     /// Restrict to these teams (`None`: every team, for service admins).
     pub teams: Option<Vec<String>>,
     pub done: Option<bool>,
-    pub state: Option<String>,
+    pub state: Option<OperationState>,
     pub op_type: Option<String>,
     pub target: Option<String>,
     pub team: Option<String>,
@@ -144,7 +147,7 @@ pub async fn list(
     Ok(sqlx::query_as(AssertSqlSafe(sql))
         .bind(f.teams.as_deref())
         .bind(f.done)
-        .bind(f.state.as_deref())
+        .bind(f.state.map(OperationState::as_str))
         .bind(f.op_type.as_deref())
         .bind(f.target.as_deref())
         .bind(f.team.as_deref())
@@ -270,7 +273,7 @@ pub async fn save_steps(
 
 /// The end of an operation (fenced): final state, steps, response or error.
 pub struct Finish<'a> {
-    pub state: &'a str,
+    pub state: OperationState,
     pub steps: &'a Value,
     pub response: Option<&'a Value>,
     pub error: Option<&'a Value>,
@@ -294,7 +297,7 @@ pub async fn finish(
     let n = sqlx::query(AssertSqlSafe(sql))
         .bind(id)
         .bind(generation)
-        .bind(f.state)
+        .bind(f.state.as_str())
         .bind(f.steps.to_string())
         .bind(f.response)
         .bind(f.error)
@@ -348,7 +351,7 @@ pub async fn request_cancel(
     if row.end_time.is_some() {
         return Ok(Some(CancelRequested { row, ended: false }));
     }
-    if row.state == "QUEUED" && row.lease_owner.is_none() {
+    if row.state == OperationState::Queued && row.lease_owner.is_none() {
         let steps = withdrawn(&row.steps);
         let sql = format!(
             "UPDATE operations SET state = 'CANCELLED', cancel_requested = true, steps = $2::json, error = $3, \
@@ -548,10 +551,19 @@ pub async fn queue_stats(db: &super::Db) -> Result<QueueStats, StoreError> {
     })
 }
 
-pub async fn counts_by_state(ex: impl PgExecutor<'_>) -> Result<Vec<(String, i64)>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT state, count(*) FROM operations WHERE end_time IS NULL GROUP BY state",
+pub async fn counts_by_state(
+    ex: impl PgExecutor<'_>,
+) -> Result<Vec<(OperationState, i64)>, StoreError> {
+    #[derive(sqlx::FromRow)]
+    struct Count {
+        #[sqlx(try_from = "String")]
+        state: OperationState,
+        n: i64,
+    }
+    let rows: Vec<Count> = sqlx::query_as(
+        "SELECT state, count(*) AS n FROM operations WHERE end_time IS NULL GROUP BY state",
     )
     .fetch_all(ex)
-    .await?)
+    .await?;
+    Ok(rows.into_iter().map(|c| (c.state, c.n)).collect())
 }

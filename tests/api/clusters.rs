@@ -1,5 +1,6 @@
 //! Cluster and node-pool records: get, the list filters, validation, team isolation.
 
+use kineticd::domain::PoolState;
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN, TestApp};
@@ -32,7 +33,8 @@ pub fn pool_spec(accelerator: &str) -> Value {
 }
 
 pub async fn add_pool(app: &TestApp, cluster: uuid::Uuid, pool: &str) {
-    kineticd::store::node_pools::insert(&app.db, cluster, pool, "RUNNING", pool_spec("gpu-l4"))
+    let spec = serde_json::from_value(pool_spec("gpu-l4")).expect("pool spec");
+    kineticd::store::node_pools::insert(&app.db, cluster, pool, PoolState::Running, &spec)
         .await
         .expect("insert pool");
 }

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use kineticd::store::{self, Db};
 use reqwest::Method;
-use serde_json::json;
 
 use crate::common::{Resp, TestApp};
 use crate::support::{expect_error, ok};
@@ -70,7 +69,11 @@ async fn a_change_committed_while_a_request_waits_for_the_row_lock_is_caught() {
         .await
         .expect("lock")
         .expect("live record");
-    let spec = json!({"accelerator": "gpu-l4", "forceDestroy": false});
+    let spec = store::ClusterSpecRecord {
+        accelerator: Some("gpu-l4".into()),
+        force_destroy: false,
+        ..Default::default()
+    };
     store::clusters::set_spec(&mut *writer, rec.id, &spec)
         .await
         .expect("change the cluster");

@@ -7,6 +7,7 @@ mod accelerators;
 mod basics;
 mod clusters;
 mod conventions;
+mod corrupt;
 mod etag_lock;
 mod hostile;
 mod iap_http;

@@ -216,7 +216,15 @@ async fn page_size_is_coerced_to_1000() {
     .await;
     app.cluster("acme", "acme-project", "us-central1-a", "kc")
         .await;
-    exec("INSERT INTO node_pools (cluster_id, pool_id, state, spec) SELECT id, 'pool-' || lpad(i::text, 4, '0'), 'RUNNING', '{}' FROM clusters, generate_series(1, 1001) i WHERE name = 'kc'").await;
+    // A valid pool spec: one that does not decode is a corrupt record (500).
+    exec(
+        r#"INSERT INTO node_pools (cluster_id, pool_id, state, spec)
+           SELECT id, 'pool-' || lpad(i::text, 4, '0'), 'RUNNING',
+                  '{"accelerator": "gpu-l4", "kind": "GPU", "machineType": "g2-standard-8",
+                    "minNodes": 0, "maxNodes": 4, "spot": false}'
+           FROM clusters, generate_series(1, 1001) i WHERE name = 'kc'"#,
+    )
+    .await;
 
     coerced(&app, ADMIN, "/v1/teams", "teams").await; // 1000 bulk + acme
     coerced(&app, ALICE, "/v1/teams/acme/members", "members").await; // 1000 + the owner

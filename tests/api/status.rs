@@ -14,7 +14,7 @@ use kineticd::cloud::gcp::types::container::{
 };
 use kineticd::cloud::gcp::types::storage::Bucket;
 use kineticd::domain::naming::ClusterNames;
-use kineticd::domain::{ClusterName, ProjectId, ZoneName};
+use kineticd::domain::{ClusterName, ClusterState, PoolState, ProjectId, ZoneName};
 use kineticd::store;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -50,7 +50,8 @@ fn spec(accelerator: &str, min: i64, max: i64, spot: bool) -> Value {
 }
 
 async fn record_pool(app: &TestApp, cluster: Uuid, id: &str, spec: Value) {
-    store::node_pools::insert(&app.db, cluster, id, "RUNNING", spec)
+    let spec = serde_json::from_value(spec).expect("pool spec");
+    store::node_pools::insert(&app.db, cluster, id, PoolState::Running, &spec)
         .await
         .expect("insert pool");
 }
@@ -453,8 +454,8 @@ async fn deleted_records_report_leftovers_only() {
             zone: Z,
             name: C,
             team_id: "acme",
-            state: "DELETED",
-            spec: json!({"forceDestroy": true}),
+            state: ClusterState::Deleted,
+            spec: serde_json::from_value(json!({"forceDestroy": true})).unwrap(),
             resources: json!({}),
             created_by: ALICE,
         },

@@ -401,8 +401,11 @@ impl TestApp {
                 zone,
                 name,
                 team_id: team,
-                state: "RUNNING",
-                spec: serde_json::json!({"accelerator": "gpu-l4", "forceDestroy": true}),
+                state: kineticd::domain::ClusterState::Running,
+                spec: store::ClusterSpecRecord {
+                    accelerator: Some("gpu-l4".into()),
+                    ..Default::default()
+                },
                 resources: serde_json::json!({"gkeCluster": format!("projects/{project}/locations/{zone}/clusters/{name}")}),
                 created_by: "owner@example.com",
             },

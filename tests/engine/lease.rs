@@ -24,7 +24,7 @@ async fn expired_lease_moves_to_another_worker_and_fences_the_first() {
         .unwrap()
         .expect("claimed by a");
     assert_eq!(a.id, id);
-    assert_eq!(a.state, "RUNNING");
+    assert_eq!(a.state.as_str(), "RUNNING");
     // While a's lease is live nobody else can take it.
     assert!(
         store::claim(&app.db, "worker-b", 30.0, &deadlines)
@@ -70,14 +70,14 @@ async fn expired_lease_moves_to_another_worker_and_fences_the_first() {
         None
     );
     let f = store::Finish {
-        state: "SUCCEEDED",
+        state: kineticd::domain::OperationState::Succeeded,
         steps: &stale,
         response: None,
         error: None,
     };
     assert!(!store::finish(&app.db, id, a.generation, f).await.unwrap());
     let row = store::get(&app.db, id).await.unwrap().unwrap();
-    assert_eq!(row.state, "RUNNING");
+    assert_eq!(row.state.as_str(), "RUNNING");
     assert_eq!(
         row.steps, b.steps,
         "the fenced-out worker changed the steps"
@@ -91,7 +91,7 @@ async fn expired_lease_moves_to_another_worker_and_fences_the_first() {
         Some(false)
     );
     let f = store::Finish {
-        state: "SUCCEEDED",
+        state: kineticd::domain::OperationState::Succeeded,
         steps: &b.steps,
         response: None,
         error: None,

@@ -9,6 +9,8 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::domain::RpcCode;
+
 /// Whether a failed call may be retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryClass {
@@ -59,22 +61,7 @@ impl std::error::Error for GcpError {}
 
 /// Canonical status name for an HTTP code when the body has none.
 pub fn status_for_http(code: u16) -> &'static str {
-    match code {
-        400 => "INVALID_ARGUMENT",
-        401 => "UNAUTHENTICATED",
-        403 => "PERMISSION_DENIED",
-        404 => "NOT_FOUND",
-        408 => "DEADLINE_EXCEEDED",
-        409 => "ALREADY_EXISTS",
-        412 => "FAILED_PRECONDITION",
-        429 => "RESOURCE_EXHAUSTED",
-        499 => "CANCELLED",
-        501 => "UNIMPLEMENTED",
-        502 | 503 => "UNAVAILABLE",
-        504 => "DEADLINE_EXCEEDED",
-        c if c >= 500 => "INTERNAL",
-        _ => "UNKNOWN",
-    }
+    RpcCode::from_http(code).name()
 }
 
 const RATE_LIMIT_REASONS: [&str; 4] = [
@@ -263,42 +250,14 @@ impl GcpError {
     }
 }
 
-/// google.rpc.Code number -> name.
+/// google.rpc.Code number -> name (UNKNOWN for a number outside the table).
 pub fn rpc_code_name(code: i64) -> &'static str {
-    match code {
-        0 => "OK",
-        1 => "CANCELLED",
-        3 => "INVALID_ARGUMENT",
-        4 => "DEADLINE_EXCEEDED",
-        5 => "NOT_FOUND",
-        6 => "ALREADY_EXISTS",
-        7 => "PERMISSION_DENIED",
-        8 => "RESOURCE_EXHAUSTED",
-        9 => "FAILED_PRECONDITION",
-        10 => "ABORTED",
-        11 => "OUT_OF_RANGE",
-        12 => "UNIMPLEMENTED",
-        13 => "INTERNAL",
-        14 => "UNAVAILABLE",
-        15 => "DATA_LOSS",
-        16 => "UNAUTHENTICATED",
-        _ => "UNKNOWN",
-    }
+    RpcCode::from_number(code)
+        .unwrap_or(RpcCode::Unknown)
+        .name()
 }
 
-/// Canonical status name -> HTTP code (AIP-193 mapping).
+/// Canonical status name -> HTTP code (AIP-193 mapping; 500 for an unknown name).
 pub fn http_for_status(status: &str) -> u16 {
-    match status {
-        "INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "OUT_OF_RANGE" => 400,
-        "UNAUTHENTICATED" => 401,
-        "PERMISSION_DENIED" => 403,
-        "NOT_FOUND" => 404,
-        "ALREADY_EXISTS" | "ABORTED" => 409,
-        "RESOURCE_EXHAUSTED" => 429,
-        "CANCELLED" => 499,
-        "UNIMPLEMENTED" => 501,
-        "UNAVAILABLE" => 503,
-        "DEADLINE_EXCEEDED" => 504,
-        _ => 500,
-    }
+    RpcCode::from_status(status).http_status()
 }

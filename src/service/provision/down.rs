@@ -4,14 +4,13 @@
 
 use crate::cloud::Cloud;
 use crate::cloud::gcp::storage::ListObjects;
+use crate::domain::ClusterState;
 use crate::ops::workflows::cluster::DOWN;
 use crate::plan::down::{DownInput, plan};
 use crate::store::{self, clusters::ClusterRecord};
 
 use super::super::{Error, Result, Services};
-use super::{
-    Begin, Mutation, OpRequest, Plan, Submitted, begin, force_destroy_of, live, submit, transaction,
-};
+use super::{Begin, Mutation, OpRequest, Plan, Submitted, begin, live, submit, transaction};
 
 /// Buckets that still hold objects (a bucket that does not exist counts as empty).
 async fn non_empty(cloud: &Cloud, buckets: &[&str]) -> Result<Vec<String>> {
@@ -43,7 +42,7 @@ pub async fn down(svc: &Services, m: &Mutation) -> Result<Submitted> {
         Begin::Go { team, cluster } => (team, cluster),
     };
     let c = live(cluster, &m.path)?;
-    let force_destroy = force_destroy_of(&c.spec);
+    let force_destroy = c.spec.force_destroy;
     if !force_destroy {
         refuse_full_buckets(&svc.cloud, m).await?;
     }
@@ -53,7 +52,7 @@ pub async fn down(svc: &Services, m: &Mutation) -> Result<Submitted> {
     }
     let mut tx = transaction(&svc.db).await?;
     let c = super::lock(&mut tx, m).await?;
-    store::clusters::set_state(&mut *tx, c.id, "DELETING", false).await?;
+    store::clusters::set_state(&mut *tx, c.id, ClusterState::Deleting, false).await?;
     let op = OpRequest {
         op_type: DOWN,
         target: m.path.name(),

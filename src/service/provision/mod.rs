@@ -21,9 +21,9 @@ pub mod up;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::domain::Role;
 use crate::domain::accelerators::{self, Choice};
 use crate::domain::naming::ClusterNames;
+use crate::domain::{ClusterState, Role};
 use crate::model::{self, Operation};
 use crate::ops::queue::{self, Enqueue};
 use crate::ops::workflows::cluster::ClusterOpInput;
@@ -117,7 +117,7 @@ pub async fn begin(db: &Db, m: &Mutation, action: &str) -> Result<Begin> {
             .await
             .map_err(enqueue_error)?
     {
-        return Ok(Begin::Repeat(Box::new(super::operations::render(&op))));
+        return Ok(Begin::Repeat(Box::new(super::operations::render(&op)?)));
     }
     let cluster = read(db, &m.path).await?;
     if m.if_match.is_some() {
@@ -136,7 +136,7 @@ async fn read(db: &Db, path: &ClusterPath) -> Result<Option<Box<ClusterRecord>>>
         path.cluster.as_str(),
     )
     .await?
-    .filter(|c| c.state != "DELETED")
+    .filter(|c| c.state != ClusterState::Deleted)
     .map(Box::new))
 }
 
@@ -159,16 +159,9 @@ fn not_found(path: &ClusterPath) -> Error {
     .with("cluster", path.name())
 }
 
-/// `forceDestroy` as a cluster's spec records it (default true).
-pub fn force_destroy_of(spec: &Value) -> bool {
-    spec.get("forceDestroy")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(true)
-}
-
 /// Refuse changes to a cluster that is being deleted.
 pub fn not_deleting(c: &ClusterRecord, path: &ClusterPath) -> Result<()> {
-    if c.state == "DELETING" {
+    if c.state == ClusterState::Deleting {
         return Err(Error::precondition(
             "CLUSTER_DELETING",
             format!(
@@ -268,5 +261,5 @@ async fn enqueue(
     } else {
         tx.rollback().await.map_err(StoreError::from)?;
     }
-    Ok(super::operations::render(&r.op))
+    super::operations::render(&r.op)
 }

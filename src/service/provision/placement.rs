@@ -12,11 +12,10 @@
 
 use std::collections::BTreeSet;
 
-use axum::http::StatusCode;
-
 use crate::cloud::Cloud;
 use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::types::compute::Zone;
+use crate::domain::RpcCode;
 use crate::domain::accelerators::{Kind, Resolved};
 
 use super::super::{Error, Result};
@@ -24,7 +23,7 @@ use super::super::{Error, Result};
 /// 503 UNAVAILABLE: Compute could not answer what `what` needed.
 fn unavailable(e: &GcpError, what: &str) -> Error {
     Error::new(
-        StatusCode::SERVICE_UNAVAILABLE,
+        RpcCode::Unavailable,
         "CLOUD_UNAVAILABLE",
         format!(
             "could not check {what}: Compute Engine's {} answered {} {} ({}); nothing was changed, retry shortly",

@@ -8,13 +8,14 @@ use crate::cloud::Cloud;
 use crate::domain::accelerators::{Choice, Kind, Resolved};
 use crate::domain::naming::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolError, PoolShape, shape, spot_of};
-use crate::domain::{PoolId, ZoneName, quota};
+use crate::domain::{PoolId, PoolState, ZoneName, quota};
 use crate::model;
 use crate::ops::workflows::cluster::{ADD_POOL, REMOVE_POOL};
 use crate::plan::pools::{PoolToAdd, add, pool_record, remove};
 use crate::store::{self, Db, clusters::ClusterRecord};
 
 use super::super::clusters::ClusterPath;
+use super::super::records::spec_of;
 use super::super::{Error, Result, Services};
 use super::placement::check_placement;
 use super::{
@@ -311,8 +312,8 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
             &mut *tx,
             c.id,
             &r.pool_id,
-            "PROVISIONING",
-            serde_json::to_value(r).unwrap_or_default(),
+            PoolState::Provisioning,
+            &spec_of(r),
         )
         .await?;
     }
@@ -344,9 +345,8 @@ async fn pools_to_remove(
                 format!("node pool {}/nodePools/{pool} not found", m.path.name()),
             )
         })?;
-    let spec: model::NodePool = serde_json::from_value(rec.spec).unwrap_or_default();
     let mut ids = vec![pool.to_string()];
-    if let Some(f) = &spec.failover
+    if let Some(f) = &rec.spec.failover
         && store::node_pools::get(db, c.id, &f.paired_pool)
             .await?
             .is_some()
@@ -371,7 +371,7 @@ pub async fn remove_pool(svc: &Services, m: &Mutation, pool: &str) -> Result<Sub
     let mut tx = transaction(&svc.db).await?;
     let c = super::lock(&mut tx, m).await?;
     not_deleting(&c, &m.path)?;
-    store::node_pools::set_state(&mut *tx, c.id, Some(&ids), "STOPPING", &[]).await?;
+    store::node_pools::set_state(&mut *tx, c.id, Some(&ids), PoolState::Stopping, &[]).await?;
     let op = OpRequest {
         op_type: REMOVE_POOL,
         target: format!("{}/nodePools/{pool}", m.path.name()),

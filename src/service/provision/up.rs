@@ -2,25 +2,27 @@
 //! existing one (pools kept, accelerator ignored, missing resources repaired).
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::domain::accelerators::{Choice, Resolved};
 use crate::domain::naming::ClusterNames;
 use crate::domain::pools::{PoolShape, shape, spot_of};
+use crate::domain::{ClusterState, PoolState};
 use crate::model;
 use crate::ops::workflows::cluster::UP;
 use crate::plan::pools::{PoolToAdd, needs_driver_installer, pool_record};
 use crate::plan::resources::cluster_resources;
 use crate::plan::up::{NewPool, UpInput, plan};
-use crate::store::{self, clusters::ClusterRecord, clusters::NewCluster};
+use crate::store::{self, ClusterSpecRecord, clusters::ClusterRecord, clusters::NewCluster};
+
+use super::super::records::{pool_of, spec_of};
 
 use super::super::status::up_live_state;
 use super::super::{Error, Result, Services};
 use super::placement::check_placement;
 use super::pools::{check_quota, new_pool_ids};
 use super::{
-    Begin, Mutation, OpRequest, Plan, Submitted, begin, force_destroy_of, parse_accelerator,
-    pool_error, submit, transaction,
+    Begin, Mutation, OpRequest, Plan, Submitted, begin, parse_accelerator, pool_error, submit,
+    transaction,
 };
 
 /// The body of `PUT .../clusters/{c}`.
@@ -70,9 +72,7 @@ async fn reconcile(
             format!("cluster {} not found", m.path.name()),
         ));
     }
-    let force_destroy = req
-        .force_destroy
-        .unwrap_or_else(|| force_destroy_of(&c.spec));
+    let force_destroy = req.force_destroy.unwrap_or(c.spec.force_destroy);
     let p = reconcile_plan(svc, m, &c, req.accelerator.is_some(), force_destroy).await?;
     if m.validate_only {
         return Ok(Submitted::Plan(p));
@@ -80,10 +80,12 @@ async fn reconcile(
     let mut tx = transaction(&svc.db).await?;
     let c = super::lock(&mut tx, m).await?;
     super::not_deleting(&c, &m.path)?;
-    let mut spec = c.spec.clone();
-    spec["forceDestroy"] = json!(force_destroy);
+    let spec = ClusterSpecRecord {
+        force_destroy,
+        ..c.spec.clone()
+    };
     store::clusters::set_spec(&mut *tx, c.id, &spec).await?;
-    store::clusters::set_state(&mut *tx, c.id, "RECONCILING", true).await?;
+    store::clusters::set_state(&mut *tx, c.id, ClusterState::Reconciling, true).await?;
     let op = up_operation(m, team, c.id, Vec::new(), false, &req);
     submit(tx, m, op, &p).await
 }
@@ -100,10 +102,9 @@ async fn reconcile_plan(
     let n = m.names();
     let pools = store::node_pools::list(&svc.db, c.id, None, 10_000).await?;
     let ids: Vec<String> = pools.iter().map(|p| p.pool_id.clone()).collect();
-    let need_driver = pools.iter().any(|p| {
-        serde_json::from_value::<model::NodePool>(p.spec.clone())
-            .is_ok_and(|s| needs_driver_installer(&s))
-    });
+    let need_driver = pools
+        .iter()
+        .any(|p| needs_driver_installer(&pool_of(p.spec.clone())));
     let live = up_live_state(&svc.cloud, &n, &ids).await;
     Ok(plan(&UpInput {
         names: &n,
@@ -157,11 +158,16 @@ async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Res
     if m.validate_only {
         return Ok(Submitted::Plan(p));
     }
-    let spec = json!({
-        "accelerator": match &choice { Choice::Cpu => "cpu".to_owned(), Choice::Accelerator(r) => r.base_name() },
-        "minNodes": req.min_nodes.unwrap_or(0), "forceDestroy": force_destroy,
-        "spot": first.as_ref().is_some_and(|f| f.shape.spot), "reservation": req.reservation,
-    });
+    let spec = ClusterSpecRecord {
+        accelerator: Some(match &choice {
+            Choice::Cpu => "cpu".to_owned(),
+            Choice::Accelerator(r) => r.base_name(),
+        }),
+        min_nodes: Some(req.min_nodes.unwrap_or(0)),
+        force_destroy,
+        spot: Some(first.as_ref().is_some_and(|f| f.shape.spot)),
+        reservation: req.reservation.clone(),
+    };
     let mut tx = transaction(&svc.db).await?;
     let record = insert_cluster(&mut tx, m, team, spec).await?;
     let mut pools = Vec::new();
@@ -170,8 +176,8 @@ async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Res
             &mut *tx,
             record.id,
             &f.id,
-            "PROVISIONING",
-            serde_json::to_value(&f.record).unwrap_or_default(),
+            PoolState::Provisioning,
+            &spec_of(&f.record),
         )
         .await?;
         pools.push(f.id.clone());
@@ -277,7 +283,7 @@ async fn insert_cluster(
     tx: &mut sqlx::PgConnection,
     m: &Mutation,
     team: &str,
-    spec: Value,
+    spec: ClusterSpecRecord,
 ) -> Result<ClusterRecord> {
     let path = &m.path;
     store::clusters::insert(
@@ -287,7 +293,7 @@ async fn insert_cluster(
             zone: path.zone.as_str(),
             name: path.cluster.as_str(),
             team_id: team,
-            state: "PROVISIONING",
+            state: ClusterState::Provisioning,
             spec,
             resources: serde_json::to_value(cluster_resources(&m.names())).unwrap_or_default(),
             created_by: m.caller.email.as_str(),

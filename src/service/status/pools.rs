@@ -10,10 +10,11 @@ use std::time::Duration;
 use crate::cloud::Cloud;
 use crate::cloud::gcp::types::container::{Cluster as GkeCluster, NodePool as GkePool};
 use crate::cloud::kube::{ClusterAccess, Inventory};
+use crate::domain::PoolState;
 use crate::domain::accelerators::{self, Kind};
 use crate::domain::naming::ClusterNames;
-use crate::model::NodePool;
 use crate::model::status::{Drift, DriftProblem, KubernetesStatus, NodeCounts};
+use crate::store::PoolSpecRecord;
 
 use super::Probe;
 
@@ -24,14 +25,14 @@ pub(super) const KUBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A recorded pool: its state and the shape it was created with.
 pub struct Recorded {
-    pub state: String,
-    pub spec: NodePool,
+    pub state: PoolState,
+    pub spec: PoolSpecRecord,
 }
 
 impl Recorded {
     /// Not DELETED.
     pub fn live(&self) -> bool {
-        self.state != "DELETED"
+        self.state != PoolState::Deleted
     }
 }
 
@@ -135,7 +136,7 @@ pub fn pool_drift(
 }
 
 /// What differs between a pool's record and GKE: spot, reservation, autoscaling bounds.
-pub fn differences(spec: &NodePool, live: &GkePool) -> Vec<String> {
+pub fn differences(spec: &PoolSpecRecord, live: &GkePool) -> Vec<String> {
     let mut out = Vec::new();
     let cfg = live.config.clone().unwrap_or_default();
     let spot = cfg.spot.unwrap_or(false);
@@ -253,7 +254,7 @@ mod tests {
 
     #[test]
     fn differences_in_spot_reservation_and_autoscaling() {
-        let spec = NodePool {
+        let spec = PoolSpecRecord {
             min_nodes: 0,
             max_nodes: 10,
             ..Default::default()

@@ -24,6 +24,7 @@ use super::resource_manager::project_number;
 use crate::cloud::gcp::types::storage::{
     Binding, Bucket, BucketPolicy, IamConfiguration, Object, UniformBucketLevelAccess,
 };
+use crate::domain::RpcCode;
 use crate::sim::body::strict;
 use crate::sim::clock::Clock;
 use crate::sim::error::{Flavor, SimError};
@@ -98,13 +99,7 @@ fn now() -> String {
 }
 
 fn storage_error(http: u16, reason: &str, message: impl Into<String>) -> SimError {
-    let status = match http {
-        400 => "INVALID_ARGUMENT",
-        404 => "NOT_FOUND",
-        409 => "ALREADY_EXISTS",
-        412 => "FAILED_PRECONDITION",
-        _ => "UNKNOWN",
-    };
+    let status = RpcCode::from_http(http).name();
     SimError::new(F, http, status, reason, message)
 }
 

@@ -235,7 +235,7 @@ pub(crate) async fn cluster_record(env: &Env) -> store::clusters::ClusterRecord 
 }
 
 pub(crate) async fn cluster_state(env: &Env) -> String {
-    cluster_record(env).await.state
+    cluster_record(env).await.state.as_str().to_owned()
 }
 
 /// The pool record's state, `None` when there is no record.
@@ -244,7 +244,7 @@ pub(crate) async fn pool_state(env: &Env, pool: &str) -> Option<String> {
     store::node_pools::get(&env.app.db, c.id, pool)
         .await
         .unwrap()
-        .map(|p| p.state)
+        .map(|p| p.state.as_str().to_owned())
 }
 
 /// The id of the pool an `up` of a new cluster creates (from its plan).

@@ -9,9 +9,8 @@ use serde_json::Value;
 use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::lro;
 use crate::cloud::gcp::types::container::{Cluster, NodePool};
-use crate::model;
 use crate::ops::steps::{RpcCode, StepError};
-use crate::store;
+use crate::store::{self, PoolSpecRecord};
 
 use super::exec::Step;
 use super::results::{ClusterReady, Outcome, PoolReady, outcome, result};
@@ -180,7 +179,7 @@ pub async fn delete_cluster(s: &Step<'_>) -> Result<Value, StepError> {
     }
 }
 
-async fn pool_record(s: &Step<'_>, pool: &str) -> Result<model::NodePool, StepError> {
+async fn pool_record(s: &Step<'_>, pool: &str) -> Result<PoolSpecRecord, StepError> {
     let rec = store::node_pools::get(&s.env.db, s.input.cluster_id, pool)
         .await
         .map_err(store_error)?
@@ -191,13 +190,7 @@ async fn pool_record(s: &Step<'_>, pool: &str) -> Result<model::NodePool, StepEr
                 format!("node pool {pool} has no record: add it with POST .../nodePools"),
             )
         })?;
-    let mut spec: model::NodePool = serde_json::from_value(rec.spec).map_err(|e| {
-        StepError::terminal(
-            RpcCode::Internal,
-            "BAD_POOL_RECORD",
-            format!("pool {pool}: {e}"),
-        )
-    })?;
+    let mut spec = rec.spec;
     spec.pool_id = pool.to_owned();
     Ok(spec)
 }

@@ -304,6 +304,12 @@ pub fn kube_error(e: KubeError) -> StepError {
 }
 
 /// Our own database failing mid-step: retry.
+/// A stored record that does not decode will not decode on a retry either.
 pub fn store_error(e: StoreError) -> StepError {
-    StepError::retryable(RpcCode::Unavailable, "DATABASE_UNAVAILABLE", e.to_string())
+    match e {
+        StoreError::Corrupt(c) => {
+            StepError::terminal(RpcCode::Internal, "CORRUPT_RECORD", c.to_string())
+        }
+        e => StepError::retryable(RpcCode::Unavailable, "DATABASE_UNAVAILABLE", e.to_string()),
+    }
 }

@@ -20,15 +20,16 @@
 
 use std::collections::BTreeSet;
 
+use crate::domain::{ClusterState, OperationState, PoolState, SettledState};
 use crate::ops::steps::any_started;
 use crate::store::operations::{self, Finish, OperationRow};
 use crate::store::{Db, StoreError, clusters, node_pools};
 
 use super::{ClusterOpInput, OpKind};
 
-const RUNNING: &str = "RUNNING";
-const ERROR: &str = "ERROR";
-const DELETED: &str = "DELETED";
+const RUNNING: SettledState = SettledState::Running;
+const ERROR: SettledState = SettledState::Error;
+const DELETED: SettledState = SettledState::Deleted;
 
 /// How an operation ended, as far as its records are concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,8 +42,8 @@ pub enum End {
 }
 
 impl End {
-    pub fn of(state: &str, steps: &serde_json::Value) -> End {
-        if state == "SUCCEEDED" {
+    pub fn of(state: OperationState, steps: &serde_json::Value) -> End {
+        if state == OperationState::Succeeded {
             End::Succeeded
         } else if any_started(steps) {
             End::Stopped
@@ -57,22 +58,21 @@ impl End {
 pub enum Settled {
     /// Made by an operation that has not settled it yet.
     Never,
-    Is(&'static str),
+    Is(SettledState),
     /// A pool that no longer exists (removed, or never created): its record goes.
     Gone,
 }
 
 impl Settled {
-    /// From a record's shown state and its `settled_state` column.
-    fn read(state: &str, settled: Option<&str>) -> Settled {
-        let known = |s: &str| [RUNNING, ERROR, DELETED].into_iter().find(|k| *k == s);
-        match known(state).or_else(|| settled.and_then(known)) {
+    /// From a record's shown state (when settled) and its `settled_state` column.
+    fn read(shown: Option<SettledState>, settled: Option<SettledState>) -> Settled {
+        match shown.or(settled) {
             Some(s) => Settled::Is(s),
             None => Settled::Never,
         }
     }
 
-    fn column(self) -> Option<&'static str> {
+    fn column(self) -> Option<SettledState> {
         match self {
             Settled::Is(s) => Some(s),
             Settled::Never | Settled::Gone => None,
@@ -126,14 +126,14 @@ pub fn cluster_settled(kind: OpKind, end: End, before: Settled) -> Settled {
 
 /// What the cluster record shows: DELETED for good, else the intent of an unfinished
 /// operation, else its settled state (a record never settled is ERROR: `up` completes it).
-pub fn cluster_shown(settled: Settled, intents: &Intents) -> &'static str {
+pub fn cluster_shown(settled: Settled, intents: &Intents) -> ClusterState {
     match settled {
-        Settled::Is(DELETED) => DELETED,
-        _ if intents.down => "DELETING",
-        Settled::Never if intents.up => "PROVISIONING",
-        _ if intents.up => "RECONCILING",
-        Settled::Is(s) => s,
-        Settled::Never | Settled::Gone => ERROR,
+        Settled::Is(DELETED) => ClusterState::Deleted,
+        _ if intents.down => ClusterState::Deleting,
+        Settled::Never if intents.up => ClusterState::Provisioning,
+        _ if intents.up => ClusterState::Reconciling,
+        Settled::Is(s) => s.cluster(),
+        Settled::Never | Settled::Gone => ClusterState::Error,
     }
 }
 
@@ -157,15 +157,15 @@ pub fn pool_settled(kind: OpKind, end: End, named: bool, before: Settled) -> Set
 }
 
 /// What a pool record shows (`None`: the record goes).
-pub fn pool_shown(settled: Settled, intents: &Intents, pool: &str) -> Option<&'static str> {
+pub fn pool_shown(settled: Settled, intents: &Intents, pool: &str) -> Option<PoolState> {
     match settled {
-        Settled::Is(DELETED) => Some(DELETED),
-        _ if intents.removing.contains(pool) => Some("STOPPING"),
-        _ if intents.adding.contains(pool) => Some("PROVISIONING"),
-        Settled::Is(s) => Some(s),
+        Settled::Is(DELETED) => Some(PoolState::Deleted),
+        _ if intents.removing.contains(pool) => Some(PoolState::Stopping),
+        _ if intents.adding.contains(pool) => Some(PoolState::Provisioning),
+        Settled::Is(s) => Some(s.pool()),
         Settled::Gone => None,
         // Recorded but never settled, and no operation holds it: `up` creates it.
-        Settled::Never => Some(ERROR),
+        Settled::Never => Some(PoolState::Error),
     }
 }
 
@@ -212,17 +212,17 @@ async fn settle(
         return Ok(());
     };
     let intents = Intents::of(&operations::unfinished_on_cluster(&mut *tx, id).await?);
-    let c = cluster_settled(kind, end, Settled::read(&state, settled.as_deref()));
+    let c = cluster_settled(kind, end, Settled::read(state.settled(), settled));
     let shown = cluster_shown(c, &intents);
     let c = match c {
-        Settled::Never if shown == ERROR => Settled::Is(ERROR),
+        Settled::Never if shown == ClusterState::Error => Settled::Is(ERROR),
         c => c,
     };
     clusters::show(&mut *tx, id, shown, c.column()).await?;
     let mut gone = Vec::new();
     for (pool, state, settled) in node_pools::lock_states(&mut *tx, id).await? {
         let named = input.pools.contains(&pool);
-        let p = pool_settled(kind, end, named, Settled::read(&state, settled.as_deref()));
+        let p = pool_settled(kind, end, named, Settled::read(state.settled(), settled));
         match pool_shown(p, &intents, &pool) {
             Some(s) => node_pools::show(&mut *tx, id, &pool, s, p.column()).await?,
             None => gone.push(pool),
@@ -250,27 +250,30 @@ mod tests {
     #[test]
     fn a_down_that_never_ran_shows_the_cluster_as_it_was() {
         let none = intents(false, false, &[], &[]);
-        let before = Settled::read("DELETING", Some(RUNNING));
+        let before = Settled::read(ClusterState::Deleting.settled(), Some(RUNNING));
         let after = cluster_settled(OpKind::Down, End::Withdrawn, before);
-        assert_eq!(cluster_shown(after, &none), RUNNING);
+        assert_eq!(cluster_shown(after, &none), ClusterState::Running);
         // An `up` still unfinished keeps its own intent.
         let up = intents(false, true, &[], &[]);
-        assert_eq!(cluster_shown(after, &up), "RECONCILING");
-        assert_eq!(cluster_shown(Settled::Never, &up), "PROVISIONING");
+        assert_eq!(cluster_shown(after, &up), ClusterState::Reconciling);
+        assert_eq!(
+            cluster_shown(Settled::Never, &up),
+            ClusterState::Provisioning
+        );
         // Another `down` still unfinished keeps DELETING.
         let down = intents(true, false, &[], &[]);
-        assert_eq!(cluster_shown(after, &down), "DELETING");
+        assert_eq!(cluster_shown(after, &down), ClusterState::Deleting);
     }
 
     #[test]
     fn an_up_ending_under_a_queued_down_settles_behind_it() {
         let down = intents(true, false, &[], &[]);
-        let before = Settled::read("DELETING", Some(ERROR));
+        let before = Settled::read(ClusterState::Deleting.settled(), Some(ERROR));
         let after = cluster_settled(OpKind::Up, End::Succeeded, before);
         assert_eq!(after, Settled::Is(RUNNING));
-        assert_eq!(cluster_shown(after, &down), "DELETING");
+        assert_eq!(cluster_shown(after, &down), ClusterState::Deleting);
         let none = intents(false, false, &[], &[]);
-        assert_eq!(cluster_shown(after, &none), RUNNING);
+        assert_eq!(cluster_shown(after, &none), ClusterState::Running);
     }
 
     #[test]
@@ -278,32 +281,35 @@ mod tests {
         let none = intents(false, false, &[], &[]);
         for kind in [OpKind::Up, OpKind::Down] {
             let s = cluster_settled(kind, End::Stopped, Settled::Is(RUNNING));
-            assert_eq!(cluster_shown(s, &none), ERROR);
+            assert_eq!(cluster_shown(s, &none), ClusterState::Error);
         }
         let s = cluster_settled(OpKind::Up, End::Withdrawn, Settled::Never);
-        assert_eq!(cluster_shown(s, &none), ERROR);
+        assert_eq!(cluster_shown(s, &none), ClusterState::Error);
         let s = cluster_settled(OpKind::Down, End::Succeeded, Settled::Is(ERROR));
-        assert_eq!(cluster_shown(s, &intents(true, true, &[], &[])), DELETED);
+        assert_eq!(
+            cluster_shown(s, &intents(true, true, &[], &[])),
+            ClusterState::Deleted
+        );
     }
 
     #[test]
     fn pools() {
         let none = intents(false, false, &[], &[]);
-        let never = Settled::read("PROVISIONING", None);
+        let never = Settled::read(PoolState::Provisioning.settled(), None);
         // A pool add that never ran: the record goes.
         let s = pool_settled(OpKind::AddPool, End::Withdrawn, true, never);
         assert_eq!(pool_shown(s, &none, "p"), None);
         // ... unless a remove queued for it still holds it.
         assert_eq!(
             pool_shown(s, &intents(false, false, &[], &["p"]), "p"),
-            Some("STOPPING")
+            Some(PoolState::Stopping)
         );
         // A pool remove that never ran: the pool shows its settled state again.
-        let stopping = Settled::read("STOPPING", Some(RUNNING));
+        let stopping = Settled::read(PoolState::Stopping.settled(), Some(RUNNING));
         let s = pool_settled(OpKind::RemovePool, End::Withdrawn, true, stopping);
-        assert_eq!(pool_shown(s, &none, "p"), Some(RUNNING));
+        assert_eq!(pool_shown(s, &none, "p"), Some(PoolState::Running));
         let s = pool_settled(OpKind::RemovePool, End::Stopped, true, stopping);
-        assert_eq!(pool_shown(s, &none, "p"), Some(ERROR));
+        assert_eq!(pool_shown(s, &none, "p"), Some(PoolState::Error));
         let s = pool_settled(OpKind::RemovePool, End::Succeeded, true, stopping);
         assert_eq!(pool_shown(s, &none, "p"), None);
         // `up` ensures recorded pools, not those a later add has yet to create.
@@ -312,11 +318,11 @@ mod tests {
         let s = pool_settled(OpKind::Up, End::Succeeded, false, never);
         assert_eq!(
             pool_shown(s, &intents(false, false, &["p"], &[]), "p"),
-            Some("PROVISIONING")
+            Some(PoolState::Provisioning)
         );
         // A new cluster's `up` that never ran keeps its first pool for the next `up`.
         let s = pool_settled(OpKind::Up, End::Withdrawn, true, never);
-        assert_eq!(pool_shown(s, &none, "p"), Some(ERROR));
+        assert_eq!(pool_shown(s, &none, "p"), Some(PoolState::Error));
     }
 
     #[test]
@@ -324,9 +330,10 @@ mod tests {
         let started = serde_json::json!([{"id": "a", "description": "", "state": "CANCELLED", "attempts": 1}]);
         let fresh =
             serde_json::json!([{"id": "a", "description": "", "state": "PENDING", "attempts": 0}]);
-        assert_eq!(End::of("SUCCEEDED", &fresh), End::Succeeded);
-        assert_eq!(End::of("CANCELLED", &started), End::Stopped);
-        assert_eq!(End::of("FAILED", &started), End::Stopped);
-        assert_eq!(End::of("CANCELLED", &fresh), End::Withdrawn);
+        use OperationState::{Cancelled, Failed, Succeeded};
+        assert_eq!(End::of(Succeeded, &fresh), End::Succeeded);
+        assert_eq!(End::of(Cancelled, &started), End::Stopped);
+        assert_eq!(End::of(Failed, &started), End::Stopped);
+        assert_eq!(End::of(Cancelled, &fresh), End::Withdrawn);
     }
 }

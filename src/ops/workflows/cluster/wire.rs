@@ -20,8 +20,8 @@ use crate::cloud::gcp::types::storage::{
     Bucket, IamConfiguration, Lifecycle, LifecycleRule, UniformBucketLevelAccess, Versioning,
 };
 use crate::domain::naming::{ClusterNames, LABELS};
-use crate::model;
 use crate::plan::Account;
+use crate::store::PoolSpecRecord;
 
 /// OAuth scope of every node.
 pub const NODE_SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
@@ -218,7 +218,7 @@ pub fn cluster(n: &ClusterNames) -> Cluster {
 }
 
 /// An accelerator pool from its record.
-pub fn node_pool(n: &ClusterNames, p: &model::NodePool) -> NodePool {
+pub fn node_pool(n: &ClusterNames, p: &PoolSpecRecord) -> NodePool {
     let accelerators = match (p.kind.as_str(), &p.gke_accelerator_type) {
         ("GPU", Some(t)) => vec![AcceleratorConfig {
             accelerator_count: p.accelerator_count.unwrap_or(1),

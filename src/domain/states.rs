@@ -1,0 +1,214 @@
+//! The states of clusters, node pools, operations and their steps: one enum each, with
+//! the exact SCREAMING_SNAKE strings the API shows and the database stores.
+//!
+//! Invariant: `as_str` and `parse` are inverses over each enum's `ALL`, and serde uses
+//! the same strings, so a state read back is the state written.
+
+use std::fmt;
+
+/// A state string that names no state of its kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{value:?} is not a {kind} (one of {known})")]
+pub struct UnknownState {
+    pub kind: &'static str,
+    pub value: String,
+    pub known: String,
+}
+
+macro_rules! states {
+    ($(#[$doc:meta])* $name:ident, $kind:literal { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+        #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl $name {
+            /// Every state, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The stored and shown string (`RUNNING`).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            /// The state a string names.
+            pub fn parse(s: &str) -> Result<$name, UnknownState> {
+                $name::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| UnknownState {
+                    kind: $kind,
+                    value: s.chars().take(40).collect(),
+                    known: $name::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", "),
+                })
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = UnknownState;
+            fn from_str(s: &str) -> Result<$name, UnknownState> {
+                $name::parse(s)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = UnknownState;
+            fn try_from(s: String) -> Result<$name, UnknownState> {
+                $name::parse(&s)
+            }
+        }
+    };
+}
+
+states!(
+    /// A cluster record's state: settled (RUNNING, ERROR, DELETED) or an unfinished
+    /// operation's intent (PROVISIONING, RECONCILING, DELETING).
+    ClusterState, "cluster state" {
+        Provisioning = "PROVISIONING",
+        Running = "RUNNING",
+        Reconciling = "RECONCILING",
+        Deleting = "DELETING",
+        Deleted = "DELETED",
+        Error = "ERROR",
+    }
+);
+
+states!(
+    /// A node pool record's state: settled (RUNNING, ERROR, DELETED) or an unfinished
+    /// operation's intent (PROVISIONING, STOPPING; RECONCILING is allowed by the schema).
+    PoolState, "node pool state" {
+        Provisioning = "PROVISIONING",
+        Running = "RUNNING",
+        Reconciling = "RECONCILING",
+        Stopping = "STOPPING",
+        Deleted = "DELETED",
+        Error = "ERROR",
+    }
+);
+
+states!(
+    /// The state a cluster or pool record rests in once no operation holds it.
+    SettledState, "settled state" {
+        Running = "RUNNING",
+        Error = "ERROR",
+        Deleted = "DELETED",
+    }
+);
+
+states!(
+    /// An operation's state; SUCCEEDED, FAILED and CANCELLED are final.
+    OperationState, "operation state" {
+        Queued = "QUEUED",
+        Running = "RUNNING",
+        Succeeded = "SUCCEEDED",
+        Failed = "FAILED",
+        Cancelling = "CANCELLING",
+        Cancelled = "CANCELLED",
+    }
+);
+
+states!(
+    /// A step's state within its operation.
+    StepState, "step state" {
+        Pending = "PENDING",
+        Running = "RUNNING",
+        Done = "DONE",
+        Skipped = "SKIPPED",
+        Failed = "FAILED",
+        Cancelled = "CANCELLED",
+    }
+);
+
+impl StepState {
+    /// DONE or SKIPPED: later steps may start.
+    pub fn finished_ok(self) -> bool {
+        matches!(self, StepState::Done | StepState::Skipped)
+    }
+}
+
+impl OperationState {
+    /// SUCCEEDED, FAILED or CANCELLED: the operation will not change again.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            OperationState::Succeeded | OperationState::Failed | OperationState::Cancelled
+        )
+    }
+}
+
+impl SettledState {
+    /// The settled state a cluster shows as.
+    pub fn cluster(self) -> ClusterState {
+        match self {
+            SettledState::Running => ClusterState::Running,
+            SettledState::Error => ClusterState::Error,
+            SettledState::Deleted => ClusterState::Deleted,
+        }
+    }
+
+    /// The settled state a pool shows as.
+    pub fn pool(self) -> PoolState {
+        match self {
+            SettledState::Running => PoolState::Running,
+            SettledState::Error => PoolState::Error,
+            SettledState::Deleted => PoolState::Deleted,
+        }
+    }
+}
+
+impl Default for PoolState {
+    /// A pool is PROVISIONING until its first operation settles it.
+    fn default() -> PoolState {
+        PoolState::Provisioning
+    }
+}
+
+impl ClusterState {
+    /// The settled state this is, if it is one.
+    pub fn settled(self) -> Option<SettledState> {
+        SettledState::parse(self.as_str()).ok()
+    }
+}
+
+impl PoolState {
+    /// The settled state this is, if it is one.
+    pub fn settled(self) -> Option<SettledState> {
+        SettledState::parse(self.as_str()).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_round_trip_through_parse_and_serde() {
+        for s in OperationState::ALL {
+            assert_eq!(OperationState::parse(s.as_str()), Ok(*s));
+            let json = serde_json::to_value(s).unwrap();
+            assert_eq!(json, s.as_str());
+        }
+        for s in StepState::ALL {
+            assert_eq!(s.as_str().parse::<StepState>(), Ok(*s));
+        }
+        let e = ClusterState::parse("running").unwrap_err();
+        assert!(e.to_string().contains("PROVISIONING, RUNNING"), "{e}");
+    }
+
+    #[test]
+    fn settled_states_show_as_themselves() {
+        for s in SettledState::ALL {
+            assert_eq!(s.cluster().settled(), Some(*s));
+            assert_eq!(s.pool().settled(), Some(*s));
+        }
+        assert_eq!(ClusterState::Deleting.settled(), None);
+        assert_eq!(PoolState::Stopping.settled(), None);
+    }
+}
