@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use kineticd::ops::steps::{StepRecord, StepState};
-use kineticd::ops::{self, Events, WorkerPool, queue};
+use kineticd::ops::{Events, queue};
 use kineticd::store::{self, operations};
 use sqlx::postgres::PgListener;
 use sqlx::{Connection, PgConnection};
@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::cpu::Sample;
 use crate::server::Server;
-use crate::{OWNER, STEPS, TEAM, noop_request, worker_config};
+use crate::{OWNER, STEPS, TEAM, noop_request, start_pool};
 
 const RUNS: usize = 60;
 const WARMUP: usize = 5;
@@ -75,19 +75,7 @@ async fn add_history(url: &str, n: u32) -> Result<()> {
 async fn measure(server: &Server, url: &str) -> Result<Latency> {
     let db = store::connect(url, 20).await?;
     let events = Events::start(url).await?;
-    let pool = WorkerPool::start(
-        db.clone(),
-        events.clone(),
-        ops::registry(
-            &db,
-            &kineticd::cli::dev::simulated_cloud(
-                "http://127.0.0.1:9",
-                kineticd::app::http_client()?,
-            )?,
-            true,
-        ),
-        worker_config(),
-    );
+    let pool = start_pool(&db, &events)?;
     // Listening before enqueuing: the SUCCEEDED notification cannot be missed.
     let mut listener = PgListener::connect(url).await?;
     listener.listen(operations::EVENTS_CHANNEL).await?;

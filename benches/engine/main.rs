@@ -27,14 +27,19 @@ mod latency;
 mod pgbench;
 mod rss;
 mod server;
+#[path = "../support/mod.rs"]
+mod support;
 mod throughput;
 
 use std::fmt::Display;
+use std::sync::Arc;
 
 use anyhow::Result;
-use kineticd::ops::WorkerConfig;
+use kineticd::cli::dev::simulated_cloud;
 use kineticd::ops::queue::Enqueue;
 use kineticd::ops::workflows::noop::{self, NoopSpec};
+use kineticd::ops::{self, Events, WorkerConfig, WorkerPool};
+use kineticd::store::Db;
 use serde_json::Value;
 
 use server::Server;
@@ -51,20 +56,12 @@ const TARGET_MEDIAN_MS: f64 = 25.0;
 const TARGET_RSS_MB: f64 = 60.0;
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if !args.iter().any(|a| a == "--bench") {
-        println!("engine benchmark: run it with `cargo bench --bench engine`");
+    let Some(args) = support::bench_args("engine") else {
         return Ok(());
-    }
+    };
     let only: Vec<String> = args.into_iter().filter(|a| !a.starts_with('-')).collect();
     let wants = |s: &str| only.is_empty() || only.iter().any(|o| o == s);
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    support::init_tracing();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -87,6 +84,11 @@ impl Report {
     fn put(&mut self, key: &str, value: impl Display) {
         println!("  {key}={value}");
         self.lines.push((key.to_owned(), value.to_string()));
+    }
+
+    /// A figure with `decimals` digits after the point.
+    fn put_num(&mut self, key: &str, value: f64, decimals: usize) {
+        self.put(key, format!("{value:.decimals$}"));
     }
 
     fn check(&mut self, what: String, ok: bool) {
@@ -117,25 +119,17 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
     if wants("throughput") {
         println!("== throughput: {OPS} NOOP operations x {STEPS} steps, {WORKERS} workers");
         let t = throughput::run(server).await?;
-        rep.put("engine.ops_per_sec", format!("{:.1}", t.ops_per_sec()));
-        rep.put(
-            "engine.step_commits_per_sec",
-            format!("{:.1}", t.steps_per_sec()),
-        );
-        rep.put("engine.throughput_wall_s", format!("{:.3}", t.wall_s));
-        rep.put(
-            "engine.xacts_per_step",
-            format!("{:.2}", t.xacts_per_step()),
-        );
-        rep.put(
+        rep.put_num("engine.ops_per_sec", t.ops_per_sec(), 1);
+        rep.put_num("engine.step_commits_per_sec", t.steps_per_sec(), 1);
+        rep.put_num("engine.throughput_wall_s", t.wall_s, 3);
+        rep.put_num("engine.xacts_per_step", t.xacts_per_step(), 2);
+        rep.put_num(
             "engine.client_cpu_us_per_step",
-            format!("{:.0}", t.per_step_us(t.engine_cpu_s)),
+            t.per_step_us(t.engine_cpu_s),
+            0,
         );
         if let Some(c) = t.pg_cpu_s {
-            rep.put(
-                "engine.pg_cpu_us_per_step",
-                format!("{:.0}", t.per_step_us(c)),
-            );
+            rep.put_num("engine.pg_cpu_us_per_step", t.per_step_us(c), 0);
         }
         put_others(
             &mut rep,
@@ -148,21 +142,12 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
     if wants("latency") {
         println!("== latency: one {STEPS}-step NOOP at a time, idle pool of {WORKERS} workers");
         let l = latency::run(server, 0).await?;
-        rep.put("engine.noop_latency_db_median_ms", format!("{:.2}", l.db.0));
-        rep.put("engine.noop_latency_db_p90_ms", format!("{:.2}", l.db.1));
-        rep.put(
-            "engine.noop_latency_wall_median_ms",
-            format!("{:.2}", l.wall.0),
-        );
-        rep.put(
-            "engine.noop_latency_wall_p90_ms",
-            format!("{:.2}", l.wall.1),
-        );
-        rep.put("engine.enqueue_median_ms", format!("{:.2}", l.enqueue.0));
-        rep.put(
-            "engine.claim_delay_median_ms",
-            format!("{:.2}", l.claim_delay.0),
-        );
+        rep.put_num("engine.noop_latency_db_median_ms", l.db.0, 2);
+        rep.put_num("engine.noop_latency_db_p90_ms", l.db.1, 2);
+        rep.put_num("engine.noop_latency_wall_median_ms", l.wall.0, 2);
+        rep.put_num("engine.noop_latency_wall_p90_ms", l.wall.1, 2);
+        rep.put_num("engine.enqueue_median_ms", l.enqueue.0, 2);
+        rep.put_num("engine.claim_delay_median_ms", l.claim_delay.0, 2);
         put_others(&mut rep, "engine.others_cpus_during_latency", l.others_cpus);
         rep.check(
             format!(
@@ -175,18 +160,9 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
         let history = latency::HISTORY;
         println!("== latency: same, with {history} finished operations in the table");
         let h = latency::run(server, history).await?;
-        rep.put(
-            "engine.history.noop_latency_db_median_ms",
-            format!("{:.2}", h.db.0),
-        );
-        rep.put(
-            "engine.history.noop_latency_db_p90_ms",
-            format!("{:.2}", h.db.1),
-        );
-        rep.put(
-            "engine.history.claim_delay_median_ms",
-            format!("{:.2}", h.claim_delay.0),
-        );
+        rep.put_num("engine.history.noop_latency_db_median_ms", h.db.0, 2);
+        rep.put_num("engine.history.noop_latency_db_p90_ms", h.db.1, 2);
+        rep.put_num("engine.history.claim_delay_median_ms", h.claim_delay.0, 2);
     }
 
     if wants("pgbench") {
@@ -195,13 +171,10 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
             pgbench::SECONDS
         );
         let b = pgbench::run(server).await?;
-        rep.put("pgbench.tps", format!("{:.1}", b.tps));
-        rep.put(
-            "pgbench.client_cpu_us_per_tx",
-            format!("{:.0}", b.client_us),
-        );
+        rep.put_num("pgbench.tps", b.tps, 1);
+        rep.put_num("pgbench.client_cpu_us_per_tx", b.client_us, 0);
         if let Some(c) = b.pg_us {
-            rep.put("pgbench.pg_cpu_us_per_tx", format!("{c:.0}"));
+            rep.put_num("pgbench.pg_cpu_us_per_tx", c, 0);
         }
         put_others(&mut rep, "pgbench.others_cpus", b.others_cpus);
         tps = Some(b.tps);
@@ -211,18 +184,15 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
         && t > 0.0
     {
         let r = c / t;
-        rep.put(
-            "engine.ratio_step_commits_to_pgbench_tps",
-            format!("{r:.3}"),
-        );
+        rep.put_num("engine.ratio_step_commits_to_pgbench_tps", r, 3);
         rep.check(format!("ratio {r:.3} >= {TARGET_RATIO}"), r >= TARGET_RATIO);
     }
 
     if wants("rss") {
         println!("== rss: kineticd serve, 8 workers, idle");
         let r = rss::run(server).await?;
-        rep.put("engine.idle_rss_mb", format!("{:.1}", r.rss_mb));
-        rep.put("engine.idle_rss_anon_mb", format!("{:.1}", r.anon_mb));
+        rep.put_num("engine.idle_rss_mb", r.rss_mb, 1);
+        rep.put_num("engine.idle_rss_anon_mb", r.anon_mb, 1);
         rep.check(
             format!("idle RSS {:.1} MB < {TARGET_RSS_MB} MB", r.rss_mb),
             r.rss_mb < TARGET_RSS_MB,
@@ -236,7 +206,7 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
 /// CPUs kept busy by other processes during a section (0 on a quiet machine).
 fn put_others(rep: &mut Report, key: &str, cpus: Option<f64>) {
     if let Some(c) = cpus {
-        rep.put(key, format!("{c:.2}"));
+        rep.put_num(key, c, 2);
     }
 }
 
@@ -260,9 +230,18 @@ fn noop_request(target: String) -> Enqueue {
     }
 }
 
-fn worker_config() -> WorkerConfig {
-    WorkerConfig {
+/// An in-process pool of [`WORKERS`] workers on `db`, its cloud a simulator address that
+/// nothing listens on (NOOP steps never call it).
+fn start_pool(db: &Db, events: &Arc<Events>) -> Result<WorkerPool> {
+    let cloud = simulated_cloud("http://127.0.0.1:9", kineticd::app::http_client()?)?;
+    let cfg = WorkerConfig {
         workers: WORKERS,
         ..WorkerConfig::default()
-    }
+    };
+    Ok(WorkerPool::start(
+        db.clone(),
+        events.clone(),
+        ops::registry(db, &cloud, true),
+        cfg,
+    ))
 }

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 use futures::StreamExt;
-use kineticd::ops::{self, Events, WorkerPool, queue};
+use kineticd::ops::{Events, queue};
 use kineticd::store::{self, operations};
 use sqlx::{Connection, PgConnection};
 
 use crate::cpu::Sample;
 use crate::server::Server;
-use crate::{OPS, STEPS, noop_request, worker_config};
+use crate::{OPS, STEPS, noop_request, start_pool};
 
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -66,19 +66,7 @@ pub async fn run(server: &Server) -> Result<Throughput> {
     let mut mon_xacts = 0i64;
     let started = Instant::now();
     let cpu0 = Sample::now(server);
-    let pool = WorkerPool::start(
-        db.clone(),
-        events.clone(),
-        ops::registry(
-            &db,
-            &kineticd::cli::dev::simulated_cloud(
-                "http://127.0.0.1:9",
-                kineticd::app::http_client()?,
-            )?,
-            true,
-        ),
-        worker_config(),
-    );
+    let pool = start_pool(&db, &events)?;
     loop {
         let left: i64 = operations::counts_by_state(&mut mon)
             .await?

@@ -29,6 +29,8 @@
 //! the largest launch gap (a step's start minus the end of its last dependency).
 
 mod model;
+#[path = "../support/mod.rs"]
+mod support;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -53,18 +55,10 @@ const OWNER: &str = "bench@example.com";
 const ZONE: &str = "us-central1-a";
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if !args.iter().any(|a| a == "--bench") {
-        println!("provision benchmark: run it with `cargo bench --bench provision`");
+    if support::bench_args("provision").is_none() {
         return Ok(());
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    support::init_tracing();
     kineticd::auth::install_tls_provider();
     let speed: f64 = env_or("KBENCH_SIM_SPEED", DEFAULT_SPEED)?;
     let runs: usize = env_or("KBENCH_RUNS", DEFAULT_RUNS)?;
