@@ -417,7 +417,7 @@ async fn sigkill_during_up_creates_every_resource_exactly_once() {
         "the kills never interrupted the operation (attempt {attempt})"
     );
 
-    let journal = serve_process::sim_journal(&http, &sim.url()).await;
+    let journal = serve_process::journal::sim_journal(&http, &sim.url(), &[]).await;
     let created = |method: &str| {
         journal
             .iter()

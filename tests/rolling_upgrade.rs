@@ -33,7 +33,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use serve_process::{LogPath, Server, SimProcess, sim_journal};
+use serve_process::journal::sim_journal;
+use serve_process::{LogPath, Server, SimProcess};
 
 const OWNER: &str = "rolling-owner@example.com";
 const TEAM: &str = "rolling";
@@ -263,7 +264,7 @@ async fn wait_mid_step(
             if !creating {
                 continue;
             }
-            let created = sim_journal(http, &sim.url()).await.iter().any(|e| {
+            let created = sim_journal(http, &sim.url(), &[]).await.iter().any(|e| {
                 e["method"] == "clusters.create"
                     && succeeded(e)
                     && e["body"]["cluster"]["name"] == cluster.as_str()
@@ -704,7 +705,7 @@ async fn sigterm_mid_step_with_a_replacement_finishes_every_operation_once() {
         resumed.contains(&interrupted),
         "the operation A was running ({interrupted}) was not resumed elsewhere: {resumed:?}"
     );
-    assert_created_once(&sim_journal(http, &sim.url()).await);
+    assert_created_once(&sim_journal(http, &sim.url(), &[]).await);
     let probes = poller.probes();
     assert_no_server_errors(&probes);
     let cut_short = a.log_lines().iter().any(|l| {

@@ -11,6 +11,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod journal;
+
 /// A log file in the temporary folder, named after the test and this process.
 pub struct LogPath(pub PathBuf);
 
@@ -180,19 +182,6 @@ impl Server {
     pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
         self.child.0.try_wait().expect("try_wait")
     }
-}
-
-/// Every request the simulator at `sim_url` journaled (`/sim/v1/journal`), in order.
-pub async fn sim_journal(http: &reqwest::Client, sim_url: &str) -> Vec<serde_json::Value> {
-    let j: serde_json::Value = http
-        .get(format!("{sim_url}/sim/v1/journal"))
-        .send()
-        .await
-        .expect("journal")
-        .json()
-        .await
-        .expect("journal body");
-    j["entries"].as_array().cloned().unwrap_or_default()
 }
 
 /// A running `kineticd sim` and everything it printed before it was ready.
