@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::common::{TestApp, test_worker_config};
-use crate::{USER, app_with_team, noop};
+use crate::{USER, app_with_team, app_with_worker, noop};
 
 async fn cancel(app: &TestApp, name: &str) -> Value {
     let r = app
@@ -51,8 +51,7 @@ async fn cancel_while_queued_is_immediate() {
 
 #[tokio::test]
 async fn cancel_while_running_stops_at_a_step_boundary() {
-    let app = app_with_team().await;
-    let pool = app.workers(test_worker_config(1));
+    let (app, pool) = app_with_worker().await;
     // 50 steps of 400 ms: far more time than a cancel needs to land, even on a loaded
     // machine, so some steps are always left to cancel.
     let op = app.noop(USER, noop(50, json!({"stepMillis": 400}))).await;
@@ -129,29 +128,32 @@ async fn viewers_cannot_cancel_and_strangers_cannot_see() {
         .await;
     let op = app.noop(USER, noop(1, json!({}))).await;
     let name = op["name"].as_str().unwrap();
-    let r = app
-        .post(
+    // A viewer sees the operation but cannot cancel it; a stranger cannot even see it.
+    let cases = [
+        (
             "viewer@example.com",
-            &format!("/v1/{name}:cancel"),
-            Value::Null,
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::FORBIDDEN);
-    let r = app.get("viewer@example.com", &format!("/v1/{name}")).await;
-    assert_eq!(r.status, StatusCode::OK);
-    let r = app
-        .post(
+            StatusCode::FORBIDDEN,
+            None,
+            StatusCode::OK,
+        ),
+        (
             "stranger@example.com",
-            &format!("/v1/{name}:cancel"),
-            Value::Null,
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
-    assert_eq!(r.reason(), "OPERATION_NOT_FOUND");
-    let r = app
-        .get("stranger@example.com", &format!("/v1/{name}"))
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+            StatusCode::NOT_FOUND,
+            Some("OPERATION_NOT_FOUND"),
+            StatusCode::NOT_FOUND,
+        ),
+    ];
+    for (user, cancel, reason, get) in cases {
+        let r = app
+            .post(user, &format!("/v1/{name}:cancel"), Value::Null)
+            .await;
+        assert_eq!(r.status, cancel, "{user}");
+        if let Some(reason) = reason {
+            assert_eq!(r.reason(), reason);
+        }
+        let r = app.get(user, &format!("/v1/{name}")).await;
+        assert_eq!(r.status, get, "{user}");
+    }
     let r = app
         .post(
             "viewer@example.com",

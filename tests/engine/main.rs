@@ -11,6 +11,7 @@ mod retention;
 mod retry;
 mod waiting;
 
+use kineticd::ops::WorkerPool;
 use serde_json::{Value, json};
 
 use common::TestApp;
@@ -23,6 +24,13 @@ pub async fn app_with_team() -> TestApp {
     let app = TestApp::spawn().await;
     app.team(USER, TEAM, &["engine-project"]).await;
     app
+}
+
+/// [`app_with_team`] with one worker running.
+pub async fn app_with_worker() -> (TestApp, WorkerPool) {
+    let app = app_with_team().await;
+    let pool = app.workers(common::test_worker_config(1));
+    (app, pool)
 }
 
 pub fn noop(steps: u32, extra: Value) -> Value {

@@ -6,13 +6,11 @@ use serde_json::json;
 
 use kineticd::ops::retention;
 
-use crate::common::test_worker_config;
-use crate::{USER, app_with_team, noop, op_id};
+use crate::{USER, app_with_team, app_with_worker, noop, op_id};
 
 #[tokio::test]
 async fn old_finished_operations_are_purged() {
-    let app = app_with_team().await;
-    let pool = app.workers(test_worker_config(1));
+    let (app, pool) = app_with_worker().await;
     let old = app.noop(USER, noop(1, json!({}))).await;
     let recent = app.noop(USER, noop(1, json!({}))).await;
     app.wait_done(USER, old["name"].as_str().unwrap()).await;

@@ -3,13 +3,11 @@
 
 use serde_json::json;
 
-use crate::common::test_worker_config;
-use crate::{USER, app_with_team, noop};
+use crate::{USER, app_with_worker, noop};
 
 #[tokio::test]
 async fn retryable_failures_then_success() {
-    let app = app_with_team().await;
-    let pool = app.workers(test_worker_config(1));
+    let (app, pool) = app_with_worker().await;
     let op = app
         .noop(USER, noop(3, json!({"failRetryable": {"1": 2}})))
         .await;
@@ -34,8 +32,7 @@ async fn retryable_failures_then_success() {
 
 #[tokio::test]
 async fn terminal_failure_fails_at_once_naming_the_step() {
-    let app = app_with_team().await;
-    let pool = app.workers(test_worker_config(1));
+    let (app, pool) = app_with_worker().await;
     let op = app.noop(USER, noop(4, json!({"failTerminalAt": 1}))).await;
     let done = app.wait_done(USER, op["name"].as_str().unwrap()).await;
     assert_eq!(done["metadata"]["state"], "FAILED", "{done}");
@@ -60,8 +57,7 @@ async fn terminal_failure_fails_at_once_naming_the_step() {
 
 #[tokio::test]
 async fn retries_stop_at_the_attempt_budget() {
-    let app = app_with_team().await;
-    let pool = app.workers(test_worker_config(1)); // max_attempts = 5
+    let (app, pool) = app_with_worker().await; // max_attempts = 5
     let op = app
         .noop(USER, noop(1, json!({"failRetryable": {"0": 50}})))
         .await;

@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::common::test_worker_config;
-use crate::{USER, app_with_team, noop};
+use crate::{USER, app_with_team, app_with_worker, noop};
 
 #[tokio::test]
 async fn wait_times_out_on_an_unfinished_operation() {
@@ -30,8 +30,7 @@ async fn wait_times_out_on_an_unfinished_operation() {
 
 #[tokio::test]
 async fn wait_returns_as_soon_as_the_operation_is_done() {
-    let app = app_with_team().await;
-    let pool = app.workers(test_worker_config(1));
+    let (app, pool) = app_with_worker().await;
     let op = app.noop(USER, noop(3, json!({"stepMillis": 20}))).await;
     let name = op["name"].as_str().unwrap();
     let start = Instant::now();
