@@ -122,22 +122,10 @@ async fn force_destroy_false_refuses_at_once_naming_the_buckets() {
         r.body["error"]["details"][0]["metadata"]["buckets"],
         "ml-proj-kn-kn-builds"
     );
-    assert!(
-        r.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("ml-proj-kn-kn-builds")
-    );
-    let ops = env
-        .app
-        .get(OWNER, "/v1/operations?filter=type=DOWN_CLUSTER")
-        .await
-        .body;
+    assert_message_has(&r, "ml-proj-kn-kn-builds");
+    let ops = env.operations_of("DOWN_CLUSTER").await;
     assert_eq!(ops["operations"], json!([]));
-    assert_eq!(
-        env.app.get(OWNER, &cluster_path("kn")).await.body["state"],
-        "RUNNING"
-    );
+    assert_eq!(env.api_state("kn").await, "RUNNING");
     // The down step itself refuses too if objects appear after the request.
     gcp.storage
         .delete_object("ml-proj-kn-kn-builds", "img")
@@ -204,10 +192,7 @@ async fn down_cleans_up_exactly_what_a_failed_up_left() {
     assert_eq!(outcome("network"), "deleted");
     assert_eq!(outcome("jobs-bucket"), "deleted");
     assert_eq!(env.ok_calls("container", "clusters.delete").await.len(), 1);
-    assert_eq!(
-        env.app.get(OWNER, &cluster_path("kh")).await.body["state"],
-        "DELETED"
-    );
+    assert_eq!(env.api_state("kh").await, "DELETED");
 }
 
 #[tokio::test]
@@ -237,10 +222,7 @@ async fn down_preview_lists_the_deletions_and_changes_nothing() {
     }
     assert!(!ids.contains(&"state-bucket") && !ids.contains(&"apis"));
     assert_eq!(env.journal("", "").await.len(), before);
-    assert_eq!(
-        env.app.get(OWNER, &cluster_path("kw")).await.body["state"],
-        "RUNNING"
-    );
+    assert_eq!(env.api_state("kw").await, "RUNNING");
 }
 
 #[tokio::test]
@@ -256,10 +238,7 @@ async fn down_after_an_up_that_failed_before_the_cluster_deletes_only_what_exist
     assert_eq!(details["metadata"]["step"], "network");
     assert_eq!(details["metadata"]["service"], "compute");
     assert_eq!(details["metadata"]["method"], "networks.insert");
-    assert_eq!(
-        env.app.get(OWNER, &cluster_path("kx")).await.body["state"],
-        "ERROR"
-    );
+    assert_eq!(env.api_state("kx").await, "ERROR");
     let done = env.ok(&down(&env, "kx").await).await;
     let o = &done["response"]["outcomes"];
     for absent in ["cluster", "router", "network"] {
@@ -280,8 +259,5 @@ async fn down_after_an_up_that_failed_before_the_cluster_deletes_only_what_exist
             .is_empty()
     );
     assert!(env.ok_calls("compute", "networks.delete").await.is_empty());
-    assert_eq!(
-        env.app.get(OWNER, &cluster_path("kx")).await.body["state"],
-        "DELETED"
-    );
+    assert_eq!(env.api_state("kx").await, "DELETED");
 }

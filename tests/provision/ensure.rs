@@ -12,6 +12,18 @@ use kineticd::cloud::gcp::types::storage::Bucket;
 
 use crate::support::*;
 
+/// `up` of `cluster` with `body` runs to its end and fails with the cloud's `reason` at
+/// one of `steps`; the failed operation.
+async fn up_fails_at(env: &Env, cluster: &str, body: Value, reason: &str, steps: &[&str]) -> Value {
+    let failed = env.done(&env.up(cluster, body).await).await;
+    assert_eq!(failed["metadata"]["state"], "FAILED", "{failed}");
+    let d = &failed["error"]["details"][0];
+    assert_eq!(d["reason"], reason, "{failed}");
+    let step = d["metadata"]["step"].as_str().unwrap_or_default();
+    assert!(steps.contains(&step), "{step}");
+    failed
+}
+
 #[tokio::test]
 async fn foreign_resources_with_our_names_stop_up_clearly() {
     let env = env().await;
@@ -41,19 +53,11 @@ async fn foreign_resources_with_our_names_stop_up_clearly() {
         )
         .await
         .unwrap();
-    gcp.compute
-        .wait_operation(&op, &Default::default(), Duration::from_secs(120))
-        .await
-        .unwrap();
+    env.wait_compute(&op).await;
 
-    let failed = env
-        .done(&env.up("kf", json!({"accelerator": "cpu"})).await)
-        .await;
-    assert_eq!(failed["metadata"]["state"], "FAILED", "{failed}");
-    let d = &failed["error"]["details"][0];
-    assert_eq!(d["reason"], "RESOURCE_NOT_OURS", "{failed}");
-    let step = d["metadata"]["step"].as_str().unwrap();
-    assert!(["jobs-bucket", "network"].contains(&step), "{step}");
+    let body = json!({"accelerator": "cpu"});
+    let steps = ["jobs-bucket", "network"];
+    let failed = up_fails_at(&env, "kf", body, "RESOURCE_NOT_OURS", &steps).await;
     let msg = failed["error"]["message"].as_str().unwrap();
     assert!(
         msg.contains("ml-proj-kn-kf-jobs") || msg.contains("kn-kf"),
@@ -75,10 +79,7 @@ async fn foreign_resources_with_our_names_stop_up_clearly() {
             .is_empty(),
         "no cluster on a foreign network"
     );
-    assert_eq!(
-        env.app.get(OWNER, &cluster_path("kf")).await.body["state"],
-        "ERROR"
-    );
+    assert_eq!(env.api_state("kf").await, "ERROR");
 
     // Once the names are free, up again completes.
     gcp.storage
@@ -90,43 +91,20 @@ async fn foreign_resources_with_our_names_stop_up_clearly() {
         .delete_network(PROJECT, "kn-kf", uuid::Uuid::new_v4())
         .await
         .unwrap();
-    gcp.compute
-        .wait_operation(&op, &Default::default(), Duration::from_secs(120))
-        .await
-        .unwrap();
+    env.wait_compute(&op).await;
     env.up_ok("kf", json!({})).await;
-    assert_eq!(
-        env.app.get(OWNER, &cluster_path("kf")).await.body["state"],
-        "RUNNING"
-    );
-}
-
-async fn op(env: &Env, o: &Value) -> Value {
-    env.app
-        .get(OWNER, &format!("/v1/{}", o["name"].as_str().unwrap()))
-        .await
-        .body
+    assert_eq!(env.api_state("kf").await, "RUNNING");
 }
 
 #[tokio::test]
 async fn a_cancelled_up_stops_at_once_and_down_cleans_up() {
-    let env = env_with(kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Explicit,
-        ..Default::default()
-    })
-    .await;
+    let env = explicit_clock().await;
     let o = env.up("kz", json!({"accelerator": "gpu-l4"})).await;
     // Wait until GKE is creating the cluster (the clock does not move: it never ends).
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let cur = op(&env, &o).await;
-        let cluster = cur["metadata"]["progress"]["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["id"] == "cluster")
-            .cloned()
-            .unwrap();
+        let cur = env.op(&o).await;
+        let cluster = op_step(&cur, "cluster");
         if cluster["state"] == "RUNNING"
             && !env
                 .ok_calls("container", "clusters.create")
@@ -136,13 +114,7 @@ async fn a_cancelled_up_stops_at_once_and_down_cleans_up() {
             break;
         }
         // Other LROs (network, router, repository) need time to pass too.
-        let _ = env
-            .app
-            .http
-            .post(format!("{}/sim/v1/clock:advance", env.sim.url()))
-            .json(&json!({"seconds": 5}))
-            .send()
-            .await;
+        env.advance(5.0).await;
         assert!(std::time::Instant::now() < deadline, "{cur}");
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
@@ -166,35 +138,14 @@ async fn a_cancelled_up_stops_at_once_and_down_cleans_up() {
     );
     assert_eq!(done["metadata"]["state"], "CANCELLED", "{done}");
     assert_eq!(done["error"]["code"], 1);
-    assert_eq!(
-        env.app.get(OWNER, &cluster_path("kz")).await.body["state"],
-        "ERROR"
-    );
+    assert_eq!(env.api_state("kz").await, "ERROR");
 
     // down deletes the half-made cluster (time moves again).
     let d = env.app.delete(OWNER, &cluster_path("kz")).await;
     assert_eq!(d.status, StatusCode::ACCEPTED, "{}", d.body);
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let done = loop {
-        let cur = op(&env, &d.body).await;
-        if cur["done"] == true {
-            break cur;
-        }
-        assert!(std::time::Instant::now() < deadline, "{cur}");
-        let _ = env
-            .app
-            .http
-            .post(format!("{}/sim/v1/clock:advance", env.sim.url()))
-            .json(&json!({"seconds": 60}))
-            .send()
-            .await;
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let done = env.run_out(&d.body).await;
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
-    assert_eq!(
-        env.app.get(OWNER, &cluster_path("kz")).await.body["state"],
-        "DELETED"
-    );
+    assert_eq!(env.api_state("kz").await, "DELETED");
     assert!(
         env.gcp()
             .container
@@ -221,15 +172,13 @@ async fn kubernetes_faults_fail_or_retry_the_in_cluster_steps() {
     // so; up again completes, applying each object again (server-side apply: no-op).
     let env = env().await;
     env.arm("kube", "kube.apply", "QUOTA_EXCEEDED", 1).await;
-    let failed = env
-        .done(&env.up("kk", json!({"accelerator": "gpu-l4"})).await)
-        .await;
-    assert_eq!(failed["metadata"]["state"], "FAILED", "{failed}");
-    let d = &failed["error"]["details"][0];
-    assert_eq!(d["reason"], "Forbidden", "{failed}");
-    assert_eq!(d["metadata"]["service"], "kubernetes");
-    let step = d["metadata"]["step"].as_str().unwrap();
-    assert!(["ksa", "lws", "nvidia-driver"].contains(&step), "{step}");
+    let body = json!({"accelerator": "gpu-l4"});
+    let steps = ["ksa", "lws", "nvidia-driver"];
+    let failed = up_fails_at(&env, "kk", body, "Forbidden", &steps).await;
+    assert_eq!(
+        failed["error"]["details"][0]["metadata"]["service"],
+        "kubernetes"
+    );
     env.up_ok("kk", json!({})).await;
     let applied = env.ok_calls("kube", "kube.apply").await;
     let ksa = applied
@@ -242,10 +191,7 @@ async fn kubernetes_faults_fail_or_retry_the_in_cluster_steps() {
         })
         .count();
     assert!((1..=2).contains(&ksa), "{ksa}");
-    assert_eq!(
-        env.app.get(OWNER, &cluster_path("kk")).await.body["state"],
-        "RUNNING"
-    );
+    assert_eq!(env.api_state("kk").await, "RUNNING");
 
     // Retryable (503): retried by the runner, the operation succeeds.
     let env = crate::support::env().await;

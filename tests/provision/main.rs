@@ -13,5 +13,7 @@ mod ordering;
 mod pools;
 mod preview;
 mod records;
+#[path = "../serve_process/journal.rs"]
+mod sim_journal;
 mod support;
 mod up;

@@ -8,39 +8,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-async fn advance(env: &Env, seconds: f64) {
-    let r = env
-        .app
-        .http
-        .post(format!("{}/sim/v1/clock:advance", env.sim.url()))
-        .json(&json!({ "seconds": seconds }))
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success());
-}
-
-async fn op(env: &Env, op: &Value) -> Value {
-    env.app
-        .get(OWNER, &format!("/v1/{}", op["name"].as_str().unwrap()))
-        .await
-        .body
-}
-
-/// Drive the clock until `op` is done.
-async fn finish(env: &Env, o: &Value) -> Value {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let cur = op(env, o).await;
-        if cur["done"] == true {
-            return cur;
-        }
-        assert!(std::time::Instant::now() < deadline, "not done: {cur}");
-        advance(env, 30.0).await;
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 fn step<'a>(op: &'a Value, prefix: &str) -> &'a Value {
     op["metadata"]["progress"]["steps"]
         .as_array()
@@ -52,14 +19,10 @@ fn step<'a>(op: &'a Value, prefix: &str) -> &'a Value {
 
 #[tokio::test]
 async fn pool_adds_queue_per_cluster_and_run_together_across_clusters() {
-    let env = env_with(kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Explicit,
-        ..Default::default()
-    })
-    .await;
+    let env = explicit_clock().await;
     for c in ["c1", "c2"] {
         let o = env.up(c, json!({"accelerator": "cpu"})).await;
-        let done = finish(&env, &o).await;
+        let done = env.run_out_by(&o, 30.0).await;
         assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
     }
     let a1 = env.add_pool("c1", json!({"accelerator": "l4"})).await;
@@ -69,11 +32,7 @@ async fn pool_adds_queue_per_cluster_and_run_together_across_clusters() {
     // the second pool of c1 waits its turn.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let (x, y, z) = (
-            op(&env, &a1).await,
-            op(&env, &a2).await,
-            op(&env, &b1).await,
-        );
+        let (x, y, z) = (env.op(&a1).await, env.op(&a2).await, env.op(&b1).await);
         let creating = |o: &Value| step(o, "pool:")["state"] == "RUNNING";
         if creating(&x) && creating(&z) {
             assert_eq!(y["metadata"]["state"], "QUEUED", "{y}");
@@ -83,8 +42,11 @@ async fn pool_adds_queue_per_cluster_and_run_together_across_clusters() {
         assert!(std::time::Instant::now() < deadline, "{x}\n{z}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let (x, z) = (finish(&env, &a1).await, finish(&env, &b1).await);
-    let y = finish(&env, &a2).await;
+    let (x, z) = (
+        env.run_out_by(&a1, 30.0).await,
+        env.run_out_by(&b1, 30.0).await,
+    );
+    let y = env.run_out_by(&a2, 30.0).await;
     for o in [&x, &y, &z] {
         assert_eq!(o["metadata"]["state"], "SUCCEEDED", "{o}");
     }
@@ -100,15 +62,11 @@ async fn pool_adds_queue_per_cluster_and_run_together_across_clusters() {
 
 #[tokio::test]
 async fn a_down_queued_behind_an_up_keeps_the_cluster_deleting_and_runs_after_it() {
-    let env = env_with(kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Explicit,
-        ..Default::default()
-    })
-    .await;
+    let env = explicit_clock().await;
     let up = env.up("cq", json!({"accelerator": "cpu"})).await;
     // With time frozen, up waits on its first long-running operation.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while op(&env, &up).await["metadata"]["state"] != "RUNNING" {
+    while env.op(&up).await["metadata"]["state"] != "RUNNING" {
         assert!(std::time::Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -119,26 +77,16 @@ async fn a_down_queued_behind_an_up_keeps_the_cluster_deleting_and_runs_after_it
     // Nothing else may start on a cluster being deleted.
     let r = env.app.put(OWNER, &cluster_path("cq"), json!({})).await;
     assert_eq!(r.reason(), "CLUSTER_DELETING", "{}", r.body);
-    let r = env
-        .app
-        .post(
-            OWNER,
-            &format!("{}/nodePools", cluster_path("cq")),
-            json!({"accelerator": "l4"}),
-        )
-        .await;
+    let r = env.post_pool("cq", json!({"accelerator": "l4"})).await;
     assert_eq!(r.reason(), "CLUSTER_DELETING", "{}", r.body);
-    let u = finish(&env, &up).await;
+    let u = env.run_out_by(&up, 30.0).await;
     assert_eq!(u["metadata"]["state"], "SUCCEEDED", "{u}");
     assert_eq!(
-        env.app.get(OWNER, &cluster_path("cq")).await.body["state"],
+        env.api_state("cq").await,
         "DELETING",
         "the up's end leaves the queued down's state"
     );
-    let d = finish(&env, &down.body).await;
+    let d = env.run_out_by(&down.body, 30.0).await;
     assert_eq!(d["metadata"]["state"], "SUCCEEDED", "{d}");
-    assert_eq!(
-        env.app.get(OWNER, &cluster_path("cq")).await.body["state"],
-        "DELETED"
-    );
+    assert_eq!(env.api_state("cq").await, "DELETED");
 }

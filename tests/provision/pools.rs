@@ -96,11 +96,7 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
     );
 
     // List and get from the records.
-    let list = env
-        .app
-        .get(OWNER, &format!("{}/nodePools", cluster_path("kp")))
-        .await
-        .body;
+    let list = env.pools("kp").await;
     let ids: Vec<&str> = list["nodePools"]
         .as_array()
         .unwrap()
@@ -134,11 +130,7 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
             .map(|s| s["id"].as_str().unwrap().to_owned())
             .collect()
     };
-    let ops = env
-        .app
-        .get(OWNER, "/v1/operations?filter=type=ADD_NODE_POOL")
-        .await
-        .body;
+    let ops = env.operations_of("ADD_NODE_POOL").await;
     let with_driver: Vec<bool> = ops["operations"]
         .as_array()
         .unwrap()
@@ -160,32 +152,21 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
     // Spot and reservation survive later operations: a second up that repairs a pool
     // deleted behind kineticd's back rebuilds it from its record.
     let gcp = env.gcp();
-    let del = gcp
-        .container
-        .delete_node_pool(PROJECT, ZONE, "kp", &spot)
-        .await
-        .unwrap();
-    gcp.container
-        .wait_operation(
-            &del,
-            &Default::default(),
-            std::time::Duration::from_secs(120),
-        )
-        .await
-        .unwrap();
-    let del = gcp
-        .container
-        .delete_node_pool(PROJECT, ZONE, "kp", &reserved)
-        .await
-        .unwrap();
-    gcp.container
-        .wait_operation(
-            &del,
-            &Default::default(),
-            std::time::Duration::from_secs(120),
-        )
-        .await
-        .unwrap();
+    for pool in [&spot, &reserved] {
+        let del = gcp
+            .container
+            .delete_node_pool(PROJECT, ZONE, "kp", pool)
+            .await
+            .unwrap();
+        gcp.container
+            .wait_operation(
+                &del,
+                &Default::default(),
+                std::time::Duration::from_secs(120),
+            )
+            .await
+            .unwrap();
+    }
     env.up_ok("kp", json!({})).await;
     let calls = env.ok_calls("container", "nodePools.create").await;
     assert_eq!(
@@ -283,23 +264,12 @@ async fn bad_pools_are_refused_before_any_operation_exists() {
         suggestions.contains("gpu-a100x2") || suggestions.contains("gpu-a100x4"),
         "{suggestions}"
     );
-    let ops = env
-        .app
-        .get(OWNER, "/v1/operations?filter=type=ADD_NODE_POOL")
-        .await
-        .body;
+    let ops = env.operations_of("ADD_NODE_POOL").await;
     assert_eq!(ops["operations"], json!([]));
     let pools = env.app.get(OWNER, &path).await.body;
     assert_eq!(pools["nodePools"], json!([]));
     // A pool of a cluster that does not exist.
-    let r = env
-        .app
-        .post(
-            OWNER,
-            &format!("{}/nodePools", cluster_path("nope")),
-            json!({"accelerator": "l4"}),
-        )
-        .await;
+    let r = env.post_pool("nope", json!({"accelerator": "l4"})).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert_eq!(r.reason(), "CLUSTER_NOT_FOUND");
 }
@@ -355,11 +325,7 @@ async fn a_failover_pair_is_added_and_removed_together() {
         .add_pool("kf", json!({"accelerator": "l4", "failover": true}))
         .await;
     env.ok(&op).await;
-    let pools = env
-        .app
-        .get(OWNER, &format!("{}/nodePools", cluster_path("kf")))
-        .await
-        .body;
+    let pools = env.pools("kf").await;
     let pools = pools["nodePools"].as_array().unwrap().clone();
     assert_eq!(pools.len(), 2);
     let spot = pools.iter().find(|p| p["spot"] == true).unwrap();
@@ -396,11 +362,7 @@ async fn a_failover_pair_is_added_and_removed_together() {
     assert_eq!(r.status, StatusCode::ACCEPTED);
     env.ok(&r.body).await;
     assert_eq!(env.ok_calls("container", "nodePools.delete").await.len(), 2);
-    let pools = env
-        .app
-        .get(OWNER, &format!("{}/nodePools", cluster_path("kf")))
-        .await
-        .body;
+    let pools = env.pools("kf").await;
     assert_eq!(pools["nodePools"], json!([]));
 }
 
@@ -431,11 +393,7 @@ async fn a_stockout_fails_the_pool_step_with_googles_reason_and_leaves_records_c
         .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     env.ok(&r.body).await;
-    let pools = env
-        .app
-        .get(OWNER, &format!("{}/nodePools", cluster_path("ks")))
-        .await
-        .body;
+    let pools = env.pools("ks").await;
     assert_eq!(pools["nodePools"], json!([]));
 }
 
@@ -469,11 +427,7 @@ async fn a_repeated_request_id_returns_the_same_operation_and_changes_nothing() 
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT);
     assert_eq!(r.reason(), "REQUEST_ID_REUSED");
-    let ops = env
-        .app
-        .get(OWNER, "/v1/operations?filter=type=UP_CLUSTER")
-        .await
-        .body;
+    let ops = env.operations_of("UP_CLUSTER").await;
     assert_eq!(ops["operations"].as_array().unwrap().len(), 1);
     assert_eq!(env.ok_calls("container", "clusters.create").await.len(), 1);
 }

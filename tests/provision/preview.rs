@@ -2,9 +2,10 @@
 //! anything is previewed or written, preview and apply naming the same pools, the spot
 //! flag never guessed, money in cents, and a second `up` that KEEPs what exists.
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use crate::common::Resp;
 use crate::support::*;
 
 fn path_in(zone: &str, cluster: &str) -> String {
@@ -13,6 +14,13 @@ fn path_in(zone: &str, cluster: &str) -> String {
 
 fn metadata(r: &Value) -> &Value {
     &r["error"]["details"][0]["metadata"]
+}
+
+/// `PUT path body` as the owner, which must be refused with 400; the response.
+async fn refused(env: &Env, path: &str, body: Value) -> Resp {
+    let r = env.app.put(OWNER, path, body).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{path}: {}", r.body);
+    r
 }
 
 /// Every journal entry that is not a read.
@@ -29,51 +37,24 @@ async fn a_zone_compute_does_not_have_is_refused_before_the_preview_and_any_writ
     let env = env().await;
     for q in ["?validateOnly=true", ""] {
         // A region that does not exist: the regions there are are listed.
-        let r = env
-            .app
-            .put(
-                OWNER,
-                &format!("{}{q}", path_in("xx-fake9-z", "kz")),
-                json!({"accelerator": "l4"}),
-            )
-            .await;
-        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+        let path = format!("{}{q}", path_in("xx-fake9-z", "kz"));
+        let r = refused(&env, &path, json!({"accelerator": "l4"})).await;
         assert_eq!(r.reason(), "INVALID_ZONE");
         assert_eq!(r.body["error"]["status"], "INVALID_ARGUMENT");
         let m = metadata(&r.body);
         assert_eq!(m["zone"], "xx-fake9-z");
         assert_eq!(m["zones"], "");
-        assert!(
-            m["regions"]
-                .as_str()
-                .unwrap()
-                .split(',')
-                .any(|x| x == "us-central1"),
-            "{m}"
-        );
+        let regions = m["regions"].as_str().unwrap_or_default();
+        assert!(regions.split(',').any(|x| x == "us-central1"), "{m}");
         // A zone letter its region does not have: the region's zones are listed.
-        let r = env
-            .app
-            .put(
-                OWNER,
-                &format!("{}{q}", path_in("us-central1-z", "kz")),
-                json!({"accelerator": "cpu"}),
-            )
-            .await;
-        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+        let path = format!("{}{q}", path_in("us-central1-z", "kz"));
+        let r = refused(&env, &path, json!({"accelerator": "cpu"})).await;
         assert_eq!(r.reason(), "INVALID_ZONE");
         assert_eq!(
             metadata(&r.body)["zones"],
             "us-central1-a,us-central1-b,us-central1-c,us-central1-f"
         );
-        assert!(
-            r.body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("us-central1-f"),
-            "{}",
-            r.body
-        );
+        assert_message_has(&r, "us-central1-f");
     }
     assert_eq!(writes(&env).await, Vec::<Value>::new());
     assert_eq!(
@@ -97,15 +78,8 @@ async fn an_accelerator_the_zone_does_not_offer_is_refused_with_the_zones_that_d
     ];
     for (acc, zones) in cases {
         for q in ["?validateOnly=true", ""] {
-            let r = env
-                .app
-                .put(
-                    OWNER,
-                    &format!("{}{q}", path_in("us-central1-f", "kf")),
-                    json!({"accelerator": acc}),
-                )
-                .await;
-            assert_eq!(r.status, StatusCode::BAD_REQUEST, "{acc}: {}", r.body);
+            let path = format!("{}{q}", path_in("us-central1-f", "kf"));
+            let r = refused(&env, &path, json!({"accelerator": acc})).await;
             assert_eq!(r.reason(), "ACCELERATOR_NOT_IN_ZONE");
             let m = metadata(&r.body);
             assert_eq!(m["zone"], "us-central1-f");
@@ -113,34 +87,18 @@ async fn an_accelerator_the_zone_does_not_offer_is_refused_with_the_zones_that_d
         }
     }
     // v4 TPUs are in no zone of us-central1.
-    let r = env
-        .app
-        .put(
-            OWNER,
-            &path_in("us-central1-a", "kf"),
-            json!({"accelerator": "tpu-v4-8"}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let path = path_in("us-central1-a", "kf");
+    let r = refused(&env, &path, json!({"accelerator": "tpu-v4-8"})).await;
     assert_eq!(metadata(&r.body)["zones"], "");
-    assert!(
-        r.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("another accelerator or region"),
-        "{}",
-        r.body
-    );
+    assert_message_has(&r, "another accelerator or region");
     assert_eq!(writes(&env).await, Vec::<Value>::new());
 
     // A pool spread over a zone without the GPU is refused too.
     env.up_ok("kp", json!({"accelerator": "cpu"})).await;
     let before = writes(&env).await.len();
     let r = env
-        .app
-        .post(
-            OWNER,
-            &format!("{}/nodePools", cluster_path("kp")),
+        .post_pool(
+            "kp",
             json!({"accelerator": "h100", "zones": ["us-central1-a", "us-central1-f"]}),
         )
         .await;
@@ -176,15 +134,7 @@ async fn a_cloud_failure_while_checking_the_zone_is_unavailable_not_a_pass() {
         assert_eq!(metadata(&r.body)["method"], method);
     }
     // Once Compute answers, the same preview goes through.
-    let r = env
-        .app
-        .put(
-            OWNER,
-            &format!("{}?validateOnly=true", cluster_path("ku")),
-            json!({"accelerator": "l4"}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    env.preview_up("ku", json!({"accelerator": "l4"})).await;
     assert_eq!(writes(&env).await, Vec::<Value>::new());
 }
 
@@ -260,68 +210,51 @@ fn pool_ids(plan: &Value) -> Vec<String> {
         .collect()
 }
 
+/// `method path?validateOnly=true&requestId=id` with `body`, as the owner: the plan.
+async fn preview_with_id(env: &Env, method: &Method, path: &str, id: &str, body: &Value) -> Value {
+    let q = format!("{path}?validateOnly=true&requestId={id}");
+    let r = env
+        .app
+        .call(OWNER, method.clone(), &q, Some(body.clone()))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.body
+}
+
+/// `method path?requestId=id` with `body`, as the owner, run to its end: it succeeds
+/// having carried out the `preview`'s actions. The finished operation.
+async fn apply_with_id(env: &Env, method: Method, path: &str, id: &str, body: Value) -> Value {
+    let q = format!("{path}?requestId={id}");
+    let r = env.app.call(OWNER, method, &q, Some(body)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    env.ok(&r.body).await
+}
+
 #[tokio::test]
 async fn a_preview_with_a_request_id_names_the_pools_its_apply_creates() {
     let env = env().await;
-    let up = |q: &str| format!("{}?{q}", cluster_path("ka"));
+    let up = cluster_path("ka");
     let body = json!({"accelerator": "l4"});
-    let preview = env
-        .app
-        .put(
-            OWNER,
-            &up("validateOnly=true&requestId=req-up-1"),
-            body.clone(),
-        )
-        .await;
-    assert_eq!(preview.status, StatusCode::OK, "{}", preview.body);
-    let again = env
-        .app
-        .put(
-            OWNER,
-            &up("validateOnly=true&requestId=req-up-1"),
-            body.clone(),
-        )
-        .await;
-    assert_eq!(pool_ids(&preview.body), pool_ids(&again.body), "stable");
-    let r = env
-        .app
-        .put(OWNER, &up("requestId=req-up-1"), body.clone())
-        .await;
-    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
-    let done = env.done(&r.body).await;
-    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
-    assert_eq!(actions(&done["metadata"]["plan"]), actions(&preview.body));
-    let ids = pool_ids(&preview.body);
+    let preview = preview_with_id(&env, &Method::PUT, &up, "req-up-1", &body).await;
+    let again = preview_with_id(&env, &Method::PUT, &up, "req-up-1", &body).await;
+    assert_eq!(pool_ids(&preview), pool_ids(&again), "stable");
+    let done = apply_with_id(&env, Method::PUT, &up, "req-up-1", body).await;
+    assert_eq!(actions(&done["metadata"]["plan"]), actions(&preview));
+    let ids = pool_ids(&preview);
     assert_eq!(ids.len(), 1);
     let pool = env
         .app
-        .get(
-            OWNER,
-            &format!("{}/nodePools/{}", cluster_path("ka"), ids[0]),
-        )
+        .get(OWNER, &format!("{up}/nodePools/{}", ids[0]))
         .await;
     assert_eq!(pool.status, StatusCode::OK, "{}", pool.body);
 
     // pool add: the same, for a failover pair.
-    let add = |q: &str| format!("{}/nodePools?{q}", cluster_path("ka"));
+    let add = format!("{up}/nodePools");
     let body = json!({"accelerator": "l4", "failover": true});
-    let preview = env
-        .app
-        .post(
-            OWNER,
-            &add("validateOnly=true&requestId=req-add-1"),
-            body.clone(),
-        )
-        .await;
-    assert_eq!(preview.status, StatusCode::OK, "{}", preview.body);
-    let r = env
-        .app
-        .post(OWNER, &add("requestId=req-add-1"), body.clone())
-        .await;
-    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
-    let done = env.ok(&r.body).await;
-    assert_eq!(actions(&done["metadata"]["plan"]), actions(&preview.body));
-    let ids = pool_ids(&preview.body);
+    let preview = preview_with_id(&env, &Method::POST, &add, "req-add-1", &body).await;
+    let done = apply_with_id(&env, Method::POST, &add, "req-add-1", body).await;
+    assert_eq!(actions(&done["metadata"]["plan"]), actions(&preview));
+    let ids = pool_ids(&preview);
     assert_eq!(ids.len(), 2);
     assert!(
         done["metadata"]["target"]
@@ -336,7 +269,7 @@ async fn a_preview_with_a_request_id_names_the_pools_its_apply_creates() {
         .app
         .post(
             OWNER,
-            &add("validateOnly=true"),
+            &format!("{add}?validateOnly=true"),
             json!({"accelerator": "t4"}),
         )
         .await;
@@ -351,19 +284,11 @@ async fn a_preview_with_a_request_id_names_the_pools_its_apply_creates() {
     );
 }
 
-/// The plan of a second `up` of `cluster`, previewed.
-async fn preview_up(env: &Env, cluster: &str) -> Value {
-    let path = format!("{}?validateOnly=true", cluster_path(cluster));
-    let r = env.app.put(OWNER, &path, json!({})).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body
-}
-
 #[tokio::test]
 async fn a_second_up_keeps_the_apis_and_kubernetes_objects_that_exist() {
     let env = env().await;
     env.up_ok("k2", json!({"accelerator": "l4"})).await;
-    let plan = preview_up(&env, "k2").await;
+    let plan = env.preview_up("k2", json!({})).await;
     let by = |plan: &Value, id: &str| {
         plan["actions"]
             .as_array()
@@ -391,7 +316,7 @@ async fn a_second_up_keeps_the_apis_and_kubernetes_objects_that_exist() {
     );
     let r = env.app.http.delete(&lws).send().await.unwrap();
     assert!(r.status().is_success(), "{}", r.status());
-    let plan = preview_up(&env, "k2").await;
+    let plan = env.preview_up("k2", json!({})).await;
     let lws = by(&plan, "lws");
     assert_eq!(lws["action"], "CREATE", "{lws}");
     assert_eq!(by(&plan, "ksa")["action"], "KEEP");
@@ -401,5 +326,8 @@ async fn a_second_up_keeps_the_apis_and_kubernetes_objects_that_exist() {
     let done = env.done(&op).await;
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
     assert_eq!(actions(&done["metadata"]["plan"]), actions(&plan));
-    assert_eq!(by(&preview_up(&env, "k2").await, "lws")["action"], "KEEP");
+    assert_eq!(
+        by(&env.preview_up("k2", json!({})).await, "lws")["action"],
+        "KEEP"
+    );
 }

@@ -17,8 +17,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::faults::{
-    At, CLUSTER, assert_failed_at, close, cluster_state, each, gpu, make, names, pool_of,
-    pool_state, resolve, steps, unmake,
+    At, CLUSTER, arm_fault, assert_failed_at, close, cluster_state, each, gpu, make, names,
+    pool_of, pool_state, resolve, steps, unmake,
 };
 use crate::support::*;
 
@@ -306,8 +306,7 @@ async fn case(op: Op, how: How) {
                 _ => make(&env, &n, s).await,
             }
         }
-        let (kind, count, _) = a.terminal;
-        env.arm(a.service, a.method, kind, count).await;
+        arm_fault(&env, a.service, a.method, a.terminal).await;
     }
     if let How::CancelledQueued = how {
         env.pause().await;
@@ -380,14 +379,6 @@ async fn every_end_of_pool_add_leaves_records_every_request_works_from() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_end_of_pool_remove_leaves_records_every_request_works_from() {
     table(Op::RemovePool, &[crate::faults::down::POOL_DELETE_AT]).await;
-}
-
-async fn explicit_clock() -> Env {
-    env_with(SimConfig {
-        clock: ClockMode::Explicit,
-        ..Default::default()
-    })
-    .await
 }
 
 /// The reported defect: with a pool add running, `down` is queued (the cluster shows

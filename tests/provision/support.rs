@@ -6,7 +6,7 @@ use kineticd::sim::Sim;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::common::{TestApp, test_worker_config};
+use crate::common::{Resp, TestApp, test_worker_config};
 
 /// Workers each test environment runs.
 const WORKERS: usize = 2;
@@ -14,6 +14,17 @@ const WORKERS: usize = 2;
 pub const OWNER: &str = "owner@example.com";
 pub const PROJECT: &str = "ml-proj";
 pub const ZONE: &str = "us-central1-a";
+
+/// Every method that creates a resource.
+pub const CREATES: [(&str, &str); 7] = [
+    ("storage", "buckets.insert"),
+    ("compute", "networks.insert"),
+    ("compute", "routers.insert"),
+    ("iam", "serviceAccounts.create"),
+    ("artifactregistry", "repositories.create"),
+    ("container", "clusters.create"),
+    ("container", "nodePools.create"),
+];
 
 pub struct Env {
     pub app: TestApp,
@@ -39,6 +50,30 @@ pub async fn env_with(cfg: kineticd::sim::SimConfig) -> Env {
         sim,
         _workers: workers,
     }
+}
+
+/// Asserts that the error message of `r` says `text`.
+#[track_caller]
+pub fn assert_message_has(r: &Resp, text: &str) {
+    let message = r.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(text), "{}", r.body);
+}
+
+/// The progress step `id` of operation `op`.
+pub fn op_step<'a>(op: &'a Value, id: &str) -> &'a Value {
+    op["metadata"]["progress"]["steps"]
+        .as_array()
+        .and_then(|steps| steps.iter().find(|s| s["id"] == id))
+        .unwrap_or_else(|| panic!("no step {id}: {}", op["metadata"]["progress"]))
+}
+
+/// [`env`] on an explicit clock: simulated time moves only when a test advances it.
+pub async fn explicit_clock() -> Env {
+    env_with(kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Explicit,
+        ..Default::default()
+    })
+    .await
 }
 
 pub fn cluster_path(name: &str) -> String {
@@ -80,14 +115,57 @@ impl Env {
         )
     }
 
+    /// The state of `cluster` as `GET` shows it to the owner.
+    pub async fn api_state(&self, cluster: &str) -> Value {
+        self.app.get(OWNER, &cluster_path(cluster)).await.body["state"].take()
+    }
+
+    /// Wait (120 s at most) for a Compute operation the test started itself.
+    pub async fn wait_compute(&self, op: &kineticd::cloud::gcp::types::compute::Operation) {
+        self.gcp()
+            .compute
+            .wait_operation(op, &Default::default(), std::time::Duration::from_secs(120))
+            .await
+            .expect("compute operation");
+    }
+
+    /// `GET` the status of `cluster` (drift included), as the owner.
+    pub async fn status(&self, cluster: &str) -> Value {
+        let path = format!("{}/status", cluster_path(cluster));
+        self.app.get(OWNER, &path).await.body
+    }
+
+    /// The plan of an `up` of `cluster` with `body`, previewed (asserting 200).
+    pub async fn preview_up(&self, cluster: &str, body: Value) -> Value {
+        let path = format!("{}?validateOnly=true", cluster_path(cluster));
+        let r = self.app.put(OWNER, &path, body).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body
+    }
+
+    /// The owner's operations of `op_type` (the list response).
+    pub async fn operations_of(&self, op_type: &str) -> Value {
+        let path = format!("/v1/operations?filter=type={op_type}");
+        self.app.get(OWNER, &path).await.body
+    }
+
+    /// POST a node pool to `cluster`, as the owner.
+    pub async fn post_pool(&self, cluster: &str, body: Value) -> Resp {
+        let path = format!("{}/nodePools", cluster_path(cluster));
+        self.app.post(OWNER, &path, body).await
+    }
+
     /// POST a node pool, asserting 202; returns the operation.
     pub async fn add_pool(&self, cluster: &str, body: Value) -> Value {
-        let r = self
-            .app
-            .post(OWNER, &format!("{}/nodePools", cluster_path(cluster)), body)
-            .await;
+        let r = self.post_pool(cluster, body).await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
         r.body
+    }
+
+    /// The node pools of `cluster` (the list response), as the owner.
+    pub async fn pools(&self, cluster: &str) -> Value {
+        let path = format!("{}/nodePools", cluster_path(cluster));
+        self.app.get(OWNER, &path).await.body
     }
 
     /// Run an operation to the end, asserting success.
@@ -106,18 +184,7 @@ impl Env {
         if !method.is_empty() {
             q.push(("method", method));
         }
-        let v: Value = self
-            .app
-            .http
-            .get(format!("{}/sim/v1/journal", self.sim.url()))
-            .query(&q)
-            .send()
-            .await
-            .expect("journal")
-            .json()
-            .await
-            .expect("journal body");
-        v["entries"].as_array().cloned().unwrap_or_default()
+        crate::sim_journal::sim_journal(&self.app.http, &self.sim.url(), &q).await
     }
 
     /// Successful (2xx) journal entries of a method.
@@ -174,6 +241,11 @@ impl Env {
 
     /// Run `op` to its end, moving the simulator's clock on while it runs.
     pub async fn run_out(&self, op: &Value) -> Value {
+        self.run_out_by(op, 60.0).await
+    }
+
+    /// [`Env::run_out`], moving the clock `seconds` at a time.
+    pub async fn run_out_by(&self, op: &Value, seconds: f64) -> Value {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
             let cur = self.op(op).await;
@@ -181,7 +253,7 @@ impl Env {
                 return cur;
             }
             assert!(std::time::Instant::now() < deadline, "not done: {cur}");
-            self.advance(60.0).await;
+            self.advance(seconds).await;
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }

@@ -7,26 +7,38 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-const CREATES: [(&str, &str); 10] = [
-    ("storage", "buckets.insert"),
-    ("compute", "networks.insert"),
-    ("compute", "routers.insert"),
-    ("iam", "serviceAccounts.create"),
-    ("artifactregistry", "repositories.create"),
-    ("container", "clusters.create"),
-    ("container", "nodePools.create"),
+/// The writes that create nothing: API enables, IAM policies, server-side applies.
+const OTHER_WRITES: [(&str, &str); 3] = [
     ("serviceusage", "services.batchEnable"),
     ("cloudresourcemanager", "projects.setIamPolicy"),
     ("kube", "kube.apply"),
 ];
 
+/// Every mutating method: [`CREATES`], then [`OTHER_WRITES`].
+fn mutations() -> impl Iterator<Item = (&'static str, &'static str)> {
+    CREATES.into_iter().chain(OTHER_WRITES)
+}
+
 /// 2xx counts of every mutating method, for comparing before/after.
 async fn create_counts(env: &Env) -> Vec<usize> {
     let mut out = Vec::new();
-    for (s, m) in CREATES {
+    for (s, m) in mutations() {
         out.push(env.ok_calls(s, m).await.len());
     }
     out
+}
+
+/// The one successful `service`/`method` call (asserting there was exactly one).
+async fn only_call(env: &Env, service: &str, method: &str) -> Value {
+    let mut calls = env.ok_calls(service, method).await;
+    assert_eq!(calls.len(), 1, "{service} {method}: {calls:?}");
+    calls.remove(0)
+}
+
+#[track_caller]
+fn assert_path_has(call: &Value, text: &str) {
+    let path = call["path"].as_str().unwrap_or_default();
+    assert!(path.contains(text), "{path}");
 }
 
 fn body_of<'a>(calls: &'a [Value], path_has: &str) -> &'a Value {
@@ -58,9 +70,8 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     );
 
     // APIs: the seven of the reference, once.
-    let apis = env.ok_calls("serviceusage", "services.batchEnable").await;
-    assert_eq!(apis.len(), 1);
-    let mut ids: Vec<&str> = apis[0]["body"]["serviceIds"]
+    let apis = only_call(&env, "serviceusage", "services.batchEnable").await;
+    let mut ids: Vec<&str> = apis["body"]["serviceIds"]
         .as_array()
         .unwrap()
         .iter()
@@ -106,19 +117,12 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     }
 
     // Network (auto subnets), router with the NAT.
-    let net = env.ok_calls("compute", "networks.insert").await;
-    assert_eq!(net.len(), 1);
-    assert_eq!(net[0]["body"]["name"], "kn-kc");
-    assert_eq!(net[0]["body"]["autoCreateSubnetworks"], true);
-    let router = env.ok_calls("compute", "routers.insert").await;
-    assert_eq!(router.len(), 1);
-    assert!(
-        router[0]["path"]
-            .as_str()
-            .unwrap()
-            .contains("/regions/us-central1/")
-    );
-    let r = &router[0]["body"];
+    let net = only_call(&env, "compute", "networks.insert").await;
+    assert_eq!(net["body"]["name"], "kn-kc");
+    assert_eq!(net["body"]["autoCreateSubnetworks"], true);
+    let router = only_call(&env, "compute", "routers.insert").await;
+    assert_path_has(&router, "/regions/us-central1/");
+    let r = &router["body"];
     assert_eq!(r["name"], "kn-kc-router");
     assert!(
         r["network"]
@@ -141,29 +145,20 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
         .collect();
     sa_ids.sort();
     assert_eq!(sa_ids, ["kn-kc-builds", "kn-kc-nodes"]);
-    let repo = env
-        .ok_calls("artifactregistry", "repositories.create")
-        .await;
-    assert_eq!(repo.len(), 1);
-    assert!(repo[0]["path"].as_str().unwrap().contains("/locations/us/"));
+    let repo = only_call(&env, "artifactregistry", "repositories.create").await;
+    assert_path_has(&repo, "/locations/us/");
     assert!(
-        repo[0]["query"]
+        repo["query"]
             .as_str()
             .unwrap()
             .contains("repositoryId=kn-kc")
     );
-    assert_eq!(repo[0]["body"]["format"], "DOCKER");
+    assert_eq!(repo["body"]["format"], "DOCKER");
 
     // The GKE cluster.
-    let cl = env.ok_calls("container", "clusters.create").await;
-    assert_eq!(cl.len(), 1);
-    assert!(
-        cl[0]["path"]
-            .as_str()
-            .unwrap()
-            .contains("/locations/us-central1-a/")
-    );
-    let c = &cl[0]["body"]["cluster"];
+    let cl = only_call(&env, "container", "clusters.create").await;
+    assert_path_has(&cl, "/locations/us-central1-a/");
+    let c = &cl["body"]["cluster"];
     assert_eq!(c["name"], "kc");
     assert_eq!(c["releaseChannel"]["channel"], "STABLE");
     assert_eq!(c["network"], "kn-kc");
@@ -186,9 +181,8 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     assert_eq!(dp["config"]["diskSizeGb"], 50);
 
     // The accelerator pool.
-    let np = env.ok_calls("container", "nodePools.create").await;
-    assert_eq!(np.len(), 1);
-    let p = &np[0]["body"]["nodePool"];
+    let np = only_call(&env, "container", "nodePools.create").await;
+    let p = &np["body"]["nodePool"];
     assert_eq!(p["name"], pool.as_str());
     assert_eq!(p["initialNodeCount"], 0);
     assert_eq!(p["autoscaling"]["enabled"], true);
@@ -341,16 +335,12 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     let after = create_counts(&env).await;
     // The only writes allowed: IAM read-modify-writes find nothing to add (no
     // setIamPolicy), batchEnable and server-side applies are idempotent by design.
-    for (i, (s, m)) in CREATES.iter().enumerate() {
-        if !["services.batchEnable", "kube.apply"].contains(m) {
+    for (i, (s, m)) in mutations().enumerate() {
+        if !["services.batchEnable", "kube.apply"].contains(&m) {
             assert_eq!(before[i], after[i], "{s} {m} called again by the second up");
         }
     }
-    let pools = env
-        .app
-        .get(OWNER, &format!("{}/nodePools", cluster_path("kc")))
-        .await
-        .body;
+    let pools = env.pools("kc").await;
     assert_eq!(pools["nodePools"].as_array().unwrap().len(), 1, "{pools}");
     let steps = second["metadata"]["progress"]["steps"].as_array().unwrap();
     assert!(steps.iter().all(|s| s["state"] == "DONE"));
@@ -365,9 +355,8 @@ async fn up_with_a_multi_host_tpu_places_it_compactly_without_a_driver_installer
             json!({"accelerator": "tpu-v5litepod-16", "minNodes": 4}),
         )
         .await;
-    let np = env.ok_calls("container", "nodePools.create").await;
-    assert_eq!(np.len(), 1);
-    let p = &np[0]["body"]["nodePool"];
+    let np = only_call(&env, "container", "nodePools.create").await;
+    let p = &np["body"]["nodePool"];
     assert!(p["name"].as_str().unwrap().starts_with("tpu-v5litepod-"));
     assert_eq!(p["initialNodeCount"], 4);
     assert_eq!(p["autoscaling"]["minNodeCount"], 4);
@@ -429,59 +418,30 @@ async fn a_second_up_repairs_a_deleted_bucket() {
         .delete_bucket("ml-proj-kn-kr-jobs")
         .await
         .unwrap();
-    let status = env
-        .app
-        .get(OWNER, &format!("{}/status", cluster_path("kr")))
-        .await
-        .body;
+    let status = env.status("kr").await;
     assert!(
         status["drift"].to_string().contains("ml-proj-kn-kr-jobs"),
         "{status}"
     );
     // The preview says it will be re-created.
-    let plan = env
-        .app
-        .put(
-            OWNER,
-            &format!("{}?validateOnly=true", cluster_path("kr")),
-            json!({}),
-        )
-        .await;
-    assert_eq!(plan.status, StatusCode::OK);
+    env.preview_up("kr", json!({})).await;
     let done = env.up_ok("kr", json!({})).await;
-    let step = done["metadata"]["progress"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == "jobs-bucket")
-        .cloned()
-        .unwrap();
+    let step = op_step(&done, "jobs-bucket");
     assert_eq!(step["state"], "DONE");
     gcp.storage
         .get_bucket("ml-proj-kn-kr-jobs")
         .await
         .expect("the bucket is back");
-    let status = env
-        .app
-        .get(OWNER, &format!("{}/status", cluster_path("kr")))
-        .await
-        .body;
+    let status = env.status("kr").await;
     assert_eq!(status["drift"], json!([]), "{status}");
 }
 
 #[tokio::test]
 async fn validate_only_returns_the_plan_and_changes_nothing() {
     let env = env().await;
-    let r = env
-        .app
-        .put(
-            OWNER,
-            &format!("{}?validateOnly=true", cluster_path("kv")),
-            json!({"accelerator": "a100x4", "minNodes": 1}),
-        )
+    let plan = env
+        .preview_up("kv", json!({"accelerator": "a100x4", "minNodes": 1}))
         .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let plan = r.body;
     let actions = plan["actions"].as_array().unwrap();
     assert!(
         actions
@@ -638,31 +598,17 @@ async fn a_second_up_restores_a_missing_cloud_nat() {
     env.up_ok("kn", json!({"accelerator": "cpu"})).await;
     // Someone removes the NAT: the router is rebuilt without it.
     let gcp = env.gcp();
-    let wait = |op| {
-        let gcp = gcp.clone();
-        async move {
-            gcp.compute
-                .wait_operation(
-                    &op,
-                    &Default::default(),
-                    std::time::Duration::from_secs(120),
-                )
-                .await
-                .unwrap()
-        }
-    };
     let mut bare = gcp
         .compute
         .get_router(PROJECT, "us-central1", "kn-kn-router")
         .await
         .unwrap();
-    wait(
-        gcp.compute
-            .delete_router(PROJECT, "us-central1", "kn-kn-router", uuid::Uuid::new_v4())
-            .await
-            .unwrap(),
-    )
-    .await;
+    let op = gcp
+        .compute
+        .delete_router(PROJECT, "us-central1", "kn-kn-router", uuid::Uuid::new_v4())
+        .await
+        .unwrap();
+    env.wait_compute(&op).await;
     bare.nats.clear();
     let bare = kineticd::cloud::gcp::types::compute::Router {
         name: bare.name,
@@ -671,18 +617,13 @@ async fn a_second_up_restores_a_missing_cloud_nat() {
         nats: Vec::new(),
         ..Default::default()
     };
-    wait(
-        gcp.compute
-            .insert_router(PROJECT, "us-central1", &bare, uuid::Uuid::new_v4())
-            .await
-            .unwrap(),
-    )
-    .await;
-    let status = env
-        .app
-        .get(OWNER, &format!("{}/status", cluster_path("kn")))
+    let op = gcp
+        .compute
+        .insert_router(PROJECT, "us-central1", &bare, uuid::Uuid::new_v4())
         .await
-        .body;
+        .unwrap();
+    env.wait_compute(&op).await;
+    let status = env.status("kn").await;
     assert!(
         status["drift"].to_string().contains("kn-kn-router"),
         "{status}"
@@ -700,10 +641,6 @@ async fn a_second_up_restores_a_missing_cloud_nat() {
         .unwrap();
     assert_eq!(r.nats.len(), 1);
     assert_eq!(r.nats[0].name, "kn-kn-nat");
-    let status = env
-        .app
-        .get(OWNER, &format!("{}/status", cluster_path("kn")))
-        .await
-        .body;
+    let status = env.status("kn").await;
     assert_eq!(status["drift"], json!([]), "{status}");
 }

@@ -81,39 +81,35 @@ pub(crate) const DOWN_AT: [At; 10] = [
     ),
 ];
 
-/// A retryable fault at the step's call: `down` still succeeds, the call was made
-/// again, and each resource was deleted once.
-async fn down_retry_case(a: At) {
-    let env = env().await;
-    let n = names();
-    let pool = gpu_cluster(&env).await;
+/// A gpu cluster for case `a`, the resources of its `prepare` steps removed; its names
+/// and pool.
+async fn prepared(a: &At) -> (Env, ClusterNames, String) {
+    let (env, n, pool) = with_gpu_cluster().await;
     for s in a.prepare {
         unmake(&env, &n, s).await;
     }
+    (env, n, pool)
+}
+
+/// A retryable fault at the step's call: `down` still succeeds, the call was made
+/// again, and each resource was deleted once.
+async fn down_retry_case(a: At) {
+    let (env, n, pool) = prepared(&a).await;
     env.arm(a.service, a.method, a.retry, 1).await;
     let done = down(&env).await;
     assert_succeeded(&done);
     assert_made_again_once(&env, a.service, a.method, a.steps.len() == 1).await;
     let targets = resolve(a.steps, &pool);
-    let again = retried(&done);
     if a.client_retry {
-        assert_eq!(
-            again,
-            Vec::<String>::new(),
-            "{}",
-            done["metadata"]["progress"]
-        );
+        assert_none_retried(&done);
     } else {
+        let again = retried(&done);
         assert!(
             again.len() == 1 && targets.contains(&again[0]),
             "retried {again:?}, expected one of {targets:?}"
         );
     }
-    assert_eq!(
-        ok_per_resource(&env, &DELETES).await,
-        deleted_once(&n, &[&pool])
-    );
-    assert_eq!(cluster_state(&env).await, "DELETED");
+    assert_deleted_once(&env, &n, &pool).await;
     close(env).await;
 }
 
@@ -121,30 +117,15 @@ async fn down_retry_case(a: At) {
 /// the cluster is ERROR; `down` again succeeds having deleted each resource once; `up`
 /// of the same name works afterwards.
 async fn down_terminal_case(a: At) {
-    let env = env().await;
-    let n = names();
-    let pool = gpu_cluster(&env).await;
-    for s in a.prepare {
-        unmake(&env, &n, s).await;
-    }
-    let (kind, count, reason) = a.terminal;
-    env.arm(a.service, a.method, kind, count).await;
+    let (env, n, pool) = prepared(&a).await;
+    arm_fault(&env, a.service, a.method, a.terminal).await;
     let failed = down(&env).await;
-    let at = assert_failed_at(&failed, &resolve(a.steps, &pool), reason);
-    assert_eq!(
-        failed["error"]["details"][0]["metadata"]["service"],
-        a.service
-    );
-    assert_eq!(cluster_state(&env).await, "ERROR");
+    let at = assert_case_failed(&env, &failed, &a, &pool).await;
 
     let again = down(&env).await;
     assert_succeeded(&again);
     assert_eq!(step(&again, &at)["attempts"], 1);
-    assert_eq!(cluster_state(&env).await, "DELETED");
-    assert_eq!(
-        ok_per_resource(&env, &DELETES).await,
-        deleted_once(&n, &[&pool])
-    );
+    assert_deleted_once(&env, &n, &pool).await;
 
     let later = up(&env).await;
     assert_succeeded(&later);
@@ -152,27 +133,10 @@ async fn down_terminal_case(a: At) {
     close(env).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn down_survives_a_retryable_fault_at_each_policy_step() {
-    let cases = DOWN_AT.iter().filter(|a| a.client_retry);
-    each(cases.map(|a| (a.name(a.retry), down_retry_case(*a)))).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn down_survives_a_retryable_fault_at_each_step() {
-    let cases = DOWN_AT.iter().filter(|a| !a.client_retry);
-    each(cases.map(|a| (a.name(a.retry), down_retry_case(*a)))).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn down_fails_on_a_terminal_fault_at_each_step_and_down_again_completes_it() {
-    each(
-        DOWN_AT
-            .iter()
-            .map(|a| (a.name(a.terminal.0), down_terminal_case(*a))),
-    )
-    .await;
-}
+fault_table_tests!(DOWN_AT, down_retry_case, down_terminal_case;
+    down_survives_a_retryable_fault_at_each_policy_step,
+    down_survives_a_retryable_fault_at_each_step,
+    down_fails_on_a_terminal_fault_at_each_step_and_down_again_completes_it);
 
 // ---------------------------------------------------------------------------------------
 // Every step run twice: the identical operation enqueued again after it succeeded

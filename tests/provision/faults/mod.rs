@@ -52,17 +52,6 @@ const BUCKET_ROLES: [&str; 2] = [
     "roles/storage.legacyBucketReader",
 ];
 
-/// Every method that creates a resource.
-const CREATES: [(&str, &str); 7] = [
-    ("storage", "buckets.insert"),
-    ("compute", "networks.insert"),
-    ("compute", "routers.insert"),
-    ("iam", "serviceAccounts.create"),
-    ("artifactregistry", "repositories.create"),
-    ("container", "clusters.create"),
-    ("container", "nodePools.create"),
-];
-
 /// Every method that deletes a resource.
 const DELETES: [(&str, &str); 7] = [
     ("storage", "buckets.delete"),
@@ -128,6 +117,48 @@ fn panic_text(e: tokio::task::JoinError) -> String {
             .unwrap_or_else(|| "panicked".into()),
         Err(e) => e.to_string(),
     }
+}
+
+/// The three tests of a fault table: a retryable fault at each policy step (the clients
+/// retry those), at each other step (the step runner retries), and a terminal fault at
+/// each step.
+macro_rules! fault_table_tests {
+    ($table:expr, $retry_case:ident, $terminal_case:ident;
+     $policy_test:ident, $step_test:ident, $terminal_test:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $policy_test() {
+            retry_cases(&$table, true, $retry_case).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $step_test() {
+            retry_cases(&$table, false, $retry_case).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $terminal_test() {
+            terminal_cases(&$table, $terminal_case).await;
+        }
+    };
+}
+use fault_table_tests;
+
+/// Run the retry case of every step in `table` whose retry is (`client_retry`) or is not
+/// the client's own.
+async fn retry_cases<Fut>(table: &[At], client_retry: bool, case: fn(At) -> Fut)
+where
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let cases = table.iter().filter(|a| a.client_retry == client_retry);
+    each(cases.map(|a| (a.name(a.retry), case(*a)))).await;
+}
+
+/// Run the terminal case of every step in `table`.
+async fn terminal_cases<Fut>(table: &[At], case: fn(At) -> Fut)
+where
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    each(table.iter().map(|a| (a.name(a.terminal.0), case(*a)))).await;
 }
 
 /// Stop the workers and close the database pool (the module opens many environments).
@@ -290,6 +321,41 @@ fn assert_succeeded(op: &Value) {
     for s in steps(op) {
         assert_eq!(s["state"], "DONE", "{s}");
     }
+}
+
+/// No step needed a second attempt (the client redid its read-modify-write itself).
+#[track_caller]
+fn assert_none_retried(op: &Value) {
+    assert_eq!(
+        retried(op),
+        Vec::<String>::new(),
+        "{}",
+        op["metadata"]["progress"]
+    );
+}
+
+/// The operation of case `a` failed at its step with the cloud's reason, naming the
+/// service, and left the cluster ERROR; returns the step.
+async fn assert_case_failed(env: &Env, op: &Value, a: &At, pool: &str) -> String {
+    let at = assert_failed_at(op, &resolve(a.steps, pool), a.terminal.2);
+    assert_eq!(op["error"]["details"][0]["metadata"]["service"], a.service);
+    assert_eq!(cluster_state(env).await, "ERROR");
+    at
+}
+
+/// The cluster and its pool `pool` are RUNNING.
+async fn assert_running(env: &Env, pool: &str) {
+    assert_eq!(cluster_state(env).await, "RUNNING");
+    assert_eq!(pool_state(env, pool).await.as_deref(), Some("RUNNING"));
+}
+
+/// The cluster is DELETED, each of its resources (and `pool`'s) deleted exactly once.
+async fn assert_deleted_once(env: &Env, n: &ClusterNames, pool: &str) {
+    assert_eq!(cluster_state(env).await, "DELETED");
+    assert_eq!(
+        ok_per_resource(env, &DELETES).await,
+        deleted_once(n, &[pool])
+    );
 }
 
 /// The operation failed at one of `candidates` with the cloud's `reason`; returns the step.
@@ -614,6 +680,33 @@ const fn client(mut a: At) -> At {
 const fn accepted(mut a: At) -> At {
     a.accepted = true;
     a
+}
+
+/// A fresh environment for a test that runs a single case, counted against [`SLOTS`]
+/// while the permit lives.
+async fn slot_env() -> (tokio::sync::SemaphorePermit<'static>, Env) {
+    let slot = SLOTS.acquire().await.expect("slots");
+    (slot, env().await)
+}
+
+/// A fresh environment with a gpu cluster made: it, the cluster's names, and its pool.
+async fn with_gpu_cluster() -> (Env, ClusterNames, String) {
+    let env = env().await;
+    let pool = gpu_cluster(&env).await;
+    (env, names(), pool)
+}
+
+/// Arm the terminal fault `(kind, count, reason)` on `service`/`method`; returns the
+/// reason the operation is then to fail with.
+pub(crate) async fn arm_fault(
+    env: &Env,
+    service: &str,
+    method: &str,
+    fault: (&str, u32, &'static str),
+) -> &'static str {
+    let (kind, count, reason) = fault;
+    env.arm(service, method, kind, count).await;
+    reason
 }
 
 async fn gpu_cluster(env: &Env) -> String {

@@ -2,21 +2,42 @@
 
 use super::*;
 
-/// A retryable fault at nodePools.create: the pool step is retried and the pool made once.
-async fn pool_add_retry_case(kind: &'static str) {
-    let env = env().await;
-    let n = names();
-    let p1 = gpu_cluster(&env).await;
-    env.arm("container", "nodePools.create", kind, 1).await;
-    let (p2, done) = add_pool(&env).await;
-    assert_succeeded(&done);
-    assert_made_again_once(&env, "container", "nodePools.create", true).await;
+/// The operation failed at `pool`'s step with the cloud's `reason`; the record is ERROR.
+async fn assert_pool_failed(env: &Env, op: &Value, pool: &str, reason: &str) {
+    assert_failed_at(op, &[format!("pool:{pool}")], reason);
+    assert_eq!(pool_state(env, pool).await.as_deref(), Some("ERROR"));
+}
+
+/// The operation succeeded after the pool's step retried its `method` call, made
+/// again once.
+async fn assert_pool_retried(env: &Env, done: &Value, method: &str, pool: &str) {
+    assert_succeeded(done);
+    assert_made_again_once(env, "container", method, true).await;
     assert_eq!(
-        retried(&done),
-        [format!("pool:{p2}")],
+        retried(done),
+        [format!("pool:{pool}")],
         "{}",
         done["metadata"]["progress"]
     );
+}
+
+/// `pool remove` of `pool` succeeds, reports it deleted, and leaves no record.
+async fn remove_pool_ok(env: &Env, pool: &str) {
+    let removed = remove_pool(env, pool).await;
+    assert_succeeded(&removed);
+    assert_eq!(
+        removed["response"]["outcomes"][format!("pool:{pool}")],
+        "deleted"
+    );
+    assert_eq!(pool_state(env, pool).await, None);
+}
+
+/// A retryable fault at nodePools.create: the pool step is retried and the pool made once.
+async fn pool_add_retry_case(kind: &'static str) {
+    let (env, n, p1) = with_gpu_cluster().await;
+    env.arm("container", "nodePools.create", kind, 1).await;
+    let (p2, done) = add_pool(&env).await;
+    assert_pool_retried(&env, &done, "nodePools.create", &p2).await;
     assert_eq!(
         ok_per_resource(&env, &CREATES).await,
         created_once(&n, &[&p1, &p2])
@@ -39,14 +60,10 @@ async fn pool_add_survives_a_retryable_fault() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pool_add_rejected_then_up_again_creates_the_recorded_pool() {
     let _slot = SLOTS.acquire().await.unwrap();
-    let env = env().await;
-    let n = names();
-    let p1 = gpu_cluster(&env).await;
-    let (kind, count, reason) = GKE_401;
-    env.arm("container", "nodePools.create", kind, count).await;
+    let (env, n, p1) = with_gpu_cluster().await;
+    let reason = arm_fault(&env, "container", "nodePools.create", GKE_401).await;
     let (p2, failed) = add_pool(&env).await;
-    assert_failed_at(&failed, &[format!("pool:{p2}")], reason);
-    assert_eq!(pool_state(&env, &p2).await.as_deref(), Some("ERROR"));
+    assert_pool_failed(&env, &failed, &p2, reason).await;
     assert_eq!(cluster_state(&env).await, "RUNNING");
 
     let again = up(&env).await;
@@ -82,21 +99,12 @@ async fn pool_add_rejected_then_up_again_creates_the_recorded_pool() {
 /// with GKE's reason, the record is ERROR, and GKE keeps the pool in ERROR. What the
 /// product supports from there: `pool remove` deletes it, and a new `pool add` works.
 async fn pool_add_refused_case(kind: &'static str, reason: &'static str) {
-    let env = env().await;
-    let n = names();
-    let p1 = gpu_cluster(&env).await;
+    let (env, n, p1) = with_gpu_cluster().await;
     env.arm("container", "nodePools.create", kind, 1).await;
     let (p2, failed) = add_pool(&env).await;
-    assert_failed_at(&failed, &[format!("pool:{p2}")], reason);
-    assert_eq!(pool_state(&env, &p2).await.as_deref(), Some("ERROR"));
+    assert_pool_failed(&env, &failed, &p2, reason).await;
 
-    let removed = remove_pool(&env, &p2).await;
-    assert_succeeded(&removed);
-    assert_eq!(
-        removed["response"]["outcomes"][format!("pool:{p2}")],
-        "deleted"
-    );
-    assert_eq!(pool_state(&env, &p2).await, None);
+    remove_pool_ok(&env, &p2).await;
     let (p3, added) = add_pool(&env).await;
     assert_succeeded(&added);
     assert_eq!(pool_state(&env, &p3).await.as_deref(), Some("RUNNING"));
@@ -139,14 +147,7 @@ async fn pool_remove_survives_a_retryable_fault() {
         let p1 = gpu_cluster(&env).await;
         env.arm("container", "nodePools.delete", kind, 1).await;
         let done = remove_pool(&env, &p1).await;
-        assert_succeeded(&done);
-        assert_made_again_once(&env, "container", "nodePools.delete", true).await;
-        assert_eq!(
-            retried(&done),
-            [format!("pool:{p1}")],
-            "{}",
-            done["metadata"]["progress"]
-        );
+        assert_pool_retried(&env, &done, "nodePools.delete", &p1).await;
         assert_eq!(pool_state(&env, &p1).await, None);
         assert_eq!(
             ok_per_resource(&env, &DELETES).await,
@@ -163,22 +164,12 @@ async fn pool_remove_survives_a_retryable_fault() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pool_remove_fails_on_a_terminal_fault_and_remove_again_completes_it() {
     let _slot = SLOTS.acquire().await.unwrap();
-    let env = env().await;
-    let n = names();
-    let p1 = gpu_cluster(&env).await;
-    let (kind, count, reason) = QUOTA;
-    env.arm("container", "nodePools.delete", kind, count).await;
+    let (env, n, p1) = with_gpu_cluster().await;
+    let reason = arm_fault(&env, "container", "nodePools.delete", QUOTA).await;
     let failed = remove_pool(&env, &p1).await;
-    assert_failed_at(&failed, &[format!("pool:{p1}")], reason);
-    assert_eq!(pool_state(&env, &p1).await.as_deref(), Some("ERROR"));
+    assert_pool_failed(&env, &failed, &p1, reason).await;
 
-    let again = remove_pool(&env, &p1).await;
-    assert_succeeded(&again);
-    assert_eq!(
-        again["response"]["outcomes"][format!("pool:{p1}")],
-        "deleted"
-    );
-    assert_eq!(pool_state(&env, &p1).await, None);
+    remove_pool_ok(&env, &p1).await;
     assert_eq!(
         ok_per_resource(&env, &DELETES).await,
         BTreeMap::from([(format!("nodePools.delete {p1}"), 1)])

@@ -57,8 +57,7 @@ async fn run_again(env: &Env, op: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_step_of_up_run_twice_changes_nothing() {
-    let _slot = SLOTS.acquire().await.unwrap();
-    let env = env().await;
+    let (_slot, env) = slot_env().await;
     let first = up(&env).await;
     assert_succeeded(&first);
     let pool = pool_of(&first);
@@ -98,8 +97,7 @@ async fn every_step_of_up_run_twice_changes_nothing() {
         writes,
         "no policy written again"
     );
-    assert_eq!(cluster_state(&env).await, "RUNNING");
-    assert_eq!(pool_state(&env, &pool).await.as_deref(), Some("RUNNING"));
+    assert_running(&env, &pool).await;
     close(env).await;
 }
 
@@ -151,8 +149,7 @@ async fn down_twice(env: &Env) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_step_of_down_run_twice_changes_nothing() {
-    let _slot = SLOTS.acquire().await.unwrap();
-    let env = env().await;
+    let (_slot, env) = slot_env().await;
     let again = down_twice(&env).await;
     for (id, outcome) in outcomes(&again) {
         if !id.ends_with("-roles") {
@@ -166,8 +163,7 @@ async fn every_step_of_down_run_twice_changes_nothing() {
 /// [`down_twice`]) yet report "revoked".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn down_run_twice_reports_the_revoked_roles_absent() {
-    let _slot = SLOTS.acquire().await.unwrap();
-    let env = env().await;
+    let (_slot, env) = slot_env().await;
     let again = down_twice(&env).await;
     let o = outcomes(&again);
     assert_eq!(o["node-sa-roles"], "absent", "{o:?}");
@@ -178,9 +174,7 @@ async fn down_run_twice_reports_the_revoked_roles_absent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_step_of_pool_add_and_remove_run_twice_changes_nothing() {
     let _slot = SLOTS.acquire().await.unwrap();
-    let env = env().await;
-    let n = names();
-    let p1 = gpu_cluster(&env).await;
+    let (env, n, p1) = with_gpu_cluster().await;
 
     let (p2, added) = add_pool(&env).await;
     assert_succeeded(&added);

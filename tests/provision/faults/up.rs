@@ -145,14 +145,21 @@ pub(crate) const POOL_CREATE_AT: At = at(
     GKE_401,
 );
 
-/// A retryable fault at the step's call: the operation still succeeds, the call was
-/// made again, and nothing was created twice.
-async fn up_retry_case(a: At) {
+/// An environment for case `a`, the resources of its `prepare` steps made beforehand;
+/// the cluster's names.
+async fn prepared(a: &At) -> (Env, ClusterNames) {
     let env = env().await;
     let n = names();
     for s in a.prepare {
         make(&env, &n, s).await;
     }
+    (env, n)
+}
+
+/// A retryable fault at the step's call: the operation still succeeds, the call was
+/// made again, and nothing was created twice.
+async fn up_retry_case(a: At) {
+    let (env, n) = prepared(&a).await;
     env.arm(a.service, a.method, a.retry, 1).await;
     let op = env.up(CLUSTER, gpu()).await;
     let pool = pool_of(&op);
@@ -162,13 +169,7 @@ async fn up_retry_case(a: At) {
 
     assert_made_again_once(&env, a.service, a.method, a.steps.len() == 1).await;
     if a.client_retry {
-        // The client redid its read-modify-write; no step needed a second attempt.
-        assert_eq!(
-            retried(&done),
-            Vec::<String>::new(),
-            "{}",
-            done["metadata"]["progress"]
-        );
+        assert_none_retried(&done);
     } else {
         assert_eq!(retried(&done), targets, "{}", done["metadata"]["progress"]);
         let s = step(&done, &targets[0]);
@@ -179,8 +180,7 @@ async fn up_retry_case(a: At) {
         created_once(&n, &[&pool]),
         "duplicate or missing creates"
     );
-    assert_eq!(cluster_state(&env).await, "RUNNING");
-    assert_eq!(pool_state(&env, &pool).await.as_deref(), Some("RUNNING"));
+    assert_running(&env, &pool).await;
     close(env).await;
 }
 
@@ -188,22 +188,12 @@ async fn up_retry_case(a: At) {
 /// reason and the cluster is ERROR; `up` again succeeds having created each resource
 /// once; `down` then removes each once.
 async fn up_terminal_case(a: At) {
-    let env = env().await;
-    let n = names();
-    for s in a.prepare {
-        make(&env, &n, s).await;
-    }
-    let (kind, count, reason) = a.terminal;
-    env.arm(a.service, a.method, kind, count).await;
+    let (env, n) = prepared(&a).await;
+    arm_fault(&env, a.service, a.method, a.terminal).await;
     let op = env.up(CLUSTER, gpu()).await;
     let pool = pool_of(&op);
     let failed = finish(&env, &op).await;
-    let at = assert_failed_at(&failed, &resolve(a.steps, &pool), reason);
-    assert_eq!(
-        failed["error"]["details"][0]["metadata"]["service"],
-        a.service
-    );
-    assert_eq!(cluster_state(&env).await, "ERROR");
+    let at = assert_case_failed(&env, &failed, &a, &pool).await;
     assert_eq!(pool_state(&env, &pool).await.as_deref(), Some("ERROR"));
 
     let mut expected = created_once(&n, &[&pool]);
@@ -221,16 +211,11 @@ async fn up_terminal_case(a: At) {
         expected,
         "duplicate or missing creates"
     );
-    assert_eq!(cluster_state(&env).await, "RUNNING");
-    assert_eq!(pool_state(&env, &pool).await.as_deref(), Some("RUNNING"));
+    assert_running(&env, &pool).await;
 
     let gone = down(&env).await;
     assert_succeeded(&gone);
-    assert_eq!(cluster_state(&env).await, "DELETED");
-    assert_eq!(
-        ok_per_resource(&env, &DELETES).await,
-        deleted_once(&n, &[&pool])
-    );
+    assert_deleted_once(&env, &n, &pool).await;
     close(env).await;
 }
 
@@ -238,27 +223,10 @@ async fn up_terminal_case(a: At) {
 // `a_step_retried_while_others_run_does_not_stall_the_operation`, which once found a
 // deadlock there) and the clients themselves (policy read-modify-writes).
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn up_survives_a_retryable_fault_at_each_policy_step() {
-    let cases = UP_AT.iter().filter(|a| a.client_retry);
-    each(cases.map(|a| (a.name(a.retry), up_retry_case(*a)))).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn up_survives_a_retryable_fault_at_each_step() {
-    let cases = UP_AT.iter().filter(|a| !a.client_retry);
-    each(cases.map(|a| (a.name(a.retry), up_retry_case(*a)))).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn up_fails_on_a_terminal_fault_at_each_step_and_up_again_completes_it() {
-    each(
-        UP_AT
-            .iter()
-            .map(|a| (a.name(a.terminal.0), up_terminal_case(*a))),
-    )
-    .await;
-}
+fault_table_tests!(UP_AT, up_retry_case, up_terminal_case;
+    up_survives_a_retryable_fault_at_each_policy_step,
+    up_survives_a_retryable_fault_at_each_step,
+    up_fails_on_a_terminal_fault_at_each_step_and_up_again_completes_it);
 
 /// GKE accepts the cluster and its creation fails (quota): the operation fails at
 /// `cluster` with GKE's QUOTA_EXCEEDED and GKE keeps the cluster in ERROR. `up` again
@@ -266,8 +234,7 @@ async fn up_fails_on_a_terminal_fault_at_each_step_and_up_again_completes_it() {
 /// records; `down` and `up` afterwards work as usual.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn up_refused_by_gke_at_the_cluster_then_up_again_recreates_it() {
-    let _slot = SLOTS.acquire().await.unwrap();
-    let env = env().await;
+    let (_slot, env) = slot_env().await;
     let n = names();
     env.arm("container", "clusters.create", "QUOTA_EXCEEDED", 1)
         .await;
