@@ -22,13 +22,14 @@
 //! `cargo bench --bench engine -- latency rss` runs only the named sections. Without
 //! `--bench` (as `cargo test --benches` runs it) the binary does nothing.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod cpu;
 mod latency;
 mod pgbench;
 mod rss;
 mod server;
-#[path = "../support/mod.rs"]
-mod support;
 mod throughput;
 
 use std::fmt::Display;
