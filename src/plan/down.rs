@@ -169,15 +169,10 @@ fn service_accounts(n: &ClusterNames) -> Vec<Action> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::names::{ClusterName, ProjectId, ZoneName};
 
     #[test]
     fn down_deletes_in_dependency_order_and_keeps_the_shared_resources() {
-        let n = ClusterNames::new(
-            &ProjectId::parse("my-project").unwrap(),
-            &ZoneName::parse("us-central1-a").unwrap(),
-            &ClusterName::parse("kc").unwrap(),
-        );
+        let n = crate::plan::test_names("my-project");
         let pools = vec!["gpu-l4-1a2b".to_owned(), "tpu-v6e-3c4d".to_owned()];
         let p = plan(&DownInput {
             names: &n,

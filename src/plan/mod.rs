@@ -227,3 +227,14 @@ impl Plan {
         Ok(longest)
     }
 }
+
+/// The names of cluster `kc` in zone `us-central1-a` of `project`, for tests.
+#[cfg(test)]
+pub(crate) fn test_names(project: &str) -> crate::domain::naming::ClusterNames {
+    use crate::domain::names::{ClusterName, ProjectId, ZoneName};
+    crate::domain::naming::ClusterNames::new(
+        &ProjectId::parse(project).unwrap(),
+        &ZoneName::parse("us-central1-a").unwrap(),
+        &ClusterName::parse("kc").unwrap(),
+    )
+}

@@ -201,15 +201,10 @@ pub fn remove(n: &ClusterNames, pool_ids: &[String]) -> Plan {
 mod tests {
     use super::*;
     use crate::domain::accelerators::{Choice, parse};
-    use crate::domain::names::{ClusterName, ProjectId, ZoneName};
     use crate::domain::pools::shape;
 
     fn names() -> ClusterNames {
-        ClusterNames::new(
-            &ProjectId::parse("proj-1").unwrap(),
-            &ZoneName::parse("us-central1-a").unwrap(),
-            &ClusterName::parse("kc").unwrap(),
-        )
+        crate::plan::test_names("proj-1")
     }
 
     fn record(acc: &str, id: &str, driver: Option<&str>) -> model::NodePool {

@@ -2,16 +2,11 @@
 
 use super::*;
 use crate::domain::accelerators::{Choice, parse};
-use crate::domain::names::{ClusterName, ProjectId, ZoneName};
 use crate::domain::pools::shape;
 use crate::plan::PlanError;
 
 fn names() -> ClusterNames {
-    ClusterNames::new(
-        &ProjectId::parse("my-project").unwrap(),
-        &ZoneName::parse("us-central1-a").unwrap(),
-        &ClusterName::parse("kc").unwrap(),
-    )
+    crate::plan::test_names("my-project")
 }
 
 fn ids(p: &Plan) -> Vec<String> {

@@ -4,9 +4,9 @@
 //! inserting) and is never updated; inserting a row that exists is a no-op.
 
 use chrono::{DateTime, Utc};
-use sqlx::PgExecutor;
+use sqlx::{AssertSqlSafe, PgExecutor};
 
-use super::StoreError;
+use super::{StoreError, keyed};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ManifestRecord {
@@ -17,20 +17,16 @@ pub struct ManifestRecord {
     pub fetch_time: DateTime<Utc>,
 }
 
+const COLUMNS: &str = "url, version, sha256, body, fetch_time";
+
 /// The body of `url` with digest `sha256`, if it was fetched before.
 pub async fn get(
     ex: impl PgExecutor<'_>,
     url: &str,
     sha256: &str,
 ) -> Result<Option<ManifestRecord>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT url, version, sha256, body, fetch_time FROM manifests \
-         WHERE url = $1 AND sha256 = $2",
-    )
-    .bind(url)
-    .bind(sha256)
-    .fetch_optional(ex)
-    .await?)
+    let sql = format!("SELECT {COLUMNS} FROM manifests WHERE url = $1 AND sha256 = $2");
+    keyed::optional(ex, AssertSqlSafe(sql), &[url, sha256]).await
 }
 
 /// The first body fetched for `url` at `version` (for manifests without a pinned digest).
@@ -39,14 +35,11 @@ pub async fn first_for_version(
     url: &str,
     version: &str,
 ) -> Result<Option<ManifestRecord>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT url, version, sha256, body, fetch_time FROM manifests \
-         WHERE url = $1 AND version = $2 ORDER BY fetch_time, sha256 LIMIT 1",
-    )
-    .bind(url)
-    .bind(version)
-    .fetch_optional(ex)
-    .await?)
+    let sql = format!(
+        "SELECT {COLUMNS} FROM manifests \
+         WHERE url = $1 AND version = $2 ORDER BY fetch_time, sha256 LIMIT 1"
+    );
+    keyed::optional(ex, AssertSqlSafe(sql), &[url, version]).await
 }
 
 /// Record a fetched body; a row with the same (url, sha256) is kept as it is.
@@ -57,15 +50,8 @@ pub async fn insert(
     sha256: &str,
     body: &str,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO manifests (url, version, sha256, body) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (url, sha256) DO NOTHING",
-    )
-    .bind(url)
-    .bind(version)
-    .bind(sha256)
-    .bind(body)
-    .execute(ex)
-    .await?;
+    let sql = "INSERT INTO manifests (url, version, sha256, body) VALUES ($1, $2, $3, $4) \
+               ON CONFLICT (url, sha256) DO NOTHING";
+    keyed::execute(ex, sql, &[url, version, sha256, body]).await?;
     Ok(())
 }

@@ -8,6 +8,7 @@
 
 pub mod clusters;
 pub mod db;
+mod keyed;
 pub mod manifests;
 pub mod node_pools;
 pub mod operations;

@@ -54,19 +54,19 @@ const COLUMNS: &str = "id, op_type, target, serial_key, team_id, cluster_id, cre
      state, cancel_requested, attempt, input, plan, steps, response, error, lease_owner, \
      lease_expire_time, generation, deadline, create_time, start_time, update_time, end_time";
 
-/// A new operation, QUEUED with its steps PENDING.
+/// A new operation, QUEUED with its steps PENDING (borrowed from the request).
 #[derive(Debug, Clone)]
-pub struct NewOperation {
+pub struct NewOperation<'a> {
     pub id: Uuid,
-    pub op_type: String,
-    pub target: String,
-    pub serial_key: String,
-    pub team_id: String,
+    pub op_type: &'a str,
+    pub target: &'a str,
+    pub serial_key: &'a str,
+    pub team_id: &'a str,
     pub cluster_id: Option<Uuid>,
-    pub created_by: String,
-    pub request_id: Option<String>,
-    pub input: Value,
-    pub plan: Option<Value>,
+    pub created_by: &'a str,
+    pub request_id: Option<&'a str>,
+    pub input: &'a Value,
+    pub plan: Option<&'a Value>,
     pub steps: Value,
 }
 
@@ -75,9 +75,12 @@ pub struct NewOperation {
 /// unfinished operation of a key): the insert first takes a transaction-scoped advisory
 /// lock on the key and stamps `create_time` with the clock *after* taking it, so a
 /// concurrent enqueue on the same key commits strictly before or after, never interleaved.
-pub async fn insert(tx: &mut PgConnection, op: &NewOperation) -> Result<OperationRow, StoreError> {
+pub async fn insert(
+    tx: &mut PgConnection,
+    op: &NewOperation<'_>,
+) -> Result<OperationRow, StoreError> {
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7301))")
-        .bind(&op.serial_key)
+        .bind(op.serial_key)
         .execute(&mut *tx)
         .await?;
     let sql = format!(
@@ -90,15 +93,15 @@ pub async fn insert(tx: &mut PgConnection, op: &NewOperation) -> Result<Operatio
     );
     Ok(sqlx::query_as(AssertSqlSafe(sql))
         .bind(op.id)
-        .bind(&op.op_type)
-        .bind(&op.target)
-        .bind(&op.serial_key)
-        .bind(&op.team_id)
+        .bind(op.op_type)
+        .bind(op.target)
+        .bind(op.serial_key)
+        .bind(op.team_id)
         .bind(op.cluster_id)
-        .bind(&op.created_by)
-        .bind(&op.request_id)
-        .bind(&op.input)
-        .bind(&op.plan)
+        .bind(op.created_by)
+        .bind(op.request_id)
+        .bind(op.input)
+        .bind(op.plan)
         .bind(op.steps.to_string())
         .fetch_one(&mut *tx)
         .await?)
@@ -256,19 +259,49 @@ pub async fn save_steps(
     generation: i64,
     steps: &Value,
 ) -> Result<bool, StoreError> {
+    write_steps(ex, (id, generation), steps, None).await
+}
+
+/// The NOOP workflow's step completion: the steps (fenced), the step's effect row and
+/// the change notification, in one statement (so one round trip and all-or-nothing).
+pub async fn save_steps_with_noop_effect(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    generation: i64,
+    steps: &Value,
+    step: &str,
+) -> Result<bool, StoreError> {
+    write_steps(ex, (id, generation), steps, Some(step)).await
+}
+
+/// [`save_steps`] in one statement that also records the NOOP workflow's effect row for
+/// `effect` (a step id), when given. False: fence moved (and no effect is recorded).
+async fn write_steps(
+    ex: impl PgExecutor<'_>,
+    (id, generation): (Uuid, i64),
+    steps: &Value,
+    effect: Option<&str>,
+) -> Result<bool, StoreError> {
+    let effect_row = match effect {
+        Some(_) => {
+            ", e AS (INSERT INTO noop_effects (operation_id, step_id, generation) \
+                     SELECT u.id, $4, $2 FROM u RETURNING 1)"
+        }
+        None => "",
+    };
     let sql = format!(
         "WITH u AS (UPDATE operations SET steps = $3::json, update_time = now() \
-                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state) \
+                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state){effect_row} \
          SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state) FROM u"
     );
-    let n = sqlx::query(AssertSqlSafe(sql))
+    let mut q = sqlx::query(AssertSqlSafe(sql))
         .bind(id)
         .bind(generation)
-        .bind(steps.to_string())
-        .execute(ex)
-        .await?
-        .rows_affected();
-    Ok(n > 0)
+        .bind(steps.to_string());
+    if let Some(step) = effect {
+        q = q.bind(step);
+    }
+    Ok(q.execute(ex).await?.rows_affected() > 0)
 }
 
 /// The end of an operation (fenced): final state, steps, response or error.
@@ -468,33 +501,6 @@ pub async fn noop_effect_counts(
     )
     .fetch_all(ex)
     .await?)
-}
-
-/// The NOOP workflow's step completion: the steps (fenced), the step's effect row and
-/// the change notification, in one statement (so one round trip and all-or-nothing).
-pub async fn save_steps_with_noop_effect(
-    ex: impl PgExecutor<'_>,
-    id: Uuid,
-    generation: i64,
-    steps: &Value,
-    step: &str,
-) -> Result<bool, StoreError> {
-    let sql = format!(
-        "WITH u AS (UPDATE operations SET steps = $3::json, update_time = now() \
-                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state), \
-         e AS (INSERT INTO noop_effects (operation_id, step_id, generation) \
-               SELECT u.id, $4, $2 FROM u RETURNING 1) \
-         SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state) FROM u"
-    );
-    let n = sqlx::query(AssertSqlSafe(sql))
-        .bind(id)
-        .bind(generation)
-        .bind(steps.to_string())
-        .bind(step)
-        .execute(ex)
-        .await?
-        .rows_affected();
-    Ok(n > 0)
 }
 
 /// Delete operations finished before `cutoff`, and expired idempotency keys.

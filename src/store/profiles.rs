@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::AssertSqlSafe;
 use sqlx::{PgConnection, PgExecutor};
 
-use super::StoreError;
+use super::{StoreError, keyed};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ProfileRecord {
@@ -41,13 +41,8 @@ pub async fn upsert(
         p: ProfileRecord,
         created: bool,
     }
-    let r: Row = sqlx::query_as(AssertSqlSafe(sql))
-        .bind(owner)
-        .bind(profile_id)
-        .bind(cluster)
-        .bind(namespace)
-        .fetch_one(ex)
-        .await?;
+    let keys = [owner, profile_id, cluster, namespace];
+    let r: Row = keyed::rows(AssertSqlSafe(sql), &keys).fetch_one(ex).await?;
     Ok((r.p, r.created))
 }
 
@@ -57,11 +52,7 @@ pub async fn get(
     profile_id: &str,
 ) -> Result<Option<ProfileRecord>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM profiles WHERE owner_email = $1 AND profile_id = $2");
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(owner)
-        .bind(profile_id)
-        .fetch_optional(ex)
-        .await?)
+    keyed::optional(ex, AssertSqlSafe(sql), &[owner, profile_id]).await
 }
 
 pub async fn active(
@@ -69,10 +60,7 @@ pub async fn active(
     owner: &str,
 ) -> Result<Option<ProfileRecord>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM profiles WHERE owner_email = $1 AND active");
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(owner)
-        .fetch_optional(ex)
-        .await?)
+    keyed::optional(ex, AssertSqlSafe(sql), &[owner]).await
 }
 
 pub async fn list(
@@ -85,12 +73,7 @@ pub async fn list(
         "SELECT {COLUMNS} FROM profiles WHERE owner_email = $1 \
          AND ($2::text IS NULL OR profile_id > $2) ORDER BY profile_id LIMIT $3"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(owner)
-        .bind(after)
-        .bind(limit)
-        .fetch_all(ex)
-        .await?)
+    keyed::page(ex, AssertSqlSafe(sql), &[Some(owner), after], limit).await
 }
 
 pub async fn delete(
@@ -98,13 +81,8 @@ pub async fn delete(
     owner: &str,
     profile_id: &str,
 ) -> Result<bool, StoreError> {
-    let n = sqlx::query("DELETE FROM profiles WHERE owner_email = $1 AND profile_id = $2")
-        .bind(owner)
-        .bind(profile_id)
-        .execute(ex)
-        .await?
-        .rows_affected();
-    Ok(n > 0)
+    let sql = "DELETE FROM profiles WHERE owner_email = $1 AND profile_id = $2";
+    Ok(keyed::execute(ex, sql, &[owner, profile_id]).await? > 0)
 }
 
 /// Make `profile_id` the caller's only active profile; `None` if it does not exist.
@@ -116,22 +94,14 @@ pub async fn activate(
     // Serialise activations of one caller: without this, two concurrent activations
     // of different profiles both see nothing to deactivate and the second trips the
     // one-active unique index.
-    sqlx::query("SELECT 1 FROM profiles WHERE owner_email = $1 ORDER BY profile_id FOR UPDATE")
-        .bind(owner)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("UPDATE profiles SET active = false, update_time = now() WHERE owner_email = $1 AND active AND profile_id <> $2")
-        .bind(owner)
-        .bind(profile_id)
-        .execute(&mut *tx)
-        .await?;
+    let lock = "SELECT 1 FROM profiles WHERE owner_email = $1 ORDER BY profile_id FOR UPDATE";
+    keyed::execute(&mut *tx, lock, &[owner]).await?;
+    let others = "UPDATE profiles SET active = false, update_time = now() \
+                  WHERE owner_email = $1 AND active AND profile_id <> $2";
+    keyed::execute(&mut *tx, others, &[owner, profile_id]).await?;
     let sql = format!(
         "UPDATE profiles SET active = true, update_time = now() \
          WHERE owner_email = $1 AND profile_id = $2 RETURNING {COLUMNS}"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(owner)
-        .bind(profile_id)
-        .fetch_optional(&mut *tx)
-        .await?)
+    keyed::optional(&mut *tx, AssertSqlSafe(sql), &[owner, profile_id]).await
 }

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::AssertSqlSafe;
 use sqlx::{PgConnection, PgExecutor};
 
-use super::{StoreError, unique_violation};
+use super::{StoreError, keyed, unique_violation};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TeamRecord {
@@ -23,6 +23,8 @@ pub struct MemberRecord {
     pub role: String,
     pub add_time: DateTime<Utc>,
 }
+
+const MEMBER_COLUMNS: &str = "email, role, add_time";
 
 const TEAM_COLUMNS: &str = "t.team_id, t.display_name, t.create_time, t.update_time, t.version, \
      COALESCE((SELECT array_agg(p.project_id ORDER BY p.project_id) FROM team_projects p \
@@ -46,11 +48,8 @@ pub async fn insert_team(
             None => StoreError::Db(e),
         })?;
     claim_projects(tx, team_id, projects).await?;
-    sqlx::query("INSERT INTO team_members (team_id, email, role) VALUES ($1, $2, 'OWNER')")
-        .bind(team_id)
-        .bind(owner)
-        .execute(&mut *tx)
-        .await?;
+    let sql = "INSERT INTO team_members (team_id, email, role) VALUES ($1, $2, 'OWNER')";
+    keyed::execute(&mut *tx, sql, &[team_id, owner]).await?;
     get_team(&mut *tx, team_id)
         .await?
         .ok_or(StoreError::Db(sqlx::Error::RowNotFound))
@@ -81,10 +80,7 @@ pub async fn get_team(
     team_id: &str,
 ) -> Result<Option<TeamRecord>, StoreError> {
     let sql = format!("SELECT {TEAM_COLUMNS} FROM teams t WHERE t.team_id = $1");
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(team_id)
-        .fetch_optional(ex)
-        .await?)
+    keyed::optional(ex, AssertSqlSafe(sql), &[team_id]).await
 }
 
 /// Teams ordered by id after `after`; only those `member` belongs to unless `None` (admin).
@@ -100,22 +96,15 @@ pub async fn list_teams(
            AND ($2::text IS NULL OR t.team_id > $2) \
          ORDER BY t.team_id LIMIT $3"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(member)
-        .bind(after)
-        .bind(limit)
-        .fetch_all(ex)
-        .await?)
+    keyed::page(ex, AssertSqlSafe(sql), &[member, after], limit).await
 }
 
 /// Lock the team row for an update; `None` when it does not exist.
 pub async fn lock_team(tx: &mut PgConnection, team_id: &str) -> Result<Option<i64>, StoreError> {
-    Ok(
-        sqlx::query_scalar("SELECT version FROM teams WHERE team_id = $1 FOR UPDATE")
-            .bind(team_id)
-            .fetch_optional(&mut *tx)
-            .await?,
-    )
+    let sql = "SELECT version FROM teams WHERE team_id = $1 FOR UPDATE";
+    Ok(keyed::scalars(sql, &[team_id])
+        .fetch_optional(&mut *tx)
+        .await?)
 }
 
 pub async fn update_display_name(
@@ -123,11 +112,8 @@ pub async fn update_display_name(
     team_id: &str,
     display_name: &str,
 ) -> Result<(), StoreError> {
-    sqlx::query("UPDATE teams SET display_name = $2 WHERE team_id = $1")
-        .bind(team_id)
-        .bind(display_name)
-        .execute(&mut *tx)
-        .await?;
+    let sql = "UPDATE teams SET display_name = $2 WHERE team_id = $1";
+    keyed::execute(&mut *tx, sql, &[team_id, display_name]).await?;
     Ok(())
 }
 
@@ -142,11 +128,8 @@ pub async fn set_projects(
         .bind(projects)
         .execute(&mut *tx)
         .await?;
-    let current: Vec<String> =
-        sqlx::query_scalar("SELECT project_id FROM team_projects WHERE team_id = $1")
-            .bind(team_id)
-            .fetch_all(&mut *tx)
-            .await?;
+    let sql = "SELECT project_id FROM team_projects WHERE team_id = $1";
+    let current: Vec<String> = keyed::scalars(sql, &[team_id]).fetch_all(&mut *tx).await?;
     let new: Vec<String> = projects
         .iter()
         .filter(|p| !current.contains(p))
@@ -156,10 +139,8 @@ pub async fn set_projects(
 }
 
 pub async fn touch_team(tx: &mut PgConnection, team_id: &str) -> Result<(), StoreError> {
-    sqlx::query("UPDATE teams SET update_time = now(), version = version + 1 WHERE team_id = $1")
-        .bind(team_id)
-        .execute(&mut *tx)
-        .await?;
+    let sql = "UPDATE teams SET update_time = now(), version = version + 1 WHERE team_id = $1";
+    keyed::execute(&mut *tx, sql, &[team_id]).await?;
     Ok(())
 }
 
@@ -168,16 +149,10 @@ pub async fn delete_team(tx: &mut PgConnection, team_id: &str) -> Result<bool, S
     // DELETED cluster records (history) go with the team: `clusters.team_id` has no
     // ON DELETE action, so they would otherwise block the delete. The caller has
     // checked, under the team lock, that no live cluster remains.
-    sqlx::query("DELETE FROM clusters WHERE team_id = $1 AND state = 'DELETED'")
-        .bind(team_id)
-        .execute(&mut *tx)
-        .await?;
-    let n = sqlx::query("DELETE FROM teams WHERE team_id = $1")
-        .bind(team_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-    Ok(n > 0)
+    let history = "DELETE FROM clusters WHERE team_id = $1 AND state = 'DELETED'";
+    keyed::execute(&mut *tx, history, &[team_id]).await?;
+    let team = "DELETE FROM teams WHERE team_id = $1";
+    Ok(keyed::execute(&mut *tx, team, &[team_id]).await? > 0)
 }
 
 /// The team owning a GCP project, if any.
@@ -185,12 +160,8 @@ pub async fn project_team(
     ex: impl PgExecutor<'_>,
     project: &str,
 ) -> Result<Option<String>, StoreError> {
-    Ok(
-        sqlx::query_scalar("SELECT team_id FROM team_projects WHERE project_id = $1")
-            .bind(project)
-            .fetch_optional(ex)
-            .await?,
-    )
+    let sql = "SELECT team_id FROM team_projects WHERE project_id = $1";
+    Ok(keyed::scalars(sql, &[project]).fetch_optional(ex).await?)
 }
 
 /// Every (team, role) the user holds, ordered by team.
@@ -198,12 +169,8 @@ pub async fn roles_of(
     ex: impl PgExecutor<'_>,
     email: &str,
 ) -> Result<Vec<(String, String)>, StoreError> {
-    Ok(
-        sqlx::query_as("SELECT team_id, role FROM team_members WHERE email = $1 ORDER BY team_id")
-            .bind(email)
-            .fetch_all(ex)
-            .await?,
-    )
+    let sql = "SELECT team_id, role FROM team_members WHERE email = $1 ORDER BY team_id";
+    Ok(keyed::rows(sql, &[email]).fetch_all(ex).await?)
 }
 
 pub async fn role_in(
@@ -211,13 +178,10 @@ pub async fn role_in(
     team_id: &str,
     email: &str,
 ) -> Result<Option<String>, StoreError> {
-    Ok(
-        sqlx::query_scalar("SELECT role FROM team_members WHERE team_id = $1 AND email = $2")
-            .bind(team_id)
-            .bind(email)
-            .fetch_optional(ex)
-            .await?,
-    )
+    let sql = "SELECT role FROM team_members WHERE team_id = $1 AND email = $2";
+    Ok(keyed::scalars(sql, &[team_id, email])
+        .fetch_optional(ex)
+        .await?)
 }
 
 pub async fn list_members(
@@ -226,25 +190,17 @@ pub async fn list_members(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<MemberRecord>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT email, role, add_time FROM team_members \
-         WHERE team_id = $1 AND ($2::text IS NULL OR email > $2) ORDER BY email LIMIT $3",
-    )
-    .bind(team_id)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(ex)
-    .await?)
+    let sql = format!(
+        "SELECT {MEMBER_COLUMNS} FROM team_members \
+         WHERE team_id = $1 AND ($2::text IS NULL OR email > $2) ORDER BY email LIMIT $3"
+    );
+    keyed::page(ex, AssertSqlSafe(sql), &[Some(team_id), after], limit).await
 }
 
 /// Lock the team's member rows and return the OWNER count (serialises owner changes).
 pub async fn lock_owner_count(tx: &mut PgConnection, team_id: &str) -> Result<i64, StoreError> {
-    let owners: Vec<String> = sqlx::query_scalar(
-        "SELECT email FROM team_members WHERE team_id = $1 AND role = 'OWNER' FOR UPDATE",
-    )
-    .bind(team_id)
-    .fetch_all(&mut *tx)
-    .await?;
+    let sql = "SELECT email FROM team_members WHERE team_id = $1 AND role = 'OWNER' FOR UPDATE";
+    let owners: Vec<String> = keyed::scalars(sql, &[team_id]).fetch_all(&mut *tx).await?;
     Ok(owners.len() as i64)
 }
 
@@ -254,16 +210,14 @@ pub async fn upsert_member(
     email: &str,
     role: &str,
 ) -> Result<MemberRecord, StoreError> {
-    Ok(sqlx::query_as(
+    let sql = format!(
         "INSERT INTO team_members (team_id, email, role) VALUES ($1, $2, $3) \
          ON CONFLICT (team_id, email) DO UPDATE SET role = EXCLUDED.role \
-         RETURNING email, role, add_time",
-    )
-    .bind(team_id)
-    .bind(email)
-    .bind(role)
-    .fetch_one(&mut *tx)
-    .await?)
+         RETURNING {MEMBER_COLUMNS}"
+    );
+    Ok(keyed::rows(AssertSqlSafe(sql), &[team_id, email, role])
+        .fetch_one(&mut *tx)
+        .await?)
 }
 
 pub async fn delete_member(
@@ -271,11 +225,6 @@ pub async fn delete_member(
     team_id: &str,
     email: &str,
 ) -> Result<bool, StoreError> {
-    let n = sqlx::query("DELETE FROM team_members WHERE team_id = $1 AND email = $2")
-        .bind(team_id)
-        .bind(email)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-    Ok(n > 0)
+    let sql = "DELETE FROM team_members WHERE team_id = $1 AND email = $2";
+    Ok(keyed::execute(&mut *tx, sql, &[team_id, email]).await? > 0)
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::lro;
-use crate::cloud::gcp::types::container::{Cluster, NodePool};
+use crate::cloud::gcp::types::container::{Cluster, NodePool, Operation};
 use crate::ops::steps::{RpcCode, StepError};
 use crate::store::{self, PoolSpecRecord};
 
@@ -37,38 +37,30 @@ impl Step<'_> {
         (&self.names.project, &self.names.zone, &self.names.cluster)
     }
 
-    /// Poll `clusters.get` until the cluster is out of PROVISIONING / RECONCILING.
-    async fn settle_cluster(&self) -> Result<Cluster, GcpError> {
-        let (p, z, c) = self.location();
-        let gke = &self.env.cloud.gcp.container;
-        lro::wait_until(
-            "container",
-            "clusters.get",
-            self.env.timing.lro_policy(),
-            &self.ctx.cancel,
-            || gke.get_cluster(p, z, c),
-            |c: &Cluster| !in_progress(c.status.as_deref()),
-        )
-        .await
+    /// Poll `get` (the `method` named) until what it returns is out of PROVISIONING /
+    /// RECONCILING.
+    async fn settle<T: Resource, F: Future<Output = Result<T, GcpError>>>(
+        &self,
+        method: &'static str,
+        get: impl FnMut() -> F,
+    ) -> Result<T, StepError> {
+        let policy = self.env.timing.lro_policy();
+        let done = |r: &T| !in_progress(r.status());
+        lro::wait_until("container", method, policy, &self.ctx.cancel, get, done)
+            .await
+            .map_err(gcp_error)
     }
 
-    async fn settle_pool(&self, pool: &str) -> Result<NodePool, GcpError> {
+    async fn settle_cluster(&self) -> Result<Cluster, StepError> {
         let (p, z, c) = self.location();
         let gke = &self.env.cloud.gcp.container;
-        lro::wait_until(
-            "container",
-            "nodePools.get",
-            self.env.timing.lro_policy(),
-            &self.ctx.cancel,
-            || gke.get_node_pool(p, z, c, pool),
-            |np: &NodePool| !in_progress(np.status.as_deref()),
-        )
-        .await
+        self.settle("clusters.get", || gke.get_cluster(p, z, c))
+            .await
     }
 
     /// The running GKE cluster (for Kubernetes steps).
     pub async fn running_cluster(&self) -> Result<Cluster, StepError> {
-        let c = self.settle_cluster().await.map_err(gcp_error)?;
+        let c = self.settle_cluster().await?;
         match c.status.as_deref() {
             Some("RUNNING") => Ok(c),
             other => Err(StepError::retryable(
@@ -90,51 +82,123 @@ fn failed_in_gke(status: Option<&str>) -> bool {
     status == Some("ERROR")
 }
 
+/// A GKE cluster or node pool, as an ensure step checks what it found.
+trait Resource {
+    /// How errors name it.
+    const WHAT: &'static str;
+    /// Why one that is not ours is rejected.
+    const NOT_OURS: &'static str;
+    fn ours(&self) -> bool;
+    fn status(&self) -> Option<&str>;
+    fn status_message(&self) -> Option<&str>;
+}
+
+impl Resource for Cluster {
+    const WHAT: &'static str = "GKE cluster";
+    const NOT_OURS: &'static str = "it has no label kinetic=true";
+    fn ours(&self) -> bool {
+        wire::is_ours(&self.resource_labels)
+    }
+    fn status(&self) -> Option<&str> {
+        self.status.as_deref()
+    }
+    fn status_message(&self) -> Option<&str> {
+        self.status_message.as_deref()
+    }
+}
+
+impl Resource for NodePool {
+    const WHAT: &'static str = "node pool";
+    const NOT_OURS: &'static str = "its nodes lack the label kinetic=true";
+    fn ours(&self) -> bool {
+        self.config
+            .as_ref()
+            .is_some_and(|c| wire::is_ours(&c.labels))
+    }
+    fn status(&self) -> Option<&str> {
+        self.status.as_deref()
+    }
+    fn status_message(&self) -> Option<&str> {
+        self.status_message.as_deref()
+    }
+}
+
+/// The status of a settled resource, which must be RUNNING.
+fn running<T: Resource>(name: &str, settled: &T) -> Result<String, StepError> {
+    let status = settled.status().unwrap_or("UNKNOWN");
+    if status != "RUNNING" {
+        return Err(broken(T::WHAT, name, status, settled.status_message()));
+    }
+    Ok(status.to_owned())
+}
+
+impl Step<'_> {
+    /// What an ensure step does about what `get` found: `None` to adopt it (ours and
+    /// usable); else the outcome creating it will have: `Created` when it is missing,
+    /// `Recreated` when it is ours but failed in GKE (`remove` deletes it first).
+    async fn to_create<T: Resource>(
+        &self,
+        name: &str,
+        got: Result<T, GcpError>,
+        remove: impl Future<Output = Result<bool, StepError>>,
+    ) -> Result<Option<Outcome>, StepError> {
+        match got {
+            Ok(existing) if !existing.ours() => Err(self.foreign(T::WHAT, name, T::NOT_OURS)),
+            Ok(existing) if failed_in_gke(existing.status()) => {
+                remove.await?;
+                Ok(Some(Outcome::Recreated))
+            }
+            Ok(_) => Ok(None),
+            Err(e) if e.is_not_found() => Ok(Some(Outcome::Created)),
+            Err(e) => Err(gcp_error(e)),
+        }
+    }
+
+    /// Wait for a create sent to finish: `outcome`, or `Adopted` when the resource
+    /// already exists (created by an attempt whose answer was lost).
+    async fn created(
+        &self,
+        sent: Result<Operation, GcpError>,
+        outcome: Outcome,
+    ) -> Result<Outcome, StepError> {
+        match sent {
+            Ok(op) => self.finish(&op).await.map(|()| outcome),
+            Err(e) if e.is_already_exists() => Ok(Outcome::Adopted),
+            Err(e) => Err(gcp_error(e)),
+        }
+    }
+
+    /// Wait for a delete sent to finish; false when there was nothing to delete.
+    async fn deleted(&self, sent: Result<Operation, GcpError>) -> Result<bool, StepError> {
+        match sent {
+            Ok(op) => self.finish(&op).await.map(|()| true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(gcp_error(e)),
+        }
+    }
+
+    async fn finish(&self, op: &Operation) -> Result<(), StepError> {
+        let gke = &self.env.cloud.gcp.container;
+        gke.wait_operation(op, &self.ctx.cancel, self.env.timing.lro)
+            .await
+            .map_err(gcp_error)?;
+        Ok(())
+    }
+}
+
 pub async fn ensure_cluster(s: &Step<'_>) -> Result<Value, StepError> {
     let (p, z, c) = s.location();
     let gke = &s.env.cloud.gcp.container;
-    let mut found = Outcome::Adopted;
-    let missing = match gke.get_cluster(p, z, c).await {
-        Ok(existing) => {
-            if !wire::is_ours(&existing.resource_labels) {
-                return Err(s.foreign("GKE cluster", c, "it has no label kinetic=true"));
-            }
-            if failed_in_gke(existing.status.as_deref()) {
-                remove_cluster(s).await?;
-                found = Outcome::Recreated;
-                true
-            } else {
-                false
-            }
+    let got = gke.get_cluster(p, z, c).await;
+    let found = match s.to_create(c, got, remove_cluster(s)).await? {
+        Some(outcome) => {
+            let sent = gke.create_cluster(p, z, &wire::cluster(s.names)).await;
+            s.created(sent, outcome).await?
         }
-        Err(e) if e.is_not_found() => {
-            found = Outcome::Created;
-            true
-        }
-        Err(e) => return Err(gcp_error(e)),
+        None => Outcome::Adopted,
     };
-    if missing {
-        match gke.create_cluster(p, z, &wire::cluster(s.names)).await {
-            Ok(op) => {
-                gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
-                    .await
-                    .map_err(gcp_error)?;
-            }
-            // Created by an attempt whose answer was lost: adopt it.
-            Err(e) if e.is_already_exists() => found = Outcome::Adopted,
-            Err(e) => return Err(gcp_error(e)),
-        }
-    }
-    let cluster = s.settle_cluster().await.map_err(gcp_error)?;
-    let status = cluster.status.as_deref().unwrap_or("UNKNOWN");
-    if status != "RUNNING" {
-        return Err(broken(
-            "GKE cluster",
-            c,
-            status,
-            cluster.status_message.as_deref(),
-        ));
-    }
+    let cluster = s.settle_cluster().await?;
+    let status = running(c, &cluster)?;
     if let Some(endpoint) = &cluster.endpoint {
         store::clusters::set_endpoint(&s.env.db, s.input.cluster_id, endpoint)
             .await
@@ -143,24 +207,15 @@ pub async fn ensure_cluster(s: &Step<'_>) -> Result<Value, StepError> {
     result(ClusterReady {
         outcome: found,
         endpoint: cluster.endpoint.clone(),
-        status: status.to_owned(),
+        status,
     })
 }
 
 /// Delete the cluster and wait until it is gone; false when it was not there.
 async fn remove_cluster(s: &Step<'_>) -> Result<bool, StepError> {
     let (p, z, c) = s.location();
-    let gke = &s.env.cloud.gcp.container;
-    match gke.delete_cluster(p, z, c).await {
-        Ok(op) => {
-            gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
-                .await
-                .map_err(gcp_error)?;
-            Ok(true)
-        }
-        Err(e) if e.is_not_found() => Ok(false),
-        Err(e) => Err(gcp_error(e)),
-    }
+    s.deleted(s.env.cloud.gcp.container.delete_cluster(p, z, c).await)
+        .await
 }
 
 pub async fn delete_cluster(s: &Step<'_>) -> Result<Value, StepError> {
@@ -199,52 +254,22 @@ pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
     let (p, z, c) = s.location();
     let gke = &s.env.cloud.gcp.container;
     let spec = pool_record(s, pool).await?;
-    let mut found = Outcome::Adopted;
-    let missing = match gke.get_node_pool(p, z, c, pool).await {
-        Ok(existing) => {
-            let labels = existing.config.map(|c| c.labels).unwrap_or_default();
-            if !wire::is_ours(&labels) {
-                return Err(s.foreign("node pool", pool, "its nodes lack the label kinetic=true"));
-            }
-            if failed_in_gke(existing.status.as_deref()) {
-                remove_pool(s, pool).await?;
-                found = Outcome::Recreated;
-                true
-            } else {
-                false
-            }
+    let got = gke.get_node_pool(p, z, c, pool).await;
+    let found = match s.to_create(pool, got, remove_pool(s, pool)).await? {
+        Some(outcome) => {
+            let sent = gke
+                .create_node_pool(p, z, c, &wire::node_pool(s.names, &spec))
+                .await;
+            s.created(sent, outcome).await?
         }
-        Err(e) if e.is_not_found() => {
-            found = Outcome::Created;
-            true
-        }
-        Err(e) => return Err(gcp_error(e)),
+        None => Outcome::Adopted,
     };
-    if missing {
-        let want = wire::node_pool(s.names, &spec);
-        match gke.create_node_pool(p, z, c, &want).await {
-            Ok(op) => {
-                gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
-                    .await
-                    .map_err(gcp_error)?;
-            }
-            Err(e) if e.is_already_exists() => found = Outcome::Adopted,
-            Err(e) => return Err(gcp_error(e)),
-        }
-    }
-    let np = s.settle_pool(pool).await.map_err(gcp_error)?;
-    let status = np.status.as_deref().unwrap_or("UNKNOWN");
-    if status != "RUNNING" {
-        return Err(broken(
-            "node pool",
-            pool,
-            status,
-            np.status_message.as_deref(),
-        ));
-    }
+    let np = s
+        .settle("nodePools.get", || gke.get_node_pool(p, z, c, pool))
+        .await?;
     result(PoolReady {
         outcome: found,
-        status: status.to_owned(),
+        status: running(pool, &np)?,
     })
 }
 
@@ -263,16 +288,7 @@ async fn remove_pool(s: &Step<'_>, pool: &str) -> Result<bool, StepError> {
     let gke = &s.env.cloud.gcp.container;
     match gke.get_node_pool(p, z, c, pool).await {
         Ok(np) if np.status.as_deref() == Some("STOPPING") => {}
-        Ok(_) => match gke.delete_node_pool(p, z, c, pool).await {
-            Ok(op) => {
-                gke.wait_operation(&op, &s.ctx.cancel, s.env.timing.lro)
-                    .await
-                    .map_err(gcp_error)?;
-                return Ok(true);
-            }
-            Err(e) if e.is_not_found() => return Ok(false),
-            Err(e) => return Err(gcp_error(e)),
-        },
+        Ok(_) => return s.deleted(gke.delete_node_pool(p, z, c, pool).await).await,
         Err(e) if e.is_not_found() => return Ok(false),
         Err(e) => return Err(gcp_error(e)),
     }

@@ -421,6 +421,18 @@ pub async fn workload_identity(s: &Step<'_>) -> Result<Value, StepError> {
     outcome(Outcome::Granted)
 }
 
+/// Wait for an Artifact Registry operation to finish.
+async fn repository_op_done(
+    s: &Step<'_>,
+    op: crate::cloud::gcp::types::artifact_registry::Operation,
+) -> Result<(), StepError> {
+    let ar = &s.env.cloud.gcp.artifact_registry;
+    ar.wait_operation(op, s.lro(), &s.ctx.cancel)
+        .await
+        .map_err(gcp_error)?;
+    Ok(())
+}
+
 pub async fn ensure_repository(s: &Step<'_>) -> Result<Value, StepError> {
     let ar = &s.env.cloud.gcp.artifact_registry;
     let n = s.names;
@@ -445,9 +457,7 @@ pub async fn ensure_repository(s: &Step<'_>) -> Result<Value, StepError> {
         .await
     {
         Ok(op) => {
-            ar.wait_operation(op, s.lro(), &s.ctx.cancel)
-                .await
-                .map_err(gcp_error)?;
+            repository_op_done(s, op).await?;
             outcome(Outcome::Created)
         }
         Err(e) if e.is_already_exists() => {
@@ -469,9 +479,7 @@ pub async fn delete_repository(s: &Step<'_>) -> Result<Value, StepError> {
         .await
     {
         Ok(op) => {
-            ar.wait_operation(op, s.lro(), &s.ctx.cancel)
-                .await
-                .map_err(gcp_error)?;
+            repository_op_done(s, op).await?;
             outcome(Outcome::Deleted)
         }
         Err(e) if e.is_not_found() => outcome(Outcome::Absent),

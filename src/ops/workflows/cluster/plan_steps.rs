@@ -30,17 +30,11 @@ fn step(a: &Action) -> StepRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::names::{ClusterName, ProjectId, ZoneName};
-    use crate::domain::naming::ClusterNames;
     use crate::plan::down::{DownInput, plan};
 
     #[test]
     fn one_step_per_action_with_its_dependencies_and_the_action_as_input() {
-        let n = ClusterNames::new(
-            &ProjectId::parse("my-project").unwrap(),
-            &ZoneName::parse("us-central1-a").unwrap(),
-            &ClusterName::parse("kc").unwrap(),
-        );
+        let n = crate::plan::test_names("my-project");
         let p = plan(&DownInput {
             names: &n,
             pools: &["gpu-l4-1a2b".to_owned()],
