@@ -268,7 +268,7 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use clap::{CommandFactory, FromArgMatches, Parser};
 
     #[derive(Parser)]
     struct T {
@@ -276,10 +276,16 @@ mod tests {
         a: ServeArgs,
     }
 
+    /// The flags alone: the environment of whoever runs the tests (`DATABASE_URL`,
+    /// `KINETIC_*`) is not read.
     fn parse(args: &[&str]) -> Result<Settings, ConfigError> {
         let mut v = vec!["t"];
         v.extend_from_slice(args);
-        Settings::from_args(T::try_parse_from(v).expect("flags parse").a)
+        let matches = T::command()
+            .mut_args(|a| a.env(None))
+            .try_get_matches_from(v)
+            .expect("flags parse");
+        Settings::from_args(T::from_arg_matches(&matches).expect("flags parse").a)
     }
 
     #[test]
