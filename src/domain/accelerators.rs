@@ -539,6 +539,20 @@ pub fn suggest(input: &str) -> Vec<String> {
     scored.into_iter().take(5).map(|(_, n)| n).collect()
 }
 
+/// Test support shared by the domain's test modules.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Choice, Resolved, parse};
+
+    /// The accelerator `s` spells; panics (naming `s`) if it is not one.
+    pub(crate) fn acc(s: &str) -> Resolved {
+        match parse(s) {
+            Ok(Choice::Accelerator(r)) => r,
+            other => panic!("{s}: {other:?}"),
+        }
+    }
+}
+
 #[cfg(test)]
 #[path = "accelerators_tests.rs"]
 mod tests;
