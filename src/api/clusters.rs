@@ -3,8 +3,8 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Deserialize;
+use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::state::AppState;
@@ -30,13 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_node_pool, super::provision::remove_node_pool))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ListClustersResponse {
-    pub clusters: Vec<Cluster>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_page_token: Option<String>,
-}
+list_response!(ListClustersResponse, clusters: Cluster);
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
@@ -64,10 +58,7 @@ async fn list_clusters(
     };
     let list = ListClusters::from_query(q.team.as_deref(), q.state.as_deref())?;
     let page = service::clusters::list(&s.db, &caller, list, &page.request(&s.page_key)).await?;
-    Ok(Json(ListClustersResponse {
-        clusters: page.items,
-        next_page_token: page.next_page_token,
-    }))
+    Ok(Json(page.into()))
 }
 
 /// Clusters of one project; `{zone}` is a zone or `-` for every zone.
@@ -86,10 +77,7 @@ async fn list_project_clusters(
         ..ListClusters::default()
     };
     let page = service::clusters::list(&s.db, &caller, list, &q.request(&s.page_key)).await?;
-    Ok(Json(ListClustersResponse {
-        clusters: page.items,
-        next_page_token: page.next_page_token,
-    }))
+    Ok(Json(page.into()))
 }
 
 /// A cluster record with its node pools.
@@ -105,13 +93,7 @@ async fn get_cluster(
     Ok(Json(service::clusters::get(&s.db, &caller, &path).await?))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ListNodePoolsResponse {
-    pub node_pools: Vec<NodePool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_page_token: Option<String>,
-}
+list_response!(ListNodePoolsResponse, node_pools: NodePool);
 
 /// Node pools of a cluster.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", tag = "nodePools",
@@ -126,10 +108,7 @@ async fn list_node_pools(
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let page =
         service::clusters::list_pools(&s.db, &caller, &path, &q.request(&s.page_key)).await?;
-    Ok(Json(ListNodePoolsResponse {
-        node_pools: page.items,
-        next_page_token: page.next_page_token,
-    }))
+    Ok(Json(page.into()))
 }
 
 /// One node pool.

@@ -4,6 +4,31 @@
 //! Invariant: every route's behaviour and schema are described by the OpenAPI document
 //! built in [`openapi`]; `openapi/kineticd.json` is that document, checked by a test.
 
+/// Declares a `List...Response`: one page of `$item`s under `$field`, and the token of
+/// the next page (absent on the last one), made from the service's [`Page`].
+///
+/// [`Page`]: crate::service::Page
+macro_rules! list_response {
+    ($name:ident, $field:ident: $item:ty) => {
+        #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            pub $field: Vec<$item>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub next_page_token: Option<String>,
+        }
+
+        impl From<crate::service::Page<$item>> for $name {
+            fn from(page: crate::service::Page<$item>) -> Self {
+                $name {
+                    $field: page.items,
+                    next_page_token: page.next_page_token,
+                }
+            }
+        }
+    };
+}
+
 pub mod accelerators;
 pub mod auth;
 pub mod clusters;

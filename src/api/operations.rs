@@ -8,8 +8,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Deserialize;
+use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::state::AppState;
@@ -39,13 +39,7 @@ pub struct ListOperationsQuery {
     pub page_token: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ListOperationsResponse {
-    pub operations: Vec<Operation>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_page_token: Option<String>,
-}
+list_response!(ListOperationsResponse, operations: Operation);
 
 /// Operations of the caller's teams, newest first.
 #[utoipa::path(get, path = "/v1/operations", tag = "operations", params(ListOperationsQuery),
@@ -62,10 +56,7 @@ async fn list_operations(
     };
     let filter = q.filter.unwrap_or_default();
     let page = service::operations::list(&s.db, &caller, &filter, &page).await?;
-    Ok(Json(ListOperationsResponse {
-        operations: page.items,
-        next_page_token: page.next_page_token,
-    }))
+    Ok(Json(page.into()))
 }
 
 /// An operation.

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -26,13 +26,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .route("/v1/profiles/{profile}", post(profile_verb))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ListProfilesResponse {
-    pub profiles: Vec<Profile>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_page_token: Option<String>,
-}
+list_response!(ListProfilesResponse, profiles: Profile);
 
 /// The caller's profiles.
 #[utoipa::path(get, path = "/v1/profiles", tag = "profiles", params(PageQuery),
@@ -43,10 +37,7 @@ async fn list_profiles(
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<ListProfilesResponse>, ApiError> {
     let page = service::profiles::list(&s.db, &caller, &q.request(&s.page_key)).await?;
-    Ok(Json(ListProfilesResponse {
-        profiles: page.items,
-        next_page_token: page.next_page_token,
-    }))
+    Ok(Json(page.into()))
 }
 
 /// One of the caller's profiles.

@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -65,13 +65,7 @@ async fn create_team(
     Ok((StatusCode::CREATED, Json(team)))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ListTeamsResponse {
-    pub teams: Vec<Team>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_page_token: Option<String>,
-}
+list_response!(ListTeamsResponse, teams: Team);
 
 /// Teams the caller belongs to (service admins: all teams).
 #[utoipa::path(get, path = "/v1/teams", tag = "teams", params(PageQuery),
@@ -82,10 +76,7 @@ async fn list_teams(
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<ListTeamsResponse>, ApiError> {
     let page = service::teams::list(&s.db, &caller, &q.request(&s.page_key)).await?;
-    Ok(Json(ListTeamsResponse {
-        teams: page.items,
-        next_page_token: page.next_page_token,
-    }))
+    Ok(Json(page.into()))
 }
 
 /// A team (VIEWER or more).
@@ -160,13 +151,7 @@ async fn delete_team(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ListMembersResponse {
-    pub members: Vec<Member>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_page_token: Option<String>,
-}
+list_response!(ListMembersResponse, members: Member);
 
 /// Members of a team (VIEWER or more).
 #[utoipa::path(get, path = "/v1/teams/{team}/members", tag = "teams",
@@ -180,10 +165,7 @@ async fn list_members(
 ) -> Result<Json<ListMembersResponse>, ApiError> {
     let team = TeamId::parse(&team)?;
     let page = service::teams::list_members(&s.db, &caller, &team, &q.request(&s.page_key)).await?;
-    Ok(Json(ListMembersResponse {
-        members: page.items,
-        next_page_token: page.next_page_token,
-    }))
+    Ok(Json(page.into()))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

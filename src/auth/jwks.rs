@@ -26,6 +26,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use serde::Deserialize;
 
 use super::iap::AuthError;
+use crate::domain::report::error_chain;
 
 /// Largest JWKS document accepted (Google's is about 2 KiB).
 const MAX_JWKS_BYTES: usize = 256 * 1024;
@@ -263,20 +264,6 @@ impl JwksCache {
         }
         Ok(keys)
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        src = s.source();
-    }
-    out
 }
 
 #[derive(Deserialize)]

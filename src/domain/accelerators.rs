@@ -360,6 +360,22 @@ fn find_tpu(name: &str) -> Option<&'static TpuFamily> {
     })
 }
 
+/// The first GPU model in order of preference with a machine of `n` GPUs.
+fn preferred_gpu(n: u32, spot: bool) -> Option<Resolved> {
+    GPU_PREFERENCE
+        .iter()
+        .filter_map(|name| find_gpu(name))
+        .find_map(|m| gpu(m, n, spot))
+}
+
+/// The first TPU family in order of preference with a slice of `n` chips.
+fn preferred_tpu(n: u32, spot: bool) -> Option<Resolved> {
+    TPU_PREFERENCE
+        .iter()
+        .filter_map(|name| find_tpu(name))
+        .find_map(|f| Some(tpu(f, f.shapes.iter().find(|s| s.chips == n)?, spot)))
+}
+
 /// Parse any accepted spelling.
 pub fn parse(input: &str) -> Result<Choice, UnknownAccelerator> {
     let raw = input.trim().to_ascii_lowercase();
@@ -386,30 +402,16 @@ pub fn parse(input: &str) -> Result<Choice, UnknownAccelerator> {
         let s = f.shapes.iter().find(|s| s.chips == 4).expect("catalog");
         return Ok(Choice::Accelerator(tpu(f, s, spot)));
     }
+    let count = |n: &str, rule: &str| n.parse::<u32>().map_err(|_| err(rule.into()));
     if let Some(n) = body.strip_prefix("gpu:") {
-        let n: u32 = n
-            .parse()
-            .map_err(|_| err("gpu:N needs a number of GPUs".into()))?;
-        return GPU_PREFERENCE
-            .iter()
-            .filter_map(|name| find_gpu(name))
-            .find_map(|m| gpu(m, n, spot))
+        let n = count(n, "gpu:N needs a number of GPUs")?;
+        return preferred_gpu(n, spot)
             .map(Choice::Accelerator)
             .ok_or_else(|| err(format!("no GPU machine offers {n} GPUs per node")));
     }
     if let Some(n) = body.strip_prefix("tpu:") {
-        let n: u32 = n
-            .parse()
-            .map_err(|_| err("tpu:N needs a number of chips".into()))?;
-        return TPU_PREFERENCE
-            .iter()
-            .filter_map(|name| find_tpu(name))
-            .find_map(|f| {
-                f.shapes
-                    .iter()
-                    .find(|s| s.chips == n)
-                    .map(|s| tpu(f, s, spot))
-            })
+        let n = count(n, "tpu:N needs a number of chips")?;
+        return preferred_tpu(n, spot)
             .map(Choice::Accelerator)
             .ok_or_else(|| err(format!("no TPU slice has {n} chips")));
     }
@@ -537,6 +539,20 @@ pub fn suggest(input: &str) -> Vec<String> {
         .collect();
     scored.sort();
     scored.into_iter().take(5).map(|(_, n)| n).collect()
+}
+
+/// Test support shared by the domain's test modules.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Choice, Resolved, parse};
+
+    /// The accelerator `s` spells; panics (naming `s`) if it is not one.
+    pub(crate) fn acc(s: &str) -> Resolved {
+        match parse(s) {
+            Ok(Choice::Accelerator(r)) => r,
+            other => panic!("{s}: {other:?}"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,7 @@
 //! Table-driven tests: every row of the reference catalog, every spelling rule.
 
+use super::testing::acc;
 use super::*;
-
-fn acc(s: &str) -> Resolved {
-    match parse(s) {
-        Ok(Choice::Accelerator(r)) => r,
-        other => panic!("{s}: {other:?}"),
-    }
-}
 
 #[test]
 fn every_gpu_row() {

@@ -11,6 +11,7 @@ pub mod naming;
 pub mod pools;
 pub mod pricing;
 pub mod quota;
+pub mod report;
 pub mod roles;
 pub mod rpc;
 pub mod states;

@@ -2,6 +2,7 @@
 //! satisfies its rule; construction is the only place the rule is checked.
 
 use std::fmt;
+use std::ops::RangeInclusive;
 
 /// Why a name was refused; the message says the rule so a caller can fix the input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -14,6 +15,13 @@ pub struct NameError {
 
 fn is_lower_alnum(c: char) -> bool {
     c.is_ascii_lowercase() || c.is_ascii_digit()
+}
+
+/// `^[a-z][-a-z0-9]*$` with a length in `len`.
+fn lower_hyphenated(s: &str, len: RangeInclusive<usize>) -> bool {
+    len.contains(&s.len())
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.chars().all(|c| is_lower_alnum(c) || c == '-')
 }
 
 /// `^[a-z]` then `[allowed]{min..=max}` middle chars, optional last-char rule.
@@ -77,12 +85,7 @@ impl TeamId {
             "team id",
             "must match ^[a-z][a-z0-9-]{2,39}$ (3-40 characters: lowercase letters, digits, hyphens; starting with a letter)",
             s,
-            |s| {
-                let mut c = s.chars();
-                (3..=40).contains(&s.len())
-                    && c.next().is_some_and(|c| c.is_ascii_lowercase())
-                    && c.all(|c| is_lower_alnum(c) || c == '-')
-            },
+            |s| lower_hyphenated(s, 3..=40),
         )
         .map(Self)
     }
@@ -99,13 +102,7 @@ impl ProjectId {
             "project id",
             "must be 6-30 characters of lowercase letters, digits and hyphens, start with a letter and not end with a hyphen",
             s,
-            |s| {
-                let mut c = s.chars();
-                (6..=30).contains(&s.len())
-                    && c.next().is_some_and(|c| c.is_ascii_lowercase())
-                    && s.chars().all(|c| is_lower_alnum(c) || c == '-')
-                    && !s.ends_with('-')
-            },
+            |s| lower_hyphenated(s, 6..=30) && !s.ends_with('-'),
         )
         .map(Self)
     }
@@ -148,13 +145,9 @@ impl ZoneName {
     }
 }
 
+/// `^[a-z]([-a-z0-9]*[a-z0-9])?$`, at most `max` characters.
 fn gke_name(s: &str, max: usize) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && s.len() <= max
-        && b[0].is_ascii_lowercase()
-        && s.chars().all(|c| is_lower_alnum(c) || c == '-')
-        && !s.ends_with('-')
+    lower_hyphenated(s, 1..=max) && !s.ends_with('-')
 }
 
 name_type!(

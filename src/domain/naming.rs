@@ -222,22 +222,19 @@ mod tests {
             n.docker_host(),
             "us-docker.pkg.dev/my-project/kn-kinetic-cluster"
         );
-        assert_eq!(
-            names("my-project", "europe-west4-b", "c").repository_location,
-            "europe"
-        );
-        assert_eq!(
-            names("my-project", "asia-east1-a", "c").repository_location,
-            "asia"
-        );
-        assert_eq!(
-            names("my-project", "me-west1-a", "c").repository_location,
-            "me-west1"
-        );
-        assert_eq!(
-            names("my-project", "australia-southeast1-a", "c").repository_location,
-            "australia-southeast1"
-        );
+    }
+
+    #[test]
+    fn repository_locations() {
+        for (zone, location) in [
+            ("europe-west4-b", "europe"),
+            ("asia-east1-a", "asia"),
+            ("me-west1-a", "me-west1"),
+            ("australia-southeast1-a", "australia-southeast1"),
+        ] {
+            let n = names("my-project", zone, "c");
+            assert_eq!(n.repository_location, location, "{zone}");
+        }
     }
 
     #[test]

@@ -113,14 +113,7 @@ impl PriceTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::accelerators::{Choice, parse};
-
-    fn acc(s: &str) -> Resolved {
-        match parse(s).unwrap() {
-            Choice::Accelerator(r) => r,
-            Choice::Cpu => panic!(),
-        }
-    }
+    use crate::domain::accelerators::testing::acc;
 
     #[test]
     fn estimates() {

@@ -66,14 +66,7 @@ pub fn check(metric: &str, limit: f64, usage: f64, needed: u64) -> Result<(), Sh
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::accelerators::{Choice, parse};
-
-    fn acc(s: &str) -> Resolved {
-        match parse(s).unwrap() {
-            Choice::Accelerator(r) => r,
-            Choice::Cpu => panic!(),
-        }
-    }
+    use crate::domain::accelerators::testing::acc;
 
     #[test]
     fn metrics_and_needs() {

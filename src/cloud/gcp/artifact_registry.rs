@@ -11,7 +11,7 @@ use super::config::Service;
 use super::error::GcpError;
 use super::http::{Call, GcpHttp};
 use super::lro::LroPolicy;
-use super::policy::{self, GetPolicyStyle, RmwPolicy, modify_policy};
+use super::policy::{IamResource, PolicyCollection, RmwPolicy};
 use super::service_usage;
 use super::types::artifact_registry::{Operation, Repository};
 use super::types::iam::Policy;
@@ -113,6 +113,17 @@ impl ArtifactRegistry {
         service_usage::wait_operation(&self.http, S, op, policy, cancel).await
     }
 
+    /// The repository's IAM policy.
+    fn policy_of(&self, project: &str, location: &str, repository_id: &str) -> IamResource<'_> {
+        let resource = repository_name(project, location, repository_id);
+        IamResource::new(
+            &self.http,
+            PolicyCollection::Repositories,
+            resource,
+            self.rmw,
+        )
+    }
+
     /// repositories.getIamPolicy (GET, `options.requestedPolicyVersion=3`).
     pub async fn get_repository_iam_policy(
         &self,
@@ -120,14 +131,7 @@ impl ArtifactRegistry {
         location: &str,
         repository_id: &str,
     ) -> Result<Policy, GcpError> {
-        policy::get_iam_policy(
-            &self.http,
-            S,
-            "repositories.getIamPolicy",
-            &repository_name(project, location, repository_id),
-            GetPolicyStyle::GetQuery,
-        )
-        .await
+        self.policy_of(project, location, repository_id).get().await
     }
 
     /// repositories.setIamPolicy, always at policy version 3. A stale etag fails with
@@ -139,14 +143,9 @@ impl ArtifactRegistry {
         repository_id: &str,
         policy: &Policy,
     ) -> Result<Policy, GcpError> {
-        policy::set_iam_policy(
-            &self.http,
-            S,
-            "repositories.setIamPolicy",
-            &repository_name(project, location, repository_id),
-            policy,
-        )
-        .await
+        self.policy_of(project, location, repository_id)
+            .set(policy)
+            .await
     }
 
     /// Grant each `(role, member)` on the repository (idempotent read-modify-write).
@@ -158,18 +157,8 @@ impl ArtifactRegistry {
         grants: &[(&str, &str)],
         cancel: &CancellationToken,
     ) -> Result<Policy, GcpError> {
-        modify_policy(
-            S.name(),
-            "repositories.setIamPolicy",
-            self.rmw,
-            cancel,
-            || self.get_repository_iam_policy(project, location, repository_id),
-            |p| async move {
-                self.set_repository_iam_policy(project, location, repository_id, &p)
-                    .await
-            },
-            |p| p.add_bindings(grants),
-        )
-        .await
+        self.policy_of(project, location, repository_id)
+            .modify(cancel, |p| p.add_bindings(grants))
+            .await
     }
 }

@@ -73,6 +73,19 @@ pub enum OperationScope {
 }
 
 impl OperationScope {
+    pub fn global(project: &str) -> OperationScope {
+        OperationScope::Global {
+            project: project.to_owned(),
+        }
+    }
+
+    pub fn region(project: &str, region: &str) -> OperationScope {
+        OperationScope::Region {
+            project: project.to_owned(),
+            region: region.to_owned(),
+        }
+    }
+
     fn path(&self, name: &str) -> String {
         match self {
             OperationScope::Global { project } => {
@@ -324,14 +337,8 @@ impl Compute {
         region: &str,
         name: &str,
     ) -> Result<Operation, GcpError> {
-        self.get_operation(
-            &OperationScope::Region {
-                project: project.to_owned(),
-                region: region.to_owned(),
-            },
-            name,
-        )
-        .await
+        let scope = OperationScope::region(project, region);
+        self.get_operation(&scope, name).await
     }
 
     /// `globalOperations.get`.
@@ -340,13 +347,8 @@ impl Compute {
         project: &str,
         name: &str,
     ) -> Result<Operation, GcpError> {
-        self.get_operation(
-            &OperationScope::Global {
-                project: project.to_owned(),
-            },
-            name,
-        )
-        .await
+        let scope = OperationScope::global(project);
+        self.get_operation(&scope, name).await
     }
 
     /// `{global,region,zone}Operations.get`.

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::Service;
 use super::error::{GcpError, RetryClass};
 use super::http::{Call, GcpHttp};
-use super::policy::{self, GetPolicyStyle, RmwPolicy, modify_policy};
+use super::policy::{IamResource, PolicyCollection, RmwPolicy};
 use super::types::iam::{CreateServiceAccountRequest, Policy, ServiceAccount, validate_account_id};
 
 pub use super::types::iam::service_account_email;
@@ -72,9 +72,8 @@ impl Iam {
         project: &str,
         email: &str,
     ) -> Result<ServiceAccount, GcpError> {
-        self.http
-            .call(Call::get(S, "serviceAccounts.get", sa_path(project, email)))
-            .await
+        let call = Call::get(S, "serviceAccounts.get", sa_path(project, email));
+        self.http.call(call).await
     }
 
     /// serviceAccounts.delete.
@@ -88,20 +87,24 @@ impl Iam {
             .await
     }
 
+    /// The service account's own IAM policy (who may act as it).
+    fn policy_of(&self, project: &str, email: &str) -> IamResource<'_> {
+        let resource = sa_path(project, email);
+        IamResource::new(
+            &self.http,
+            PolicyCollection::ServiceAccounts,
+            resource,
+            self.rmw,
+        )
+    }
+
     /// serviceAccounts.getIamPolicy (POST, `options.requestedPolicyVersion=3`).
     pub async fn get_service_account_iam_policy(
         &self,
         project: &str,
         email: &str,
     ) -> Result<Policy, GcpError> {
-        policy::get_iam_policy(
-            &self.http,
-            S,
-            "serviceAccounts.getIamPolicy",
-            &sa_path(project, email),
-            GetPolicyStyle::PostQuery,
-        )
-        .await
+        self.policy_of(project, email).get().await
     }
 
     /// serviceAccounts.setIamPolicy, always at policy version 3. A stale etag fails with
@@ -112,41 +115,19 @@ impl Iam {
         email: &str,
         policy: &Policy,
     ) -> Result<Policy, GcpError> {
-        policy::set_iam_policy(
-            &self.http,
-            S,
-            "serviceAccounts.setIamPolicy",
-            &sa_path(project, email),
-            policy,
-        )
-        .await
+        self.policy_of(project, email).set(policy).await
     }
 
     /// Read-modify-write of a service account's policy: `mutate` edits the policy read
     /// and says whether it changed; retried on etag conflicts and retryable errors.
-    pub async fn modify_service_account_iam_policy<F>(
+    pub async fn modify_service_account_iam_policy(
         &self,
         project: &str,
         email: &str,
         cancel: &CancellationToken,
-        mutate: F,
-    ) -> Result<Policy, GcpError>
-    where
-        F: FnMut(&mut Policy) -> bool,
-    {
-        modify_policy(
-            S.name(),
-            "serviceAccounts.setIamPolicy",
-            self.rmw,
-            cancel,
-            || self.get_service_account_iam_policy(project, email),
-            |p| async move {
-                self.set_service_account_iam_policy(project, email, &p)
-                    .await
-            },
-            mutate,
-        )
-        .await
+        mutate: impl FnMut(&mut Policy) -> bool,
+    ) -> Result<Policy, GcpError> {
+        self.policy_of(project, email).modify(cancel, mutate).await
     }
 
     /// Grant each `(role, member)` on the service account (idempotent).

@@ -41,60 +41,130 @@ impl Default for RmwPolicy {
     }
 }
 
-/// How a service's `getIamPolicy` asks for policy version 3 (each as its discovery
-/// document defines it).
+/// The collections whose resources carry an IAM policy (`{resource}:getIamPolicy` and
+/// `:setIamPolicy`); each asks for policy version 3 as its discovery document defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum GetPolicyStyle {
-    /// POST with `{"options": {"requestedPolicyVersion": 3}}` (Resource Manager v3).
-    PostBody,
-    /// POST with `?options.requestedPolicyVersion=3` (IAM v1).
-    PostQuery,
-    /// GET with `?options.requestedPolicyVersion=3` (Artifact Registry v1).
-    GetQuery,
+pub(crate) enum PolicyCollection {
+    /// Resource Manager v3 `projects`: POST with `{"options": {"requestedPolicyVersion": 3}}`.
+    Projects,
+    /// IAM v1 `serviceAccounts`: POST with `?options.requestedPolicyVersion=3`.
+    ServiceAccounts,
+    /// Artifact Registry v1 `repositories`: GET with `?options.requestedPolicyVersion=3`.
+    Repositories,
 }
 
-/// `{resource}:getIamPolicy`, asking for policy version 3.
-pub(crate) async fn get_iam_policy(
-    http: &GcpHttp,
-    service: Service,
-    method: &'static str,
-    resource: &str,
-    style: GetPolicyStyle,
-) -> Result<Policy, GcpError> {
-    let path = format!("{resource}:getIamPolicy");
-    let call = match style {
-        GetPolicyStyle::PostBody => Call::post(service, method, path).json(&GetIamPolicyRequest {
-            options: Some(GetPolicyOptions {
-                requested_policy_version: Some(POLICY_VERSION),
-            }),
-        }),
-        GetPolicyStyle::PostQuery => Call::post(service, method, path)
-            .query("options.requestedPolicyVersion", POLICY_VERSION),
-        GetPolicyStyle::GetQuery => {
-            Call::get(service, method, path).query("options.requestedPolicyVersion", POLICY_VERSION)
+impl PolicyCollection {
+    fn service(self) -> Service {
+        match self {
+            PolicyCollection::Projects => Service::ResourceManager,
+            PolicyCollection::ServiceAccounts => Service::Iam,
+            PolicyCollection::Repositories => Service::ArtifactRegistry,
         }
-    };
-    http.call(call).await
+    }
+
+    /// The `getIamPolicy` and `setIamPolicy` method names.
+    fn methods(self) -> (&'static str, &'static str) {
+        match self {
+            PolicyCollection::Projects => ("projects.getIamPolicy", "projects.setIamPolicy"),
+            PolicyCollection::ServiceAccounts => (
+                "serviceAccounts.getIamPolicy",
+                "serviceAccounts.setIamPolicy",
+            ),
+            PolicyCollection::Repositories => {
+                ("repositories.getIamPolicy", "repositories.setIamPolicy")
+            }
+        }
+    }
 }
 
-/// `{resource}:setIamPolicy` (POST), always at policy version 3 (a lower version cannot
-/// carry conditional bindings). A stale etag fails with 409 ABORTED.
-pub(crate) async fn set_iam_policy(
-    http: &GcpHttp,
+/// One resource's IAM policy: read, write (always at policy version 3, with the etag
+/// read), and the read-modify-write loop.
+pub(crate) struct IamResource<'a> {
+    http: &'a GcpHttp,
+    collection: PolicyCollection,
     service: Service,
-    method: &'static str,
-    resource: &str,
-    policy: &Policy,
-) -> Result<Policy, GcpError> {
-    let body = SetIamPolicyRequest {
-        policy: Policy {
-            version: Some(POLICY_VERSION),
-            ..policy.clone()
-        },
-        update_mask: None,
-    };
-    http.call(Call::post(service, method, format!("{resource}:setIamPolicy")).json(&body))
+    get_method: &'static str,
+    set_method: &'static str,
+    /// The resource name, e.g. `projects/{p}`.
+    resource: String,
+    rmw: RmwPolicy,
+}
+
+impl<'a> IamResource<'a> {
+    pub(crate) fn new(
+        http: &'a GcpHttp,
+        collection: PolicyCollection,
+        resource: String,
+        rmw: RmwPolicy,
+    ) -> IamResource<'a> {
+        let (get_method, set_method) = collection.methods();
+        IamResource {
+            http,
+            collection,
+            service: collection.service(),
+            get_method,
+            set_method,
+            resource,
+            rmw,
+        }
+    }
+
+    /// `{resource}:getIamPolicy`, asking for policy version 3.
+    pub(crate) async fn get(&self) -> Result<Policy, GcpError> {
+        let (service, method) = (self.service, self.get_method);
+        let path = format!("{}:getIamPolicy", self.resource);
+        let version_param = "options.requestedPolicyVersion";
+        let call = match self.collection {
+            PolicyCollection::Projects => {
+                Call::post(service, method, path).json(&GetIamPolicyRequest {
+                    options: Some(GetPolicyOptions {
+                        requested_policy_version: Some(POLICY_VERSION),
+                    }),
+                })
+            }
+            PolicyCollection::ServiceAccounts => {
+                Call::post(service, method, path).query(version_param, POLICY_VERSION)
+            }
+            PolicyCollection::Repositories => {
+                Call::get(service, method, path).query(version_param, POLICY_VERSION)
+            }
+        };
+        self.http.call(call).await
+    }
+
+    /// `{resource}:setIamPolicy` (POST), always at policy version 3 (a lower version
+    /// cannot carry conditional bindings). A stale etag fails with 409 ABORTED.
+    pub(crate) async fn set(&self, policy: &Policy) -> Result<Policy, GcpError> {
+        let body = SetIamPolicyRequest {
+            policy: Policy {
+                version: Some(POLICY_VERSION),
+                ..policy.clone()
+            },
+            update_mask: None,
+        };
+        let path = format!("{}:setIamPolicy", self.resource);
+        let call = Call::post(self.service, self.set_method, path).json(&body);
+        self.http.call(call).await
+    }
+
+    /// Read-modify-write (see [`modify_policy`]): `mutate` edits the policy read and says
+    /// whether it changed. Returns the policy in force afterwards.
+    pub(crate) async fn modify(
+        &self,
+        cancel: &CancellationToken,
+        mutate: impl FnMut(&mut Policy) -> bool,
+    ) -> Result<Policy, GcpError> {
+        modify_policy(
+            self.service.name(),
+            self.set_method,
+            self.rmw,
+            cancel,
+            || self.get(),
+            |p| async move { self.set(&p).await },
+            mutate,
+        )
         .await
+    }
 }
 
 /// The read-modify-write loop shared by project, service-account, repository and bucket

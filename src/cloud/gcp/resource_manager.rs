@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::Service;
 use super::error::GcpError;
 use super::http::{Call, GcpHttp};
-use super::policy::{self, GetPolicyStyle};
+use super::policy::{IamResource, PolicyCollection};
 use super::types::resource_manager::{Policy, Project};
 
 pub use super::policy::{RmwPolicy, modify_policy};
@@ -46,52 +46,32 @@ impl ResourceManager {
             .await
     }
 
+    /// The project's IAM policy.
+    fn policy_of(&self, project: &str) -> IamResource<'_> {
+        let resource = format!("projects/{project}");
+        IamResource::new(&self.http, PolicyCollection::Projects, resource, self.rmw)
+    }
+
     /// projects.getIamPolicy, asking for policy version 3.
     pub async fn get_iam_policy(&self, project: &str) -> Result<Policy, GcpError> {
-        policy::get_iam_policy(
-            &self.http,
-            S,
-            "projects.getIamPolicy",
-            &format!("projects/{project}"),
-            GetPolicyStyle::PostBody,
-        )
-        .await
+        self.policy_of(project).get().await
     }
 
     /// projects.setIamPolicy, always at policy version 3 (a lower version cannot carry
     /// conditional bindings). A stale etag fails with 409 ABORTED.
     pub async fn set_iam_policy(&self, project: &str, policy: &Policy) -> Result<Policy, GcpError> {
-        policy::set_iam_policy(
-            &self.http,
-            S,
-            "projects.setIamPolicy",
-            &format!("projects/{project}"),
-            policy,
-        )
-        .await
+        self.policy_of(project).set(policy).await
     }
 
     /// Read-modify-write of the project policy: `mutate` edits the policy read and says
     /// whether it changed. Returns the policy in force afterwards.
-    pub async fn modify_iam_policy<F>(
+    pub async fn modify_iam_policy(
         &self,
         project: &str,
         cancel: &CancellationToken,
-        mutate: F,
-    ) -> Result<Policy, GcpError>
-    where
-        F: FnMut(&mut Policy) -> bool,
-    {
-        modify_policy(
-            S.name(),
-            "projects.setIamPolicy",
-            self.rmw,
-            cancel,
-            || self.get_iam_policy(project),
-            |p| async move { self.set_iam_policy(project, &p).await },
-            mutate,
-        )
-        .await
+        mutate: impl FnMut(&mut Policy) -> bool,
+    ) -> Result<Policy, GcpError> {
+        self.policy_of(project).modify(cancel, mutate).await
     }
 
     /// Grant each `(role, member)` on the project (idempotent).

@@ -188,16 +188,10 @@ impl Storage {
 
     /// buckets.getIamPolicy (policy version 3).
     pub async fn get_bucket_iam_policy(&self, bucket: &str) -> Result<BucketPolicy, GcpError> {
-        self.http
-            .call(
-                Call::get(
-                    S,
-                    "buckets.getIamPolicy",
-                    format!("b/{}/iam", encode(bucket)),
-                )
-                .query("optionsRequestedPolicyVersion", 3),
-            )
-            .await
+        let path = format!("b/{}/iam", encode(bucket));
+        let call =
+            Call::get(S, "buckets.getIamPolicy", path).query("optionsRequestedPolicyVersion", 3);
+        self.http.call(call).await
     }
 
     /// buckets.setIamPolicy. A stale `etag` fails (Storage says 412 `conditionNotMet`)
@@ -207,16 +201,10 @@ impl Storage {
         bucket: &str,
         policy: &BucketPolicy,
     ) -> Result<BucketPolicy, GcpError> {
+        let path = format!("b/{}/iam", encode(bucket));
+        let call = Call::new(S, "buckets.setIamPolicy", Method::PUT, path);
         self.http
-            .call(
-                Call::new(
-                    S,
-                    "buckets.setIamPolicy",
-                    Method::PUT,
-                    format!("b/{}/iam", encode(bucket)),
-                )
-                .json(policy),
-            )
+            .call(call.json(policy))
             .await
             .map_err(etag_conflict)
     }

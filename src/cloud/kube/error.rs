@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use crate::cloud::gcp::RetryClass;
+use crate::domain::report::error_chain;
 
 /// A failed Kubernetes-layer call.
 #[derive(Debug, thiserror::Error)]
@@ -126,7 +127,7 @@ impl KubeError {
             },
             kube::Error::Service(e) => KubeError::Transport {
                 action,
-                message: chain(e.as_ref()),
+                message: error_chain(e.as_ref()),
             },
             kube::Error::RustlsTls(e) => KubeError::Config(format!("{action}: TLS: {e}")),
             kube::Error::Auth(e) => KubeError::Token(format!("{action}: {e}")),
@@ -138,21 +139,6 @@ impl KubeError {
             },
         }
     }
-}
-
-/// An error and its sources, `: `-separated (connection errors hide the cause deep down).
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cur = s.source();
-    }
-    out
 }
 
 #[cfg(test)]
