@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    advance, arm, cancelled_promptly, journal, quick_lro, raw, start_explicit, statuses,
-    until_journal,
+    advance, arm, assert_unknown_field, cancelled_promptly, journal, node_service_account,
+    quick_lro, raw, start_explicit, statuses, until_journal,
 };
 
 const PROJECT: &str = "demo-project";
@@ -133,20 +133,13 @@ async fn validation_like_google() {
         .await
         .unwrap_err();
     assert_eq!(e.http_status, 400);
-    let (status, body) = raw(
+    assert_unknown_field(
         &sim,
-        Method::POST,
         "/artifactregistry/v1/projects/demo-project/locations/us/repositories?repositoryId=kn-c3",
-        Some(json!({"format": "DOCKER", "dockerconfig": {}})),
+        json!({"format": "DOCKER", "dockerconfig": {}}),
+        "dockerconfig",
     )
     .await;
-    assert_eq!(status, 400);
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Unknown name \"dockerconfig\"")
-    );
     // Regions work as well as multi-regions.
     let op = ar
         .create_repository(PROJECT, "europe-west4", "kn-c2", &docker(""))
@@ -298,12 +291,7 @@ async fn repository_policy_read_modify_write() {
     assert_eq!(got[0]["httpMethod"], "GET");
     assert_eq!(got[0]["query"], "options.requestedPolicyVersion=3");
 
-    let sa = gcp
-        .iam
-        .create_service_account(PROJECT, "kn-c1-nodes", "", "")
-        .await
-        .unwrap();
-    let member = format!("serviceAccount:{}", sa.email);
+    let (_, member) = node_service_account(&gcp, PROJECT).await;
     let done = ar
         .add_repository_bindings(
             PROJECT,

@@ -8,12 +8,12 @@ use kineticd::cloud::gcp::types::compute::{Network, Operation, Router, RouterNat
 use kineticd::cloud::gcp::{GcpClients, GcpError, RetryClass};
 use kineticd::sim::SimConfig;
 use kineticd::sim::clock::ClockMode;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::container::{P, admin, advance, arm, journal, raw_post};
-use crate::common::{start_sim, start_sim_with};
+use crate::common::{get_json, start_sim, start_sim_with};
 use crate::storage::simctl::{cancelled_promptly, until_journal};
 
 const R: &str = "us-central1";
@@ -504,15 +504,12 @@ async fn region_quotas_and_overrides() {
         "overrides are per region"
     );
     // Quotas are doubles on the wire.
-    let raw: Value = kineticd::app::http_client()
-        .unwrap()
-        .get(format!("{}/compute/v1/projects/{P}/regions/{R}", sim.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let http = kineticd::app::http_client().unwrap();
+    let raw = get_json(
+        &http,
+        &format!("{}/compute/v1/projects/{P}/regions/{R}", sim.url()),
+    )
+    .await;
     assert!(raw["quotas"][0]["limit"].is_f64(), "{}", raw["quotas"][0]);
 }
 
@@ -609,18 +606,12 @@ async fn zones_get_and_list_answer_like_compute() {
     }
     assert_eq!(paged, all);
     // The wire shape: uint64 id as a string, kind, selfLink.
-    let raw: Value = kineticd::app::http_client()
-        .unwrap()
-        .get(format!(
-            "{}/compute/v1/projects/{P}/zones/us-central1-a",
-            sim.url()
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let http = kineticd::app::http_client().unwrap();
+    let raw = get_json(
+        &http,
+        &format!("{}/compute/v1/projects/{P}/zones/us-central1-a", sim.url()),
+    )
+    .await;
     assert!(raw["id"].is_string(), "{raw}");
     assert_eq!(raw["kind"], "compute#zone");
     assert!(

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kineticd::cloud::gcp::types::container::{
-    AcceleratorConfig, AddonsConfig, Cluster, GcsFuseCsiDriverConfig, NodeConfig, NodeManagement,
-    NodePool, NodePoolAutoscaling, Operation, PlacementPolicy, PrivateClusterConfig,
-    ReleaseChannel, WorkloadIdentityConfig, WorkloadMetadataConfig,
+    AddonsConfig, Cluster, GcsFuseCsiDriverConfig, NodeManagement, NodePool, Operation,
+    PlacementPolicy, PrivateClusterConfig, ReleaseChannel, WorkloadIdentityConfig,
+    WorkloadMetadataConfig,
 };
 use kineticd::cloud::gcp::{GcpClients, GcpError, RetryClass};
 use kineticd::sim::clock::ClockMode;
@@ -17,6 +17,7 @@ use kineticd::sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::common::gke::{autoscaled_pool, default_pool};
 use crate::common::{start_sim, start_sim_with};
 use crate::storage::simctl::{cancelled_promptly, until_journal};
 
@@ -101,55 +102,26 @@ fn cluster(name: &str) -> Cluster {
             gcs_fuse_csi_driver_config: Some(GcsFuseCsiDriverConfig { enabled: true }),
         }),
         resource_labels: BTreeMap::from([("kinetic".into(), "true".into())]),
-        node_pools: vec![NodePool {
-            name: "default-pool".into(),
-            initial_node_count: Some(1),
-            config: Some(NodeConfig {
-                machine_type: Some("e2-standard-4".into()),
-                disk_size_gb: Some(50),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }],
+        node_pools: vec![default_pool()],
         ..Default::default()
     }
 }
 
 fn gpu_pool(name: &str, machine: &str, accel: &str, count: i64, nodes: i32) -> NodePool {
-    NodePool {
-        name: name.into(),
-        initial_node_count: Some(nodes),
-        autoscaling: Some(NodePoolAutoscaling {
-            enabled: Some(true),
-            min_node_count: Some(nodes),
-            max_node_count: Some(nodes + 10),
-            ..Default::default()
-        }),
-        management: Some(NodeManagement {
-            auto_repair: Some(true),
-            auto_upgrade: Some(true),
-        }),
-        config: Some(NodeConfig {
-            machine_type: Some(machine.into()),
-            accelerators: if accel.is_empty() {
-                vec![]
-            } else {
-                vec![AcceleratorConfig {
-                    accelerator_count: count,
-                    accelerator_type: accel.into(),
-                    gpu_driver_installation_config: None,
-                }]
-            },
-            labels: BTreeMap::from([("kinetic".into(), "true".into())]),
-            oauth_scopes: vec!["https://www.googleapis.com/auth/cloud-platform".into()],
-            max_run_duration: Some("86400s".into()),
-            workload_metadata_config: Some(WorkloadMetadataConfig {
-                mode: "GKE_METADATA".into(),
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
+    let mut pool = autoscaled_pool(name, machine, accel, count, nodes);
+    pool.management = Some(NodeManagement {
+        auto_repair: Some(true),
+        auto_upgrade: Some(true),
+    });
+    if let Some(config) = pool.config.as_mut() {
+        config.labels = BTreeMap::from([("kinetic".into(), "true".into())]);
+        config.oauth_scopes = vec!["https://www.googleapis.com/auth/cloud-platform".into()];
+        config.max_run_duration = Some("86400s".into());
+        config.workload_metadata_config = Some(WorkloadMetadataConfig {
+            mode: "GKE_METADATA".into(),
+        });
     }
+    pool
 }
 
 fn l4_pool(name: &str, nodes: i32) -> NodePool {
@@ -315,6 +287,29 @@ async fn cluster_not_found_conflict_and_invalid() {
     assert_eq!(status, 400);
 }
 
+/// One call on cluster `faults` (and its pool `gpu-l4-0001`) by method name.
+async fn call(gcp: &GcpClients, method: &str, pool: &NodePool) -> Result<(), GcpError> {
+    let c = &gcp.container;
+    match method {
+        "clusters.get" => c.get_cluster(P, Z, "faults").await.map(|_| ()),
+        "nodePools.create" => c.create_node_pool(P, Z, "faults", pool).await.map(|_| ()),
+        "nodePools.get" => c
+            .get_node_pool(P, Z, "faults", "gpu-l4-0001")
+            .await
+            .map(|_| ()),
+        "nodePools.list" => c.list_node_pools(P, Z, "faults").await.map(|_| ()),
+        "nodePools.setSize" => c
+            .set_node_pool_size(P, Z, "faults", "gpu-l4-0001", 1)
+            .await
+            .map(|_| ()),
+        "nodePools.delete" => c
+            .delete_node_pool(P, Z, "faults", "gpu-l4-0001")
+            .await
+            .map(|_| ()),
+        _ => c.delete_cluster(P, Z, "faults").await.map(|_| ()),
+    }
+}
+
 #[tokio::test]
 async fn every_call_survives_one_503_and_reports_terminal_faults() {
     let (sim, gcp) = start_sim().await;
@@ -350,24 +345,7 @@ async fn every_call_survives_one_503_and_reports_terminal_faults() {
                 continue;
             }
             arm(&sim, "container", method, kind, 1).await;
-            let r = match method {
-                "clusters.get" => c.get_cluster(P, Z, "faults").await.map(|_| ()),
-                "nodePools.create" => c.create_node_pool(P, Z, "faults", &pool).await.map(|_| ()),
-                "nodePools.get" => c
-                    .get_node_pool(P, Z, "faults", "gpu-l4-0001")
-                    .await
-                    .map(|_| ()),
-                "nodePools.list" => c.list_node_pools(P, Z, "faults").await.map(|_| ()),
-                "nodePools.setSize" => c
-                    .set_node_pool_size(P, Z, "faults", "gpu-l4-0001", 1)
-                    .await
-                    .map(|_| ()),
-                "nodePools.delete" => c
-                    .delete_node_pool(P, Z, "faults", "gpu-l4-0001")
-                    .await
-                    .map(|_| ()),
-                _ => c.delete_cluster(P, Z, "faults").await.map(|_| ()),
-            };
+            let r = call(&gcp, method, &pool).await;
             if retry {
                 assert_retryable(r, http);
             } else {
@@ -375,24 +353,7 @@ async fn every_call_survives_one_503_and_reports_terminal_faults() {
                 assert_eq!(e.reason, "quotaExceeded", "{method}: {e}");
             }
         }
-        let ok = match method {
-            "clusters.get" => c.get_cluster(P, Z, "faults").await.map(|_| ()),
-            "nodePools.create" => c.create_node_pool(P, Z, "faults", &pool).await.map(|_| ()),
-            "nodePools.get" => c
-                .get_node_pool(P, Z, "faults", "gpu-l4-0001")
-                .await
-                .map(|_| ()),
-            "nodePools.list" => c.list_node_pools(P, Z, "faults").await.map(|_| ()),
-            "nodePools.setSize" => c
-                .set_node_pool_size(P, Z, "faults", "gpu-l4-0001", 1)
-                .await
-                .map(|_| ()),
-            "nodePools.delete" => c
-                .delete_node_pool(P, Z, "faults", "gpu-l4-0001")
-                .await
-                .map(|_| ()),
-            _ => c.delete_cluster(P, Z, "faults").await.map(|_| ()),
-        };
+        let ok = call(&gcp, method, &pool).await;
         ok.unwrap_or_else(|e| panic!("{method} after faults: {e}"));
     }
     // Each faulted call reached the simulator once and was journalled with its status.

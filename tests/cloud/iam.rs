@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
-use crate::storage::simctl::{arm, journal, quick_rmw, raw, statuses};
+use crate::storage::simctl::{arm, assert_unknown_field, journal, quick_rmw, raw, statuses};
 
 const PROJECT: &str = "demo-project";
 
@@ -146,16 +146,13 @@ async fn duplicate_is_409_and_invalid_ids_are_400() {
 #[tokio::test]
 async fn unknown_json_field_is_400() {
     let (sim, _gcp) = start_sim().await;
-    let (status, body) = raw(
+    assert_unknown_field(
         &sim,
-        Method::POST,
         "/iam/v1/projects/demo-project/serviceAccounts",
-        Some(json!({"accountId": "kn-strict-sa", "serviceAccount": {"displayname": "x"}})),
+        json!({"accountId": "kn-strict-sa", "serviceAccount": {"displayname": "x"}}),
+        "displayname",
     )
     .await;
-    assert_eq!(status, 400);
-    let msg = body["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("Unknown name \"displayname\""), "{msg}");
 }
 
 #[tokio::test]

@@ -11,7 +11,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
-use crate::storage::simctl::{arm, journal, quick_rmw, raw, statuses};
+use crate::storage::simctl::{
+    arm, assert_unknown_field, journal, node_service_account, quick_rmw, raw, statuses,
+};
 
 const PROJECT: &str = "demo-project";
 const LOG_WRITER: &str = "roles/logging.logWriter";
@@ -172,12 +174,7 @@ async fn concurrent_grants_all_land() {
 async fn idempotent_grants_remove_and_deleted_accounts() {
     let (sim, gcp) = start_sim().await;
     let cancel = CancellationToken::new();
-    let sa = gcp
-        .iam
-        .create_service_account(PROJECT, "kn-c1-nodes", "", "")
-        .await
-        .unwrap();
-    let member = format!("serviceAccount:{}", sa.email);
+    let (sa, member) = node_service_account(&gcp, PROJECT).await;
     let grants = [
         ("roles/logging.logWriter", member.as_str()),
         ("roles/monitoring.metricWriter", member.as_str()),
@@ -327,20 +324,13 @@ async fn faults_retried_by_the_helper_or_terminal() {
 #[tokio::test]
 async fn unknown_json_field_is_400() {
     let (sim, _gcp) = start_sim().await;
-    let (status, body) = raw(
+    assert_unknown_field(
         &sim,
-        Method::POST,
         "/cloudresourcemanager/v3/projects/demo-project:setIamPolicy",
-        Some(json!({"policy": {"bindings": [], "etags": "x"}})),
+        json!({"policy": {"bindings": [], "etags": "x"}}),
+        "etags",
     )
     .await;
-    assert_eq!(status, 400);
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Unknown name \"etags\"")
-    );
     let (status, _) = raw(
         &sim,
         Method::POST,

@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
-use simctl::{arm, journal, quick_rmw, raw, statuses};
+use simctl::{arm, assert_unknown_field, journal, quick_rmw, raw, statuses};
 
 const PROJECT: &str = "demo-project";
 
@@ -161,16 +161,13 @@ async fn duplicates_and_invalid_names() {
 #[tokio::test]
 async fn unknown_json_field_and_missing_project_are_400() {
     let (sim, _gcp) = start_sim().await;
-    let (status, body) = raw(
+    let body = assert_unknown_field(
         &sim,
-        Method::POST,
         "/storage/v1/b?project=demo-project",
-        Some(json!({"name": "strict-bucket", "storageclass": "STANDARD"})),
+        json!({"name": "strict-bucket", "storageclass": "STANDARD"}),
+        "storageclass",
     )
     .await;
-    assert_eq!(status, 400);
-    let msg = body["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("Unknown name \"storageclass\""), "{msg}");
     assert!(
         body["error"].get("status").is_none(),
         "Storage errors carry no status"

@@ -2,6 +2,7 @@
 //! raw requests (for what the production clients would never send).
 
 use kineticd::cloud::gcp::GcpClients;
+use kineticd::cloud::gcp::types::iam::ServiceAccount;
 use kineticd::sim::Sim;
 use kineticd::sim::clock::ClockMode;
 use serde_json::{Value, json};
@@ -119,6 +120,28 @@ pub async fn raw(
     let status = r.status().as_u16();
     let text = r.text().await.unwrap_or_default();
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// POST `body` raw to `path` and check the simulator refuses it as Google does: 400,
+/// naming the unknown field `field`. Returns the error body.
+pub async fn assert_unknown_field(sim: &Sim, path: &str, body: Value, field: &str) -> Value {
+    let (status, body) = raw(sim, reqwest::Method::POST, path, Some(body)).await;
+    assert_eq!(status, 400, "{body}");
+    let msg = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains(&format!("Unknown name \"{field}\"")), "{msg}");
+    body
+}
+
+/// Create the node service account `kn-c1-nodes` in `project`; returns it and its IAM
+/// member string (`serviceAccount:EMAIL`).
+pub async fn node_service_account(gcp: &GcpClients, project: &str) -> (ServiceAccount, String) {
+    let sa = gcp
+        .iam
+        .create_service_account(project, "kn-c1-nodes", "", "")
+        .await
+        .expect("create service account");
+    let member = format!("serviceAccount:{}", sa.email);
+    (sa, member)
 }
 
 /// A fast LRO policy for tests: frequent polls, a deadline no loaded machine reaches.
