@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::common::TestApp;
-use crate::support::{expect_error, message, raw};
+use crate::support::{expect_error, expect_not_found, message, raw, raw_json};
 
 const ALICE: &str = "alice@example.com";
 
@@ -64,15 +64,7 @@ async fn malformed_json_gives_the_parse_position() {
     let app = TestApp::spawn().await;
     app.team(ALICE, "acme", &["acme-project"]).await;
     for (method, path, _) in body_endpoints() {
-        let r = raw(
-            &app,
-            ALICE,
-            method.clone(),
-            path,
-            Some("application/json"),
-            "{,}",
-        )
-        .await;
+        let r = raw_json(&app, ALICE, method.clone(), path, "{,}").await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "MALFORMED_JSON");
         assert!(
             message(&r).contains("line 1 column"),
@@ -82,27 +74,11 @@ async fn malformed_json_gives_the_parse_position() {
     }
     // The position is the real one, on a later line.
     let body = "{\n  \"teamId\": \"abc-team\",\n  oops\n}";
-    let r = raw(
-        &app,
-        ALICE,
-        Method::POST,
-        "/v1/teams",
-        Some("application/json"),
-        body,
-    )
-    .await;
+    let r = raw_json(&app, ALICE, Method::POST, "/v1/teams", body).await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "MALFORMED_JSON");
     assert!(message(&r).contains("line 3 column 3"), "{}", message(&r));
     // An empty body is malformed too.
-    let r = raw(
-        &app,
-        ALICE,
-        Method::POST,
-        "/v1/teams",
-        Some("application/json"),
-        "",
-    )
-    .await;
+    let r = raw_json(&app, ALICE, Method::POST, "/v1/teams", "").await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "MALFORMED_JSON");
 }
 
@@ -189,15 +165,7 @@ async fn oversized_bodies_get_413() {
     let big = "x".repeat(1024 * 1024);
     for (method, path, _) in body_endpoints() {
         let body = json!({"displayName": big}).to_string();
-        let r = raw(
-            &app,
-            ALICE,
-            method.clone(),
-            path,
-            Some("application/json"),
-            body,
-        )
-        .await;
+        let r = raw_json(&app, ALICE, method.clone(), path, body).await;
         expect_error(&r, 413, "INVALID_ARGUMENT", "BODY_TOO_LARGE");
         assert!(
             message(&r).contains("1 MiB"),
@@ -208,15 +176,7 @@ async fn oversized_bodies_get_413() {
     // Just under the limit is decoded (and then refused for its content, not its size).
     let fits = json!({"displayName": "x".repeat(1024 * 1024 - 100)}).to_string();
     assert!(fits.len() < 1024 * 1024);
-    let r = raw(
-        &app,
-        ALICE,
-        Method::PATCH,
-        "/v1/teams/acme",
-        Some("application/json"),
-        fits,
-    )
-    .await;
+    let r = raw_json(&app, ALICE, Method::PATCH, "/v1/teams/acme", fits).await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_DISPLAY_NAME");
 }
 
@@ -256,7 +216,7 @@ async fn unknown_routes_verbs_and_methods() {
         "/",
     ] {
         let r = app.get(ALICE, path).await;
-        expect_error(&r, 404, "NOT_FOUND", "ROUTE_NOT_FOUND");
+        expect_not_found(&r, "ROUTE_NOT_FOUND");
         assert!(message(&r).contains(path), "{}", message(&r));
     }
     // Unknown custom methods on a resource that has custom methods.
@@ -272,7 +232,7 @@ async fn unknown_routes_verbs_and_methods() {
         "/v1/profiles/work",
     ] {
         let r = app.post(ALICE, path, json!({})).await;
-        expect_error(&r, 404, "NOT_FOUND", "METHOD_NOT_FOUND");
+        expect_not_found(&r, "METHOD_NOT_FOUND");
     }
     // Known paths, wrong method.
     let cases = [

@@ -6,7 +6,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::{TestApp, start_sim};
-use crate::support::{expect_error, message, meta, raw};
+use crate::support::{acme_cluster, expect_error, expect_not_found, message, meta, raw, raw_json};
 
 const ALICE: &str = "alice@example.com";
 
@@ -64,7 +64,7 @@ async fn a_handler_panic_is_a_google_500_with_the_request_id() {
     })
     .await;
     let r = prod.post(ALICE, "/v1/testing/panic", Value::Null).await;
-    expect_error(&r, 404, "NOT_FOUND", "ROUTE_NOT_FOUND");
+    expect_not_found(&r, "ROUTE_NOT_FOUND");
 }
 
 #[tokio::test]
@@ -109,15 +109,7 @@ async fn bodies_must_be_json_objects() {
         "7",
         r#""x""#,
     ] {
-        let r = raw(
-            &app,
-            ALICE,
-            Method::POST,
-            "/v1/teams",
-            Some("application/json"),
-            body,
-        )
-        .await;
+        let r = raw_json(&app, ALICE, Method::POST, "/v1/teams", body).await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "BODY_NOT_OBJECT");
         assert!(message(&r).contains("JSON object"), "{}", message(&r));
     }
@@ -203,8 +195,7 @@ fn parameters(path_item: &Value, op: &Value) -> Vec<(String, String)> {
 async fn every_path_and_query_parameter_refuses_hostile_values() {
     let app = app_with_team().await;
     app.member(ALICE, "acme", "bob@example.com", "VIEWER").await;
-    app.cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    acme_cluster(&app).await;
     let r = app
         .put(
             ALICE,
@@ -403,15 +394,7 @@ async fn invalid_utf8_bodies_name_the_byte() {
     let mut body = br#"{"teamId": "ab"#.to_vec();
     body.extend([0xff, 0xfe]);
     body.extend(br#"c"}"#);
-    let r = raw(
-        &app,
-        ALICE,
-        Method::POST,
-        "/v1/teams",
-        Some("application/json"),
-        body,
-    )
-    .await;
+    let r = raw_json(&app, ALICE, Method::POST, "/v1/teams", body).await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "MALFORMED_JSON");
     assert!(
         message(&r).contains("invalid UTF-8 at byte 14"),
@@ -499,24 +482,8 @@ async fn the_openapi_document_tells_optional_bodies_and_415() {
     // A JSON null is "no body" too, as the document says; an array is not.
     let app = app_with_team().await;
     let path = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc";
-    let r = raw(
-        &app,
-        ALICE,
-        Method::PUT,
-        path,
-        Some("application/json"),
-        "null",
-    )
-    .await;
+    let r = raw_json(&app, ALICE, Method::PUT, path, "null").await;
     assert_ne!(r.reason(), "BODY_NOT_OBJECT", "{:#}", r.body);
-    let r = raw(
-        &app,
-        ALICE,
-        Method::PUT,
-        path,
-        Some("application/json"),
-        "[]",
-    )
-    .await;
+    let r = raw_json(&app, ALICE, Method::PUT, path, "[]").await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "BODY_NOT_OBJECT");
 }

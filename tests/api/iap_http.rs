@@ -16,7 +16,7 @@ use p256::pkcs8::{EncodePrivateKey, LineEnding};
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN, Resp, TestApp, fresh_db};
-use crate::support::{expect_error, message};
+use crate::support::{expect_error, expect_not_found, message};
 
 const AUD: &str = "/projects/123/global/backendServices/456";
 
@@ -133,7 +133,7 @@ async fn valid_tokens_identify_the_caller() {
     assert_eq!(members.body["members"][0]["email"], "alice@example.com");
     let bob = sign(&key, &claims("bob@example.com"));
     let r = get_as(&app, "/v1/teams/acme", Some(&bob)).await;
-    expect_error(&r, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    expect_not_found(&r, "TEAM_NOT_FOUND");
 
     // Service admins are recognised from the token too.
     let admin = sign(&key, &claims(ADMIN));
@@ -232,5 +232,5 @@ async fn service_endpoints_need_no_token() {
     }
     // Unknown routes answer 404 (not 401) without a token.
     let r = get_as(&app, "/v1/nothing-here", None).await;
-    expect_error(&r, 404, "NOT_FOUND", "ROUTE_NOT_FOUND");
+    expect_not_found(&r, "ROUTE_NOT_FOUND");
 }

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::clusters::add_pool;
 use crate::common::{ADMIN, TestApp};
-use crate::support::{expect_error, message, ok, page_walk, with_query};
+use crate::support::{acme_cluster, expect_error, message, ok, page_walk, with_query};
 
 const ALICE: &str = "alice@example.com";
 const KC: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc";
@@ -214,8 +214,7 @@ async fn page_size_is_coerced_to_1000() {
          FROM generate_series(1, 1001) i",
     )
     .await;
-    app.cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    acme_cluster(&app).await;
     // A valid pool spec: one that does not decode is a corrupt record (500).
     exec(
         r#"INSERT INTO node_pools (cluster_id, pool_id, state, spec)
@@ -246,9 +245,7 @@ async fn bad_page_sizes_and_tokens() {
     for t in ["team-c", "team-d", "team-e"] {
         app.team(ALICE, t, &[]).await;
     }
-    let kc = app
-        .cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    let kc = acme_cluster(&app).await;
     let other = app
         .cluster("acme", "acme-project", "us-central1-a", "other")
         .await;

@@ -5,6 +5,8 @@ use std::collections::HashSet;
 use reqwest::StatusCode;
 use serde_json::Value;
 
+use kineticd::store::clusters::ClusterRecord;
+
 use crate::common::{Resp, TestApp};
 
 /// Assert `r` is an error with HTTP `code`, canonical `status` and ErrorInfo `reason`,
@@ -72,6 +74,18 @@ pub fn expect_error(r: &Resp, code: u16, status: &str, reason: &str) {
             );
         }
     }
+}
+
+/// Assert `r` is a 404 `NOT_FOUND` error with ErrorInfo `reason` (see [`expect_error`]).
+#[track_caller]
+pub fn expect_not_found(r: &Resp, reason: &str) {
+    expect_error(r, 404, "NOT_FOUND", reason);
+}
+
+/// The cluster most tests work on: `kc` of team `acme` in `acme-project`, `us-central1-a`.
+pub async fn acme_cluster(app: &TestApp) -> ClusterRecord {
+    app.cluster("acme", "acme-project", "us-central1-a", "kc")
+        .await
 }
 
 /// The error message (after [`expect_error`]).
@@ -182,6 +196,17 @@ pub fn names(body: &Value, items: &str, key: &str) -> Vec<String> {
         .iter()
         .map(|v| v[key].as_str().unwrap_or_default().to_owned())
         .collect()
+}
+
+/// Send a raw body as `application/json`, whatever it holds (for malformed-JSON tests).
+pub async fn raw_json(
+    app: &TestApp,
+    user: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: impl Into<reqwest::Body>,
+) -> Resp {
+    raw(app, user, method, path, Some("application/json"), body).await
 }
 
 /// Send a raw body with an optional content type (for malformed-request tests).

@@ -4,7 +4,7 @@ use chrono::DateTime;
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN, TestApp};
-use crate::support::{expect_error, message, meta, names, ok};
+use crate::support::{acme_cluster, expect_error, expect_not_found, message, meta, names, ok};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -166,12 +166,7 @@ async fn duplicate_team_and_claimed_project() {
     expect_error(&r, 409, "ALREADY_EXISTS", "PROJECT_CLAIMED");
     assert_eq!(meta(&r, "project"), "acme-project");
     assert!(message(&r).contains("acme-project"), "{}", message(&r));
-    expect_error(
-        &app.get(BOB, "/v1/teams/bobs").await,
-        404,
-        "NOT_FOUND",
-        "TEAM_NOT_FOUND",
-    );
+    expect_not_found(&app.get(BOB, "/v1/teams/bobs").await, "TEAM_NOT_FOUND");
     assert_eq!(ok(app.get(BOB, "/v1/me").await)["teams"], json!([]));
     // bob-project was not claimed by the failed request.
     app.team(BOB, "bobs", &["bob-project"]).await;
@@ -255,7 +250,7 @@ async fn patch_team() {
     let r = app
         .patch(ADMIN, "/v1/teams/nope-team", json!({"displayName": "x"}))
         .await;
-    expect_error(&r, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    expect_not_found(&r, "TEAM_NOT_FOUND");
 }
 
 #[tokio::test]
@@ -267,8 +262,7 @@ async fn patch_cannot_remove_a_project_with_live_clusters() {
         &["acme-project", "spare-project", "done-project"],
     )
     .await;
-    app.cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    acme_cluster(&app).await;
     let r = app
         .patch(
             ALICE,
@@ -332,25 +326,10 @@ async fn delete_team() {
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     assert_eq!(r.status, 204, "{:#}", r.body);
     assert_eq!(r.body, Value::Null, "204 has no body");
-    expect_error(
-        &app.get(ALICE, "/v1/teams/acme").await,
-        404,
-        "NOT_FOUND",
-        "TEAM_NOT_FOUND",
-    );
-    expect_error(
-        &app.get(ADMIN, "/v1/teams/acme").await,
-        404,
-        "NOT_FOUND",
-        "TEAM_NOT_FOUND",
-    );
+    expect_not_found(&app.get(ALICE, "/v1/teams/acme").await, "TEAM_NOT_FOUND");
+    expect_not_found(&app.get(ADMIN, "/v1/teams/acme").await, "TEAM_NOT_FOUND");
     assert_eq!(ok(app.get(BOB, "/v1/me").await)["teams"], json!([]));
-    expect_error(
-        &app.delete(ALICE, "/v1/teams/acme").await,
-        404,
-        "NOT_FOUND",
-        "TEAM_NOT_FOUND",
-    );
+    expect_not_found(&app.delete(ALICE, "/v1/teams/acme").await, "TEAM_NOT_FOUND");
     // Its id and projects are free again.
     app.team(BOB, "acme", &["acme-project"]).await;
     assert_eq!(
@@ -367,9 +346,7 @@ async fn delete_team() {
 async fn delete_team_refused_while_it_has_clusters() {
     let app = TestApp::spawn().await;
     app.team(ALICE, "acme", &["acme-project"]).await;
-    let c = app
-        .cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    let c = acme_cluster(&app).await;
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     expect_error(&r, 409, "FAILED_PRECONDITION", "TEAM_HAS_CLUSTERS");
     assert_eq!(meta(&r, "clusters"), "1");
@@ -385,12 +362,7 @@ async fn delete_team_refused_while_it_has_clusters() {
     deleted_cluster(&app, "acme", "acme-project", "older").await;
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     assert_eq!(r.status, 204, "{:#}", r.body);
-    expect_error(
-        &app.get(ALICE, "/v1/teams/acme").await,
-        404,
-        "NOT_FOUND",
-        "TEAM_NOT_FOUND",
-    );
+    expect_not_found(&app.get(ALICE, "/v1/teams/acme").await, "TEAM_NOT_FOUND");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -4,7 +4,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::common::TestApp;
-use crate::support::{expect_error, ok};
+use crate::support::{acme_cluster, expect_error, ok};
 
 const ALICE: &str = "alice@example.com";
 
@@ -160,8 +160,7 @@ async fn team_etags_are_checked_on_update_and_delete() {
 #[tokio::test]
 async fn cluster_etags_are_checked_on_put_and_delete() {
     let app = app_with_team().await;
-    app.cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    acme_cluster(&app).await;
     let path = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc";
     let stale = "\"0-0\"";
     for method in [Method::PUT, Method::DELETE] {
