@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    advance, arm, assert_unknown_field, cancelled_promptly, journal, node_service_account,
-    quick_lro, raw, start_explicit, statuses, until_journal,
+    advance, arm, assert_not_found, assert_unknown_field, cancelled_promptly, journal,
+    node_service_account, quick_lro, raw, start_explicit, statuses, until_journal,
 };
 
 const PROJECT: &str = "demo-project";
@@ -82,17 +82,10 @@ async fn create_get_delete() {
     let e = ar.get_repository(PROJECT, "us", "kn-c1").await.unwrap_err();
     assert!(e.is_not_found(), "{e}");
     assert_eq!(e.status, "NOT_FOUND");
-    assert!(
-        ar.delete_repository(PROJECT, "us", "kn-c1")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
+    assert_not_found(ar.delete_repository(PROJECT, "us", "kn-c1").await);
+    assert_not_found(
         ar.get_operation("projects/demo-project/locations/us/operations/nope")
-            .await
-            .unwrap_err()
-            .is_not_found()
+            .await,
     );
 }
 
@@ -182,12 +175,7 @@ async fn retryable_and_terminal_faults() {
         .unwrap_err();
     assert_eq!((e.http_status, e.reason.as_str()), (403, "quotaExceeded"));
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
-        ar.get_repository(PROJECT, "us", "kn-f2")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(ar.get_repository(PROJECT, "us", "kn-f2").await);
 }
 
 #[tokio::test]
@@ -200,12 +188,7 @@ async fn operations_on_the_clock() {
         .unwrap();
     assert!(!op.done);
     // Not visible until the create is done; a second create is still a conflict.
-    assert!(
-        ar.get_repository(PROJECT, "us", "kn-slow")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(ar.get_repository(PROJECT, "us", "kn-slow").await);
     assert!(
         ar.create_repository(PROJECT, "us", "kn-slow", &docker(""))
             .await
@@ -263,12 +246,7 @@ async fn operations_on_the_clock() {
         done.response.unwrap()["@type"],
         "type.googleapis.com/google.protobuf.Empty"
     );
-    assert!(
-        ar.get_repository(PROJECT, "us", "kn-slow")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(ar.get_repository(PROJECT, "us", "kn-slow").await);
 }
 
 #[tokio::test]
@@ -325,10 +303,5 @@ async fn repository_policy_read_modify_write() {
     )
     .await;
     assert_eq!(status, 400);
-    assert!(
-        ar.get_repository_iam_policy(PROJECT, "us", "nope")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(ar.get_repository_iam_policy(PROJECT, "us", "nope").await);
 }

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::container::{P, admin, advance, arm, journal, raw_post};
 use crate::common::{get_json, start_sim, start_sim_with};
-use crate::storage::simctl::{cancelled_promptly, until_journal};
+use crate::storage::simctl::{assert_not_found, cancelled_promptly, until_journal};
 
 const R: &str = "us-central1";
 
@@ -122,12 +122,7 @@ async fn network_and_router_lifecycle() {
     let j = journal(&sim, "compute", "routers.delete").await;
     assert_eq!(j[0]["query"], format!("requestId={rid}"));
     assert_eq!(j[0]["httpMethod"], "DELETE");
-    assert!(
-        c.get_router(P, R, "kn-one-router")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.get_router(P, R, "kn-one-router").await);
     let op = c.delete_network(P, "kn-one", Uuid::new_v4()).await.unwrap();
     wait(&gcp, &op).await.unwrap();
     assert!(c.get_network(P, "kn-one").await.unwrap_err().is_not_found());
@@ -148,37 +143,12 @@ async fn not_found_conflict_and_invalid() {
         ("alreadyExists", RetryClass::Terminal)
     );
     assert!(c.get_network(P, "nope").await.unwrap_err().is_not_found());
-    assert!(
-        c.delete_network(P, "nope", Uuid::new_v4())
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.delete_network(P, "nope", Uuid::new_v4()).await);
     assert!(c.get_router(P, R, "nope").await.unwrap_err().is_not_found());
-    assert!(
-        c.delete_router(P, R, "nope", Uuid::new_v4())
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        c.get_region_operation(P, R, "operation-x")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        c.get_global_operation(P, "operation-x")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        c.get_region(P, "moon-base1x")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.delete_router(P, R, "nope", Uuid::new_v4()).await);
+    assert_not_found(c.get_region_operation(P, R, "operation-x").await);
+    assert_not_found(c.get_global_operation(P, "operation-x").await);
+    assert_not_found(c.get_region(P, "moon-base1x").await);
     // A router needs an existing network.
     let e = c
         .insert_router(P, R, &router("r", "kn-missing"), Uuid::new_v4())
@@ -322,12 +292,7 @@ async fn every_call_survives_one_503_and_reports_terminal_faults() {
             router_op = op;
         }
     }
-    assert!(
-        c.get_network(P, "kn-four")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.get_network(P, "kn-four").await);
 }
 
 /// One call by method name; returns the operation for inserts.
@@ -394,13 +359,7 @@ async fn failed_operation_is_an_error_with_its_http_status() {
         .await
         .unwrap();
     assert_eq!(raw.http_error_status_code, Some(403));
-    assert!(
-        gcp.compute
-            .get_router(P, R, "rq")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(gcp.compute.get_router(P, R, "rq").await);
 }
 
 #[tokio::test]
@@ -549,12 +508,7 @@ async fn accelerator_types_are_paged() {
 
     let fewer = c.list_accelerator_types(P, "us-central1-f").await.unwrap();
     assert!(fewer.len() < all.len() && fewer.iter().any(|a| a.name == "nvidia-l4"));
-    assert!(
-        c.list_accelerator_types(P, "us-central1-q")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.list_accelerator_types(P, "us-central1-q").await);
     let e = c
         .list_accelerator_types_page(P, "us-central1-a", None, Some("garbage!"))
         .await

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::gke::{autoscaled_pool, default_pool};
 use crate::common::{start_sim, start_sim_with};
-use crate::storage::simctl::{cancelled_promptly, until_journal};
+use crate::storage::simctl::{assert_not_found, cancelled_promptly, until_journal};
 
 mod pools;
 
@@ -231,27 +231,9 @@ async fn cluster_not_found_conflict_and_invalid() {
         .unwrap_err();
     assert!(e.is_already_exists(), "{e}");
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
-        gcp.container
-            .get_cluster(P, Z, "nope")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        gcp.container
-            .delete_cluster(P, Z, "nope")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        gcp.container
-            .get_operation(P, Z, "operation-0-x")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(gcp.container.get_cluster(P, Z, "nope").await);
+    assert_not_found(gcp.container.delete_cluster(P, Z, "nope").await);
+    assert_not_found(gcp.container.get_operation(P, Z, "operation-0-x").await);
 
     for bad in ["Upper", "1abc", "ends-", &"a".repeat(41)] {
         let e = assert_terminal(gcp.container.create_cluster(P, Z, &cluster(bad)).await, 400);
@@ -360,12 +342,7 @@ async fn every_call_survives_one_503_and_reports_terminal_faults() {
     let j = journal(&sim, "container", "nodePools.get").await;
     let statuses: Vec<_> = j.iter().map(|e| e["status"].as_u64().unwrap()).collect();
     assert_eq!(statuses, [503, 429, 403, 200]);
-    assert!(
-        c.get_cluster(P, Z, "faults")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.get_cluster(P, Z, "faults").await);
 }
 
 #[tokio::test]

@@ -8,7 +8,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
-use crate::storage::simctl::{arm, assert_unknown_field, journal, quick_rmw, raw, statuses};
+use crate::storage::simctl::{
+    arm, assert_not_found, assert_unknown_field, journal, quick_rmw, raw, statuses,
+};
 
 const PROJECT: &str = "demo-project";
 
@@ -72,13 +74,7 @@ async fn create_get_delete() {
     assert!(e.is_not_found(), "{e}");
     assert_eq!(e.status, "NOT_FOUND");
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
-        gcp.iam
-            .delete_service_account(PROJECT, email)
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(gcp.iam.delete_service_account(PROJECT, email).await);
     // The account ID is free again.
     gcp.iam
         .create_service_account(PROJECT, "kn-c1-nodes", "", "")
@@ -188,12 +184,10 @@ async fn retryable_then_terminal_faults() {
         .unwrap_err();
     assert_eq!((e.http_status, e.reason.as_str()), (403, "quotaExceeded"));
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
+    assert_not_found(
         gcp.iam
             .get_service_account(PROJECT, "kn-quota-sa@demo-project.iam.gserviceaccount.com")
-            .await
-            .unwrap_err()
-            .is_not_found()
+            .await,
     );
 }
 

@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
-use simctl::{arm, assert_unknown_field, journal, quick_rmw, raw, statuses};
+use simctl::{arm, assert_not_found, assert_unknown_field, journal, quick_rmw, raw, statuses};
 
 const PROJECT: &str = "demo-project";
 
@@ -402,13 +402,7 @@ async fn terminal_fault_changes_nothing() {
     let e = gcp.storage.insert_bucket(PROJECT, &b).await.unwrap_err();
     assert_eq!((e.http_status, e.reason.as_str()), (403, "quotaExceeded"));
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
-        gcp.storage
-            .get_bucket("quota-bucket")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(gcp.storage.get_bucket("quota-bucket").await);
 }
 
 #[tokio::test]

@@ -1,8 +1,9 @@
 //! Driving the simulator's admin API from the cloud tests: faults, journal, clock, and
-//! raw requests (for what the production clients would never send).
+//! raw requests (for what the production clients would never send); and the checks of
+//! Google's answers that every cloud test makes.
 
-use kineticd::cloud::gcp::GcpClients;
 use kineticd::cloud::gcp::types::iam::ServiceAccount;
+use kineticd::cloud::gcp::{GcpClients, GcpError};
 use kineticd::sim::Sim;
 use kineticd::sim::clock::ClockMode;
 use serde_json::{Value, json};
@@ -142,6 +143,13 @@ pub async fn node_service_account(gcp: &GcpClients, project: &str) -> (ServiceAc
         .expect("create service account");
     let member = format!("serviceAccount:{}", sa.email);
     (sa, member)
+}
+
+/// Assert a call failed with Google's 404.
+#[track_caller]
+pub fn assert_not_found<T: std::fmt::Debug>(r: Result<T, GcpError>) {
+    let e = r.expect_err("expected a 404");
+    assert!(e.is_not_found(), "{e}");
 }
 
 /// A fast LRO policy for tests: frequent polls, a deadline no loaded machine reaches.
