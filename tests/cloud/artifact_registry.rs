@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    advance, arm, assert_not_found, assert_unknown_field, cancelled_promptly, journal,
+    advance, arm, assert_not_found, assert_unknown_field, cancel_after_first_poll, journal,
     node_service_account, quick_lro, raw, start_explicit, statuses, until_journal,
 };
 
@@ -197,19 +197,18 @@ async fn operations_on_the_clock() {
     );
 
     // Cancellation ends the wait promptly.
-    let cancel = CancellationToken::new();
-    let waiting = {
-        let (ar, op, cancel) = (ar.clone(), op.clone(), cancel.clone());
-        tokio::spawn(async move {
-            let slow = kineticd::cloud::gcp::lro::LroPolicy::standard(Duration::from_secs(600));
-            ar.wait_operation(op, slow, &cancel).await
-        })
-    };
     // Once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min), cancel.
-    until_journal(&sim, "artifactregistry", "operations.get", None, 1).await;
-    cancel.cancel();
-    let e = cancelled_promptly(waiting).await;
-    assert_eq!(e.status, "CANCELLED");
+    let (client, o) = (ar.clone(), op.clone());
+    cancel_after_first_poll(
+        &sim,
+        "artifactregistry",
+        "operations.get",
+        |cancel| async move {
+            let slow = kineticd::cloud::gcp::lro::LroPolicy::standard(Duration::from_secs(600));
+            client.wait_operation(o, slow, &cancel).await
+        },
+    )
+    .await;
 
     // Faults on the poll are ridden out until the clock finishes the operation.
     arm(&sim, "artifactregistry", "operations.get", "HTTP_503", 1).await;

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::container::{P, admin, advance, arm, journal, raw_post};
 use crate::common::{get_json, start_sim, start_sim_with};
-use crate::storage::simctl::{assert_not_found, cancelled_promptly, until_journal};
+use crate::storage::simctl::{assert_not_found, cancel_after_first_poll, until_journal};
 
 const R: &str = "us-central1";
 
@@ -393,19 +393,18 @@ async fn operations_follow_the_clock_and_waits_cancel() {
     );
 
     // Cancelled once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min).
-    let cancel = CancellationToken::new();
-    let waiting = {
-        let (gcp, op, cancel) = (gcp.clone(), op.clone(), cancel.clone());
-        tokio::spawn(async move {
-            gcp.compute
-                .wait_operation(&op, &cancel, Duration::from_secs(600))
+    let (g, o) = (gcp.clone(), op.clone());
+    cancel_after_first_poll(
+        &sim,
+        "compute",
+        "globalOperations.get",
+        |cancel| async move {
+            g.compute
+                .wait_operation(&o, &cancel, Duration::from_secs(600))
                 .await
-        })
-    };
-    until_journal(&sim, "compute", "globalOperations.get", None, 1).await;
-    cancel.cancel();
-    let e = cancelled_promptly(waiting).await;
-    assert_eq!(e.status, "CANCELLED", "{e}");
+        },
+    )
+    .await;
     // The clock does not move: the deadline passes (after at least one poll, whatever
     // the load), and the wait says so.
     let e = c

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::gke::{autoscaled_pool, default_pool};
 use crate::common::{start_sim, start_sim_with};
-use crate::storage::simctl::{assert_not_found, cancelled_promptly, until_journal};
+use crate::storage::simctl::{assert_not_found, cancel_after_first_poll};
 
 mod pools;
 
@@ -375,19 +375,13 @@ async fn wait_is_cancelled_promptly_and_has_a_deadline() {
         .unwrap();
     assert_eq!(op.status, "PENDING");
     // Cancelled once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min).
-    let cancel = CancellationToken::new();
-    let waiting = {
-        let (gcp, op, cancel) = (gcp.clone(), op.clone(), cancel.clone());
-        tokio::spawn(async move {
-            gcp.container
-                .wait_operation(&op, &cancel, Duration::from_secs(600))
-                .await
-        })
-    };
-    until_journal(&sim, "container", "operations.get", None, 1).await;
-    cancel.cancel();
-    let e = cancelled_promptly(waiting).await;
-    assert_eq!(e.status, "CANCELLED", "{e}");
+    let (g, o) = (gcp.clone(), op.clone());
+    cancel_after_first_poll(&sim, "container", "operations.get", |cancel| async move {
+        g.container
+            .wait_operation(&o, &cancel, Duration::from_secs(600))
+            .await
+    })
+    .await;
 
     // The clock does not move: the deadline passes (after at least one poll, whatever
     // the load) and ends the wait, which would otherwise never end.

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    advance, arm, assert_unknown_field, cancelled_promptly, journal, quick_lro, raw,
+    advance, arm, assert_unknown_field, cancel_after_first_poll, journal, quick_lro, raw,
     start_explicit, statuses, until_journal,
 };
 
@@ -223,19 +223,18 @@ async fn waiting_rides_out_poll_faults_and_stops_on_cancel() {
     );
 
     // Cancellation ends the wait promptly while the operation is still running.
-    let cancel = CancellationToken::new();
-    let waiting = {
-        let (su, op, cancel) = (su.clone(), op.clone(), cancel.clone());
-        tokio::spawn(async move {
-            let slow = kineticd::cloud::gcp::lro::LroPolicy::standard(Duration::from_secs(600));
-            su.wait_operation(op, slow, &cancel).await
-        })
-    };
     // Once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min), cancel.
-    until_journal(&sim, "serviceusage", "operations.get", None, 1).await;
-    cancel.cancel();
-    let e = cancelled_promptly(waiting).await;
-    assert_eq!(e.status, "CANCELLED");
+    let (client, o) = (su.clone(), op.clone());
+    cancel_after_first_poll(
+        &sim,
+        "serviceusage",
+        "operations.get",
+        |cancel| async move {
+            let slow = kineticd::cloud::gcp::lro::LroPolicy::standard(Duration::from_secs(600));
+            client.wait_operation(o, slow, &cancel).await
+        },
+    )
+    .await;
 
     // Faults on the poll are ridden out while the operation runs; the clock moves; the
     // wait ends done.

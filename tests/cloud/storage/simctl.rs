@@ -7,6 +7,7 @@ use kineticd::cloud::gcp::{GcpClients, GcpError};
 use kineticd::sim::Sim;
 use kineticd::sim::clock::ClockMode;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 /// A simulator whose clock moves only when the test says so, and clients pointed at it.
 pub async fn start_explicit() -> (Sim, GcpClients) {
@@ -93,6 +94,26 @@ pub async fn cancelled_promptly<T: std::fmt::Debug>(
         .expect("the cancelled wait ended promptly")
         .expect("join")
         .expect_err("cancelled")
+}
+
+/// Start `wait` (an operation wait, given its cancellation token) in a task; once it has
+/// polled `service`/`poll_method` once and sleeps, cancel it: it must end promptly with
+/// `CANCELLED`.
+pub async fn cancel_after_first_poll<T, F>(
+    sim: &Sim,
+    service: &str,
+    poll_method: &str,
+    wait: impl FnOnce(CancellationToken) -> F,
+) where
+    T: std::fmt::Debug + Send + 'static,
+    F: std::future::Future<Output = Result<T, GcpError>> + Send + 'static,
+{
+    let cancel = CancellationToken::new();
+    let waiting = tokio::spawn(wait(cancel.clone()));
+    until_journal(sim, service, poll_method, None, 1).await;
+    cancel.cancel();
+    let e = cancelled_promptly(waiting).await;
+    assert_eq!(e.status, "CANCELLED", "{e}");
 }
 
 /// Move the simulator's virtual clock forward.
