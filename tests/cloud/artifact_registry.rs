@@ -2,7 +2,6 @@
 //! operations, 404/409, validation, faults on the poll, cancellation.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use kineticd::cloud::gcp::RetryClass;
 use kineticd::cloud::gcp::artifact_registry::docker_host;
@@ -15,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::start_sim;
 use crate::storage::simctl::{
     advance, arm, assert_not_found, assert_unknown_field, cancel_after_first_poll, journal,
-    node_service_account, quick_lro, raw, start_explicit, statuses, until_journal,
+    node_service_account, quick_lro, raw, slow_lro, start_explicit, statuses, until_journal,
 };
 
 const PROJECT: &str = "demo-project";
@@ -196,17 +195,13 @@ async fn operations_on_the_clock() {
             .is_already_exists()
     );
 
-    // Cancellation ends the wait promptly.
-    // Once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min), cancel.
+    // Cancellation ends the wait promptly (once it has polled and sleeps).
     let (client, o) = (ar.clone(), op.clone());
     cancel_after_first_poll(
         &sim,
         "artifactregistry",
         "operations.get",
-        |cancel| async move {
-            let slow = kineticd::cloud::gcp::lro::LroPolicy::standard(Duration::from_secs(600));
-            client.wait_operation(o, slow, &cancel).await
-        },
+        |cancel| async move { client.wait_operation(o, slow_lro(), &cancel).await },
     )
     .await;
 

@@ -1,8 +1,6 @@
 //! Service Usage client against the simulator: batchEnable operations, service state,
 //! waiting (faults on the poll, cancellation, the noop operation), chunking, validation.
 
-use std::time::Duration;
-
 use kineticd::cloud::gcp::RetryClass;
 use kineticd::cloud::gcp::service_usage::wait_done;
 use kineticd::cloud::gcp::types::service_usage::{NOOP_OPERATION, Operation, Status};
@@ -13,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    advance, arm, assert_unknown_field, cancel_after_first_poll, journal, quick_lro, raw,
+    advance, arm, assert_unknown_field, cancel_after_first_poll, journal, quick_lro, raw, slow_lro,
     start_explicit, statuses, until_journal,
 };
 
@@ -222,17 +220,13 @@ async fn waiting_rides_out_poll_faults_and_stops_on_cancel() {
             .is_enabled()
     );
 
-    // Cancellation ends the wait promptly while the operation is still running.
-    // Once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min), cancel.
+    // Cancellation ends the wait promptly (once it has polled and sleeps).
     let (client, o) = (su.clone(), op.clone());
     cancel_after_first_poll(
         &sim,
         "serviceusage",
         "operations.get",
-        |cancel| async move {
-            let slow = kineticd::cloud::gcp::lro::LroPolicy::standard(Duration::from_secs(600));
-            client.wait_operation(o, slow, &cancel).await
-        },
+        |cancel| async move { client.wait_operation(o, slow_lro(), &cancel).await },
     )
     .await;
 

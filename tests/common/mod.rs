@@ -6,6 +6,7 @@
 pub mod api_paths;
 pub mod dev_server;
 pub mod gke;
+pub mod iap_keys;
 pub mod shell;
 
 use std::net::SocketAddr;

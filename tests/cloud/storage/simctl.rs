@@ -173,6 +173,11 @@ pub fn assert_not_found<T: std::fmt::Debug>(r: Result<T, GcpError>) {
     assert!(e.is_not_found(), "{e}");
 }
 
+/// A slow LRO policy: next poll in 0.5 s, deadline in 10 min (for waits a test cancels).
+pub fn slow_lro() -> kineticd::cloud::gcp::lro::LroPolicy {
+    kineticd::cloud::gcp::lro::LroPolicy::standard(std::time::Duration::from_secs(600))
+}
+
 /// A fast LRO policy for tests: frequent polls, a deadline no loaded machine reaches.
 pub fn quick_lro() -> kineticd::cloud::gcp::lro::LroPolicy {
     kineticd::cloud::gcp::lro::LroPolicy {
