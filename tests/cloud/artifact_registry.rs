@@ -13,8 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    advance, arm, assert_not_found, assert_unknown_field, cancel_after_first_poll, journal,
-    node_service_account, quick_lro, raw, slow_lro, start_explicit, statuses, until_journal,
+    Want, advance, arm, assert_not_found, assert_unknown_field, cancel_after_first_poll,
+    failed_with, journal, node_service_account, quick_lro, raw, slow_lro, start_explicit, statuses,
+    until_journal,
 };
 
 const PROJECT: &str = "demo-project";
@@ -105,14 +106,11 @@ async fn validation_like_google() {
             format: format.into(),
             ..Default::default()
         };
-        let e = ar
-            .create_repository(PROJECT, loc, id, &repo)
-            .await
-            .unwrap_err();
-        assert_eq!(
-            (e.http_status, e.status.as_str()),
-            (400, "INVALID_ARGUMENT"),
-            "{loc} {id} {format}: {e}"
+        let e = failed_with(
+            ar.create_repository(PROJECT, loc, id, &repo).await,
+            400,
+            Want::Status("INVALID_ARGUMENT"),
+            &format!("{loc} {id} {format}"),
         );
         assert_eq!(e.retry, RetryClass::Terminal);
     }

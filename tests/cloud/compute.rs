@@ -14,7 +14,9 @@ use uuid::Uuid;
 
 use super::container::{P, admin, advance, arm, journal, raw_post};
 use crate::common::{get_json, start_sim, start_sim_with};
-use crate::storage::simctl::{assert_not_found, cancel_after_first_poll, until_journal};
+use crate::storage::simctl::{
+    Want, assert_not_found, cancel_after_first_poll, failed_with, until_journal,
+};
 
 const R: &str = "us-central1";
 
@@ -105,14 +107,12 @@ async fn network_and_router_lifecycle() {
     );
 
     // The network is in use while the router exists.
-    let e = c
-        .delete_network(P, "kn-one", Uuid::new_v4())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        (e.http_status, e.reason.as_str()),
-        (400, "resourceInUseByAnotherResource"),
-        "{e}"
+    let in_use = c.delete_network(P, "kn-one", Uuid::new_v4()).await;
+    let e = failed_with(
+        in_use,
+        400,
+        Want::Reason("resourceInUseByAnotherResource"),
+        "delete",
     );
     assert_eq!(e.retry, RetryClass::Terminal);
 

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::gke::{autoscaled_pool, default_pool};
 use crate::common::{start_sim, start_sim_with};
-use crate::storage::simctl::{assert_not_found, cancel_after_first_poll};
+use crate::storage::simctl::{Want, assert_not_found, cancel_after_first_poll, failed_with};
 
 mod pools;
 
@@ -408,14 +408,14 @@ async fn operations_follow_the_clock_and_gke_is_busy_meanwhile() {
     assert!(got.endpoint.is_none());
 
     // One operation per cluster: a second mutation is a retryable FAILED_PRECONDITION.
-    let e = c
+    let busy = c
         .create_node_pool(P, Z, "clock", &l4_pool("gpu-l4-aaaa", 0))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        (e.http_status, e.status.as_str()),
-        (400, "FAILED_PRECONDITION"),
-        "{e}"
+        .await;
+    let e = failed_with(
+        busy,
+        400,
+        Want::Status("FAILED_PRECONDITION"),
+        "second mutation",
     );
     assert!(
         e.message.contains(&op.name) && e.message.contains("Please wait and try again"),

@@ -9,7 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    arm, assert_not_found, assert_unknown_field, journal, quick_rmw, raw, statuses,
+    Want, arm, assert_not_found, assert_unknown_field, failed_with, journal, quick_rmw, raw,
+    statuses,
 };
 
 const PROJECT: &str = "demo-project";
@@ -112,16 +113,8 @@ async fn duplicate_is_409_and_invalid_ids_are_400() {
         "Upper-case-id",
         "x".repeat(31).as_str(),
     ] {
-        let e = gcp
-            .iam
-            .create_service_account(PROJECT, bad, "", "")
-            .await
-            .unwrap_err();
-        assert_eq!(
-            (e.http_status, e.status.as_str()),
-            (400, "INVALID_ARGUMENT"),
-            "{bad}"
-        );
+        let r = gcp.iam.create_service_account(PROJECT, bad, "", "").await;
+        failed_with(r, 400, Want::Status("INVALID_ARGUMENT"), bad);
     }
     assert_eq!(
         journal(&sim, "iam", "serviceAccounts.create").await.len(),

@@ -16,7 +16,10 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
-use simctl::{arm, assert_not_found, assert_unknown_field, journal, quick_rmw, raw, statuses};
+use simctl::{
+    Want, arm, assert_not_found, assert_unknown_field, failed_with, journal, quick_rmw, raw,
+    statuses,
+};
 
 const PROJECT: &str = "demo-project";
 
@@ -125,21 +128,15 @@ async fn duplicates_and_invalid_names() {
         "goog-x",
         "x.google.y",
     ] {
-        let e = gcp
-            .storage
-            .insert_bucket(
-                PROJECT,
-                &Bucket {
-                    name: bad.into(),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap_err();
-        assert_eq!(
-            (e.http_status, e.reason.as_str()),
-            (400, "invalid"),
-            "{bad}: {e}"
+        let bucket = Bucket {
+            name: bad.into(),
+            ..Default::default()
+        };
+        let e = failed_with(
+            gcp.storage.insert_bucket(PROJECT, &bucket).await,
+            400,
+            Want::Reason("invalid"),
+            bad,
         );
         assert_eq!(e.retry, RetryClass::Terminal);
     }

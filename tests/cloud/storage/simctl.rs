@@ -173,6 +173,32 @@ pub fn assert_not_found<T: std::fmt::Debug>(r: Result<T, GcpError>) {
     assert!(e.is_not_found(), "{e}");
 }
 
+/// What the error of a failed call must carry besides its HTTP status.
+pub enum Want<'a> {
+    /// The canonical status (`INVALID_ARGUMENT`, ...).
+    Status(&'a str),
+    /// The reason (`invalid`, `quotaExceeded`, ...).
+    Reason(&'a str),
+}
+
+/// The error of a call that must fail with HTTP `http` and `want`; `ctx` names the case
+/// in a failure message.
+#[track_caller]
+pub fn failed_with<T: std::fmt::Debug>(
+    r: Result<T, GcpError>,
+    http: u16,
+    want: Want,
+    ctx: &str,
+) -> GcpError {
+    let e = r.expect_err(ctx);
+    let (got, want) = match want {
+        Want::Status(s) => (e.status.as_str(), s),
+        Want::Reason(r) => (e.reason.as_str(), r),
+    };
+    assert_eq!((e.http_status, got), (http, want), "{ctx}: {e}");
+    e
+}
+
 /// A slow LRO policy: next poll in 0.5 s, deadline in 10 min (for waits a test cancels).
 pub fn slow_lro() -> kineticd::cloud::gcp::lro::LroPolicy {
     kineticd::cloud::gcp::lro::LroPolicy::standard(std::time::Duration::from_secs(600))
