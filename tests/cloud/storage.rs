@@ -5,12 +5,12 @@ pub mod simctl;
 
 use std::collections::BTreeMap;
 
-use kineticd::cloud::gcp::RetryClass;
 use kineticd::cloud::gcp::storage::{ListObjects, is_bucket_not_empty};
 use kineticd::cloud::gcp::types::storage::{
     Bucket, BucketPolicy, IamConfiguration, Lifecycle, LifecycleRule, UniformBucketLevelAccess,
     Versioning,
 };
+use kineticd::cloud::gcp::{GcpClients, RetryClass};
 use reqwest::Method;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -22,6 +22,18 @@ use simctl::{
 };
 
 const PROJECT: &str = "demo-project";
+
+/// Create bucket `name` in PROJECT with nothing but its name set.
+async fn plain_bucket(gcp: &GcpClients, name: &str) {
+    let bucket = Bucket {
+        name: name.into(),
+        ..Default::default()
+    };
+    gcp.storage
+        .insert_bucket(PROJECT, &bucket)
+        .await
+        .expect("create bucket");
+}
 
 fn state_bucket(name: &str) -> Bucket {
     Bucket {
@@ -140,16 +152,14 @@ async fn duplicates_and_invalid_names() {
         );
         assert_eq!(e.retry, RetryClass::Terminal);
     }
+    let on_mars = Bucket {
+        name: "fine-name".into(),
+        location: "MARS".into(),
+        ..Default::default()
+    };
     let e = gcp
         .storage
-        .insert_bucket(
-            PROJECT,
-            &Bucket {
-                name: "fine-name".into(),
-                location: "MARS".into(),
-                ..Default::default()
-            },
-        )
+        .insert_bucket(PROJECT, &on_mars)
         .await
         .unwrap_err();
     assert_eq!(e.http_status, 400, "{e}");
@@ -184,16 +194,7 @@ async fn unknown_json_field_and_missing_project_are_400() {
 async fn non_empty_bucket_refused_until_emptied() {
     let (sim, gcp) = start_sim().await;
     let bucket = "demo-project-kn-c1-jobs";
-    gcp.storage
-        .insert_bucket(
-            PROJECT,
-            &Bucket {
-                name: bucket.into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    plain_bucket(&gcp, bucket).await;
     let names: Vec<String> = (0..7)
         .map(|i| format!("runs/job {i}/out.log"))
         .chain(["top.txt".to_owned()])
@@ -300,16 +301,7 @@ fn names_sorted(names: &[String]) -> Vec<String> {
 async fn empty_list_omits_items_and_empty_bucket_helper() {
     let (sim, gcp) = start_sim().await;
     let bucket = "demo-project-kn-c1-builds";
-    gcp.storage
-        .insert_bucket(
-            PROJECT,
-            &Bucket {
-                name: bucket.into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    plain_bucket(&gcp, bucket).await;
     let (status, body) = raw(
         &sim,
         Method::GET,
@@ -351,16 +343,7 @@ async fn empty_list_omits_items_and_empty_bucket_helper() {
 async fn retryable_fault_then_success() {
     let (sim, gcp) = start_sim().await;
     let bucket = "fault-bucket-1";
-    gcp.storage
-        .insert_bucket(
-            PROJECT,
-            &Bucket {
-                name: bucket.into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    plain_bucket(&gcp, bucket).await;
     arm(&sim, "storage", "buckets.get", "HTTP_503", 1).await;
     let e = gcp.storage.get_bucket(bucket).await.unwrap_err();
     assert_eq!((e.http_status, e.status.as_str()), (503, "UNAVAILABLE"));
