@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::start_sim;
 use crate::storage::simctl::{
     Want, advance, arm, assert_not_found, assert_unknown_field, cancel_after_first_poll,
-    failed_with, journal, node_service_account, quick_lro, raw, slow_lro, start_explicit, statuses,
+    failed_with, journal, quick_lro, raw, service_account, slow_lro, start_explicit, statuses,
     until_journal,
 };
 
@@ -261,7 +261,7 @@ async fn repository_policy_read_modify_write() {
     assert_eq!(got[0]["httpMethod"], "GET");
     assert_eq!(got[0]["query"], "options.requestedPolicyVersion=3");
 
-    let (_, member) = node_service_account(&gcp, PROJECT).await;
+    let (_, member) = service_account(&gcp, PROJECT, "kn-c1-nodes").await;
     let done = ar
         .add_repository_bindings(
             PROJECT,

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::start_sim;
 use crate::storage::simctl::{
     Want, arm, assert_not_found, assert_unknown_field, failed_with, journal, quick_rmw, raw,
-    statuses,
+    service_account, statuses,
 };
 
 const PROJECT: &str = "demo-project";
@@ -147,11 +147,7 @@ async fn unknown_json_field_is_400() {
 #[tokio::test]
 async fn retryable_then_terminal_faults() {
     let (sim, gcp) = start_sim().await;
-    let sa = gcp
-        .iam
-        .create_service_account(PROJECT, "kn-faulty-sa", "", "")
-        .await
-        .unwrap();
+    let (sa, _) = service_account(&gcp, PROJECT, "kn-faulty-sa").await;
     arm(&sim, "iam", "serviceAccounts.get", "HTTP_503", 1).await;
     let e = gcp
         .iam
@@ -187,11 +183,7 @@ async fn retryable_then_terminal_faults() {
 #[tokio::test]
 async fn service_account_policy_etags_and_bindings() {
     let (sim, gcp) = start_sim().await;
-    let sa = gcp
-        .iam
-        .create_service_account(PROJECT, "kn-c1-nodes", "", "")
-        .await
-        .unwrap();
+    let (sa, _) = service_account(&gcp, PROJECT, "kn-c1-nodes").await;
     let p = gcp
         .iam
         .get_service_account_iam_policy(PROJECT, &sa.email)

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    arm, assert_unknown_field, journal, node_service_account, quick_rmw, raw, statuses,
+    arm, assert_unknown_field, journal, quick_rmw, raw, service_account, statuses,
 };
 
 const PROJECT: &str = "demo-project";
@@ -174,7 +174,7 @@ async fn concurrent_grants_all_land() {
 async fn idempotent_grants_remove_and_deleted_accounts() {
     let (sim, gcp) = start_sim().await;
     let cancel = CancellationToken::new();
-    let (sa, member) = node_service_account(&gcp, PROJECT).await;
+    let (sa, member) = service_account(&gcp, PROJECT, "kn-c1-nodes").await;
     let grants = [
         ("roles/logging.logWriter", member.as_str()),
         ("roles/monitoring.metricWriter", member.as_str()),

@@ -154,12 +154,16 @@ pub async fn assert_unknown_field(sim: &Sim, path: &str, body: Value, field: &st
     body
 }
 
-/// Create the node service account `kn-c1-nodes` in `project`; returns it and its IAM
-/// member string (`serviceAccount:EMAIL`).
-pub async fn node_service_account(gcp: &GcpClients, project: &str) -> (ServiceAccount, String) {
+/// Create service account `id` in `project`; returns it and its IAM member string
+/// (`serviceAccount:EMAIL`).
+pub async fn service_account(
+    gcp: &GcpClients,
+    project: &str,
+    id: &str,
+) -> (ServiceAccount, String) {
     let sa = gcp
         .iam
-        .create_service_account(project, "kn-c1-nodes", "", "")
+        .create_service_account(project, id, "", "")
         .await
         .expect("create service account");
     let member = format!("serviceAccount:{}", sa.email);
