@@ -7,15 +7,14 @@ use kineticd::cloud::gcp::RetryClass;
 use kineticd::cloud::gcp::artifact_registry::docker_host;
 use kineticd::cloud::gcp::types::artifact_registry::Repository;
 use kineticd::sim::gcp::artifact_registry::OP_DELAY;
-use reqwest::Method;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
     Want, advance, arm, assert_not_found, assert_unknown_field, cancel_after_first_poll,
-    failed_with, journal, quick_lro, raw, service_account, slow_lro, start_explicit, statuses,
-    until_journal,
+    failed_with, journal, post_refused, quick_lro, service_account, slow_lro, start_explicit,
+    statuses, until_journal,
 };
 
 const PROJECT: &str = "demo-project";
@@ -287,13 +286,11 @@ async fn repository_policy_read_modify_write() {
     assert_eq!((e.http_status, e.status.as_str()), (409, "ABORTED"));
     assert!(e.is_retryable());
     // Artifact Registry's SetIamPolicyRequest has no updateMask.
-    let (status, _) = raw(
+    post_refused(
         &sim,
-        Method::POST,
         "/artifactregistry/v1/projects/demo-project/locations/us/repositories/kn-c1:setIamPolicy",
-        Some(json!({"policy": {"bindings": []}, "updateMask": "bindings"})),
+        json!({"policy": {"bindings": []}, "updateMask": "bindings"}),
     )
     .await;
-    assert_eq!(status, 400);
     assert_not_found(ar.get_repository_iam_policy(PROJECT, "us", "nope").await);
 }

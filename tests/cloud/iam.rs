@@ -3,14 +3,13 @@
 use kineticd::cloud::gcp::RetryClass;
 use kineticd::cloud::gcp::iam::service_account_email;
 use kineticd::cloud::gcp::types::iam::{Binding, Policy};
-use reqwest::Method;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    Want, arm, assert_not_found, assert_unknown_field, failed_with, journal, quick_rmw, raw,
-    service_account, statuses,
+    Want, arm, assert_not_found, assert_unknown_field, failed_with, journal, post_refused,
+    quick_rmw, service_account, statuses,
 };
 
 const PROJECT: &str = "demo-project";
@@ -121,14 +120,12 @@ async fn duplicate_is_409_and_invalid_ids_are_400() {
         before
     );
     // ...and by the simulator, as IAM does.
-    let (status, body) = raw(
+    let body = post_refused(
         &sim,
-        Method::POST,
         "/iam/v1/projects/demo-project/serviceAccounts",
-        Some(json!({"accountId": "bad_id!"})),
+        json!({"accountId": "bad_id!"}),
     )
     .await;
-    assert_eq!(status, 400);
     assert_eq!(body["error"]["status"], "INVALID_ARGUMENT");
 }
 

@@ -5,14 +5,13 @@ use kineticd::cloud::gcp::RetryClass;
 use kineticd::cloud::gcp::service_usage::wait_done;
 use kineticd::cloud::gcp::types::service_usage::{NOOP_OPERATION, Operation, Status};
 use kineticd::sim::gcp::service_usage::{CATALOGUE, ENABLE_DELAY};
-use reqwest::Method;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    advance, arm, assert_unknown_field, cancel_after_first_poll, journal, quick_lro, raw, slow_lro,
-    start_explicit, statuses, until_journal,
+    advance, arm, assert_unknown_field, cancel_after_first_poll, journal, post_refused, quick_lro,
+    slow_lro, start_explicit, statuses, until_journal,
 };
 
 const PROJECT: &str = "demo-project";
@@ -120,8 +119,7 @@ async fn validation_like_google() {
     // More than 20 in one call (the client never does this).
     let ids: Vec<String> = (0..21).map(|i| format!("svc{i}.googleapis.com")).collect();
     let path = "/serviceusage/v1/projects/demo-project/services:batchEnable";
-    let (status, body) = raw(&sim, Method::POST, path, Some(json!({ "serviceIds": ids }))).await;
-    assert_eq!(status, 400);
+    let body = post_refused(&sim, path, json!({ "serviceIds": ids })).await;
     assert_eq!(body["error"]["status"], "INVALID_ARGUMENT");
     // Unknown services: 403, like Google.
     let e = su
@@ -145,8 +143,7 @@ async fn validation_like_google() {
         (e.http_status, e.status.as_str()),
         (400, "INVALID_ARGUMENT")
     );
-    let (status, _) = raw(&sim, Method::POST, path, Some(json!({ "serviceIds": [] }))).await;
-    assert_eq!(status, 400);
+    post_refused(&sim, path, json!({ "serviceIds": [] })).await;
     // Unknown JSON field.
     assert_unknown_field(
         &sim,

@@ -144,11 +144,18 @@ pub async fn raw(
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
+/// POST `body` raw to `path`, which the simulator must refuse with 400; returns the
+/// error body.
+pub async fn post_refused(sim: &Sim, path: &str, body: Value) -> Value {
+    let (status, body) = raw(sim, reqwest::Method::POST, path, Some(body)).await;
+    assert_eq!(status, 400, "{path}: {body}");
+    body
+}
+
 /// POST `body` raw to `path` and check the simulator refuses it as Google does: 400,
 /// naming the unknown field `field`. Returns the error body.
 pub async fn assert_unknown_field(sim: &Sim, path: &str, body: Value, field: &str) -> Value {
-    let (status, body) = raw(sim, reqwest::Method::POST, path, Some(body)).await;
-    assert_eq!(status, 400, "{body}");
+    let body = post_refused(sim, path, body).await;
     let msg = body["error"]["message"].as_str().unwrap_or_default();
     assert!(msg.contains(&format!("Unknown name \"{field}\"")), "{msg}");
     body
