@@ -12,9 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    Want, advance, arm, assert_not_found, assert_unknown_field, cancel_after_first_poll,
-    failed_with, journal, post_refused, quick_lro, service_account, slow_lro, start_explicit,
-    statuses, until_journal,
+    Want, advance, arm, assert_not_found, assert_retried_once, assert_unknown_field,
+    cancel_after_first_poll, failed_with, journal, post_refused, quick_lro, service_account,
+    slow_lro, start_explicit, statuses, until_journal,
 };
 
 const PROJECT: &str = "demo-project";
@@ -152,10 +152,7 @@ async fn retryable_and_terminal_faults() {
     assert_eq!(e.http_status, 503);
     assert!(e.is_retryable());
     ar.get_repository(PROJECT, "us", "kn-f1").await.unwrap();
-    assert_eq!(
-        statuses(&sim, "artifactregistry", "repositories.get").await,
-        vec![503, 200]
-    );
+    assert_retried_once(&sim, "artifactregistry", "repositories.get").await;
 
     arm(
         &sim,

@@ -8,8 +8,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    Want, arm, assert_not_found, assert_unknown_field, failed_with, journal, post_refused,
-    quick_rmw, service_account, statuses,
+    Want, arm, assert_not_found, assert_retried_once, assert_unknown_field, failed_with, journal,
+    post_refused, quick_rmw, service_account,
 };
 
 const PROJECT: &str = "demo-project";
@@ -157,10 +157,7 @@ async fn retryable_then_terminal_faults() {
         .get_service_account(PROJECT, &sa.email)
         .await
         .unwrap();
-    assert_eq!(
-        statuses(&sim, "iam", "serviceAccounts.get").await,
-        vec![503, 200]
-    );
+    assert_retried_once(&sim, "iam", "serviceAccounts.get").await;
 
     arm(&sim, "iam", "serviceAccounts.create", "QUOTA_EXCEEDED", 1).await;
     let e = gcp

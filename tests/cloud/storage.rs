@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use simctl::{
-    Want, arm, assert_not_found, assert_unknown_field, failed_with, journal, post_refused,
-    quick_rmw, raw, statuses,
+    Want, arm, assert_not_found, assert_retried_once, assert_unknown_field, failed_with, journal,
+    post_refused, quick_rmw, raw,
 };
 
 const PROJECT: &str = "demo-project";
@@ -358,10 +358,7 @@ async fn retryable_fault_then_success() {
         .list_objects(bucket, &ListObjects::default())
         .await
         .unwrap();
-    assert_eq!(
-        statuses(&sim, "storage", "buckets.get").await,
-        vec![503, 200]
-    );
+    assert_retried_once(&sim, "storage", "buckets.get").await;
 }
 
 #[tokio::test]

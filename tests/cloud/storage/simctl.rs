@@ -56,6 +56,16 @@ pub async fn statuses(sim: &Sim, service: &str, method: &str) -> Vec<u64> {
         .collect()
 }
 
+/// Check the journal holds exactly one faulted (503) call of `service`/`method` and the
+/// retry that succeeded.
+pub async fn assert_retried_once(sim: &Sim, service: &str, method: &str) {
+    assert_eq!(
+        statuses(sim, service, method).await,
+        [503, 200],
+        "{service} {method}"
+    );
+}
+
 /// Wait (a bounded poll with a generous deadline) until the journal holds `n` calls of
 /// `service`/`method` with HTTP status `status` (any status: `None`); returns them all.
 pub async fn until_journal(
