@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use crate::common::start_sim;
 use crate::storage::simctl::{
     Want, advance, arm, assert_not_found, assert_retried_once, assert_unknown_field,
-    cancel_after_first_poll, failed_with, journal, post_refused, quick_lro, service_account,
-    slow_lro, start_explicit, statuses, until_journal,
+    check_operation_wait, failed_with, journal, post_refused, quick_lro, service_account,
+    start_explicit,
 };
 
 const PROJECT: &str = "demo-project";
@@ -189,31 +189,14 @@ async fn operations_on_the_clock() {
             .is_already_exists()
     );
 
-    // Cancellation ends the wait promptly (once it has polled and sleeps).
-    let (client, o) = (ar.clone(), op.clone());
-    cancel_after_first_poll(
-        &sim,
-        "artifactregistry",
-        "operations.get",
-        |cancel| async move { client.wait_operation(o, slow_lro(), &cancel).await },
-    )
-    .await;
-
-    // Faults on the poll are ridden out until the clock finishes the operation.
-    arm(&sim, "artifactregistry", "operations.get", "HTTP_503", 1).await;
-    arm(&sim, "artifactregistry", "operations.get", "HTTP_429", 1).await;
-    let waiting = {
-        let (ar, op) = (ar.clone(), op.clone());
-        tokio::spawn(async move {
-            ar.wait_operation(op, quick_lro(), &CancellationToken::new())
-                .await
-        })
+    // A sleeping wait is cancelled promptly; faults on the poll are ridden out until the
+    // clock finishes the operation.
+    let wait = |policy, cancel: CancellationToken| {
+        let (client, o) = (ar.clone(), op.clone());
+        async move { client.wait_operation(o, policy, &cancel).await }
     };
-    until_journal(&sim, "artifactregistry", "operations.get", Some(503), 1).await;
-    until_journal(&sim, "artifactregistry", "operations.get", Some(429), 1).await;
-    advance(&sim, OP_DELAY.as_secs_f64()).await;
-    waiting.await.unwrap().unwrap();
-    let polls = statuses(&sim, "artifactregistry", "operations.get").await;
+    let faults = [("HTTP_503", 503, 1), ("HTTP_429", 429, 1)];
+    let (_, polls) = check_operation_wait(&sim, "artifactregistry", &faults, OP_DELAY, wait).await;
     assert!(polls.contains(&503) && polls.contains(&429), "{polls:?}");
     assert_eq!(polls.last(), Some(&200));
     ar.get_repository(PROJECT, "us", "kn-slow").await.unwrap();

@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    advance, arm, assert_unknown_field, cancel_after_first_poll, journal, post_refused, quick_lro,
-    slow_lro, start_explicit, statuses, until_journal,
+    arm, assert_unknown_field, check_operation_wait, journal, post_refused, quick_lro,
+    start_explicit,
 };
 
 const PROJECT: &str = "demo-project";
@@ -217,31 +217,16 @@ async fn waiting_rides_out_poll_faults_and_stops_on_cancel() {
             .is_enabled()
     );
 
-    // Cancellation ends the wait promptly (once it has polled and sleeps).
-    let (client, o) = (su.clone(), op.clone());
-    cancel_after_first_poll(
-        &sim,
-        "serviceusage",
-        "operations.get",
-        |cancel| async move { client.wait_operation(o, slow_lro(), &cancel).await },
-    )
-    .await;
-
-    // Faults on the poll are ridden out while the operation runs; the clock moves; the
-    // wait ends done.
-    arm(&sim, "serviceusage", "operations.get", "HTTP_503", 2).await;
-    let waiting = {
-        let (su, op) = (su.clone(), op.clone());
-        tokio::spawn(async move {
-            su.wait_operation(op, quick_lro(), &CancellationToken::new())
-                .await
-        })
+    // A sleeping wait is cancelled promptly; faults on the poll are ridden out while the
+    // operation runs; the clock moves; the wait ends done.
+    let wait = |policy, cancel: CancellationToken| {
+        let (client, o) = (su.clone(), op.clone());
+        async move { client.wait_operation(o, policy, &cancel).await }
     };
-    until_journal(&sim, "serviceusage", "operations.get", Some(503), 2).await;
-    advance(&sim, ENABLE_DELAY.as_secs_f64()).await;
-    let done = waiting.await.unwrap().unwrap();
+    let faults = [("HTTP_503", 503, 2)];
+    let (done, polls) =
+        check_operation_wait(&sim, "serviceusage", &faults, ENABLE_DELAY, wait).await;
     assert!(done.done);
-    let polls = statuses(&sim, "serviceusage", "operations.get").await;
     assert!(
         polls.iter().filter(|s| **s == 503).count() == 2,
         "{polls:?}"

@@ -2,6 +2,7 @@
 //! raw requests (for what the production clients would never send); and the checks of
 //! Google's answers that every cloud test makes.
 
+use kineticd::cloud::gcp::lro::LroPolicy;
 use kineticd::cloud::gcp::types::iam::ServiceAccount;
 use kineticd::cloud::gcp::{GcpClients, GcpError};
 use kineticd::sim::Sim;
@@ -126,6 +127,38 @@ pub async fn cancel_after_first_poll<T, F>(
     assert_eq!(e.status, "CANCELLED", "{e}");
 }
 
+/// The wait contract of the LRO clients (`wait(policy, cancel)` starts one wait on an
+/// operation the explicit clock holds running): cancelled once it has polled and sleeps,
+/// the wait ends promptly; then `faults` (kind, HTTP status, count) armed on `service`'s
+/// `operations.get` all hit a quickly polling wait, which rides them out and ends when
+/// the clock moves by `delay`. Returns what that wait returned and every poll's status.
+pub async fn check_operation_wait<T, F>(
+    sim: &Sim,
+    service: &str,
+    faults: &[(&str, u64, usize)],
+    delay: std::time::Duration,
+    wait: impl Fn(LroPolicy, CancellationToken) -> F,
+) -> (T, Vec<u64>)
+where
+    T: std::fmt::Debug + Send + 'static,
+    F: std::future::Future<Output = Result<T, GcpError>> + Send + 'static,
+{
+    cancel_after_first_poll(sim, service, "operations.get", |c| wait(slow_lro(), c)).await;
+    for (kind, _, count) in faults {
+        arm(sim, service, "operations.get", kind, *count as u32).await;
+    }
+    let waiting = tokio::spawn(wait(quick_lro(), CancellationToken::new()));
+    for (_, status, count) in faults {
+        until_journal(sim, service, "operations.get", Some(*status), *count).await;
+    }
+    advance(sim, delay.as_secs_f64()).await;
+    let done = waiting
+        .await
+        .expect("join")
+        .expect("the wait rode out the faults");
+    (done, statuses(sim, service, "operations.get").await)
+}
+
 /// Move the simulator's virtual clock forward.
 pub async fn advance(sim: &Sim, seconds: f64) {
     let r = http()
@@ -221,12 +254,12 @@ pub fn failed_with<T: std::fmt::Debug>(
 }
 
 /// A slow LRO policy: next poll in 0.5 s, deadline in 10 min (for waits a test cancels).
-pub fn slow_lro() -> kineticd::cloud::gcp::lro::LroPolicy {
-    kineticd::cloud::gcp::lro::LroPolicy::standard(std::time::Duration::from_secs(600))
+pub fn slow_lro() -> LroPolicy {
+    LroPolicy::standard(std::time::Duration::from_secs(600))
 }
 
 /// A fast LRO policy for tests: frequent polls, a deadline no loaded machine reaches.
-pub fn quick_lro() -> kineticd::cloud::gcp::lro::LroPolicy {
+pub fn quick_lro() -> LroPolicy {
     kineticd::cloud::gcp::lro::LroPolicy {
         first_delay: std::time::Duration::from_millis(5),
         max_delay: std::time::Duration::from_millis(20),
