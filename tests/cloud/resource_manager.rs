@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    arm, assert_retried_once, assert_unknown_field, journal, post_refused, quick_rmw, raw,
-    service_account, statuses,
+    Want, arm, assert_retried_once, assert_unknown_field, failed_with, journal, post_refused,
+    quick_rmw, raw, service_account, statuses,
 };
 
 const PROJECT: &str = "demo-project";
@@ -73,21 +73,14 @@ async fn policy_read_and_stale_etag_conflict() {
     // A concurrent writer gets in first...
     let mut theirs = p.clone();
     theirs.add_binding(LOG_WRITER, "user:them@example.com");
-    let after = gcp
-        .resource_manager
-        .set_iam_policy(PROJECT, &theirs)
-        .await
-        .unwrap();
+    let rm = &gcp.resource_manager;
+    let after = rm.set_iam_policy(PROJECT, &theirs).await.unwrap();
     assert_ne!(after.etag, p.etag);
     // ...so our write with the etag we read is refused.
     let mut ours = p.clone();
     ours.add_binding(LOG_WRITER, "user:us@example.com");
-    let e = gcp
-        .resource_manager
-        .set_iam_policy(PROJECT, &ours)
-        .await
-        .unwrap_err();
-    assert_eq!((e.http_status, e.status.as_str()), (409, "ABORTED"), "{e}");
+    let stale = rm.set_iam_policy(PROJECT, &ours).await;
+    let e = failed_with(stale, 409, Want::Status("ABORTED"), "stale etag");
     assert!(e.message.contains("concurrent policy changes"));
     assert!(e.is_retryable());
     assert!(!e.is_already_exists());
