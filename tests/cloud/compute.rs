@@ -150,11 +150,10 @@ async fn not_found_conflict_and_invalid() {
     assert_not_found(c.get_global_operation(P, "operation-x").await);
     assert_not_found(c.get_region(P, "moon-base1x").await);
     // A router needs an existing network.
-    let e = c
-        .insert_router(P, R, &router("r", "kn-missing"), Uuid::new_v4())
-        .await
-        .unwrap_err();
-    assert!(e.is_not_found(), "{e}");
+    assert_not_found(
+        c.insert_router(P, R, &router("r", "kn-missing"), Uuid::new_v4())
+            .await,
+    );
     let op = c
         .insert_router(P, R, &router("r", "kn-two"), Uuid::new_v4())
         .await

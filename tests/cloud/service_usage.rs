@@ -2,7 +2,7 @@
 //! waiting (faults on the poll, cancellation, the noop operation), chunking, validation.
 
 use kineticd::cloud::gcp::RetryClass;
-use kineticd::cloud::gcp::service_usage::wait_done;
+use kineticd::cloud::gcp::service_usage::{ServiceUsage, wait_done};
 use kineticd::cloud::gcp::types::service_usage::{NOOP_OPERATION, Operation, Status};
 use kineticd::sim::gcp::service_usage::{CATALOGUE, ENABLE_DELAY};
 use serde_json::json;
@@ -15,6 +15,14 @@ use crate::storage::simctl::{
 };
 
 const PROJECT: &str = "demo-project";
+
+/// Whether `api` is enabled in PROJECT.
+async fn enabled(su: &ServiceUsage, api: &str) -> bool {
+    su.get_service(PROJECT, api)
+        .await
+        .expect("get service")
+        .is_enabled()
+}
 const UP_APIS: [&str; 7] = [
     "compute.googleapis.com",
     "cloudbuild.googleapis.com",
@@ -58,10 +66,7 @@ async fn enable_then_noop() {
         .await
         .unwrap();
     for api in UP_APIS {
-        assert!(
-            su.get_service(PROJECT, api).await.unwrap().is_enabled(),
-            "{api}"
-        );
+        assert!(enabled(su, api).await, "{api}");
     }
 
     // Everything already enabled: the noop operation, done, no polling needed.
@@ -102,13 +107,7 @@ async fn large_sets_are_split_into_batches_of_20() {
         .collect();
     assert_eq!(sizes, vec![20, all.len() - 20]);
     for id in all {
-        assert!(
-            gcp.service_usage
-                .get_service(PROJECT, id)
-                .await
-                .unwrap()
-                .is_enabled()
-        );
+        assert!(enabled(&gcp.service_usage, id).await);
     }
 }
 
@@ -153,12 +152,7 @@ async fn validation_like_google() {
     )
     .await;
     // Nothing was enabled by any of it.
-    assert!(
-        !su.get_service(PROJECT, "compute.googleapis.com")
-            .await
-            .unwrap()
-            .is_enabled()
-    );
+    assert!(!enabled(su, "compute.googleapis.com").await);
     let e = su
         .get_operation("operations/acf.p2-nope")
         .await
@@ -192,12 +186,7 @@ async fn retryable_and_terminal_faults() {
     let e = su.batch_enable(PROJECT, &UP_APIS).await.unwrap_err();
     assert_eq!((e.http_status, e.reason.as_str()), (403, "quotaExceeded"));
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
-        !su.get_service(PROJECT, "compute.googleapis.com")
-            .await
-            .unwrap()
-            .is_enabled()
-    );
+    assert!(!enabled(su, "compute.googleapis.com").await);
 }
 
 #[tokio::test]
@@ -210,12 +199,7 @@ async fn waiting_rides_out_poll_faults_and_stops_on_cancel() {
         .unwrap();
     let op = ops[0].clone();
     assert!(!op.done, "explicit clock: still running");
-    assert!(
-        !su.get_service(PROJECT, "container.googleapis.com")
-            .await
-            .unwrap()
-            .is_enabled()
-    );
+    assert!(!enabled(&su, "container.googleapis.com").await);
 
     // A sleeping wait is cancelled promptly; faults on the poll are ridden out while the
     // operation runs; the clock moves; the wait ends done.
@@ -232,12 +216,7 @@ async fn waiting_rides_out_poll_faults_and_stops_on_cancel() {
         "{polls:?}"
     );
     assert_eq!(polls.last(), Some(&200));
-    assert!(
-        su.get_service(PROJECT, "container.googleapis.com")
-            .await
-            .unwrap()
-            .is_enabled()
-    );
+    assert!(enabled(&su, "container.googleapis.com").await);
 }
 
 #[tokio::test]
