@@ -4,7 +4,7 @@ use kineticd::domain::PoolState;
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN, TestApp};
-use crate::support::{acme_cluster, expect_error, expect_not_found, meta, names, ok};
+use crate::support::{acme_app, acme_cluster, expect_error, expect_not_found, meta, names, ok};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -41,8 +41,7 @@ pub async fn add_pool(app: &TestApp, cluster: uuid::Uuid, pool: &str) {
 
 #[tokio::test]
 async fn get_cluster_with_pools() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     let rec = acme_cluster(&app).await;
     add_pool(&app, rec.id, "gpu-l4-ab12").await;
     add_pool(&app, rec.id, "gpu-l4-od12").await;
@@ -244,8 +243,7 @@ async fn list_filters() {
 
 #[tokio::test]
 async fn invalid_names_in_cluster_paths() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     let rec = acme_cluster(&app).await;
     add_pool(&app, rec.id, "gpu-l4-ab12").await;
     let long = "c".repeat(41);
@@ -306,8 +304,7 @@ async fn invalid_names_in_cluster_paths() {
 
 #[tokio::test]
 async fn teams_cannot_see_each_others_clusters() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     app.team(BOB, "bobs", &["bob-project"]).await;
     let a = acme_cluster(&app).await;
     let b = app

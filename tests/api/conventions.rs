@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::common::TestApp;
-use crate::support::{expect_error, expect_not_found, message, raw, raw_json};
+use crate::support::{acme_app, expect_error, expect_not_found, message, raw, raw_json};
 
 const ALICE: &str = "alice@example.com";
 
@@ -37,8 +37,7 @@ fn body_endpoints() -> Vec<(Method, &'static str, serde_json::Value)> {
 
 #[tokio::test]
 async fn unknown_body_fields_are_rejected_and_named() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     for (method, path, mut body) in body_endpoints() {
         body["colourScheme"] = json!("red");
         let r = app.call(ALICE, method.clone(), path, Some(body)).await;
@@ -61,8 +60,7 @@ async fn unknown_body_fields_are_rejected_and_named() {
 
 #[tokio::test]
 async fn malformed_json_gives_the_parse_position() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     for (method, path, _) in body_endpoints() {
         let r = raw_json(&app, ALICE, method.clone(), path, "{,}").await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "MALFORMED_JSON");
@@ -84,8 +82,7 @@ async fn malformed_json_gives_the_parse_position() {
 
 #[tokio::test]
 async fn wrong_types_and_missing_fields_name_the_field() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     let cases = [
         (Method::POST, "/v1/teams", json!({"teamId": 42}), "teamId"),
         (
@@ -160,8 +157,7 @@ async fn wrong_types_and_missing_fields_name_the_field() {
 
 #[tokio::test]
 async fn oversized_bodies_get_413() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     let big = "x".repeat(1024 * 1024);
     for (method, path, _) in body_endpoints() {
         let body = json!({"displayName": big}).to_string();

@@ -6,19 +6,15 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::{TestApp, start_sim};
-use crate::support::{acme_cluster, expect_error, expect_not_found, message, meta, raw, raw_json};
+use crate::support::{
+    acme_app, acme_cluster, expect_error, expect_not_found, message, meta, raw, raw_json,
+};
 
 const ALICE: &str = "alice@example.com";
 
-async fn app_with_team() -> TestApp {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
-    app
-}
-
 #[tokio::test]
 async fn wait_timeouts_are_bounded_not_panics() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     let op = app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
     let name = op["name"].as_str().unwrap();
     for bad in ["1e20", "1e300s", "61s", "NaN", "inf", "-1s", "-0.5"] {
@@ -193,7 +189,7 @@ fn parameters(path_item: &Value, op: &Value) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn every_path_and_query_parameter_refuses_hostile_values() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     app.member(ALICE, "acme", "bob@example.com", "VIEWER").await;
     acme_cluster(&app).await;
     let r = app
@@ -274,7 +270,7 @@ fn forged_token(scope: &str, key: Value) -> String {
 
 #[tokio::test]
 async fn forged_page_tokens_are_400_and_real_ones_survive_a_restart() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     for _ in 0..3 {
         app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
     }
@@ -332,7 +328,7 @@ async fn forged_page_tokens_are_400_and_real_ones_survive_a_restart() {
 
 #[tokio::test]
 async fn names_with_nul_bytes_never_reach_the_database() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     for (method, path) in [
         (Method::GET, "/v1/teams/a%00b"),
         (Method::DELETE, "/v1/teams/a%00b"),
@@ -406,7 +402,7 @@ async fn invalid_utf8_bodies_name_the_byte() {
 
 #[tokio::test]
 async fn a_wrong_method_on_a_custom_method_is_405_with_allow() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     let op = app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
     let name = op["name"].as_str().unwrap();
     let cases = [
@@ -480,7 +476,7 @@ async fn the_openapi_document_tells_optional_bodies_and_415() {
     }
     assert!(body_routes >= 6, "{body_routes}");
     // A JSON null is "no body" too, as the document says; an array is not.
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     let path = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc";
     let r = raw_json(&app, ALICE, Method::PUT, path, "null").await;
     assert_ne!(r.reason(), "BODY_NOT_OBJECT", "{:#}", r.body);

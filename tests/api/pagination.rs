@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::clusters::add_pool;
 use crate::common::{ADMIN, TestApp};
-use crate::support::{acme_cluster, expect_error, message, ok, page_walk, with_query};
+use crate::support::{acme_app, acme_cluster, expect_error, message, ok, page_walk, with_query};
 
 const ALICE: &str = "alice@example.com";
 const KC: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc";
@@ -239,8 +239,7 @@ async fn page_size_is_coerced_to_1000() {
 
 #[tokio::test]
 async fn bad_page_sizes_and_tokens() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     app.team(ALICE, "beta", &["beta-project"]).await;
     for t in ["team-c", "team-d", "team-e"] {
         app.team(ALICE, t, &[]).await;

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN, TestApp};
-use crate::support::{acme_cluster, expect_error, expect_not_found, message, names, ok};
+use crate::support::{acme_app, acme_cluster, expect_error, expect_not_found, message, names, ok};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -186,8 +186,7 @@ async fn only_one_profile_is_active() {
 
 #[tokio::test]
 async fn stale_follows_the_cluster_record() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     app.team(BOB, "bobs", &["bob-project"]).await;
     let live = acme_cluster(&app).await;
     app.cluster("bobs", "bob-project", "us-central1-a", "bc")

@@ -82,6 +82,13 @@ pub fn expect_not_found(r: &Resp, reason: &str) {
     expect_error(r, 404, "NOT_FOUND", reason);
 }
 
+/// A fresh app in which `owner` owns team `acme` (project `acme-project`).
+pub async fn acme_app(owner: &str) -> TestApp {
+    let app = TestApp::spawn().await;
+    app.team(owner, "acme", &["acme-project"]).await;
+    app
+}
+
 /// The cluster most tests work on: `kc` of team `acme` in `acme-project`, `us-central1-a`.
 pub async fn acme_cluster(app: &TestApp) -> ClusterRecord {
     app.cluster("acme", "acme-project", "us-central1-a", "kc")

@@ -4,7 +4,9 @@ use chrono::DateTime;
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN, TestApp};
-use crate::support::{acme_cluster, expect_error, expect_not_found, message, meta, names, ok};
+use crate::support::{
+    acme_app, acme_cluster, expect_error, expect_not_found, message, meta, names, ok,
+};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -149,8 +151,7 @@ async fn invalid_team_ids_and_projects() {
 
 #[tokio::test]
 async fn duplicate_team_and_claimed_project() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     for who in [ALICE, BOB] {
         let r = app.post(who, "/v1/teams", json!({"teamId": "acme"})).await;
         expect_error(&r, 409, "ALREADY_EXISTS", "TEAM_EXISTS");
@@ -320,8 +321,7 @@ pub async fn deleted_cluster(app: &TestApp, team: &str, project: &str, name: &st
 
 #[tokio::test]
 async fn delete_team() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     app.member(ALICE, "acme", BOB, "ADMIN").await;
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     assert_eq!(r.status, 204, "{:#}", r.body);
@@ -344,8 +344,7 @@ async fn delete_team() {
 
 #[tokio::test]
 async fn delete_team_refused_while_it_has_clusters() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     let c = acme_cluster(&app).await;
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     expect_error(&r, 409, "FAILED_PRECONDITION", "TEAM_HAS_CLUSTERS");
