@@ -76,6 +76,13 @@ pub fn expect_error(r: &Resp, code: u16, status: &str, reason: &str) {
     }
 }
 
+/// [`expect_error`], and the message mentions `text`.
+#[track_caller]
+pub fn expect_error_saying(r: &Resp, code: u16, status: &str, reason: &str, text: &str) {
+    expect_error(r, code, status, reason);
+    assert!(message(r).contains(text), "{}", message(r));
+}
+
 /// Assert `r` is a 404 `NOT_FOUND` error with ErrorInfo `reason` (see [`expect_error`]).
 #[track_caller]
 pub fn expect_not_found(r: &Resp, reason: &str) {
