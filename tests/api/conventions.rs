@@ -6,7 +6,8 @@ use serde_json::json;
 
 use crate::common::TestApp;
 use crate::support::{
-    acme_app, expect_error, expect_error_saying, expect_not_found, message, raw, raw_json,
+    acme_app, expect_error, expect_error_saying, expect_invalid, expect_not_found, message, raw,
+    raw_json,
 };
 
 const ALICE: &str = "alice@example.com";
@@ -75,13 +76,7 @@ async fn malformed_json_gives_the_parse_position() {
     // The position is the real one, on a later line.
     let body = "{\n  \"teamId\": \"abc-team\",\n  oops\n}";
     let r = raw_json(&app, ALICE, Method::POST, "/v1/teams", body).await;
-    expect_error_saying(
-        &r,
-        400,
-        "INVALID_ARGUMENT",
-        "MALFORMED_JSON",
-        "line 3 column 3",
-    );
+    expect_invalid(&r, "MALFORMED_JSON", "line 3 column 3");
     // An empty body is malformed too.
     let r = raw_json(&app, ALICE, Method::POST, "/v1/teams", "").await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "MALFORMED_JSON");

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use crate::common::{TestApp, start_sim};
 use crate::support::{
-    acme_app, acme_cluster, expect_error, expect_error_saying, expect_not_found, message, meta,
-    raw, raw_json,
+    acme_app, acme_cluster, expect_error, expect_invalid, expect_not_found, message, meta, raw,
+    raw_json,
 };
 
 const ALICE: &str = "alice@example.com";
@@ -107,13 +107,7 @@ async fn bodies_must_be_json_objects() {
         r#""x""#,
     ] {
         let r = raw_json(&app, ALICE, Method::POST, "/v1/teams", body).await;
-        expect_error_saying(
-            &r,
-            400,
-            "INVALID_ARGUMENT",
-            "BODY_NOT_OBJECT",
-            "JSON object",
-        );
+        expect_invalid(&r, "BODY_NOT_OBJECT", "JSON object");
     }
     assert_eq!(app.get(ALICE, "/v1/teams/arr-team").await.status, 404);
     // Other body-taking routes refuse arrays too.
@@ -369,7 +363,7 @@ async fn names_with_nul_bytes_never_reach_the_database() {
         assert!(message(&r).contains(key), "{key}: {}", message(&r));
     }
     let r = app.get(ALICE, "/v1/operations?filter=type%3DBOGUS").await;
-    expect_error_saying(&r, 400, "INVALID_ARGUMENT", "INVALID_FILTER", "UP_CLUSTER");
+    expect_invalid(&r, "INVALID_FILTER", "UP_CLUSTER");
     let r = app
         .get(
             ALICE,
@@ -396,13 +390,7 @@ async fn invalid_utf8_bodies_name_the_byte() {
     body.extend([0xff, 0xfe]);
     body.extend(br#"c"}"#);
     let r = raw_json(&app, ALICE, Method::POST, "/v1/teams", body).await;
-    expect_error_saying(
-        &r,
-        400,
-        "INVALID_ARGUMENT",
-        "MALFORMED_JSON",
-        "invalid UTF-8 at byte 14",
-    );
+    expect_invalid(&r, "MALFORMED_JSON", "invalid UTF-8 at byte 14");
     assert!(!message(&r).contains("wrong type"), "{}", message(&r));
 }
 

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use crate::common::{ADMIN, TestApp};
 use crate::support::{
-    acme_app, acme_cluster, expect_error, expect_error_saying, expect_not_found, message, names, ok,
+    acme_app, acme_cluster, expect_error, expect_invalid, expect_not_found, message, names, ok,
 };
 
 const ALICE: &str = "alice@example.com";
@@ -299,10 +299,8 @@ async fn invalid_profile_requests() {
         let r = app
             .put(ALICE, "/v1/profiles/work", json!({"cluster": cluster}))
             .await;
-        expect_error_saying(
+        expect_invalid(
             &r,
-            400,
-            "INVALID_ARGUMENT",
             "INVALID_CLUSTER_NAME",
             "projects/PROJECT/zones/ZONE/clusters/CLUSTER",
         );

@@ -83,6 +83,12 @@ pub fn expect_error_saying(r: &Resp, code: u16, status: &str, reason: &str, text
     assert!(message(r).contains(text), "{}", message(r));
 }
 
+/// A 400 `INVALID_ARGUMENT` error with `reason`, whose message mentions `text`.
+#[track_caller]
+pub fn expect_invalid(r: &Resp, reason: &str, text: &str) {
+    expect_error_saying(r, 400, "INVALID_ARGUMENT", reason, text);
+}
+
 /// Assert `r` is a 404 `NOT_FOUND` error with ErrorInfo `reason` (see [`expect_error`]).
 #[track_caller]
 pub fn expect_not_found(r: &Resp, reason: &str) {
