@@ -7,6 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::dev_server::DevServer;
+use common::get_json;
 
 #[tokio::test]
 async fn serve_dev_runs_everything_locally_and_stops_on_sigterm() {
@@ -27,14 +28,7 @@ async fn serve_dev_runs_everything_locally_and_stops_on_sigterm() {
         .await
         .unwrap();
     assert_eq!(team.status(), 201);
-    let me: serde_json::Value = http
-        .get(format!("{api}/v1/me"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me = get_json(&http, &format!("{api}/v1/me")).await;
     assert_eq!(me["email"], "dev@localhost");
     assert_eq!(me["teams"][0]["role"], "OWNER");
     // The built-in simulator answers Google API calls and its admin API.
@@ -44,16 +38,11 @@ async fn serve_dev_runs_everything_locally_and_stops_on_sigterm() {
         .await
         .unwrap();
     assert_eq!(state.status(), 200);
-    let region: serde_json::Value = http
-        .get(format!(
-            "{sim}/compute/v1/projects/dev-project-1/regions/us-central1"
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let region = get_json(
+        &http,
+        &format!("{sim}/compute/v1/projects/dev-project-1/regions/us-central1"),
+    )
+    .await;
     assert_eq!(region["name"], "us-central1");
     // The private PostgreSQL lives in the data folder.
     assert!(data.join("pg").exists() || std::path::Path::new("/var/tmp/kineticd-pg").exists());

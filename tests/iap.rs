@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -17,37 +17,12 @@ use kineticd::auth::{
     AuthError, IAP_HEADER, IAP_ISSUER, IapConfig, IapVerifier, Identity, JwksClock, JwksPolicy,
     install_tls_provider,
 };
-use p256::ecdsa::SigningKey;
-use p256::elliptic_curve::Generate;
-use p256::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
 use serde_json::{Value, json};
 
-const AUD: &str = "/projects/123/global/backendServices/456";
+#[path = "common/iap_keys.rs"]
+mod iap_keys;
 
-struct TestKey {
-    kid: String,
-    enc: EncodingKey,
-    jwk: Value,
-    public_pem: String,
-}
-
-fn new_key(kid: &str) -> TestKey {
-    let sk = SigningKey::generate_from_rng(&mut rand::rng());
-    let pem = sk.to_pkcs8_pem(LineEnding::LF).expect("pkcs8 pem");
-    let enc = EncodingKey::from_ec_pem(pem.as_bytes()).expect("encoding key");
-    let vk = sk.verifying_key();
-    let point = vk.to_sec1_point(false);
-    let x = URL_SAFE_NO_PAD.encode(point.x().expect("x"));
-    let y = URL_SAFE_NO_PAD.encode(point.y().expect("y"));
-    let jwk = json!({"kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": kid, "x": x, "y": y});
-    let public_pem = vk.to_public_key_pem(LineEnding::LF).expect("public pem");
-    TestKey {
-        kid: kid.to_owned(),
-        enc,
-        jwk,
-        public_pem,
-    }
-}
+use iap_keys::{AUD, TestKey, new_key, now, sign, sign_as, unreachable_port};
 
 /// A local JWKS endpoint that counts how often it is fetched.
 #[derive(Clone, Default)]
@@ -82,6 +57,11 @@ impl JwksServer {
         self.keys.lock().unwrap().push(key.jwk.clone());
     }
 
+    /// Answer 500 from now on (`true`), or serve the keys again.
+    fn set_failing(&self, fail: bool) {
+        *self.fail.lock().unwrap() = fail;
+    }
+
     fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }
@@ -101,19 +81,36 @@ fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-fn verifier(url: &str) -> IapVerifier {
-    let cfg = IapConfig {
+fn config(url: &str) -> IapConfig {
+    IapConfig {
         jwks_url: url.to_owned(),
         ..IapConfig::new(AUD)
-    };
-    IapVerifier::new(cfg, client())
+    }
 }
 
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
+fn verifier(url: &str) -> IapVerifier {
+    IapVerifier::new(config(url), client())
+}
+
+/// Key `k1`, a JWKS server publishing it, and a verifier of that server.
+async fn one_key_verifier() -> (TestKey, JwksServer, IapVerifier) {
+    let k1 = new_key("k1");
+    let (srv, url) = JwksServer::start(&[&k1]).await;
+    (k1, srv, verifier(&url))
+}
+
+/// A verifier of `url` with `policy` on a manual clock ("within the interval" then holds
+/// however slowly the machine runs), and that clock.
+fn manual_verifier(url: &str, policy: JwksPolicy) -> (IapVerifier, JwksClock) {
+    let clock = JwksClock::manual();
+    let policy = JwksPolicy {
+        clock: clock.clone(),
+        ..policy
+    };
+    (
+        IapVerifier::with_policy(config(url), client(), policy),
+        clock,
+    )
 }
 
 fn claims() -> Value {
@@ -139,18 +136,13 @@ fn without(mut c: Value, key: &str) -> Value {
     c
 }
 
-fn sign(key: &TestKey, claims: &Value) -> String {
-    sign_as(key, &key.kid, claims)
-}
-
-fn sign_as(key: &TestKey, kid: &str, claims: &Value) -> String {
-    let mut h = Header::new(Algorithm::ES256);
-    h.kid = Some(kid.to_owned());
-    jsonwebtoken::encode(&h, claims, &key.enc).expect("sign")
-}
-
 fn b64json(v: &Value) -> String {
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(v).unwrap())
+}
+
+/// `claims` signed by `key` are refused with `reason` (see [`expect_reason`]).
+async fn rejects(v: &IapVerifier, key: &TestKey, claims: &Value, reason: &str) -> AuthError {
+    expect_reason(v, Some(&sign(key, claims)), reason).await
 }
 
 /// Asserts the exact reason, and that the user-facing message does not leak the token.
@@ -181,9 +173,7 @@ fn alice() -> Identity {
 #[tokio::test]
 async fn valid_token_accepted_and_keys_cached() {
     assert_eq!(IAP_HEADER, "x-goog-iap-jwt-assertion");
-    let k1 = new_key("k1");
-    let (srv, url) = JwksServer::start(&[&k1]).await;
-    let v = verifier(&url);
+    let (k1, srv, v) = one_key_verifier().await;
     assert_eq!(srv.hits(), 0, "keys are fetched lazily");
     let token = sign(&k1, &claims());
     for _ in 0..5 {
@@ -201,9 +191,7 @@ async fn valid_token_accepted_and_keys_cached() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_first_use_is_one_fetch() {
-    let k1 = new_key("k1");
-    let (srv, url) = JwksServer::start(&[&k1]).await;
-    let v = verifier(&url);
+    let (k1, srv, v) = one_key_verifier().await;
     let token = sign(&k1, &claims());
     let tasks: Vec<_> = (0..20)
         .map(|_| {
@@ -219,21 +207,19 @@ async fn concurrent_first_use_is_one_fetch() {
 
 #[tokio::test]
 async fn time_claims() {
-    let k1 = new_key("k1");
-    let (_srv, url) = JwksServer::start(&[&k1]).await;
-    let v = verifier(&url);
+    let (k1, _srv, v) = one_key_verifier().await;
     let n = now();
 
     let expired = claims();
     let expired = with(with(expired, "iat", json!(n - 700)), "exp", json!(n - 100));
-    expect_reason(&v, Some(&sign(&k1, &expired)), "TOKEN_EXPIRED").await;
+    rejects(&v, &k1, &expired, "TOKEN_EXPIRED").await;
 
     // iat in the future beyond the 30 s leeway.
     let future_iat = with(claims(), "iat", json!(n + 120));
-    expect_reason(&v, Some(&sign(&k1, &future_iat)), "TOKEN_NOT_YET_VALID").await;
+    rejects(&v, &k1, &future_iat, "TOKEN_NOT_YET_VALID").await;
     // nbf in the future beyond the leeway (iat fine).
     let future_nbf = with(claims(), "nbf", json!(n + 120));
-    expect_reason(&v, Some(&sign(&k1, &future_nbf)), "TOKEN_NOT_YET_VALID").await;
+    rejects(&v, &k1, &future_nbf, "TOKEN_NOT_YET_VALID").await;
 
     // Within 30 s of skew in every direction: accepted.
     let skew = with(
@@ -244,57 +230,31 @@ async fn time_claims() {
     assert_eq!(v.verify(Some(&sign(&k1, &skew))).await.unwrap(), alice());
 
     // exp and iat are required.
-    expect_reason(
-        &v,
-        Some(&sign(&k1, &without(claims(), "exp"))),
-        "TOKEN_MALFORMED",
-    )
-    .await;
-    expect_reason(
-        &v,
-        Some(&sign(&k1, &without(claims(), "iat"))),
-        "TOKEN_MALFORMED",
-    )
-    .await;
+    rejects(&v, &k1, &without(claims(), "exp"), "TOKEN_MALFORMED").await;
+    rejects(&v, &k1, &without(claims(), "iat"), "TOKEN_MALFORMED").await;
 }
 
 #[tokio::test]
 async fn audience_issuer_email() {
-    let k1 = new_key("k1");
-    let (_srv, url) = JwksServer::start(&[&k1]).await;
-    let v = verifier(&url);
+    let (k1, _srv, v) = one_key_verifier().await;
 
     let wrong_aud = with(
         claims(),
         "aud",
         json!("/projects/123/global/backendServices/999"),
     );
-    expect_reason(&v, Some(&sign(&k1, &wrong_aud)), "TOKEN_BAD_AUDIENCE").await;
-    expect_reason(
-        &v,
-        Some(&sign(&k1, &without(claims(), "aud"))),
-        "TOKEN_BAD_AUDIENCE",
-    )
-    .await;
+    rejects(&v, &k1, &wrong_aud, "TOKEN_BAD_AUDIENCE").await;
+    rejects(&v, &k1, &without(claims(), "aud"), "TOKEN_BAD_AUDIENCE").await;
 
     let wrong_iss = with(claims(), "iss", json!("https://accounts.google.com"));
-    expect_reason(&v, Some(&sign(&k1, &wrong_iss)), "TOKEN_BAD_ISSUER").await;
-    expect_reason(
-        &v,
-        Some(&sign(&k1, &without(claims(), "iss"))),
-        "TOKEN_BAD_ISSUER",
-    )
-    .await;
+    rejects(&v, &k1, &wrong_iss, "TOKEN_BAD_ISSUER").await;
+    rejects(&v, &k1, &without(claims(), "iss"), "TOKEN_BAD_ISSUER").await;
 
-    expect_reason(
+    rejects(&v, &k1, &without(claims(), "email"), "TOKEN_MISSING_EMAIL").await;
+    rejects(
         &v,
-        Some(&sign(&k1, &without(claims(), "email"))),
-        "TOKEN_MISSING_EMAIL",
-    )
-    .await;
-    expect_reason(
-        &v,
-        Some(&sign(&k1, &with(claims(), "email", json!("")))),
+        &k1,
+        &with(claims(), "email", json!("")),
         "TOKEN_MISSING_EMAIL",
     )
     .await;
@@ -309,12 +269,12 @@ async fn unknown_kid_refetches_once() {
     v.verify(Some(&sign(&k1, &claims()))).await.unwrap();
     assert_eq!(srv.hits(), 1);
 
-    let err = expect_reason(&v, Some(&sign(&stranger, &claims())), "TOKEN_UNKNOWN_KEY").await;
+    let err = rejects(&v, &stranger, &claims(), "TOKEN_UNKNOWN_KEY").await;
     assert!(err.to_string().contains("stranger"), "{err}");
     assert_eq!(srv.hits(), 2, "unknown kid triggers exactly one refetch");
 
     // A storm of unknown kids (sequential and concurrent) within 30 s: no more fetches.
-    expect_reason(&v, Some(&sign(&stranger, &claims())), "TOKEN_UNKNOWN_KEY").await;
+    rejects(&v, &stranger, &claims(), "TOKEN_UNKNOWN_KEY").await;
     let tasks: Vec<_> = (0..10)
         .map(|i| {
             let v = v.clone();
@@ -336,18 +296,12 @@ async fn unknown_kid_refetch_allowed_again_after_interval() {
     let k1 = new_key("k1");
     let k2 = new_key("k2");
     let (srv, url) = JwksServer::start(&[&k1]).await;
-    let cfg = IapConfig {
-        jwks_url: url,
-        ..IapConfig::new(AUD)
-    };
     // A manual clock: "within the interval" holds however slowly the machine runs.
-    let clock = JwksClock::manual();
     let policy = JwksPolicy {
         refetch_interval: Duration::from_secs(30),
-        clock: clock.clone(),
         ..JwksPolicy::default()
     };
-    let v = IapVerifier::with_policy(cfg, client(), policy);
+    let (v, clock) = manual_verifier(&url, policy);
     let t2 = sign(&k2, &claims());
     // First load: the fresh set lacks k2, which counts as the refetch for this kid.
     expect_reason(&v, Some(&t2), "TOKEN_UNKNOWN_KEY").await;
@@ -366,10 +320,8 @@ async fn unknown_kid_refetch_allowed_again_after_interval() {
 
 #[tokio::test]
 async fn rotated_key_is_picked_up() {
-    let k1 = new_key("k1");
+    let (k1, srv, v) = one_key_verifier().await;
     let k2 = new_key("k2");
-    let (srv, url) = JwksServer::start(&[&k1]).await;
-    let v = verifier(&url);
     v.verify(Some(&sign(&k1, &claims()))).await.unwrap();
     assert_eq!(srv.hits(), 1);
     srv.add(&k2);
@@ -385,9 +337,7 @@ async fn rotated_key_is_picked_up() {
 
 #[tokio::test]
 async fn algorithm_attacks_rejected_before_key_lookup() {
-    let k1 = new_key("k1");
-    let (srv, url) = JwksServer::start(&[&k1]).await;
-    let v = verifier(&url);
+    let (k1, srv, v) = one_key_verifier().await;
 
     // alg: none, hand-built "header.payload." (empty signature).
     let none_header = json!({"alg": "none", "typ": "JWT", "kid": "k1"});
@@ -444,53 +394,33 @@ async fn tampering_and_garbage() {
     let tampered = format!("{}.{}.{}", parts[0], evil, parts[2]);
     expect_reason(&v, Some(&tampered), "TOKEN_BAD_SIGNATURE").await;
 
-    // Signed with k2 but claiming to be k1.
-    expect_reason(
-        &v,
-        Some(&sign_as(&k2, "k1", &claims())),
-        "TOKEN_BAD_SIGNATURE",
-    )
-    .await;
-    // Truncated / empty signature on an ES256 header.
-    expect_reason(
-        &v,
-        Some(&format!("{}.{}.", parts[0], parts[1])),
-        "TOKEN_BAD_SIGNATURE",
-    )
-    .await;
-    expect_reason(
-        &v,
-        Some(&format!("{}.{}.{}", parts[0], parts[1], &parts[2][..20])),
-        "TOKEN_BAD_SIGNATURE",
-    )
-    .await;
-
+    let refused = [
+        // Signed with k2 but claiming to be k1.
+        (sign_as(&k2, "k1", &claims()), "TOKEN_BAD_SIGNATURE"),
+        // Truncated / empty signature on an ES256 header.
+        (format!("{}.{}.", parts[0], parts[1]), "TOKEN_BAD_SIGNATURE"),
+        (
+            format!("{}.{}.{}", parts[0], parts[1], &parts[2][..20]),
+            "TOKEN_BAD_SIGNATURE",
+        ),
+        (String::new(), "TOKEN_MISSING"),
+        ("   ".to_owned(), "TOKEN_MISSING"),
+        ("this is not a jwt".to_owned(), "TOKEN_MALFORMED"),
+        ("a.b.c".to_owned(), "TOKEN_MALFORMED"),
+        ("a.b.c.d.e".to_owned(), "TOKEN_MALFORMED"),
+        (format!("{}.{}", parts[0], parts[1]), "TOKEN_MALFORMED"),
+        (format!("{}.{}.!!!", parts[0], parts[1]), "TOKEN_MALFORMED"),
+        // The payload is not even parsed before the signature checks out.
+        (
+            format!("{}.!!!.{}", parts[0], parts[2]),
+            "TOKEN_BAD_SIGNATURE",
+        ),
+        ("x".repeat(20_000), "TOKEN_MALFORMED"),
+    ];
+    for (token, reason) in &refused {
+        expect_reason(&v, Some(token), reason).await;
+    }
     expect_reason(&v, None, "TOKEN_MISSING").await;
-    expect_reason(&v, Some(""), "TOKEN_MISSING").await;
-    expect_reason(&v, Some("   "), "TOKEN_MISSING").await;
-    expect_reason(&v, Some("this is not a jwt"), "TOKEN_MALFORMED").await;
-    expect_reason(&v, Some("a.b.c"), "TOKEN_MALFORMED").await;
-    expect_reason(&v, Some("a.b.c.d.e"), "TOKEN_MALFORMED").await;
-    expect_reason(
-        &v,
-        Some(&format!("{}.{}", parts[0], parts[1])),
-        "TOKEN_MALFORMED",
-    )
-    .await;
-    expect_reason(
-        &v,
-        Some(&format!("{}.{}.!!!", parts[0], parts[1])),
-        "TOKEN_MALFORMED",
-    )
-    .await;
-    // The payload is not even parsed before the signature checks out.
-    expect_reason(
-        &v,
-        Some(&format!("{}.!!!.{}", parts[0], parts[2])),
-        "TOKEN_BAD_SIGNATURE",
-    )
-    .await;
-    expect_reason(&v, Some(&"x".repeat(20_000)), "TOKEN_MALFORMED").await;
     // ES256 header without a kid.
     let mut h = Header::new(Algorithm::ES256);
     h.kid = None;
@@ -504,46 +434,36 @@ async fn tampering_and_garbage() {
 #[tokio::test]
 async fn jwks_unavailable() {
     let k1 = new_key("k1");
-    // Nothing listens on this port.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = unreachable_port();
     let v = verifier(&format!("http://127.0.0.1:{port}/jwks"));
-    let err = expect_reason(&v, Some(&sign(&k1, &claims())), "KEYS_UNAVAILABLE").await;
+    let err = rejects(&v, &k1, &claims(), "KEYS_UNAVAILABLE").await;
     assert!(err.is_unavailable());
     assert!(
         err.to_string().contains("signing keys are unavailable"),
         "{err}"
     );
     // Fails fast during the back-off, still as KEYS_UNAVAILABLE.
-    expect_reason(&v, Some(&sign(&k1, &claims())), "KEYS_UNAVAILABLE").await;
+    rejects(&v, &k1, &claims(), "KEYS_UNAVAILABLE").await;
 
     // A server that answers 500 is just as unavailable; it recovers after the back-off.
     let (srv, url) = JwksServer::start(&[&k1]).await;
-    *srv.fail.lock().unwrap() = true;
-    let cfg = IapConfig {
-        jwks_url: url,
-        ..IapConfig::new(AUD)
-    };
-    let clock = JwksClock::manual();
+    srv.set_failing(true);
     let policy = JwksPolicy {
         retry_backoff: Duration::from_secs(2),
-        clock: clock.clone(),
         ..JwksPolicy::default()
     };
-    let v = IapVerifier::with_policy(cfg, client(), policy);
-    let err = expect_reason(&v, Some(&sign(&k1, &claims())), "KEYS_UNAVAILABLE").await;
+    let (v, clock) = manual_verifier(&url, policy);
+    let err = rejects(&v, &k1, &claims(), "KEYS_UNAVAILABLE").await;
     assert!(err.to_string().contains("500"), "{err}");
-    expect_reason(&v, Some(&sign(&k1, &claims())), "KEYS_UNAVAILABLE").await;
+    rejects(&v, &k1, &claims(), "KEYS_UNAVAILABLE").await;
     assert_eq!(
         srv.hits(),
         1,
         "failed fetch is not retried within the back-off"
     );
-    *srv.fail.lock().unwrap() = false;
+    srv.set_failing(false);
     clock.advance(Duration::from_millis(1999));
-    expect_reason(&v, Some(&sign(&k1, &claims())), "KEYS_UNAVAILABLE").await;
+    rejects(&v, &k1, &claims(), "KEYS_UNAVAILABLE").await;
     assert_eq!(srv.hits(), 1, "still within the back-off");
     clock.advance(Duration::from_millis(1));
     assert_eq!(
@@ -557,18 +477,12 @@ async fn jwks_unavailable() {
 async fn stale_keys_survive_a_failed_refresh() {
     let k1 = new_key("k1");
     let (srv, url) = JwksServer::start(&[&k1]).await;
-    let cfg = IapConfig {
-        jwks_url: url,
-        ..IapConfig::new(AUD)
-    };
-    let clock = JwksClock::manual();
     let policy = JwksPolicy {
         max_age: Duration::from_secs(3600),
         retry_backoff: Duration::from_secs(2),
-        clock: clock.clone(),
         ..JwksPolicy::default()
     };
-    let v = IapVerifier::with_policy(cfg, client(), policy);
+    let (v, clock) = manual_verifier(&url, policy);
     let t = sign(&k1, &claims());
     v.verify(Some(&t)).await.unwrap();
     assert_eq!(srv.hits(), 1);
@@ -576,7 +490,7 @@ async fn stale_keys_survive_a_failed_refresh() {
     v.verify(Some(&t)).await.unwrap();
     assert_eq!(srv.hits(), 1, "fresh until max_age");
     clock.advance(Duration::from_secs(1));
-    *srv.fail.lock().unwrap() = true;
+    srv.set_failing(true);
     assert_eq!(
         v.verify(Some(&t)).await.unwrap(),
         alice(),
@@ -585,7 +499,7 @@ async fn stale_keys_survive_a_failed_refresh() {
     assert_eq!(srv.hits(), 2, "the stale set triggered one refresh");
     v.verify(Some(&t)).await.unwrap();
     assert_eq!(srv.hits(), 2, "no new attempt within the back-off");
-    *srv.fail.lock().unwrap() = false;
+    srv.set_failing(false);
     clock.advance(Duration::from_secs(2));
     v.verify(Some(&t)).await.unwrap();
     assert_eq!(srv.hits(), 3);

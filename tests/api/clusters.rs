@@ -4,7 +4,7 @@ use kineticd::domain::PoolState;
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN, TestApp};
-use crate::support::{expect_error, meta, names, ok};
+use crate::support::{acme_app, acme_cluster, expect_error, expect_not_found, meta, names, ok};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -41,11 +41,8 @@ pub async fn add_pool(app: &TestApp, cluster: uuid::Uuid, pool: &str) {
 
 #[tokio::test]
 async fn get_cluster_with_pools() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
-    let rec = app
-        .cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    let app = acme_app(ALICE).await;
+    let rec = acme_cluster(&app).await;
     add_pool(&app, rec.id, "gpu-l4-ab12").await;
     add_pool(&app, rec.id, "gpu-l4-od12").await;
 
@@ -110,14 +107,14 @@ async fn get_cluster_with_pools() {
     assert!(list.get("nextPageToken").is_none());
 
     let r = app.get(ALICE, &format!("{KC}/nodePools/gpu-l4-zz99")).await;
-    expect_error(&r, 404, "NOT_FOUND", "NODE_POOL_NOT_FOUND");
+    expect_not_found(&r, "NODE_POOL_NOT_FOUND");
     let r = app
         .get(
             ALICE,
             "/v1/projects/acme-project/zones/us-central1-a/clusters/nope",
         )
         .await;
-    expect_error(&r, 404, "NOT_FOUND", "CLUSTER_NOT_FOUND");
+    expect_not_found(&r, "CLUSTER_NOT_FOUND");
     assert_eq!(
         meta(&r, "cluster"),
         "projects/acme-project/zones/us-central1-a/clusters/nope"
@@ -129,14 +126,14 @@ async fn get_cluster_with_pools() {
             "/v1/projects/acme-project/zones/us-central1-b/clusters/kc",
         )
         .await;
-    expect_error(&r, 404, "NOT_FOUND", "CLUSTER_NOT_FOUND");
+    expect_not_found(&r, "CLUSTER_NOT_FOUND");
     let r = app
         .get(
             ALICE,
             "/v1/projects/acme-project/zones/us-central1-a/clusters/nope/nodePools",
         )
         .await;
-    expect_error(&r, 404, "NOT_FOUND", "CLUSTER_NOT_FOUND");
+    expect_not_found(&r, "CLUSTER_NOT_FOUND");
     // A project nobody owns.
     let r = app
         .get(
@@ -144,7 +141,7 @@ async fn get_cluster_with_pools() {
             "/v1/projects/free-project/zones/us-central1-a/clusters/kc",
         )
         .await;
-    expect_error(&r, 404, "NOT_FOUND", "PROJECT_NOT_FOUND");
+    expect_not_found(&r, "PROJECT_NOT_FOUND");
     assert_eq!(meta(&r, "project"), "free-project");
 }
 
@@ -228,7 +225,7 @@ async fn list_filters() {
     let r = app.get(ALICE, "/v1/clusters?state=BOGUS").await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_FILTER");
     let r = app.get(ALICE, "/v1/clusters?team=nope-team").await;
-    expect_error(&r, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    expect_not_found(&r, "TEAM_NOT_FOUND");
     // Empty values mean "no filter".
     assert_eq!(list("/v1/clusters?team=&state=").await, all);
 
@@ -246,11 +243,8 @@ async fn list_filters() {
 
 #[tokio::test]
 async fn invalid_names_in_cluster_paths() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
-    let rec = app
-        .cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    let app = acme_app(ALICE).await;
+    let rec = acme_cluster(&app).await;
     add_pool(&app, rec.id, "gpu-l4-ab12").await;
     let long = "c".repeat(41);
     let cases = [
@@ -310,12 +304,9 @@ async fn invalid_names_in_cluster_paths() {
 
 #[tokio::test]
 async fn teams_cannot_see_each_others_clusters() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     app.team(BOB, "bobs", &["bob-project"]).await;
-    let a = app
-        .cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    let a = acme_cluster(&app).await;
     let b = app
         .cluster("bobs", "bob-project", "us-central1-a", "kc")
         .await;
@@ -348,9 +339,9 @@ async fn teams_cannot_see_each_others_clusters() {
         ];
         for path in probes {
             let r = app.get(me, &path).await;
-            expect_error(&r, 404, "NOT_FOUND", "PROJECT_NOT_FOUND");
+            expect_not_found(&r, "PROJECT_NOT_FOUND");
             let unowned = app.get(me, &path.replace(theirs, "unowned-project")).await;
-            expect_error(&unowned, 404, "NOT_FOUND", "PROJECT_NOT_FOUND");
+            expect_not_found(&unowned, "PROJECT_NOT_FOUND");
             assert_eq!(
                 crate::support::message(&r).replace(theirs, "P"),
                 crate::support::message(&unowned).replace("unowned-project", "P"),
@@ -361,7 +352,7 @@ async fn teams_cannot_see_each_others_clusters() {
         let r = app
             .get(me, &format!("/v1/clusters?team={other_team}"))
             .await;
-        expect_error(&r, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+        expect_not_found(&r, "TEAM_NOT_FOUND");
     }
     // A record whose project has since moved to another team stays hidden from the new
     // team (it belongs to the old one).
@@ -375,7 +366,7 @@ async fn teams_cannot_see_each_others_clusters() {
             "/v1/projects/acme-project/zones/us-central1-a/clusters/kc",
         )
         .await;
-    expect_error(&r, 404, "NOT_FOUND", "CLUSTER_NOT_FOUND");
+    expect_not_found(&r, "CLUSTER_NOT_FOUND");
     let list = ok(app
         .get(BOB, "/v1/projects/acme-project/zones/-/clusters")
         .await);

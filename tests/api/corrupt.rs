@@ -9,7 +9,7 @@ use serde_json::json;
 use tracing_subscriber::fmt::MakeWriter;
 
 use crate::common::TestApp;
-use crate::support::{expect_error, ok};
+use crate::support::{acme_app, acme_cluster, expect_error, ok};
 
 const ALICE: &str = "alice@example.com";
 const KC: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc";
@@ -74,11 +74,8 @@ async fn exec(app: &TestApp, sql: &'static str, id: uuid::Uuid) {
 #[tokio::test]
 async fn corrupt_specs_are_errors_not_defaults() {
     let (logs, _guard) = Logs::capture();
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
-    let rec = app
-        .cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    let app = acme_app(ALICE).await;
+    let rec = acme_cluster(&app).await;
     ok(app.get(ALICE, KC).await);
 
     // A pool spec that is an empty object: it used to read back as an empty pool.
@@ -133,8 +130,7 @@ async fn corrupt_specs_are_errors_not_defaults() {
 #[tokio::test]
 async fn corrupt_steps_are_errors_not_empty_progress() {
     let (logs, _guard) = Logs::capture();
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     let op = app.noop(ALICE, json!({"team": "acme", "steps": 2})).await;
     let name = op["name"].as_str().expect("operation name");
     let id: uuid::Uuid = name

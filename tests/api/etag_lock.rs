@@ -9,18 +9,15 @@ use kineticd::store::{self, Db};
 use reqwest::Method;
 
 use crate::common::{Resp, TestApp};
-use crate::support::{expect_error, ok};
+use crate::support::{acme_app, acme_cluster, expect_error, ok};
 
 const ALICE: &str = "alice@example.com";
 const PATH: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc";
 
 /// A team with a RUNNING cluster `kc`; its current etag.
 async fn app_with_cluster() -> (TestApp, store::clusters::ClusterRecord, String) {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
-    let rec = app
-        .cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    let app = acme_app(ALICE).await;
+    let rec = acme_cluster(&app).await;
     let etag = ok(app.get(ALICE, PATH).await)["etag"]
         .as_str()
         .expect("etag")

@@ -6,19 +6,16 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::{TestApp, start_sim};
-use crate::support::{expect_error, message, meta, raw};
+use crate::support::{
+    acme_app, acme_cluster, expect_error, expect_invalid, expect_not_found, message, meta, raw,
+    raw_json,
+};
 
 const ALICE: &str = "alice@example.com";
 
-async fn app_with_team() -> TestApp {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
-    app
-}
-
 #[tokio::test]
 async fn wait_timeouts_are_bounded_not_panics() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     let op = app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
     let name = op["name"].as_str().unwrap();
     for bad in ["1e20", "1e300s", "61s", "NaN", "inf", "-1s", "-0.5"] {
@@ -64,7 +61,7 @@ async fn a_handler_panic_is_a_google_500_with_the_request_id() {
     })
     .await;
     let r = prod.post(ALICE, "/v1/testing/panic", Value::Null).await;
-    expect_error(&r, 404, "NOT_FOUND", "ROUTE_NOT_FOUND");
+    expect_not_found(&r, "ROUTE_NOT_FOUND");
 }
 
 #[tokio::test]
@@ -109,17 +106,8 @@ async fn bodies_must_be_json_objects() {
         "7",
         r#""x""#,
     ] {
-        let r = raw(
-            &app,
-            ALICE,
-            Method::POST,
-            "/v1/teams",
-            Some("application/json"),
-            body,
-        )
-        .await;
-        expect_error(&r, 400, "INVALID_ARGUMENT", "BODY_NOT_OBJECT");
-        assert!(message(&r).contains("JSON object"), "{}", message(&r));
+        let r = raw_json(&app, ALICE, Method::POST, "/v1/teams", body).await;
+        expect_invalid(&r, "BODY_NOT_OBJECT", "JSON object");
     }
     assert_eq!(app.get(ALICE, "/v1/teams/arr-team").await.status, 404);
     // Other body-taking routes refuse arrays too.
@@ -201,10 +189,9 @@ fn parameters(path_item: &Value, op: &Value) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn every_path_and_query_parameter_refuses_hostile_values() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     app.member(ALICE, "acme", "bob@example.com", "VIEWER").await;
-    app.cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    acme_cluster(&app).await;
     let r = app
         .put(
             ALICE,
@@ -283,7 +270,7 @@ fn forged_token(scope: &str, key: Value) -> String {
 
 #[tokio::test]
 async fn forged_page_tokens_are_400_and_real_ones_survive_a_restart() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     for _ in 0..3 {
         app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
     }
@@ -341,7 +328,7 @@ async fn forged_page_tokens_are_400_and_real_ones_survive_a_restart() {
 
 #[tokio::test]
 async fn names_with_nul_bytes_never_reach_the_database() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     for (method, path) in [
         (Method::GET, "/v1/teams/a%00b"),
         (Method::DELETE, "/v1/teams/a%00b"),
@@ -376,8 +363,7 @@ async fn names_with_nul_bytes_never_reach_the_database() {
         assert!(message(&r).contains(key), "{key}: {}", message(&r));
     }
     let r = app.get(ALICE, "/v1/operations?filter=type%3DBOGUS").await;
-    expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_FILTER");
-    assert!(message(&r).contains("UP_CLUSTER"), "{}", message(&r));
+    expect_invalid(&r, "INVALID_FILTER", "UP_CLUSTER");
     let r = app
         .get(
             ALICE,
@@ -403,27 +389,14 @@ async fn invalid_utf8_bodies_name_the_byte() {
     let mut body = br#"{"teamId": "ab"#.to_vec();
     body.extend([0xff, 0xfe]);
     body.extend(br#"c"}"#);
-    let r = raw(
-        &app,
-        ALICE,
-        Method::POST,
-        "/v1/teams",
-        Some("application/json"),
-        body,
-    )
-    .await;
-    expect_error(&r, 400, "INVALID_ARGUMENT", "MALFORMED_JSON");
-    assert!(
-        message(&r).contains("invalid UTF-8 at byte 14"),
-        "{}",
-        message(&r)
-    );
+    let r = raw_json(&app, ALICE, Method::POST, "/v1/teams", body).await;
+    expect_invalid(&r, "MALFORMED_JSON", "invalid UTF-8 at byte 14");
     assert!(!message(&r).contains("wrong type"), "{}", message(&r));
 }
 
 #[tokio::test]
 async fn a_wrong_method_on_a_custom_method_is_405_with_allow() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     let op = app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
     let name = op["name"].as_str().unwrap();
     let cases = [
@@ -497,26 +470,10 @@ async fn the_openapi_document_tells_optional_bodies_and_415() {
     }
     assert!(body_routes >= 6, "{body_routes}");
     // A JSON null is "no body" too, as the document says; an array is not.
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     let path = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc";
-    let r = raw(
-        &app,
-        ALICE,
-        Method::PUT,
-        path,
-        Some("application/json"),
-        "null",
-    )
-    .await;
+    let r = raw_json(&app, ALICE, Method::PUT, path, "null").await;
     assert_ne!(r.reason(), "BODY_NOT_OBJECT", "{:#}", r.body);
-    let r = raw(
-        &app,
-        ALICE,
-        Method::PUT,
-        path,
-        Some("application/json"),
-        "[]",
-    )
-    .await;
+    let r = raw_json(&app, ALICE, Method::PUT, path, "[]").await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "BODY_NOT_OBJECT");
 }

@@ -1,66 +1,23 @@
 //! IAP identity end to end: the real app in IAP mode, ES256 tokens minted here, keys
 //! served by a local JWKS endpoint.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use axum::Router;
 use axum::routing::get;
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use kineticd::auth::{IAP_HEADER, IAP_ISSUER};
 use kineticd::config::Identity;
-use p256::ecdsa::SigningKey;
-use p256::elliptic_curve::Generate;
-use p256::pkcs8::{EncodePrivateKey, LineEnding};
 use serde_json::{Value, json};
 
+use crate::common::iap_keys::{AUD, TestKey, new_key, now, sign, unreachable_port};
 use crate::common::{ADMIN, Resp, TestApp, fresh_db};
-use crate::support::{expect_error, message};
-
-const AUD: &str = "/projects/123/global/backendServices/456";
-
-struct Key {
-    kid: String,
-    enc: EncodingKey,
-    jwk: Value,
-}
-
-fn new_key(kid: &str) -> Key {
-    let sk = SigningKey::generate_from_rng(&mut rand::rng());
-    let pem = sk.to_pkcs8_pem(LineEnding::LF).expect("pkcs8 pem");
-    let enc = EncodingKey::from_ec_pem(pem.as_bytes()).expect("encoding key");
-    let point = sk.verifying_key().to_sec1_point(false);
-    let x = URL_SAFE_NO_PAD.encode(point.x().expect("x"));
-    let y = URL_SAFE_NO_PAD.encode(point.y().expect("y"));
-    let jwk = json!({"kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": kid, "x": x, "y": y});
-    Key {
-        kid: kid.to_owned(),
-        enc,
-        jwk,
-    }
-}
-
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
+use crate::support::{expect_error, expect_not_found, message};
 
 fn claims(email: &str) -> Value {
     let n = now();
     json!({"iss": IAP_ISSUER, "aud": AUD, "email": email, "sub": "accounts.google.com:1", "iat": n, "exp": n + 600})
 }
 
-fn sign(key: &Key, claims: &Value) -> String {
-    let mut h = Header::new(Algorithm::ES256);
-    h.kid = Some(key.kid.clone());
-    jsonwebtoken::encode(&h, claims, &key.enc).expect("sign")
-}
-
 /// Serve `keys` as a JWKS; returns its URL.
-async fn jwks_server(keys: &[&Key]) -> String {
+async fn jwks_server(keys: &[&TestKey]) -> String {
     let body = json!({"keys": keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>()});
     let app = Router::new().route("/jwks", get(move || async move { axum::Json(body) }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -133,7 +90,7 @@ async fn valid_tokens_identify_the_caller() {
     assert_eq!(members.body["members"][0]["email"], "alice@example.com");
     let bob = sign(&key, &claims("bob@example.com"));
     let r = get_as(&app, "/v1/teams/acme", Some(&bob)).await;
-    expect_error(&r, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    expect_not_found(&r, "TEAM_NOT_FOUND");
 
     // Service admins are recognised from the token too.
     let admin = sign(&key, &claims(ADMIN));
@@ -201,10 +158,7 @@ async fn bad_or_missing_tokens_get_401() {
 #[tokio::test]
 async fn unreachable_keys_give_503_without_internals() {
     let key = new_key("k1");
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = unreachable_port();
     let app = iap_app(format!("http://127.0.0.1:{port}/jwks")).await;
     let token = sign(&key, &claims("alice@example.com"));
     for _ in 0..2 {
@@ -232,5 +186,5 @@ async fn service_endpoints_need_no_token() {
     }
     // Unknown routes answer 404 (not 401) without a token.
     let r = get_as(&app, "/v1/nothing-here", None).await;
-    expect_error(&r, 404, "NOT_FOUND", "ROUTE_NOT_FOUND");
+    expect_not_found(&r, "ROUTE_NOT_FOUND");
 }

@@ -3,7 +3,9 @@
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN, TestApp};
-use crate::support::{expect_error, message, names, ok};
+use crate::support::{
+    acme_app, acme_cluster, expect_error, expect_invalid, expect_not_found, message, names, ok,
+};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -71,11 +73,9 @@ async fn put_get_list_delete() {
             json!([])
         );
         let r = app.get(who, "/v1/profiles/research").await;
-        expect_error(&r, 404, "NOT_FOUND", "PROFILE_NOT_FOUND");
-        expect_error(
+        expect_not_found(&r, "PROFILE_NOT_FOUND");
+        expect_not_found(
             &app.delete(who, "/v1/profiles/research").await,
-            404,
-            "NOT_FOUND",
             "PROFILE_NOT_FOUND",
         );
     }
@@ -95,12 +95,10 @@ async fn put_get_list_delete() {
     let r = app.delete(ALICE, "/v1/profiles/research").await;
     assert_eq!(r.status, 204, "{:#}", r.body);
     let r = app.get(ALICE, "/v1/profiles/research").await;
-    expect_error(&r, 404, "NOT_FOUND", "PROFILE_NOT_FOUND");
+    expect_not_found(&r, "PROFILE_NOT_FOUND");
     assert!(message(&r).contains("profiles/research"), "{}", message(&r));
-    expect_error(
+    expect_not_found(
         &app.delete(ALICE, "/v1/profiles/research").await,
-        404,
-        "NOT_FOUND",
         "PROFILE_NOT_FOUND",
     );
     assert_eq!(
@@ -164,7 +162,7 @@ async fn only_one_profile_is_active() {
     let r = app
         .post(ALICE, "/v1/profiles/three:activate", json!({}))
         .await;
-    expect_error(&r, 404, "NOT_FOUND", "PROFILE_NOT_FOUND");
+    expect_not_found(&r, "PROFILE_NOT_FOUND");
     assert_eq!(
         active_ids(&ok(app.get(ALICE, "/v1/profiles").await)),
         ["two"]
@@ -190,12 +188,9 @@ async fn only_one_profile_is_active() {
 
 #[tokio::test]
 async fn stale_follows_the_cluster_record() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     app.team(BOB, "bobs", &["bob-project"]).await;
-    let live = app
-        .cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    let live = acme_cluster(&app).await;
     app.cluster("bobs", "bob-project", "us-central1-a", "bc")
         .await;
     crate::teams::deleted_cluster(&app, "acme", "acme-project", "gone").await;
@@ -304,11 +299,10 @@ async fn invalid_profile_requests() {
         let r = app
             .put(ALICE, "/v1/profiles/work", json!({"cluster": cluster}))
             .await;
-        expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_CLUSTER_NAME");
-        assert!(
-            message(&r).contains("projects/PROJECT/zones/ZONE/clusters/CLUSTER"),
-            "{}",
-            message(&r)
+        expect_invalid(
+            &r,
+            "INVALID_CLUSTER_NAME",
+            "projects/PROJECT/zones/ZONE/clusters/CLUSTER",
         );
     }
     let long_ns = "n".repeat(64);

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::clusters::add_pool;
 use crate::common::{ADMIN, TestApp};
-use crate::support::{expect_error, meta};
+use crate::support::{expect_error, expect_not_found, meta};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Who {
@@ -208,7 +208,7 @@ async fn delete_team_needs_owner() {
             S(code) => {
                 assert_eq!(r.status.as_u16(), code, "{who:?}: {:#}", r.body);
                 let gone = app.get(ADMIN, &format!("/v1/teams/{team}")).await;
-                expect_error(&gone, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+                expect_not_found(&gone, "TEAM_NOT_FOUND");
             }
             E(code, status, reason) => {
                 expect_error(&r, code, status, reason);

@@ -88,24 +88,7 @@ async fn openapi_document_describes_the_routes() {
     );
     assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
     let paths = doc["paths"].as_object().expect("paths");
-    for p in [
-        "/healthz",
-        "/readyz",
-        "/metrics",
-        "/v1/me",
-        "/v1/teams",
-        "/v1/teams/{team}",
-        "/v1/teams/{team}/members",
-        "/v1/teams/{team}/members/{email}",
-        "/v1/profiles",
-        "/v1/profiles/{profile}",
-        "/v1/profiles/{profile}:activate",
-        "/v1/clusters",
-        "/v1/projects/{project}/zones/{zone}/clusters",
-        "/v1/projects/{project}/zones/{zone}/clusters/{cluster}",
-        "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools",
-        "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}",
-    ] {
+    for &p in crate::common::api_paths::DOCUMENTED {
         assert!(paths.contains_key(p), "{p} missing from the document");
     }
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());

@@ -9,9 +9,7 @@ use std::time::Duration;
 use kineticd::cloud::gcp::GcpClients;
 use kineticd::cloud::gcp::types::artifact_registry::Repository;
 use kineticd::cloud::gcp::types::compute::{Network, Router, RouterNat};
-use kineticd::cloud::gcp::types::container::{
-    AcceleratorConfig, Cluster, NodeConfig, NodePool, NodePoolAutoscaling,
-};
+use kineticd::cloud::gcp::types::container::{Cluster, NodePool};
 use kineticd::cloud::gcp::types::storage::Bucket;
 use kineticd::domain::naming::ClusterNames;
 use kineticd::domain::{ClusterName, ClusterState, PoolState, ProjectId, ZoneName};
@@ -21,8 +19,9 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::common::gke::{autoscaled_pool, default_pool};
 use crate::common::{TestApp, fresh_db};
-use crate::support::{expect_error, ok};
+use crate::support::{expect_error, expect_not_found, ok};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -58,27 +57,11 @@ async fn record_pool(app: &TestApp, cluster: Uuid, id: &str, spec: Value) {
 
 /// An L4 pool as GKE holds it: `nodes` nodes, autoscaling `nodes..nodes+10`.
 fn l4_pool(name: &str, nodes: i32, spot: bool) -> NodePool {
-    NodePool {
-        name: name.into(),
-        initial_node_count: Some(nodes),
-        autoscaling: Some(NodePoolAutoscaling {
-            enabled: Some(true),
-            min_node_count: Some(nodes),
-            max_node_count: Some(nodes + 10),
-            ..Default::default()
-        }),
-        config: Some(NodeConfig {
-            machine_type: Some("g2-standard-4".into()),
-            accelerators: vec![AcceleratorConfig {
-                accelerator_count: 1,
-                accelerator_type: "nvidia-l4".into(),
-                gpu_driver_installation_config: None,
-            }],
-            spot: spot.then_some(true),
-            ..Default::default()
-        }),
-        ..Default::default()
+    let mut pool = autoscaled_pool(name, "g2-standard-4", "nvidia-l4", 1, nodes);
+    if let Some(config) = pool.config.as_mut() {
+        config.spot = spot.then_some(true);
     }
+    pool
 }
 
 async fn add_gke_pool(gcp: &GcpClients, pool: &NodePool) {
@@ -161,16 +144,7 @@ async fn provision(gcp: &GcpClients, pools: &[NodePool]) {
             .await
             .expect("service account");
     }
-    let mut node_pools = vec![NodePool {
-        name: "default-pool".into(),
-        initial_node_count: Some(1),
-        config: Some(NodeConfig {
-            machine_type: Some("e2-standard-4".into()),
-            disk_size_gb: Some(50),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }];
+    let mut node_pools = vec![default_pool()];
     node_pools.extend(pools.iter().cloned());
     let cluster = Cluster {
         name: C.into(),
@@ -430,7 +404,7 @@ async fn viewers_read_status_and_others_get_404() {
 
     for path in [STATUS, ACCELERATORS] {
         let r = app.get(EVE, path).await;
-        expect_error(&r, 404, "NOT_FOUND", "PROJECT_NOT_FOUND");
+        expect_not_found(&r, "PROJECT_NOT_FOUND");
     }
     let r = app
         .get(
@@ -438,7 +412,7 @@ async fn viewers_read_status_and_others_get_404() {
             "/v1/projects/acme-project/zones/us-central1-a/clusters/nope/status",
         )
         .await;
-    expect_error(&r, 404, "NOT_FOUND", "CLUSTER_NOT_FOUND");
+    expect_not_found(&r, "CLUSTER_NOT_FOUND");
 }
 
 #[tokio::test]

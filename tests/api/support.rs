@@ -5,6 +5,8 @@ use std::collections::HashSet;
 use reqwest::StatusCode;
 use serde_json::Value;
 
+use kineticd::store::clusters::ClusterRecord;
+
 use crate::common::{Resp, TestApp};
 
 /// Assert `r` is an error with HTTP `code`, canonical `status` and ErrorInfo `reason`,
@@ -72,6 +74,38 @@ pub fn expect_error(r: &Resp, code: u16, status: &str, reason: &str) {
             );
         }
     }
+}
+
+/// [`expect_error`], and the message mentions `text`.
+#[track_caller]
+pub fn expect_error_saying(r: &Resp, code: u16, status: &str, reason: &str, text: &str) {
+    expect_error(r, code, status, reason);
+    assert!(message(r).contains(text), "{}", message(r));
+}
+
+/// A 400 `INVALID_ARGUMENT` error with `reason`, whose message mentions `text`.
+#[track_caller]
+pub fn expect_invalid(r: &Resp, reason: &str, text: &str) {
+    expect_error_saying(r, 400, "INVALID_ARGUMENT", reason, text);
+}
+
+/// Assert `r` is a 404 `NOT_FOUND` error with ErrorInfo `reason` (see [`expect_error`]).
+#[track_caller]
+pub fn expect_not_found(r: &Resp, reason: &str) {
+    expect_error(r, 404, "NOT_FOUND", reason);
+}
+
+/// A fresh app in which `owner` owns team `acme` (project `acme-project`).
+pub async fn acme_app(owner: &str) -> TestApp {
+    let app = TestApp::spawn().await;
+    app.team(owner, "acme", &["acme-project"]).await;
+    app
+}
+
+/// The cluster most tests work on: `kc` of team `acme` in `acme-project`, `us-central1-a`.
+pub async fn acme_cluster(app: &TestApp) -> ClusterRecord {
+    app.cluster("acme", "acme-project", "us-central1-a", "kc")
+        .await
 }
 
 /// The error message (after [`expect_error`]).
@@ -182,6 +216,17 @@ pub fn names(body: &Value, items: &str, key: &str) -> Vec<String> {
         .iter()
         .map(|v| v[key].as_str().unwrap_or_default().to_owned())
         .collect()
+}
+
+/// Send a raw body as `application/json`, whatever it holds (for malformed-JSON tests).
+pub async fn raw_json(
+    app: &TestApp,
+    user: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: impl Into<reqwest::Body>,
+) -> Resp {
+    raw(app, user, method, path, Some("application/json"), body).await
 }
 
 /// Send a raw body with an optional content type (for malformed-request tests).

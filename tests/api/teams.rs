@@ -4,7 +4,10 @@ use chrono::DateTime;
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN, TestApp};
-use crate::support::{expect_error, message, meta, names, ok};
+use crate::support::{
+    acme_app, acme_cluster, expect_error, expect_error_saying, expect_not_found, message, meta,
+    names, ok,
+};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -149,8 +152,7 @@ async fn invalid_team_ids_and_projects() {
 
 #[tokio::test]
 async fn duplicate_team_and_claimed_project() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     for who in [ALICE, BOB] {
         let r = app.post(who, "/v1/teams", json!({"teamId": "acme"})).await;
         expect_error(&r, 409, "ALREADY_EXISTS", "TEAM_EXISTS");
@@ -166,12 +168,7 @@ async fn duplicate_team_and_claimed_project() {
     expect_error(&r, 409, "ALREADY_EXISTS", "PROJECT_CLAIMED");
     assert_eq!(meta(&r, "project"), "acme-project");
     assert!(message(&r).contains("acme-project"), "{}", message(&r));
-    expect_error(
-        &app.get(BOB, "/v1/teams/bobs").await,
-        404,
-        "NOT_FOUND",
-        "TEAM_NOT_FOUND",
-    );
+    expect_not_found(&app.get(BOB, "/v1/teams/bobs").await, "TEAM_NOT_FOUND");
     assert_eq!(ok(app.get(BOB, "/v1/me").await)["teams"], json!([]));
     // bob-project was not claimed by the failed request.
     app.team(BOB, "bobs", &["bob-project"]).await;
@@ -255,7 +252,7 @@ async fn patch_team() {
     let r = app
         .patch(ADMIN, "/v1/teams/nope-team", json!({"displayName": "x"}))
         .await;
-    expect_error(&r, 404, "NOT_FOUND", "TEAM_NOT_FOUND");
+    expect_not_found(&r, "TEAM_NOT_FOUND");
 }
 
 #[tokio::test]
@@ -267,8 +264,7 @@ async fn patch_cannot_remove_a_project_with_live_clusters() {
         &["acme-project", "spare-project", "done-project"],
     )
     .await;
-    app.cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    acme_cluster(&app).await;
     let r = app
         .patch(
             ALICE,
@@ -276,8 +272,13 @@ async fn patch_cannot_remove_a_project_with_live_clusters() {
             json!({"projects": ["spare-project"]}),
         )
         .await;
-    expect_error(&r, 409, "FAILED_PRECONDITION", "PROJECT_HAS_CLUSTERS");
-    assert!(message(&r).contains("acme-project"), "{}", message(&r));
+    expect_error_saying(
+        &r,
+        409,
+        "FAILED_PRECONDITION",
+        "PROJECT_HAS_CLUSTERS",
+        "acme-project",
+    );
     // Nothing changed, not even the display name sent alongside.
     let r2 = app
         .patch(
@@ -326,31 +327,15 @@ pub async fn deleted_cluster(app: &TestApp, team: &str, project: &str, name: &st
 
 #[tokio::test]
 async fn delete_team() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
+    let app = acme_app(ALICE).await;
     app.member(ALICE, "acme", BOB, "ADMIN").await;
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     assert_eq!(r.status, 204, "{:#}", r.body);
     assert_eq!(r.body, Value::Null, "204 has no body");
-    expect_error(
-        &app.get(ALICE, "/v1/teams/acme").await,
-        404,
-        "NOT_FOUND",
-        "TEAM_NOT_FOUND",
-    );
-    expect_error(
-        &app.get(ADMIN, "/v1/teams/acme").await,
-        404,
-        "NOT_FOUND",
-        "TEAM_NOT_FOUND",
-    );
+    expect_not_found(&app.get(ALICE, "/v1/teams/acme").await, "TEAM_NOT_FOUND");
+    expect_not_found(&app.get(ADMIN, "/v1/teams/acme").await, "TEAM_NOT_FOUND");
     assert_eq!(ok(app.get(BOB, "/v1/me").await)["teams"], json!([]));
-    expect_error(
-        &app.delete(ALICE, "/v1/teams/acme").await,
-        404,
-        "NOT_FOUND",
-        "TEAM_NOT_FOUND",
-    );
+    expect_not_found(&app.delete(ALICE, "/v1/teams/acme").await, "TEAM_NOT_FOUND");
     // Its id and projects are free again.
     app.team(BOB, "acme", &["acme-project"]).await;
     assert_eq!(
@@ -365,11 +350,8 @@ async fn delete_team() {
 
 #[tokio::test]
 async fn delete_team_refused_while_it_has_clusters() {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
-    let c = app
-        .cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    let app = acme_app(ALICE).await;
+    let c = acme_cluster(&app).await;
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     expect_error(&r, 409, "FAILED_PRECONDITION", "TEAM_HAS_CLUSTERS");
     assert_eq!(meta(&r, "clusters"), "1");
@@ -385,12 +367,7 @@ async fn delete_team_refused_while_it_has_clusters() {
     deleted_cluster(&app, "acme", "acme-project", "older").await;
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     assert_eq!(r.status, 204, "{:#}", r.body);
-    expect_error(
-        &app.get(ALICE, "/v1/teams/acme").await,
-        404,
-        "NOT_FOUND",
-        "TEAM_NOT_FOUND",
-    );
+    expect_not_found(&app.get(ALICE, "/v1/teams/acme").await, "TEAM_NOT_FOUND");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

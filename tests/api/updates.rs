@@ -4,15 +4,9 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::common::TestApp;
-use crate::support::{expect_error, ok};
+use crate::support::{acme_app, acme_cluster, expect_error, ok};
 
 const ALICE: &str = "alice@example.com";
-
-async fn app_with_team() -> TestApp {
-    let app = TestApp::spawn().await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
-    app
-}
 
 /// Send with an `If-Match` header.
 async fn if_match(
@@ -35,7 +29,7 @@ async fn if_match(
 
 #[tokio::test]
 async fn update_mask_limits_the_change_to_the_masked_fields() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     let body = json!({"displayName": "Acme", "projects": ["acme-project", "acme-two"]});
     let t = ok(app
         .patch(ALICE, "/v1/teams/acme?updateMask=displayName", body.clone())
@@ -81,7 +75,7 @@ async fn update_mask_limits_the_change_to_the_masked_fields() {
 
 #[tokio::test]
 async fn team_etags_are_checked_on_update_and_delete() {
-    let app = app_with_team().await;
+    let app = acme_app(ALICE).await;
     let etag = ok(app.get(ALICE, "/v1/teams/acme").await)["etag"]
         .as_str()
         .unwrap()
@@ -159,9 +153,8 @@ async fn team_etags_are_checked_on_update_and_delete() {
 
 #[tokio::test]
 async fn cluster_etags_are_checked_on_put_and_delete() {
-    let app = app_with_team().await;
-    app.cluster("acme", "acme-project", "us-central1-a", "kc")
-        .await;
+    let app = acme_app(ALICE).await;
+    acme_cluster(&app).await;
     let path = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc";
     let stale = "\"0-0\"";
     for method in [Method::PUT, Method::DELETE] {

@@ -2,20 +2,19 @@
 //! operations, 404/409, validation, faults on the poll, cancellation.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use kineticd::cloud::gcp::RetryClass;
 use kineticd::cloud::gcp::artifact_registry::docker_host;
 use kineticd::cloud::gcp::types::artifact_registry::Repository;
 use kineticd::sim::gcp::artifact_registry::OP_DELAY;
-use reqwest::Method;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    advance, arm, cancelled_promptly, journal, quick_lro, raw, start_explicit, statuses,
-    until_journal,
+    Want, advance, arm, assert_not_found, assert_retried_once, assert_unknown_field,
+    check_operation_wait, failed_with, journal, post_refused, quick_lro, service_account,
+    start_explicit,
 };
 
 const PROJECT: &str = "demo-project";
@@ -82,17 +81,10 @@ async fn create_get_delete() {
     let e = ar.get_repository(PROJECT, "us", "kn-c1").await.unwrap_err();
     assert!(e.is_not_found(), "{e}");
     assert_eq!(e.status, "NOT_FOUND");
-    assert!(
-        ar.delete_repository(PROJECT, "us", "kn-c1")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
+    assert_not_found(ar.delete_repository(PROJECT, "us", "kn-c1").await);
+    assert_not_found(
         ar.get_operation("projects/demo-project/locations/us/operations/nope")
-            .await
-            .unwrap_err()
-            .is_not_found()
+            .await,
     );
 }
 
@@ -113,14 +105,11 @@ async fn validation_like_google() {
             format: format.into(),
             ..Default::default()
         };
-        let e = ar
-            .create_repository(PROJECT, loc, id, &repo)
-            .await
-            .unwrap_err();
-        assert_eq!(
-            (e.http_status, e.status.as_str()),
-            (400, "INVALID_ARGUMENT"),
-            "{loc} {id} {format}: {e}"
+        let e = failed_with(
+            ar.create_repository(PROJECT, loc, id, &repo).await,
+            400,
+            Want::Status("INVALID_ARGUMENT"),
+            &format!("{loc} {id} {format}"),
         );
         assert_eq!(e.retry, RetryClass::Terminal);
     }
@@ -133,20 +122,13 @@ async fn validation_like_google() {
         .await
         .unwrap_err();
     assert_eq!(e.http_status, 400);
-    let (status, body) = raw(
+    assert_unknown_field(
         &sim,
-        Method::POST,
         "/artifactregistry/v1/projects/demo-project/locations/us/repositories?repositoryId=kn-c3",
-        Some(json!({"format": "DOCKER", "dockerconfig": {}})),
+        json!({"format": "DOCKER", "dockerconfig": {}}),
+        "dockerconfig",
     )
     .await;
-    assert_eq!(status, 400);
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Unknown name \"dockerconfig\"")
-    );
     // Regions work as well as multi-regions.
     let op = ar
         .create_repository(PROJECT, "europe-west4", "kn-c2", &docker(""))
@@ -170,10 +152,7 @@ async fn retryable_and_terminal_faults() {
     assert_eq!(e.http_status, 503);
     assert!(e.is_retryable());
     ar.get_repository(PROJECT, "us", "kn-f1").await.unwrap();
-    assert_eq!(
-        statuses(&sim, "artifactregistry", "repositories.get").await,
-        vec![503, 200]
-    );
+    assert_retried_once(&sim, "artifactregistry", "repositories.get").await;
 
     arm(
         &sim,
@@ -189,12 +168,7 @@ async fn retryable_and_terminal_faults() {
         .unwrap_err();
     assert_eq!((e.http_status, e.reason.as_str()), (403, "quotaExceeded"));
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
-        ar.get_repository(PROJECT, "us", "kn-f2")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(ar.get_repository(PROJECT, "us", "kn-f2").await);
 }
 
 #[tokio::test]
@@ -207,12 +181,7 @@ async fn operations_on_the_clock() {
         .unwrap();
     assert!(!op.done);
     // Not visible until the create is done; a second create is still a conflict.
-    assert!(
-        ar.get_repository(PROJECT, "us", "kn-slow")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(ar.get_repository(PROJECT, "us", "kn-slow").await);
     assert!(
         ar.create_repository(PROJECT, "us", "kn-slow", &docker(""))
             .await
@@ -220,36 +189,14 @@ async fn operations_on_the_clock() {
             .is_already_exists()
     );
 
-    // Cancellation ends the wait promptly.
-    let cancel = CancellationToken::new();
-    let waiting = {
-        let (ar, op, cancel) = (ar.clone(), op.clone(), cancel.clone());
-        tokio::spawn(async move {
-            let slow = kineticd::cloud::gcp::lro::LroPolicy::standard(Duration::from_secs(600));
-            ar.wait_operation(op, slow, &cancel).await
-        })
+    // A sleeping wait is cancelled promptly; faults on the poll are ridden out until the
+    // clock finishes the operation.
+    let wait = |policy, cancel: CancellationToken| {
+        let (client, o) = (ar.clone(), op.clone());
+        async move { client.wait_operation(o, policy, &cancel).await }
     };
-    // Once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min), cancel.
-    until_journal(&sim, "artifactregistry", "operations.get", None, 1).await;
-    cancel.cancel();
-    let e = cancelled_promptly(waiting).await;
-    assert_eq!(e.status, "CANCELLED");
-
-    // Faults on the poll are ridden out until the clock finishes the operation.
-    arm(&sim, "artifactregistry", "operations.get", "HTTP_503", 1).await;
-    arm(&sim, "artifactregistry", "operations.get", "HTTP_429", 1).await;
-    let waiting = {
-        let (ar, op) = (ar.clone(), op.clone());
-        tokio::spawn(async move {
-            ar.wait_operation(op, quick_lro(), &CancellationToken::new())
-                .await
-        })
-    };
-    until_journal(&sim, "artifactregistry", "operations.get", Some(503), 1).await;
-    until_journal(&sim, "artifactregistry", "operations.get", Some(429), 1).await;
-    advance(&sim, OP_DELAY.as_secs_f64()).await;
-    waiting.await.unwrap().unwrap();
-    let polls = statuses(&sim, "artifactregistry", "operations.get").await;
+    let faults = [("HTTP_503", 503, 1), ("HTTP_429", 429, 1)];
+    let (_, polls) = check_operation_wait(&sim, "artifactregistry", &faults, OP_DELAY, wait).await;
     assert!(polls.contains(&503) && polls.contains(&429), "{polls:?}");
     assert_eq!(polls.last(), Some(&200));
     ar.get_repository(PROJECT, "us", "kn-slow").await.unwrap();
@@ -270,12 +217,7 @@ async fn operations_on_the_clock() {
         done.response.unwrap()["@type"],
         "type.googleapis.com/google.protobuf.Empty"
     );
-    assert!(
-        ar.get_repository(PROJECT, "us", "kn-slow")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(ar.get_repository(PROJECT, "us", "kn-slow").await);
 }
 
 #[tokio::test]
@@ -298,12 +240,7 @@ async fn repository_policy_read_modify_write() {
     assert_eq!(got[0]["httpMethod"], "GET");
     assert_eq!(got[0]["query"], "options.requestedPolicyVersion=3");
 
-    let sa = gcp
-        .iam
-        .create_service_account(PROJECT, "kn-c1-nodes", "", "")
-        .await
-        .unwrap();
-    let member = format!("serviceAccount:{}", sa.email);
+    let (_, member) = service_account(&gcp, PROJECT, "kn-c1-nodes").await;
     let done = ar
         .add_repository_bindings(
             PROJECT,
@@ -329,18 +266,11 @@ async fn repository_policy_read_modify_write() {
     assert_eq!((e.http_status, e.status.as_str()), (409, "ABORTED"));
     assert!(e.is_retryable());
     // Artifact Registry's SetIamPolicyRequest has no updateMask.
-    let (status, _) = raw(
+    post_refused(
         &sim,
-        Method::POST,
         "/artifactregistry/v1/projects/demo-project/locations/us/repositories/kn-c1:setIamPolicy",
-        Some(json!({"policy": {"bindings": []}, "updateMask": "bindings"})),
+        json!({"policy": {"bindings": []}, "updateMask": "bindings"}),
     )
     .await;
-    assert_eq!(status, 400);
-    assert!(
-        ar.get_repository_iam_policy(PROJECT, "us", "nope")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(ar.get_repository_iam_policy(PROJECT, "us", "nope").await);
 }

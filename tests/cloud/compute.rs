@@ -8,13 +8,15 @@ use kineticd::cloud::gcp::types::compute::{Network, Operation, Router, RouterNat
 use kineticd::cloud::gcp::{GcpClients, GcpError, RetryClass};
 use kineticd::sim::SimConfig;
 use kineticd::sim::clock::ClockMode;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::container::{P, admin, advance, arm, journal, raw_post};
-use crate::common::{start_sim, start_sim_with};
-use crate::storage::simctl::{cancelled_promptly, until_journal};
+use crate::common::{get_json, start_sim, start_sim_with};
+use crate::storage::simctl::{
+    Want, assert_not_found, cancel_after_first_poll, failed_with, until_journal,
+};
 
 const R: &str = "us-central1";
 
@@ -105,14 +107,12 @@ async fn network_and_router_lifecycle() {
     );
 
     // The network is in use while the router exists.
-    let e = c
-        .delete_network(P, "kn-one", Uuid::new_v4())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        (e.http_status, e.reason.as_str()),
-        (400, "resourceInUseByAnotherResource"),
-        "{e}"
+    let in_use = c.delete_network(P, "kn-one", Uuid::new_v4()).await;
+    let e = failed_with(
+        in_use,
+        400,
+        Want::Reason("resourceInUseByAnotherResource"),
+        "delete",
     );
     assert_eq!(e.retry, RetryClass::Terminal);
 
@@ -122,12 +122,7 @@ async fn network_and_router_lifecycle() {
     let j = journal(&sim, "compute", "routers.delete").await;
     assert_eq!(j[0]["query"], format!("requestId={rid}"));
     assert_eq!(j[0]["httpMethod"], "DELETE");
-    assert!(
-        c.get_router(P, R, "kn-one-router")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.get_router(P, R, "kn-one-router").await);
     let op = c.delete_network(P, "kn-one", Uuid::new_v4()).await.unwrap();
     wait(&gcp, &op).await.unwrap();
     assert!(c.get_network(P, "kn-one").await.unwrap_err().is_not_found());
@@ -148,43 +143,17 @@ async fn not_found_conflict_and_invalid() {
         ("alreadyExists", RetryClass::Terminal)
     );
     assert!(c.get_network(P, "nope").await.unwrap_err().is_not_found());
-    assert!(
-        c.delete_network(P, "nope", Uuid::new_v4())
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.delete_network(P, "nope", Uuid::new_v4()).await);
     assert!(c.get_router(P, R, "nope").await.unwrap_err().is_not_found());
-    assert!(
-        c.delete_router(P, R, "nope", Uuid::new_v4())
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        c.get_region_operation(P, R, "operation-x")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        c.get_global_operation(P, "operation-x")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        c.get_region(P, "moon-base1x")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.delete_router(P, R, "nope", Uuid::new_v4()).await);
+    assert_not_found(c.get_region_operation(P, R, "operation-x").await);
+    assert_not_found(c.get_global_operation(P, "operation-x").await);
+    assert_not_found(c.get_region(P, "moon-base1x").await);
     // A router needs an existing network.
-    let e = c
-        .insert_router(P, R, &router("r", "kn-missing"), Uuid::new_v4())
-        .await
-        .unwrap_err();
-    assert!(e.is_not_found(), "{e}");
+    assert_not_found(
+        c.insert_router(P, R, &router("r", "kn-missing"), Uuid::new_v4())
+            .await,
+    );
     let op = c
         .insert_router(P, R, &router("r", "kn-two"), Uuid::new_v4())
         .await
@@ -322,12 +291,7 @@ async fn every_call_survives_one_503_and_reports_terminal_faults() {
             router_op = op;
         }
     }
-    assert!(
-        c.get_network(P, "kn-four")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.get_network(P, "kn-four").await);
 }
 
 /// One call by method name; returns the operation for inserts.
@@ -394,13 +358,7 @@ async fn failed_operation_is_an_error_with_its_http_status() {
         .await
         .unwrap();
     assert_eq!(raw.http_error_status_code, Some(403));
-    assert!(
-        gcp.compute
-            .get_router(P, R, "rq")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(gcp.compute.get_router(P, R, "rq").await);
 }
 
 #[tokio::test]
@@ -434,19 +392,18 @@ async fn operations_follow_the_clock_and_waits_cancel() {
     );
 
     // Cancelled once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min).
-    let cancel = CancellationToken::new();
-    let waiting = {
-        let (gcp, op, cancel) = (gcp.clone(), op.clone(), cancel.clone());
-        tokio::spawn(async move {
-            gcp.compute
-                .wait_operation(&op, &cancel, Duration::from_secs(600))
+    let (g, o) = (gcp.clone(), op.clone());
+    cancel_after_first_poll(
+        &sim,
+        "compute",
+        "globalOperations.get",
+        |cancel| async move {
+            g.compute
+                .wait_operation(&o, &cancel, Duration::from_secs(600))
                 .await
-        })
-    };
-    until_journal(&sim, "compute", "globalOperations.get", None, 1).await;
-    cancel.cancel();
-    let e = cancelled_promptly(waiting).await;
-    assert_eq!(e.status, "CANCELLED", "{e}");
+        },
+    )
+    .await;
     // The clock does not move: the deadline passes (after at least one poll, whatever
     // the load), and the wait says so.
     let e = c
@@ -504,15 +461,12 @@ async fn region_quotas_and_overrides() {
         "overrides are per region"
     );
     // Quotas are doubles on the wire.
-    let raw: Value = kineticd::app::http_client()
-        .unwrap()
-        .get(format!("{}/compute/v1/projects/{P}/regions/{R}", sim.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let http = kineticd::app::http_client().unwrap();
+    let raw = get_json(
+        &http,
+        &format!("{}/compute/v1/projects/{P}/regions/{R}", sim.url()),
+    )
+    .await;
     assert!(raw["quotas"][0]["limit"].is_f64(), "{}", raw["quotas"][0]);
 }
 
@@ -552,12 +506,7 @@ async fn accelerator_types_are_paged() {
 
     let fewer = c.list_accelerator_types(P, "us-central1-f").await.unwrap();
     assert!(fewer.len() < all.len() && fewer.iter().any(|a| a.name == "nvidia-l4"));
-    assert!(
-        c.list_accelerator_types(P, "us-central1-q")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.list_accelerator_types(P, "us-central1-q").await);
     let e = c
         .list_accelerator_types_page(P, "us-central1-a", None, Some("garbage!"))
         .await
@@ -609,18 +558,12 @@ async fn zones_get_and_list_answer_like_compute() {
     }
     assert_eq!(paged, all);
     // The wire shape: uint64 id as a string, kind, selfLink.
-    let raw: Value = kineticd::app::http_client()
-        .unwrap()
-        .get(format!(
-            "{}/compute/v1/projects/{P}/zones/us-central1-a",
-            sim.url()
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let http = kineticd::app::http_client().unwrap();
+    let raw = get_json(
+        &http,
+        &format!("{}/compute/v1/projects/{P}/zones/us-central1-a", sim.url()),
+    )
+    .await;
     assert!(raw["id"].is_string(), "{raw}");
     assert_eq!(raw["kind"], "compute#zone");
     assert!(

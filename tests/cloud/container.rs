@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kineticd::cloud::gcp::types::container::{
-    AcceleratorConfig, AddonsConfig, Cluster, GcsFuseCsiDriverConfig, NodeConfig, NodeManagement,
-    NodePool, NodePoolAutoscaling, Operation, PlacementPolicy, PrivateClusterConfig,
-    ReleaseChannel, WorkloadIdentityConfig, WorkloadMetadataConfig,
+    AddonsConfig, Cluster, GcsFuseCsiDriverConfig, NodeManagement, NodePool, Operation,
+    PlacementPolicy, PrivateClusterConfig, ReleaseChannel, WorkloadIdentityConfig,
+    WorkloadMetadataConfig,
 };
 use kineticd::cloud::gcp::{GcpClients, GcpError, RetryClass};
 use kineticd::sim::clock::ClockMode;
@@ -17,8 +17,9 @@ use kineticd::sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::common::gke::{autoscaled_pool, default_pool};
 use crate::common::{start_sim, start_sim_with};
-use crate::storage::simctl::{cancelled_promptly, until_journal};
+use crate::storage::simctl::{Want, assert_not_found, cancel_after_first_poll, failed_with};
 
 mod pools;
 
@@ -101,55 +102,26 @@ fn cluster(name: &str) -> Cluster {
             gcs_fuse_csi_driver_config: Some(GcsFuseCsiDriverConfig { enabled: true }),
         }),
         resource_labels: BTreeMap::from([("kinetic".into(), "true".into())]),
-        node_pools: vec![NodePool {
-            name: "default-pool".into(),
-            initial_node_count: Some(1),
-            config: Some(NodeConfig {
-                machine_type: Some("e2-standard-4".into()),
-                disk_size_gb: Some(50),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }],
+        node_pools: vec![default_pool()],
         ..Default::default()
     }
 }
 
 fn gpu_pool(name: &str, machine: &str, accel: &str, count: i64, nodes: i32) -> NodePool {
-    NodePool {
-        name: name.into(),
-        initial_node_count: Some(nodes),
-        autoscaling: Some(NodePoolAutoscaling {
-            enabled: Some(true),
-            min_node_count: Some(nodes),
-            max_node_count: Some(nodes + 10),
-            ..Default::default()
-        }),
-        management: Some(NodeManagement {
-            auto_repair: Some(true),
-            auto_upgrade: Some(true),
-        }),
-        config: Some(NodeConfig {
-            machine_type: Some(machine.into()),
-            accelerators: if accel.is_empty() {
-                vec![]
-            } else {
-                vec![AcceleratorConfig {
-                    accelerator_count: count,
-                    accelerator_type: accel.into(),
-                    gpu_driver_installation_config: None,
-                }]
-            },
-            labels: BTreeMap::from([("kinetic".into(), "true".into())]),
-            oauth_scopes: vec!["https://www.googleapis.com/auth/cloud-platform".into()],
-            max_run_duration: Some("86400s".into()),
-            workload_metadata_config: Some(WorkloadMetadataConfig {
-                mode: "GKE_METADATA".into(),
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
+    let mut pool = autoscaled_pool(name, machine, accel, count, nodes);
+    pool.management = Some(NodeManagement {
+        auto_repair: Some(true),
+        auto_upgrade: Some(true),
+    });
+    if let Some(config) = pool.config.as_mut() {
+        config.labels = BTreeMap::from([("kinetic".into(), "true".into())]);
+        config.oauth_scopes = vec!["https://www.googleapis.com/auth/cloud-platform".into()];
+        config.max_run_duration = Some("86400s".into());
+        config.workload_metadata_config = Some(WorkloadMetadataConfig {
+            mode: "GKE_METADATA".into(),
+        });
     }
+    pool
 }
 
 fn l4_pool(name: &str, nodes: i32) -> NodePool {
@@ -259,27 +231,9 @@ async fn cluster_not_found_conflict_and_invalid() {
         .unwrap_err();
     assert!(e.is_already_exists(), "{e}");
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
-        gcp.container
-            .get_cluster(P, Z, "nope")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        gcp.container
-            .delete_cluster(P, Z, "nope")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        gcp.container
-            .get_operation(P, Z, "operation-0-x")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(gcp.container.get_cluster(P, Z, "nope").await);
+    assert_not_found(gcp.container.delete_cluster(P, Z, "nope").await);
+    assert_not_found(gcp.container.get_operation(P, Z, "operation-0-x").await);
 
     for bad in ["Upper", "1abc", "ends-", &"a".repeat(41)] {
         let e = assert_terminal(gcp.container.create_cluster(P, Z, &cluster(bad)).await, 400);
@@ -313,6 +267,29 @@ async fn cluster_not_found_conflict_and_invalid() {
     );
     let (status, _) = raw_post(&sim, &path, json!({"clusterr": {"name": "delta"}})).await;
     assert_eq!(status, 400);
+}
+
+/// One call on cluster `faults` (and its pool `gpu-l4-0001`) by method name.
+async fn call(gcp: &GcpClients, method: &str, pool: &NodePool) -> Result<(), GcpError> {
+    let c = &gcp.container;
+    match method {
+        "clusters.get" => c.get_cluster(P, Z, "faults").await.map(|_| ()),
+        "nodePools.create" => c.create_node_pool(P, Z, "faults", pool).await.map(|_| ()),
+        "nodePools.get" => c
+            .get_node_pool(P, Z, "faults", "gpu-l4-0001")
+            .await
+            .map(|_| ()),
+        "nodePools.list" => c.list_node_pools(P, Z, "faults").await.map(|_| ()),
+        "nodePools.setSize" => c
+            .set_node_pool_size(P, Z, "faults", "gpu-l4-0001", 1)
+            .await
+            .map(|_| ()),
+        "nodePools.delete" => c
+            .delete_node_pool(P, Z, "faults", "gpu-l4-0001")
+            .await
+            .map(|_| ()),
+        _ => c.delete_cluster(P, Z, "faults").await.map(|_| ()),
+    }
 }
 
 #[tokio::test]
@@ -350,24 +327,7 @@ async fn every_call_survives_one_503_and_reports_terminal_faults() {
                 continue;
             }
             arm(&sim, "container", method, kind, 1).await;
-            let r = match method {
-                "clusters.get" => c.get_cluster(P, Z, "faults").await.map(|_| ()),
-                "nodePools.create" => c.create_node_pool(P, Z, "faults", &pool).await.map(|_| ()),
-                "nodePools.get" => c
-                    .get_node_pool(P, Z, "faults", "gpu-l4-0001")
-                    .await
-                    .map(|_| ()),
-                "nodePools.list" => c.list_node_pools(P, Z, "faults").await.map(|_| ()),
-                "nodePools.setSize" => c
-                    .set_node_pool_size(P, Z, "faults", "gpu-l4-0001", 1)
-                    .await
-                    .map(|_| ()),
-                "nodePools.delete" => c
-                    .delete_node_pool(P, Z, "faults", "gpu-l4-0001")
-                    .await
-                    .map(|_| ()),
-                _ => c.delete_cluster(P, Z, "faults").await.map(|_| ()),
-            };
+            let r = call(&gcp, method, &pool).await;
             if retry {
                 assert_retryable(r, http);
             } else {
@@ -375,36 +335,14 @@ async fn every_call_survives_one_503_and_reports_terminal_faults() {
                 assert_eq!(e.reason, "quotaExceeded", "{method}: {e}");
             }
         }
-        let ok = match method {
-            "clusters.get" => c.get_cluster(P, Z, "faults").await.map(|_| ()),
-            "nodePools.create" => c.create_node_pool(P, Z, "faults", &pool).await.map(|_| ()),
-            "nodePools.get" => c
-                .get_node_pool(P, Z, "faults", "gpu-l4-0001")
-                .await
-                .map(|_| ()),
-            "nodePools.list" => c.list_node_pools(P, Z, "faults").await.map(|_| ()),
-            "nodePools.setSize" => c
-                .set_node_pool_size(P, Z, "faults", "gpu-l4-0001", 1)
-                .await
-                .map(|_| ()),
-            "nodePools.delete" => c
-                .delete_node_pool(P, Z, "faults", "gpu-l4-0001")
-                .await
-                .map(|_| ()),
-            _ => c.delete_cluster(P, Z, "faults").await.map(|_| ()),
-        };
+        let ok = call(&gcp, method, &pool).await;
         ok.unwrap_or_else(|e| panic!("{method} after faults: {e}"));
     }
     // Each faulted call reached the simulator once and was journalled with its status.
     let j = journal(&sim, "container", "nodePools.get").await;
     let statuses: Vec<_> = j.iter().map(|e| e["status"].as_u64().unwrap()).collect();
     assert_eq!(statuses, [503, 429, 403, 200]);
-    assert!(
-        c.get_cluster(P, Z, "faults")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.get_cluster(P, Z, "faults").await);
 }
 
 #[tokio::test]
@@ -437,19 +375,13 @@ async fn wait_is_cancelled_promptly_and_has_a_deadline() {
         .unwrap();
     assert_eq!(op.status, "PENDING");
     // Cancelled once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min).
-    let cancel = CancellationToken::new();
-    let waiting = {
-        let (gcp, op, cancel) = (gcp.clone(), op.clone(), cancel.clone());
-        tokio::spawn(async move {
-            gcp.container
-                .wait_operation(&op, &cancel, Duration::from_secs(600))
-                .await
-        })
-    };
-    until_journal(&sim, "container", "operations.get", None, 1).await;
-    cancel.cancel();
-    let e = cancelled_promptly(waiting).await;
-    assert_eq!(e.status, "CANCELLED", "{e}");
+    let (g, o) = (gcp.clone(), op.clone());
+    cancel_after_first_poll(&sim, "container", "operations.get", |cancel| async move {
+        g.container
+            .wait_operation(&o, &cancel, Duration::from_secs(600))
+            .await
+    })
+    .await;
 
     // The clock does not move: the deadline passes (after at least one poll, whatever
     // the load) and ends the wait, which would otherwise never end.
@@ -476,14 +408,14 @@ async fn operations_follow_the_clock_and_gke_is_busy_meanwhile() {
     assert!(got.endpoint.is_none());
 
     // One operation per cluster: a second mutation is a retryable FAILED_PRECONDITION.
-    let e = c
+    let busy = c
         .create_node_pool(P, Z, "clock", &l4_pool("gpu-l4-aaaa", 0))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        (e.http_status, e.status.as_str()),
-        (400, "FAILED_PRECONDITION"),
-        "{e}"
+        .await;
+    let e = failed_with(
+        busy,
+        400,
+        Want::Status("FAILED_PRECONDITION"),
+        "second mutation",
     );
     assert!(
         e.message.contains(&op.name) && e.message.contains("Please wait and try again"),

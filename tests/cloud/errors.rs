@@ -33,6 +33,20 @@ struct Case {
     retry: RetryClass,
 }
 
+/// Storage: no `status` in the body; the HTTP code decides it, so every 409 fixture
+/// classifies as a plain conflict.
+const fn storage_conflict(file: &'static str) -> Case {
+    Case {
+        file,
+        service: "storage",
+        via: Via::Http(409),
+        http: 409,
+        status: "ALREADY_EXISTS",
+        reason: "conflict",
+        retry: Terminal,
+    }
+}
+
 const CASES: &[Case] = &[
     // GKE runs one operation per cluster: retry after the other finishes.
     Case {
@@ -90,26 +104,9 @@ const CASES: &[Case] = &[
         reason: "quotaExceeded",
         retry: Terminal,
     },
-    // Storage: no `status` in the body; the HTTP code decides it.
-    Case {
-        file: "storage_409_bucket_exists.json",
-        service: "storage",
-        via: Via::Http(409),
-        http: 409,
-        status: "ALREADY_EXISTS",
-        reason: "conflict",
-        retry: Terminal,
-    },
+    storage_conflict("storage_409_bucket_exists.json"),
     // As Google sends it; `Storage::delete_bucket` turns it into `bucketNotEmpty`.
-    Case {
-        file: "storage_409_bucket_not_empty.json",
-        service: "storage",
-        via: Via::Http(409),
-        http: 409,
-        status: "ALREADY_EXISTS",
-        reason: "conflict",
-        retry: Terminal,
-    },
+    storage_conflict("storage_409_bucket_not_empty.json"),
     Case {
         file: "storage_403_rate_limit_exceeded.json",
         service: "storage",

@@ -3,12 +3,14 @@
 use kineticd::cloud::gcp::RetryClass;
 use kineticd::cloud::gcp::iam::service_account_email;
 use kineticd::cloud::gcp::types::iam::{Binding, Policy};
-use reqwest::Method;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
-use crate::storage::simctl::{arm, journal, quick_rmw, raw, statuses};
+use crate::storage::simctl::{
+    Want, arm, assert_not_found, assert_retried_once, assert_unknown_field, failed_with, journal,
+    post_refused, quick_rmw, service_account,
+};
 
 const PROJECT: &str = "demo-project";
 
@@ -72,13 +74,7 @@ async fn create_get_delete() {
     assert!(e.is_not_found(), "{e}");
     assert_eq!(e.status, "NOT_FOUND");
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
-        gcp.iam
-            .delete_service_account(PROJECT, email)
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(gcp.iam.delete_service_account(PROJECT, email).await);
     // The account ID is free again.
     gcp.iam
         .create_service_account(PROJECT, "kn-c1-nodes", "", "")
@@ -116,56 +112,39 @@ async fn duplicate_is_409_and_invalid_ids_are_400() {
         "Upper-case-id",
         "x".repeat(31).as_str(),
     ] {
-        let e = gcp
-            .iam
-            .create_service_account(PROJECT, bad, "", "")
-            .await
-            .unwrap_err();
-        assert_eq!(
-            (e.http_status, e.status.as_str()),
-            (400, "INVALID_ARGUMENT"),
-            "{bad}"
-        );
+        let r = gcp.iam.create_service_account(PROJECT, bad, "", "").await;
+        failed_with(r, 400, Want::Status("INVALID_ARGUMENT"), bad);
     }
     assert_eq!(
         journal(&sim, "iam", "serviceAccounts.create").await.len(),
         before
     );
     // ...and by the simulator, as IAM does.
-    let (status, body) = raw(
+    let body = post_refused(
         &sim,
-        Method::POST,
         "/iam/v1/projects/demo-project/serviceAccounts",
-        Some(json!({"accountId": "bad_id!"})),
+        json!({"accountId": "bad_id!"}),
     )
     .await;
-    assert_eq!(status, 400);
     assert_eq!(body["error"]["status"], "INVALID_ARGUMENT");
 }
 
 #[tokio::test]
 async fn unknown_json_field_is_400() {
     let (sim, _gcp) = start_sim().await;
-    let (status, body) = raw(
+    assert_unknown_field(
         &sim,
-        Method::POST,
         "/iam/v1/projects/demo-project/serviceAccounts",
-        Some(json!({"accountId": "kn-strict-sa", "serviceAccount": {"displayname": "x"}})),
+        json!({"accountId": "kn-strict-sa", "serviceAccount": {"displayname": "x"}}),
+        "displayname",
     )
     .await;
-    assert_eq!(status, 400);
-    let msg = body["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("Unknown name \"displayname\""), "{msg}");
 }
 
 #[tokio::test]
 async fn retryable_then_terminal_faults() {
     let (sim, gcp) = start_sim().await;
-    let sa = gcp
-        .iam
-        .create_service_account(PROJECT, "kn-faulty-sa", "", "")
-        .await
-        .unwrap();
+    let (sa, _) = service_account(&gcp, PROJECT, "kn-faulty-sa").await;
     arm(&sim, "iam", "serviceAccounts.get", "HTTP_503", 1).await;
     let e = gcp
         .iam
@@ -178,10 +157,7 @@ async fn retryable_then_terminal_faults() {
         .get_service_account(PROJECT, &sa.email)
         .await
         .unwrap();
-    assert_eq!(
-        statuses(&sim, "iam", "serviceAccounts.get").await,
-        vec![503, 200]
-    );
+    assert_retried_once(&sim, "iam", "serviceAccounts.get").await;
 
     arm(&sim, "iam", "serviceAccounts.create", "QUOTA_EXCEEDED", 1).await;
     let e = gcp
@@ -191,23 +167,17 @@ async fn retryable_then_terminal_faults() {
         .unwrap_err();
     assert_eq!((e.http_status, e.reason.as_str()), (403, "quotaExceeded"));
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
+    assert_not_found(
         gcp.iam
             .get_service_account(PROJECT, "kn-quota-sa@demo-project.iam.gserviceaccount.com")
-            .await
-            .unwrap_err()
-            .is_not_found()
+            .await,
     );
 }
 
 #[tokio::test]
 async fn service_account_policy_etags_and_bindings() {
     let (sim, gcp) = start_sim().await;
-    let sa = gcp
-        .iam
-        .create_service_account(PROJECT, "kn-c1-nodes", "", "")
-        .await
-        .unwrap();
+    let (sa, _) = service_account(&gcp, PROJECT, "kn-c1-nodes").await;
     let p = gcp
         .iam
         .get_service_account_iam_policy(PROJECT, &sa.email)

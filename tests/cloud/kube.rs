@@ -52,6 +52,16 @@ pub async fn explicit_sim_cluster() -> (Sim, KubeCluster) {
     (sim, cluster)
 }
 
+/// Add `default-pool` (one e2-standard-4 node) and then `pools` to cluster `k1`.
+pub fn add_pools(sim: &Sim, pools: impl IntoIterator<Item = PoolNodes>) {
+    let mut w = sim.world();
+    w.kube
+        .upsert_pool("k1", pool("default-pool", "e2-standard-4", 1, 1));
+    for p in pools {
+        w.kube.upsert_pool("k1", p);
+    }
+}
+
 fn strings(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()

@@ -11,7 +11,10 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
-use crate::storage::simctl::{arm, journal, quick_rmw, raw, statuses};
+use crate::storage::simctl::{
+    Want, arm, assert_retried_once, assert_unknown_field, failed_with, journal, post_refused,
+    quick_rmw, raw, service_account, statuses,
+};
 
 const PROJECT: &str = "demo-project";
 const LOG_WRITER: &str = "roles/logging.logWriter";
@@ -70,21 +73,14 @@ async fn policy_read_and_stale_etag_conflict() {
     // A concurrent writer gets in first...
     let mut theirs = p.clone();
     theirs.add_binding(LOG_WRITER, "user:them@example.com");
-    let after = gcp
-        .resource_manager
-        .set_iam_policy(PROJECT, &theirs)
-        .await
-        .unwrap();
+    let rm = &gcp.resource_manager;
+    let after = rm.set_iam_policy(PROJECT, &theirs).await.unwrap();
     assert_ne!(after.etag, p.etag);
     // ...so our write with the etag we read is refused.
     let mut ours = p.clone();
     ours.add_binding(LOG_WRITER, "user:us@example.com");
-    let e = gcp
-        .resource_manager
-        .set_iam_policy(PROJECT, &ours)
-        .await
-        .unwrap_err();
-    assert_eq!((e.http_status, e.status.as_str()), (409, "ABORTED"), "{e}");
+    let stale = rm.set_iam_policy(PROJECT, &ours).await;
+    let e = failed_with(stale, 409, Want::Status("ABORTED"), "stale etag");
     assert!(e.message.contains("concurrent policy changes"));
     assert!(e.is_retryable());
     assert!(!e.is_already_exists());
@@ -172,12 +168,7 @@ async fn concurrent_grants_all_land() {
 async fn idempotent_grants_remove_and_deleted_accounts() {
     let (sim, gcp) = start_sim().await;
     let cancel = CancellationToken::new();
-    let sa = gcp
-        .iam
-        .create_service_account(PROJECT, "kn-c1-nodes", "", "")
-        .await
-        .unwrap();
-    let member = format!("serviceAccount:{}", sa.email);
+    let (sa, member) = service_account(&gcp, PROJECT, "kn-c1-nodes").await;
     let grants = [
         ("roles/logging.logWriter", member.as_str()),
         ("roles/monitoring.metricWriter", member.as_str()),
@@ -290,10 +281,7 @@ async fn faults_retried_by_the_helper_or_terminal() {
     rm.add_bindings(PROJECT, &[(LOG_WRITER, "user:a@example.com")], &cancel)
         .await
         .unwrap();
-    assert_eq!(
-        statuses(&sim, "cloudresourcemanager", "projects.setIamPolicy").await,
-        vec![503, 200]
-    );
+    assert_retried_once(&sim, "cloudresourcemanager", "projects.setIamPolicy").await;
 
     arm(&sim, "cloudresourcemanager", "projects.get", "HTTP_503", 1).await;
     let e = gcp.resource_manager.get_project(PROJECT).await.unwrap_err();
@@ -327,26 +315,17 @@ async fn faults_retried_by_the_helper_or_terminal() {
 #[tokio::test]
 async fn unknown_json_field_is_400() {
     let (sim, _gcp) = start_sim().await;
-    let (status, body) = raw(
+    assert_unknown_field(
         &sim,
-        Method::POST,
         "/cloudresourcemanager/v3/projects/demo-project:setIamPolicy",
-        Some(json!({"policy": {"bindings": [], "etags": "x"}})),
+        json!({"policy": {"bindings": [], "etags": "x"}}),
+        "etags",
     )
     .await;
-    assert_eq!(status, 400);
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Unknown name \"etags\"")
-    );
-    let (status, _) = raw(
+    post_refused(
         &sim,
-        Method::POST,
         "/cloudresourcemanager/v3/projects/demo-project:getIamPolicy",
-        Some(json!({"options": {"requestedPolicyVersion": 3, "x": 1}})),
+        json!({"options": {"requestedPolicyVersion": 3, "x": 1}}),
     )
     .await;
-    assert_eq!(status, 400);
 }

@@ -1,23 +1,28 @@
 //! Service Usage client against the simulator: batchEnable operations, service state,
 //! waiting (faults on the poll, cancellation, the noop operation), chunking, validation.
 
-use std::time::Duration;
-
 use kineticd::cloud::gcp::RetryClass;
-use kineticd::cloud::gcp::service_usage::wait_done;
+use kineticd::cloud::gcp::service_usage::{ServiceUsage, wait_done};
 use kineticd::cloud::gcp::types::service_usage::{NOOP_OPERATION, Operation, Status};
 use kineticd::sim::gcp::service_usage::{CATALOGUE, ENABLE_DELAY};
-use reqwest::Method;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    advance, arm, cancelled_promptly, journal, quick_lro, raw, start_explicit, statuses,
-    until_journal,
+    arm, assert_unknown_field, check_operation_wait, journal, post_refused, quick_lro,
+    start_explicit,
 };
 
 const PROJECT: &str = "demo-project";
+
+/// Whether `api` is enabled in PROJECT.
+async fn enabled(su: &ServiceUsage, api: &str) -> bool {
+    su.get_service(PROJECT, api)
+        .await
+        .expect("get service")
+        .is_enabled()
+}
 const UP_APIS: [&str; 7] = [
     "compute.googleapis.com",
     "cloudbuild.googleapis.com",
@@ -61,10 +66,7 @@ async fn enable_then_noop() {
         .await
         .unwrap();
     for api in UP_APIS {
-        assert!(
-            su.get_service(PROJECT, api).await.unwrap().is_enabled(),
-            "{api}"
-        );
+        assert!(enabled(su, api).await, "{api}");
     }
 
     // Everything already enabled: the noop operation, done, no polling needed.
@@ -105,13 +107,7 @@ async fn large_sets_are_split_into_batches_of_20() {
         .collect();
     assert_eq!(sizes, vec![20, all.len() - 20]);
     for id in all {
-        assert!(
-            gcp.service_usage
-                .get_service(PROJECT, id)
-                .await
-                .unwrap()
-                .is_enabled()
-        );
+        assert!(enabled(&gcp.service_usage, id).await);
     }
 }
 
@@ -122,8 +118,7 @@ async fn validation_like_google() {
     // More than 20 in one call (the client never does this).
     let ids: Vec<String> = (0..21).map(|i| format!("svc{i}.googleapis.com")).collect();
     let path = "/serviceusage/v1/projects/demo-project/services:batchEnable";
-    let (status, body) = raw(&sim, Method::POST, path, Some(json!({ "serviceIds": ids }))).await;
-    assert_eq!(status, 400);
+    let body = post_refused(&sim, path, json!({ "serviceIds": ids })).await;
     assert_eq!(body["error"]["status"], "INVALID_ARGUMENT");
     // Unknown services: 403, like Google.
     let e = su
@@ -147,30 +142,17 @@ async fn validation_like_google() {
         (e.http_status, e.status.as_str()),
         (400, "INVALID_ARGUMENT")
     );
-    let (status, _) = raw(&sim, Method::POST, path, Some(json!({ "serviceIds": [] }))).await;
-    assert_eq!(status, 400);
+    post_refused(&sim, path, json!({ "serviceIds": [] })).await;
     // Unknown JSON field.
-    let (status, body) = raw(
+    assert_unknown_field(
         &sim,
-        Method::POST,
         path,
-        Some(json!({ "serviceIDs": ["compute.googleapis.com"] })),
+        json!({ "serviceIDs": ["compute.googleapis.com"] }),
+        "serviceIDs",
     )
     .await;
-    assert_eq!(status, 400);
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Unknown name \"serviceIDs\"")
-    );
     // Nothing was enabled by any of it.
-    assert!(
-        !su.get_service(PROJECT, "compute.googleapis.com")
-            .await
-            .unwrap()
-            .is_enabled()
-    );
+    assert!(!enabled(su, "compute.googleapis.com").await);
     let e = su
         .get_operation("operations/acf.p2-nope")
         .await
@@ -204,12 +186,7 @@ async fn retryable_and_terminal_faults() {
     let e = su.batch_enable(PROJECT, &UP_APIS).await.unwrap_err();
     assert_eq!((e.http_status, e.reason.as_str()), (403, "quotaExceeded"));
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
-        !su.get_service(PROJECT, "compute.googleapis.com")
-            .await
-            .unwrap()
-            .is_enabled()
-    );
+    assert!(!enabled(su, "compute.googleapis.com").await);
 }
 
 #[tokio::test]
@@ -222,54 +199,24 @@ async fn waiting_rides_out_poll_faults_and_stops_on_cancel() {
         .unwrap();
     let op = ops[0].clone();
     assert!(!op.done, "explicit clock: still running");
-    assert!(
-        !su.get_service(PROJECT, "container.googleapis.com")
-            .await
-            .unwrap()
-            .is_enabled()
-    );
+    assert!(!enabled(&su, "container.googleapis.com").await);
 
-    // Cancellation ends the wait promptly while the operation is still running.
-    let cancel = CancellationToken::new();
-    let waiting = {
-        let (su, op, cancel) = (su.clone(), op.clone(), cancel.clone());
-        tokio::spawn(async move {
-            let slow = kineticd::cloud::gcp::lro::LroPolicy::standard(Duration::from_secs(600));
-            su.wait_operation(op, slow, &cancel).await
-        })
+    // A sleeping wait is cancelled promptly; faults on the poll are ridden out while the
+    // operation runs; the clock moves; the wait ends done.
+    let wait = |policy, cancel: CancellationToken| {
+        let (client, o) = (su.clone(), op.clone());
+        async move { client.wait_operation(o, policy, &cancel).await }
     };
-    // Once it has polled and sleeps (next poll in 0.5 s, deadline in 10 min), cancel.
-    until_journal(&sim, "serviceusage", "operations.get", None, 1).await;
-    cancel.cancel();
-    let e = cancelled_promptly(waiting).await;
-    assert_eq!(e.status, "CANCELLED");
-
-    // Faults on the poll are ridden out while the operation runs; the clock moves; the
-    // wait ends done.
-    arm(&sim, "serviceusage", "operations.get", "HTTP_503", 2).await;
-    let waiting = {
-        let (su, op) = (su.clone(), op.clone());
-        tokio::spawn(async move {
-            su.wait_operation(op, quick_lro(), &CancellationToken::new())
-                .await
-        })
-    };
-    until_journal(&sim, "serviceusage", "operations.get", Some(503), 2).await;
-    advance(&sim, ENABLE_DELAY.as_secs_f64()).await;
-    let done = waiting.await.unwrap().unwrap();
+    let faults = [("HTTP_503", 503, 2)];
+    let (done, polls) =
+        check_operation_wait(&sim, "serviceusage", &faults, ENABLE_DELAY, wait).await;
     assert!(done.done);
-    let polls = statuses(&sim, "serviceusage", "operations.get").await;
     assert!(
         polls.iter().filter(|s| **s == 503).count() == 2,
         "{polls:?}"
     );
     assert_eq!(polls.last(), Some(&200));
-    assert!(
-        su.get_service(PROJECT, "container.googleapis.com")
-            .await
-            .unwrap()
-            .is_enabled()
-    );
+    assert!(enabled(&su, "container.googleapis.com").await);
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@ use kineticd::cloud::gcp::storage::Storage;
 use serde_json::{Value, json};
 
 use crate::common::start_sim;
+use crate::storage::simctl::{arm, statuses};
 
 async fn admin(
     sim: &kineticd::sim::Sim,
@@ -26,22 +27,6 @@ fn bucket(name: &str) -> kineticd::cloud::gcp::types::storage::Bucket {
     serde_json::from_value(json!({"name": name, "location": "US"})).unwrap()
 }
 
-async fn storage_statuses(sim: &kineticd::sim::Sim, method: &str) -> Vec<u64> {
-    let j = admin(
-        sim,
-        reqwest::Method::GET,
-        &format!("/sim/v1/journal?service=storage&method={method}"),
-        None,
-    )
-    .await;
-    j["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["status"].as_u64().unwrap())
-        .collect()
-}
-
 #[tokio::test]
 async fn an_expired_token_is_refreshed_once_and_the_call_retried() {
     let (sim, gcp) = start_sim().await;
@@ -50,37 +35,24 @@ async fn an_expired_token_is_refreshed_once_and_the_call_retried() {
         .insert_bucket("sim-project-1", &bucket("sim-bucket-401"))
         .await
         .unwrap();
-    admin(
-        &sim,
-        reqwest::Method::POST,
-        "/sim/v1/faults",
-        Some(
-            json!({"service": "storage", "method": "buckets.get", "kind": "HTTP_401", "count": 1}),
-        ),
-    )
-    .await;
+    arm(&sim, "storage", "buckets.get", "HTTP_401", 1).await;
     let b = storage
         .get_bucket("sim-bucket-401")
         .await
         .expect("retried after refresh");
     assert_eq!(b.name, "sim-bucket-401");
-    assert_eq!(storage_statuses(&sim, "buckets.get").await, vec![401, 200]);
+    assert_eq!(
+        statuses(&sim, "storage", "buckets.get").await,
+        vec![401, 200]
+    );
     // Two 401s in a row: refreshed once, then the error is reported (not retried forever).
-    admin(
-        &sim,
-        reqwest::Method::POST,
-        "/sim/v1/faults",
-        Some(
-            json!({"service": "storage", "method": "buckets.get", "kind": "HTTP_401", "count": 2}),
-        ),
-    )
-    .await;
+    arm(&sim, "storage", "buckets.get", "HTTP_401", 2).await;
     let e = storage.get_bucket("sim-bucket-401").await.unwrap_err();
     assert_eq!(e.http_status, 401);
     assert!(!e.is_retryable());
     assert!(e.message.contains("after refreshing"), "{e}");
     assert_eq!(
-        storage_statuses(&sim, "buckets.get").await,
+        statuses(&sim, "storage", "buckets.get").await,
         vec![401, 200, 401, 401]
     );
 }

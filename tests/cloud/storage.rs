@@ -5,20 +5,35 @@ pub mod simctl;
 
 use std::collections::BTreeMap;
 
-use kineticd::cloud::gcp::RetryClass;
 use kineticd::cloud::gcp::storage::{ListObjects, is_bucket_not_empty};
 use kineticd::cloud::gcp::types::storage::{
     Bucket, BucketPolicy, IamConfiguration, Lifecycle, LifecycleRule, UniformBucketLevelAccess,
     Versioning,
 };
+use kineticd::cloud::gcp::{GcpClients, RetryClass};
 use reqwest::Method;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
-use simctl::{arm, journal, quick_rmw, raw, statuses};
+use simctl::{
+    Want, arm, assert_not_found, assert_retried_once, assert_unknown_field, failed_with, journal,
+    post_refused, quick_rmw, raw,
+};
 
 const PROJECT: &str = "demo-project";
+
+/// Create bucket `name` in PROJECT with nothing but its name set.
+async fn plain_bucket(gcp: &GcpClients, name: &str) {
+    let bucket = Bucket {
+        name: name.into(),
+        ..Default::default()
+    };
+    gcp.storage
+        .insert_bucket(PROJECT, &bucket)
+        .await
+        .expect("create bucket");
+}
 
 fn state_bucket(name: &str) -> Bucket {
     Bucket {
@@ -125,34 +140,26 @@ async fn duplicates_and_invalid_names() {
         "goog-x",
         "x.google.y",
     ] {
-        let e = gcp
-            .storage
-            .insert_bucket(
-                PROJECT,
-                &Bucket {
-                    name: bad.into(),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap_err();
-        assert_eq!(
-            (e.http_status, e.reason.as_str()),
-            (400, "invalid"),
-            "{bad}: {e}"
+        let bucket = Bucket {
+            name: bad.into(),
+            ..Default::default()
+        };
+        let e = failed_with(
+            gcp.storage.insert_bucket(PROJECT, &bucket).await,
+            400,
+            Want::Reason("invalid"),
+            bad,
         );
         assert_eq!(e.retry, RetryClass::Terminal);
     }
+    let on_mars = Bucket {
+        name: "fine-name".into(),
+        location: "MARS".into(),
+        ..Default::default()
+    };
     let e = gcp
         .storage
-        .insert_bucket(
-            PROJECT,
-            &Bucket {
-                name: "fine-name".into(),
-                location: "MARS".into(),
-                ..Default::default()
-            },
-        )
+        .insert_bucket(PROJECT, &on_mars)
         .await
         .unwrap_err();
     assert_eq!(e.http_status, 400, "{e}");
@@ -161,28 +168,18 @@ async fn duplicates_and_invalid_names() {
 #[tokio::test]
 async fn unknown_json_field_and_missing_project_are_400() {
     let (sim, _gcp) = start_sim().await;
-    let (status, body) = raw(
+    let body = assert_unknown_field(
         &sim,
-        Method::POST,
         "/storage/v1/b?project=demo-project",
-        Some(json!({"name": "strict-bucket", "storageclass": "STANDARD"})),
+        json!({"name": "strict-bucket", "storageclass": "STANDARD"}),
+        "storageclass",
     )
     .await;
-    assert_eq!(status, 400);
-    let msg = body["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("Unknown name \"storageclass\""), "{msg}");
     assert!(
         body["error"].get("status").is_none(),
         "Storage errors carry no status"
     );
-    let (status, body) = raw(
-        &sim,
-        Method::POST,
-        "/storage/v1/b",
-        Some(json!({"name": "no-project"})),
-    )
-    .await;
-    assert_eq!(status, 400);
+    let body = post_refused(&sim, "/storage/v1/b", json!({"name": "no-project"})).await;
     assert_eq!(body["error"]["errors"][0]["reason"], "required");
 }
 
@@ -190,16 +187,7 @@ async fn unknown_json_field_and_missing_project_are_400() {
 async fn non_empty_bucket_refused_until_emptied() {
     let (sim, gcp) = start_sim().await;
     let bucket = "demo-project-kn-c1-jobs";
-    gcp.storage
-        .insert_bucket(
-            PROJECT,
-            &Bucket {
-                name: bucket.into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    plain_bucket(&gcp, bucket).await;
     let names: Vec<String> = (0..7)
         .map(|i| format!("runs/job {i}/out.log"))
         .chain(["top.txt".to_owned()])
@@ -306,16 +294,7 @@ fn names_sorted(names: &[String]) -> Vec<String> {
 async fn empty_list_omits_items_and_empty_bucket_helper() {
     let (sim, gcp) = start_sim().await;
     let bucket = "demo-project-kn-c1-builds";
-    gcp.storage
-        .insert_bucket(
-            PROJECT,
-            &Bucket {
-                name: bucket.into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    plain_bucket(&gcp, bucket).await;
     let (status, body) = raw(
         &sim,
         Method::GET,
@@ -357,16 +336,7 @@ async fn empty_list_omits_items_and_empty_bucket_helper() {
 async fn retryable_fault_then_success() {
     let (sim, gcp) = start_sim().await;
     let bucket = "fault-bucket-1";
-    gcp.storage
-        .insert_bucket(
-            PROJECT,
-            &Bucket {
-                name: bucket.into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    plain_bucket(&gcp, bucket).await;
     arm(&sim, "storage", "buckets.get", "HTTP_503", 1).await;
     let e = gcp.storage.get_bucket(bucket).await.unwrap_err();
     assert_eq!((e.http_status, e.status.as_str()), (503, "UNAVAILABLE"));
@@ -388,10 +358,7 @@ async fn retryable_fault_then_success() {
         .list_objects(bucket, &ListObjects::default())
         .await
         .unwrap();
-    assert_eq!(
-        statuses(&sim, "storage", "buckets.get").await,
-        vec![503, 200]
-    );
+    assert_retried_once(&sim, "storage", "buckets.get").await;
 }
 
 #[tokio::test]
@@ -405,13 +372,7 @@ async fn terminal_fault_changes_nothing() {
     let e = gcp.storage.insert_bucket(PROJECT, &b).await.unwrap_err();
     assert_eq!((e.http_status, e.reason.as_str()), (403, "quotaExceeded"));
     assert_eq!(e.retry, RetryClass::Terminal);
-    assert!(
-        gcp.storage
-            .get_bucket("quota-bucket")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(gcp.storage.get_bucket("quota-bucket").await);
 }
 
 #[tokio::test]

@@ -3,7 +3,10 @@
 //! migrated template, and the real app on an ephemeral port.
 #![allow(dead_code)]
 
+pub mod api_paths;
 pub mod dev_server;
+pub mod gke;
+pub mod iap_keys;
 pub mod shell;
 
 use std::net::SocketAddr;
@@ -438,4 +441,10 @@ pub async fn start_sim_with(
         app::http_client().expect("http client"),
     );
     (sim, gcp)
+}
+
+/// GET `url` with `http` and decode its JSON body (panics on a transport or decoding error).
+pub async fn get_json(http: &reqwest::Client, url: &str) -> Value {
+    let r = http.get(url).send().await.expect("GET");
+    r.json().await.expect("JSON body")
 }

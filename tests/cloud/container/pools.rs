@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::common::start_sim;
+use crate::storage::simctl::assert_not_found;
 
 #[tokio::test]
 async fn node_pool_calls() {
@@ -48,42 +49,12 @@ async fn node_pool_calls() {
 
     let e = c.create_node_pool(P, Z, "pools", &want).await.unwrap_err();
     assert!(e.is_already_exists(), "{e}");
-    assert!(
-        c.get_node_pool(P, Z, "pools", "nope")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        c.get_node_pool(P, Z, "nocluster", "x")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        c.list_node_pools(P, Z, "nocluster")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        c.delete_node_pool(P, Z, "pools", "nope")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        c.set_node_pool_size(P, Z, "pools", "nope", 1)
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
-    assert!(
-        c.create_node_pool(P, Z, "nocluster", &want)
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.get_node_pool(P, Z, "pools", "nope").await);
+    assert_not_found(c.get_node_pool(P, Z, "nocluster", "x").await);
+    assert_not_found(c.list_node_pools(P, Z, "nocluster").await);
+    assert_not_found(c.delete_node_pool(P, Z, "pools", "nope").await);
+    assert_not_found(c.set_node_pool_size(P, Z, "pools", "nope", 1).await);
+    assert_not_found(c.create_node_pool(P, Z, "nocluster", &want).await);
 
     // setSize moves the Kubernetes side's node count.
     let key = format!("{P}.{Z}.pools");
@@ -124,12 +95,7 @@ async fn node_pool_calls() {
         .await
         .unwrap();
     wait(&gcp, &op).await.unwrap();
-    assert!(
-        c.get_node_pool(P, Z, "pools", "gpu-l4-1a2b")
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_not_found(c.get_node_pool(P, Z, "pools", "gpu-l4-1a2b").await);
     assert_eq!(sim.world().kube.pool_node_count(&key, "gpu-l4-1a2b"), None);
 }
 

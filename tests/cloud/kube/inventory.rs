@@ -5,7 +5,7 @@ use kube::Api;
 use kube::api::PostParams;
 use serde_json::json;
 
-use super::{gpu_pool, pool, sim_cluster, spot_gpu_pool, tpu_pool};
+use super::{add_pools, gpu_pool, sim_cluster, spot_gpu_pool, tpu_pool};
 
 pub fn pod(name: &str, spec: serde_json::Value) -> Pod {
     serde_json::from_value(json!({
@@ -20,16 +20,14 @@ pub fn pod(name: &str, spec: serde_json::Value) -> Pod {
 #[tokio::test]
 async fn nodes_pools_and_pods() {
     let (sim, cluster) = sim_cluster().await;
-    {
-        let mut w = sim.world();
-        w.kube
-            .upsert_pool("k1", pool("default-pool", "e2-standard-4", 1, 1));
-        w.kube.upsert_pool("k1", gpu_pool("gpu-l4-1a2b", 2, 10));
-        w.kube
-            .upsert_pool("k1", tpu_pool("tpu-v5litepod-3c4d", 1, 2));
-        w.kube
-            .upsert_pool("k1", spot_gpu_pool("gpu-l4-spot", 1, 10));
-    }
+    add_pools(
+        &sim,
+        [
+            gpu_pool("gpu-l4-1a2b", 2, 10),
+            tpu_pool("tpu-v5litepod-3c4d", 1, 2),
+            spot_gpu_pool("gpu-l4-spot", 1, 10),
+        ],
+    );
     let pods: Api<Pod> = Api::namespaced(cluster.client().await.expect("client"), "default");
     let cpu = pod(
         "cpu",

@@ -9,7 +9,8 @@ use kube::api::PostParams;
 use serde_json::{Value, json};
 
 use super::inventory::pod;
-use super::{explicit_sim_cluster, gpu_pool, pool, sim_cluster, spot_gpu_pool};
+use super::{add_pools, explicit_sim_cluster, gpu_pool, sim_cluster, spot_gpu_pool};
+use crate::storage::simctl::raw;
 
 fn gpu_pod(name: &str, gpus: u32, tolerations: Value) -> Pod {
     pod(
@@ -50,12 +51,7 @@ async fn pod_info(cluster: &KubeCluster, name: &str) -> PodInfo {
 #[tokio::test]
 async fn pods_that_fit_and_pods_that_need_a_toleration() {
     let (sim, cluster) = sim_cluster().await;
-    {
-        let mut w = sim.world();
-        w.kube
-            .upsert_pool("k1", pool("default-pool", "e2-standard-4", 1, 1));
-        w.kube.upsert_pool("k1", gpu_pool("gpu", 2, 2));
-    }
+    add_pools(&sim, [gpu_pool("gpu", 2, 2)]);
     create(&cluster, &gpu_pod("no-tol", 1, json!([]))).await;
     let p = pod_info(&cluster, "no-tol").await;
     assert_eq!(p.phase, "Pending");
@@ -180,17 +176,9 @@ async fn a_spot_reclaim_sends_pods_back_to_pending_then_to_the_failover_pool() {
 async fn reclaiming_an_on_demand_pool_is_refused() {
     let (sim, _cluster) = sim_cluster().await;
     sim.world().kube.upsert_pool("k1", gpu_pool("gpu", 1, 1));
-    let client = kineticd::app::http_client().expect("http");
-    let r = client
-        .post(format!("{}/sim/v1/kube/k1/pools/gpu:reclaim", sim.url()))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(r.status(), 400);
-    let r = client
-        .post(format!("{}/sim/v1/kube/k1/pools/nope:reclaim", sim.url()))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(r.status(), 404);
+    for (pool, status) in [("gpu", 400), ("nope", 404)] {
+        let path = format!("/sim/v1/kube/k1/pools/{pool}:reclaim");
+        let (got, body) = raw(&sim, reqwest::Method::POST, &path, None).await;
+        assert_eq!(got, status, "{pool}: {body}");
+    }
 }

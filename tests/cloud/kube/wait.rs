@@ -13,7 +13,7 @@ use kineticd::sim::kube::manifests::NVIDIA_DRIVER_YAML;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{explicit_sim_cluster, gpu_pool, pool};
+use super::{add_pools, explicit_sim_cluster, gpu_pool};
 
 const DEPLOYMENT: &str = r#"
 apiVersion: apps/v1
@@ -207,18 +207,12 @@ async fn crd_becomes_established() {
 #[tokio::test]
 async fn driver_daemonset_is_scheduled_on_gpu_nodes_without_managed_drivers() {
     let (sim, cluster) = explicit_sim_cluster().await;
-    {
-        let mut w = sim.world();
-        w.kube
-            .upsert_pool("k1", pool("default-pool", "e2-standard-4", 1, 1));
-        w.kube.upsert_pool("k1", gpu_pool("gpu-l4-aaaa", 2, 5));
-        let mut managed = gpu_pool("gpu-l4-bbbb", 1, 5);
-        managed.labels.insert(
-            "cloud.google.com/gke-gpu-driver-version".into(),
-            "latest".into(),
-        );
-        w.kube.upsert_pool("k1", managed);
-    }
+    let mut managed = gpu_pool("gpu-l4-bbbb", 1, 5);
+    managed.labels.insert(
+        "cloud.google.com/gke-gpu-driver-version".into(),
+        "latest".into(),
+    );
+    add_pools(&sim, [gpu_pool("gpu-l4-aaaa", 2, 5), managed]);
     cluster.apply_yaml(NVIDIA_DRIVER_YAML).await.expect("apply");
     let what = WaitFor::DaemonSetScheduled {
         namespace: "kube-system".into(),

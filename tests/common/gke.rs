@@ -1,0 +1,50 @@
+//! GKE wire objects the tests build again and again. Only the shape every test agrees on
+//! lives here; a test adds what it checks on top.
+
+use kineticd::cloud::gcp::types::container::{
+    AcceleratorConfig, NodeConfig, NodePool, NodePoolAutoscaling,
+};
+
+/// A node pool of `nodes` `machine` nodes, autoscaling `nodes..nodes+10`, each with
+/// `count` `accel` accelerators (none when `accel` is empty).
+pub fn autoscaled_pool(name: &str, machine: &str, accel: &str, count: i64, nodes: i32) -> NodePool {
+    let accelerators = if accel.is_empty() {
+        vec![]
+    } else {
+        vec![AcceleratorConfig {
+            accelerator_count: count,
+            accelerator_type: accel.into(),
+            gpu_driver_installation_config: None,
+        }]
+    };
+    NodePool {
+        name: name.into(),
+        initial_node_count: Some(nodes),
+        autoscaling: Some(NodePoolAutoscaling {
+            enabled: Some(true),
+            min_node_count: Some(nodes),
+            max_node_count: Some(nodes + 10),
+            ..Default::default()
+        }),
+        config: Some(NodeConfig {
+            machine_type: Some(machine.into()),
+            accelerators,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The cluster's `default-pool` as Kinetic creates it: one small system node.
+pub fn default_pool() -> NodePool {
+    NodePool {
+        name: "default-pool".into(),
+        initial_node_count: Some(1),
+        config: Some(NodeConfig {
+            machine_type: Some("e2-standard-4".into()),
+            disk_size_gb: Some(50),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
