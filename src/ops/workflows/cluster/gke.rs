@@ -224,11 +224,21 @@ pub async fn delete_cluster(s: &Step<'_>) -> Result<Value, StepError> {
         Ok(existing) if !wire::is_ours(&existing.resource_labels) => {
             Err(s.foreign("GKE cluster", c, "it has no label kinetic=true"))
         }
-        Ok(_) => outcome(if remove_cluster(s).await? {
-            Outcome::Deleted
-        } else {
-            Outcome::Absent
-        }),
+        Ok(existing) => {
+            // GKE refuses a delete while an operation (an abandoned create, say) still
+            // runs on the cluster ("Please wait and try again once it is done"): wait.
+            if in_progress(existing.status.as_deref()) {
+                match s.settle_cluster().await {
+                    Err(e) if e.code == RpcCode::NotFound => return outcome(Outcome::Absent),
+                    settled => settled.map(drop)?,
+                }
+            }
+            outcome(if remove_cluster(s).await? {
+                Outcome::Deleted
+            } else {
+                Outcome::Absent
+            })
+        }
         Err(e) if e.is_not_found() => outcome(Outcome::Absent),
         Err(e) => Err(gcp_error(e)),
     }
@@ -288,7 +298,19 @@ async fn remove_pool(s: &Step<'_>, pool: &str) -> Result<bool, StepError> {
     let gke = &s.env.cloud.gcp.container;
     match gke.get_node_pool(p, z, c, pool).await {
         Ok(np) if np.status.as_deref() == Some("STOPPING") => {}
-        Ok(_) => return s.deleted(gke.delete_node_pool(p, z, c, pool).await).await,
+        Ok(np) => {
+            // As for the cluster: a pool still being created or changed is waited for.
+            if in_progress(np.status.as_deref()) {
+                match s
+                    .settle("nodePools.get", || gke.get_node_pool(p, z, c, pool))
+                    .await
+                {
+                    Err(e) if e.code == RpcCode::NotFound => return Ok(false),
+                    settled => settled.map(drop)?,
+                }
+            }
+            return s.deleted(gke.delete_node_pool(p, z, c, pool).await).await;
+        }
         Err(e) if e.is_not_found() => return Ok(false),
         Err(e) => return Err(gcp_error(e)),
     }
