@@ -94,6 +94,17 @@ impl SimError {
         SimError::new(flavor, 400, "FAILED_PRECONDITION", reason, message)
     }
 
+    /// A custom verb (`{resource}:{verb}`) the API does not have.
+    pub fn no_method(flavor: Flavor, segment: &str) -> SimError {
+        SimError::new(
+            flavor,
+            404,
+            "NOT_FOUND",
+            "NOT_FOUND",
+            format!("Method not found: {segment}"),
+        )
+    }
+
     pub fn aborted(flavor: Flavor, message: impl Into<String>) -> SimError {
         SimError::new(flavor, 409, "ABORTED", "ABORTED", message)
     }
