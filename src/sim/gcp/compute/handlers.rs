@@ -21,8 +21,7 @@ use crate::sim::faults::FaultKind;
 use crate::sim::gcp::container;
 use crate::sim::world::World;
 
-use super::catalog::is_region;
-use super::{Effect, OpRec, State as Compute, durations};
+use super::{Effect, OpRec, State as Compute, catalog, durations};
 
 pub(super) const SVC: &str = "compute";
 pub(super) const F: Flavor = Flavor::Compute;
@@ -39,6 +38,15 @@ pub(super) fn base(sim: &Sim, project: &str) -> String {
 
 fn invalid(msg: impl Into<String>) -> SimError {
     SimError::invalid(F, msg)
+}
+
+/// Compute's 404 for a region it does not have.
+pub(super) fn check_region(project: &str, region: &str) -> Result<(), SimError> {
+    if catalog::is_region(region) {
+        return Ok(());
+    }
+    let what = format!("projects/{project}/regions/{region}");
+    Err(SimError::not_found(F, &what))
 }
 
 fn check_name(field: &str, name: &str) -> Result<(), SimError> {
@@ -380,12 +388,7 @@ fn do_insert_router(
     check_name("resource.name", &r.name)?;
     check_nats(&r)?;
     let rid = request_id(q)?;
-    if !is_region(region) {
-        return Err(SimError::not_found(
-            F,
-            &format!("projects/{project}/regions/{region}"),
-        ));
-    }
+    check_region(project, region)?;
     let (net_project, net) = network_ref(&r.network, project).ok_or_else(|| {
         invalid(format!(
             "Invalid value for field 'resource.network': '{}'. The URL is malformed.",

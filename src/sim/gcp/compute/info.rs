@@ -18,8 +18,8 @@ use crate::sim::error::SimError;
 use crate::sim::gcp::container;
 use crate::sim::gcp::list::{ComputeList, PageQuery};
 
-use super::catalog::{self, is_region};
-use super::handlers::{F, SVC, base};
+use super::catalog;
+use super::handlers::{F, SVC, base, check_region};
 use super::quota;
 
 /// A stable numeric id for a name (Compute ids are uint64 strings).
@@ -36,10 +36,7 @@ pub async fn get_region(
     Path((project, region)): Path<(String, String)>,
 ) -> Response {
     sim.serve((SVC, F), "regions.get", || {
-        if !is_region(&region) {
-            let e = SimError::not_found(F, &format!("projects/{project}/regions/{region}"));
-            return Err(e);
-        }
+        check_region(&project, &region)?;
         let base = base(&sim, &project);
         let w = sim.world();
         let usage = container::usage(&w, &project, &region);
@@ -65,7 +62,7 @@ pub async fn get_region(
             quotas,
             self_link: Some(format!("{base}/regions/{region}")),
         };
-        Ok(Json(r))
+        Ok::<_, SimError>(Json(r))
     })
     .await
 }
@@ -124,19 +121,15 @@ pub async fn get_accelerator_type(
     Path((project, zone, name)): Path<(String, String, String)>,
 ) -> Response {
     sim.serve((SVC, F), "acceleratorTypes.get", || {
-        let found = zone_url(&sim, &project, &zone).and_then(|url| {
-            catalog::gpus_in_zone(&zone)
-                .into_iter()
-                .find(|g| g.name == name)
-                .map(|g| accelerator_type(&url, &zone, g))
-                .ok_or_else(|| {
-                    SimError::not_found(
-                        F,
-                        &format!("projects/{project}/zones/{zone}/acceleratorTypes/{name}"),
-                    )
-                })
-        });
-        found.map(Json)
+        let url = zone_url(&sim, &project, &zone)?;
+        let gpu = catalog::gpus_in_zone(&zone)
+            .into_iter()
+            .find(|g| g.name == name);
+        let Some(g) = gpu else {
+            let what = format!("projects/{project}/zones/{zone}/acceleratorTypes/{name}");
+            return Err(SimError::not_found(F, &what));
+        };
+        Ok(Json(accelerator_type(&url, &zone, g)))
     })
     .await
 }
@@ -146,32 +139,30 @@ pub async fn get_machine_type(
     Path((project, zone, name)): Path<(String, String, String)>,
 ) -> Response {
     sim.serve((SVC, F), "machineTypes.get", || {
-        let found = zone_url(&sim, &project, &zone).and_then(|url| {
-            if !catalog::machine_in_zone(&name, &zone) {
-                return Err(SimError::not_found(
-                    F,
-                    &format!("projects/{project}/zones/{zone}/machineTypes/{name}"),
-                ));
-            }
-            Ok(MachineType {
-                id: Some(id_of(&format!("{zone}/{name}"))),
-                kind: Some("compute#machineType".into()),
-                description: Some(name.clone()),
-                guest_cpus: catalog::vcpus(&name).and_then(|n| i32::try_from(n).ok()),
-                accelerators: catalog::bundled_gpu(&name)
-                    .map(|(gpu, count)| MachineTypeAccelerator {
-                        guest_accelerator_type: gpu.to_owned(),
-                        guest_accelerator_count: i32::try_from(count).unwrap_or(0),
-                    })
-                    .into_iter()
-                    .collect(),
-                zone: Some(zone.clone()),
-                self_link: Some(format!("{url}/machineTypes/{name}")),
-                name,
-                ..MachineType::default()
-            })
-        });
-        found.map(Json)
+        let url = zone_url(&sim, &project, &zone)?;
+        if !catalog::machine_in_zone(&name, &zone) {
+            return Err(SimError::not_found(
+                F,
+                &format!("projects/{project}/zones/{zone}/machineTypes/{name}"),
+            ));
+        }
+        Ok(Json(MachineType {
+            id: Some(id_of(&format!("{zone}/{name}"))),
+            kind: Some("compute#machineType".into()),
+            description: Some(name.clone()),
+            guest_cpus: catalog::vcpus(&name).and_then(|n| i32::try_from(n).ok()),
+            accelerators: catalog::bundled_gpu(&name)
+                .map(|(gpu, count)| MachineTypeAccelerator {
+                    guest_accelerator_type: gpu.to_owned(),
+                    guest_accelerator_count: i32::try_from(count).unwrap_or(0),
+                })
+                .into_iter()
+                .collect(),
+            zone: Some(zone.clone()),
+            self_link: Some(format!("{url}/machineTypes/{name}")),
+            name,
+            ..MachineType::default()
+        }))
     })
     .await
 }

@@ -12,11 +12,10 @@ use axum::extract::{Path, Query, State};
 use axum::response::Response;
 
 use crate::sim::Sim;
-use crate::sim::error::SimError;
 use crate::sim::gcp::list::{AggregatedList, ComputeList, PageQuery, under};
 
-use super::catalog::{self, is_region};
-use super::handlers::{F, SVC, base};
+use super::catalog;
+use super::handlers::{F, SVC, base, check_region};
 use super::info::accelerator_type;
 
 pub async fn networks(
@@ -39,10 +38,7 @@ pub async fn routers(
     Query(q): Query<PageQuery>,
 ) -> Response {
     sim.serve((SVC, F), "routers.list", || {
-        if !is_region(&region) {
-            let e = SimError::not_found(F, &format!("projects/{project}/regions/{region}"));
-            return Err(e);
-        }
+        check_region(&project, &region)?;
         let all = under(
             &sim.world().compute.routers,
             &format!("{project}/{region}/"),
