@@ -205,11 +205,7 @@ pub async fn get_cluster(
 ) -> Response {
     sim.serve((SVC, F), "clusters.get", || {
         let w = sim.world();
-        w.container
-            .clusters
-            .get(&key(&project, &location, &cluster))
-            .map(|c| Json(c.to_wire(&w.kube)))
-            .ok_or_else(|| not_found(&cluster_ref(&project, &location, &cluster)))
+        find_cluster(&w, &project, &location, &cluster).map(|c| Json(c.to_wire(&w.kube)))
     })
     .await
 }
@@ -221,12 +217,7 @@ pub async fn delete_cluster(
     sim.serve((SVC, F), "clusters.delete", || {
         let mut w = sim.world();
         let k = key(&project, &location, &cluster);
-        let link = w
-            .container
-            .clusters
-            .get(&k)
-            .map(ClusterRec::self_link)
-            .ok_or_else(|| not_found(&cluster_ref(&project, &location, &cluster)))?;
+        let link = find_cluster(&w, &project, &location, &cluster)?.self_link();
         ops::ensure_idle(&w.container, &k, &cluster)?;
         if let Some(c) = w.container.clusters.get_mut(&k) {
             c.status = "STOPPING".into();
@@ -271,11 +262,7 @@ fn do_create_pool(
         .ok_or_else(|| invalid("nodePool is required."))?;
     let mut w = sim.world();
     let k = key(project, location, cluster);
-    let c = w
-        .container
-        .clusters
-        .get(&k)
-        .ok_or_else(|| not_found(&cluster_ref(project, location, cluster)))?;
+    let c = find_cluster(&w, project, location, cluster)?;
     let link = format!("{}/nodePools/{}", c.self_link(), pool.name);
     if c.pool(&pool.name).is_some() {
         let what = format!(
@@ -319,24 +306,39 @@ pub async fn list_pools(
 ) -> Response {
     sim.serve((SVC, F), "nodePools.list", || {
         let w = sim.world();
-        w.container
-            .clusters
-            .get(&key(&project, &location, &cluster))
-            .map(|c| {
-                Json(ListNodePoolsResponse {
-                    node_pools: c.pools.iter().map(|p| p.to_wire(c)).collect(),
-                })
+        find_cluster(&w, &project, &location, &cluster).map(|c| {
+            Json(ListNodePoolsResponse {
+                node_pools: c.pools.iter().map(|p| p.to_wire(c)).collect(),
             })
-            .ok_or_else(|| not_found(&cluster_ref(&project, &location, &cluster)))
+        })
     })
     .await
 }
 
-fn pool_not_found(project: &str, location: &str, cluster: &str, pool: &str) -> SimError {
-    not_found(&format!(
-        "{}/nodePools/{pool}",
-        cluster_ref(project, location, cluster)
-    ))
+/// The cluster `(project, location, cluster)`, or GKE's 404 for it.
+fn find_cluster<'w>(
+    w: &'w World,
+    project: &str,
+    location: &str,
+    cluster: &str,
+) -> Result<&'w ClusterRec, SimError> {
+    let found = w.container.clusters.get(&key(project, location, cluster));
+    found.ok_or_else(|| not_found(&cluster_ref(project, location, cluster)))
+}
+
+/// The node pool `pool` of a cluster, with that cluster, or GKE's 404 for the pool.
+fn find_pool<'w>(
+    w: &'w World,
+    (project, location, cluster): (&str, &str, &str),
+    pool: &str,
+) -> Result<(&'w ClusterRec, &'w PoolRec), SimError> {
+    let found = w.container.clusters.get(&key(project, location, cluster));
+    found
+        .and_then(|c| c.pool(pool).map(|p| (c, p)))
+        .ok_or_else(|| {
+            let cluster = cluster_ref(project, location, cluster);
+            not_found(&format!("{cluster}/nodePools/{pool}"))
+        })
 }
 
 pub async fn get_pool(
@@ -345,11 +347,7 @@ pub async fn get_pool(
 ) -> Response {
     sim.serve((SVC, F), "nodePools.get", || {
         let w = sim.world();
-        w.container
-            .clusters
-            .get(&key(&project, &location, &cluster))
-            .and_then(|c| c.pool(&pool).map(|p| Json(p.to_wire(c))))
-            .ok_or_else(|| pool_not_found(&project, &location, &cluster, &pool))
+        find_pool(&w, (&project, &location, &cluster), &pool).map(|(c, p)| Json(p.to_wire(c)))
     })
     .await
 }
@@ -361,13 +359,8 @@ pub async fn delete_pool(
     sim.serve((SVC, F), "nodePools.delete", || {
         let mut w = sim.world();
         let k = key(&project, &location, &cluster);
-        let link = w
-            .container
-            .clusters
-            .get(&k)
-            .filter(|c| c.pool(&pool).is_some())
-            .map(|c| format!("{}/nodePools/{pool}", c.self_link()))
-            .ok_or_else(|| pool_not_found(&project, &location, &cluster, &pool))?;
+        let (c, _) = find_pool(&w, (&project, &location, &cluster), &pool)?;
+        let link = format!("{}/nodePools/{pool}", c.self_link());
         ops::ensure_idle(&w.container, &k, &cluster)?;
         if let Some(p) = w
             .container
@@ -423,12 +416,7 @@ fn do_set_size(
     }
     let mut w = sim.world();
     let k = key(project, location, cluster);
-    let (c, p) = w
-        .container
-        .clusters
-        .get(&k)
-        .and_then(|c| c.pool(pool).map(|p| (c, p)))
-        .ok_or_else(|| pool_not_found(project, location, cluster, pool))?;
+    let (c, p) = find_pool(&w, (project, location, cluster), pool)?;
     validate::node_count(&p.shape, n, "nodeCount")?;
     ops::ensure_idle(&w.container, &k, cluster)?;
     let current = w.kube.pool_node_count(&c.kube_key, pool).unwrap_or(p.size);
