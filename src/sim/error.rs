@@ -18,6 +18,14 @@ pub enum Flavor {
     Storage,
 }
 
+impl Flavor {
+    /// The error reason of this flavour: AIP-193's `aip` (`NOT_FOUND`) or the legacy
+    /// services' `legacy` (`notFound`).
+    pub fn reason(self, aip: &'static str, legacy: &'static str) -> &'static str {
+        if self == Flavor::Aip193 { aip } else { legacy }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SimError {
     pub http: u16,
@@ -45,11 +53,7 @@ impl SimError {
     }
 
     pub fn not_found(flavor: Flavor, what: &str) -> SimError {
-        let reason = if flavor == Flavor::Aip193 {
-            "NOT_FOUND"
-        } else {
-            "notFound"
-        };
+        let reason = flavor.reason("NOT_FOUND", "notFound");
         SimError::new(
             flavor,
             404,
@@ -77,21 +81,24 @@ impl SimError {
     }
 
     pub fn invalid(flavor: Flavor, message: impl Into<String>) -> SimError {
-        let reason = if flavor == Flavor::Aip193 {
-            "INVALID_ARGUMENT"
-        } else {
-            "invalid"
-        };
+        let reason = flavor.reason("INVALID_ARGUMENT", "invalid");
         SimError::new(flavor, 400, "INVALID_ARGUMENT", reason, message)
     }
 
     pub fn precondition(flavor: Flavor, message: impl Into<String>) -> SimError {
-        let reason = if flavor == Flavor::Aip193 {
-            "FAILED_PRECONDITION"
-        } else {
-            "failedPrecondition"
-        };
+        let reason = flavor.reason("FAILED_PRECONDITION", "failedPrecondition");
         SimError::new(flavor, 400, "FAILED_PRECONDITION", reason, message)
+    }
+
+    /// A custom verb (`{resource}:{verb}`) the API does not have.
+    pub fn no_method(flavor: Flavor, segment: &str) -> SimError {
+        SimError::new(
+            flavor,
+            404,
+            "NOT_FOUND",
+            "NOT_FOUND",
+            format!("Method not found: {segment}"),
+        )
     }
 
     pub fn aborted(flavor: Flavor, message: impl Into<String>) -> SimError {

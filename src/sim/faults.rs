@@ -147,22 +147,14 @@ pub async fn respond(kind: FaultKind, flavor: Flavor) -> Response {
             flavor,
             429,
             "RESOURCE_EXHAUSTED",
-            if flavor == Flavor::Aip193 {
-                "RATE_LIMIT_EXCEEDED"
-            } else {
-                "rateLimitExceeded"
-            },
+            flavor.reason("RATE_LIMIT_EXCEEDED", "rateLimitExceeded"),
             "Quota exceeded for quota metric 'Requests' (simulated rate limit)",
         ),
         FaultKind::Http401 => SimError::new(
             flavor,
             401,
             "UNAUTHENTICATED",
-            if flavor == Flavor::Aip193 {
-                "ACCESS_TOKEN_EXPIRED"
-            } else {
-                "authError"
-            },
+            flavor.reason("ACCESS_TOKEN_EXPIRED", "authError"),
             "Request had invalid authentication credentials. Expected OAuth 2 access token.",
         ),
         FaultKind::Http500 => SimError::new(

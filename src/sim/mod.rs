@@ -28,7 +28,7 @@ use tokio::net::TcpListener;
 
 use clock::{Clock, ClockMode};
 use error::Flavor;
-use faults::Faults;
+use faults::{FaultKind, Faults};
 use journal::{Journal, SimMethod};
 use world::World;
 
@@ -172,15 +172,36 @@ impl Sim {
         w
     }
 
-    /// If a fault is armed for this call, the response to give instead (generic kinds).
-    pub async fn fault(
+    /// Answer one call of `method` of `service`: the armed fault's response if one is
+    /// armed (before `answer` runs, so a faulted call changes nothing), else what `answer`
+    /// gives; tagged with `method` either way.
+    pub async fn serve<R: IntoResponse>(
         &self,
-        service: &str,
+        (service, flavor): (&str, Flavor),
         method: &'static str,
-        flavor: Flavor,
-    ) -> Option<Response> {
-        let kind = self.faults().take(service, method)?;
-        Some(tag(method, faults::respond(kind, flavor).await))
+        answer: impl FnOnce() -> R,
+    ) -> Response {
+        self.serve_forcing((service, flavor), method, &[], |_| answer())
+            .await
+    }
+
+    /// [`Sim::serve`] for a method that reports the fault kinds in `forwarded` (quota,
+    /// stockout) through its own answer, such as a failed operation: an armed fault of
+    /// such a kind is handed to `answer` instead of being answered right away.
+    pub async fn serve_forcing<R: IntoResponse>(
+        &self,
+        (service, flavor): (&str, Flavor),
+        method: &'static str,
+        forwarded: &[FaultKind],
+        answer: impl FnOnce(Option<FaultKind>) -> R,
+    ) -> Response {
+        let forced = match self.faults().take(service, method) {
+            Some(k) if !forwarded.contains(&k) => {
+                return tag(method, faults::respond(k, flavor).await);
+            }
+            forced => forced,
+        };
+        tag(method, answer(forced))
     }
 
     pub fn router(&self) -> Router {

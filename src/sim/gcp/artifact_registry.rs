@@ -215,14 +215,10 @@ async fn create(
     Query(q): Query<HashMap<String, String>>,
     body: Bytes,
 ) -> Response {
-    const M: &str = "repositories.create";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    tag(
-        M,
-        do_create(&sim, &project, &location, q.get("repositoryId"), &body),
-    )
+    sim.serve((SVC, F), "repositories.create", || {
+        do_create(&sim, &project, &location, q.get("repositoryId"), &body)
+    })
+    .await
 }
 
 fn do_create(
@@ -299,30 +295,21 @@ async fn get_repo(
     Path((project, location, repo)): Path<(String, String, String)>,
 ) -> Response {
     if let Some(repo) = repo.strip_suffix(":getIamPolicy") {
-        const M: &str = "repositories.getIamPolicy";
-        if let Some(r) = sim.fault(SVC, M, F).await {
-            return r;
-        }
+        return sim
+            .serve((SVC, F), "repositories.getIamPolicy", || {
+                let name = format!("projects/{project}/locations/{location}/repositories/{repo}");
+                let mut w = sim.world();
+                ready(&mut w.artifact_registry, &name).map(|r| Json(r.policy.policy.clone()))
+            })
+            .await;
+    }
+    sim.serve((SVC, F), "repositories.get", || {
+        check_location(&location)?;
         let name = format!("projects/{project}/locations/{location}/repositories/{repo}");
         let mut w = sim.world();
-        return tag(
-            M,
-            ready(&mut w.artifact_registry, &name).map(|r| Json(r.policy.policy.clone())),
-        );
-    }
-    const M: &str = "repositories.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    if let Err(e) = check_location(&location) {
-        return tag(M, e);
-    }
-    let name = format!("projects/{project}/locations/{location}/repositories/{repo}");
-    let mut w = sim.world();
-    tag(
-        M,
-        ready(&mut w.artifact_registry, &name).map(|r| Json(r.repository.clone())),
-    )
+        ready(&mut w.artifact_registry, &name).map(|r| Json(r.repository.clone()))
+    })
+    .await
 }
 
 /// A repository whose create is done (deleting ones still count), or 404.
@@ -340,23 +327,13 @@ async fn set_policy(
     body: Bytes,
 ) -> Response {
     let Some(repo) = seg.strip_suffix(":setIamPolicy") else {
-        return tag(
-            "repositories.unknown",
-            SimError::new(
-                F,
-                404,
-                "NOT_FOUND",
-                "NOT_FOUND",
-                format!("Method not found: {seg}"),
-            ),
-        );
+        return tag("repositories.unknown", SimError::no_method(F, &seg));
     };
-    const M: &str = "repositories.setIamPolicy";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let name = format!("projects/{project}/locations/{location}/repositories/{repo}");
-    tag(M, do_set_policy(&sim, &name, &body))
+    sim.serve((SVC, F), "repositories.setIamPolicy", || {
+        let name = format!("projects/{project}/locations/{location}/repositories/{repo}");
+        do_set_policy(&sim, &name, &body)
+    })
+    .await
 }
 
 fn do_set_policy(sim: &Sim, name: &str, body: &Bytes) -> Result<Json<Policy>, SimError> {
@@ -388,40 +365,33 @@ async fn delete_repo(
     AxState(sim): AxState<Sim>,
     Path((project, location, repo)): Path<(String, String, String)>,
 ) -> Response {
-    const M: &str = "repositories.delete";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    if let Err(e) = check_location(&location) {
-        return tag(M, e);
-    }
-    let parent = format!("projects/{project}/locations/{location}");
-    let name = format!("{parent}/repositories/{repo}");
-    let mut w = sim.world();
-    let st = &mut w.artifact_registry;
-    match st.repositories.get_mut(&name) {
-        Some(r) if r.phase == Phase::Ready => r.phase = Phase::Deleting,
-        _ => return tag(M, not_found()),
-    }
-    tag(M, Json(st.start(sim.clock(), &parent, &name, true)))
+    sim.serve((SVC, F), "repositories.delete", || {
+        check_location(&location)?;
+        let parent = format!("projects/{project}/locations/{location}");
+        let name = format!("{parent}/repositories/{repo}");
+        let mut w = sim.world();
+        let st = &mut w.artifact_registry;
+        match st.repositories.get_mut(&name) {
+            Some(r) if r.phase == Phase::Ready => r.phase = Phase::Deleting,
+            _ => return Err(not_found()),
+        }
+        Ok(Json(st.start(sim.clock(), &parent, &name, true)))
+    })
+    .await
 }
 
 async fn get_operation(
     AxState(sim): AxState<Sim>,
     Path((project, location, op)): Path<(String, String, String)>,
 ) -> Response {
-    const M: &str = "operations.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let name = format!("projects/{project}/locations/{location}/operations/{op}");
-    let w = sim.world();
-    tag(
-        M,
+    sim.serve((SVC, F), "operations.get", || {
+        let name = format!("projects/{project}/locations/{location}/operations/{op}");
+        let w = sim.world();
         w.artifact_registry
             .operations
             .get(&name)
             .map(|o| Json(o.operation.clone()))
-            .ok_or_else(not_found),
-    )
+            .ok_or_else(not_found)
+    })
+    .await
 }

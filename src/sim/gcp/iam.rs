@@ -82,11 +82,10 @@ pub fn routes() -> Router<Sim> {
 pub fn tick(_world: &mut World, _clock: &Clock) {}
 
 async fn create(AxState(sim): AxState<Sim>, Path(project): Path<String>, body: Bytes) -> Response {
-    const M: &str = "serviceAccounts.create";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    tag(M, do_create(&sim, &project, &body))
+    sim.serve((SVC, F), "serviceAccounts.create", || {
+        do_create(&sim, &project, &body)
+    })
+    .await
 }
 
 fn do_create(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<ServiceAccount>, SimError> {
@@ -147,37 +146,28 @@ async fn get_account(
     AxState(sim): AxState<Sim>,
     Path((project, sa)): Path<(String, String)>,
 ) -> Response {
-    const M: &str = "serviceAccounts.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let mut w = sim.world();
-    tag(
-        M,
-        w.iam.find(&project, &sa).map(|a| Json(a.account.clone())),
-    )
+    sim.serve((SVC, F), "serviceAccounts.get", || {
+        let mut w = sim.world();
+        w.iam.find(&project, &sa).map(|a| Json(a.account.clone()))
+    })
+    .await
 }
 
 async fn delete_account(
     AxState(sim): AxState<Sim>,
     Path((project, sa)): Path<(String, String)>,
 ) -> Response {
-    const M: &str = "serviceAccounts.delete";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let mut w = sim.world();
-    let found = w
-        .iam
-        .find(&project, &sa)
-        .map(|a| (a.account.email.clone(), a.account.unique_id.clone()));
-    let (email, unique_id) = match found {
-        Ok(x) => x,
-        Err(e) => return tag(M, e),
-    };
-    w.iam.accounts.remove(&email);
-    w.resource_manager.account_deleted(&email, &unique_id);
-    tag(M, Json(serde_json::json!({})))
+    sim.serve((SVC, F), "serviceAccounts.delete", || {
+        let mut w = sim.world();
+        let (email, unique_id) = w
+            .iam
+            .find(&project, &sa)
+            .map(|a| (a.account.email.clone(), a.account.unique_id.clone()))?;
+        w.iam.accounts.remove(&email);
+        w.resource_manager.account_deleted(&email, &unique_id);
+        Ok::<_, SimError>(Json(serde_json::json!({})))
+    })
+    .await
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -194,32 +184,20 @@ async fn verb(
     body: Bytes,
 ) -> Response {
     if let Some(sa) = sa.strip_suffix(":getIamPolicy") {
-        const M: &str = "serviceAccounts.getIamPolicy";
-        if let Some(r) = sim.fault(SVC, M, F).await {
-            return r;
-        }
-        return tag(
-            M,
-            get_policy(&sim, &project, sa, q.requested_policy_version, &body),
-        );
+        return sim
+            .serve((SVC, F), "serviceAccounts.getIamPolicy", || {
+                get_policy(&sim, &project, sa, q.requested_policy_version, &body)
+            })
+            .await;
     }
     if let Some(sa) = sa.strip_suffix(":setIamPolicy") {
-        const M: &str = "serviceAccounts.setIamPolicy";
-        if let Some(r) = sim.fault(SVC, M, F).await {
-            return r;
-        }
-        return tag(M, set_policy(&sim, &project, sa, &body));
+        return sim
+            .serve((SVC, F), "serviceAccounts.setIamPolicy", || {
+                set_policy(&sim, &project, sa, &body)
+            })
+            .await;
     }
-    tag(
-        "serviceAccounts.unknown",
-        SimError::new(
-            F,
-            404,
-            "NOT_FOUND",
-            "NOT_FOUND",
-            format!("Method not found: {sa}"),
-        ),
-    )
+    tag("serviceAccounts.unknown", SimError::no_method(F, &sa))
 }
 
 fn get_policy(

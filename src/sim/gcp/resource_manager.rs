@@ -140,45 +140,32 @@ pub fn routes() -> Router<Sim> {
 pub fn tick(_world: &mut World, _clock: &Clock) {}
 
 async fn get_project(AxState(sim): AxState<Sim>, Path(project): Path<String>) -> Response {
-    const M: &str = "projects.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let mut w = sim.world();
-    tag(
-        M,
+    sim.serve((SVC, F), "projects.get", || {
+        let mut w = sim.world();
         w.resource_manager
             .resolve(&project, "resourcemanager.projects.get")
-            .map(|p| Json(p.project.clone())),
-    )
+            .map(|p| Json(p.project.clone()))
+    })
+    .await
 }
 
 /// `POST projects/{p}:getIamPolicy` and `:setIamPolicy` (one path segment).
 async fn verb(AxState(sim): AxState<Sim>, Path(seg): Path<String>, body: Bytes) -> Response {
     if let Some(project) = seg.strip_suffix(":getIamPolicy") {
-        const M: &str = "projects.getIamPolicy";
-        if let Some(r) = sim.fault(SVC, M, F).await {
-            return r;
-        }
-        return tag(M, get_policy(&sim, project, &body));
+        return sim
+            .serve((SVC, F), "projects.getIamPolicy", || {
+                get_policy(&sim, project, &body)
+            })
+            .await;
     }
     if let Some(project) = seg.strip_suffix(":setIamPolicy") {
-        const M: &str = "projects.setIamPolicy";
-        if let Some(r) = sim.fault(SVC, M, F).await {
-            return r;
-        }
-        return tag(M, set_policy(&sim, project, &body));
+        return sim
+            .serve((SVC, F), "projects.setIamPolicy", || {
+                set_policy(&sim, project, &body)
+            })
+            .await;
     }
-    tag(
-        "projects.unknown",
-        SimError::new(
-            F,
-            404,
-            "NOT_FOUND",
-            "NOT_FOUND",
-            format!("Method not found: {seg}"),
-        ),
-    )
+    tag("projects.unknown", SimError::no_method(F, &seg))
 }
 
 fn get_policy(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<Policy>, SimError> {

@@ -211,23 +211,13 @@ async fn batch_enable(
     Path((project, verb)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    const M: &str = "services.batchEnable";
     if verb != "services:batchEnable" {
-        return tag(
-            "services.unknown",
-            SimError::new(
-                F,
-                404,
-                "NOT_FOUND",
-                "NOT_FOUND",
-                format!("Method not found: {verb}"),
-            ),
-        );
+        return tag("services.unknown", SimError::no_method(F, &verb));
     }
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    tag(M, do_batch_enable(&sim, &project, &body))
+    sim.serve((SVC, F), "services.batchEnable", || {
+        do_batch_enable(&sim, &project, &body)
+    })
+    .await
 }
 
 fn do_batch_enable(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<Operation>, SimError> {
@@ -324,53 +314,42 @@ async fn get_service(
     AxState(sim): AxState<Sim>,
     Path((project, id)): Path<(String, String)>,
 ) -> Response {
-    const M: &str = "services.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    if !valid_project_id(&project) {
-        return tag(M, project_denied(&project));
-    }
-    if !CATALOGUE.iter().any(|(n, _)| *n == id) {
-        return tag(
-            M,
-            SimError::new(
+    sim.serve((SVC, F), "services.get", || {
+        if !valid_project_id(&project) {
+            return Err(project_denied(&project));
+        }
+        if !CATALOGUE.iter().any(|(n, _)| *n == id) {
+            return Err(SimError::new(
                 F,
                 403,
                 "PERMISSION_DENIED",
                 "SERVICE_CONFIG_NOT_FOUND_OR_PERMISSION_DENIED",
                 format!("Not found or permission denied for service(s): {id}."),
-            ),
-        );
-    }
-    let mut w = sim.world();
-    let on = w.service_usage.is_enabled(&project, &id);
-    tag(M, Json(service(&project, &id, on)))
+            ));
+        }
+        let mut w = sim.world();
+        let on = w.service_usage.is_enabled(&project, &id);
+        Ok(Json(service(&project, &id, on)))
+    })
+    .await
 }
 
 async fn get_operation(AxState(sim): AxState<Sim>, Path(op): Path<String>) -> Response {
-    const M: &str = "operations.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let name = format!("operations/{op}");
-    if name == NOOP_OPERATION {
-        return tag(
-            M,
-            Json(Operation {
+    sim.serve((SVC, F), "operations.get", || {
+        let name = format!("operations/{op}");
+        if name == NOOP_OPERATION {
+            return Ok(Json(Operation {
                 name,
                 done: true,
                 ..Operation::default()
-            }),
-        );
-    }
-    let w = sim.world();
-    tag(
-        M,
+            }));
+        }
+        let w = sim.world();
         w.service_usage
             .operations
             .get(&name)
             .map(|p| Json(p.operation.clone()))
-            .ok_or_else(|| SimError::not_found(F, &name)),
-    )
+            .ok_or_else(|| SimError::not_found(F, &name))
+    })
+    .await
 }

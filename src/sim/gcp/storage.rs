@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State as AxState};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
@@ -25,11 +25,11 @@ use crate::cloud::gcp::types::storage::{
     Binding, Bucket, BucketPolicy, IamConfiguration, Object, UniformBucketLevelAccess,
 };
 use crate::domain::RpcCode;
+use crate::sim::Sim;
 use crate::sim::body::strict;
 use crate::sim::clock::Clock;
 use crate::sim::error::{Flavor, SimError};
 use crate::sim::world::World;
-use crate::sim::{Sim, tag};
 
 const SVC: &str = "storage";
 const F: Flavor = Flavor::Storage;
@@ -162,11 +162,10 @@ async fn insert_bucket(
     Query(q): Query<HashMap<String, String>>,
     body: Bytes,
 ) -> Response {
-    const M: &str = "buckets.insert";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    tag(M, do_insert(&sim, q.get("project"), &body))
+    sim.serve((SVC, F), "buckets.insert", || {
+        do_insert(&sim, q.get("project"), &body)
+    })
+    .await
 }
 
 fn do_insert(sim: &Sim, project: Option<&String>, body: &Bytes) -> Result<Json<Bucket>, SimError> {
@@ -304,45 +303,35 @@ fn do_insert(sim: &Sim, project: Option<&String>, body: &Bytes) -> Result<Json<B
 }
 
 async fn get_bucket(AxState(sim): AxState<Sim>, Path(bucket): Path<String>) -> Response {
-    const M: &str = "buckets.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let mut w = sim.world();
-    tag(M, w.storage.bucket(&bucket).map(|r| Json(r.bucket.clone())))
+    sim.serve((SVC, F), "buckets.get", || {
+        let mut w = sim.world();
+        w.storage.bucket(&bucket).map(|r| Json(r.bucket.clone()))
+    })
+    .await
 }
 
 async fn delete_bucket(AxState(sim): AxState<Sim>, Path(bucket): Path<String>) -> Response {
-    const M: &str = "buckets.delete";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let mut w = sim.world();
-    let rec = match w.storage.bucket(&bucket) {
-        Ok(r) => r,
-        Err(e) => return tag(M, e),
-    };
-    if !rec.objects.is_empty() {
-        return tag(
-            M,
-            storage_error(
+    sim.serve((SVC, F), "buckets.delete", || {
+        let mut w = sim.world();
+        if !w.storage.bucket(&bucket)?.objects.is_empty() {
+            return Err(storage_error(
                 409,
                 "conflict",
                 "The bucket you tried to delete is not empty.",
-            ),
-        );
-    }
-    w.storage.buckets.remove(&bucket);
-    tag(M, StatusCode::NO_CONTENT.into_response())
+            ));
+        }
+        w.storage.buckets.remove(&bucket);
+        Ok(StatusCode::NO_CONTENT)
+    })
+    .await
 }
 
 async fn get_policy(AxState(sim): AxState<Sim>, Path(bucket): Path<String>) -> Response {
-    const M: &str = "buckets.getIamPolicy";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let mut w = sim.world();
-    tag(M, w.storage.bucket(&bucket).map(|r| Json(r.policy.clone())))
+    sim.serve((SVC, F), "buckets.getIamPolicy", || {
+        let mut w = sim.world();
+        w.storage.bucket(&bucket).map(|r| Json(r.policy.clone()))
+    })
+    .await
 }
 
 async fn set_policy(
@@ -350,11 +339,10 @@ async fn set_policy(
     Path(bucket): Path<String>,
     body: Bytes,
 ) -> Response {
-    const M: &str = "buckets.setIamPolicy";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    tag(M, do_set_policy(&sim, &bucket, &body))
+    sim.serve((SVC, F), "buckets.setIamPolicy", || {
+        do_set_policy(&sim, &bucket, &body)
+    })
+    .await
 }
 
 const BUCKET_MEMBER_PREFIXES: [&str; 9] = [

@@ -13,9 +13,9 @@ use axum::response::Response;
 use serde::Serialize;
 
 use super::{F, MULTI_REGIONS, Phase, SVC, check_location};
+use crate::sim::Sim;
 use crate::sim::gcp::compute::catalog;
 use crate::sim::gcp::list::{AipList, Limits, PageQuery, aip158};
-use crate::sim::{Sim, tag};
 
 const LIMITS: Limits = aip158(1000, 1000);
 
@@ -32,23 +32,20 @@ pub(super) async fn repositories(
     Path((project, location)): Path<(String, String)>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    const M: &str = "repositories.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    if let Err(e) = check_location(&location) {
-        return tag(M, e);
-    }
-    let parent = format!("projects/{project}/locations/{location}/repositories/");
-    let all = sim
-        .world()
-        .artifact_registry
-        .repositories
-        .iter()
-        .filter(|(name, r)| name.starts_with(&parent) && r.phase != Phase::Creating)
-        .map(|(name, r)| (name.clone(), r.repository.clone()))
-        .collect();
-    tag(M, AipList::page(&LIMITS, "repositories", all, &q).map(Json))
+    sim.serve((SVC, F), "repositories.list", || {
+        check_location(&location)?;
+        let parent = format!("projects/{project}/locations/{location}/repositories/");
+        let all = sim
+            .world()
+            .artifact_registry
+            .repositories
+            .iter()
+            .filter(|(name, r)| name.starts_with(&parent) && r.phase != Phase::Creating)
+            .map(|(name, r)| (name.clone(), r.repository.clone()))
+            .collect();
+        AipList::page(&LIMITS, "repositories", all, &q).map(Json)
+    })
+    .await
 }
 
 pub(super) async fn locations(
@@ -56,22 +53,21 @@ pub(super) async fn locations(
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    const M: &str = "locations.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let ids = catalog::REGIONS
-        .iter()
-        .map(|(region, _)| *region)
-        .chain(MULTI_REGIONS);
-    let all = ids
-        .map(|id| {
-            let location = Location {
-                name: format!("projects/{project}/locations/{id}"),
-                location_id: id.to_owned(),
-            };
-            (id.to_owned(), location)
-        })
-        .collect();
-    tag(M, AipList::page(&LIMITS, "locations", all, &q).map(Json))
+    sim.serve((SVC, F), "locations.list", || {
+        let ids = catalog::REGIONS
+            .iter()
+            .map(|(region, _)| *region)
+            .chain(MULTI_REGIONS);
+        let all = ids
+            .map(|id| {
+                let location = Location {
+                    name: format!("projects/{project}/locations/{id}"),
+                    location_id: id.to_owned(),
+                };
+                (id.to_owned(), location)
+            })
+            .collect();
+        AipList::page(&LIMITS, "locations", all, &q).map(Json)
+    })
+    .await
 }

@@ -13,16 +13,15 @@ use serde::Deserialize;
 use crate::cloud::gcp::types::compute::{
     Network, NetworkRoutingConfig, Operation, OperationError, OperationErrorItem, Router,
 };
+use crate::sim::Sim;
 use crate::sim::body::strict;
 use crate::sim::clock::Clock;
 use crate::sim::error::{Flavor, SimError};
-use crate::sim::faults::{self, FaultKind};
+use crate::sim::faults::FaultKind;
 use crate::sim::gcp::container;
 use crate::sim::world::World;
-use crate::sim::{Sim, tag};
 
-use super::catalog::is_region;
-use super::{Effect, OpRec, State as Compute, durations};
+use super::{Effect, OpRec, State as Compute, catalog, durations};
 
 pub(super) const SVC: &str = "compute";
 pub(super) const F: Flavor = Flavor::Compute;
@@ -39,6 +38,15 @@ pub(super) fn base(sim: &Sim, project: &str) -> String {
 
 fn invalid(msg: impl Into<String>) -> SimError {
     SimError::invalid(F, msg)
+}
+
+/// Compute's 404 for a region it does not have.
+pub(super) fn check_region(project: &str, region: &str) -> Result<(), SimError> {
+    if catalog::is_region(region) {
+        return Ok(());
+    }
+    let what = format!("projects/{project}/regions/{region}");
+    Err(SimError::not_found(F, &what))
 }
 
 fn check_name(field: &str, name: &str) -> Result<(), SimError> {
@@ -86,15 +94,9 @@ struct Start<'a> {
     failure: Option<(OperationError, i32, String)>,
 }
 
-/// Armed fault for an insert: QUOTA_EXCEEDED becomes a failed operation (Compute reports
-/// resource quotas there); other kinds are answered right away.
-async fn gate(sim: &Sim, method: &'static str) -> Result<Option<FaultKind>, Response> {
-    match sim.faults().take(SVC, method) {
-        Some(FaultKind::QuotaExceeded) => Ok(Some(FaultKind::QuotaExceeded)),
-        Some(k) => Err(tag(method, faults::respond(k, F).await)),
-        None => Ok(None),
-    }
-}
+/// The fault kinds an insert reports through its operation: QUOTA_EXCEEDED becomes a
+/// failed operation (Compute reports resource quotas there).
+const FORWARDED: &[FaultKind] = &[FaultKind::QuotaExceeded];
 
 fn quota_failure(
     forced: Option<FaultKind>,
@@ -181,15 +183,10 @@ pub async fn insert_network(
     Query(q): Query<Rq>,
     body: Bytes,
 ) -> Response {
-    const M: &str = "networks.insert";
-    let forced = match gate(&sim, M).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
-    tag(
-        M,
-        do_insert_network(&sim, &project, &q, &body, forced).map(Json),
-    )
+    sim.serve_forcing((SVC, F), "networks.insert", FORWARDED, |forced| {
+        do_insert_network(&sim, &project, &q, &body, forced).map(Json)
+    })
+    .await
 }
 
 fn do_insert_network(
@@ -245,20 +242,17 @@ pub async fn get_network(
     State(sim): State<Sim>,
     Path((project, network)): Path<(String, String)>,
 ) -> Response {
-    const M: &str = "networks.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let w = sim.world();
-    let r = w
-        .compute
-        .networks
-        .get(&format!("{project}/{network}"))
-        .map(|n| Json(n.clone()))
-        .ok_or_else(|| {
-            SimError::not_found(F, &format!("projects/{project}/global/networks/{network}"))
-        });
-    tag(M, r)
+    sim.serve((SVC, F), "networks.get", || {
+        let w = sim.world();
+        w.compute
+            .networks
+            .get(&format!("{project}/{network}"))
+            .map(|n| Json(n.clone()))
+            .ok_or_else(|| {
+                SimError::not_found(F, &format!("projects/{project}/global/networks/{network}"))
+            })
+    })
+    .await
 }
 
 /// The ID of the resource at `key` to delete (`id`: `None` when there is no such
@@ -295,15 +289,11 @@ pub async fn delete_network(
     Path((project, network)): Path<(String, String)>,
     Query(q): Query<Rq>,
 ) -> Response {
-    const M: &str = "networks.delete";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let r = (|| {
+    sim.serve((SVC, F), "networks.delete", || {
         let rid = request_id(&q)?;
         let mut w = sim.world();
         if let Some(op) = replay(&w.compute, rid.as_deref()) {
-            return Ok(op);
+            return Ok(Json(op));
         }
         let key = format!("{project}/{network}");
         let what = format!("projects/{project}/global/networks/{network}");
@@ -330,7 +320,7 @@ pub async fn delete_network(
             ));
         }
         let base = base(&sim, &project);
-        Ok(start(
+        Ok(Json(start(
             &mut w,
             sim.clock(),
             Start {
@@ -345,9 +335,9 @@ pub async fn delete_network(
                 request_id: rid,
                 failure: None,
             },
-        ))
-    })();
-    tag(M, r.map(Json))
+        )))
+    })
+    .await
 }
 
 pub async fn insert_router(
@@ -356,15 +346,10 @@ pub async fn insert_router(
     Query(q): Query<Rq>,
     body: Bytes,
 ) -> Response {
-    const M: &str = "routers.insert";
-    let forced = match gate(&sim, M).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
-    tag(
-        M,
-        do_insert_router(&sim, &project, &region, &q, &body, forced).map(Json),
-    )
+    sim.serve_forcing((SVC, F), "routers.insert", FORWARDED, |forced| {
+        do_insert_router(&sim, &project, &region, &q, &body, forced).map(Json)
+    })
+    .await
 }
 
 fn check_nats(r: &Router) -> Result<(), SimError> {
@@ -403,12 +388,7 @@ fn do_insert_router(
     check_name("resource.name", &r.name)?;
     check_nats(&r)?;
     let rid = request_id(q)?;
-    if !is_region(region) {
-        return Err(SimError::not_found(
-            F,
-            &format!("projects/{project}/regions/{region}"),
-        ));
-    }
+    check_region(project, region)?;
     let (net_project, net) = network_ref(&r.network, project).ok_or_else(|| {
         invalid(format!(
             "Invalid value for field 'resource.network': '{}'. The URL is malformed.",
@@ -464,23 +444,20 @@ pub async fn get_router(
     State(sim): State<Sim>,
     Path((project, region, router)): Path<(String, String, String)>,
 ) -> Response {
-    const M: &str = "routers.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let w = sim.world();
-    let r = w
-        .compute
-        .routers
-        .get(&format!("{project}/{region}/{router}"))
-        .map(|r| Json(r.clone()))
-        .ok_or_else(|| {
-            SimError::not_found(
-                F,
-                &format!("projects/{project}/regions/{region}/routers/{router}"),
-            )
-        });
-    tag(M, r)
+    sim.serve((SVC, F), "routers.get", || {
+        let w = sim.world();
+        w.compute
+            .routers
+            .get(&format!("{project}/{region}/{router}"))
+            .map(|r| Json(r.clone()))
+            .ok_or_else(|| {
+                SimError::not_found(
+                    F,
+                    &format!("projects/{project}/regions/{region}/routers/{router}"),
+                )
+            })
+    })
+    .await
 }
 
 pub async fn delete_router(
@@ -488,39 +465,39 @@ pub async fn delete_router(
     Path((project, region, router)): Path<(String, String, String)>,
     Query(q): Query<Rq>,
 ) -> Response {
-    const M: &str = "routers.delete";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let r = (|| -> Result<Operation, SimError> {
-        let rid = request_id(&q)?;
-        let mut w = sim.world();
-        if let Some(op) = replay(&w.compute, rid.as_deref()) {
-            return Ok(op);
-        }
-        let key = format!("{project}/{region}/{router}");
-        let what = format!("projects/{project}/regions/{region}/routers/{router}");
-        let id = w.compute.routers.get(&key).map(|r| r.id.clone());
-        let id = deletable(&w, &key, &what, id)?;
-        let base = base(&sim, &project);
-        Ok(start(
-            &mut w,
-            sim.clock(),
-            Start {
-                project: &project,
-                region: Some(&region),
-                target_link: format!("{base}/regions/{region}/routers/{router}"),
-                base,
-                operation_type: "delete",
-                target_id: id,
-                effect: Effect::DeleteRouter(key),
-                duration: durations::ROUTER,
-                request_id: rid,
-                failure: None,
-            },
-        ))
-    })();
-    tag(M, r.map(Json))
+    sim.serve(
+        (SVC, F),
+        "routers.delete",
+        || -> Result<Json<Operation>, SimError> {
+            let rid = request_id(&q)?;
+            let mut w = sim.world();
+            if let Some(op) = replay(&w.compute, rid.as_deref()) {
+                return Ok(Json(op));
+            }
+            let key = format!("{project}/{region}/{router}");
+            let what = format!("projects/{project}/regions/{region}/routers/{router}");
+            let id = w.compute.routers.get(&key).map(|r| r.id.clone());
+            let id = deletable(&w, &key, &what, id)?;
+            let base = base(&sim, &project);
+            Ok(Json(start(
+                &mut w,
+                sim.clock(),
+                Start {
+                    project: &project,
+                    region: Some(&region),
+                    target_link: format!("{base}/regions/{region}/routers/{router}"),
+                    base,
+                    operation_type: "delete",
+                    target_id: id,
+                    effect: Effect::DeleteRouter(key),
+                    duration: durations::ROUTER,
+                    request_id: rid,
+                    failure: None,
+                },
+            )))
+        },
+    )
+    .await
 }
 
 fn find_op(
@@ -545,20 +522,18 @@ pub async fn get_region_operation(
     State(sim): State<Sim>,
     Path((project, region, name)): Path<(String, String, String)>,
 ) -> Response {
-    const M: &str = "regionOperations.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    tag(M, find_op(&sim, &project, Some(&region), &name))
+    sim.serve((SVC, F), "regionOperations.get", || {
+        find_op(&sim, &project, Some(&region), &name)
+    })
+    .await
 }
 
 pub async fn get_global_operation(
     State(sim): State<Sim>,
     Path((project, name)): Path<(String, String)>,
 ) -> Response {
-    const M: &str = "globalOperations.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    tag(M, find_op(&sim, &project, None, &name))
+    sim.serve((SVC, F), "globalOperations.get", || {
+        find_op(&sim, &project, None, &name)
+    })
+    .await
 }

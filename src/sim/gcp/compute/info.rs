@@ -13,13 +13,13 @@ use axum::response::Response;
 use crate::cloud::gcp::types::compute::{
     AcceleratorType, MachineType, MachineTypeAccelerator, Quota, Region, Zone,
 };
+use crate::sim::Sim;
 use crate::sim::error::SimError;
 use crate::sim::gcp::container;
 use crate::sim::gcp::list::{ComputeList, PageQuery};
-use crate::sim::{Sim, tag};
 
-use super::catalog::{self, is_region};
-use super::handlers::{F, SVC, base};
+use super::catalog;
+use super::handlers::{F, SVC, base, check_region};
 use super::quota;
 
 /// A stable numeric id for a name (Compute ids are uint64 strings).
@@ -35,40 +35,36 @@ pub async fn get_region(
     State(sim): State<Sim>,
     Path((project, region)): Path<(String, String)>,
 ) -> Response {
-    const M: &str = "regions.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    if !is_region(&region) {
-        let e = SimError::not_found(F, &format!("projects/{project}/regions/{region}"));
-        return tag(M, e);
-    }
-    let base = base(&sim, &project);
-    let w = sim.world();
-    let usage = container::usage(&w, &project, &region);
-    let quotas = quota::limits(&sim, &w, &region)
-        .into_iter()
-        .map(|(metric, limit)| Quota {
-            usage: usage.get(&metric).copied().unwrap_or(0.0),
-            metric,
-            limit,
-            owner: None,
-        })
-        .collect();
-    let r = Region {
-        id: Some(id_of(&region)),
-        kind: Some("compute#region".into()),
-        name: region.clone(),
-        description: Some(region.clone()),
-        status: Some("UP".into()),
-        zones: catalog::zones_of(&region)
+    sim.serve((SVC, F), "regions.get", || {
+        check_region(&project, &region)?;
+        let base = base(&sim, &project);
+        let w = sim.world();
+        let usage = container::usage(&w, &project, &region);
+        let quotas = quota::limits(&sim, &w, &region)
             .into_iter()
-            .map(|z| format!("{base}/zones/{z}"))
-            .collect(),
-        quotas,
-        self_link: Some(format!("{base}/regions/{region}")),
-    };
-    tag(M, Json(r))
+            .map(|(metric, limit)| Quota {
+                usage: usage.get(&metric).copied().unwrap_or(0.0),
+                metric,
+                limit,
+                owner: None,
+            })
+            .collect();
+        let r = Region {
+            id: Some(id_of(&region)),
+            kind: Some("compute#region".into()),
+            name: region.clone(),
+            description: Some(region.clone()),
+            status: Some("UP".into()),
+            zones: catalog::zones_of(&region)
+                .into_iter()
+                .map(|z| format!("{base}/zones/{z}"))
+                .collect(),
+            quotas,
+            self_link: Some(format!("{base}/regions/{region}")),
+        };
+        Ok::<_, SimError>(Json(r))
+    })
+    .await
 }
 
 pub async fn list_accelerator_types(
@@ -76,11 +72,10 @@ pub async fn list_accelerator_types(
     Path((project, zone)): Path<(String, String)>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    const M: &str = "acceleratorTypes.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    tag(M, list(&sim, &project, &zone, &q).map(Json))
+    sim.serve((SVC, F), "acceleratorTypes.list", || {
+        list(&sim, &project, &zone, &q).map(Json)
+    })
+    .await
 }
 
 /// The zone's URL when it exists, else Compute's 404 for it.
@@ -125,41 +120,33 @@ pub async fn get_accelerator_type(
     State(sim): State<Sim>,
     Path((project, zone, name)): Path<(String, String, String)>,
 ) -> Response {
-    const M: &str = "acceleratorTypes.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let found = zone_url(&sim, &project, &zone).and_then(|url| {
-        catalog::gpus_in_zone(&zone)
+    sim.serve((SVC, F), "acceleratorTypes.get", || {
+        let url = zone_url(&sim, &project, &zone)?;
+        let gpu = catalog::gpus_in_zone(&zone)
             .into_iter()
-            .find(|g| g.name == name)
-            .map(|g| accelerator_type(&url, &zone, g))
-            .ok_or_else(|| {
-                SimError::not_found(
-                    F,
-                    &format!("projects/{project}/zones/{zone}/acceleratorTypes/{name}"),
-                )
-            })
-    });
-    tag(M, found.map(Json))
+            .find(|g| g.name == name);
+        let Some(g) = gpu else {
+            let what = format!("projects/{project}/zones/{zone}/acceleratorTypes/{name}");
+            return Err(SimError::not_found(F, &what));
+        };
+        Ok(Json(accelerator_type(&url, &zone, g)))
+    })
+    .await
 }
 
 pub async fn get_machine_type(
     State(sim): State<Sim>,
     Path((project, zone, name)): Path<(String, String, String)>,
 ) -> Response {
-    const M: &str = "machineTypes.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let found = zone_url(&sim, &project, &zone).and_then(|url| {
+    sim.serve((SVC, F), "machineTypes.get", || {
+        let url = zone_url(&sim, &project, &zone)?;
         if !catalog::machine_in_zone(&name, &zone) {
             return Err(SimError::not_found(
                 F,
                 &format!("projects/{project}/zones/{zone}/machineTypes/{name}"),
             ));
         }
-        Ok(MachineType {
+        Ok(Json(MachineType {
             id: Some(id_of(&format!("{zone}/{name}"))),
             kind: Some("compute#machineType".into()),
             description: Some(name.clone()),
@@ -175,9 +162,9 @@ pub async fn get_machine_type(
             self_link: Some(format!("{url}/machineTypes/{name}")),
             name,
             ..MachineType::default()
-        })
-    });
-    tag(M, found.map(Json))
+        }))
+    })
+    .await
 }
 
 fn zone(sim: &Sim, project: &str, name: &str) -> Option<Zone> {
@@ -200,13 +187,12 @@ pub async fn get_zone(
     State(sim): State<Sim>,
     Path((project, name)): Path<(String, String)>,
 ) -> Response {
-    const M: &str = "zones.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let found = zone(&sim, &project, &name)
-        .ok_or_else(|| SimError::not_found(F, &format!("projects/{project}/zones/{name}")));
-    tag(M, found.map(Json))
+    sim.serve((SVC, F), "zones.get", || {
+        let found = zone(&sim, &project, &name)
+            .ok_or_else(|| SimError::not_found(F, &format!("projects/{project}/zones/{name}")));
+        found.map(Json)
+    })
+    .await
 }
 
 pub async fn list_zones(
@@ -214,15 +200,14 @@ pub async fn list_zones(
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    const M: &str = "zones.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let all = catalog::all_zones()
-        .iter()
-        .filter_map(|z| zone(&sim, &project, z).map(|zone| (z.clone(), zone)))
-        .collect();
-    let link = format!("{}/zones", base(&sim, &project));
-    let listed = ComputeList::page("compute#zoneList", link, all, &q);
-    tag(M, listed.map(Json))
+    sim.serve((SVC, F), "zones.list", || {
+        let all = catalog::all_zones()
+            .iter()
+            .filter_map(|z| zone(&sim, &project, z).map(|zone| (z.clone(), zone)))
+            .collect();
+        let link = format!("{}/zones", base(&sim, &project));
+        let listed = ComputeList::page("compute#zoneList", link, all, &q);
+        listed.map(Json)
+    })
+    .await
 }

@@ -11,12 +11,11 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 
-use crate::sim::error::SimError;
+use crate::sim::Sim;
 use crate::sim::gcp::list::{AggregatedList, ComputeList, PageQuery, under};
-use crate::sim::{Sim, tag};
 
-use super::catalog::{self, is_region};
-use super::handlers::{F, SVC, base};
+use super::catalog;
+use super::handlers::{F, SVC, base, check_region};
 use super::info::accelerator_type;
 
 pub async fn networks(
@@ -24,14 +23,13 @@ pub async fn networks(
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    const M: &str = "networks.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let all = under(&sim.world().compute.networks, &format!("{project}/"));
-    let link = format!("{}/global/networks", base(&sim, &project));
-    let kind = "compute#networkList";
-    tag(M, ComputeList::page(kind, link, all, &q).map(Json))
+    sim.serve((SVC, F), "networks.list", || {
+        let all = under(&sim.world().compute.networks, &format!("{project}/"));
+        let link = format!("{}/global/networks", base(&sim, &project));
+        let kind = "compute#networkList";
+        ComputeList::page(kind, link, all, &q).map(Json)
+    })
+    .await
 }
 
 pub async fn routers(
@@ -39,21 +37,17 @@ pub async fn routers(
     Path((project, region)): Path<(String, String)>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    const M: &str = "routers.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    if !is_region(&region) {
-        let e = SimError::not_found(F, &format!("projects/{project}/regions/{region}"));
-        return tag(M, e);
-    }
-    let all = under(
-        &sim.world().compute.routers,
-        &format!("{project}/{region}/"),
-    );
-    let link = format!("{}/regions/{region}/routers", base(&sim, &project));
-    let kind = "compute#routerList";
-    tag(M, ComputeList::page(kind, link, all, &q).map(Json))
+    sim.serve((SVC, F), "routers.list", || {
+        check_region(&project, &region)?;
+        let all = under(
+            &sim.world().compute.routers,
+            &format!("{project}/{region}/"),
+        );
+        let link = format!("{}/regions/{region}/routers", base(&sim, &project));
+        let kind = "compute#routerList";
+        ComputeList::page(kind, link, all, &q).map(Json)
+    })
+    .await
 }
 
 pub async fn aggregated_routers(
@@ -61,20 +55,19 @@ pub async fn aggregated_routers(
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    const M: &str = "routers.aggregatedList";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let all = under(&sim.world().compute.routers, &format!("{project}/"))
-        .into_iter()
-        .filter_map(|(region_name, r)| {
-            let (region, name) = region_name.split_once('/')?;
-            Some((format!("regions/{region}"), name.to_owned(), r))
-        })
-        .collect();
-    let link = format!("{}/aggregated/routers", base(&sim, &project));
-    let kind = ("compute#routerAggregatedList", "routers");
-    tag(M, AggregatedList::page(kind, link, all, &q).map(Json))
+    sim.serve((SVC, F), "routers.aggregatedList", || {
+        let all = under(&sim.world().compute.routers, &format!("{project}/"))
+            .into_iter()
+            .filter_map(|(region_name, r)| {
+                let (region, name) = region_name.split_once('/')?;
+                Some((format!("regions/{region}"), name.to_owned(), r))
+            })
+            .collect();
+        let link = format!("{}/aggregated/routers", base(&sim, &project));
+        let kind = ("compute#routerAggregatedList", "routers");
+        AggregatedList::page(kind, link, all, &q).map(Json)
+    })
+    .await
 }
 
 pub async fn aggregated_accelerator_types(
@@ -82,25 +75,24 @@ pub async fn aggregated_accelerator_types(
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    const M: &str = "acceleratorTypes.aggregatedList";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let base = base(&sim, &project);
-    let all = catalog::all_zones()
-        .into_iter()
-        .flat_map(|zone| {
-            let zone_url = format!("{base}/zones/{zone}");
-            catalog::gpus_in_zone(&zone)
-                .into_iter()
-                .map(move |g| {
-                    let t = accelerator_type(&zone_url, &zone, g);
-                    (format!("zones/{zone}"), t.name.clone(), t)
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let link = format!("{base}/aggregated/acceleratorTypes");
-    let kind = ("compute#acceleratorTypeAggregatedList", "acceleratorTypes");
-    tag(M, AggregatedList::page(kind, link, all, &q).map(Json))
+    sim.serve((SVC, F), "acceleratorTypes.aggregatedList", || {
+        let base = base(&sim, &project);
+        let all = catalog::all_zones()
+            .into_iter()
+            .flat_map(|zone| {
+                let zone_url = format!("{base}/zones/{zone}");
+                catalog::gpus_in_zone(&zone)
+                    .into_iter()
+                    .map(move |g| {
+                        let t = accelerator_type(&zone_url, &zone, g);
+                        (format!("zones/{zone}"), t.name.clone(), t)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let link = format!("{base}/aggregated/acceleratorTypes");
+        let kind = ("compute#acceleratorTypeAggregatedList", "acceleratorTypes");
+        AggregatedList::page(kind, link, all, &q).map(Json)
+    })
+    .await
 }

@@ -18,7 +18,7 @@ use crate::cloud::gcp::types::container::{
 };
 use crate::sim::body::strict;
 use crate::sim::error::{Flavor, SimError};
-use crate::sim::faults::{self, FaultKind};
+use crate::sim::faults::FaultKind;
 use crate::sim::gcp::compute::catalog;
 use crate::sim::world::World;
 use crate::sim::{Sim, tag};
@@ -101,15 +101,8 @@ fn provisioning_pool(p: &NodePool, location: &str) -> Result<PoolRec, SimError> 
     })
 }
 
-/// Armed fault for a method that reports quota and stockout through its operation:
-/// those kinds are returned to the handler, the others answered right away.
-async fn gate(sim: &Sim, method: &'static str) -> Result<Option<FaultKind>, Response> {
-    match sim.faults().take(SVC, method) {
-        Some(k @ (FaultKind::QuotaExceeded | FaultKind::Stockout)) => Ok(Some(k)),
-        Some(k) => Err(tag(method, faults::respond(k, F).await)),
-        None => Ok(None),
-    }
-}
+/// The fault kinds a method that starts an operation reports through that operation.
+const FORWARDED: &[FaultKind] = &[FaultKind::QuotaExceeded, FaultKind::Stockout];
 
 type Cp = Path<(String, String, String)>;
 type Pp = Path<(String, String, String, String)>;
@@ -119,15 +112,10 @@ pub async fn create_cluster(
     Path((project, location)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    const M: &str = "clusters.create";
-    let forced = match gate(&sim, M).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
-    tag(
-        M,
-        do_create_cluster(&sim, &project, &location, &body, forced).map(Json),
-    )
+    sim.serve_forcing((SVC, F), "clusters.create", FORWARDED, |forced| {
+        do_create_cluster(&sim, &project, &location, &body, forced).map(Json)
+    })
+    .await
 }
 
 fn do_create_cluster(
@@ -215,37 +203,21 @@ pub async fn get_cluster(
     State(sim): State<Sim>,
     Path((project, location, cluster)): Cp,
 ) -> Response {
-    const M: &str = "clusters.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let w = sim.world();
-    let r = w
-        .container
-        .clusters
-        .get(&key(&project, &location, &cluster))
-        .map(|c| Json(c.to_wire(&w.kube)))
-        .ok_or_else(|| not_found(&cluster_ref(&project, &location, &cluster)));
-    tag(M, r)
+    sim.serve((SVC, F), "clusters.get", || {
+        let w = sim.world();
+        find_cluster(&w, &project, &location, &cluster).map(|c| Json(c.to_wire(&w.kube)))
+    })
+    .await
 }
 
 pub async fn delete_cluster(
     State(sim): State<Sim>,
     Path((project, location, cluster)): Cp,
 ) -> Response {
-    const M: &str = "clusters.delete";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let r = (|| {
+    sim.serve((SVC, F), "clusters.delete", || {
         let mut w = sim.world();
         let k = key(&project, &location, &cluster);
-        let link = w
-            .container
-            .clusters
-            .get(&k)
-            .map(ClusterRec::self_link)
-            .ok_or_else(|| not_found(&cluster_ref(&project, &location, &cluster)))?;
+        let link = find_cluster(&w, &project, &location, &cluster)?.self_link();
         ops::ensure_idle(&w.container, &k, &cluster)?;
         if let Some(c) = w.container.clusters.get_mut(&k) {
             c.status = "STOPPING".into();
@@ -261,8 +233,8 @@ pub async fn delete_cluster(
             Effect::DeleteCluster,
             None,
         )))
-    })();
-    tag(M, r)
+    })
+    .await
 }
 
 pub async fn create_pool(
@@ -270,15 +242,10 @@ pub async fn create_pool(
     Path((project, location, cluster)): Cp,
     body: Bytes,
 ) -> Response {
-    const M: &str = "nodePools.create";
-    let forced = match gate(&sim, M).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
-    tag(
-        M,
-        do_create_pool(&sim, &project, &location, &cluster, &body, forced).map(Json),
-    )
+    sim.serve_forcing((SVC, F), "nodePools.create", FORWARDED, |forced| {
+        do_create_pool(&sim, &project, &location, &cluster, &body, forced).map(Json)
+    })
+    .await
 }
 
 fn do_create_pool(
@@ -295,11 +262,7 @@ fn do_create_pool(
         .ok_or_else(|| invalid("nodePool is required."))?;
     let mut w = sim.world();
     let k = key(project, location, cluster);
-    let c = w
-        .container
-        .clusters
-        .get(&k)
-        .ok_or_else(|| not_found(&cluster_ref(project, location, cluster)))?;
+    let c = find_cluster(&w, project, location, cluster)?;
     let link = format!("{}/nodePools/{}", c.self_link(), pool.name);
     if c.pool(&pool.name).is_some() {
         let what = format!(
@@ -341,67 +304,63 @@ pub async fn list_pools(
     State(sim): State<Sim>,
     Path((project, location, cluster)): Cp,
 ) -> Response {
-    const M: &str = "nodePools.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let w = sim.world();
-    let r = w
-        .container
-        .clusters
-        .get(&key(&project, &location, &cluster))
-        .map(|c| {
+    sim.serve((SVC, F), "nodePools.list", || {
+        let w = sim.world();
+        find_cluster(&w, &project, &location, &cluster).map(|c| {
             Json(ListNodePoolsResponse {
                 node_pools: c.pools.iter().map(|p| p.to_wire(c)).collect(),
             })
         })
-        .ok_or_else(|| not_found(&cluster_ref(&project, &location, &cluster)));
-    tag(M, r)
+    })
+    .await
 }
 
-fn pool_not_found(project: &str, location: &str, cluster: &str, pool: &str) -> SimError {
-    not_found(&format!(
-        "{}/nodePools/{pool}",
-        cluster_ref(project, location, cluster)
-    ))
+/// The cluster `(project, location, cluster)`, or GKE's 404 for it.
+fn find_cluster<'w>(
+    w: &'w World,
+    project: &str,
+    location: &str,
+    cluster: &str,
+) -> Result<&'w ClusterRec, SimError> {
+    let found = w.container.clusters.get(&key(project, location, cluster));
+    found.ok_or_else(|| not_found(&cluster_ref(project, location, cluster)))
+}
+
+/// The node pool `pool` of a cluster, with that cluster, or GKE's 404 for the pool.
+fn find_pool<'w>(
+    w: &'w World,
+    (project, location, cluster): (&str, &str, &str),
+    pool: &str,
+) -> Result<(&'w ClusterRec, &'w PoolRec), SimError> {
+    let found = w.container.clusters.get(&key(project, location, cluster));
+    found
+        .and_then(|c| c.pool(pool).map(|p| (c, p)))
+        .ok_or_else(|| {
+            let cluster = cluster_ref(project, location, cluster);
+            not_found(&format!("{cluster}/nodePools/{pool}"))
+        })
 }
 
 pub async fn get_pool(
     State(sim): State<Sim>,
     Path((project, location, cluster, pool)): Pp,
 ) -> Response {
-    const M: &str = "nodePools.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let w = sim.world();
-    let r = w
-        .container
-        .clusters
-        .get(&key(&project, &location, &cluster))
-        .and_then(|c| c.pool(&pool).map(|p| Json(p.to_wire(c))))
-        .ok_or_else(|| pool_not_found(&project, &location, &cluster, &pool));
-    tag(M, r)
+    sim.serve((SVC, F), "nodePools.get", || {
+        let w = sim.world();
+        find_pool(&w, (&project, &location, &cluster), &pool).map(|(c, p)| Json(p.to_wire(c)))
+    })
+    .await
 }
 
 pub async fn delete_pool(
     State(sim): State<Sim>,
     Path((project, location, cluster, pool)): Pp,
 ) -> Response {
-    const M: &str = "nodePools.delete";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let r = (|| {
+    sim.serve((SVC, F), "nodePools.delete", || {
         let mut w = sim.world();
         let k = key(&project, &location, &cluster);
-        let link = w
-            .container
-            .clusters
-            .get(&k)
-            .filter(|c| c.pool(&pool).is_some())
-            .map(|c| format!("{}/nodePools/{pool}", c.self_link()))
-            .ok_or_else(|| pool_not_found(&project, &location, &cluster, &pool))?;
+        let (c, _) = find_pool(&w, (&project, &location, &cluster), &pool)?;
+        let link = format!("{}/nodePools/{pool}", c.self_link());
         ops::ensure_idle(&w.container, &k, &cluster)?;
         if let Some(p) = w
             .container
@@ -419,8 +378,8 @@ pub async fn delete_pool(
             Effect::DeletePool(pool.clone()),
             None,
         )))
-    })();
-    tag(M, r)
+    })
+    .await
 }
 
 /// POST `.../nodePools/{pool}:{verb}`: only `setSize`.
@@ -429,23 +388,14 @@ pub async fn pool_verb(
     Path((project, location, cluster, segment)): Pp,
     body: Bytes,
 ) -> Response {
-    const M: &str = "nodePools.setSize";
     let Some((pool, "setSize")) = segment.split_once(':') else {
-        let e = SimError::new(
-            F,
-            404,
-            "NOT_FOUND",
-            "NOT_FOUND",
-            format!("Method not found: {segment}"),
-        );
+        let e = SimError::no_method(F, &segment);
         return tag("nodePools.unknownVerb", e);
     };
-    let forced = match gate(&sim, M).await {
-        Ok(f) => f,
-        Err(r) => return r,
-    };
-    let r = do_set_size(&sim, &project, &location, &cluster, pool, &body, forced).map(Json);
-    tag(M, r)
+    sim.serve_forcing((SVC, F), "nodePools.setSize", FORWARDED, |forced| {
+        do_set_size(&sim, &project, &location, &cluster, pool, &body, forced).map(Json)
+    })
+    .await
 }
 
 fn do_set_size(
@@ -466,12 +416,7 @@ fn do_set_size(
     }
     let mut w = sim.world();
     let k = key(project, location, cluster);
-    let (c, p) = w
-        .container
-        .clusters
-        .get(&k)
-        .and_then(|c| c.pool(pool).map(|p| (c, p)))
-        .ok_or_else(|| pool_not_found(project, location, cluster, pool))?;
+    let (c, p) = find_pool(&w, (project, location, cluster), pool)?;
     validate::node_count(&p.shape, n, "nodeCount")?;
     ops::ensure_idle(&w.container, &k, cluster)?;
     let current = w.kube.pool_node_count(&c.kube_key, pool).unwrap_or(p.size);
@@ -503,25 +448,24 @@ pub async fn get_operation(
     State(sim): State<Sim>,
     Path((project, location, name)): Cp,
 ) -> Response {
-    const M: &str = "operations.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let w = sim.world();
-    let r = w
-        .container
-        .operations
-        .iter()
-        .find(|o| {
-            o.op.name == name && o.project == project && o.op.location.as_deref() == Some(&location)
-        })
-        .map(|o| Json(o.op.clone()))
-        .ok_or_else(|| {
-            not_found(&format!(
-                "projects/{project}/locations/{location}/operations/{name}"
-            ))
-        });
-    tag(M, r)
+    sim.serve((SVC, F), "operations.get", || {
+        let w = sim.world();
+        w.container
+            .operations
+            .iter()
+            .find(|o| {
+                o.op.name == name
+                    && o.project == project
+                    && o.op.location.as_deref() == Some(&location)
+            })
+            .map(|o| Json(o.op.clone()))
+            .ok_or_else(|| {
+                not_found(&format!(
+                    "projects/{project}/locations/{location}/operations/{name}"
+                ))
+            })
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]

@@ -11,7 +11,7 @@ use axum::response::Response;
 use serde::Serialize;
 
 use crate::cloud::gcp::types::container::{Cluster, Operation};
-use crate::sim::{Sim, tag};
+use crate::sim::Sim;
 
 use super::handlers::{F, SVC};
 
@@ -40,50 +40,42 @@ pub async fn clusters(
     State(sim): State<Sim>,
     Path((project, location)): Path<(String, String)>,
 ) -> Response {
-    const M: &str = "clusters.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let w = sim.world();
-    let clusters = w
-        .container
-        .clusters
-        .values()
-        .filter(|c| c.project == project && asked(&c.location, &location))
-        .map(|c| c.to_wire(&w.kube))
-        .collect();
-    tag(
-        M,
+    sim.serve((SVC, F), "clusters.list", || {
+        let w = sim.world();
+        let clusters = w
+            .container
+            .clusters
+            .values()
+            .filter(|c| c.project == project && asked(&c.location, &location))
+            .map(|c| c.to_wire(&w.kube))
+            .collect();
         Json(ListClustersResponse {
             clusters,
             missing_zones: Vec::new(),
-        }),
-    )
+        })
+    })
+    .await
 }
 
 pub async fn operations(
     State(sim): State<Sim>,
     Path((project, location)): Path<(String, String)>,
 ) -> Response {
-    const M: &str = "operations.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let w = sim.world();
-    let operations = w
-        .container
-        .operations
-        .iter()
-        .filter(|o| {
-            o.project == project && asked(o.op.location.as_deref().unwrap_or(""), &location)
-        })
-        .map(|o| o.op.clone())
-        .collect();
-    tag(
-        M,
+    sim.serve((SVC, F), "operations.list", || {
+        let w = sim.world();
+        let operations = w
+            .container
+            .operations
+            .iter()
+            .filter(|o| {
+                o.project == project && asked(o.op.location.as_deref().unwrap_or(""), &location)
+            })
+            .map(|o| o.op.clone())
+            .collect();
         Json(ListOperationsResponse {
             operations,
             missing_zones: Vec::new(),
-        }),
-    )
+        })
+    })
+    .await
 }

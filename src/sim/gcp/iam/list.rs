@@ -10,8 +10,8 @@ use axum::extract::{Path, Query, State as AxState};
 use axum::response::Response;
 
 use super::{F, SVC};
+use crate::sim::Sim;
 use crate::sim::gcp::list::{AipList, Limits, PageQuery, aip158};
-use crate::sim::{Sim, tag};
 
 const LIMITS: Limits = aip158(20, 100);
 
@@ -20,17 +20,16 @@ pub(super) async fn accounts(
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    const M: &str = "serviceAccounts.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let all = sim
-        .world()
-        .iam
-        .accounts
-        .iter()
-        .filter(|(_, a)| project == "-" || a.account.project_id == project)
-        .map(|(email, a)| (email.clone(), a.account.clone()))
-        .collect();
-    tag(M, AipList::page(&LIMITS, "accounts", all, &q).map(Json))
+    sim.serve((SVC, F), "serviceAccounts.list", || {
+        let all = sim
+            .world()
+            .iam
+            .accounts
+            .iter()
+            .filter(|(_, a)| project == "-" || a.account.project_id == project)
+            .map(|(email, a)| (email.clone(), a.account.clone()))
+            .collect();
+        AipList::page(&LIMITS, "accounts", all, &q).map(Json)
+    })
+    .await
 }

@@ -13,9 +13,9 @@ use serde::Deserialize;
 
 use super::{CATALOGUE, F, SVC, project_denied, service, valid_project_id};
 use crate::cloud::gcp::types::service_usage::Service;
+use crate::sim::Sim;
 use crate::sim::error::SimError;
 use crate::sim::gcp::list::{AipList, Limits, PageQuery, aip158};
-use crate::sim::{Sim, tag};
 
 const LIMITS: Limits = aip158(50, 200);
 
@@ -43,11 +43,10 @@ pub(super) async fn services(
     Query(f): Query<Filter>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    const M: &str = "services.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    tag(M, list(&sim, &project, f.filter.as_deref(), &q).map(Json))
+    sim.serve((SVC, F), "services.list", || {
+        list(&sim, &project, f.filter.as_deref(), &q).map(Json)
+    })
+    .await
 }
 
 fn list(

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{F, SVC, storage_error};
 use crate::cloud::gcp::types::storage::Bucket;
+use crate::sim::Sim;
 use crate::sim::error::SimError;
 use crate::sim::gcp::list::{Limits, PageQuery};
-use crate::sim::{Sim, tag};
 
 const LIMITS: Limits = Limits {
     field: "maxResults",
@@ -45,11 +45,10 @@ pub(super) async fn buckets(
     Query(scope): Query<Scope>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    const M: &str = "buckets.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    tag(M, list(&sim, &scope, &q).map(Json))
+    sim.serve((SVC, F), "buckets.list", || {
+        list(&sim, &scope, &q).map(Json)
+    })
+    .await
 }
 
 fn list(sim: &Sim, scope: &Scope, q: &PageQuery) -> Result<Buckets, SimError> {

@@ -15,8 +15,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::{F, SVC, now, storage_error};
 use crate::cloud::gcp::types::storage::{Object, Objects};
+use crate::sim::Sim;
 use crate::sim::error::SimError;
-use crate::sim::{Sim, tag};
 
 const MAX_PAGE: usize = 1000;
 
@@ -40,15 +40,14 @@ pub(super) async fn upload(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    const M: &str = "objects.insert";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/octet-stream");
-    tag(M, do_upload(&sim, &bucket, &q, content_type, &body))
+    sim.serve((SVC, F), "objects.insert", || {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("application/octet-stream");
+        do_upload(&sim, &bucket, &q, content_type, &body)
+    })
+    .await
 }
 
 fn do_upload(
@@ -117,35 +116,33 @@ pub(super) async fn get(
     AxState(sim): AxState<Sim>,
     Path((bucket, object)): Path<(String, String)>,
 ) -> Response {
-    const M: &str = "objects.get";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let mut w = sim.world();
-    let found = w.storage.bucket(&bucket).and_then(|r| {
-        r.objects
-            .get(&object)
-            .cloned()
-            .ok_or_else(|| no_such_object(&bucket, &object))
-    });
-    tag(M, found.map(Json))
+    sim.serve((SVC, F), "objects.get", || {
+        let mut w = sim.world();
+        let found = w.storage.bucket(&bucket).and_then(|r| {
+            r.objects
+                .get(&object)
+                .cloned()
+                .ok_or_else(|| no_such_object(&bucket, &object))
+        });
+        found.map(Json)
+    })
+    .await
 }
 
 pub(super) async fn delete(
     AxState(sim): AxState<Sim>,
     Path((bucket, object)): Path<(String, String)>,
 ) -> Response {
-    const M: &str = "objects.delete";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    let mut w = sim.world();
-    let removed = w.storage.bucket(&bucket).and_then(|r| {
-        r.objects
-            .remove(&object)
-            .ok_or_else(|| no_such_object(&bucket, &object))
-    });
-    tag(M, removed.map(|_| StatusCode::NO_CONTENT.into_response()))
+    sim.serve((SVC, F), "objects.delete", || {
+        let mut w = sim.world();
+        let removed = w.storage.bucket(&bucket).and_then(|r| {
+            r.objects
+                .remove(&object)
+                .ok_or_else(|| no_such_object(&bucket, &object))
+        });
+        removed.map(|_| StatusCode::NO_CONTENT.into_response())
+    })
+    .await
 }
 
 pub(super) async fn list(
@@ -153,11 +150,8 @@ pub(super) async fn list(
     Path(bucket): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    const M: &str = "objects.list";
-    if let Some(r) = sim.fault(SVC, M, F).await {
-        return r;
-    }
-    tag(M, do_list(&sim, &bucket, &q))
+    sim.serve((SVC, F), "objects.list", || do_list(&sim, &bucket, &q))
+        .await
 }
 
 fn do_list(
