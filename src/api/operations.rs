@@ -72,7 +72,8 @@ pub async fn get_operation(
 }
 
 /// Server-sent events: one `progress` event (the Operation) per change, then `done`
-/// with the final Operation.
+/// with the final Operation. A stream that ends without `done` (this replica shut down)
+/// is reconnected.
 #[utoipa::path(get, path = "/v1/operations/{operation}:watch", tag = "operations",
     params(("operation" = String, Path, description = "operation id")),
     responses((status = 200, description = "text/event-stream of `progress` and `done` events, each carrying an Operation", content_type = "text/event-stream", body = Operation), ErrorResponses))]
@@ -128,10 +129,11 @@ pub struct WaitQuery {
     pub timeout: Option<String>,
 }
 
-/// Long-poll: returns when the operation is done or at the timeout, whichever first.
+/// Long-poll: returns when the operation is done or at the timeout, whichever first (or
+/// early, in the same shape, when this replica shuts down: ask again).
 #[utoipa::path(post, path = "/v1/operations/{operation}:wait", tag = "operations",
     params(("operation" = String, Path, description = "operation id"), WaitQuery),
-    responses((status = 200, description = "The operation: done, or still running at the timeout", body = Operation), ErrorResponses))]
+    responses((status = 200, description = "The operation: done, or still running at the timeout or at this replica's shutdown", body = Operation), ErrorResponses))]
 pub async fn wait_operation(
     s: &AppState,
     caller: &Caller,
