@@ -284,6 +284,10 @@ fn stop_steps(steps: &mut [StepRecord], state: StepState, message: &str) {
 
 /// Run a claimed operation until it finishes, loses its lease, or is released.
 pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outcome {
+    let steps = match resumable_steps(&row) {
+        Ok(steps) => steps,
+        Err(e) => return unreadable_steps(&env, wf.as_ref(), &row, &e).await,
+    };
     let running = env.events.running(row.id);
     let cancel = running.token.clone();
     let lost = CancellationToken::new();
@@ -291,7 +295,7 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
     let run = Arc::new(Run {
         env: env.clone(),
         wf,
-        steps: Mutex::new(resumable_steps(&row)),
+        steps: Mutex::new(steps),
         op: Arc::new(row),
     });
     let _stop_heartbeat = AbortOnDrop(tokio::spawn(heartbeat(
@@ -323,19 +327,53 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
 
 /// The stored steps, with any step a lost worker left RUNNING pending again (steps are
 /// ensures: it runs again).
-fn resumable_steps(row: &OperationRow) -> Vec<StepRecord> {
-    let mut steps: Vec<StepRecord> = match serde_json::from_value(row.steps.clone()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(operation.id = %row.id, error = %e, "stored steps unreadable");
-            Vec::new()
-        }
-    };
+fn resumable_steps(row: &OperationRow) -> Result<Vec<StepRecord>, serde_json::Error> {
+    let mut steps: Vec<StepRecord> = serde_json::from_value(row.steps.clone())?;
     for s in steps.iter_mut().filter(|s| s.state == StepState::Running) {
         s.state = StepState::Pending;
         s.message = Some("resumed after the previous worker stopped".into());
     }
-    steps
+    Ok(steps)
+}
+
+/// An operation whose stored steps do not decode runs nothing: it fails with
+/// CORRUPT_RECORD, its steps kept exactly as stored (never read as "no steps", which
+/// would succeed having done nothing).
+async fn unreadable_steps(
+    env: &RunEnv,
+    wf: &dyn Workflow,
+    row: &OperationRow,
+    e: &serde_json::Error,
+) -> Outcome {
+    tracing::error!(operation.id = %row.id, table = "operations", column = "steps", error = %e, "stored record unreadable");
+    let err = status_json(
+        RpcCode::Internal,
+        &format!(
+            "operation {} has unreadable stored steps ({e}); nothing was run",
+            row.id
+        ),
+        "CORRUPT_RECORD",
+        &Default::default(),
+    );
+    let f = Finish {
+        state: OperationState::Failed,
+        steps: &row.steps,
+        response: None,
+        error: Some(&err),
+    };
+    match wf.finish(&env.db, row, f).await {
+        Ok(true) => {
+            metrics::counter!("kineticd_operations_finished_total",
+                "type" => row.op_type.clone(), "state" => OperationState::Failed.as_str())
+            .increment(1);
+            Outcome::Finished(OperationState::Failed)
+        }
+        Ok(false) => Outcome::LeaseLost,
+        Err(e) => {
+            tracing::warn!(operation.id = %row.id, error = %format_args!("{e:#}"), "finishing failed; the lease will expire");
+            Outcome::LeaseLost
+        }
+    }
 }
 
 /// Fires at the operation's deadline (a year away when it has none).

@@ -4,6 +4,7 @@
 mod common;
 
 mod cancel;
+mod corrupt;
 mod idempotency;
 mod lease;
 mod ordering;
