@@ -14,4 +14,6 @@ mod lists;
 mod resource_manager;
 mod service_usage;
 mod sim;
+#[path = "../serve_process/journal.rs"]
+mod sim_journal;
 mod storage;

@@ -36,16 +36,8 @@ pub async fn arm(sim: &Sim, service: &str, method: &str, kind: &str, count: u32)
 
 /// Journal entries for `service` and `method`, oldest first.
 pub async fn journal(sim: &Sim, service: &str, method: &str) -> Vec<Value> {
-    let v: Value = http()
-        .get(format!("{}/sim/v1/journal", sim.url()))
-        .query(&[("service", service), ("method", method)])
-        .send()
-        .await
-        .expect("journal")
-        .json()
-        .await
-        .expect("journal body");
-    v["entries"].as_array().cloned().unwrap_or_default()
+    let query = [("service", service), ("method", method)];
+    crate::sim_journal::sim_journal(&http(), &sim.url(), &query).await
 }
 
 /// The HTTP statuses the journal recorded for `service`/`method`, in order.
