@@ -159,20 +159,7 @@ impl Run {
             response: response.as_ref(),
             error: error.as_ref(),
         };
-        match self.wf.finish(&self.env.db, &self.op, f).await {
-            Ok(true) => {
-                metrics::counter!("kineticd_operations_finished_total",
-                    "type" => self.op.op_type.clone(), "state" => state.as_str())
-                .increment(1);
-                tracing::info!(operation.id = %self.op.id, operation.type = %self.op.op_type, state = state.as_str(), "operation finished");
-                Outcome::Finished(state)
-            }
-            Ok(false) => Outcome::LeaseLost,
-            Err(e) => {
-                tracing::warn!(operation.id = %self.op.id, error = %format_args!("{e:#}"), "finishing failed; the lease will expire and another worker resumes");
-                Outcome::LeaseLost
-            }
-        }
+        finish(&self.env, self.wf.as_ref(), &self.op, f).await
     }
 
     /// Mark step `i` done and, when `launch_free > 0`, start the steps it unblocked, all
@@ -361,16 +348,23 @@ async fn unreadable_steps(
         response: None,
         error: Some(&err),
     };
-    match wf.finish(&env.db, row, f).await {
+    finish(env, wf, row, f).await
+}
+
+/// Write the operation's final state (fenced by its lease) and count it.
+async fn finish(env: &RunEnv, wf: &dyn Workflow, op: &OperationRow, f: Finish<'_>) -> Outcome {
+    let state = f.state;
+    match wf.finish(&env.db, op, f).await {
         Ok(true) => {
             metrics::counter!("kineticd_operations_finished_total",
-                "type" => row.op_type.clone(), "state" => OperationState::Failed.as_str())
+                "type" => op.op_type.clone(), "state" => state.as_str())
             .increment(1);
-            Outcome::Finished(OperationState::Failed)
+            tracing::info!(operation.id = %op.id, operation.type = %op.op_type, state = state.as_str(), "operation finished");
+            Outcome::Finished(state)
         }
         Ok(false) => Outcome::LeaseLost,
         Err(e) => {
-            tracing::warn!(operation.id = %row.id, error = %format_args!("{e:#}"), "finishing failed; the lease will expire");
+            tracing::warn!(operation.id = %op.id, error = %format_args!("{e:#}"), "finishing failed; the lease will expire and another worker resumes");
             Outcome::LeaseLost
         }
     }
