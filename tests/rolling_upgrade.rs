@@ -480,12 +480,14 @@ struct Row {
 }
 
 /// Per operation, from every replica's log: the claims (attempt, replica), the
-/// replicas that finished it, and those that released it.
+/// replicas that finished it, those that released it, and per step the attempts that
+/// failed retryably (a lock wait on a busy database, say: retried within the claim).
 #[derive(Debug, Default)]
 struct History {
     claims: Vec<(i64, &'static str)>,
     finished: Vec<&'static str>,
     released: Vec<&'static str>,
+    retried: BTreeMap<String, i64>,
 }
 
 /// The operations' histories, and every "lease lost" line (there must be none).
@@ -494,11 +496,18 @@ fn histories(replicas: &[&Replica]) -> (BTreeMap<String, History>, Vec<Value>) {
     let mut lost = Vec::new();
     for r in replicas {
         for line in r.log_lines() {
-            let Some(op) = line["operation.id"].as_str() else {
+            let Some(op) = line["operation.id"]
+                .as_str()
+                .or(line["span"]["operation.id"].as_str())
+            else {
                 continue;
             };
             let h = by_op.entry(op.to_owned()).or_default();
             match line["message"].as_str().unwrap_or("") {
+                "step attempt failed" if line["outcome"] == "RETRYABLE_ERROR" => {
+                    let step = line["span"]["step.id"].as_str().unwrap_or("");
+                    *h.retried.entry(step.to_owned()).or_default() += 1;
+                }
                 "claimed" => h
                     .claims
                     .push((line["attempt"].as_i64().unwrap_or(-1), r.name)),
@@ -526,22 +535,25 @@ fn assert_finished_once(rows: &[Row], replicas: &[&Replica]) -> Vec<Uuid> {
             r.op_type, r.id, r.error
         );
         assert!(r.lease_owner.is_none(), "{} still leased", r.id);
-        // Every step done; run once per claim at most (a step interrupted by the
-        // shutdown runs again after the hand-over; nothing failed and was retried).
-        for s in r.steps.as_array().expect("steps") {
-            let attempts = s["attempts"].as_i64().unwrap_or(0);
-            assert!(
-                (s["state"] == "DONE" && (1..=i64::from(r.attempt)).contains(&attempts))
-                    || (s["state"] == "SKIPPED" && attempts == 0),
-                "{} {} (claimed {} times): {s}",
-                r.op_type,
-                r.id,
-                r.attempt
-            );
-        }
         let h = by_op
             .get(&r.id.to_string())
             .unwrap_or_else(|| panic!("no log line about {}", r.id));
+        // Every step done; run once per claim at most (a step interrupted by the
+        // shutdown runs again after the hand-over), plus the retries its log shows.
+        for s in r.steps.as_array().expect("steps") {
+            let attempts = s["attempts"].as_i64().unwrap_or(0);
+            let step = s["id"].as_str().unwrap_or("");
+            let most = i64::from(r.attempt) + h.retried.get(step).copied().unwrap_or(0);
+            assert!(
+                (s["state"] == "DONE" && (1..=most).contains(&attempts))
+                    || (s["state"] == "SKIPPED" && attempts == 0),
+                "{} {} (claimed {} times, retries {:?}): {s}",
+                r.op_type,
+                r.id,
+                r.attempt,
+                h.retried
+            );
+        }
         let mut attempts: Vec<i64> = h.claims.iter().map(|c| c.0).collect();
         attempts.sort_unstable();
         let expected: Vec<i64> = (1..=i64::from(r.attempt)).collect();
