@@ -19,6 +19,7 @@ use super::controllers::{self, Observed};
 use super::nodes;
 use super::objects::{ApiStore, ObjKey, content};
 use super::sched::{self, NodeView, Res};
+use super::{events, workloads};
 use crate::sim::clock::{Clock, SimTime};
 
 /// Virtual time between the autoscaler deciding to add a node and the node being Ready.
@@ -138,8 +139,10 @@ impl ClusterKube {
             let mut changed = self.apply_due_scale_ups(clock);
             changed |= self.sync_nodes();
             changed |= self.evict_orphans();
+            changed |= workloads::run(&mut self.api);
             let (scheduled, unschedulable) = sched::schedule(&mut self.api);
             let (planned, backoff_wake) = self.autoscale(&unschedulable, clock);
+            self.autoscaler_events(&unschedulable);
             let (status, status_wake) = controllers::run(&mut self.api, &mut self.observed, clock);
             changed |= scheduled || planned || status;
             wake = earliest([backoff_wake, status_wake]);
@@ -152,6 +155,22 @@ impl ClusterKube {
             .values()
             .filter_map(|r| r.scale_to.map(|(t, _)| t));
         self.wake = earliest(scale_wake.map(Some).chain([wake]));
+    }
+
+    /// The autoscaler's events on the pods it could or could not help.
+    fn autoscaler_events(&mut self, unschedulable: &[ObjKey]) {
+        let planned: BTreeMap<String, u32> = self
+            .runtime
+            .iter()
+            .filter_map(|(p, r)| Some((p.clone(), r.scale_to?.1)))
+            .collect();
+        events::autoscaler(
+            &mut self.api,
+            &self.key,
+            &self.pools,
+            &planned,
+            unschedulable,
+        );
     }
 
     fn apply_due_scale_ups(&mut self, clock: &Clock) -> bool {

@@ -1,4 +1,5 @@
-//! Status controllers on the simulator clock: Deployments become Available and
+//! Status controllers on the simulator clock: Deployments become Available (once
+//! their pods run, see [`workloads`]) and
 //! DaemonSets get their pods scheduled a few virtual seconds after each new
 //! generation; CRDs are NamesAccepted at once and Established shortly after.
 //!
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 use super::objects::{ApiStore, ObjKey};
 use super::resources::{CRD_GROUP, CRD_PLURAL};
 use super::sched::{NodeView, node_views, placement_ok};
+use super::workloads;
 use crate::sim::clock::{Clock, SimTime};
 
 /// Virtual delay before a Deployment's new generation is Available.
@@ -50,18 +52,22 @@ fn cond(t: &str, ok: bool, reason: &str, message: &str) -> Value {
     json!({"type": t, "status": if ok { "True" } else { "False" }, "reason": reason, "message": message})
 }
 
-fn deployment_status(obj: &Value, ready: bool) -> Value {
+/// A Deployment's status with `ready` of its replicas available.
+fn deployment_status(obj: &Value, ready: i64) -> Value {
     let generation = obj["metadata"]["generation"].as_i64().unwrap_or(1);
     let replicas = obj["spec"]["replicas"].as_i64().unwrap_or(1);
-    let available = ready || replicas == 0;
+    let ready = ready.min(replicas);
+    let available = ready >= replicas;
     let mut s = json!({
         "observedGeneration": generation,
         "replicas": replicas,
         "updatedReplicas": replicas,
     });
+    if ready > 0 {
+        s["readyReplicas"] = json!(ready);
+        s["availableReplicas"] = json!(ready);
+    }
     if available {
-        s["readyReplicas"] = json!(replicas);
-        s["availableReplicas"] = json!(replicas);
         s["conditions"] = json!([
             cond(
                 "Available",
@@ -77,7 +83,7 @@ fn deployment_status(obj: &Value, ready: bool) -> Value {
             ),
         ]);
     } else {
-        s["unavailableReplicas"] = json!(replicas);
+        s["unavailableReplicas"] = json!(replicas - ready);
         s["conditions"] = json!([
             cond(
                 "Available",
@@ -162,15 +168,22 @@ pub fn run(
             wake = Some(wake.map_or(at, |w| w.min(at)));
         }
     };
+    let nodes = node_views(store);
     for key in store.keys_of("apps", "deployments") {
         let Some(obj) = store.get(&key).cloned() else {
             continue;
         };
         let (ok, at) = due(observed, &key, &obj, clock, DEPLOYMENT_READY_DELAY);
         later(at, ok);
-        changed |= store.set_status(&key, deployment_status(&obj, ok));
+        // Replicas count once their pods run; an API server without any node (a bare
+        // test cluster) runs no pods, and counts every replica after the delay.
+        let ready = match (ok, nodes.is_empty()) {
+            (false, _) => 0,
+            (true, true) => i64::MAX,
+            (true, false) => workloads::running_pods(store, &obj),
+        };
+        changed |= store.set_status(&key, deployment_status(&obj, ready));
     }
-    let nodes = node_views(store);
     for key in store.keys_of("apps", "daemonsets") {
         let Some(obj) = store.get(&key).cloned() else {
             continue;

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::cluster::ClusterKube;
 use super::objects::{KStatus, ObjKey};
 use super::resources::{self, ResourceDef};
-use super::verbs;
+use super::{openapi, verbs, watch};
 use crate::sim::faults::FaultKind;
 use crate::sim::{Sim, tag};
 
@@ -31,6 +31,10 @@ pub fn routes() -> Router<Sim> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     Version,
+    /// `/openapi/v2`.
+    OpenApiV2,
+    /// `/openapi/v3` (None) or `/openapi/v3/{gv path}`.
+    OpenApiV3(Option<String>),
     CoreVersions,
     Groups,
     Group(String),
@@ -88,6 +92,9 @@ pub fn parse(rest: &str) -> Option<Target> {
     let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
         ["version"] => Some(Target::Version),
+        ["openapi", "v2"] => Some(Target::OpenApiV2),
+        ["openapi", "v3"] => Some(Target::OpenApiV3(None)),
+        ["openapi", "v3", gv @ ..] => Some(Target::OpenApiV3(Some(gv.join("/")))),
         ["api"] => Some(Target::CoreVersions),
         ["api", v] => Some(Target::Resources {
             group: String::new(),
@@ -120,6 +127,7 @@ fn media_type(headers: &HeaderMap) -> String {
 fn method_name(method: &Method, target: &Target, media: &str) -> &'static str {
     match target {
         Target::Version => "kube.version",
+        Target::OpenApiV2 | Target::OpenApiV3(_) => "kube.openapi",
         Target::CoreVersions | Target::Groups | Target::Group(_) | Target::Resources { .. } => {
             "kube.discovery"
         }
@@ -251,6 +259,9 @@ async fn handle(
         media,
         body,
     };
+    if req.method == Method::GET && watch::is_watch(&req) {
+        return tag("kube.watch", watch::serve(sim.clone(), key, &target, &req));
+    }
     let auth = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -294,6 +305,18 @@ fn render(c: &ClusterKube, reply: Reply) -> Response {
     }
 }
 
+/// `/openapi/v2` is protobuf-only in kubectl's client (`application/com.github.proto-
+/// openapi.spec.v2@v1.0+protobuf`); the simulator serves OpenAPI v3 only, which is what
+/// kubectl uses first (field validation, explain, apply).
+fn openapi_v2(accept: &str) -> Reply {
+    KStatus::new(
+        406,
+        "NotAcceptable",
+        format!("the simulator serves OpenAPI v3 only (/openapi/v3), not {accept:?}"),
+    )
+    .into()
+}
+
 fn version() -> Value {
     json!({
         "major": "1",
@@ -318,6 +341,11 @@ fn serve(c: &mut ClusterKube, target: &Target, req: &Req) -> Reply {
     let ok = |v: Value| Reply::Json(StatusCode::OK, v);
     match target {
         Target::Version => ok(version()),
+        Target::OpenApiV2 => openapi_v2(&req.accept),
+        Target::OpenApiV3(None) => ok(openapi::root(&c.api)),
+        Target::OpenApiV3(Some(gv)) => {
+            openapi::group_version(&c.api, gv).map_or(KStatus::no_resource().into(), ok)
+        }
         Target::CoreVersions if aggregated => Reply::Aggregated(resources::aggregated(&defs, true)),
         Target::CoreVersions => ok(resources::api_versions()),
         Target::Groups if aggregated => Reply::Aggregated(resources::aggregated(&defs, false)),
@@ -357,7 +385,7 @@ fn serve(c: &mut ClusterKube, target: &Target, req: &Req) -> Reply {
             };
             let ns = namespace.as_deref();
             match (sub.as_deref(), &req.method) {
-                (None | Some("status"), &Method::GET) => verbs::get(c, &def, ns, name),
+                (None | Some("status"), &Method::GET) => verbs::get(c, &def, ns, name, req),
                 (Some(_), _) => KStatus::method_not_allowed("writing a subresource").into(),
                 (None, &Method::PATCH) => verbs::patch(c, &def, ns, name, req),
                 (None, &Method::PUT) => verbs::update(c, &def, ns, name, req),
@@ -370,7 +398,7 @@ fn serve(c: &mut ClusterKube, target: &Target, req: &Req) -> Reply {
 
 /// The served resource, if the path's scope fits it (a namespaced collection may be
 /// listed across namespaces).
-fn resolve(
+pub(super) fn resolve(
     defs: &[ResourceDef],
     group: &str,
     version: &str,

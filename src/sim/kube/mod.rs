@@ -10,15 +10,22 @@
 //! nodes, pods and statuses consistent with the pools and the virtual time.
 
 pub mod admin;
+pub mod admission;
 pub mod cluster;
 pub mod controllers;
+pub mod events;
 pub mod http;
 pub mod manifests;
 pub mod nodes;
 pub mod objects;
+pub mod openapi;
+pub mod quantities;
 pub mod resources;
 pub mod sched;
+pub mod table;
 pub mod verbs;
+pub mod watch;
+pub mod workloads;
 
 use std::collections::BTreeMap;
 

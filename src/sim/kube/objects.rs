@@ -176,6 +176,22 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
+/// Paths (`.spec.replicas`) where `incoming` sets a value `old` already holds
+/// differently (objects are compared key by key, anything else as a whole).
+fn conflicts(old: &Value, incoming: &Value, path: &str, out: &mut Vec<String>) {
+    match (old, incoming) {
+        (Value::Object(o), Value::Object(i)) => {
+            for (k, v) in i {
+                if let Some(ov) = o.get(k) {
+                    conflicts(ov, v, &format!("{path}.{k}"), out);
+                }
+            }
+        }
+        (o, i) if o != i && !o.is_null() => out.push(path.to_owned()),
+        _ => {}
+    }
+}
+
 fn managed_entry(manager: &str, operation: &str, api_version: &str) -> Value {
     json!({
         "manager": manager,
@@ -242,17 +258,22 @@ pub fn write_existing(existing: &Value, body: &Value, write: &Write) -> Result<O
                 .iter()
                 .any(|(m, op)| m == manager && op == "Apply");
             if !others.is_empty() && !ours {
-                // Fields owned by another manager: merge, and refuse to take them over
-                // without force (the real server reports each conflicting field).
+                // Fields owned by another manager: merge, and refuse to change a value
+                // another manager set without force (new fields are no conflict).
                 let mut merged = old.clone();
                 merge_patch(&mut merged, &incoming);
-                if !force && merged != old {
+                let mut changed = Vec::new();
+                conflicts(&old, &incoming, "", &mut changed);
+                if !force && !changed.is_empty() {
                     return Err(KStatus::new(
                         409,
                         "Conflict",
                         format!(
-                            "Apply failed with 1 conflict: conflict with \"{}\"",
-                            others.join("\", \"")
+                            "Apply failed with {} conflict{}: conflict with \"{}\": {}",
+                            changed.len(),
+                            if changed.len() == 1 { "" } else { "s" },
+                            others.join("\", \""),
+                            changed.join(", ")
                         ),
                     ));
                 }
@@ -310,18 +331,51 @@ pub fn write_existing(existing: &Value, body: &Value, write: &Write) -> Result<O
     Ok(Outcome::Changed(obj))
 }
 
-/// One cluster's objects and its resourceVersion counter.
+/// How many changes a store remembers for watches.
+pub const HISTORY: usize = 4096;
+
+/// A watch event type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl Change {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Added => "ADDED",
+            Change::Modified => "MODIFIED",
+            Change::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One cluster's objects, its resourceVersion counter, and its recent changes (each
+/// with the resourceVersion it produced and the object after it; for a deletion, the
+/// last stored object).
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiStore {
     pub resource_version: u64,
     pub objects: BTreeMap<ObjKey, Value>,
+    #[serde(skip)]
+    pub history: std::collections::VecDeque<(u64, Change, ObjKey, Value)>,
 }
 
 impl ApiStore {
     fn bump(&mut self) -> String {
         self.resource_version += 1;
         self.resource_version.to_string()
+    }
+
+    fn remember(&mut self, change: Change, key: &ObjKey, obj: &Value) {
+        if self.history.len() >= HISTORY {
+            self.history.pop_front();
+        }
+        self.history
+            .push_back((self.resource_version, change, key.clone(), obj.clone()));
     }
 
     pub fn get(&self, key: &ObjKey) -> Option<&Value> {
@@ -380,6 +434,7 @@ impl ApiStore {
                 m.insert("status".into(), s);
             }
         }
+        self.remember(Change::Added, &key, &obj);
         self.objects.insert(key, obj.clone());
         obj
     }
@@ -390,6 +445,7 @@ impl ApiStore {
         if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), json!(rv));
         }
+        self.remember(Change::Modified, &key, &obj);
         self.objects.insert(key, obj);
     }
 
@@ -410,9 +466,12 @@ impl ApiStore {
     }
 
     pub fn remove(&mut self, key: &ObjKey) -> Option<Value> {
-        let removed = self.objects.remove(key);
-        if removed.is_some() {
-            self.bump();
+        let mut removed = self.objects.remove(key);
+        if let Some(obj) = removed.as_mut() {
+            let rv = self.bump();
+            obj["metadata"]["resourceVersion"] = json!(rv);
+            let obj = obj.clone();
+            self.remember(Change::Deleted, key, &obj);
         }
         removed
     }

@@ -62,9 +62,11 @@ const BUILTINS: &[Builtin] = &[
     ("", "v1", "configmaps", "ConfigMap", true, &["cm"]),
     ("", "v1", "secrets", "Secret", true, &[]),
     ("", "v1", "services", "Service", true, &["svc"]),
+    ("", "v1", "events", "Event", true, &["ev"]),
     ("apps", "v1", "deployments", "Deployment", true, &["deploy"]),
     ("apps", "v1", "daemonsets", "DaemonSet", true, &["ds"]),
     ("apps", "v1", "statefulsets", "StatefulSet", true, &["sts"]),
+    ("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"]),
     ("batch", "v1", "jobs", "Job", true, &[]),
     (
         CRD_GROUP,

@@ -13,8 +13,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::events::{self, EventType};
 use super::objects::{ApiStore, ObjKey, now_rfc3339};
 use crate::cloud::kube::quantity;
+
+/// The scheduler's name in events.
+const SCHEDULER: &str = "default-scheduler";
 
 /// Resource amounts in thousandths (see [`quantity::milli`]).
 pub type Res = BTreeMap<String, i128>;
@@ -324,12 +328,28 @@ pub fn schedule(store: &mut ApiStore) -> (bool, Vec<ObjKey>) {
                 let mut bound = pod.clone();
                 bound["spec"]["nodeName"] = json!(node.name);
                 bound["status"] = running_status(&pod, node);
-                store.put(key, bound);
+                store.put(key.clone(), bound);
+                let message = format!(
+                    "Successfully assigned {}/{} to {}",
+                    key.namespace, key.name, node.name
+                );
+                events::on_pod(
+                    store,
+                    &key,
+                    EventType::Normal,
+                    "Scheduled",
+                    &message,
+                    SCHEDULER,
+                );
                 changed = true;
             }
             None => {
                 let message = fit_message(nodes.len(), &failures);
-                changed |= store.set_status(&key, pending_status(Some(&message)));
+                if store.set_status(&key, pending_status(Some(&message))) {
+                    let t = EventType::Warning;
+                    events::on_pod(store, &key, t, "FailedScheduling", &message, SCHEDULER);
+                    changed = true;
+                }
                 unschedulable.push(key);
             }
         }

@@ -9,10 +9,14 @@
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
+use super::admission;
 use super::cluster::{ClusterKube, initial_status, namespaced_keys};
 use super::http::{Reply, Req};
 use super::objects::{KStatus, ObjKey, Outcome, Write, write_existing};
+use super::openapi;
+use super::quantities;
 use super::resources::{CRD_GROUP, CRD_PLURAL, ResourceDef, crd_defs};
+use super::table;
 
 fn key(def: &ResourceDef, ns: Option<&str>, name: &str) -> ObjKey {
     ObjKey::new(&def.group, &def.plural, ns.unwrap_or(""), name)
@@ -187,7 +191,52 @@ fn validate(
     if def.group == CRD_GROUP && def.plural == CRD_PLURAL {
         validate_crd(def, &name, body)?;
     }
+    quantities::normalise(&def.kind, body).map_err(|e| e.status(def, &name))?;
+    if def.group.is_empty()
+        && def.plural == "pods"
+        && let Some(spec) = body.get_mut("spec")
+    {
+        admission::admit_pod_spec(spec);
+    }
     Ok(name)
+}
+
+/// The server's strict field validation (`fieldValidation=Strict`, what kubectl sends
+/// by default): unknown fields of a modelled kind are refused with its message.
+fn field_validation(
+    def: &ResourceDef,
+    req: &Req,
+    body: &Value,
+    apply: bool,
+) -> Result<(), KStatus> {
+    if req.param("fieldValidation") != Some("Strict") {
+        return Ok(());
+    }
+    let unknown = openapi::unknown_fields(&def.kind, body);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let (kind, version) = (&def.kind, &def.version);
+    Err(KStatus::bad_request(if apply {
+        let fields: Vec<String> = unknown
+            .iter()
+            .map(|f| format!(".{f}: field not declared in schema"))
+            .collect();
+        format!(
+            "failed to create typed patch object ({}/{version}, Kind={kind}): {}",
+            def.group,
+            fields.join(", ")
+        )
+    } else {
+        let fields: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+            fields.join(", ")
+        )
+    }))
 }
 
 /// One requirement of a label selector (`k=v`, `k==v`, `k!=v`, `k`, `!k`,
@@ -263,43 +312,58 @@ fn field_matches(sel: &str, obj: &Value) -> bool {
     })
 }
 
-pub fn list(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, req: &Req) -> Reply {
-    if req.param("watch").is_some_and(|w| w == "true" || w == "1") {
-        return KStatus::method_not_allowed("watch").into();
-    }
+/// Whether `o` matches a label selector and a field selector (both may be "").
+pub fn selected(labels: &str, fields: &str, o: &Value) -> bool {
+    requirements(labels)
+        .iter()
+        .all(|r| requirement_matches(r, &o["metadata"]["labels"]))
+        && field_matches(fields, o)
+}
+
+/// The objects a list request selects, with their apiVersion.
+pub fn list_items(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, req: &Req) -> Vec<Value> {
     let labels = req.param("labelSelector").unwrap_or("");
     let fields = req.param("fieldSelector").unwrap_or("");
-    let items: Vec<Value> = c
-        .api
+    c.api
         .list(&def.group, &def.plural, ns)
         .map(|(_, o)| o)
-        .filter(|o| {
-            requirements(labels)
-                .iter()
-                .all(|r| requirement_matches(r, &o["metadata"]["labels"]))
-        })
-        .filter(|o| field_matches(fields, o))
+        .filter(|o| selected(labels, fields, o))
         .map(|o| {
             let mut o = o.clone();
             o["apiVersion"] = json!(def.api_version());
             o
         })
-        .collect();
+        .collect()
+}
+
+pub fn list(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, req: &Req) -> Reply {
+    let items = list_items(c, def, ns, req);
+    let rv = c.api.resource_version.to_string();
+    if table::wants_table(&req.accept) {
+        return Reply::Json(StatusCode::OK, table::table(&c.api, def, &items, &rv, true));
+    }
     Reply::Json(
         StatusCode::OK,
         json!({
             "kind": format!("{}List", def.kind),
             "apiVersion": def.api_version(),
-            "metadata": {"resourceVersion": c.api.resource_version.to_string()},
+            "metadata": {"resourceVersion": rv},
             "items": items,
         }),
     )
 }
 
-pub fn get(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, name: &str) -> Reply {
+pub fn get(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, name: &str, req: &Req) -> Reply {
     let k = key(def, ns, name);
-    if c.api.get(&k).is_none() {
+    let Some(obj) = c.api.get(&k) else {
         return KStatus::not_found(def, name).into();
+    };
+    if table::wants_table(&req.accept) {
+        let rv = c.api.resource_version.to_string();
+        return Reply::Json(
+            StatusCode::OK,
+            table::table(&c.api, def, &[obj.clone()], &rv, true),
+        );
     }
     object(StatusCode::OK, def, k)
 }
@@ -307,6 +371,7 @@ pub fn get(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, name: &str) -> 
 pub fn create(c: &mut ClusterKube, def: &ResourceDef, ns: Option<&str>, req: &Req) -> Reply {
     let result = (|| {
         let mut body = parse_body(req)?;
+        field_validation(def, req, &body, false)?;
         let name = validate(c, def, ns, None, &mut body, false)?;
         let k = key(def, ns, &name);
         if c.api.get(&k).is_some() {
@@ -372,6 +437,10 @@ pub fn patch(
         Ok(b) => b,
         Err(e) => return e.into(),
     };
+    let apply = matches!(write, Write::Apply { .. });
+    if let Err(e) = field_validation(def, req, &body, apply) {
+        return e.into();
+    }
     let existing = c.api.get(&k).cloned();
     match (&write, existing) {
         (Write::Apply { manager, .. }, None) => {
@@ -434,6 +503,9 @@ pub fn update(
     let Some(existing) = c.api.get(&k).cloned() else {
         return KStatus::not_found(def, name).into();
     };
+    if let Err(e) = field_validation(def, req, &body, false) {
+        return e.into();
+    }
     if let Err(e) = validate(c, def, ns, Some(name), &mut body, false) {
         return e.into();
     }
@@ -475,6 +547,87 @@ pub fn delete(c: &mut ClusterKube, def: &ResourceDef, ns: Option<&str>, name: &s
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::clock::{Clock, ClockMode};
+    use crate::sim::kube::PoolNodes;
+    use axum::http::Method;
+
+    fn post(body: Value) -> Req {
+        Req {
+            method: Method::POST,
+            query: vec![("fieldValidation".into(), "Strict".into())],
+            accept: "application/json".into(),
+            media: "application/json".into(),
+            body: body.to_string().into(),
+        }
+    }
+
+    fn pool(name: &str, machine: &str, gpus: Option<&str>) -> PoolNodes {
+        let mut p = PoolNodes {
+            pool: name.into(),
+            machine_type: machine.into(),
+            zones: vec!["us-central1-a".into()],
+            count: 1,
+            max: 1,
+            ..PoolNodes::default()
+        };
+        if let Some(n) = gpus {
+            p.allocatable.insert("nvidia.com/gpu".into(), n.into());
+            p.taints.push((
+                "nvidia.com/gpu".into(),
+                "present".into(),
+                "NoSchedule".into(),
+            ));
+        }
+        p
+    }
+
+    /// Regression: `nvidia.com/gpu: 1` as a JSON number used to read as "asks for
+    /// nothing", and the pod landed on the CPU node.
+    #[test]
+    fn a_gpu_count_written_as_a_number_lands_on_a_gpu_node() {
+        let clock = Clock::new(ClockMode::Explicit);
+        let mut c = ClusterKube::new("k");
+        c.pools
+            .insert("cpu".into(), pool("cpu", "e2-standard-4", None));
+        c.pools
+            .insert("gpu".into(), pool("gpu", "g2-standard-4", Some("1")));
+        c.reconcile(&clock);
+        let defs = super::super::resources::all(&c.api);
+        let def = super::super::resources::find(&defs, "", "v1", "pods").unwrap();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": 0.5}}}]}});
+        assert!(matches!(
+            create(&mut c, &def, Some("default"), &post(pod)),
+            Reply::Object(..)
+        ));
+        c.reconcile(&clock);
+        let stored = c.api.get(&ObjKey::new("", "pods", "default", "p")).unwrap();
+        let res = &stored["spec"]["containers"][0]["resources"];
+        assert_eq!(res["limits"], json!({"nvidia.com/gpu": "1", "cpu": "500m"}));
+        assert_eq!(res["requests"], res["limits"], "requests default to limits");
+        let node = stored["spec"]["nodeName"].as_str().unwrap();
+        assert!(node.starts_with("gke-gpu-"), "{node}");
+
+        let bad = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "q"},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "half"}}}]}});
+        let Reply::Error(e) = create(&mut c, &def, Some("default"), &post(bad)) else {
+            panic!("accepted")
+        };
+        assert_eq!((e.code, e.reason), (400, "BadRequest"), "{}", e.message);
+        let typo = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "r"},
+            "spec": {"containers": [{"name": "c", "imagePullPolcy": "Always"}]}});
+        let Reply::Error(e) = create(&mut c, &def, Some("default"), &post(typo)) else {
+            panic!("accepted")
+        };
+        assert!(
+            e.message.ends_with(
+                r#"strict decoding error: unknown field "spec.containers[0].imagePullPolcy""#
+            ),
+            "{}",
+            e.message
+        );
+    }
 
     #[test]
     fn selectors() {

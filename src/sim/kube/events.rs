@@ -1,0 +1,242 @@
+//! Core `v1` Events as the cluster's components record them (what `kubectl describe`
+//! lists under "Events:"): the scheduler's `Scheduled` / `FailedScheduling`, the
+//! cluster autoscaler's `TriggeredScaleUp` / `NotTriggerScaleUp`, the workload
+//! controllers' `ScalingReplicaSet` / `SuccessfulCreate` / `SuccessfulDelete`.
+//!
+//! Invariant: an event is recorded once per (object uid, reason, message): recording
+//! it again changes nothing, so reconciling an idle cluster keeps every
+//! resourceVersion; events live in the object's namespace (`default` for cluster-scoped
+//! objects) and name their object by kind, namespace, name and uid.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::PoolNodes;
+use super::nodes;
+use super::objects::{ApiStore, ObjKey, now_rfc3339};
+use super::sched::{self, NodeView, Res};
+
+/// Kubernetes `Normal` / `Warning`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+/// What happened to which object, and who says so.
+pub struct Event<'a> {
+    pub kind: &'a str,
+    pub api_version: &'a str,
+    pub object: &'a Value,
+    pub kind_of_event: EventType,
+    pub reason: &'a str,
+    pub message: &'a str,
+    pub component: &'a str,
+}
+
+fn already_recorded(api: &ApiStore, ns: &str, uid: &str, reason: &str, message: &str) -> bool {
+    api.list("", "events", Some(ns)).any(|(_, e)| {
+        e["involvedObject"]["uid"] == uid && e["reason"] == reason && e["message"] == message
+    })
+}
+
+/// Record `ev` (once; see the module invariant). Returns whether it was new.
+pub fn record(api: &mut ApiStore, ev: &Event<'_>) -> bool {
+    let meta = &ev.object["metadata"];
+    let s = |v: &Value| v.as_str().unwrap_or("").to_owned();
+    let (name, obj_ns, uid) = (s(&meta["name"]), s(&meta["namespace"]), s(&meta["uid"]));
+    let ns = if obj_ns.is_empty() {
+        "default".to_owned()
+    } else {
+        obj_ns.clone()
+    };
+    if already_recorded(api, &ns, &uid, ev.reason, ev.message) {
+        return false;
+    }
+    let suffix = format!(
+        "{:016x}",
+        crate::domain::hash::fnv1a(format!("{uid}/{}/{}", ev.reason, ev.message).bytes())
+    );
+    let event_name = format!("{name}.{suffix}");
+    let now = now_rfc3339();
+    let body = json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": event_name, "namespace": ns},
+        "involvedObject": {
+            "kind": ev.kind, "namespace": obj_ns, "name": name, "uid": uid,
+            "apiVersion": ev.api_version, "resourceVersion": meta["resourceVersion"].clone(),
+        },
+        "reason": ev.reason,
+        "message": ev.message,
+        "source": {"component": ev.component},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+        "type": match ev.kind_of_event { EventType::Normal => "Normal", EventType::Warning => "Warning" },
+        "reportingComponent": ev.component,
+        "reportingInstance": "",
+    });
+    api.create(
+        ObjKey::new("", "events", &ns, &event_name),
+        &body,
+        ev.component,
+        "Update",
+        None,
+    );
+    true
+}
+
+/// A pod event.
+pub fn on_pod(
+    api: &mut ApiStore,
+    key: &ObjKey,
+    t: EventType,
+    reason: &str,
+    message: &str,
+    component: &str,
+) {
+    let Some(pod) = api.get(key).cloned() else {
+        return;
+    };
+    record(
+        api,
+        &Event {
+            kind: "Pod",
+            api_version: "v1",
+            object: &pod,
+            kind_of_event: t,
+            reason,
+            message,
+            component,
+        },
+    );
+}
+
+/// The managed instance group URL GKE's autoscaler names in its events.
+fn node_group(pool: &PoolNodes, cluster_key: &str) -> String {
+    let zone = pool.zones.first().map(String::as_str).unwrap_or("zone-a");
+    let project = cluster_key.split('.').next().unwrap_or("project");
+    format!(
+        "https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}/instanceGroups/gke-{}-grp",
+        pool.pool
+    )
+}
+
+/// What the cluster autoscaler says about each pod still unschedulable after it has
+/// planned: `TriggeredScaleUp` naming the pools growing for it (planned size above
+/// the current one and a template node that fits the pod), else `NotTriggerScaleUp`
+/// with each pool's reason, kube-scheduler style.
+pub fn autoscaler(
+    api: &mut ApiStore,
+    cluster_key: &str,
+    pools: &BTreeMap<String, PoolNodes>,
+    planned: &BTreeMap<String, u32>,
+    unschedulable: &[ObjKey],
+) {
+    for key in unschedulable {
+        let Some(pod) = api.get(key).cloned() else {
+            continue;
+        };
+        let req = sched::pod_requests(&pod);
+        let mut growing = Vec::new();
+        let mut reasons: Vec<Vec<String>> = Vec::new();
+        for (name, p) in pools {
+            let tmpl = NodeView::from_json(&nodes::template(cluster_key, p));
+            let fits = sched::check(&pod["spec"], &req, &tmpl, &Res::new());
+            let target = planned.get(name).copied().unwrap_or(p.count);
+            match fits {
+                Ok(()) if target > p.count => growing.push(format!(
+                    "{{{} {}->{} (max: {})}}",
+                    node_group(p, cluster_key),
+                    p.count,
+                    target,
+                    p.max
+                )),
+                Ok(()) if target >= p.max => {
+                    reasons.push(vec!["max node group size reached".into()]);
+                }
+                Ok(()) => {}
+                Err(r) => reasons.push(r),
+            }
+        }
+        if !growing.is_empty() {
+            let message = format!("pod triggered scale-up: [{}]", growing.join(" "));
+            on_pod(
+                api,
+                key,
+                EventType::Normal,
+                "TriggeredScaleUp",
+                &message,
+                "cluster-autoscaler",
+            );
+        } else if !reasons.is_empty() {
+            let hist = sched::fit_message(1, &reasons);
+            let detail = hist
+                .split_once(": ")
+                .map_or(hist.as_str(), |(_, d)| d)
+                .trim_end_matches('.');
+            let message = format!("pod didn't trigger scale-up: {detail}");
+            on_pod(
+                api,
+                key,
+                EventType::Normal,
+                "NotTriggerScaleUp",
+                &message,
+                "cluster-autoscaler",
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_once_per_reason_and_message() {
+        let mut api = ApiStore::default();
+        let key = ObjKey::new("", "pods", "default", "p");
+        api.create(
+            key.clone(),
+            &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}),
+            "t",
+            "Update",
+            None,
+        );
+        on_pod(
+            &mut api,
+            &key,
+            EventType::Warning,
+            "FailedScheduling",
+            "no",
+            "default-scheduler",
+        );
+        let rv = api.resource_version;
+        on_pod(
+            &mut api,
+            &key,
+            EventType::Warning,
+            "FailedScheduling",
+            "no",
+            "default-scheduler",
+        );
+        assert_eq!(api.resource_version, rv, "a repeat records nothing");
+        on_pod(
+            &mut api,
+            &key,
+            EventType::Normal,
+            "Scheduled",
+            "yes",
+            "default-scheduler",
+        );
+        let events: Vec<&Value> = api
+            .list("", "events", Some("default"))
+            .map(|(_, e)| e)
+            .collect();
+        assert_eq!(events.len(), 2);
+        assert_eq!(events.iter().filter(|e| e["type"] == "Warning").count(), 1);
+        assert!(events.iter().all(|e| e["involvedObject"]["kind"] == "Pod" && e["involvedObject"]["name"] == "p"));
+    }
+}

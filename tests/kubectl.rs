@@ -1,0 +1,473 @@
+//! The real `kubectl` against a simulated GKE cluster: a cluster with a CPU default pool
+//! and an L4 GPU pool at zero nodes is created through the simulator's GKE API, a
+//! kubeconfig points at its `/kube/{key}` endpoint, and a GPU Deployment lives its life
+//! through kubectl: `apply -f` (its YAML asks for `nvidia.com/gpu: 1`, a number), the pod
+//! Pending with kube-scheduler's message and the autoscaler's scale-up in `describe`, the
+//! explicit clock advanced so the autoscaler's node arrives, `get nodes -o wide` and `get
+//! pods -o wide` showing the pod Running on the GPU node, `get -w` seeing the rollout of
+//! an `apply --server-side` change, `delete`, strict field validation refusing a typo,
+//! and `explain`. Assertions are on kubectl's own output.
+//!
+//! Skipped with a message where kubectl is not installed, unless
+//! KINETIC_REQUIRE_KUBECTL=1 (set by .ci/run).
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use kineticd::cloud::gcp::types::container::Cluster;
+use kineticd::sim::clock::ClockMode;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use common::gke::{autoscaled_pool, default_pool};
+
+const P: &str = "kubectl-proj";
+const Z: &str = "us-central1-a";
+
+const GPU_DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: gpu-web
+  namespace: default
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: gpu-web}
+  template:
+    metadata:
+      labels: {app: gpu-web}
+    spec:
+      containers:
+      - name: cuda
+        image: nvidia/cuda:12.4.1-base-ubuntu22.04
+        resources:
+          limits:
+            nvidia.com/gpu: 1
+"#;
+
+/// Whether kubectl runs here (None: skip, after saying so).
+fn kubectl_available() -> bool {
+    match Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+    {
+        Ok(o) if o.status.success() => true,
+        other if std::env::var("KINETIC_REQUIRE_KUBECTL").as_deref() == Ok("1") => {
+            panic!("kubectl is required (KINETIC_REQUIRE_KUBECTL=1): {other:?}")
+        }
+        other => {
+            eprintln!(
+                "SKIPPED: kubectl not available ({other:?}); set KINETIC_REQUIRE_KUBECTL=1 to fail instead"
+            );
+            false
+        }
+    }
+}
+
+/// kubectl with a kubeconfig for one simulated cluster and a private cache.
+struct Kubectl {
+    dir: PathBuf,
+}
+
+impl Kubectl {
+    fn new(server: &str) -> Kubectl {
+        let dir = std::env::temp_dir().join(format!(
+            "kineticd-kubectl-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let config = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {server}\n\
+             contexts:\n- name: sim\n  context: {{cluster: sim, user: sim, namespace: default}}\n\
+             current-context: sim\nusers:\n- name: sim\n  user: {{token: simulated}}\n"
+        );
+        std::fs::write(dir.join("config"), config).expect("kubeconfig");
+        Kubectl { dir }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("kubectl");
+        c.env("KUBECONFIG", self.dir.join("config"))
+            .env("HOME", &self.dir)
+            .arg("--cache-dir")
+            .arg(self.dir.join("cache"))
+            .args(args);
+        c
+    }
+
+    /// Run kubectl; (success, stdout, stderr).
+    fn run(&self, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+        let mut cmd = self.command(args);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn kubectl");
+        {
+            use std::io::Write;
+            let mut input = child.stdin.take().expect("stdin");
+            if let Some(text) = stdin {
+                input.write_all(text.as_bytes()).expect("write stdin");
+            }
+        }
+        let out = child.wait_with_output().expect("kubectl output");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    }
+
+    /// Run kubectl, which must succeed; its stdout.
+    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let (ok, out, err) = self.run(args, stdin);
+        assert!(ok, "kubectl {args:?} failed:\n{err}\n{out}");
+        out
+    }
+
+    /// Run `args` until stdout contains `want` (the simulator settles at once; the
+    /// deadline only guards against a hang).
+    fn until(&self, args: &[&str], want: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let out = self.ok(args, None);
+            if out.contains(want) {
+                return out;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kubectl {args:?} never showed {want:?}:\n{out}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Kubectl {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A line of `text` containing every one of `parts`.
+fn line_with<'a>(text: &'a str, parts: &[&str]) -> &'a str {
+    text.lines()
+        .find(|l| parts.iter().all(|p| l.contains(p)))
+        .unwrap_or_else(|| panic!("no line with {parts:?} in:\n{text}"))
+}
+
+async fn advance(http: &reqwest::Client, sim_url: &str, seconds: u64) {
+    let r = http
+        .post(format!("{sim_url}/sim/v1/clock:advance"))
+        .json(&json!({"seconds": seconds}))
+        .send()
+        .await
+        .expect("advance");
+    assert!(
+        r.status().is_success(),
+        "{}",
+        r.text().await.unwrap_or_default()
+    );
+}
+
+/// A RUNNING cluster (CPU default pool, L4 pool at 0 nodes) and its Kubernetes endpoint.
+async fn gpu_cluster() -> (kineticd::sim::Sim, String) {
+    let cfg = kineticd::sim::SimConfig {
+        clock: ClockMode::Explicit,
+        ..Default::default()
+    };
+    let (sim, gcp) = common::start_sim_with(cfg).await;
+    let cluster = Cluster {
+        name: "kc".into(),
+        node_pools: vec![
+            default_pool(),
+            autoscaled_pool("l4", "g2-standard-4", "nvidia-l4", 1, 0),
+        ],
+        ..Default::default()
+    };
+    let op = gcp
+        .container
+        .create_cluster(P, Z, &cluster)
+        .await
+        .expect("create cluster");
+    let http = kineticd::app::http_client().expect("http");
+    advance(&http, &sim.url(), 3600).await;
+    gcp.container
+        .wait_operation(&op, &CancellationToken::new(), Duration::from_secs(60))
+        .await
+        .expect("cluster created");
+    let c = gcp
+        .container
+        .get_cluster(P, Z, "kc")
+        .await
+        .expect("get cluster");
+    assert_eq!(c.status.as_deref(), Some("RUNNING"));
+    (sim, c.endpoint.expect("endpoint"))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write manifest");
+    p.to_string_lossy().into_owned()
+}
+
+/// `kubectl get pods -w` in the background: its stdout lines arrive on the channel.
+fn watch_pods(k: &Kubectl) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = k
+        .command(&["get", "pods", "-w"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl get -w");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gpu_deployment_lives_its_life_through_kubectl() {
+    if !kubectl_available() {
+        return;
+    }
+    let (sim, endpoint) = gpu_cluster().await;
+    let http = kineticd::app::http_client().expect("http");
+    let k = Kubectl::new(&endpoint);
+
+    // The default pool's node, the GPU pool empty.
+    let nodes = k.ok(&["get", "nodes"], None);
+    assert!(nodes.starts_with("NAME"), "{nodes}");
+    for col in ["STATUS", "ROLES", "AGE", "VERSION"] {
+        assert!(line_with(&nodes, &["NAME"]).contains(col), "{nodes}");
+    }
+    assert_eq!(nodes.lines().count(), 2, "one node:\n{nodes}");
+    line_with(&nodes, &["gke-default-pool-", "Ready", "v1.33.5-gke.1000"]);
+
+    // apply -f: the number 1 is read as one GPU (canonical "1"), so the pod waits for a
+    // GPU node instead of landing on the CPU node.
+    let applied = k.ok(&["apply", "-f", "-"], Some(GPU_DEPLOYMENT));
+    assert_eq!(applied.trim(), "deployment.apps/gpu-web created");
+    let limits = k.ok(
+        &[
+            "get",
+            "deployment",
+            "gpu-web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].resources.limits}",
+        ],
+        None,
+    );
+    assert_eq!(limits, r#"{"nvidia.com/gpu":"1"}"#);
+    let pods = k.until(&["get", "pods"], "gpu-web-");
+    let header = line_with(&pods, &["NAME"]);
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    );
+    let row: Vec<&str> = line_with(&pods, &["gpu-web-"]).split_whitespace().collect();
+    assert_eq!(&row[1..4], ["0/1", "Pending", "0"], "{pods}");
+    let pod = row[0].to_owned();
+
+    // describe: kube-scheduler's reason, the autoscaler's scale-up, the admitted toleration.
+    let described = k.ok(&["describe", "pod", &pod], None);
+    line_with(&described, &["PodScheduled", "False"]);
+    line_with(
+        &described,
+        &[
+            "Warning",
+            "FailedScheduling",
+            "default-scheduler",
+            "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
+        ],
+    );
+    line_with(
+        &described,
+        &[
+            "Normal",
+            "TriggeredScaleUp",
+            "cluster-autoscaler",
+            "pod triggered scale-up:",
+            "gke-l4-grp 0->1 (max: 10)",
+        ],
+    );
+    line_with(&described, &["nvidia.com/gpu:NoSchedule op=Exists"]);
+    let deployment = k.ok(&["describe", "deployment", "gpu-web"], None);
+    line_with(
+        &deployment,
+        &["ScalingReplicaSet", "Scaled up replica set gpu-web-"],
+    );
+
+    // The autoscaler's node arrives after its delay on the simulator clock.
+    advance(&http, &sim.url(), 61).await;
+    let wide = k.until(&["get", "nodes", "-o", "wide"], "gke-l4-");
+    let header: Vec<&str> = line_with(&wide, &["NAME"]).split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "STATUS",
+            "ROLES",
+            "AGE",
+            "VERSION",
+            "INTERNAL-IP",
+            "EXTERNAL-IP",
+            "OS-IMAGE",
+            "KERNEL-VERSION",
+            "CONTAINER-RUNTIME"
+        ]
+    );
+    let gpu_node = line_with(
+        &wide,
+        &[
+            "gke-l4-",
+            "Ready",
+            "Container-Optimized OS from Google",
+            "containerd://",
+        ],
+    )
+    .split_whitespace()
+    .next()
+    .unwrap()
+    .to_owned();
+    let pods = k.until(&["get", "pods", "-o", "wide"], "Running");
+    let header: Vec<&str> = line_with(&pods, &["NAME"]).split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "STATUS",
+            "RESTARTS",
+            "AGE",
+            "IP",
+            "NODE",
+            "NOMINATED",
+            "NODE",
+            "READINESS",
+            "GATES"
+        ]
+    );
+    line_with(&pods, &[&pod, "1/1", "Running", &gpu_node]);
+    let described = k.ok(&["describe", "pod", &pod], None);
+    line_with(
+        &described,
+        &[
+            "Scheduled",
+            &format!("Successfully assigned default/{pod} to {gpu_node}"),
+        ],
+    );
+    let deployments = k.until(&["get", "deployments", "-o", "wide"], "1/1");
+    line_with(
+        &deployments,
+        &[
+            "gpu-web",
+            "1/1",
+            "1",
+            "cuda",
+            "nvidia/cuda:12.4.1-base-ubuntu22.04",
+            "app=gpu-web",
+        ],
+    );
+
+    // get -w sees the rollout a server-side apply starts.
+    let (mut watcher, lines) = watch_pods(&k);
+    let first = lines
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the watch's first line");
+    assert!(first.starts_with("NAME"), "{first}");
+    let changed = GPU_DEPLOYMENT.replace(
+        "labels: {app: gpu-web}\n    spec:",
+        "labels: {app: gpu-web, rev: \"2\"}\n    spec:",
+    );
+    assert_ne!(changed, GPU_DEPLOYMENT);
+    let applied = k.ok(&["apply", "--server-side", "-f", "-"], Some(&changed));
+    assert_eq!(applied.trim(), "deployment.apps/gpu-web serverside-applied");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let new_pod = loop {
+        let line = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("a watch event for the new pod");
+        if line.starts_with("gpu-web-") && !line.starts_with(&pod) {
+            break line;
+        }
+    };
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    assert!(
+        new_pod.contains("Running") || new_pod.contains("Pending"),
+        "{new_pod}"
+    );
+    let managers = k.ok(
+        &[
+            "get",
+            "deployment",
+            "gpu-web",
+            "--show-managed-fields",
+            "-o",
+            "jsonpath={.metadata.managedFields[*].manager}",
+        ],
+        None,
+    );
+    assert!(
+        managers.split_whitespace().any(|m| m == "kubectl"),
+        "{managers}"
+    );
+
+    // Strict field validation: a typo is refused, nothing is stored.
+    let typo = GPU_DEPLOYMENT
+        .replace("gpu-web", "typo")
+        .replace("image:", "imagePullPolcy: Always\n        image:");
+    let (ok, _, err) = k.run(&["apply", "-f", "-"], Some(&typo));
+    assert!(!ok);
+    assert!(
+        err.contains(r#"strict decoding error: unknown field "spec.template.spec.containers[0].imagePullPolcy""#),
+        "{err}"
+    );
+    let (ok, _, err) = k.run(&["get", "deployment", "typo"], None);
+    assert!(
+        !ok && err.contains(r#"deployments.apps "typo" not found"#),
+        "{err}"
+    );
+
+    // explain reads the served OpenAPI v3 schema.
+    let explained = k.ok(&["explain", "deployment.spec.replicas"], None);
+    assert!(
+        explained.contains("GROUP:      apps") && explained.contains("KIND:       Deployment"),
+        "{explained}"
+    );
+    line_with(&explained, &["FIELD:", "replicas", "<integer>"]);
+
+    // delete: the Deployment, then (garbage collection) its pods.
+    let deleted = k.ok(&["delete", "deployment", "gpu-web"], None);
+    assert_eq!(deleted.trim(), r#"deployment.apps "gpu-web" deleted"#);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, out, err) = k.run(&["get", "pods"], None);
+        if out.is_empty() && err.contains("No resources found in default namespace.") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "pods left:\n{out}{err}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Events are listed with the real columns.
+    let events = k.ok(&["get", "events"], None);
+    let header: Vec<&str> = line_with(&events, &["LAST SEEN"])
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+    line_with(
+        &events,
+        &["Warning", "FailedScheduling", &format!("pod/{pod}")],
+    );
+}
