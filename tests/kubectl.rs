@@ -15,7 +15,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -205,12 +205,6 @@ async fn gpu_cluster() -> (kineticd::sim::Sim, String) {
         .expect("get cluster");
     assert_eq!(c.status.as_deref(), Some("RUNNING"));
     (sim, c.endpoint.expect("endpoint"))
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write manifest");
-    p.to_string_lossy().into_owned()
 }
 
 /// `kubectl get pods -w` in the background: its stdout lines arrive on the channel.

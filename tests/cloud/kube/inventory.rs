@@ -36,11 +36,13 @@ async fn nodes_pools_and_pods() {
     pods.create(&PostParams::default(), &cpu)
         .await
         .expect("create cpu");
+    // Two GPUs: more than any L4 node has (GKE's admission lets it tolerate the GPU
+    // taint, not the spot one).
     let gpu = pod(
-        "gpu-no-toleration",
+        "gpu-too-large",
         json!({
             "nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-l4"},
-            "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+            "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
         }),
     );
     pods.create(&PostParams::default(), &gpu)
@@ -89,8 +91,8 @@ async fn nodes_pools_and_pods() {
     let pending: Vec<_> = inv.pending().collect();
     assert_eq!(pending.len(), 1);
     let p = pending[0];
-    assert_eq!(p.name, "gpu-no-toleration");
-    assert_eq!(p.requests.gpus, 1, "limits count as requests");
+    assert_eq!(p.name, "gpu-too-large");
+    assert_eq!(p.requests.gpus, 2, "limits count as requests");
     assert_eq!(
         p.node_selector["cloud.google.com/gke-accelerator"],
         "nvidia-l4"
@@ -99,11 +101,12 @@ async fn nodes_pools_and_pods() {
         p.unschedulable.as_deref(),
         Some(
             "0/5 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
+             1 node(s) had untolerated taint {cloud.google.com/gke-spot: true}, \
              1 node(s) had untolerated taint {google.com/tpu: present}, \
-             3 node(s) had untolerated taint {nvidia.com/gpu: present}."
+             2 Insufficient nvidia.com/gpu."
         )
     );
     let only_pending = cluster.pending_pods().await.expect("pending");
     assert_eq!(only_pending.len(), 1);
-    assert_eq!(only_pending[0].name, "gpu-no-toleration");
+    assert_eq!(only_pending[0].name, "gpu-too-large");
 }

@@ -52,21 +52,31 @@ async fn pod_info(cluster: &KubeCluster, name: &str) -> PodInfo {
 async fn pods_that_fit_and_pods_that_need_a_toleration() {
     let (sim, cluster) = sim_cluster().await;
     add_pools(&sim, [gpu_pool("gpu", 2, 2)]);
-    create(&cluster, &gpu_pod("no-tol", 1, json!([]))).await;
+    // Selecting the GPU nodes without requesting a GPU: nothing tolerates their taint.
+    let selector = pod(
+        "no-tol",
+        json!({"nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-l4"},
+               "containers": [{"name": "c", "image": "x"}]}),
+    );
+    create(&cluster, &selector).await;
     let p = pod_info(&cluster, "no-tol").await;
     assert_eq!(p.phase, "Pending");
     assert_eq!(
         p.unschedulable.as_deref(),
         Some(
-            "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, \
+            "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
              2 node(s) had untolerated taint {nvidia.com/gpu: present}."
         )
     );
+    // Requesting a GPU: GKE's ExtendedResourceToleration admission adds the toleration.
+    create(&cluster, &gpu_pod("admitted", 1, json!([]))).await;
     create(&cluster, &gpu_pod("tol", 1, tolerate(&["nvidia.com/gpu"]))).await;
-    let p = pod_info(&cluster, "tol").await;
-    assert_eq!(p.phase, "Running");
-    assert!(p.node.as_deref().is_some_and(|n| n.starts_with("gke-gpu-")));
-    assert_eq!(p.unschedulable, None);
+    for name in ["admitted", "tol"] {
+        let p = pod_info(&cluster, name).await;
+        assert_eq!(p.phase, "Running", "{p:?}");
+        assert!(p.node.as_deref().is_some_and(|n| n.starts_with("gke-gpu-")));
+        assert_eq!(p.unschedulable, None);
+    }
 }
 
 #[tokio::test]
