@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod cluster;
+pub mod compute_class;
 pub mod controllers;
 pub mod http;
 pub mod manifests;
