@@ -177,7 +177,7 @@ async fn a_gke_version_without_compute_classes_is_refused_before_anything_is_que
     }
     assert_eq!(
         env.operations_of("ADD_NODE_POOL").await["operations"],
-        json!(null)
+        json!([])
     );
     assert_eq!(env.pools("ko").await["nodePools"], json!([]));
     // A single pool needs no compute class.
