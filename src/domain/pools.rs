@@ -1,5 +1,6 @@
 //! Node pool shape rules (Kinetic's): autoscaling bounds, TPU slice multiples, spot,
-//! reservations, max run duration, labels, taints and placement — decided before any
+//! reservations, max run duration, labels, taints (a failover pair's come with its
+//! compute class, [`super::compute_class`]) and placement — decided before any
 //! operation exists, so bad requests never reach the cloud.
 //!
 //! Invariant: a [`PoolShape`] is a pool GKE accepts and that later operations can
@@ -140,15 +141,15 @@ pub fn shape(
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let mut taints = Vec::new();
+    let taints = Vec::new();
+    // Seed 003's `gpu-pool-type` labels stay (they say which side of a pair a node is
+    // on); its spot taint does not: a pair's two pools carry their compute class's taint
+    // ([`super::compute_class::join_class`]) instead, which keeps other pods off both
+    // pools, and a second taint on the spot pool alone would send every pod that
+    // tolerates only the class's taint (GKE adds that toleration itself) to on-demand.
     match failover {
         Some(FailoverRole::Spot) => {
             labels.insert("gpu-pool-type".into(), "spot".into());
-            taints.push(Taint {
-                key: "gpu-pool-type".into(),
-                value: "spot".into(),
-                effect: "NO_SCHEDULE",
-            });
         }
         Some(FailoverRole::OnDemand) => {
             labels.insert("gpu-pool-type".into(), "on-demand".into());
@@ -257,13 +258,9 @@ mod tests {
         let s = shape(&acc("l4"), 0, false, None, Some(FailoverRole::Spot)).unwrap();
         assert!(s.spot);
         assert_eq!(s.labels["gpu-pool-type"], "spot");
-        assert_eq!(
-            s.taints,
-            vec![Taint {
-                key: "gpu-pool-type".into(),
-                value: "spot".into(),
-                effect: "NO_SCHEDULE"
-            }]
+        assert!(
+            s.taints.is_empty(),
+            "the pair's class taint is added with its name"
         );
         let o = shape(
             &acc("l4:spot"),

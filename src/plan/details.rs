@@ -47,7 +47,8 @@ resources! {
     "artifactregistry.repository" => Repository(Option<RepositoryDetails>),
     "container.cluster" => Cluster(Option<ClusterDetails>),
     "container.nodePool" => NodePool(Option<PoolDetails>),
-    // The Kubernetes objects the workflow applies: `ksa`, `lws`, `nvidia-driver`.
+    // The Kubernetes objects the workflow applies: `ksa`, `lws`, `nvidia-driver`,
+    // `compute-class`.
     "kubernetes.object" => KubernetesObject(Option<KubeObjectDetails>),
     "kineticd.profile" => Profile(NoDetails),
 }
@@ -196,6 +197,13 @@ pub struct PoolTaint {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct KubeObjectDetails {
     pub annotations: BTreeMap<String, String>,
+    /// The ComputeClass of a failover pair (the object applied or deleted).
+    #[serde(
+        rename = "computeClass",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub compute_class: Option<super::computeclass::ComputeClass>,
 }
 
 impl Resource {

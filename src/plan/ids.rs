@@ -71,6 +71,8 @@ pub enum StepId {
     /// `lws`: the LeaderWorkerSet controller.
     Lws,
     NvidiaDriver,
+    /// `compute-class`: the ComputeClass of a failover pair.
+    ComputeClass,
     /// `pool:{id}`: an accelerator node pool.
     Pool(String),
     Profile,
@@ -84,7 +86,7 @@ pub struct UnknownStepId(pub String);
 const POOL_PREFIX: &str = "pool:";
 
 /// Every id but pools (what text is parsed against).
-const FIXED: [StepId; 20] = [
+const FIXED: [StepId; 21] = [
     StepId::Apis,
     StepId::Bucket(BucketKind::State),
     StepId::Bucket(BucketKind::Jobs),
@@ -104,6 +106,7 @@ const FIXED: [StepId; 20] = [
     StepId::Ksa,
     StepId::Lws,
     StepId::NvidiaDriver,
+    StepId::ComputeClass,
     StepId::Profile,
 ];
 
@@ -148,6 +151,7 @@ impl StepId {
             StepId::Ksa => "ksa",
             StepId::Lws => "lws",
             StepId::NvidiaDriver => "nvidia-driver",
+            StepId::ComputeClass => "compute-class",
             StepId::Profile => "profile",
         };
         Some(text)

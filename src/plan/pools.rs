@@ -1,4 +1,5 @@
-//! Node pool plans (`pool add`, `pool remove`) and the pool record a shape becomes.
+//! Node pool plans (`pool add`, `pool remove`; a failover pair's include its compute
+//! class) and the pool record a shape becomes.
 //!
 //! Invariant: a pool's record ([`pool_record`]) holds its whole shape, fixed when the
 //! pool is added; every later plan and step rebuilds the pool from it.
@@ -9,6 +10,7 @@ use crate::domain::pools::{FailoverRole, PoolShape};
 use crate::domain::pricing::PriceTable;
 use crate::model::{self, EstimatedCost, FailoverRef};
 
+use super::computeclass;
 use super::details::{PoolDetails, PoolTaint};
 use super::{Action, ActionKind, Cost, Plan, Resource, StepId};
 
@@ -174,6 +176,9 @@ pub fn add(n: &ClusterNames, pools: &[model::NodePool], prices: &PriceTable) -> 
     if !gpu.is_empty() {
         actions.push(driver_action(&gpu));
     }
+    if let Some((spot, on_demand)) = class_pair(pools) {
+        actions.push(computeclass::apply_action(spot, on_demand));
+    }
     Plan {
         actions,
         warnings: Vec::new(),
@@ -185,13 +190,30 @@ pub fn add(n: &ClusterNames, pools: &[model::NodePool], prices: &PriceTable) -> 
     }
 }
 
-/// `pool remove`: delete the pool (and its failover partner).
-pub fn remove(n: &ClusterNames, pool_ids: &[String]) -> Plan {
+/// The (spot, on-demand) pools of `pools` that form a failover pair tied to a compute
+/// class (pairs added before classes existed have no class label: `None`).
+pub fn class_pair(pools: &[model::NodePool]) -> Option<(&str, &str)> {
+    let spot = pools.iter().find(|p| {
+        p.failover.as_ref().is_some_and(|f| f.role == "SPOT")
+            && computeclass::class_of(&p.labels).is_some()
+    })?;
+    let paired = &spot.failover.as_ref()?.paired_pool;
+    let on_demand = pools.iter().find(|p| &p.pool_id == paired)?;
+    Some((&spot.pool_id, &on_demand.pool_id))
+}
+
+/// `pool remove`: delete the pool (and its failover partner), then the pair's compute
+/// class (`class`: its spot and on-demand pools) once both are gone.
+pub fn remove(n: &ClusterNames, pool_ids: &[String], class: Option<(&str, &str)>) -> Plan {
+    let mut actions: Vec<Action> = pool_ids
+        .iter()
+        .map(|id| pool_action(n, id, ActionKind::Delete, "requested removal"))
+        .collect();
+    if let Some((spot, on_demand)) = class {
+        actions.push(computeclass::delete_action(spot, on_demand));
+    }
     Plan {
-        actions: pool_ids
-            .iter()
-            .map(|id| pool_action(n, id, ActionKind::Delete, "requested removal"))
-            .collect(),
+        actions,
         warnings: Vec::new(),
         estimated_hourly_cost: None,
     }
@@ -201,6 +223,7 @@ pub fn remove(n: &ClusterNames, pool_ids: &[String]) -> Plan {
 mod tests {
     use super::*;
     use crate::domain::accelerators::{Choice, parse};
+    use crate::domain::compute_class::{ClassName, join_class};
     use crate::domain::pools::shape;
 
     fn names() -> ClusterNames {
@@ -230,9 +253,12 @@ mod tests {
             panic!()
         };
         let prices = PriceTable::default();
-        let spot = shape(&r, 0, false, None, Some(FailoverRole::Spot)).unwrap();
-        let od = shape(&r, 0, false, None, Some(FailoverRole::OnDemand)).unwrap();
+        let mut spot = shape(&r, 0, false, None, Some(FailoverRole::Spot)).unwrap();
+        let mut od = shape(&r, 0, false, None, Some(FailoverRole::OnDemand)).unwrap();
         let ids = ["gpu-a100-xxxx", "gpu-a100-yyyy"];
+        let class = ClassName::for_pair(ids[0]);
+        join_class(&mut spot, &class);
+        join_class(&mut od, &class);
         let records: Vec<model::NodePool> = [(&spot, 0), (&od, 1)]
             .into_iter()
             .map(|(s, i)| {
@@ -257,6 +283,18 @@ mod tests {
             "{:?}",
             p.actions[0]
         );
+        p.validate().unwrap();
+        let cc = p.actions.last().unwrap();
+        assert_eq!(cc.id, StepId::ComputeClass);
+        assert_eq!(cc.name, "computeclasses/kinetic-gpu-a100-xxxx");
+        assert_eq!(
+            cc.depends_on,
+            [StepId::pool(ids[0]), StepId::pool(ids[1])],
+            "the class names pools that exist"
+        );
+        let r = remove(&names(), &ids.map(String::from), class_pair(&records));
+        assert_eq!(r.actions.last().unwrap().action, ActionKind::Delete);
+        r.validate().unwrap();
         let real = record("l4", "gpu-l4-0001", None);
         let p = add(&names(), &[real], &prices);
         assert_eq!(p.actions[0].reason, "requested pool");
@@ -282,7 +320,7 @@ mod tests {
             panic!("{:?}", p.actions[1])
         };
         assert_eq!(tpu.placement_topology.as_deref(), Some("4x4"));
-        let r = remove(&n, &["gpu-l4-0001".into()]);
+        let r = remove(&n, &["gpu-l4-0001".into()], None);
         assert_eq!(r.actions[0].action, ActionKind::Delete);
         assert_eq!(
             r.actions[0].name,

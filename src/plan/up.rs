@@ -183,7 +183,10 @@ impl<'a> Up<'a> {
             ),
             self.ensure(
                 StepId::Ksa,
-                Resource::KubernetesObject(Some(KubeObjectDetails { annotations })),
+                Resource::KubernetesObject(Some(KubeObjectDetails {
+                    annotations,
+                    compute_class: None,
+                })),
                 format!("serviceaccounts/{KSA_NAMESPACE}/{KSA_NAME}"),
                 &[StepId::Cluster],
             ),

@@ -42,6 +42,9 @@ pub struct SimConfig {
     pub quotas: BTreeMap<String, f64>,
     /// (zone, GKE accelerator type) pairs that are out of stock.
     pub stockouts: Vec<(String, String)>,
+    /// The GKE version new clusters get when they ask for none (their release
+    /// channel's default); tests set an older one to see version checks refuse.
+    pub gke_version: String,
 }
 
 impl Default for SimConfig {
@@ -72,6 +75,7 @@ impl Default for SimConfig {
             },
             quotas,
             stockouts: Vec::new(),
+            gke_version: gcp::container::DEFAULT_VERSION.to_owned(),
         }
     }
 }

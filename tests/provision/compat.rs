@@ -2,8 +2,14 @@
 //! `up` and a `pool add` whose plan and steps were written by the code before plan
 //! actions were typed (fixtures captured from commit e007833,
 //! `tests/fixtures/stored_operations/`) are put verbatim into the queued operation, and a
-//! worker claims and finishes them. The same requests made now answer `validateOnly`
-//! with the same bytes and store exactly that JSON.
+//! worker claims and finishes them. The same `up` made now answers `validateOnly` with
+//! the same bytes and stores exactly that JSON.
+//!
+//! The fixture `pool add` is a failover pair, whose plan changed on purpose when pairs
+//! got a GKE compute class: both pools now carry the class's label and taint (the spot
+//! pool's `gpu-pool-type` taint gave way to it) and a `compute-class` action follows
+//! them. The test checks the preview is the old one plus exactly that change
+//! ([`with_compute_class`]); the old stored row still runs as it was stored.
 
 use std::time::Duration;
 
@@ -68,13 +74,75 @@ async fn preview_as_before(app: &TestApp, method: Method, path: &str, body: &Val
     );
 }
 
-/// Check the queued `op` stored what the old code stored, put the old JSON in
+/// The old preview of a failover pair (`plan`) with the change compute classes made:
+/// both pools tied to the class (label and taint, the spot taint gone) and the class's
+/// action after them.
+fn with_compute_class(mut plan: Value) -> Value {
+    let id = |i: usize, plan: &Value| {
+        plan["actions"][i]["id"]
+            .as_str()
+            .and_then(|s| s.strip_prefix("pool:"))
+            .expect("pool action")
+            .to_owned()
+    };
+    let (spot, on_demand) = (id(0, &plan), id(1, &plan));
+    let class = format!("kinetic-{spot}");
+    for i in 0..2 {
+        let d = &mut plan["actions"][i]["details"];
+        d["labels"]["cloud.google.com/compute-class"] = json!(class);
+        d["taints"] = json!([{"effect": "NO_SCHEDULE", "key": "cloud.google.com/compute-class", "value": class}]);
+    }
+    let action = kineticd::plan::computeclass::apply_action(&spot, &on_demand);
+    plan["actions"]
+        .as_array_mut()
+        .expect("actions")
+        .push(serde_json::to_value(action).expect("action"));
+    plan
+}
+
+/// The `validateOnly` answer to `method path` with `body`, compared as JSON with the
+/// preview fixture `name` changed by `change`.
+async fn preview_changed(
+    app: &TestApp,
+    path: &str,
+    body: &Value,
+    name: &str,
+    change: fn(Value) -> Value,
+) {
+    let r = app.post(OWNER, path, body.clone()).await;
+    assert_eq!(r.status, StatusCode::OK, "{name} preview: {}", r.body);
+    let file = format!("{FIXTURES}/{name}.preview.json");
+    let before = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let before: Value = serde_json::from_str(&before).expect("preview fixture");
+    assert_eq!(
+        r.body,
+        change(before),
+        "{name}: the preview changed as documented"
+    );
+}
+
+/// Check the queued `op` stored what the old code stored (its plan changed by `change`
+/// if given; the steps, one per action, then change with it), put the old JSON in
 /// verbatim, and run it to SUCCEEDED with a fresh worker pool.
-async fn run_as_stored_before(app: &TestApp, op: &Value, name: &str) {
+async fn run_as_stored_before(
+    app: &TestApp,
+    op: &Value,
+    name: &str,
+    change: Option<fn(Value) -> Value>,
+) {
     let (now_plan, now_steps) = stored(app, op).await;
     let (plan, steps) = fixture(name);
-    assert_eq!(now_plan, plan, "{name}: the plan is stored as before");
-    assert_eq!(now_steps, steps, "{name}: the steps are stored as before");
+    match change {
+        None => {
+            assert_eq!(now_plan, plan, "{name}: the plan is stored as before");
+            assert_eq!(now_steps, steps, "{name}: the steps are stored as before");
+        }
+        Some(f) => assert_eq!(
+            now_plan,
+            f(plan.clone()),
+            "{name}: the plan changed as documented"
+        ),
+    }
     let updated = sqlx::query(
         "UPDATE operations SET plan = $2, steps = $3::json WHERE id = $1 AND state = 'QUEUED'",
     )
@@ -110,10 +178,10 @@ async fn an_up_and_a_pool_add_stored_before_typed_plans_are_claimed_and_finished
         .put(OWNER, &format!("{path}?requestId=compat-up"), up_body)
         .await;
     assert_eq!(up.status, StatusCode::ACCEPTED, "{}", up.body);
-    run_as_stored_before(&app, &up.body, "up").await;
+    run_as_stored_before(&app, &up.body, "up", None).await;
     let add_body = json!({"accelerator": "l4", "failover": true});
     let add_path = format!("{path}/nodePools?validateOnly=true&requestId=compat-add");
-    preview_as_before(&app, Method::POST, &add_path, &add_body, "pool-add").await;
+    preview_changed(&app, &add_path, &add_body, "pool-add", with_compute_class).await;
     let add = app
         .post(
             OWNER,
@@ -122,5 +190,5 @@ async fn an_up_and_a_pool_add_stored_before_typed_plans_are_claimed_and_finished
         )
         .await;
     assert_eq!(add.status, StatusCode::ACCEPTED, "{}", add.body);
-    run_as_stored_before(&app, &add.body, "pool-add").await;
+    run_as_stored_before(&app, &add.body, "pool-add", Some(with_compute_class)).await;
 }

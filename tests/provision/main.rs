@@ -6,6 +6,7 @@ mod common;
 
 mod access;
 mod compat;
+mod computeclass;
 mod down;
 mod ensure;
 mod faults;

@@ -336,17 +336,15 @@ async fn a_failover_pair_is_added_and_removed_together() {
     assert_eq!(od["minNodes"], 0);
     assert_eq!(spot["labels"]["gpu-pool-type"], "spot");
     assert_eq!(od["labels"]["gpu-pool-type"], "on-demand");
-    assert_eq!(
-        spot["taints"],
-        json!([{"key": "gpu-pool-type", "value": "spot", "effect": "NO_SCHEDULE"}])
-    );
-    assert_eq!(od["taints"], json!([]));
+    // Both pools carry their compute class's taint (tests/provision/computeclass.rs).
+    let class = format!("kinetic-{}", spot["poolId"].as_str().unwrap());
+    let taint =
+        json!([{"key": "cloud.google.com/compute-class", "value": class, "effect": "NO_SCHEDULE"}]);
+    assert_eq!(spot["taints"], taint);
+    assert_eq!(od["taints"], taint);
     let calls = env.ok_calls("container", "nodePools.create").await;
     let sp = created_pool(&calls, spot["poolId"].as_str().unwrap());
-    assert_eq!(
-        sp["config"]["taints"],
-        json!([{"key": "gpu-pool-type", "value": "spot", "effect": "NO_SCHEDULE"}])
-    );
+    assert_eq!(sp["config"]["taints"], taint);
     assert_eq!(sp["config"]["labels"]["gpu-pool-type"], "spot");
     let r = env
         .app

@@ -1,4 +1,5 @@
-//! Server-side apply (field manager `kineticd`, forced) of multi-document YAML.
+//! Server-side apply (field manager `kineticd`, forced) of multi-document YAML, and the
+//! delete of one object by kind and name.
 //!
 //! Invariant: Namespaces are applied first, then CustomResourceDefinitions, then
 //! everything else in manifest order; every kind is resolved through discovery (re-run,
@@ -9,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use kube::Api;
-use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
 use serde_json::Value;
@@ -199,6 +200,44 @@ impl KubeCluster {
             out.push(self.apply_one(&disc, obj).await?);
         }
         Ok(out)
+    }
+
+    /// Delete the object `name` of `api_version`/`kind` (in `namespace` when the kind
+    /// is namespaced): true when it was there, false when it was not or its kind is not
+    /// served (then no such object can exist).
+    pub async fn delete_object(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<bool, KubeError> {
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", api_version),
+        };
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let Some((ar, caps)) = self.discover().await?.resolve_gvk(&gvk) else {
+            return Ok(false);
+        };
+        let client = self.client().await?;
+        let api: Api<DynamicObject> = match (caps.scope, namespace) {
+            (Scope::Namespaced, ns) => Api::namespaced_with(client, ns.unwrap_or("default"), &ar),
+            (Scope::Cluster, _) => Api::all_with(client, &ar),
+        };
+        match api.delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(true),
+            Err(e) => {
+                let err = self
+                    .fail(format!("delete {api_version} {kind} {name}"), e)
+                    .await;
+                if err.is_not_found() {
+                    Ok(false)
+                } else {
+                    Err(err)
+                }
+            }
+        }
     }
 
     async fn apply_one(

@@ -1,16 +1,19 @@
 //! `pool add` and `pool remove`: pool names fixed at enqueue time, shapes checked
 //! (no CPU pools, no spot with a reservation, whole TPU slices), the regional quota
-//! checked before anything is created.
+//! checked before anything is created, and a failover pair tied to its compute class
+//! (refused on GKE versions without custom compute classes; removed with the pair).
 
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::Cloud;
 use crate::domain::accelerators::{Choice, Kind, Resolved};
+use crate::domain::compute_class::{ClassName, GkeVersion, MIN_VERSION, join_class};
 use crate::domain::naming::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolError, PoolShape, shape, spot_of};
 use crate::domain::{PoolId, PoolState, ZoneName, quota};
 use crate::model;
 use crate::ops::workflows::cluster::{ADD_POOL, REMOVE_POOL};
+use crate::plan::computeclass::class_of;
 use crate::plan::pools::{PoolToAdd, add, pool_record, remove};
 use crate::store::{self, Db, clusters::ClusterRecord};
 
@@ -268,6 +271,12 @@ async fn pool_records(
         seed.as_deref(),
         m.validate_only,
     );
+    let mut shapes = shapes.to_vec();
+    if shapes.len() == 2 {
+        // A failover pair: both pools are tied to the class named after the spot pool.
+        let class = ClassName::for_pair(&ids[0]);
+        shapes.iter_mut().for_each(|s| join_class(s, &class));
+    }
     Ok(shapes
         .iter()
         .enumerate()
@@ -287,6 +296,43 @@ async fn pool_records(
         .collect())
 }
 
+/// A failover pair needs a GKE version with custom compute classes: the cluster's
+/// `currentMasterVersion` as GKE reports it now. A version that cannot be read (GKE
+/// unreachable, the cluster still being created) is a warning: the step that applies
+/// the class checks the running cluster's version again.
+async fn check_version(cloud: &Cloud, m: &Mutation) -> Result<Vec<String>> {
+    let n = m.names();
+    let cluster = match cloud
+        .gcp
+        .container
+        .get_cluster(&n.project, &n.zone, &n.cluster)
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, cluster = %n.cluster, "GKE version check skipped");
+            return Ok(vec![format!(
+                "the GKE version of cluster {} was not checked ({e}); the compute class step checks it",
+                n.cluster
+            )]);
+        }
+    };
+    let version = cluster.current_master_version.unwrap_or_default();
+    match GkeVersion::parse(&version) {
+        Some(v) if v.supports_compute_classes() => Ok(Vec::new()),
+        _ => Err(Error::invalid(
+            "GKE_VERSION_TOO_OLD",
+            format!(
+                "cluster {} runs GKE {version:?}; a failover pair needs custom compute classes, which need GKE {MIN_VERSION} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or add a pool without \"failover\"",
+                m.path.name(),
+                n.cluster
+            ),
+        )
+        .with("currentMasterVersion", &version)
+        .with("minimumVersion", MIN_VERSION)),
+    }
+}
+
 /// `pool add`: one pool (or a failover pair), checked, named and planned.
 pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Result<Submitted> {
     let (team, c) = match target(&svc.db, m, "adding node pools").await? {
@@ -297,7 +343,11 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
     check_driver_version(&acc, &req)?;
     let zones = zones(&m.path, &req)?;
     let shapes = shapes(&acc, &req)?;
-    let warnings = check_pools(&svc.cloud, m, &acc, &shapes, &zones).await?;
+    let mut warnings = Vec::new();
+    if shapes.len() == 2 {
+        warnings.extend(check_version(&svc.cloud, m).await?);
+    }
+    warnings.extend(check_pools(&svc.cloud, m, &acc, &shapes, &zones).await?);
     let records = pool_records(svc, m, &c, &acc, &shapes, &zones, &req).await?;
     let mut p = add(&m.names(), &records, &svc.prices);
     p.warnings.extend(warnings);
@@ -330,13 +380,20 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
     submit(tx, m, op, &p).await
 }
 
+/// What a removal takes: the pool and its failover partner if it has one, and the
+/// pair's compute class as (spot pool, on-demand pool) when the pools carry one.
+struct Removal {
+    pools: Vec<String>,
+    class: Option<(String, String)>,
+}
+
 /// The pools a removal takes: the pool, and its failover partner if it has one.
 async fn pools_to_remove(
     db: &Db,
     m: &Mutation,
     c: &ClusterRecord,
     pool: &PoolId,
-) -> Result<Vec<String>> {
+) -> Result<Removal> {
     let rec = store::node_pools::get(db, c.id, pool.as_str())
         .await?
         .ok_or_else(|| {
@@ -346,14 +403,25 @@ async fn pools_to_remove(
             )
         })?;
     let mut ids = vec![pool.to_string()];
-    if let Some(f) = &rec.spec.failover
-        && store::node_pools::get(db, c.id, &f.paired_pool)
+    let mut class = None;
+    if let Some(f) = &rec.spec.failover {
+        if store::node_pools::get(db, c.id, &f.paired_pool)
             .await?
             .is_some()
-    {
-        ids.push(f.paired_pool.clone());
+        {
+            ids.push(f.paired_pool.clone());
+        }
+        // Pairs added before compute classes carry no class label: nothing to delete.
+        if class_of(&rec.spec.labels).is_some() {
+            let (me, other) = (pool.to_string(), f.paired_pool.clone());
+            class = Some(if f.role == "SPOT" {
+                (me, other)
+            } else {
+                (other, me)
+            });
+        }
     }
-    Ok(ids)
+    Ok(Removal { pools: ids, class })
 }
 
 /// `pool remove`: a pool (a failover pair goes together).
@@ -363,8 +431,9 @@ pub async fn remove_pool(svc: &Services, m: &Mutation, pool: &str) -> Result<Sub
         Target::Live(team, c) => (team, *c),
         Target::Repeat(op) => return Ok(op),
     };
-    let ids = pools_to_remove(&svc.db, m, &c, &pool).await?;
-    let p: Plan = remove(&m.names(), &ids);
+    let Removal { pools: ids, class } = pools_to_remove(&svc.db, m, &c, &pool).await?;
+    let class = class.as_ref().map(|(s, o)| (s.as_str(), o.as_str()));
+    let p: Plan = remove(&m.names(), &ids, class);
     if m.validate_only {
         return Ok(Submitted::Plan(p));
     }

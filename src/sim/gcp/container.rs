@@ -26,7 +26,7 @@ use crate::sim::clock::{Clock, SimTime};
 use crate::sim::gcp::compute::catalog;
 use crate::sim::world::World;
 
-pub use model::{ClusterRec, OpRec, PoolRec, Shape};
+pub use model::{ClusterRec, DEFAULT_VERSION, OpRec, PoolRec, Shape};
 
 /// Virtual durations of GKE operations.
 pub mod durations {

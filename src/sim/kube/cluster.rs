@@ -1,7 +1,8 @@
 //! One simulated cluster's API server state and its reconcile loop: node objects follow
 //! the pools, pods on vanished nodes go back to Pending, the scheduler binds what fits,
-//! the cluster autoscaler grows pools for what does not (after a virtual delay), and the
-//! status controllers run.
+//! the cluster autoscaler grows pools for what does not (after a virtual delay; in a
+//! compute class's priority order for pods that select one, with its active migration
+//! back to higher-priority pools), and the status controllers run.
 //!
 //! Invariant: reconcile runs whenever something changed (a write, a pool change) or a
 //! timed transition is due, and repeats until nothing changes, so every handler sees a
@@ -15,6 +16,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::PoolNodes;
+use super::compute_class;
 use super::controllers::{self, Observed};
 use super::nodes;
 use super::objects::{ApiStore, ObjKey, content};
@@ -143,9 +145,10 @@ impl ClusterKube {
             let (scheduled, unschedulable) = sched::schedule(&mut self.api);
             let (planned, backoff_wake) = self.autoscale(&unschedulable, clock);
             self.autoscaler_events(&unschedulable);
+            let (migrated, migrate_wake) = self.migrate(clock);
             let (status, status_wake) = controllers::run(&mut self.api, &mut self.observed, clock);
-            changed |= scheduled || planned || status;
-            wake = earliest([backoff_wake, status_wake]);
+            changed |= scheduled || planned || migrated || status;
+            wake = earliest([backoff_wake, migrate_wake, status_wake]);
             if !changed {
                 break;
             }
@@ -281,13 +284,16 @@ impl ClusterKube {
             targets.insert(name.clone(), target);
             templates.insert(name.clone(), tmpl);
         }
-        // Spot pools first (cheaper), then by name.
+        // Spot pools first (cheaper), then by name; a pod that selects a compute class
+        // tries the class's pools in its priority order instead.
         let mut order: Vec<(bool, String)> = self
             .pools
             .values()
             .map(|p| (!p.spot, p.pool.clone()))
             .collect();
         order.sort();
+        let order: Vec<String> = order.into_iter().map(|(_, name)| name).collect();
+        let classes = compute_class::classes(&self.api);
         let (mut planned_any, mut wake) = (false, None);
         for key in unschedulable {
             let Some(pod) = self.api.get(key) else {
@@ -301,7 +307,15 @@ impl ClusterKube {
                 sched::add(used, &req);
                 continue;
             }
-            for (_, name) in &order {
+            let pools = match compute_class::selected(pod) {
+                // A class that does not exist (yet) scales nothing up.
+                Some(c) => classes
+                    .get(c)
+                    .map(|c| c.candidates(&self.pools))
+                    .unwrap_or_default(),
+                None => order.clone(),
+            };
+            for name in &pools {
                 let (Some(p), Some(tmpl)) = (self.pools.get(name), templates.get(name)) else {
                     continue;
                 };
@@ -327,6 +341,67 @@ impl ClusterKube {
             }
         }
         (planned_any, wake)
+    }
+
+    /// Active migration (`activeMigration.optimizeRulePriority`): a class's lower-priority
+    /// pool gives up one node (per zone) once the pods on it fit on the nodes of a
+    /// higher-priority pool that is not backed off; until they fit, that pool is grown
+    /// by one node (per zone). Drained pods go back to Pending and the scheduler places
+    /// them. Returns (changed, the earliest end of a backoff that holds a migration).
+    fn migrate(&mut self, clock: &Clock) -> (bool, Option<SimTime>) {
+        let classes = compute_class::classes(&self.api);
+        let (mut changed, mut wake) = (false, None);
+        for m in compute_class::migrations(&classes, &self.pools) {
+            let Some(from) = self.pools.get(&m.from) else {
+                continue;
+            };
+            let pods = self.pods_on(&nodes::last_nodes(&self.key, from));
+            if pods.is_empty() {
+                continue; // nothing to move (the simulator does not scale empty nodes down)
+            }
+            for to in &m.to {
+                let rt = self.runtime.entry(to.clone()).or_default();
+                if let Some(until) = rt.backoff_until.filter(|t| !clock.is_due(*t)) {
+                    wake = earliest([wake, Some(until)]);
+                    continue;
+                }
+                let Some(p) = self.pools.get(to) else {
+                    continue;
+                };
+                let tmpl = NodeView::from_json(&nodes::template(&self.key, p));
+                if !pods
+                    .iter()
+                    .all(|(spec, req)| sched::check(spec, req, &tmpl, &Res::new()).is_ok())
+                {
+                    continue;
+                }
+                if fits_on(&self.api, to, &pods) {
+                    if let Some(from) = self.pools.get_mut(&m.from) {
+                        from.count -= 1;
+                        tracing::debug!(cluster = %self.key, class = %m.class, from = %m.from, to = %to, "simulated active migration");
+                        changed = true;
+                    }
+                } else if rt.scale_to.is_none() && p.count < p.max {
+                    rt.scale_to = Some((clock.now() + SCALE_UP_DELAY, p.count + 1));
+                    changed = true;
+                }
+                break;
+            }
+        }
+        (changed, wake)
+    }
+
+    /// (spec, requests) of the pods bound to `nodes`, not finished.
+    fn pods_on(&self, nodes: &[String]) -> Vec<(Value, Res)> {
+        self.api
+            .list("", "pods", None)
+            .filter(|(_, p)| !is_finished(p))
+            .filter(|(_, p)| {
+                let node = p["spec"]["nodeName"].as_str().unwrap_or("");
+                nodes.iter().any(|n| n == node)
+            })
+            .map(|(_, p)| (p["spec"].clone(), sched::pod_requests(p)))
+            .collect()
     }
 
     /// A spot reclaim: the pool's nodes vanish now and the autoscaler leaves it alone for
@@ -372,6 +447,43 @@ impl ClusterKube {
             .is_some()
     }
 }
+
+fn is_finished(pod: &Value) -> bool {
+    matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Whether `pods` all fit, together, on the existing nodes of `pool` beside what runs
+/// there now.
+fn fits_on(api: &ApiStore, pool: &str, pods: &[(Value, Res)]) -> bool {
+    let mut used: BTreeMap<String, Res> = BTreeMap::new();
+    for (_, p) in api.list("", "pods", None).filter(|(_, p)| !is_finished(p)) {
+        if let Some(n) = p["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+            sched::add(
+                used.entry(n.to_owned()).or_default(),
+                &sched::pod_requests(p),
+            );
+        }
+    }
+    let targets: Vec<NodeView> = sched::node_views(api)
+        .into_iter()
+        .filter(|n| n.labels.get(NODEPOOL_LABEL).map(String::as_str) == Some(pool))
+        .collect();
+    pods.iter().all(|(spec, req)| {
+        let Some(n) = targets.iter().find(|n| {
+            let u = used.get(&n.name).cloned().unwrap_or_default();
+            sched::check(spec, req, n, &u).is_ok()
+        }) else {
+            return false;
+        };
+        sched::add(used.entry(n.name.clone()).or_default(), req);
+        true
+    })
+}
+
+const NODEPOOL_LABEL: &str = "cloud.google.com/gke-nodepool";
 
 fn earliest(times: impl IntoIterator<Item = Option<SimTime>>) -> Option<SimTime> {
     times.into_iter().flatten().min()

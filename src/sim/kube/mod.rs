@@ -12,6 +12,7 @@
 pub mod admin;
 pub mod admission;
 pub mod cluster;
+pub mod compute_class;
 pub mod controllers;
 pub mod events;
 pub mod http;

@@ -208,6 +208,17 @@ pub fn desired_nodes<'a>(
     out
 }
 
+/// The names of the nodes `pool` loses when it shrinks by one node (per zone).
+pub fn last_nodes(key: &str, pool: &PoolNodes) -> Vec<String> {
+    let Some(last) = pool.count.checked_sub(1) else {
+        return Vec::new();
+    };
+    pool.zones
+        .iter()
+        .map(|z| node_name(key, &pool.pool, z, last))
+        .collect()
+}
+
 /// The node a scale-up of `pool` would add (first zone), for the autoscaler.
 pub fn template(key: &str, pool: &PoolNodes) -> Value {
     let zone = pool.zones.first().map(String::as_str).unwrap_or("zone-a");

@@ -141,6 +141,16 @@ const BUILTINS: &[Builtin] = &[
         &["pdb"],
     ),
     ("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
+    // GKE installs the ComputeClass CRD (computeclasses.cloud.google.com) in every
+    // cluster; here it is served as a built-in kind.
+    (
+        "cloud.google.com",
+        "v1",
+        "computeclasses",
+        "ComputeClass",
+        false,
+        &[],
+    ),
 ];
 
 /// Verbs the simulator implements (no watch, no deletecollection).

@@ -11,7 +11,7 @@ use crate::ops::steps::{RpcCode, StepError};
 use crate::ops::workflows::StepCtx;
 use crate::plan::{Action, ActionKind, StepId};
 
-use super::{ClusterOpInput, Env, gke, infra, kube};
+use super::{ClusterOpInput, Env, compute_class, gke, infra, kube};
 
 pub struct Step<'a> {
     pub env: &'a Env,
@@ -51,6 +51,8 @@ impl Step<'_> {
             StepId::Ksa => kube::ensure_ksa(self).await,
             StepId::Lws => kube::ensure_lws(self).await,
             StepId::NvidiaDriver => kube::ensure_nvidia_driver(self).await,
+            StepId::ComputeClass if del => compute_class::delete(self).await,
+            StepId::ComputeClass => compute_class::ensure(self).await,
             StepId::Profile => infra::save_profile(self).await,
         }
     }

@@ -17,6 +17,11 @@ use super::kube_error;
 use super::results::{ManifestApplied, ManifestRef, ObjectsApplied, Outcome, result};
 
 async fn cluster(s: &Step<'_>) -> Result<KubeCluster, StepError> {
+    cluster_and_version(s).await.map(|(_, k)| k)
+}
+
+/// The running cluster's API server and its GKE version (`currentMasterVersion`).
+pub async fn cluster_and_version(s: &Step<'_>) -> Result<(Option<String>, KubeCluster), StepError> {
     let gke = s.running_cluster().await?;
     let access = ClusterAccess::for_gke(&gke).ok_or_else(|| {
         StepError::retryable(
@@ -25,7 +30,7 @@ async fn cluster(s: &Step<'_>) -> Result<KubeCluster, StepError> {
             format!("cluster {} has no endpoint yet", gke.name),
         )
     })?;
-    Ok(s.env.cloud.kube.cluster(access))
+    Ok((gke.current_master_version, s.env.cloud.kube.cluster(access)))
 }
 
 fn ksa_yaml(s: &Step<'_>) -> String {

@@ -8,6 +8,7 @@
 //! nothing twice. Record states change together with the operation's end, in one
 //! transaction ([`records`]).
 
+mod compute_class;
 mod exec;
 mod gke;
 mod infra;
@@ -243,11 +244,13 @@ impl Workflow for ClusterWorkflow {
                 Some((s.id.clone(), serde_json::to_value(outcome).ok()?))
             })
             .collect();
-        json!({
+        let mut response = json!({
             "cluster": input.as_ref().map(|i| format!("projects/{}/zones/{}/clusters/{}", i.project, i.zone, i.cluster)),
             "nodePools": input.as_ref().map(|i| i.pools.clone()).unwrap_or_default(),
             "outcomes": outcomes,
-        })
+        });
+        results::add_workload(&mut response, steps);
+        response
     }
 }
 

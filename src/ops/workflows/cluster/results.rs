@@ -3,12 +3,15 @@
 //! structs with the JSON the steps have always stored.
 //!
 //! Invariant: a step result is written through these types and read back through
-//! [`outcome_of`] alone, never by indexing its JSON.
+//! [`outcome_of`] (or, for the compute class's workload selection, [`add_workload`])
+//! as these types, never by indexing its JSON.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ops::steps::{RpcCode, StepError};
+use crate::ops::steps::{RpcCode, StepError, StepRecord};
+use crate::plan::StepId;
+use crate::plan::computeclass::WorkloadSelection;
 
 /// What a step found and did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +89,31 @@ pub struct ManifestRef {
 pub struct ProfileSaved {
     pub outcome: Outcome,
     pub profile: String,
+}
+
+/// A failover pair's ComputeClass applied, and what a workload needs to use it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassApplied {
+    pub outcome: Outcome,
+    pub objects: Vec<String>,
+    pub workload: WorkloadSelection,
+}
+
+/// Put the workload selection of an applied compute class (if the operation applied
+/// one) into the operation's `response`: `computeClass`, `nodeSelector`, `tolerations`
+/// and `snippet`.
+pub fn add_workload(response: &mut Value, steps: &[StepRecord]) {
+    let applied = steps
+        .iter()
+        .filter(|s| s.id == StepId::ComputeClass.to_string())
+        .filter_map(|s| ClassApplied::deserialize(s.result.as_ref()?).ok())
+        .next();
+    let (Some(a), Some(obj)) = (applied, response.as_object_mut()) else {
+        return;
+    };
+    if let Ok(Value::Object(w)) = serde_json::to_value(&a.workload) {
+        obj.extend(w);
+    }
 }
 
 /// A step's result as stored.

@@ -160,6 +160,7 @@ fn do_create_cluster(
         region: region.clone(),
         kube_key: format!("{project}.{location}.{}", cluster.name),
         base_url: sim.url(),
+        version: ClusterRec::version_for(&cluster, &sim.config().gke_version),
         spec: cluster,
         pools,
         id: uuid::Uuid::new_v4().simple().to_string(),

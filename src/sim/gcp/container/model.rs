@@ -107,6 +107,8 @@ pub struct ClusterRec {
     pub create_time: String,
     pub status: String,
     pub status_message: Option<String>,
+    /// The GKE version it runs (as requested, else the simulator's default).
+    pub version: String,
 }
 
 impl ClusterRec {
@@ -118,11 +120,15 @@ impl ClusterRec {
     }
 
     pub fn version(&self) -> String {
-        self.spec
-            .initial_cluster_version
+        self.version.clone()
+    }
+
+    /// The version a cluster created with `spec` runs (`default` unless it names one).
+    pub fn version_for(spec: &Cluster, default: &str) -> String {
+        spec.initial_cluster_version
             .clone()
             .filter(|v| !v.is_empty() && v != "latest")
-            .unwrap_or_else(|| DEFAULT_VERSION.to_owned())
+            .unwrap_or_else(|| default.to_owned())
     }
 
     /// The VPC network's short name (`default` when unset).

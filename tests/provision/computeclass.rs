@@ -1,0 +1,347 @@
+//! Failover pairs that prefer spot: `pool add` with `failover: true` creates both pools
+//! tied to a GKE ComputeClass (label and taint on each) and applies the class through
+//! the production Kubernetes client; the operation's response says what a workload
+//! needs; old GKE versions are refused before anything is queued; removing either pool
+//! removes both and the class; and through the simulator's autoscaler, pods that select
+//! the class run on spot, fail over to on-demand after a reclaim, and return to spot.
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Pod;
+use kineticd::cloud::kube::{
+    AccessToken, ClusterAccess, KubeClients, KubeCluster, KubeError, PodInfo,
+};
+use kube::Api;
+use kube::api::PostParams;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{Env, OWNER, PROJECT, ZONE, cluster_path, env, env_with, explicit_clock};
+
+const CLASS_KEY: &str = "cloud.google.com/compute-class";
+
+fn kube_key(cluster: &str) -> String {
+    format!("{PROJECT}.{ZONE}.{cluster}")
+}
+
+/// The pair's (spot, on-demand) pool ids from the pool list.
+async fn pair(env: &Env, cluster: &str) -> (String, String) {
+    let pools = env.pools(cluster).await;
+    let pools = pools["nodePools"].as_array().cloned().unwrap_or_default();
+    let id = |spot: bool| {
+        pools
+            .iter()
+            .find(|p| p["spot"] == spot)
+            .and_then(|p| p["poolId"].as_str())
+            .expect("pool of the pair")
+            .to_owned()
+    };
+    (id(true), id(false))
+}
+
+/// The ComputeClass `name` as the simulated API server stores it.
+fn stored_class(env: &Env, cluster: &str, name: &str) -> Option<Value> {
+    let key =
+        kineticd::sim::kube::objects::ObjKey::new("cloud.google.com", "computeclasses", "", name);
+    let w = env.sim.world();
+    w.kube
+        .clusters
+        .get(&kube_key(cluster))?
+        .api
+        .get(&key)
+        .cloned()
+}
+
+fn created_pool(calls: &[Value], pool: &str) -> Value {
+    calls
+        .iter()
+        .find(|e| e["body"]["nodePool"]["name"] == pool)
+        .unwrap_or_else(|| panic!("no nodePools.create for {pool}"))["body"]["nodePool"]
+        .clone()
+}
+
+#[tokio::test]
+async fn a_pair_is_created_tied_to_its_compute_class_and_the_response_says_how_to_use_it() {
+    let env = env().await;
+    env.up_ok("kc", json!({"accelerator": "cpu"})).await;
+    let op = env
+        .add_pool("kc", json!({"accelerator": "l4", "failover": true}))
+        .await;
+    let plan = &op["metadata"]["plan"]["actions"];
+    let done = env.ok(&op).await;
+    let (spot, od) = pair(&env, "kc").await;
+    let class = format!("kinetic-{spot}");
+
+    // The plan showed the class (the last action, after both pools).
+    let last = plan.as_array().and_then(|a| a.last()).expect("actions");
+    assert_eq!(last["id"], "compute-class");
+    assert_eq!(last["type"], "kubernetes.object");
+    assert_eq!(last["details"]["computeClass"]["metadata"]["name"], class);
+
+    // The ComputeClass, exactly, as applied through the cluster's API server.
+    let expected_spec = json!({
+        "priorities": [{"nodepools": [spot]}, {"nodepools": [od]}],
+        "activeMigration": {"optimizeRulePriority": true},
+        "nodePoolAutoCreation": {"enabled": false},
+        "whenUnsatisfiable": "DoNotScaleUp",
+    });
+    let obj = stored_class(&env, "kc", &class).expect("the class exists");
+    assert_eq!(obj["apiVersion"], "cloud.google.com/v1");
+    assert_eq!(obj["kind"], "ComputeClass");
+    assert_eq!(obj["spec"], expected_spec);
+    assert_eq!(obj["metadata"]["labels"], json!({"kinetic": "true"}));
+    let applies: Vec<Value> = env
+        .journal("kube", "kube.apply")
+        .await
+        .into_iter()
+        .filter(|e| {
+            e["path"]
+                .as_str()
+                .is_some_and(|p| p.contains("/computeclasses/"))
+        })
+        .collect();
+    assert_eq!(applies.len(), 1, "{applies:?}");
+    assert!(
+        applies[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/apis/cloud.google.com/v1/computeclasses/{class}"))
+    );
+
+    // Both pools: GKE's label and taint for the class, seed 003's labels, their sizes.
+    let calls = env.ok_calls("container", "nodePools.create").await;
+    let taint = json!([{"key": CLASS_KEY, "value": class, "effect": "NO_SCHEDULE"}]);
+    for (pool, role, spot_vm) in [(&spot, "spot", true), (&od, "on-demand", false)] {
+        let body = created_pool(&calls, pool);
+        assert_eq!(body["config"]["labels"][CLASS_KEY], class, "{pool}");
+        assert_eq!(body["config"]["labels"]["gpu-pool-type"], role, "{pool}");
+        assert_eq!(body["config"]["taints"], taint, "{pool}");
+        assert_eq!(
+            body["config"]["spot"].as_bool().unwrap_or(false),
+            spot_vm,
+            "{pool}"
+        );
+        assert_eq!(body["initialNodeCount"], 0, "{pool}");
+        assert_eq!(
+            (
+                &body["autoscaling"]["minNodeCount"],
+                &body["autoscaling"]["maxNodeCount"]
+            ),
+            (&json!(0), &json!(10)),
+            "{pool}"
+        );
+        let rec = env
+            .app
+            .get(OWNER, &format!("{}/nodePools/{pool}", cluster_path("kc")))
+            .await;
+        assert_eq!(rec.body["taints"], taint, "{pool} record");
+    }
+
+    // The response: the selector, tolerations and a snippet that parses to both.
+    let r = &done["response"];
+    assert_eq!(r["computeClass"], class);
+    assert_eq!(r["nodeSelector"], json!({CLASS_KEY: class}));
+    assert_eq!(
+        r["tolerations"],
+        json!([
+            {"key": CLASS_KEY, "operator": "Equal", "value": class, "effect": "NoSchedule"},
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        ])
+    );
+    let snippet: Value =
+        serde_saphyr::from_str(r["snippet"].as_str().expect("snippet")).expect("YAML");
+    assert_eq!(snippet["nodeSelector"], r["nodeSelector"]);
+    assert_eq!(snippet["tolerations"], r["tolerations"]);
+    assert_eq!(r["outcomes"]["compute-class"], "applied");
+}
+
+#[tokio::test]
+async fn a_gke_version_without_compute_classes_is_refused_before_anything_is_queued() {
+    let env = env_with(kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
+        gke_version: "1.30.3-gke.1400000".into(),
+        ..Default::default()
+    })
+    .await;
+    env.up_ok("ko", json!({"accelerator": "cpu"})).await;
+    let body = json!({"accelerator": "l4", "failover": true});
+    for path in [
+        format!("{}/nodePools", cluster_path("ko")),
+        format!("{}/nodePools?validateOnly=true", cluster_path("ko")),
+    ] {
+        let r = env.app.post(OWNER, &path, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+        assert_eq!(r.reason(), "GKE_VERSION_TOO_OLD", "{}", r.body);
+        let meta = &r.body["error"]["details"][0]["metadata"];
+        assert_eq!(meta["currentMasterVersion"], "1.30.3-gke.1400000");
+        assert_eq!(meta["minimumVersion"], "1.30.3-gke.1451000");
+    }
+    assert_eq!(
+        env.operations_of("ADD_NODE_POOL").await["operations"],
+        json!([])
+    );
+    assert_eq!(env.pools("ko").await["nodePools"], json!([]));
+    // A single pool needs no compute class.
+    env.ok(&env.add_pool("ko", json!({"accelerator": "l4"})).await)
+        .await;
+}
+
+async fn remove(env: &Env, cluster: &str, pool: &str) -> Value {
+    let path = format!("{}/nodePools/{pool}", cluster_path(cluster));
+    let r = env.app.delete(OWNER, &path).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    env.ok(&r.body).await
+}
+
+#[tokio::test]
+async fn removing_either_pool_removes_both_and_the_class_even_when_it_is_gone() {
+    let env = env().await;
+    env.up_ok("kr", json!({"accelerator": "cpu"})).await;
+    let body = json!({"accelerator": "l4", "failover": true});
+    env.ok(&env.add_pool("kr", body.clone()).await).await;
+    let (spot, od) = pair(&env, "kr").await;
+    let class = format!("kinetic-{spot}");
+    assert!(stored_class(&env, "kr", &class).is_some());
+
+    // The on-demand pool: both pools go, then the class.
+    let done = remove(&env, "kr", &od).await;
+    assert_eq!(done["response"]["outcomes"]["compute-class"], "deleted");
+    assert_eq!(env.pools("kr").await["nodePools"], json!([]));
+    assert!(
+        stored_class(&env, "kr", &class).is_none(),
+        "the class is gone"
+    );
+    let deletes = env.journal("kube", "kube.delete").await;
+    assert!(
+        deletes.iter().any(|e| e["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with(&format!("/computeclasses/{class}")))),
+        "{deletes:?}"
+    );
+    assert_eq!(env.ok_calls("container", "nodePools.delete").await.len(), 2);
+
+    // A second pair whose class someone already deleted: removing its spot pool succeeds.
+    env.ok(&env.add_pool("kr", body).await).await;
+    let (spot, _) = pair(&env, "kr").await;
+    let class = format!("kinetic-{spot}");
+    {
+        let key = kineticd::sim::kube::objects::ObjKey::new(
+            "cloud.google.com",
+            "computeclasses",
+            "",
+            &class,
+        );
+        let mut w = env.sim.world();
+        let c = w.kube.clusters.get_mut(&kube_key("kr")).expect("cluster");
+        assert!(c.api.get(&key).is_some());
+        c.api.remove(&key);
+    }
+    let done = remove(&env, "kr", &spot).await;
+    assert_eq!(done["response"]["outcomes"]["compute-class"], "absent");
+    assert_eq!(env.pools("kr").await["nodePools"], json!([]));
+}
+
+type TokenFuture = BoxFuture<'static, Result<Option<AccessToken>, KubeError>>;
+
+/// The production Kubernetes client on the simulated cluster (no authentication).
+fn kube(env: &Env, cluster: &str) -> KubeCluster {
+    let clients = KubeClients::new(|| -> TokenFuture { Box::pin(async { Ok(None) }) });
+    clients.cluster(ClusterAccess {
+        key: format!("test/{cluster}"),
+        endpoint: format!("{}/kube/{}", env.sim.url(), kube_key(cluster)),
+        ca_certificate: None,
+    })
+}
+
+async fn pod(k: &KubeCluster, name: &str) -> PodInfo {
+    k.pods(Some("default"))
+        .await
+        .expect("pods")
+        .into_iter()
+        .find(|p| p.name == name)
+        .expect("pod exists")
+}
+
+/// The pool the pod runs in (`None` while Pending).
+async fn pool_of(env: &Env, k: &KubeCluster, name: &str, pools: [&str; 2]) -> Option<String> {
+    let p = pod(k, name).await;
+    let node = p.node.filter(|_| p.phase == "Running")?;
+    let _ = env;
+    pools
+        .into_iter()
+        .find(|pool| node.starts_with(&format!("gke-{pool}-")))
+        .map(str::to_owned)
+}
+
+#[tokio::test]
+async fn pods_of_the_class_run_on_spot_fail_over_to_on_demand_and_come_back() {
+    let env = explicit_clock().await;
+    let up = env.up("ke", json!({"accelerator": "cpu"})).await;
+    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    let add = env
+        .add_pool("ke", json!({"accelerator": "l4", "failover": true}))
+        .await;
+    let done = env.run_out(&add).await;
+    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    let (spot, od) = pair(&env, "ke").await;
+    let r = &done["response"];
+    let k = kube(&env, "ke");
+    let p: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "train"},
+        "spec": {
+            "nodeSelector": r["nodeSelector"],
+            "tolerations": r["tolerations"],
+            "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        },
+    }))
+    .expect("pod");
+    let api: Api<Pod> = Api::namespaced(k.client().await.expect("client"), "default");
+    api.create(&PostParams::default(), &p)
+        .await
+        .expect("create pod");
+    let pools = [spot.as_str(), od.as_str()];
+    assert_eq!(
+        pool_of(&env, &k, "train", pools).await,
+        None,
+        "pending until a node comes"
+    );
+
+    // Spot first.
+    env.advance(61.0).await;
+    assert_eq!(
+        pool_of(&env, &k, "train", pools).await.as_deref(),
+        Some(spot.as_str())
+    );
+
+    // A reclaim: the spot pool is backed off, the on-demand pool scales up.
+    let url = format!(
+        "{}/sim/v1/kube/{}/pools/{spot}:reclaim",
+        env.sim.url(),
+        kube_key("ke")
+    );
+    let resp = env.app.http.post(url).send().await.expect("reclaim");
+    assert_eq!(resp.status(), 200);
+    assert_eq!(pool_of(&env, &k, "train", pools).await, None);
+    env.advance(61.0).await;
+    assert_eq!(
+        pool_of(&env, &k, "train", pools).await.as_deref(),
+        Some(od.as_str())
+    );
+
+    // The backoff ends: active migration grows spot, then drains on-demand.
+    env.advance(600.0).await;
+    assert_eq!(
+        pool_of(&env, &k, "train", pools).await.as_deref(),
+        Some(od.as_str()),
+        "until spot has a node"
+    );
+    env.advance(61.0).await;
+    assert_eq!(
+        pool_of(&env, &k, "train", pools).await.as_deref(),
+        Some(spot.as_str())
+    );
+    let w = env.sim.world();
+    assert_eq!(w.kube.pool_node_count(&kube_key("ke"), &od), Some(0));
+    assert_eq!(w.kube.pool_node_count(&kube_key("ke"), &spot), Some(1));
+}
