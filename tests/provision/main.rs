@@ -7,6 +7,7 @@ mod common;
 mod access;
 mod compat;
 mod down;
+mod drill;
 mod ensure;
 mod faults;
 mod ordering;

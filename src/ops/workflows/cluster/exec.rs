@@ -52,6 +52,14 @@ impl Step<'_> {
             StepId::Lws => kube::ensure_lws(self).await,
             StepId::NvidiaDriver => kube::ensure_nvidia_driver(self).await,
             StepId::Profile => infra::save_profile(self).await,
+            StepId::Drill(step) => Err(StepError::terminal(
+                RpcCode::Internal,
+                "BAD_OPERATION_INPUT",
+                format!(
+                    "step {step:?} belongs to a FAILOVER_DRILL, not to {}",
+                    self.ctx.op.op_type
+                ),
+            )),
         }
     }
 

@@ -16,7 +16,7 @@ use super::exec::Step;
 use super::kube_error;
 use super::results::{ManifestApplied, ManifestRef, ObjectsApplied, Outcome, result};
 
-async fn cluster(s: &Step<'_>) -> Result<KubeCluster, StepError> {
+pub(super) async fn cluster(s: &Step<'_>) -> Result<KubeCluster, StepError> {
     let gke = s.running_cluster().await?;
     let access = ClusterAccess::for_gke(&gke).ok_or_else(|| {
         StepError::retryable(

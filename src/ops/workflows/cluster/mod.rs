@@ -8,6 +8,7 @@
 //! nothing twice. Record states change together with the operation's end, in one
 //! transaction ([`records`]).
 
+pub mod drill;
 mod exec;
 mod gke;
 mod infra;
