@@ -147,7 +147,8 @@ async fn methods_a_day_calls() -> BTreeSet<String> {
         assert_eq!(r.status, StatusCode::OK, "{path}: {}", r.body);
     }
     let pools = format!("{CLUSTER}/nodePools");
-    let add = json!({"accelerator": "l4", "failover": true});
+    // A spot pool with a node, so its failover drill has VMs to delete.
+    let add = json!({"accelerator": "l4", "failover": true, "minNodes": 1});
     succeed(&app, call(&app, M::POST, &pools, Some(add)).await).await;
     let listed = call(&app, M::GET, &pools, None).await;
     let spot = listed["nodePools"]
@@ -158,6 +159,8 @@ async fn methods_a_day_calls() -> BTreeSet<String> {
         .and_then(|p| p["poolId"].as_str())
         .expect("the spot pool")
         .to_owned();
+    let drill = format!("{pools}/{spot}:drill");
+    succeed(&app, call(&app, M::POST, &drill, Some(json!({}))).await).await;
     succeed(
         &app,
         call(&app, M::DELETE, &format!("{pools}/{spot}"), None).await,

@@ -28,6 +28,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(list_node_pools, super::provision::add_node_pool))
         .routes(routes!(get_node_pool, super::provision::remove_node_pool))
+        // `{pool}` may carry a custom verb (`pool:drill`).
+        .route(
+            super::drill::POOL_PATH,
+            axum::routing::post(super::drill::pool_verb),
+        )
 }
 
 list_response!(ListClustersResponse, clusters: Cluster);

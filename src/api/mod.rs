@@ -32,6 +32,7 @@ macro_rules! list_response {
 pub mod accelerators;
 pub mod auth;
 pub mod clusters;
+pub mod drill;
 pub mod error;
 pub mod extract;
 pub mod health;

@@ -23,9 +23,10 @@ use super::error::ErrorBody;
         super::operations::get_operation,
         super::operations::watch_operation,
         super::operations::cancel_operation,
-        super::operations::wait_operation
+        super::operations::wait_operation,
+        super::drill::drill_node_pool
     ),
-    components(schemas(ErrorBody)),
+    components(schemas(ErrorBody, crate::model::drill::DrillReport)),
     modifiers(&Security),
     security(("iap" = [])),
     tags(

@@ -38,7 +38,7 @@ pub struct MutateQuery {
     pub request_id: Option<String>,
 }
 
-fn respond(s: Submitted) -> Response {
+pub(super) fn respond(s: Submitted) -> Response {
     match s {
         Submitted::Plan(p) => (StatusCode::OK, Json(p)).into_response(),
         Submitted::Operation(op) => (StatusCode::ACCEPTED, Json(op)).into_response(),
@@ -72,7 +72,7 @@ impl MutationParts {
     /// at `path`, with the request id bound to a fingerprint of `body`. `if_match` (up and
     /// down) is checked by the service when the cluster is read and again under its row
     /// lock in the enqueue transaction.
-    fn mutation(
+    pub(super) fn mutation(
         self,
         path: ClusterPath,
         if_match: Option<String>,

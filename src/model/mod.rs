@@ -6,6 +6,7 @@
 
 pub mod accelerator;
 pub mod cluster;
+pub mod drill;
 pub mod operation;
 pub mod profile;
 pub mod status;

@@ -35,9 +35,10 @@ pub fn registry(
 pub fn registry_with(env: workflows::cluster::Env, test_workflows: bool) -> Registry {
     let env = std::sync::Arc::new(env);
     let mut r = Registry::new();
-    for w in workflows::cluster::all(env) {
+    for w in workflows::cluster::all(env.clone()) {
         r = r.with(w);
     }
+    r = r.with(workflows::cluster::drill::DrillWorkflow::new(env));
     if test_workflows {
         r.with(workflows::noop::Noop)
     } else {

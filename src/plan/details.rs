@@ -51,6 +51,21 @@ resources! {
     // `compute-class`.
     "kubernetes.object" => KubernetesObject(Option<KubeObjectDetails>),
     "kineticd.profile" => Profile(NoDetails),
+    // A failover drill: the spot pool's VMs, and the watch of the failover.
+    "compute.instance" => Instances(NoDetails),
+    "kineticd.drill" => Drill(DrillDetails),
+}
+
+/// What a failover drill watches, and for how long.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DrillDetails {
+    /// RECLAIM_NODES | DELETE_POOL.
+    pub mode: String,
+    pub spot_pool: String,
+    pub fallback_pool: String,
+    /// How long the drill may take (`google.protobuf.Duration`, e.g. `900s`).
+    pub deadline: String,
 }
 
 /// The APIs enabled in the project.

@@ -44,6 +44,17 @@ pub enum Account {
     Build,
 }
 
+/// A step of a failover drill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DrillStep {
+    /// `drill-reclaim`: the spot pool's VMs (or the pool) deleted.
+    Reclaim,
+    /// `drill-recreate`: the deleted pool created again from its record.
+    Recreate,
+    /// `drill-watch`: the failover watched until recovery or the deadline.
+    Watch,
+}
+
 /// The id of a plan action, which is also the id of the step that carries it out.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
@@ -73,6 +84,8 @@ pub enum StepId {
     NvidiaDriver,
     /// `compute-class`: the ComputeClass of a failover pair.
     ComputeClass,
+    /// `drill-reclaim`, `drill-recreate`, `drill-watch`.
+    Drill(DrillStep),
     /// `pool:{id}`: an accelerator node pool.
     Pool(String),
     Profile,
@@ -86,7 +99,7 @@ pub struct UnknownStepId(pub String);
 const POOL_PREFIX: &str = "pool:";
 
 /// Every id but pools (what text is parsed against).
-const FIXED: [StepId; 21] = [
+const FIXED: [StepId; 24] = [
     StepId::Apis,
     StepId::Bucket(BucketKind::State),
     StepId::Bucket(BucketKind::Jobs),
@@ -108,6 +121,9 @@ const FIXED: [StepId; 21] = [
     StepId::NvidiaDriver,
     StepId::ComputeClass,
     StepId::Profile,
+    StepId::Drill(DrillStep::Reclaim),
+    StepId::Drill(DrillStep::Recreate),
+    StepId::Drill(DrillStep::Watch),
 ];
 
 impl StepId {
@@ -153,6 +169,9 @@ impl StepId {
             StepId::NvidiaDriver => "nvidia-driver",
             StepId::ComputeClass => "compute-class",
             StepId::Profile => "profile",
+            StepId::Drill(DrillStep::Reclaim) => "drill-reclaim",
+            StepId::Drill(DrillStep::Recreate) => "drill-recreate",
+            StepId::Drill(DrillStep::Watch) => "drill-watch",
         };
         Some(text)
     }

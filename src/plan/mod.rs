@@ -9,6 +9,7 @@
 pub mod computeclass;
 pub mod details;
 pub mod down;
+pub mod drill;
 pub mod ids;
 pub mod pools;
 pub mod resources;
@@ -21,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use details::Resource;
-pub use ids::{Account, BucketKind, ClusterBucket, StepId};
+pub use ids::{Account, BucketKind, ClusterBucket, DrillStep, StepId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]

@@ -8,6 +8,7 @@ mod access;
 mod compat;
 mod computeclass;
 mod down;
+mod drill;
 mod ensure;
 mod faults;
 mod ordering;

@@ -6,6 +6,8 @@
 //! deduplicated by Compute instead of creating or deleting twice;
 //! [`Compute::wait_operation`] never reports success for a DONE operation with `error`.
 
+pub mod mig;
+
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;

@@ -14,6 +14,7 @@
 //! change committed in between is refused, never overwritten.
 
 pub mod down;
+pub mod drill;
 pub mod placement;
 pub mod pools;
 pub mod up;
@@ -249,7 +250,7 @@ pub async fn submit(
 }
 
 /// Commit `tx` with the enqueued operation (or roll back for a repeat).
-async fn enqueue(
+pub(super) async fn enqueue(
     mut tx: sqlx::Transaction<'static, sqlx::Postgres>,
     req: &Enqueue,
 ) -> Result<Operation> {

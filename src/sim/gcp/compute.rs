@@ -11,6 +11,7 @@ pub mod catalog;
 mod handlers;
 mod info;
 mod list;
+pub mod mig;
 pub mod quota;
 
 use std::collections::BTreeMap;
@@ -81,6 +82,8 @@ pub struct State {
     pub request_ids: BTreeMap<String, String>,
     /// region -> metric -> limit (from `POST /sim/v1/quotas`).
     pub quota_overrides: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Reclaimed managed instance groups waiting for spot capacity ([`mig`]).
+    pub mig_restores: Vec<mig::Restore>,
     epoch: Option<DateTime<Utc>>,
 }
 
@@ -155,6 +158,14 @@ pub fn routes() -> Router<Sim> {
             &format!("{P}/zones/{{zone}}/machineTypes/{{machine_type}}"),
             get(info::get_machine_type),
         )
+        .route(
+            &format!("{P}/zones/{{zone}}/instanceGroupManagers/{{igm}}/listManagedInstances"),
+            post(mig::list_managed_instances),
+        )
+        .route(
+            &format!("{P}/zones/{{zone}}/instanceGroupManagers/{{igm}}/deleteInstances"),
+            post(mig::delete_instances),
+        )
         .route(&format!("{P}/zones"), get(info::list_zones))
         .route(&format!("{P}/zones/{{zone}}"), get(info::get_zone))
         .route(
@@ -165,6 +176,7 @@ pub fn routes() -> Router<Sim> {
 
 /// Move operations along; apply the effects of those that are DONE.
 pub fn tick(world: &mut World, clock: &Clock) {
+    mig::tick(world, clock);
     let state = &mut world.compute;
     for i in 0..state.operations.len() {
         let o = &state.operations[i];

@@ -11,6 +11,7 @@ pub mod compute;
 pub mod container;
 pub mod iam;
 pub mod int64;
+pub mod mig;
 pub mod resource_manager;
 pub mod service_usage;
 pub mod storage;

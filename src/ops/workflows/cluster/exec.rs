@@ -54,6 +54,14 @@ impl Step<'_> {
             StepId::ComputeClass if del => compute_class::delete(self).await,
             StepId::ComputeClass => compute_class::ensure(self).await,
             StepId::Profile => infra::save_profile(self).await,
+            StepId::Drill(step) => Err(StepError::terminal(
+                RpcCode::Internal,
+                "BAD_OPERATION_INPUT",
+                format!(
+                    "step {step:?} belongs to a FAILOVER_DRILL, not to {}",
+                    self.ctx.op.op_type
+                ),
+            )),
         }
     }
 

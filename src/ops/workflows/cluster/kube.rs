@@ -16,7 +16,7 @@ use super::exec::Step;
 use super::kube_error;
 use super::results::{ManifestApplied, ManifestRef, ObjectsApplied, Outcome, result};
 
-async fn cluster(s: &Step<'_>) -> Result<KubeCluster, StepError> {
+pub(super) async fn cluster(s: &Step<'_>) -> Result<KubeCluster, StepError> {
     cluster_and_version(s).await.map(|(_, k)| k)
 }
 

@@ -9,6 +9,7 @@
 //! transaction ([`records`]).
 
 mod compute_class;
+pub mod drill;
 mod exec;
 mod gke;
 mod infra;

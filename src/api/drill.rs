@@ -1,0 +1,63 @@
+//! `POST .../nodePools/{pool}:drill`: the failover drill of a spot pool and its
+//! on-demand fallback, answered like every mutation (202 Operation, or 200 Plan with
+//! `validateOnly=true`). The pool path carries the verb (`{pool}:drill`), so one POST
+//! route on the pool dispatches it; the OpenAPI document lists it as its own path.
+//!
+//! Invariant: the handler only parses; the service checks the pair, the mode and the
+//! deadline before anything is written.
+
+use axum::extract::State;
+use axum::response::Response;
+
+use crate::model::Operation;
+use crate::service::clusters::ClusterPath;
+use crate::service::provision::drill::DrillRequest;
+use crate::service::provision::{self, Plan};
+
+use super::error::ApiError;
+use super::extract::{ApiJsonOrEmpty, ApiPath, split_verb, unknown_verb};
+use super::provision::{MutateQuery, MutationParts, respond};
+use super::state::AppState;
+use super::{BodyErrorResponses, ErrorResponses};
+
+/// The pool path the verb hangs on.
+pub const POOL_PATH: &str =
+    "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}";
+
+/// **drill**: reclaim the spot pool of the failover pair `pool` belongs to (either pool
+/// may be named), watch the pods fail over, and report the timeline in the operation's
+/// `response` (a DrillReport). At its `deadline` the drill FAILS (DEADLINE_EXCEEDED,
+/// reason DRILL_DEADLINE_EXCEEDED) with the report so far in `error.details[0].metadata.report`.
+#[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:drill", tag = "nodePools",
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery),
+    request_body(content = Option<DrillRequest>, description = "optional: RECLAIM_NODES with a 900s deadline when absent"),
+    responses((status = 202, description = "FAILOVER_DRILL operation; its response is a DrillReport", body = Operation),
+              (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
+pub async fn drill_node_pool(
+    s: &AppState,
+    r: MutationParts,
+    path: ClusterPath,
+    pool: &str,
+    req: DrillRequest,
+) -> Result<Response, ApiError> {
+    let resource = format!("{}/nodePools/{pool}:drill", path.name());
+    let m = r.mutation(path, None, "POST", &resource, &req)?;
+    Ok(respond(provision::drill::drill(s, &m, pool, req).await?))
+}
+
+/// POST on a pool: its custom methods.
+pub async fn pool_verb(
+    State(s): State<AppState>,
+    r: MutationParts,
+    ApiPath((project, zone, cluster, segment)): ApiPath<(String, String, String, String)>,
+    ApiJsonOrEmpty(req): ApiJsonOrEmpty<DrillRequest>,
+) -> Result<Response, ApiError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    match split_verb(&segment) {
+        Some((pool, "drill")) => drill_node_pool(&s, r, path, pool, req).await,
+        _ => Err(unknown_verb(&format!(
+            "POST {}/nodePools/{segment}",
+            path.name()
+        ))),
+    }
+}

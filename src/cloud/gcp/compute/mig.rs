@@ -1,0 +1,128 @@
+//! Compute's zonal managed instance groups (the VMs behind a GKE node pool, named by the
+//! pool's `instanceGroupUrls`): list a group's instances, delete some of them.
+//!
+//! Invariant: one method per Google call; `deleteInstances` carries a `requestId`, so a
+//! retried call (same id) is deduplicated by Compute instead of deleting twice.
+
+use uuid::Uuid;
+
+use super::super::error::GcpError;
+use super::super::http::Call;
+use super::super::types::compute::Operation;
+use super::super::types::mig::{DeleteInstancesRequest, ManagedInstance, ManagedInstanceList};
+use super::{Compute, SVC, all_pages, paged};
+
+/// A zonal managed instance group, as an `instanceGroupUrls` entry names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigRef {
+    pub project: String,
+    pub zone: String,
+    pub name: String,
+}
+
+impl MigRef {
+    /// From `.../projects/{p}/zones/{z}/instanceGroupManagers/{name}` (a URL or a path);
+    /// `None` for anything else (a regional group, another resource).
+    pub fn parse(url: &str) -> Option<MigRef> {
+        let segs: Vec<&str> = url.split('/').collect();
+        let i = segs.iter().rposition(|s| *s == "projects")?;
+        match segs.get(i + 1..)? {
+            [project, "zones", zone, "instanceGroupManagers", name]
+                if !project.is_empty() && !zone.is_empty() && !name.is_empty() =>
+            {
+                Some(MigRef {
+                    project: (*project).to_owned(),
+                    zone: (*zone).to_owned(),
+                    name: (*name).to_owned(),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn path(&self, verb: &str) -> String {
+        format!(
+            "projects/{}/zones/{}/instanceGroupManagers/{}/{verb}",
+            self.project, self.zone, self.name
+        )
+    }
+}
+
+impl Compute {
+    /// `instanceGroupManagers.listManagedInstances`, one page (a POST without a body).
+    pub async fn list_managed_instances_page(
+        &self,
+        mig: &MigRef,
+        max_results: Option<u32>,
+        page_token: Option<&str>,
+    ) -> Result<ManagedInstanceList, GcpError> {
+        let call = Call::post(
+            SVC,
+            "instanceGroupManagers.listManagedInstances",
+            mig.path("listManagedInstances"),
+        );
+        self.http.call(paged(call, max_results, page_token)).await
+    }
+
+    /// Every managed instance of the group, all pages.
+    pub async fn list_managed_instances(
+        &self,
+        mig: &MigRef,
+    ) -> Result<Vec<ManagedInstance>, GcpError> {
+        all_pages(
+            "instanceGroupManagers.listManagedInstances",
+            |token| async move {
+                let page = self
+                    .list_managed_instances_page(mig, Some(500), token.as_deref())
+                    .await?;
+                Ok((page.managed_instances, page.next_page_token))
+            },
+        )
+        .await
+    }
+
+    /// `instanceGroupManagers.deleteInstances`: the group deletes the VMs (and lowers its
+    /// target size by as many); a zonal operation.
+    pub async fn delete_instances(
+        &self,
+        mig: &MigRef,
+        req: &DeleteInstancesRequest,
+        request_id: Uuid,
+    ) -> Result<Operation, GcpError> {
+        self.http
+            .call(
+                Call::post(
+                    SVC,
+                    "instanceGroupManagers.deleteInstances",
+                    mig.path("deleteInstances"),
+                )
+                .query("requestId", request_id)
+                .json(req),
+            )
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_urls() {
+        let m = MigRef::parse("https://compute.googleapis.com/compute/v1/projects/p1/zones/us-central1-a/instanceGroupManagers/gke-kc-pool-grp").unwrap();
+        assert_eq!(
+            m,
+            MigRef {
+                project: "p1".into(),
+                zone: "us-central1-a".into(),
+                name: "gke-kc-pool-grp".into()
+            }
+        );
+        assert_eq!(
+            m.path("deleteInstances"),
+            "projects/p1/zones/us-central1-a/instanceGroupManagers/gke-kc-pool-grp/deleteInstances"
+        );
+        assert!(MigRef::parse("projects/p1/regions/r/instanceGroupManagers/x").is_none());
+        assert!(MigRef::parse("projects/p1/zones/z/instanceGroups/x").is_none());
+    }
+}

@@ -1,0 +1,450 @@
+//! The failover drill (`POST .../nodePools/{pool}:drill`) end to end: a failover pair of
+//! seed 003's shape with GPU pods on its spot pool, reclaimed through Compute's managed
+//! instance groups (or by deleting and re-creating the pool), watched through the
+//! cluster's Kubernetes API until the pods run on the fallback and spot capacity is
+//! back; a workload that cannot fail over ending at the drill's deadline; refusals.
+//!
+//! The simulator's clock is explicit: the test moves it on while the drill runs (scale-up
+//! and the spot pool's backoff are virtual minutes); the drill stamps what it sees with
+//! real time.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kineticd::cloud::kube::{ClusterAccess, KubeCluster};
+use kube::Api;
+use kube::api::PostParams;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{Env, OWNER, PROJECT, ZONE, cluster_path, explicit_clock, op_step};
+
+/// A RUNNING cluster `name` with a failover pair (spot kept at 2 nodes); (spot, fallback).
+async fn pair(env: &Env, name: &str) -> (String, String) {
+    let op = env.up(name, json!({"accelerator": "cpu"})).await;
+    assert_eq!(env.run_out(&op).await["metadata"]["state"], "SUCCEEDED");
+    let op = env
+        .add_pool(
+            name,
+            json!({"accelerator": "l4", "failover": true, "minNodes": 2}),
+        )
+        .await;
+    assert_eq!(env.run_out(&op).await["metadata"]["state"], "SUCCEEDED");
+    let pools = env.pools(name).await;
+    let id = |spot: bool| {
+        pools["nodePools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["spot"] == spot)
+            .and_then(|p| p["poolId"].as_str())
+            .unwrap()
+            .to_owned()
+    };
+    (id(true), id(false))
+}
+
+async fn kube_of(env: &Env, name: &str) -> KubeCluster {
+    let gke = env
+        .gcp()
+        .container
+        .get_cluster(PROJECT, ZONE, name)
+        .await
+        .expect("cluster");
+    let access = ClusterAccess::for_gke(&gke).expect("endpoint");
+    env.app.state.cloud.kube.cluster(access)
+}
+
+/// Two pods of one workload (as a ReplicaSet names them) asking for a GPU each,
+/// tolerating seed 003's spot taint and the GPU taint; `spot_only` pins them to spot.
+async fn workload(k: &KubeCluster, spot_only: bool) {
+    let api: Api<Pod> = Api::namespaced(k.client().await.expect("client"), "default");
+    for suffix in ["x7k2p", "q9m4z"] {
+        let mut spec = json!({
+            "tolerations": [
+                {"key": "gpu-pool-type", "operator": "Equal", "value": "spot", "effect": "NoSchedule"},
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+            ],
+            "containers": [{"name": "infer", "image": "us-docker.pkg.dev/x/infer:1",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+        });
+        if spot_only {
+            spec["nodeSelector"] = json!({"cloud.google.com/gke-spot": "true"});
+        }
+        let pod: Pod = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("infer-6d9f8c-{suffix}"), "labels": {"app": "infer"}},
+            "spec": spec
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &pod)
+            .await
+            .expect("create pod");
+    }
+}
+
+/// Nodes of the pods named `infer-*` (None: not running).
+async fn placements(k: &KubeCluster) -> Vec<(String, Option<String>)> {
+    k.pods(Some("default"))
+        .await
+        .expect("pods")
+        .into_iter()
+        .filter(|p| p.name.starts_with("infer-"))
+        .map(|p| (p.phase.clone(), p.node))
+        .collect()
+}
+
+fn drill_path(cluster: &str, pool: &str) -> String {
+    format!("{}/nodePools/{pool}:drill", cluster_path(cluster))
+}
+
+/// The drill once its watch is running and has looked at least once (the clock held).
+async fn watching(env: &Env, op: &Value) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let cur = env.op(op).await;
+        if op_step(&cur, "drill-watch")["state"] == "RUNNING" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "watch never started: {cur}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The watch polls every 500 ms in tests (the provisioning steps' Kubernetes wait).
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+}
+
+fn phases(timeline: &Value) -> Vec<String> {
+    let events = timeline.as_array().expect("timeline");
+    let times: Vec<chrono::DateTime<chrono::Utc>> = events
+        .iter()
+        .map(|e| e["time"].as_str().unwrap().parse().expect("RFC 3339"))
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "times in order: {timeline}"
+    );
+    events
+        .iter()
+        .map(|e| e["phase"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn seconds(d: &Value) -> f64 {
+    d.as_str()
+        .and_then(|s| s.strip_suffix('s'))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("a duration: {d}"))
+}
+
+#[tokio::test]
+async fn a_drill_reclaims_the_spot_vms_and_times_the_failover() {
+    let env = explicit_clock().await;
+    let (spot, fallback) = pair(&env, "kd").await;
+    let k = kube_of(&env, "kd").await;
+    workload(&k, false).await;
+    let before = placements(&k).await;
+    assert_eq!(before.len(), 2);
+    for (phase, node) in &before {
+        assert_eq!(phase, "Running");
+        assert!(
+            node.as_deref()
+                .unwrap()
+                .starts_with(&format!("gke-{spot}-")),
+            "{before:?}"
+        );
+    }
+
+    // Preview, then the drill named by the fallback pool: the spot one is reclaimed.
+    let r = env
+        .app
+        .post(
+            OWNER,
+            &format!("{}?validateOnly=true", drill_path("kd", &fallback)),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let ids: Vec<&str> = r.body["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["drill-reclaim", "drill-watch"]);
+    assert!(
+        env.journal("compute", "instanceGroupManagers.deleteInstances")
+            .await
+            .is_empty()
+    );
+
+    let r = env
+        .app
+        .post(OWNER, &drill_path("kd", &fallback), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    assert_eq!(r.body["metadata"]["type"], "FAILOVER_DRILL");
+    assert!(
+        r.body["metadata"]["target"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/nodePools/{spot}"))
+    );
+    watching(&env, &r.body).await;
+    let done = env.run_out_by(&r.body, 10.0).await;
+    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    let rep = &done["response"];
+    assert_eq!(
+        phases(&rep["timeline"]),
+        [
+            "RECLAIM_STARTED",
+            "SPOT_NODES_GONE",
+            "PODS_PENDING",
+            "FALLBACK_SCALED_UP",
+            "PODS_RUNNING",
+            "SPOT_CAPACITY_BACK"
+        ],
+        "{rep}"
+    );
+    assert_eq!(
+        (rep["podsAffected"].as_u64(), rep["podsRecovered"].as_u64()),
+        (Some(2), Some(2)),
+        "{rep}"
+    );
+    assert_eq!(rep["podsNeverRecovered"], 0);
+    assert_eq!(rep["fallbackNodesAdded"], 2, "one L4 node per pod: {rep}");
+    assert!(seconds(&rep["timeToRecovery"]) > 0.0, "{rep}");
+    assert_eq!(rep["hourlyCostOnFallback"]["currency"], "USD");
+    assert!(
+        rep["hourlyCostOnFallback"]["amount"].as_f64().unwrap() > 0.0,
+        "{rep}"
+    );
+    assert_eq!(
+        (rep["spotPool"].as_str(), rep["mode"].as_str()),
+        (Some(spot.as_str()), Some("RECLAIM_NODES"))
+    );
+
+    // What Compute was asked: list the group's VMs, delete them by URL.
+    let lists = env
+        .ok_calls("compute", "instanceGroupManagers.listManagedInstances")
+        .await;
+    assert_eq!(lists.len(), 1, "one zone, one group");
+    let deletes = env
+        .ok_calls("compute", "instanceGroupManagers.deleteInstances")
+        .await;
+    assert_eq!(deletes.len(), 1);
+    let body = &deletes[0]["body"];
+    assert_eq!(body["skipInstancesOnValidationError"], true);
+    let urls = body["instances"].as_array().unwrap();
+    assert_eq!(urls.len(), 2);
+    assert!(
+        urls.iter().all(|u| u
+            .as_str()
+            .unwrap()
+            .contains(&format!("/zones/{ZONE}/instances/gke-{spot}-"))),
+        "{body}"
+    );
+
+    // Pods run on the fallback; the pair's records are as they were.
+    for (phase, node) in placements(&k).await {
+        assert_eq!(phase, "Running");
+        assert!(node.unwrap().starts_with(&format!("gke-{fallback}-")));
+    }
+    for p in env.pools("kd").await["nodePools"].as_array().unwrap() {
+        assert_eq!(p["state"], "RUNNING", "{p}");
+    }
+    assert_eq!(env.api_state("kd").await, "RUNNING");
+}
+
+#[tokio::test]
+async fn delete_pool_mode_deletes_and_recreates_the_spot_pool_exactly() {
+    let env = explicit_clock().await;
+    let (spot, _) = pair(&env, "kp").await;
+    let k = kube_of(&env, "kp").await;
+    workload(&k, false).await;
+    let r = env
+        .app
+        .post(
+            OWNER,
+            &drill_path("kp", &spot),
+            json!({"mode": "DELETE_POOL", "deadline": "600s"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let done = env.run_out_by(&r.body, 10.0).await;
+    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    let rep = &done["response"];
+    assert_eq!(rep["mode"], "DELETE_POOL");
+    let seen = phases(&rep["timeline"]);
+    assert_eq!(seen[..2], ["RECLAIM_STARTED", "SPOT_NODES_GONE"], "{rep}");
+    assert!(
+        seen.contains(&"PODS_RUNNING".to_owned())
+            && seen.contains(&"SPOT_CAPACITY_BACK".to_owned()),
+        "{rep}"
+    );
+    assert_eq!(
+        (rep["podsAffected"].as_u64(), rep["podsRecovered"].as_u64()),
+        (Some(2), Some(2)),
+        "{rep}"
+    );
+
+    let deleted = env.ok_calls("container", "nodePools.delete").await;
+    assert_eq!(deleted.len(), 1);
+    assert!(
+        deleted[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/nodePools/{spot}"))
+    );
+    let created: Vec<Value> = env
+        .ok_calls("container", "nodePools.create")
+        .await
+        .into_iter()
+        .filter(|e| e["body"]["nodePool"]["name"] == spot.as_str())
+        .map(|e| e["body"].clone())
+        .collect();
+    assert_eq!(created.len(), 2, "added, then re-created by the drill");
+    assert_eq!(created[0], created[1], "the same body");
+    assert!(
+        env.journal("compute", "instanceGroupManagers.deleteInstances")
+            .await
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_workload_that_cannot_fail_over_ends_at_the_deadline_never_recovered() {
+    let env = explicit_clock().await;
+    let (spot, fallback) = pair(&env, "kq").await;
+    let k = kube_of(&env, "kq").await;
+    // Pinned to spot nodes: the fallback pool cannot take them, so it never scales up.
+    workload(&k, true).await;
+    let r = env
+        .app
+        .post(OWNER, &drill_path("kq", &spot), json!({"deadline": "3s"}))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    watching(&env, &r.body).await;
+    // Two virtual minutes: past the autoscaler's delay, short of spot capacity's return.
+    for _ in 0..4 {
+        env.advance(30.0).await;
+    }
+    let done = env.done(&r.body).await;
+    assert_eq!(done["metadata"]["state"], "FAILED", "{done}");
+    let error = &done["error"];
+    assert_eq!(error["code"], 4, "DEADLINE_EXCEEDED: {error}");
+    let info = &error["details"][0];
+    assert_eq!(info["reason"], "DRILL_DEADLINE_EXCEEDED", "{error}");
+    assert_eq!(info["metadata"]["step"], "drill-watch");
+    assert_eq!(info["metadata"]["podsNeverRecovered"], "2");
+    let rep: Value = serde_json::from_str(info["metadata"]["report"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        phases(&rep["timeline"]),
+        ["RECLAIM_STARTED", "SPOT_NODES_GONE", "PODS_PENDING"],
+        "{rep}"
+    );
+    assert_eq!(
+        (
+            rep["podsAffected"].as_u64(),
+            rep["podsNeverRecovered"].as_u64()
+        ),
+        (Some(2), Some(2))
+    );
+    assert_eq!(rep["fallbackNodesAdded"], 0);
+    assert!(rep.get("timeToRecovery").is_none());
+    assert!(
+        placements(&k)
+            .await
+            .iter()
+            .all(|(phase, _)| phase == "Pending")
+    );
+    // A failed drill leaves the pair as it was recorded.
+    for p in env.pools("kq").await["nodePools"].as_array().unwrap() {
+        assert_eq!(p["state"], "RUNNING", "{p}");
+    }
+    assert!(
+        env.pools("kq").await["nodePools"]
+            .to_string()
+            .contains(&fallback)
+    );
+}
+
+#[tokio::test]
+async fn drills_are_refused_without_a_pair_or_with_bad_input() {
+    let env = explicit_clock().await;
+    let op = env.up("kr", json!({"accelerator": "gpu-l4"})).await;
+    let done = env.run_out(&op).await;
+    assert_eq!(done["metadata"]["state"], "SUCCEEDED");
+    let lone = env.pools("kr").await["nodePools"][0]["poolId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = env
+        .app
+        .post(OWNER, &drill_path("kr", &lone), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(r.body["error"]["status"], "FAILED_PRECONDITION");
+    assert_eq!(r.body["error"]["details"][0]["reason"], "NO_FAILOVER_PAIR");
+
+    let bad = [
+        (
+            json!({"mode": "PREEMPT"}),
+            "INVALID_DRILL_MODE",
+            "RECLAIM_NODES",
+        ),
+        (
+            json!({"deadline": "0s"}),
+            "INVALID_DEADLINE",
+            "between 1s and",
+        ),
+        (
+            json!({"deadline": "soon"}),
+            "INVALID_DEADLINE",
+            "duration like",
+        ),
+        (json!({"deadline": "99999s"}), "INVALID_DEADLINE", "limit"),
+    ];
+    for (body, reason, says) in bad {
+        let r = env
+            .app
+            .post(OWNER, &drill_path("kr", &lone), body.clone())
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
+        assert_eq!(
+            r.body["error"]["details"][0]["reason"], reason,
+            "{}",
+            r.body
+        );
+        crate::support::assert_message_has(&r, says);
+    }
+    let r = env
+        .app
+        .post(OWNER, &drill_path("kr", &lone), json!({"mood": "calm"}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    crate::support::assert_message_has(&r, "mood");
+    let r = env
+        .app
+        .post(OWNER, &drill_path("kr", "gpu-l4-ffff"), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let r = env
+        .app
+        .post(
+            OWNER,
+            &format!("{}/nodePools/{lone}:shake", cluster_path("kr")),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let r = env.app.get(OWNER, &drill_path("kr", &lone)).await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{}", r.body);
+    assert!(
+        env.operations_of("FAILOVER_DRILL").await["operations"]
+            .as_array()
+            .is_none_or(|a| a.is_empty())
+    );
+}
