@@ -28,6 +28,8 @@
 //! It also reports the sum of all step durations (what a serial runner would take) and
 //! the largest launch gap (a step's start minus the end of its last dependency).
 
+#[path = "../support/app.rs"]
+mod app_support;
 mod model;
 #[path = "../support/mod.rs"]
 mod support;
@@ -37,15 +39,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc};
-use kineticd::app::{self, AppState};
-use kineticd::cloud::Cloud;
-use kineticd::config::{Identity, LogFormat, Settings};
 use kineticd::devdb::PrivatePostgres;
 use kineticd::ops::{self, WorkerConfig, WorkerPool};
 use kineticd::plan::Plan;
-use kineticd::sim::clock::ClockMode;
-use kineticd::sim::{Sim, SimConfig};
-use kineticd::store;
+use kineticd::sim::Sim;
 use serde_json::{Value, json};
 
 const DEFAULT_SPEED: f64 = 100.0;
@@ -97,59 +94,18 @@ struct Bench {
 }
 
 async fn start(pg: &PrivatePostgres, speed: f64) -> Result<Bench> {
-    let name = "kbench_provision";
-    pg.ensure_database(name).await?;
-    let url = pg.url(name);
-    let db = store::connect(&url, 20).await?;
-    store::migrate(&db).await?;
-    let config = SimConfig {
-        clock: ClockMode::Auto { speed },
-        ..SimConfig::default()
-    };
-    let (sim, _) = Sim::start(config, "127.0.0.1:0".parse()?).await?;
-    let http = app::http_client()?;
-    let (gcp, manifests) = kineticd::cli::dev::sim_config(&sim.url(), speed)?;
-    let cloud = Cloud::new(gcp, manifests, http.clone());
-    let settings = Settings {
-        dev: true,
-        listen: "127.0.0.1:0".parse()?,
-        database_url: Some(url.clone()),
-        db_max_connections: 20,
-        identity: Identity::Dev,
-        admins: Vec::new(),
-        log_format: LogFormat::Pretty,
-        workers: WorkerConfig::default().workers,
-        lease: Duration::from_secs(30),
-        operation_retention: Duration::from_secs(30 * 86_400),
-        test_workflows: false,
-        shutdown_grace: Duration::from_secs(5),
-        data_dir: std::env::temp_dir(),
-        sim_listen: "127.0.0.1:0".parse()?,
-        sim_speed: Some(speed),
-        prices: Default::default(),
-        gcp: kineticd::cloud::gcp::GcpConfig::google(),
-        gcp_explicit: false,
-        manifests: Default::default(),
-    };
-    let state = AppState::start(db.clone(), &url, &settings, cloud).await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(app::serve(
-        listener,
-        app::router(state.clone()),
-        std::future::pending(),
-    ));
+    let app = app_support::start(pg, "kbench_provision", speed).await?;
     // The production worker configuration (8 workers, 8 steps at once per operation).
     let workers = WorkerPool::start(
-        db.clone(),
-        state.events.clone(),
-        ops::registry(&db, &state.cloud, false),
+        app.db.clone(),
+        app.state.events.clone(),
+        ops::registry(&app.db, &app.state.cloud, false),
         WorkerConfig::default(),
     );
     Ok(Bench {
-        api: format!("http://{addr}"),
-        http,
-        _sim: sim,
+        api: app.api,
+        http: app.http,
+        _sim: app._sim,
         _workers: workers,
     })
 }

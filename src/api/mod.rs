@@ -31,6 +31,7 @@ macro_rules! list_response {
 
 pub mod accelerators;
 pub mod auth;
+pub mod capacity;
 pub mod clusters;
 pub mod drill;
 pub mod error;

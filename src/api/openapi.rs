@@ -69,6 +69,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::clusters::router())
         .merge(super::accelerators::router())
         .merge(super::status::router())
+        .merge(super::capacity::router())
         .merge(super::operations::router())
         .merge(super::testing::router())
 }

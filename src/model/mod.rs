@@ -5,6 +5,7 @@
 //! together with `openapi/kineticd.json`.
 
 pub mod accelerator;
+pub mod capacity;
 pub mod cluster;
 pub mod drill;
 pub mod operation;

@@ -6,6 +6,7 @@
 
 pub mod accelerators;
 pub mod access;
+pub mod capacity;
 pub mod clusters;
 pub mod error;
 pub mod etag;

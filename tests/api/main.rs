@@ -5,6 +5,7 @@ mod common;
 
 mod accelerators;
 mod basics;
+mod capacity;
 mod clusters;
 mod conventions;
 mod corrupt;

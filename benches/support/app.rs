@@ -1,0 +1,81 @@
+//! The real app for a benchmark: a database on the bench's private PostgreSQL, the
+//! cloud simulator at a fixed clock speed, and the HTTP API on 127.0.0.1, all in this
+//! process. Included (by `#[path]`) by the benches that measure through the API.
+//!
+//! Invariant: the app runs with the production router, clients and settings of
+//! `serve --dev`; only the addresses (port 0) and the simulator's speed differ.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use kineticd::app::{self, AppState};
+use kineticd::cloud::Cloud;
+use kineticd::config::{Identity, LogFormat, Settings};
+use kineticd::devdb::PrivatePostgres;
+use kineticd::ops::WorkerConfig;
+use kineticd::sim::clock::ClockMode;
+use kineticd::sim::{Sim, SimConfig};
+use kineticd::store::{self, Db};
+
+/// The running app (no workers: a bench starts them when it needs them).
+pub struct App {
+    /// `http://127.0.0.1:{port}`.
+    pub api: String,
+    pub http: reqwest::Client,
+    pub db: Db,
+    pub state: AppState,
+    /// The simulator, kept running for as long as the app.
+    pub _sim: Sim,
+}
+
+/// Database `name` (created if absent, migrated), the simulator at `speed` and the API.
+pub async fn start(pg: &PrivatePostgres, name: &str, speed: f64) -> Result<App> {
+    pg.ensure_database(name).await?;
+    let url = pg.url(name);
+    let db = store::connect(&url, 20).await?;
+    store::migrate(&db).await?;
+    let config = SimConfig {
+        clock: ClockMode::Auto { speed },
+        ..SimConfig::default()
+    };
+    let (sim, _) = Sim::start(config, "127.0.0.1:0".parse()?).await?;
+    let http = app::http_client()?;
+    let (gcp, manifests) = kineticd::cli::dev::sim_config(&sim.url(), speed)?;
+    let cloud = Cloud::new(gcp, manifests, http.clone());
+    let settings = Settings {
+        dev: true,
+        listen: "127.0.0.1:0".parse()?,
+        database_url: Some(url.clone()),
+        db_max_connections: 20,
+        identity: Identity::Dev,
+        admins: Vec::new(),
+        log_format: LogFormat::Pretty,
+        workers: WorkerConfig::default().workers,
+        lease: Duration::from_secs(30),
+        operation_retention: Duration::from_secs(30 * 86_400),
+        test_workflows: false,
+        shutdown_grace: Duration::from_secs(5),
+        data_dir: std::env::temp_dir(),
+        sim_listen: "127.0.0.1:0".parse()?,
+        sim_speed: Some(speed),
+        prices: Default::default(),
+        gcp: kineticd::cloud::gcp::GcpConfig::google(),
+        gcp_explicit: false,
+        manifests: Default::default(),
+    };
+    let state = AppState::start(db.clone(), &url, &settings, cloud).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(app::serve(
+        listener,
+        app::router(state.clone()),
+        std::future::pending(),
+    ));
+    Ok(App {
+        api: format!("http://{addr}"),
+        http,
+        db,
+        state,
+        _sim: sim,
+    })
+}

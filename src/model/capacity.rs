@@ -1,0 +1,166 @@
+//! A cluster's accelerator capacity as clients see it (`GET .../clusters/{c}/capacity`):
+//! per accelerator type, pool and node the accelerators allocatable, requested and free,
+//! the free ones stranded on partly used nodes, the largest request placeable now, the
+//! pending pods that want accelerators with the reason each waits, and idle cost.
+//!
+//! Invariant: `free = allocatable - requested` (never negative) at every level, each
+//! level is the sum of the level below (cluster = pools = nodes), `stranded <= free`,
+//! and every pending pod carries exactly one [`PendingReason`].
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// `GET .../clusters/{cluster}/capacity`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterCapacity {
+    /// `projects/{project}/zones/{zone}/clusters/{cluster}`.
+    pub name: String,
+    /// When the cluster was read (RFC 3339).
+    pub check_time: String,
+    pub summary: CapacitySummary,
+    /// One entry per accelerator type (`nvidia-l4`, `tpu-v5-lite-podslice`), in name order.
+    pub accelerators: Vec<AcceleratorCapacity>,
+    /// Accelerator node pools (pools without GPUs or TPUs are left out), in id order.
+    pub node_pools: Vec<PoolCapacity>,
+    /// Pods not yet bound to a node that request GPUs or TPUs, oldest first as listed.
+    pub pending_pods: Vec<PendingPod>,
+}
+
+/// The cluster in one sentence and its numbers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacitySummary {
+    /// A human sentence: usage, fragmentation, pending pods, idle cost.
+    #[schema(
+        example = "6 of 12 accelerators requested (50%); 6 free, 4 of them stranded on partly used nodes; 3 pods pending for accelerators; idle accelerators cost USD 4.26/hour"
+    )]
+    pub text: String,
+    pub allocatable: u64,
+    pub requested: u64,
+    pub free: u64,
+    /// Free accelerators on nodes where some are requested (fragmentation).
+    pub stranded: u64,
+    pub pending_pods: u64,
+    /// Free accelerators times their hourly price (types without a price are left out).
+    pub idle_cost: IdleCost,
+}
+
+/// Hourly cost of accelerators nobody requests.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IdleCost {
+    #[schema(example = "USD")]
+    pub currency: String,
+    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
+    pub per_hour: f64,
+}
+
+/// Counts shared by every level (cluster, accelerator type, pool, node).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Allocatable accelerators (node `status.allocatable`).
+    pub allocatable: u64,
+    /// Requested by pods bound to the nodes and not finished (limits count when a
+    /// container has no request, as in Kubernetes).
+    pub requested: u64,
+    /// `allocatable - requested`.
+    pub free: u64,
+    /// Free accelerators on partly used nodes.
+    pub stranded: u64,
+    /// The largest single-pod request that fits one schedulable node now.
+    pub largest_placeable_request: u64,
+}
+
+/// One accelerator type across pools.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcceleratorCapacity {
+    /// `nvidia.com/gpu` | `google.com/tpu`.
+    #[schema(example = "nvidia.com/gpu")]
+    pub resource: String,
+    /// GKE accelerator type from the node labels.
+    #[schema(example = "nvidia-l4")]
+    pub accelerator_type: String,
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+/// One accelerator node pool.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolCapacity {
+    #[schema(example = "gpu-l4x4-3f2a")]
+    pub pool_id: String,
+    #[schema(example = "nvidia.com/gpu")]
+    pub resource: String,
+    #[schema(example = "nvidia-l4")]
+    pub accelerator_type: String,
+    pub spot: bool,
+    /// Accelerators per node.
+    pub per_node: u64,
+    pub node_count: u32,
+    /// The autoscaler's ceiling (records, else GKE); `null` when unknown.
+    pub max_nodes: Option<u32>,
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Free accelerators of this pool times their price; `null` when the price is unknown.
+    pub idle_cost: Option<IdleCost>,
+    pub nodes: Vec<NodeCapacity>,
+}
+
+/// One node of an accelerator pool.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCapacity {
+    pub name: String,
+    /// Ready and not cordoned: new pods may land here.
+    pub schedulable: bool,
+    /// Pods bound here that request accelerators.
+    pub accelerator_pods: u32,
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+/// Why a pod that wants accelerators is still pending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PendingReason {
+    /// No node pool offers the accelerator (resource or type) the pod asks for.
+    NoMatchingPool,
+    /// Pools offer the accelerator, but the pod's nodeSelector matches none of their nodes.
+    NodeSelectorMatchesNothing,
+    /// Every pool that could take it has a taint the pod does not tolerate.
+    MissingToleration,
+    /// The request is larger than any node of the pools that could take it.
+    AcceleratorCountTooLarge,
+    /// No node has enough free and every pool that could grow is at its maximum.
+    PoolAtMax,
+    /// A pool could grow, but the region's accelerator quota cannot cover one more node.
+    QuotaExhausted,
+    /// A pool can grow: the cluster autoscaler adds a node for it.
+    ScaleUpPending,
+    /// A node has the accelerators free now: kube-scheduler binds it shortly, or another
+    /// resource (CPU, memory, pods) is short there (see `schedulerMessage`).
+    FitsNow,
+}
+
+/// A pending pod that requests accelerators.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingPod {
+    pub namespace: String,
+    pub name: String,
+    #[schema(example = "nvidia.com/gpu")]
+    pub resource: String,
+    /// Accelerators requested.
+    pub requested: u64,
+    pub reason: PendingReason,
+    /// What is wrong and what would fix it.
+    pub message: String,
+    /// Pools that offer the resource and match the pod's selector (before taints and size).
+    pub pools: Vec<String>,
+    /// kube-scheduler's explanation (PodScheduled condition), when it gave one.
+    pub scheduler_message: Option<String>,
+}

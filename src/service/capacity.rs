@@ -1,0 +1,267 @@
+//! A cluster's accelerator capacity (`GET .../clusters/{c}/capacity`): reads the GKE
+//! cluster (endpoint, pool ceilings), the region's quotas, the pool records and the
+//! cluster's nodes and pods through the production clients, then hands plain views to
+//! the pure [`compute`] step.
+//!
+//! Invariant: all I/O is here and all judgement in [`compute`]; the time spent in each
+//! read is measured apart from the computation and returned with the report
+//! ([`Timing`]), so a slow Kubernetes API is never mistaken for a slow computation.
+//! VIEWER+ may read; others get the same 404 as for every cluster read.
+
+pub mod compute;
+pub mod pending;
+pub mod pools;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::cloud::Cloud;
+use crate::cloud::gcp::types::compute::Region;
+use crate::cloud::gcp::types::container::{Cluster as GkeCluster, NodePool as GkePool};
+use crate::cloud::kube::inventory::{GPU_RESOURCE, NODEPOOL_LABEL, TPU_RESOURCE, Taint};
+use crate::cloud::kube::{ClusterAccess, KubeError, NodeInfo};
+use crate::domain::accelerators::{self, Choice, Kind};
+use crate::domain::naming::ClusterNames;
+use crate::domain::pricing::PriceTable;
+use crate::domain::{RpcCode, quota};
+use crate::model;
+use crate::model::capacity::ClusterCapacity;
+use crate::store::{self, Db, PoolSpecRecord};
+
+use super::clusters::{ClusterPath, record};
+use super::{Caller, Error, Result};
+use compute::{Facts, compute};
+use pools::{GPU_TYPE_LABEL, PoolFacts, TPU_TYPE_LABEL};
+
+/// How long each read took, apart from the computation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timing {
+    /// GKE `clusters.get` and Compute `regions.get` (concurrent).
+    pub cloud: Duration,
+    /// The Kubernetes node list.
+    pub list_nodes: Duration,
+    /// The Kubernetes pod list (all namespaces).
+    pub list_pods: Duration,
+    /// The pure computation.
+    pub compute: Duration,
+}
+
+/// The report and what it cost to make.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub capacity: ClusterCapacity,
+    pub timing: Timing,
+}
+
+/// Capacity of the cluster at `path` (VIEWER+; 404 like the other cluster reads).
+pub async fn get(
+    db: &Db,
+    cloud: &Cloud,
+    prices: &PriceTable,
+    caller: &Caller,
+    path: &ClusterPath,
+) -> Result<Report> {
+    let rec = record(db, caller, path).await?;
+    let records: BTreeMap<String, PoolSpecRecord> =
+        store::node_pools::list(db, rec.id, None, 10_000)
+            .await?
+            .into_iter()
+            .filter(|p| p.state != crate::domain::PoolState::Deleted)
+            .map(|p| (p.pool_id, p.spec))
+            .collect();
+    let n = ClusterNames::new(&path.project, &path.zone, &path.cluster);
+    let started = Instant::now();
+    let (gke, region) = tokio::join!(
+        cloud
+            .gcp
+            .container
+            .get_cluster(&n.project, &n.zone, &n.cluster),
+        cloud.gcp.compute.get_region(&n.project, &n.region),
+    );
+    let cloud_time = started.elapsed();
+    let gke = gke.map_err(|e| {
+        if e.is_not_found() {
+            Error::precondition(
+                "GKE_CLUSTER_NOT_FOUND",
+                format!(
+                    "GKE has no cluster {}; run up to create it",
+                    n.gke_cluster()
+                ),
+            )
+        } else {
+            unavailable(
+                "GKE_UNAVAILABLE",
+                format!("the GKE cluster could not be read: {e}"),
+            )
+        }
+    })?;
+    let access = ClusterAccess::for_gke(&gke).ok_or_else(|| {
+        Error::precondition(
+            "CLUSTER_NOT_READY",
+            "the GKE cluster has no endpoint yet; retry once it is RUNNING",
+        )
+    })?;
+    let k = cloud.kube.cluster(access);
+    let (nodes, pods) = tokio::join!(timed(k.nodes()), timed(k.pods(None)));
+    let (nodes, list_nodes) = (nodes.0.map_err(kube_unavailable)?, nodes.1);
+    let (pods, list_pods) = (pods.0.map_err(kube_unavailable)?, pods.1);
+    let facts = pool_facts(&gke, &records, region.ok().as_ref());
+    let started = Instant::now();
+    let mut capacity = compute(&Facts {
+        nodes: &nodes,
+        pods: &pods,
+        pools: &facts,
+        prices,
+    });
+    let compute_time = started.elapsed();
+    capacity.name = path.name();
+    capacity.check_time = model::timestamp(chrono::Utc::now());
+    Ok(Report {
+        capacity,
+        timing: Timing {
+            cloud: cloud_time,
+            list_nodes,
+            list_pods,
+            compute: compute_time,
+        },
+    })
+}
+
+async fn timed<T>(f: impl Future<Output = T>) -> (T, Duration) {
+    let started = Instant::now();
+    let out = f.await;
+    (out, started.elapsed())
+}
+
+fn unavailable(reason: &str, message: String) -> Error {
+    Error::new(RpcCode::Unavailable, reason, message)
+}
+
+fn kube_unavailable(e: KubeError) -> Error {
+    unavailable(
+        "KUBERNETES_UNAVAILABLE",
+        format!("the cluster's Kubernetes API could not be read: {e}"),
+    )
+}
+
+/// Per pool (recorded or in GKE): the ceiling, the quota headroom and a template node.
+fn pool_facts(
+    gke: &GkeCluster,
+    records: &BTreeMap<String, PoolSpecRecord>,
+    region: Option<&Region>,
+) -> Vec<PoolFacts> {
+    let live: BTreeMap<&str, &GkePool> = gke
+        .node_pools
+        .iter()
+        .map(|p| (p.name.as_str(), p))
+        .collect();
+    let ids: std::collections::BTreeSet<&str> = records
+        .keys()
+        .map(String::as_str)
+        .chain(live.keys().copied())
+        .collect();
+    ids.into_iter()
+        .map(|id| {
+            let rec = records.get(id);
+            let gke_pool = live.get(id).copied();
+            PoolFacts {
+                pool_id: id.to_owned(),
+                max_nodes: max_nodes(rec, gke_pool),
+                quota_headroom: rec.and_then(|r| headroom(r, region)),
+                template: rec.and_then(|r| template(id, r)),
+            }
+        })
+        .collect()
+}
+
+/// The ceiling in nodes across zones: the record's bounds (per zone, like GKE's), else
+/// GKE's autoscaling, else the fixed size GKE reports.
+fn max_nodes(rec: Option<&PoolSpecRecord>, gke: Option<&GkePool>) -> Option<u32> {
+    let zones = |n: usize| u32::try_from(n.max(1)).unwrap_or(1);
+    if let Some(r) = rec {
+        let per_zone = u32::try_from(r.max_nodes).ok()?;
+        let z = gke.map_or(r.zones.len(), |g| g.locations.len().max(r.zones.len()));
+        return Some(per_zone * zones(z));
+    }
+    let g = gke?;
+    let z = zones(g.locations.len());
+    match g.autoscaling.as_ref().filter(|a| a.enabled == Some(true)) {
+        Some(a) => match (a.total_max_node_count, a.max_node_count) {
+            (Some(t), _) => u32::try_from(t).ok(),
+            (None, Some(m)) => u32::try_from(m).ok().map(|m| m * z),
+            _ => None,
+        },
+        None => u32::try_from(g.initial_node_count?).ok().map(|n| n * z),
+    }
+}
+
+/// Accelerators the region's quota still allows for a recorded pool's metric.
+fn headroom(rec: &PoolSpecRecord, region: Option<&Region>) -> Option<u64> {
+    let Ok(Choice::Accelerator(acc)) = accelerators::parse(&rec.accelerator) else {
+        return None;
+    };
+    let q = region?.quota(&quota::metric(&acc, rec.spot)?)?;
+    Some((q.limit - q.usage).max(0.0) as u64)
+}
+
+/// A node as a recorded pool creates it (labels and taints as GKE sets them).
+fn template(id: &str, rec: &PoolSpecRecord) -> Option<NodeInfo> {
+    let Ok(Choice::Accelerator(acc)) = accelerators::parse(&rec.accelerator) else {
+        return None;
+    };
+    let per_node = u64::from(acc.per_node());
+    let (type_label, resource) = match acc.kind {
+        Kind::Gpu => (GPU_TYPE_LABEL, GPU_RESOURCE),
+        Kind::Tpu => (TPU_TYPE_LABEL, TPU_RESOURCE),
+    };
+    let mut labels = rec.labels.clone();
+    labels.insert(NODEPOOL_LABEL.into(), id.into());
+    labels.insert(type_label.into(), acc.gke_accelerator_type.into());
+    if rec.spot {
+        labels.insert("cloud.google.com/gke-spot".into(), "true".into());
+    }
+    let mut taints: Vec<Taint> = rec
+        .taints
+        .iter()
+        .map(|t| Taint {
+            key: t.key.clone(),
+            value: Some(t.value.clone()),
+            effect: kube_effect(&t.effect),
+        })
+        .collect();
+    taints.push(Taint {
+        key: resource.into(),
+        value: Some("present".into()),
+        effect: "NoSchedule".into(),
+    });
+    let (gpus, tpus) = match acc.kind {
+        Kind::Gpu => (per_node, 0),
+        Kind::Tpu => (0, per_node),
+    };
+    Some(NodeInfo {
+        name: format!("{id} (template)"),
+        pool: Some(id.into()),
+        zone: None,
+        instance_type: Some(rec.machine_type.clone()),
+        spot: rec.spot,
+        ready: false,
+        unschedulable: false,
+        labels,
+        taints,
+        gpus,
+        tpus,
+        cpu_millis: 0,
+        memory_bytes: 0,
+    })
+}
+
+/// GKE's taint effect (`NO_SCHEDULE`) as Kubernetes spells it (`NoSchedule`).
+fn kube_effect(gke: &str) -> String {
+    match gke {
+        "NO_SCHEDULE" => "NoSchedule",
+        "PREFER_NO_SCHEDULE" => "PreferNoSchedule",
+        "NO_EXECUTE" => "NoExecute",
+        other => other,
+    }
+    .to_owned()
+}
