@@ -31,6 +31,7 @@ macro_rules! list_response {
 
 pub mod accelerators;
 pub mod auth;
+pub mod check_workload;
 pub mod clusters;
 pub mod error;
 pub mod extract;

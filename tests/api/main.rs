@@ -5,6 +5,7 @@ mod common;
 
 mod accelerators;
 mod basics;
+mod check_workload;
 mod clusters;
 mod conventions;
 mod corrupt;
