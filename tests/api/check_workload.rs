@@ -33,7 +33,12 @@ const POOL: &str = "gpu-l4-ab12";
 /// A team, a cluster record with one L4 pool (1 node now, at most 2), and the same
 /// cluster in the simulator's GKE with `default-pool`.
 async fn setup() -> (TestApp, kineticd::sim::Sim, KubeCluster) {
-    let (app, sim) = TestApp::spawn_sim().await;
+    // An explicit clock: the autoscaler adds nodes only when the test moves time on.
+    let (app, sim) = TestApp::spawn_sim_with(kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Explicit,
+        ..Default::default()
+    })
+    .await;
     app.team(ALICE, "acme", &[P]).await;
     let rec = app.cluster("acme", P, Z, C).await;
     let spec = json!({"accelerator": "gpu-l4", "kind": "GPU", "machineType": "g2-standard-4",
@@ -50,6 +55,7 @@ async fn setup() -> (TestApp, kineticd::sim::Sim, KubeCluster) {
     }
     let gke = create_cluster(
         &gcp,
+        &sim,
         Cluster {
             name: C.into(),
             node_pools: vec![default_pool(), pool],
@@ -62,12 +68,13 @@ async fn setup() -> (TestApp, kineticd::sim::Sim, KubeCluster) {
     (app, sim, kube)
 }
 
-async fn create_cluster(gcp: &GcpClients, cluster: Cluster) -> Cluster {
+async fn create_cluster(gcp: &GcpClients, sim: &kineticd::sim::Sim, cluster: Cluster) -> Cluster {
     let op = gcp
         .container
         .create_cluster(P, Z, &cluster)
         .await
         .expect("cluster");
+    sim.clock().advance(Duration::from_secs(3600));
     gcp.container
         .wait_operation(&op, &CancellationToken::new(), Duration::from_secs(120))
         .await
