@@ -32,6 +32,7 @@ macro_rules! list_response {
 pub mod accelerators;
 pub mod auth;
 pub mod capacity;
+pub mod check_workload;
 pub mod clusters;
 pub mod drill;
 pub mod error;

@@ -20,6 +20,7 @@ use super::error::ErrorBody;
     ),
     paths(
         super::profiles::activate_profile,
+        super::check_workload::check_workload,
         super::operations::get_operation,
         super::operations::watch_operation,
         super::operations::cancel_operation,
@@ -70,6 +71,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::accelerators::router())
         .merge(super::status::router())
         .merge(super::capacity::router())
+        .merge(super::check_workload::router())
         .merge(super::operations::router())
         .merge(super::testing::router())
 }

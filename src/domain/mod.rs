@@ -16,6 +16,7 @@ pub mod report;
 pub mod roles;
 pub mod rpc;
 pub mod states;
+pub mod workload;
 
 pub use names::{
     ClusterName, Email, NameError, OperationTarget, PoolId, ProfileId, ProjectId, TeamId, ZoneName,

@@ -12,6 +12,7 @@ pub mod operation;
 pub mod profile;
 pub mod status;
 pub mod team;
+pub mod workload;
 
 pub use cluster::{Cluster, ClusterResources, EstimatedCost, FailoverRef, NodePool, Taint};
 pub use operation::{Operation, OperationError, OperationMetadata, Progress, Step};

@@ -19,6 +19,7 @@ pub mod state;
 pub mod status;
 pub mod teams;
 pub mod testing;
+pub mod workload;
 
 pub use access::Caller;
 pub use error::Error;

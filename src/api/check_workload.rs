@@ -1,0 +1,144 @@
+//! `POST .../clusters/{cluster}:checkWorkload`: would this workload schedule, and if
+//! not, why. The body is a Kubernetes manifest as JSON, or as YAML with
+//! `Content-Type: application/yaml`.
+//!
+//! Invariant: the body is decoded here (JSON through [`ApiJson`], YAML by serde-saphyr
+//! with its line and column on error) into one object, and judged by the service; a
+//! body that is not one object never reaches it.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
+use axum::routing::post;
+use serde_json::Value;
+use utoipa_axum::router::OpenApiRouter;
+
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiJson, ApiPath, split_verb, unknown_verb};
+use super::state::AppState;
+use super::{BodyErrorResponses, ErrorResponses};
+use crate::model::workload::WorkloadCheck;
+use crate::service::clusters::ClusterPath;
+use crate::service::{self, Caller};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    // Custom methods share the cluster's path segment (`{cluster}:checkWorkload`).
+    OpenApiRouter::new().route(
+        "/v1/projects/{project}/zones/{zone}/clusters/{cluster}",
+        post(cluster_verb),
+    )
+}
+
+async fn cluster_verb(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath((project, zone, segment)): ApiPath<(String, String, String)>,
+    req: Request,
+) -> Result<Json<WorkloadCheck>, ApiError> {
+    match split_verb(&segment) {
+        Some((cluster, "checkWorkload")) => {
+            let path = ClusterPath::parse(&project, &zone, cluster)?;
+            let body = manifest(req, &s).await?;
+            check_workload(&s, &caller, &path, &body).await
+        }
+        _ => Err(unknown_verb(&format!(
+            "POST /v1/projects/{project}/zones/{zone}/clusters/{segment}"
+        ))),
+    }
+}
+
+/// Judge a Pod, Deployment, StatefulSet, Job, JobSet (`jobset.x-k8s.io/v1alpha2`) or
+/// LeaderWorkerSet (`leaderworkerset.x-k8s.io/v1`) against the cluster's pools, nodes,
+/// pods and accelerator quota, as GKE would admit and schedule it: per pool whether its
+/// pods fit NOW, AFTER_SCALE_UP or NEVER and why, and `problems[]` with a fix each.
+/// Read-only (VIEWER+). Body: the manifest as JSON, or YAML with
+/// `Content-Type: application/yaml`.
+#[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:checkWorkload", tag = "clusters",
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
+    request_body(description = "A Kubernetes workload manifest", content((Object = "application/json"), (Object = "application/yaml"))),
+    responses((status = 200, description = "Whether, when and where the workload would schedule", body = WorkloadCheck),
+        (status = 503, body = ErrorBody, description = "KUBERNETES_UNAVAILABLE: the cluster's nodes and pods could not be read"),
+        BodyErrorResponses, ErrorResponses))]
+pub async fn check_workload(
+    s: &AppState,
+    caller: &Caller,
+    path: &ClusterPath,
+    body: &Value,
+) -> Result<Json<WorkloadCheck>, ApiError> {
+    Ok(Json(
+        service::workload::check(&s.db, &s.cloud, caller, path, body).await?,
+    ))
+}
+
+/// The essence of the request's content type, lower-cased.
+fn media(req: &Request) -> String {
+    req.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The manifest: a YAML body when declared so, JSON otherwise (415 for anything else).
+async fn manifest(req: Request, s: &AppState) -> Result<Value, ApiError> {
+    let ct = media(&req);
+    let yaml = matches!(
+        ct.as_str(),
+        "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml"
+    );
+    if !yaml {
+        let json = ct == "application/json" || ct.ends_with("+json");
+        if !json {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "UNSUPPORTED_MEDIA_TYPE",
+                "send the manifest as JSON (Content-Type: application/json) or YAML (Content-Type: application/yaml)",
+            ));
+        }
+        let ApiJson(v) = ApiJson::<Value>::from_request(req, s).await?;
+        return Ok(v);
+    }
+    let bytes = Bytes::from_request(req, s).await.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "BODY_TOO_LARGE",
+                "request body is larger than the 1 MiB limit",
+            )
+        } else {
+            ApiError::invalid("BAD_BODY", e.body_text())
+        }
+    })?;
+    from_yaml(&bytes)
+}
+
+/// One YAML document holding an object.
+fn from_yaml(bytes: &[u8]) -> Result<Value, ApiError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        ApiError::invalid(
+            "MALFORMED_YAML",
+            format!(
+                "request body is not valid YAML: invalid UTF-8 at byte {}",
+                e.valid_up_to()
+            ),
+        )
+    })?;
+    let v: Value = serde_saphyr::from_str(text).map_err(|e| {
+        ApiError::invalid(
+            "MALFORMED_YAML",
+            format!("request body is not valid YAML: {e}"),
+        )
+    })?;
+    if v.is_object() {
+        Ok(v)
+    } else {
+        Err(ApiError::invalid(
+            "BODY_NOT_OBJECT",
+            "request body must be one YAML mapping (apiVersion, kind, metadata, spec), not a scalar or a list",
+        ))
+    }
+}

@@ -1,0 +1,434 @@
+//! One pod template against one pool: can its pods ever land there (and if not, the
+//! first rule that forbids it), how many fit on the pool's nodes now, and how many more
+//! the autoscaler could make room for within the pool's maximum and the quota.
+//!
+//! Invariant: the static rules run in a fixed order, from "wrong kind of node" to
+//! "wrong driver", and the first failing one is the pool's reason; capacity is only
+//! counted for a pool that passes them all.
+
+use std::collections::BTreeMap;
+
+use super::admission::admitted_tolerations;
+use super::cuda::{image_cuda, pool_max_cuda, show};
+use super::report::Reason;
+use super::selectors::{Keys, mentions, selects, untolerated, wanted};
+use super::{Amounts, ClusterFacts, GPU, PodFacts, PoolFacts, PoolKind, TPU};
+
+pub const GPU_LABEL: &str = "cloud.google.com/gke-accelerator";
+pub const TPU_LABEL: &str = "cloud.google.com/gke-tpu-accelerator";
+pub const TOPOLOGY_LABEL: &str = "cloud.google.com/gke-tpu-topology";
+pub const ZONE_LABELS: [&str; 2] = [
+    "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/zone",
+];
+/// kubelet's default pod limit per node: the ceiling for pods that request nothing.
+const MAX_PODS_PER_NODE: u64 = 110;
+
+/// Why a pool can never hold the pods.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub reason: Reason,
+    pub message: String,
+    pub fix: String,
+}
+
+fn fail(reason: Reason, message: String, fix: String) -> Result<(), Failure> {
+    Err(Failure {
+        reason,
+        message,
+        fix,
+    })
+}
+
+/// A pool that passes the static rules: pods placeable now and after scale-up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Room {
+    pub now: u64,
+    pub later: u64,
+    /// Nodes the autoscaler would add for the rest, and what stops it adding enough.
+    pub added_nodes: u64,
+    pub blocked: Option<Failure>,
+}
+
+/// The judgement of one template on one pool.
+pub type Judgement = Result<Room, Failure>;
+
+/// The pod's view of the pool: `pods` pods of `pod` (after admission).
+pub fn judge(pod: &PodFacts, replicas: u32, pool: &PoolFacts, cluster: &ClusterFacts) -> Judgement {
+    static_rules(pod, pool, cluster)?;
+    Ok(room(pod, u64::from(replicas), pool, cluster))
+}
+
+fn acc_name(pool: &PoolFacts) -> String {
+    pool.accelerator_type
+        .clone()
+        .unwrap_or_else(|| "no accelerator".into())
+}
+
+/// Rules 1-7, in order.
+pub fn static_rules(
+    pod: &PodFacts,
+    pool: &PoolFacts,
+    cluster: &ClusterFacts,
+) -> Result<(), Failure> {
+    let (gpus, tpus) = (pod.units(GPU), pod.units(TPU));
+    let id = &pool.pool_id;
+    // 1. The right kind of accelerator.
+    let wrong_kind =
+        (gpus > 0 && pool.kind != PoolKind::Gpu) || (tpus > 0 && pool.kind != PoolKind::Tpu);
+    let gpu_selected = !selects(pod, &pool.labels, Keys::Only(&[GPU_LABEL]));
+    let tpu_selected = !selects(pod, &pool.labels, Keys::Only(&[TPU_LABEL]));
+    if wrong_kind || gpu_selected || (tpu_selected && pool.kind != PoolKind::Tpu) {
+        let want = wanted(pod, GPU_LABEL)
+            .into_iter()
+            .chain(wanted(pod, TPU_LABEL))
+            .chain((gpus > 0).then(|| format!("{gpus} {GPU}")))
+            .chain((tpus > 0).then(|| format!("{tpus} {TPU}")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return fail(
+            Reason::NoMatchingPool,
+            format!("pool {id} has {}; the pods want {want}", acc_name(pool)),
+            format!(
+                "add a node pool of that accelerator (kinetic pool add <accelerator>), or change the pods' {GPU_LABEL} / {TPU_LABEL} selector to an accelerator the cluster has"
+            ),
+        );
+    }
+    // 2. TPU slice shape.
+    if pool.kind == PoolKind::Tpu {
+        tpu_shape(pod, tpus, pool)?;
+    }
+    // 3. Other labels.
+    let no_zone = Keys::Except(&ZONE_LABELS);
+    if !selects(pod, &pool.labels, no_zone) {
+        let keys: Vec<String> = pod
+            .node_selector
+            .iter()
+            .filter(|(k, v)| {
+                !ZONE_LABELS.contains(&k.as_str()) && pool.labels.get(k.as_str()) != Some(*v)
+            })
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let what = if keys.is_empty() {
+            "its required node affinity".to_owned()
+        } else {
+            keys.join(", ")
+        };
+        return fail(
+            Reason::NodeSelectorMatchesNothing,
+            format!("pool {id}'s nodes do not carry {what}"),
+            format!(
+                "remove or correct the nodeSelector / node affinity ({what}); pool {id} nodes are labelled {}",
+                show_labels(&pool.labels)
+            ),
+        );
+    }
+    // 4. Zones.
+    if zones_allowed(pod, pool).next().is_none() {
+        let want = ZONE_LABELS
+            .iter()
+            .flat_map(|k| wanted(pod, k))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return fail(
+            Reason::ZonePinned,
+            format!(
+                "the pods are pinned to zone {want}; pool {id} runs in {}",
+                pool.zones.join(", ")
+            ),
+            format!(
+                "drop the topology.kubernetes.io/zone selector or affinity, or pin to {}",
+                pool.zones.join(" or ")
+            ),
+        );
+    }
+    // 5. Taints, after admission.
+    let tolerations = admitted_tolerations(pod);
+    let missing = untolerated(&tolerations, &pool.taints);
+    if let Some(t) = missing.first() {
+        let fix = if t.key == GPU || t.key == TPU {
+            format!(
+                "request the accelerator in the container's resources.limits ({}: 1) so GKE adds the toleration, or add tolerations: [{{key: {}, operator: Exists, effect: {}}}]",
+                t.key, t.key, t.effect
+            )
+        } else {
+            format!(
+                "add tolerations: [{{key: {}, operator: Equal, value: \"{}\", effect: {}}}]",
+                t.key, t.value, t.effect
+            )
+        };
+        return fail(
+            Reason::MissingToleration,
+            format!(
+                "pool {id} has the taint {}={}:{} that nothing in the pod tolerates (GKE adds tolerations only for requested {GPU}/{TPU} and a selected compute class)",
+                t.key, t.value, t.effect
+            ),
+            fix,
+        );
+    }
+    // 6. Size of one pod against one node.
+    if pool.kind == PoolKind::Gpu && gpus > u64::from(pool.accelerators_per_node) {
+        return fail(
+            Reason::AcceleratorCountTooLarge,
+            format!(
+                "one pod requests {gpus} {GPU}; nodes of pool {id} ({}) have {}",
+                pool.machine_type, pool.accelerators_per_node
+            ),
+            format!(
+                "request at most {} GPUs per pod (split the work across pods), or add a pool of a machine with {gpus} or more GPUs",
+                pool.accelerators_per_node
+            ),
+        );
+    }
+    // 7. CUDA against the driver.
+    if pool.kind == PoolKind::Gpu && gpus > 0 {
+        cuda_fits(pod, pool, cluster)?;
+    }
+    Ok(())
+}
+
+fn show_labels(labels: &BTreeMap<String, String>) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn tpu_shape(pod: &PodFacts, tpus: u64, pool: &PoolFacts) -> Result<(), Failure> {
+    let id = &pool.pool_id;
+    let topo = pool.tpu_topology.clone().unwrap_or_default();
+    let fix_selectors = format!(
+        "select {TPU_LABEL}: {} and {TOPOLOGY_LABEL}: {topo}, or add a pool of the slice the pods select",
+        acc_name(pool)
+    );
+    if !selects(pod, &pool.labels, Keys::Only(&[TPU_LABEL, TOPOLOGY_LABEL])) {
+        let want: Vec<String> = [TPU_LABEL, TOPOLOGY_LABEL]
+            .iter()
+            .flat_map(|k| wanted(pod, k))
+            .collect();
+        return fail(
+            Reason::TpuTopologyMismatch,
+            format!(
+                "the pods select TPU {}; pool {id} is {} with topology {topo}",
+                want.join(" "),
+                acc_name(pool)
+            ),
+            fix_selectors,
+        );
+    }
+    let per_host = u64::from(pool.accelerators_per_node);
+    if tpus > 0 && tpus != per_host {
+        return fail(
+            Reason::TpuTopologyMismatch,
+            format!(
+                "one pod requests {tpus} {TPU}; each host of pool {id} ({topo}) has {per_host} chips and a TPU pod must take all of them"
+            ),
+            format!("request {TPU}: {per_host} in the container's limits (one pod per host)"),
+        );
+    }
+    if tpus == 0 && !mentions(pod, &[TPU_LABEL, TOPOLOGY_LABEL]) {
+        return fail(
+            Reason::NoMatchingPool,
+            format!("pool {id} is a TPU pool and the pods request no {TPU}"),
+            format!("request {TPU}: {per_host} to run on pool {id}"),
+        );
+    }
+    Ok(())
+}
+
+/// The pool's zones the pod's selector and affinity allow.
+pub fn zones_allowed<'a>(
+    pod: &'a PodFacts,
+    pool: &'a PoolFacts,
+) -> impl Iterator<Item = &'a String> + 'a {
+    pool.zones.iter().filter(move |z| {
+        let mut labels = pool.labels.clone();
+        for k in ZONE_LABELS {
+            labels.insert(k.to_owned(), (*z).clone());
+        }
+        selects(pod, &labels, Keys::All)
+    })
+}
+
+fn cuda_fits(pod: &PodFacts, pool: &PoolFacts, cluster: &ClusterFacts) -> Result<(), Failure> {
+    let Some((driver, max)) = pool_max_cuda(
+        pool.driver_version.as_deref(),
+        cluster.gke_version.as_deref(),
+    ) else {
+        return Ok(());
+    };
+    for image in pod.images() {
+        if let Some(need) = image_cuda(image)
+            && need > max
+        {
+            return fail(
+                Reason::CudaDriverMismatch,
+                format!(
+                    "image {image} is built for CUDA {}; pool {} runs driver {driver}, which supports CUDA {} at most",
+                    show(need),
+                    pool.pool_id,
+                    show(max)
+                ),
+                format!(
+                    "use an image built for CUDA {} or older, or run the pods on a pool whose driver supports CUDA {} (gpuDriverVersion LATEST, or a newer GKE version)",
+                    show(max),
+                    show(need)
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// How many pods with `req` fit in `free` (only CPU, memory and accelerators count;
+/// a resource the node does not report counts as absent when `strict`).
+fn pods_in(req: &Amounts, free: &Amounts, strict: bool) -> u64 {
+    let mut n = MAX_PODS_PER_NODE;
+    for key in ["cpu", "memory", GPU, TPU] {
+        let want = req.get(key).copied().unwrap_or(0);
+        if want <= 0 {
+            continue;
+        }
+        let have = match free.get(key) {
+            Some(h) => *h,
+            None if strict || key == GPU || key == TPU => 0,
+            None => continue,
+        };
+        n = n.min(u64::try_from(have.max(0) / want).unwrap_or(0));
+    }
+    n
+}
+
+/// What a new node of the pool offers (its allocatable when seen, its accelerators
+/// otherwise).
+fn new_node(pool: &PoolFacts) -> Amounts {
+    let mut a = pool.node_allocatable.clone().unwrap_or_default();
+    let acc = i128::from(pool.accelerators_per_node) * 1000;
+    match pool.kind {
+        PoolKind::Gpu => a.entry(GPU.into()).or_insert(acc),
+        PoolKind::Tpu => a.entry(TPU.into()).or_insert(acc),
+        PoolKind::Cpu => return a,
+    };
+    a
+}
+
+fn room(pod: &PodFacts, replicas: u64, pool: &PoolFacts, cluster: &ClusterFacts) -> Room {
+    let req = pod.requests();
+    let zones: Vec<&String> = zones_allowed(pod, pool).collect();
+    let now: u64 = pool
+        .nodes
+        .iter()
+        .filter(|n| n.schedulable && (n.zone.is_empty() || zones.contains(&&n.zone)))
+        .map(|n| pods_in(&req, &n.free, true))
+        .sum();
+    let per_new = pods_in(&req, &new_node(pool), false);
+    let need = replicas.saturating_sub(now);
+    if need == 0 {
+        return Room {
+            now,
+            later: 0,
+            added_nodes: 0,
+            blocked: None,
+        };
+    }
+    if per_new == 0 {
+        let blocked = Failure {
+            reason: Reason::AcceleratorCountTooLarge,
+            message: format!(
+                "one pod asks for more than a new node of pool {} ({}) can hold",
+                pool.pool_id, pool.machine_type
+            ),
+            fix: "lower the pod's cpu/memory requests, or add a pool of a larger machine type"
+                .into(),
+        };
+        return Room {
+            now,
+            later: 0,
+            added_nodes: 0,
+            blocked: Some(blocked),
+        };
+    }
+    let nodes_needed = need.div_ceil(per_new);
+    let headroom = u64::from(pool.max_total()).saturating_sub(pool.nodes.len() as u64);
+    let per_node_acc = u64::from(pool.accelerators_per_node);
+    let quota = pool
+        .quota_metric
+        .as_ref()
+        .and_then(|m| Some((m, cluster.quotas.get(m)?)))
+        .filter(|_| per_node_acc > 0);
+    let affordable = quota.map_or(u64::MAX, |(_, q)| {
+        ((q.limit - q.usage).max(0.0) as u64) / per_node_acc
+    });
+    let added = nodes_needed.min(headroom).min(affordable);
+    let blocked = (added < nodes_needed).then(|| {
+        let id = &pool.pool_id;
+        if headroom <= affordable {
+            Failure {
+                reason: Reason::PoolAtMax,
+                message: format!("pool {id} has {} of at most {} nodes; {need} more pods need {nodes_needed} more nodes", pool.nodes.len(), pool.max_total()),
+                fix: format!("raise pool {id}'s maximum node count to at least {} per zone, or run fewer replicas", (pool.nodes.len() as u64 + nodes_needed).div_ceil(pool.zones.len().max(1) as u64)),
+            }
+        } else {
+            let (metric, q) = quota.expect("quota binds only when read");
+            Failure {
+                reason: Reason::QuotaExhausted,
+                message: format!("adding {nodes_needed} nodes to pool {id} needs {} accelerators of quota {metric}, which has {} of {} in use", nodes_needed * per_node_acc, q.usage, q.limit),
+                fix: format!("request more {metric} quota (console.cloud.google.com/iam-admin/quotas), free some, or run fewer replicas"),
+            }
+        }
+    });
+    Room {
+        now,
+        later: added * per_new,
+        added_nodes: added,
+        blocked,
+    }
+}
+
+fn subtract(free: &mut Amounts, req: &Amounts) {
+    for (k, v) in req {
+        if let Some(f) = free.get_mut(k) {
+            *f -= v;
+        }
+    }
+}
+
+/// Take up to `count` pods of `pod` from the pool, as the scheduler and autoscaler
+/// would: free room on its nodes first, then new nodes up to its maximum. Returns the
+/// pods placed and the nodes added (which stay in the pool, so a later pod group of the
+/// same workload sees them taken).
+pub fn consume(pod: &PodFacts, count: u64, pool: &mut PoolFacts) -> (u64, u64) {
+    let req = pod.requests();
+    let zones: Vec<String> = zones_allowed(pod, pool).cloned().collect();
+    let mut placed = 0;
+    for n in pool
+        .nodes
+        .iter_mut()
+        .filter(|n| n.schedulable && (n.zone.is_empty() || zones.contains(&n.zone)))
+    {
+        while placed < count && pods_in(&req, &n.free, true) > 0 {
+            subtract(&mut n.free, &req);
+            placed += 1;
+        }
+    }
+    let mut added = 0;
+    while placed < count && (pool.nodes.len() as u64) < u64::from(pool.max_total()) {
+        let mut free = new_node(pool);
+        if pods_in(&req, &free, false) == 0 {
+            break;
+        }
+        while placed < count && pods_in(&req, &free, false) > 0 {
+            subtract(&mut free, &req);
+            placed += 1;
+        }
+        pool.nodes.push(super::NodeFacts {
+            name: format!("{}-new-{}", pool.pool_id, pool.nodes.len()),
+            zone: zones.first().cloned().unwrap_or_default(),
+            schedulable: true,
+            free,
+        });
+        added += 1;
+    }
+    (placed, added)
+}
