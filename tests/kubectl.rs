@@ -371,17 +371,47 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
         ],
     );
 
+    // A client-side apply of a changed image: a strategic merge patch, which merges the
+    // container by name and keeps its resources.
+    let v2 = GPU_DEPLOYMENT.replace("12.4.1", "12.6.0");
+    let applied = k.ok(&["apply", "-f", "-"], Some(&v2));
+    assert_eq!(applied.trim(), "deployment.apps/gpu-web configured");
+    let container = k.ok(
+        &[
+            "get",
+            "deployment",
+            "gpu-web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0]}",
+        ],
+        None,
+    );
+    let container: serde_json::Value = serde_json::from_str(&container).expect("container JSON");
+    assert_eq!(container["image"], "nvidia/cuda:12.6.0-base-ubuntu22.04");
+    assert_eq!(
+        container["resources"]["limits"],
+        json!({"nvidia.com/gpu": "1"}),
+        "{container}"
+    );
+    let pods = k.until(&["get", "pods", "-o", "wide"], "Running");
+    assert_eq!(pods.lines().count(), 2, "one pod, rolled:\n{pods}");
+    let rolled = line_with(&pods, &["gpu-web-", "1/1", "Running", &gpu_node])
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+
     // get -w sees the rollout a server-side apply starts.
     let (mut watcher, lines) = watch_pods(&k);
     let first = lines
         .recv_timeout(Duration::from_secs(60))
         .expect("the watch's first line");
     assert!(first.starts_with("NAME"), "{first}");
-    let changed = GPU_DEPLOYMENT.replace(
+    let changed = v2.replace(
         "labels: {app: gpu-web}\n    spec:",
         "labels: {app: gpu-web, rev: \"2\"}\n    spec:",
     );
-    assert_ne!(changed, GPU_DEPLOYMENT);
+    assert_ne!(changed, v2);
     let applied = k.ok(&["apply", "--server-side", "-f", "-"], Some(&changed));
     assert_eq!(applied.trim(), "deployment.apps/gpu-web serverside-applied");
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -389,7 +419,7 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
         let line = lines
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
             .expect("a watch event for the new pod");
-        if line.starts_with("gpu-web-") && !line.starts_with(&pod) {
+        if line.starts_with("gpu-web-") && !line.starts_with(&rolled) {
             break line;
         }
     };

@@ -23,6 +23,7 @@ pub mod quantities;
 pub mod resources;
 pub mod sched;
 pub mod selectors;
+pub mod strategic;
 pub mod table;
 pub mod validation;
 pub mod verbs;

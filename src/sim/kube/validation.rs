@@ -182,14 +182,21 @@ pub fn validate(
     if def.group == CRD_GROUP && def.plural == CRD_PLURAL {
         validate_crd(def, &name, body)?;
     }
-    quantities::normalise(&def.kind, body).map_err(|e| e.status(def, &name))?;
+    normalise_and_admit(def, &name, body)?;
+    Ok(name)
+}
+
+/// Canonical quantities and, for pods, admission: what every stored version of an
+/// object goes through (created, applied, patched or replaced).
+pub fn normalise_and_admit(def: &ResourceDef, name: &str, body: &mut Value) -> Result<(), KStatus> {
+    quantities::normalise(&def.kind, body).map_err(|e| e.status(def, name))?;
     if def.group.is_empty()
         && def.plural == "pods"
         && let Some(spec) = body.get_mut("spec")
     {
         admission::admit_pod_spec(spec);
     }
-    Ok(name)
+    Ok(())
 }
 
 /// The server's strict field validation (`fieldValidation=Strict`, what kubectl sends

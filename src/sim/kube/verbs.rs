@@ -16,7 +16,14 @@ use super::objects::{KStatus, ObjKey, Outcome, Write, write_existing};
 use super::resources::{CRD_GROUP, CRD_PLURAL, ResourceDef, crd_defs};
 use super::selectors::selected;
 use super::table;
-use super::validation::{field_validation, parse_body, validate};
+use super::validation::{field_validation, normalise_and_admit, parse_body, validate};
+
+/// The field manager of a non-apply write.
+fn client_manager(req: &Req) -> String {
+    req.param("fieldManager")
+        .unwrap_or("kube-client")
+        .to_owned()
+}
 
 fn key(def: &ResourceDef, ns: Option<&str>, name: &str) -> ObjKey {
     ObjKey::new(&def.group, &def.plural, ns.unwrap_or(""), name)
@@ -129,11 +136,11 @@ pub fn patch(
                 force: req.param("force") == Some("true"),
             }
         }
-        "application/merge-patch+json" | "application/strategic-merge-patch+json" => Write::Merge {
-            manager: req
-                .param("fieldManager")
-                .unwrap_or("kube-client")
-                .to_owned(),
+        "application/merge-patch+json" => Write::Merge {
+            manager: client_manager(req),
+        },
+        "application/strategic-merge-patch+json" => Write::Strategic {
+            manager: client_manager(req),
         },
         other => {
             return KStatus::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format ({other}) - accepted media types include: application/apply-patch+yaml, application/merge-patch+json, application/strategic-merge-patch+json")).into();
@@ -183,7 +190,8 @@ fn store_write(
     body: &Value,
     write: &Write,
 ) -> Reply {
-    match write_existing(existing, body, write) {
+    let finish = |obj: &mut Value| normalise_and_admit(def, &k.name, obj);
+    match write_existing(existing, body, write, &finish) {
         Ok(Outcome::Unchanged) => object(StatusCode::OK, def, k),
         Ok(Outcome::Changed(obj)) => {
             c.api.put(k.clone(), obj);
@@ -220,10 +228,7 @@ pub fn update(
     {
         return KStatus::new(409, "Conflict", format!("Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again", def.qualified())).into();
     }
-    let manager = req
-        .param("fieldManager")
-        .unwrap_or("kube-client")
-        .to_owned();
+    let manager = client_manager(req);
     store_write(c, def, k, &existing, &body, &Write::Update { manager })
 }
 
