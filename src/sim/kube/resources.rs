@@ -230,6 +230,20 @@ fn groups(defs: &[ResourceDef]) -> Vec<(String, Vec<String>)> {
     out
 }
 
+/// The discovery categories of a resource (`kubectl get all` lists the `all` ones).
+fn categories(d: &ResourceDef) -> Vec<&'static str> {
+    let all = matches!(
+        (d.group.as_str(), d.plural.as_str()),
+        ("", "pods" | "services")
+            | (
+                "apps",
+                "deployments" | "replicasets" | "statefulsets" | "daemonsets"
+            )
+            | ("batch", "jobs")
+    );
+    if all { vec!["all"] } else { Vec::new() }
+}
+
 /// `GET /api`.
 pub fn api_versions() -> Value {
     json!({
@@ -283,6 +297,7 @@ pub fn resource_list(defs: &[ResourceDef], group: &str, version: &str) -> Option
                 "kind": d.kind,
                 "verbs": VERBS,
                 "shortNames": d.short_names,
+                "categories": categories(d),
             })
         })
         .collect();
@@ -324,6 +339,7 @@ pub fn aggregated(defs: &[ResourceDef], core: bool) -> Value {
                                 "singularResource": d.singular,
                                 "verbs": VERBS,
                                 "shortNames": d.short_names,
+                                "categories": categories(d),
                             })
                         })
                         .collect();
