@@ -370,6 +370,14 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
             "app=gpu-web",
         ],
     );
+    let all = k.ok(&["get", "all"], None);
+    for what in [
+        &format!("pod/{pod}"),
+        "deployment.apps/gpu-web",
+        "replicaset.apps/gpu-web-",
+    ] {
+        assert!(all.contains(what), "get all lacks {what}:\n{all}");
+    }
 
     // A client-side apply of a changed image: a strategic merge patch, which merges the
     // container by name and keeps its resources.
