@@ -370,6 +370,44 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
             "app=gpu-web",
         ],
     );
+    let all = k.ok(&["get", "all"], None);
+    for what in [
+        &format!("pod/{pod}"),
+        "deployment.apps/gpu-web",
+        "replicaset.apps/gpu-web-",
+    ] {
+        assert!(all.contains(what), "get all lacks {what}:\n{all}");
+    }
+
+    // A client-side apply of a changed image: a strategic merge patch, which merges the
+    // container by name and keeps its resources.
+    let v2 = GPU_DEPLOYMENT.replace("12.4.1", "12.6.0");
+    let applied = k.ok(&["apply", "-f", "-"], Some(&v2));
+    assert_eq!(applied.trim(), "deployment.apps/gpu-web configured");
+    let container = k.ok(
+        &[
+            "get",
+            "deployment",
+            "gpu-web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0]}",
+        ],
+        None,
+    );
+    let container: serde_json::Value = serde_json::from_str(&container).expect("container JSON");
+    assert_eq!(container["image"], "nvidia/cuda:12.6.0-base-ubuntu22.04");
+    assert_eq!(
+        container["resources"]["limits"],
+        json!({"nvidia.com/gpu": "1"}),
+        "{container}"
+    );
+    let pods = k.until(&["get", "pods", "-o", "wide"], "Running");
+    assert_eq!(pods.lines().count(), 2, "one pod, rolled:\n{pods}");
+    let rolled = line_with(&pods, &["gpu-web-", "1/1", "Running", &gpu_node])
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
 
     // get -w sees the rollout a server-side apply starts.
     let (mut watcher, lines) = watch_pods(&k);
@@ -377,11 +415,11 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
         .recv_timeout(Duration::from_secs(60))
         .expect("the watch's first line");
     assert!(first.starts_with("NAME"), "{first}");
-    let changed = GPU_DEPLOYMENT.replace(
+    let changed = v2.replace(
         "labels: {app: gpu-web}\n    spec:",
         "labels: {app: gpu-web, rev: \"2\"}\n    spec:",
     );
-    assert_ne!(changed, GPU_DEPLOYMENT);
+    assert_ne!(changed, v2);
     let applied = k.ok(&["apply", "--server-side", "-f", "-"], Some(&changed));
     assert_eq!(applied.trim(), "deployment.apps/gpu-web serverside-applied");
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -389,7 +427,7 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
         let line = lines
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
             .expect("a watch event for the new pod");
-        if line.starts_with("gpu-web-") && !line.starts_with(&pod) {
+        if line.starts_with("gpu-web-") && !line.starts_with(&rolled) {
             break line;
         }
     };
@@ -464,4 +502,77 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
         &events,
         &["Warning", "FailedScheduling", &format!("pod/{pod}")],
     );
+}
+
+/// The next complete line of a streaming response (`buf` keeps what follows it).
+async fn next_line(r: &mut reqwest::Response, buf: &mut String) -> String {
+    loop {
+        if let Some(i) = buf.find('\n') {
+            let line = buf[..i].to_owned();
+            buf.drain(..=i);
+            return line;
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(60), r.chunk())
+            .await
+            .expect("a watch event within 60 s")
+            .expect("read the watch")
+            .expect("the watch ended early");
+        buf.push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+    }
+}
+
+/// The watch protocol itself (what kubectl and client libraries read): JSON lines of
+/// events after the given resourceVersion, and one-row Tables when Tables are asked for.
+#[tokio::test]
+async fn watches_stream_json_events_and_tables() {
+    let (sim, _) = common::start_sim().await;
+    sim.world().kube.add_cluster("w");
+    let http = kineticd::app::http_client().expect("http");
+    let pods = format!("{}/kube/w/api/v1/namespaces/default/pods", sim.url());
+    let list: serde_json::Value = common::get_json(&http, &pods).await;
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("rv")
+        .to_owned();
+    let watch = |accept: &'static str| {
+        http.get(format!(
+            "{pods}?watch=1&resourceVersion={rv}&timeoutSeconds=60"
+        ))
+        .header("accept", accept)
+        .send()
+    };
+    let mut plain = watch("application/json").await.expect("watch");
+    let mut table = watch("application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+        .await
+        .expect("watch as table");
+    assert_eq!(plain.status(), 200);
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "w1"},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": 1}}}]}});
+    let r = http.post(&pods).json(&pod).send().await.expect("create");
+    assert_eq!(r.status(), 201);
+
+    let mut buf = String::new();
+    let event: serde_json::Value =
+        serde_json::from_str(&next_line(&mut plain, &mut buf).await).expect("event JSON");
+    assert_eq!(event["type"], "ADDED");
+    assert_eq!(event["object"]["kind"], "Pod");
+    assert_eq!(event["object"]["metadata"]["name"], "w1");
+    assert_eq!(
+        event["object"]["spec"]["containers"][0]["resources"]["requests"]["cpu"], "1",
+        "the stored (canonical) object"
+    );
+    let added_rv: u64 = event["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .expect("resourceVersion");
+    assert!(added_rv > rv.parse::<u64>().unwrap());
+
+    let mut buf = String::new();
+    let event: serde_json::Value =
+        serde_json::from_str(&next_line(&mut table, &mut buf).await).expect("event JSON");
+    assert_eq!(event["type"], "ADDED");
+    assert_eq!(event["object"]["kind"], "Table");
+    assert_eq!(event["object"]["columnDefinitions"][0]["name"], "Name");
+    assert_eq!(event["object"]["rows"][0]["cells"][0], "w1");
+    assert_eq!(event["object"]["rows"][0]["cells"][2], "Pending");
 }

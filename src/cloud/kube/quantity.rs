@@ -120,10 +120,10 @@ pub fn format_nanos(nanos: i128, format: Format) -> String {
     let abs = nanos.unsigned_abs();
     let binary = format == Format::BinarySi
         && abs >= 1024 * NANO.unsigned_abs()
-        && abs % NANO.unsigned_abs() == 0;
+        && abs.is_multiple_of(NANO.unsigned_abs());
     if binary {
         let (mut n, mut i) = (abs / NANO.unsigned_abs(), 0);
-        while n % 1024 == 0 && i < 6 {
+        while n.is_multiple_of(1024) && i < 6 {
             n /= 1024;
             i += 1;
         }
@@ -133,7 +133,7 @@ pub fn format_nanos(nanos: i128, format: Format) -> String {
     // Decimal: mantissa * 10^exp with exp a multiple of 3 from -9 up, as large as
     // keeps the mantissa whole.
     let (mut n, mut exp) = (abs, -9_i32);
-    while n % 1000 == 0 && exp < 18 {
+    while n.is_multiple_of(1000) && exp < 18 {
         n /= 1000;
         exp += 3;
     }

@@ -35,12 +35,6 @@ pub struct Event<'a> {
     pub component: &'a str,
 }
 
-fn already_recorded(api: &ApiStore, ns: &str, uid: &str, reason: &str, message: &str) -> bool {
-    api.list("", "events", Some(ns)).any(|(_, e)| {
-        e["involvedObject"]["uid"] == uid && e["reason"] == reason && e["message"] == message
-    })
-}
-
 /// Record `ev` (once; see the module invariant). Returns whether it was new.
 pub fn record(api: &mut ApiStore, ev: &Event<'_>) -> bool {
     let meta = &ev.object["metadata"];
@@ -51,14 +45,16 @@ pub fn record(api: &mut ApiStore, ev: &Event<'_>) -> bool {
     } else {
         obj_ns.clone()
     };
-    if already_recorded(api, &ns, &uid, ev.reason, ev.message) {
-        return false;
-    }
+    // The name is a function of (uid, reason, message): a repeat finds its event.
     let suffix = format!(
         "{:016x}",
         crate::domain::hash::fnv1a(format!("{uid}/{}/{}", ev.reason, ev.message).bytes())
     );
     let event_name = format!("{name}.{suffix}");
+    let key = ObjKey::new("", "events", &ns, &event_name);
+    if api.get(&key).is_some() {
+        return false;
+    }
     let now = now_rfc3339();
     let body = json!({
         "apiVersion": "v1",
@@ -78,13 +74,7 @@ pub fn record(api: &mut ApiStore, ev: &Event<'_>) -> bool {
         "reportingComponent": ev.component,
         "reportingInstance": "",
     });
-    api.create(
-        ObjKey::new("", "events", &ns, &event_name),
-        &body,
-        ev.component,
-        "Update",
-        None,
-    );
+    api.create(key, &body, ev.component, "Update", None);
     true
 }
 
@@ -135,6 +125,19 @@ pub fn autoscaler(
     planned: &BTreeMap<String, u32>,
     unschedulable: &[ObjKey],
 ) {
+    if unschedulable.is_empty() {
+        return;
+    }
+    let templates: Vec<(&String, &PoolNodes, NodeView)> = pools
+        .iter()
+        .map(|(name, p)| {
+            (
+                name,
+                p,
+                NodeView::from_json(&nodes::template(cluster_key, p)),
+            )
+        })
+        .collect();
     for key in unschedulable {
         let Some(pod) = api.get(key).cloned() else {
             continue;
@@ -142,10 +145,9 @@ pub fn autoscaler(
         let req = sched::pod_requests(&pod);
         let mut growing = Vec::new();
         let mut reasons: Vec<Vec<String>> = Vec::new();
-        for (name, p) in pools {
-            let tmpl = NodeView::from_json(&nodes::template(cluster_key, p));
-            let fits = sched::check(&pod["spec"], &req, &tmpl, &Res::new());
-            let target = planned.get(name).copied().unwrap_or(p.count);
+        for (name, p, tmpl) in &templates {
+            let fits = sched::check(&pod["spec"], &req, tmpl, &Res::new());
+            let target = planned.get(*name).copied().unwrap_or(p.count);
             match fits {
                 Ok(()) if target > p.count => growing.push(format!(
                     "{{{} {}->{} (max: {})}}",

@@ -222,8 +222,10 @@ fn managers(obj: &Value) -> Vec<(String, String)> {
 pub enum Write {
     /// Server-side apply by `manager`.
     Apply { manager: String, force: bool },
-    /// JSON merge patch (also used for strategic merge patches).
+    /// JSON merge patch.
     Merge { manager: String },
+    /// Strategic merge patch (see [`super::strategic`]).
+    Strategic { manager: String },
     /// PUT: replace the content.
     Update { manager: String },
 }
@@ -236,7 +238,13 @@ pub enum Outcome {
 }
 
 /// Compute the new stored object for `write` of `body` onto `existing`.
-pub fn write_existing(existing: &Value, body: &Value, write: &Write) -> Result<Outcome, KStatus> {
+/// `finish` normalises the merged content as the server stores it (or refuses it).
+pub fn write_existing(
+    existing: &Value,
+    body: &Value,
+    write: &Write,
+    finish: &dyn Fn(&mut Value) -> Result<(), KStatus>,
+) -> Result<Outcome, KStatus> {
     let old = content(existing);
     let mut incoming = content(body);
     // The URL names the object: a body without name or namespace means the same one.
@@ -246,6 +254,10 @@ pub fn write_existing(existing: &Value, body: &Value, write: &Write) -> Result<O
         if meta_ok && incoming["metadata"][k].is_null() && !existing["metadata"][k].is_null() {
             incoming["metadata"][k] = existing["metadata"][k].clone();
         }
+    }
+    // A whole object (apply, update) is compared in its stored form.
+    if matches!(write, Write::Apply { .. } | Write::Update { .. }) {
+        finish(&mut incoming)?;
     }
     let (new, manager, operation) = match write {
         Write::Apply { manager, force } => {
@@ -287,8 +299,15 @@ pub fn write_existing(existing: &Value, body: &Value, write: &Write) -> Result<O
             merge_patch(&mut merged, &incoming);
             (merged, manager, "Update")
         }
+        Write::Strategic { manager } => {
+            let mut merged = old.clone();
+            super::strategic::apply(&mut merged, &incoming);
+            (merged, manager, "Update")
+        }
         Write::Update { manager } => (incoming, manager, "Update"),
     };
+    let mut new = new;
+    finish(&mut new)?;
     if new == old {
         return Ok(Outcome::Unchanged);
     }
@@ -489,6 +508,7 @@ mod tests {
                 manager: "kineticd".into(),
                 force: true,
             },
+            &|_| Ok(()),
         )
         .unwrap()
     }
@@ -536,6 +556,7 @@ mod tests {
                 manager: "kineticd".into(),
                 force: false,
             },
+            &|_| Ok(()),
         )
         .unwrap_err();
         assert_eq!(e.code, 409);

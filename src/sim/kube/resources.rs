@@ -240,6 +240,20 @@ fn groups(defs: &[ResourceDef]) -> Vec<(String, Vec<String>)> {
     out
 }
 
+/// The discovery categories of a resource (`kubectl get all` lists the `all` ones).
+fn categories(d: &ResourceDef) -> Vec<&'static str> {
+    let all = matches!(
+        (d.group.as_str(), d.plural.as_str()),
+        ("", "pods" | "services")
+            | (
+                "apps",
+                "deployments" | "replicasets" | "statefulsets" | "daemonsets"
+            )
+            | ("batch", "jobs")
+    );
+    if all { vec!["all"] } else { Vec::new() }
+}
+
 /// `GET /api`.
 pub fn api_versions() -> Value {
     json!({
@@ -293,6 +307,7 @@ pub fn resource_list(defs: &[ResourceDef], group: &str, version: &str) -> Option
                 "kind": d.kind,
                 "verbs": VERBS,
                 "shortNames": d.short_names,
+                "categories": categories(d),
             })
         })
         .collect();
@@ -334,6 +349,7 @@ pub fn aggregated(defs: &[ResourceDef], core: bool) -> Value {
                                 "singularResource": d.singular,
                                 "verbs": VERBS,
                                 "shortNames": d.short_names,
+                                "categories": categories(d),
                             })
                         })
                         .collect();

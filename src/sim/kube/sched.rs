@@ -253,12 +253,27 @@ fn running_status(pod: &Value, node: &NodeView) -> Value {
         .bytes()
         .fold(7_u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
     let cond = |t: &str| json!({"type": t, "status": "True"});
+    let started = now_rfc3339();
+    let containers: Vec<Value> = pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            json!({
+                "name": c["name"], "image": c["image"], "imageID": "",
+                "containerID": format!("containerd://{h:016x}"),
+                "ready": true, "started": true, "restartCount": 0,
+                "state": {"running": {"startedAt": started}},
+            })
+        })
+        .collect();
     json!({
         "phase": "Running",
         "conditions": [cond("PodScheduled"), cond("Initialized"), cond("ContainersReady"), cond("Ready")],
         "hostIP": node.ip,
         "podIP": format!("10.{}.{}.{}", 64 + (h % 64), (h >> 8) & 0xff, 2 + ((h >> 16) % 250)),
-        "startTime": now_rfc3339(),
+        "startTime": started,
+        "containerStatuses": containers,
     })
 }
 

@@ -237,8 +237,11 @@ fn crd_columns(store: &ApiStore, def: &ResourceDef) -> Option<Vec<Value>> {
         .filter(|c| !c.is_empty())
 }
 
+/// Renders one object as a row's cells.
+type Render = Box<dyn Fn(&Value) -> Vec<Value>>;
+
 /// Columns and a row renderer for `def`.
-fn layout(store: &ApiStore, def: &ResourceDef) -> (Columns, Box<dyn Fn(&Value) -> Vec<Value>>) {
+fn layout(store: &ApiStore, def: &ResourceDef) -> (Columns, Render) {
     let (str_, int, date) = ("string", "integer", "date");
     match (def.group.as_str(), def.plural.as_str()) {
         ("", "pods") => (

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::http::{Req, Target, resolve};
 use super::objects::{Change, KStatus};
 use super::resources::{self, ResourceDef};
-use super::{table, verbs};
+use super::{selectors, table, verbs};
 use crate::sim::Sim;
 
 /// How often a watch looks for new changes (wall-clock).
@@ -77,7 +77,7 @@ impl Cursor {
             .iter()
             .filter(|(rv, _, k, _)| *rv > self.after && &k.group == g && &k.plural == p)
             .filter(|(_, _, k, _)| self.namespace.as_ref().is_none_or(|ns| &k.namespace == ns))
-            .filter(|(_, _, _, o)| verbs::selected(&self.labels, &self.fields, o))
+            .filter(|(_, _, _, o)| selectors::selected(&self.labels, &self.fields, o))
             .map(|(_, ch, _, o)| (*ch, o.clone()))
             .collect();
         self.after = c.api.resource_version;
