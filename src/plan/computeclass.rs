@@ -187,7 +187,11 @@ pub fn workload(class: &str, kind: Kind) -> WorkloadSelection {
             effect: "NoSchedule".into(),
         },
     ];
-    let mut snippet = format!("nodeSelector:\n  {CLASS_KEY}: {class}\ntolerations:\n");
+    let mut snippet = format!(
+        "# GKE adds these tolerations itself (to pods that select the class, and to pods that\n\
+         # request {accelerator}); they are spelled out so the spec works on any cluster.\n\
+         nodeSelector:\n  {CLASS_KEY}: {class}\ntolerations:\n"
+    );
     for t in &tolerations {
         snippet.push_str(&format!("- key: {}\n  operator: {}\n", t.key, t.operator));
         if let Some(v) = &t.value {
