@@ -14,7 +14,6 @@ use utoipa::ToSchema;
 
 use crate::domain::accelerators::Kind;
 use crate::domain::compute_class::{CLASS_KEY, ClassName};
-use crate::domain::naming::ClusterNames;
 
 use super::details::KubeObjectDetails;
 use super::{Action, ActionKind, Resource, StepId};
@@ -132,14 +131,14 @@ pub fn apply_action(spot: &str, on_demand: &str) -> Action {
     )
 }
 
-/// Delete the pair's class once both pools are gone.
-pub fn delete_action(spot: &str, on_demand: &str) -> Action {
-    let after = [StepId::pool(spot), StepId::pool(on_demand)];
+/// Delete the pair's class after the pool deletions `after` (the pools of the pair the
+/// removal still finds).
+pub fn delete_action(spot: &str, on_demand: &str, after: &[StepId]) -> Action {
     action(
         for_pair(spot, on_demand),
         ActionKind::Delete,
         "the failover pair's compute class goes with its pools".into(),
-        &after,
+        after,
     )
 }
 
@@ -187,7 +186,11 @@ pub fn workload(class: &str, kind: Kind) -> WorkloadSelection {
             effect: "NoSchedule".into(),
         },
     ];
-    let mut snippet = format!("nodeSelector:\n  {CLASS_KEY}: {class}\ntolerations:\n");
+    let mut snippet = format!(
+        "# GKE adds these tolerations itself (to pods that select the class, and to pods that\n\
+         # request {accelerator}); they are spelled out so the spec works on any cluster.\n\
+         nodeSelector:\n  {CLASS_KEY}: {class}\ntolerations:\n"
+    );
     for t in &tolerations {
         snippet.push_str(&format!("- key: {}\n  operator: {}\n", t.key, t.operator));
         if let Some(v) = &t.value {
@@ -206,11 +209,6 @@ pub fn workload(class: &str, kind: Kind) -> WorkloadSelection {
 /// The class a pool record belongs to (its `cloud.google.com/compute-class` label).
 pub fn class_of(labels: &BTreeMap<String, String>) -> Option<&str> {
     labels.get(CLASS_KEY).map(String::as_str)
-}
-
-/// `computeclasses/{name}` of the cluster, for messages.
-pub fn describe(n: &ClusterNames, class: &str) -> String {
-    format!("{}/computeclasses/{class}", n.gke_cluster())
 }
 
 #[cfg(test)]

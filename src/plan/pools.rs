@@ -210,7 +210,8 @@ pub fn remove(n: &ClusterNames, pool_ids: &[String], class: Option<(&str, &str)>
         .map(|id| pool_action(n, id, ActionKind::Delete, "requested removal"))
         .collect();
     if let Some((spot, on_demand)) = class {
-        actions.push(computeclass::delete_action(spot, on_demand));
+        let after: Vec<StepId> = pool_ids.iter().map(|id| StepId::pool(id)).collect();
+        actions.push(computeclass::delete_action(spot, on_demand, &after));
     }
     Plan {
         actions,
@@ -295,6 +296,10 @@ mod tests {
         let r = remove(&names(), &ids.map(String::from), class_pair(&records));
         assert_eq!(r.actions.last().unwrap().action, ActionKind::Delete);
         r.validate().unwrap();
+        // The partner already gone: the class is still deleted, after the one pool.
+        let r = remove(&names(), &[ids[1].to_owned()], class_pair(&records));
+        r.validate().unwrap();
+        assert_eq!(r.actions[1].depends_on, [StepId::pool(ids[1])]);
         let real = record("l4", "gpu-l4-0001", None);
         let p = add(&names(), &[real], &prices);
         assert_eq!(p.actions[0].reason, "requested pool");

@@ -262,10 +262,9 @@ async fn pod(k: &KubeCluster, name: &str) -> PodInfo {
 }
 
 /// The pool the pod runs in (`None` while Pending).
-async fn pool_of(env: &Env, k: &KubeCluster, name: &str, pools: [&str; 2]) -> Option<String> {
+async fn pool_of(k: &KubeCluster, name: &str, pools: [&str; 2]) -> Option<String> {
     let p = pod(k, name).await;
     let node = p.node.filter(|_| p.phase == "Running")?;
-    let _ = env;
     pools
         .into_iter()
         .find(|pool| node.starts_with(&format!("gke-{pool}-")))
@@ -302,7 +301,7 @@ async fn pods_of_the_class_run_on_spot_fail_over_to_on_demand_and_come_back() {
         .expect("create pod");
     let pools = [spot.as_str(), od.as_str()];
     assert_eq!(
-        pool_of(&env, &k, "train", pools).await,
+        pool_of(&k, "train", pools).await,
         None,
         "pending until a node comes"
     );
@@ -310,7 +309,7 @@ async fn pods_of_the_class_run_on_spot_fail_over_to_on_demand_and_come_back() {
     // Spot first.
     env.advance(61.0).await;
     assert_eq!(
-        pool_of(&env, &k, "train", pools).await.as_deref(),
+        pool_of(&k, "train", pools).await.as_deref(),
         Some(spot.as_str())
     );
 
@@ -322,23 +321,23 @@ async fn pods_of_the_class_run_on_spot_fail_over_to_on_demand_and_come_back() {
     );
     let resp = env.app.http.post(url).send().await.expect("reclaim");
     assert_eq!(resp.status(), 200);
-    assert_eq!(pool_of(&env, &k, "train", pools).await, None);
+    assert_eq!(pool_of(&k, "train", pools).await, None);
     env.advance(61.0).await;
     assert_eq!(
-        pool_of(&env, &k, "train", pools).await.as_deref(),
+        pool_of(&k, "train", pools).await.as_deref(),
         Some(od.as_str())
     );
 
     // The backoff ends: active migration grows spot, then drains on-demand.
     env.advance(600.0).await;
     assert_eq!(
-        pool_of(&env, &k, "train", pools).await.as_deref(),
+        pool_of(&k, "train", pools).await.as_deref(),
         Some(od.as_str()),
         "until spot has a node"
     );
     env.advance(61.0).await;
     assert_eq!(
-        pool_of(&env, &k, "train", pools).await.as_deref(),
+        pool_of(&k, "train", pools).await.as_deref(),
         Some(spot.as_str())
     );
     let w = env.sim.world();

@@ -355,7 +355,7 @@ impl ClusterKube {
             let Some(from) = self.pools.get(&m.from) else {
                 continue;
             };
-            let pods = self.pods_on(&nodes::last_nodes(&self.key, from));
+            let pods = compute_class::pods_on(&self.api, &nodes::last_nodes(&self.key, from));
             if pods.is_empty() {
                 continue; // nothing to move (the simulator does not scale empty nodes down)
             }
@@ -375,7 +375,7 @@ impl ClusterKube {
                 {
                     continue;
                 }
-                if fits_on(&self.api, to, &pods) {
+                if compute_class::fits_on(&self.api, to, &pods) {
                     if let Some(from) = self.pools.get_mut(&m.from) {
                         from.count -= 1;
                         tracing::debug!(cluster = %self.key, class = %m.class, from = %m.from, to = %to, "simulated active migration");
@@ -389,19 +389,6 @@ impl ClusterKube {
             }
         }
         (changed, wake)
-    }
-
-    /// (spec, requests) of the pods bound to `nodes`, not finished.
-    fn pods_on(&self, nodes: &[String]) -> Vec<(Value, Res)> {
-        self.api
-            .list("", "pods", None)
-            .filter(|(_, p)| !is_finished(p))
-            .filter(|(_, p)| {
-                let node = p["spec"]["nodeName"].as_str().unwrap_or("");
-                nodes.iter().any(|n| n == node)
-            })
-            .map(|(_, p)| (p["spec"].clone(), sched::pod_requests(p)))
-            .collect()
     }
 
     /// A spot reclaim: the pool's nodes vanish now and the autoscaler leaves it alone for
@@ -447,43 +434,6 @@ impl ClusterKube {
             .is_some()
     }
 }
-
-fn is_finished(pod: &Value) -> bool {
-    matches!(
-        pod["status"]["phase"].as_str(),
-        Some("Succeeded" | "Failed")
-    )
-}
-
-/// Whether `pods` all fit, together, on the existing nodes of `pool` beside what runs
-/// there now.
-fn fits_on(api: &ApiStore, pool: &str, pods: &[(Value, Res)]) -> bool {
-    let mut used: BTreeMap<String, Res> = BTreeMap::new();
-    for (_, p) in api.list("", "pods", None).filter(|(_, p)| !is_finished(p)) {
-        if let Some(n) = p["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-            sched::add(
-                used.entry(n.to_owned()).or_default(),
-                &sched::pod_requests(p),
-            );
-        }
-    }
-    let targets: Vec<NodeView> = sched::node_views(api)
-        .into_iter()
-        .filter(|n| n.labels.get(NODEPOOL_LABEL).map(String::as_str) == Some(pool))
-        .collect();
-    pods.iter().all(|(spec, req)| {
-        let Some(n) = targets.iter().find(|n| {
-            let u = used.get(&n.name).cloned().unwrap_or_default();
-            sched::check(spec, req, n, &u).is_ok()
-        }) else {
-            return false;
-        };
-        sched::add(used.entry(n.name.clone()).or_default(), req);
-        true
-    })
-}
-
-const NODEPOOL_LABEL: &str = "cloud.google.com/gke-nodepool";
 
 fn earliest(times: impl IntoIterator<Item = Option<SimTime>>) -> Option<SimTime> {
     times.into_iter().flatten().min()

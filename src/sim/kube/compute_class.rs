@@ -1,7 +1,7 @@
 //! GKE custom compute classes as the simulated cluster autoscaler reads them: which
 //! pools a pending pod that selects a class may grow, in priority order, and which
 //! lower-priority pools active migration (`optimizeRulePriority`) drains once a higher
-//! one can take their pods.
+//! one can take their pods (whether they fit: [`fits_on`]).
 //!
 //! Invariant: a class only ever names pools tied to it as GKE requires (node label
 //! `cloud.google.com/compute-class=<class>`); with `whenUnsatisfiable: DoNotScaleUp`
@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::PoolNodes;
 use super::objects::ApiStore;
+use super::sched::{self, NodeView, Res};
 
 /// The label (and taint key) tying nodes and pods to a class.
 pub const CLASS_KEY: &str = "cloud.google.com/compute-class";
@@ -151,6 +152,55 @@ pub fn migrations(
     }
     out
 }
+
+/// (spec, requests) of the pods bound to `nodes`, not finished.
+pub fn pods_on(api: &ApiStore, nodes: &[String]) -> Vec<(Value, Res)> {
+    api.list("", "pods", None)
+        .filter(|(_, p)| !is_finished(p))
+        .filter(|(_, p)| {
+            let node = p["spec"]["nodeName"].as_str().unwrap_or("");
+            nodes.iter().any(|n| n == node)
+        })
+        .map(|(_, p)| (p["spec"].clone(), sched::pod_requests(p)))
+        .collect()
+}
+
+fn is_finished(pod: &Value) -> bool {
+    matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Whether `pods` all fit, together, on the existing nodes of `pool` beside what runs
+/// there now.
+pub fn fits_on(api: &ApiStore, pool: &str, pods: &[(Value, Res)]) -> bool {
+    let mut used: BTreeMap<String, Res> = BTreeMap::new();
+    for (_, p) in api.list("", "pods", None).filter(|(_, p)| !is_finished(p)) {
+        if let Some(n) = p["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+            sched::add(
+                used.entry(n.to_owned()).or_default(),
+                &sched::pod_requests(p),
+            );
+        }
+    }
+    let targets: Vec<NodeView> = sched::node_views(api)
+        .into_iter()
+        .filter(|n| n.labels.get(NODEPOOL_LABEL).map(String::as_str) == Some(pool))
+        .collect();
+    pods.iter().all(|(spec, req)| {
+        let Some(n) = targets.iter().find(|n| {
+            let u = used.get(&n.name).cloned().unwrap_or_default();
+            sched::check(spec, req, n, &u).is_ok()
+        }) else {
+            return false;
+        };
+        sched::add(used.entry(n.name.clone()).or_default(), req);
+        true
+    })
+}
+
+const NODEPOOL_LABEL: &str = "cloud.google.com/gke-nodepool";
 
 #[cfg(test)]
 mod tests {
