@@ -495,12 +495,22 @@ async fn a_running_drill_is_cancelled_at_once_and_the_groups_answer_as_compute_d
         skip_instances_on_validation_error: Some(true),
         ..stranger
     };
+    let id = uuid::Uuid::new_v4();
     let op = gcp
         .compute
-        .delete_instances(&mig, &skipped, uuid::Uuid::new_v4())
+        .delete_instances(&mig, &skipped, id)
         .await
         .expect("skipped");
     assert!(op.is_done() && op.error.is_none(), "{op:?}");
+    let again = gcp
+        .compute
+        .delete_instances(&mig, &skipped, id)
+        .await
+        .unwrap();
+    assert_eq!(
+        again.name, op.name,
+        "a repeated requestId returns its operation"
+    );
     assert_eq!(
         gcp.compute
             .list_managed_instances(&mig)
