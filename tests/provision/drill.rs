@@ -11,6 +11,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use kineticd::cloud::gcp::compute::mig::MigRef;
+use kineticd::cloud::gcp::types::mig::DeleteInstancesRequest;
 use kineticd::cloud::kube::{ClusterAccess, KubeCluster};
 use kube::Api;
 use kube::api::PostParams;
@@ -447,4 +449,104 @@ async fn drills_are_refused_without_a_pair_or_with_bad_input() {
             .as_array()
             .is_none_or(|a| a.is_empty())
     );
+}
+
+#[tokio::test]
+async fn a_running_drill_is_cancelled_at_once_and_the_groups_answer_as_compute_does() {
+    let env = explicit_clock().await;
+    let (spot, _) = pair(&env, "kc").await;
+    let k = kube_of(&env, "kc").await;
+    workload(&k, true).await;
+
+    // The simulator's groups, through the production client: the pool's VMs by URL;
+    // a VM that is not a member is refused unless skipped; an unknown group is 404.
+    let gcp = env.gcp();
+    let np = gcp
+        .container
+        .get_node_pool(PROJECT, ZONE, "kc", &spot)
+        .await
+        .expect("pool");
+    assert_eq!(np.instance_group_urls.len(), 1, "one zone");
+    let mig = MigRef::parse(&np.instance_group_urls[0]).expect("a zonal group");
+    let vms = gcp
+        .compute
+        .list_managed_instances(&mig)
+        .await
+        .expect("list");
+    assert_eq!(vms.len(), 2, "{vms:?}");
+    assert!(
+        vms[0]
+            .instance
+            .as_deref()
+            .unwrap()
+            .contains(&format!("/zones/{ZONE}/instances/gke-{spot}-"))
+    );
+    let stranger = DeleteInstancesRequest {
+        instances: vec![format!("zones/{ZONE}/instances/not-a-member")],
+        skip_instances_on_validation_error: None,
+    };
+    let e = gcp
+        .compute
+        .delete_instances(&mig, &stranger, uuid::Uuid::new_v4())
+        .await
+        .expect_err("not a member");
+    assert_eq!(e.http_status, 400, "{e}");
+    let skipped = DeleteInstancesRequest {
+        skip_instances_on_validation_error: Some(true),
+        ..stranger
+    };
+    let id = uuid::Uuid::new_v4();
+    let op = gcp
+        .compute
+        .delete_instances(&mig, &skipped, id)
+        .await
+        .expect("skipped");
+    assert!(op.is_done() && op.error.is_none(), "{op:?}");
+    let again = gcp
+        .compute
+        .delete_instances(&mig, &skipped, id)
+        .await
+        .unwrap();
+    assert_eq!(
+        again.name, op.name,
+        "a repeated requestId returns its operation"
+    );
+    assert_eq!(
+        gcp.compute
+            .list_managed_instances(&mig)
+            .await
+            .unwrap()
+            .len(),
+        2,
+        "nothing deleted"
+    );
+    let unknown = MigRef {
+        name: "gke-kc-nope-grp".into(),
+        ..mig.clone()
+    };
+    let e = gcp
+        .compute
+        .list_managed_instances(&unknown)
+        .await
+        .expect_err("unknown group");
+    assert_eq!(e.http_status, 404, "{e}");
+
+    // A drill that cannot finish (pods pinned to spot, the clock held) stops at a cancel.
+    let r = env
+        .app
+        .post(OWNER, &drill_path("kc", &spot), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    watching(&env, &r.body).await;
+    let name = r.body["name"].as_str().unwrap();
+    let c = env
+        .app
+        .post(OWNER, &format!("/v1/{name}:cancel"), Value::Null)
+        .await;
+    assert_eq!(c.status, StatusCode::OK, "{}", c.body);
+    let done = env.done(&r.body).await;
+    assert_eq!(done["metadata"]["state"], "CANCELLED", "{done}");
+    for p in env.pools("kc").await["nodePools"].as_array().unwrap() {
+        assert_eq!(p["state"], "RUNNING", "{p}");
+    }
 }

@@ -82,8 +82,8 @@ pub struct State {
     pub request_ids: BTreeMap<String, String>,
     /// region -> metric -> limit (from `POST /sim/v1/quotas`).
     pub quota_overrides: BTreeMap<String, BTreeMap<String, f64>>,
-    /// Reclaimed managed instance groups waiting for spot capacity ([`mig`]).
-    pub mig_restores: Vec<mig::Restore>,
+    /// Managed instance groups: reclaims waiting for spot capacity, requestIds ([`mig`]).
+    pub migs: mig::Groups,
     epoch: Option<DateTime<Utc>>,
 }
 

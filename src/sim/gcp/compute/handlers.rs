@@ -58,7 +58,7 @@ fn check_name(field: &str, name: &str) -> Result<(), SimError> {
     )))
 }
 
-fn request_id(q: &Rq) -> Result<Option<String>, SimError> {
+pub(super) fn request_id(q: &Rq) -> Result<Option<String>, SimError> {
     let Some(raw) = q.request_id.as_deref().filter(|s| !s.is_empty()) else {
         return Ok(None);
     };

@@ -11,6 +11,8 @@
 //! `kubectl get nodes` shows never disagree; a deletion takes effect before its (DONE)
 //! operation is returned.
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -27,7 +29,16 @@ use crate::sim::kube::cluster::RECLAIM_BACKOFF;
 use crate::sim::kube::nodes;
 use crate::sim::world::World;
 
-use super::handlers::{F, Rq, SVC, base};
+use super::handlers::{F, Rq, SVC, base, request_id};
+
+/// What the groups remember: reclaims to restore, and the operation each `requestId`
+/// started (a retried `deleteInstances` returns it instead of deleting again).
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Groups {
+    pub restores: Vec<Restore>,
+    pub requests: BTreeMap<String, Operation>,
+}
 
 /// A group restored to its pool's minimum once spot capacity is back.
 #[derive(Debug, Clone, Serialize)]
@@ -169,11 +180,11 @@ fn members(
 pub async fn delete_instances(
     State(sim): State<Sim>,
     Path((project, zone, igm)): Path<(String, String, String)>,
-    Query(_q): Query<Rq>,
+    Query(q): Query<Rq>,
     body: Bytes,
 ) -> Response {
     sim.serve((SVC, F), "instanceGroupManagers.deleteInstances", || {
-        do_delete(&sim, &project, &zone, &igm, &body).map(Json)
+        do_delete(&sim, &project, &zone, &igm, &q, &body).map(Json)
     })
     .await
 }
@@ -183,11 +194,16 @@ fn do_delete(
     project: &str,
     zone: &str,
     igm: &str,
+    q: &Rq,
     body: &Bytes,
 ) -> Result<Operation, SimError> {
     let req: DeleteInstancesRequest = strict(F, body)?;
+    let rid = request_id(q)?;
     let clock = sim.clock();
     let mut w = sim.world();
+    if let Some(op) = rid.as_ref().and_then(|r| w.compute.migs.requests.get(r)) {
+        return Ok(op.clone());
+    }
     let g = group(&w, sim, project, zone, igm)?;
     let current = instance_names(&w, &g, zone);
     let deleting = members(&req, zone, &current)?;
@@ -201,7 +217,7 @@ fn do_delete(
         rand::random::<u64>()
     );
     let zone_url = format!("{}/zones/{zone}", base(sim, project));
-    Ok(Operation {
+    let op = Operation {
         id: Some(rand::random::<u64>().to_string()),
         kind: Some("compute#operation".into()),
         name: name.clone(),
@@ -216,7 +232,11 @@ fn do_delete(
         start_time: Some(stamp.clone()),
         end_time: Some(stamp),
         ..Operation::default()
-    })
+    };
+    if let Some(r) = rid {
+        w.compute.migs.requests.insert(r, op.clone());
+    }
+    Ok(op)
 }
 
 /// Delete `n` instances of the group: a spot pool is reclaimed (all its nodes go, as
@@ -231,7 +251,7 @@ fn take_away(w: &mut World, g: &Group, n: usize, now: SimTime) {
         .is_some_and(|p| p.spot);
     if spot {
         if w.kube.reclaim_pool(&g.kube_key, &g.pool, now).is_ok() {
-            w.compute.mig_restores.push(Restore {
+            w.compute.migs.restores.push(Restore {
                 kube_key: g.kube_key.clone(),
                 pool: g.pool.clone(),
                 at: now + RECLAIM_BACKOFF,
@@ -246,10 +266,10 @@ fn take_away(w: &mut World, g: &Group, n: usize, now: SimTime) {
 
 /// Restore reclaimed groups whose backoff is over to their pool's minimum.
 pub fn tick(w: &mut World, clock: &Clock) {
-    let (due, waiting): (Vec<Restore>, Vec<Restore>) = std::mem::take(&mut w.compute.mig_restores)
+    let (due, waiting): (Vec<Restore>, Vec<Restore>) = std::mem::take(&mut w.compute.migs.restores)
         .into_iter()
         .partition(|r| clock.is_due(r.at));
-    w.compute.mig_restores = waiting;
+    w.compute.migs.restores = waiting;
     for r in due {
         let min = w
             .kube
