@@ -200,7 +200,11 @@ async fn fragmented_cluster_counted_by_hand() {
         .iter()
         .map(|p| p["poolId"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, [L4X4, SPOT], "default-pool has no accelerators: {c:#}");
+    assert_eq!(
+        ids,
+        [SPOT, L4X4],
+        "id order; default-pool has no accelerators: {c:#}"
+    );
 
     let l4 = pool(&c, L4X4);
     let per_node: Vec<(String, [u64; 5], u64)> = l4["nodes"]
