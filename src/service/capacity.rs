@@ -38,6 +38,8 @@ use pools::{GPU_TYPE_LABEL, PoolFacts, TPU_TYPE_LABEL};
 pub struct Timing {
     /// GKE `clusters.get` and Compute `regions.get` (concurrent).
     pub cloud: Duration,
+    /// Both Kubernetes lists, which run concurrently (wall time).
+    pub kube: Duration,
     /// The Kubernetes node list.
     pub list_nodes: Duration,
     /// The Kubernetes pod list (all namespaces).
@@ -102,7 +104,8 @@ pub async fn get(
         )
     })?;
     let k = cloud.kube.cluster(access);
-    let (nodes, pods) = tokio::join!(timed(k.nodes()), timed(k.pods(None)));
+    let ((nodes, pods), kube) =
+        timed(async { tokio::join!(timed(k.nodes()), timed(k.pods(None))) }).await;
     let (nodes, list_nodes) = (nodes.0.map_err(kube_unavailable)?, nodes.1);
     let (pods, list_pods) = (pods.0.map_err(kube_unavailable)?, pods.1);
     let facts = pool_facts(&gke, &records, region.ok().as_ref());
@@ -120,6 +123,7 @@ pub async fn get(
         capacity,
         timing: Timing {
             cloud: cloud_time,
+            kube,
             list_nodes,
             list_pods,
             compute: compute_time,

@@ -186,7 +186,13 @@ async fn fragmented_cluster_counted_by_hand() {
 
     let r = app.get(BOB, CAPACITY).await;
     let timing = r.headers["server-timing"].to_str().unwrap().to_owned();
-    for part in ["cloud;dur=", "nodes;dur=", "pods;dur=", "compute;dur="] {
+    for part in [
+        "cloud;dur=",
+        "kube;dur=",
+        "nodes;dur=",
+        "pods;dur=",
+        "compute;dur=",
+    ] {
         assert!(timing.contains(part), "{timing}");
     }
     let c = ok(r);
