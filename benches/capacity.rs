@@ -160,14 +160,49 @@ async fn run(pg: &PrivatePostgres, runs: usize) -> Result<()> {
     check_workload(&app, runs).await
 }
 
-/// `:checkWorkload` on the same cluster.
+/// `:checkWorkload` on the same cluster: the whole HTTP request with a 3-replica GPU
+/// Deployment, when the route exists (branch `check`); otherwise says so.
 ///
-/// INTEGRATOR: fill in after merging branch `check` (its pure `judge` and the
-/// `POST .../clusters/{c}:checkWorkload` route): time the pure judgement on the listed
-/// views like `capacity: pure computation` above, and the whole request like
-/// [`http_capacity`], then `report` both (same 50 ms p99 target excluding list calls).
-async fn check_workload(_app: &app_support::App, _runs: usize) -> Result<()> {
-    println!("checkWorkload: not on this branch yet (see check_workload in benches/capacity.rs)");
+/// INTEGRATOR: after merging branch `check`, also time its pure judgement on the listed
+/// views (`kineticd::domain::workload::{parse, check}` with the facts its service builds
+/// in `src/service/workload.rs`) like `capacity: pure computation` above, and subtract
+/// its reads as [`http_capacity`] does (same 50 ms p99 target excluding the list calls).
+async fn check_workload(app: &app_support::App, runs: usize) -> Result<()> {
+    let url = format!(
+        "{}/v1/projects/{PROJECT}/zones/{ZONE}/clusters/{CLUSTER}:checkWorkload",
+        app.api
+    );
+    let mut body = pod_spec("check", 2, json!({}), false);
+    body = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "check", "namespace": "default"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "check"}},
+                 "template": {"metadata": {"labels": {"app": "check"}}, "spec": body["spec"].take()}},
+    });
+    let mut total = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let r = app
+            .http
+            .post(&url)
+            .header("x-kinetic-user", OWNER)
+            .json(&body)
+            .send()
+            .await?;
+        let status = r.status();
+        let text = r.text().await?;
+        let elapsed = t.elapsed();
+        if !status.is_success() {
+            println!(
+                "checkWorkload: not measured, the route answered {status} (not on this branch \
+                 yet?): {}",
+                text.chars().take(200).collect::<String>()
+            );
+            return Ok(());
+        }
+        total.push(elapsed);
+    }
+    report("checkWorkload: whole HTTP request", &total);
     Ok(())
 }
 
