@@ -94,7 +94,7 @@ struct Bench {
 }
 
 async fn start(pg: &PrivatePostgres, speed: f64) -> Result<Bench> {
-    let app = app_support::start(pg, "kbench_provision", speed).await?;
+    let app = app_support::start(pg, "kbench_provision", speed, |_| {}).await?;
     // The production worker configuration (8 workers, 8 steps at once per operation).
     let workers = WorkerPool::start(
         app.db.clone(),

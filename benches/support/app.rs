@@ -28,16 +28,23 @@ pub struct App {
     pub _sim: Sim,
 }
 
-/// Database `name` (created if absent, migrated), the simulator at `speed` and the API.
-pub async fn start(pg: &PrivatePostgres, name: &str, speed: f64) -> Result<App> {
+/// Database `name` (created if absent, migrated), the simulator at `speed` (its
+/// configuration changed by `tweak`, e.g. larger quotas) and the API.
+pub async fn start(
+    pg: &PrivatePostgres,
+    name: &str,
+    speed: f64,
+    tweak: impl FnOnce(&mut SimConfig),
+) -> Result<App> {
     pg.ensure_database(name).await?;
     let url = pg.url(name);
     let db = store::connect(&url, 20).await?;
     store::migrate(&db).await?;
-    let config = SimConfig {
+    let mut config = SimConfig {
         clock: ClockMode::Auto { speed },
         ..SimConfig::default()
     };
+    tweak(&mut config);
     let (sim, _) = Sim::start(config, "127.0.0.1:0".parse()?).await?;
     let http = app::http_client()?;
     let (gcp, manifests) = kineticd::cli::dev::sim_config(&sim.url(), speed)?;

@@ -159,7 +159,9 @@ pub struct PendingPod {
     pub reason: PendingReason,
     /// What is wrong and what would fix it.
     pub message: String,
-    /// Pools that offer the resource and match the pod's selector (before taints and size).
+    /// The pools the reason is about: those whose taint it lacks a toleration for, those
+    /// too small, the node's pool (FITS_NOW), those at their maximum, those without quota,
+    /// the pool that grows (SCALE_UP_PENDING); empty when no pool matches.
     pub pools: Vec<String>,
     /// kube-scheduler's explanation (PodScheduled condition), when it gave one.
     pub scheduler_message: Option<String>,

@@ -38,6 +38,8 @@ use pools::{GPU_TYPE_LABEL, PoolFacts, TPU_TYPE_LABEL};
 pub struct Timing {
     /// GKE `clusters.get` and Compute `regions.get` (concurrent).
     pub cloud: Duration,
+    /// Both Kubernetes lists, which run concurrently (wall time).
+    pub kube: Duration,
     /// The Kubernetes node list.
     pub list_nodes: Duration,
     /// The Kubernetes pod list (all namespaces).
@@ -102,7 +104,8 @@ pub async fn get(
         )
     })?;
     let k = cloud.kube.cluster(access);
-    let (nodes, pods) = tokio::join!(timed(k.nodes()), timed(k.pods(None)));
+    let ((nodes, pods), kube) =
+        timed(async { tokio::join!(timed(k.nodes()), timed(k.pods(None))) }).await;
     let (nodes, list_nodes) = (nodes.0.map_err(kube_unavailable)?, nodes.1);
     let (pods, list_pods) = (pods.0.map_err(kube_unavailable)?, pods.1);
     let facts = pool_facts(&gke, &records, region.ok().as_ref());
@@ -120,6 +123,7 @@ pub async fn get(
         capacity,
         timing: Timing {
             cloud: cloud_time,
+            kube,
             list_nodes,
             list_pods,
             compute: compute_time,
@@ -264,4 +268,81 @@ fn kube_effect(gke: &str) -> String {
         other => other,
     }
     .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::gcp::types::container::NodePoolAutoscaling;
+    use crate::store::records::TaintRecord;
+
+    fn gke(locations: usize, autoscaling: Option<(Option<i32>, Option<i32>)>) -> GkePool {
+        GkePool {
+            name: "p".into(),
+            initial_node_count: Some(2),
+            locations: (0..locations).map(|i| format!("us-central1-{i}")).collect(),
+            autoscaling: autoscaling.map(|(per_zone, total)| NodePoolAutoscaling {
+                enabled: Some(true),
+                max_node_count: per_zone,
+                total_max_node_count: total,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ceilings_from_records_then_gke() {
+        let rec = PoolSpecRecord {
+            max_nodes: 4,
+            ..Default::default()
+        };
+        // Records hold GKE's per-zone bounds: 4 a zone in 2 zones.
+        assert_eq!(max_nodes(Some(&rec), Some(&gke(2, None))), Some(8));
+        assert_eq!(max_nodes(Some(&rec), None), Some(4));
+        assert_eq!(
+            max_nodes(None, Some(&gke(2, Some((Some(3), None))))),
+            Some(6)
+        );
+        assert_eq!(
+            max_nodes(None, Some(&gke(2, Some((Some(3), Some(5)))))),
+            Some(5)
+        );
+        // No autoscaling: the fixed size in every zone.
+        assert_eq!(max_nodes(None, Some(&gke(1, None))), Some(2));
+        assert_eq!(max_nodes(None, None), None);
+    }
+
+    #[test]
+    fn template_node_of_a_recorded_pool() {
+        let rec = PoolSpecRecord {
+            accelerator: "tpu-v5litepod-16".into(),
+            machine_type: "ct5lp-hightpu-4t".into(),
+            spot: true,
+            taints: vec![TaintRecord {
+                key: "gpu-pool-type".into(),
+                value: "spot".into(),
+                effect: "NO_SCHEDULE".into(),
+            }],
+            ..Default::default()
+        };
+        let t = template("tpu-v5litepod-ab12", &rec).expect("template");
+        // A v5e-16 slice is 4 hosts of 4 chips.
+        assert_eq!((t.gpus, t.tpus, t.spot), (0, 4, true));
+        assert_eq!(t.labels[NODEPOOL_LABEL], "tpu-v5litepod-ab12");
+        assert_eq!(t.labels[TPU_TYPE_LABEL], "tpu-v5-lite-podslice");
+        let taints: Vec<String> = t.taints.iter().map(pools::show_taint).collect();
+        assert_eq!(
+            taints,
+            [
+                "gpu-pool-type=spot:NoSchedule",
+                "google.com/tpu=present:NoSchedule"
+            ]
+        );
+        let cpu = PoolSpecRecord {
+            accelerator: "cpu".into(),
+            ..Default::default()
+        };
+        assert!(template("x", &cpu).is_none());
+    }
 }

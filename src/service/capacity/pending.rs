@@ -66,7 +66,6 @@ fn reason(
     if selected.is_empty() {
         return no_selected(pod, resource, &offering);
     }
-    let candidates = ids(&selected);
     let tolerated: Vec<&Pool> = selected
         .iter()
         .copied()
@@ -85,7 +84,7 @@ fn reason(
              matching toleration",
             taints.join(", ")
         );
-        return (PendingReason::MissingToleration, m, candidates);
+        return (PendingReason::MissingToleration, m, ids(&selected));
     }
     let fitting: Vec<&Pool> = tolerated
         .iter()
@@ -97,23 +96,24 @@ fn reason(
         let m = format!(
             "requests {amount} {res} but the largest node of the pools it may use ({}) has \
              {largest}; request at most {largest} per pod, or add a pool with larger nodes",
-            candidates.join(", ")
+            ids(&tolerated).join(", ")
         );
-        return (PendingReason::AcceleratorCountTooLarge, m, candidates);
+        return (PendingReason::AcceleratorCountTooLarge, m, ids(&tolerated));
     }
     let fits_now = fitting.iter().find_map(|p| {
-        p.nodes.iter().find(|n| {
+        let n = p.nodes.iter().find(|n| {
             selector_matches(&pod.node_selector, n)
                 && free.get(n.name.as_str()).is_some_and(|f| *f >= amount)
-        })
+        })?;
+        Some((*p, n))
     });
-    if let Some(n) = fits_now {
+    if let Some((p, n)) = fits_now {
         let m = format!(
             "node {} has {amount} {res} free: kube-scheduler binds the pod unless another \
              resource (CPU, memory, pods) is short there",
             n.name
         );
-        return (PendingReason::FitsNow, m, candidates);
+        return (PendingReason::FitsNow, m, ids(&[p]));
     }
     let growable: Vec<&Pool> = fitting.iter().copied().filter(|p| p.can_grow()).collect();
     if growable.is_empty() {
@@ -129,21 +129,21 @@ fn reason(
              maximum: {}; raise maxNodes or free accelerators",
             at.join(", ")
         );
-        return (PendingReason::PoolAtMax, m, candidates);
+        return (PendingReason::PoolAtMax, m, ids(&fitting));
     }
     if let Some(p) = growable.iter().find(|p| p.quota_allows_a_node()) {
         let m = format!(
             "no node has {amount} {res} free; the cluster autoscaler can add a node to {}",
             p.id
         );
-        return (PendingReason::ScaleUpPending, m, candidates);
+        return (PendingReason::ScaleUpPending, m, ids(&[*p]));
     }
     let m = format!(
         "pools {} could grow, but the region's quota for their accelerators cannot cover \
          another node; request more quota or free accelerators",
         ids(&growable).join(", ")
     );
-    (PendingReason::QuotaExhausted, m, candidates)
+    (PendingReason::QuotaExhausted, m, ids(&growable))
 }
 
 /// No pool offering the resource matches the selector: an accelerator type no pool has
