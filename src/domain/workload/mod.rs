@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 pub mod admission;
+pub mod capacity;
 pub mod cuda;
 pub mod gke;
 pub mod judge;

@@ -6,7 +6,8 @@
 //! came closest (the latest rule they failed), so the fix offered is the one that
 //! matters, and a problem is never reported for a group that fits.
 
-use super::judge::{Failure, Judgement, consume, judge};
+use super::capacity::consume;
+use super::judge::{Failure, Judgement, judge};
 use super::{ClusterFacts, GPU, PodGroup, PoolFacts, TPU, Workload};
 
 /// Workload-check reasons (API.md).
@@ -235,7 +236,7 @@ fn problem(f: &Failure) -> Problem {
 /// The group's fit and, when it cannot place all its pods, why.
 fn group_fit(g: &PodGroup, judged: &[(&PoolFacts, Judgement)]) -> (Fit, Vec<Problem>) {
     let need = u64::from(g.replicas);
-    let rooms: Vec<(&PoolFacts, &super::judge::Room)> = judged
+    let rooms: Vec<(&PoolFacts, &super::capacity::Room)> = judged
         .iter()
         .filter_map(|(p, j)| Some((*p, j.as_ref().ok()?)))
         .collect();
