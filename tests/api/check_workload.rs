@@ -33,9 +33,15 @@ const POOL: &str = "gpu-l4-ab12";
 /// A team, a cluster record with one L4 pool (1 node now, at most 2), and the same
 /// cluster in the simulator's GKE with `default-pool`.
 async fn setup() -> (TestApp, kineticd::sim::Sim, KubeCluster) {
+    setup_with(&[]).await
+}
+
+/// [`setup`] with regional quota limits (metric, limit).
+async fn setup_with(quotas: &[(&str, f64)]) -> (TestApp, kineticd::sim::Sim, KubeCluster) {
     // An explicit clock: the autoscaler adds nodes only when the test moves time on.
     let (app, sim) = TestApp::spawn_sim_with(kineticd::sim::SimConfig {
         clock: kineticd::sim::clock::ClockMode::Explicit,
+        quotas: quotas.iter().map(|(m, l)| ((*m).to_owned(), *l)).collect(),
         ..Default::default()
     })
     .await;
@@ -376,4 +382,35 @@ async fn viewers_may_check_and_strangers_see_nothing() {
         )
         .await;
     expect_not_found(&r, "CLUSTER_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn quota_read_from_the_region_decides_scale_up() {
+    // One L4 node runs (1 GPU of quota used); the limit leaves no room for a second.
+    let (app, sim, kube) = setup_with(&[("NVIDIA_L4_GPUS", 1.0)]).await;
+    create_pod(&kube, &pod("first", 1)).await;
+    assert_eq!(phase(&kube, "first").await, "Running");
+    let v = check_json(&app, pod("second", 1)).await;
+    assert_eq!(
+        (verdict(&v), reasons(&v)),
+        ("NEVER", vec!["QUOTA_EXHAUSTED"]),
+        "{v:#}"
+    );
+    let fix = v["problems"][0]["fix"].as_str().unwrap();
+    assert!(fix.contains("NVIDIA_L4_GPUS"), "{fix}");
+    // The fix it names: more quota.
+    let r = app
+        .http
+        .post(format!("{}/sim/v1/quotas", sim.url()))
+        .json(&json!({"region": "us-central1", "metric": "NVIDIA_L4_GPUS", "limit": 2.0}))
+        .send()
+        .await
+        .expect("set quota");
+    assert!(r.status().is_success());
+    let v = check_json(&app, pod("second", 1)).await;
+    assert_eq!(
+        (verdict(&v), reasons(&v)),
+        ("AFTER_SCALE_UP", vec![]),
+        "{v:#}"
+    );
 }
