@@ -339,6 +339,12 @@ async fn a_workload_that_cannot_fail_over_ends_at_the_deadline_never_recovered()
     assert_eq!(error["code"], 4, "DEADLINE_EXCEEDED: {error}");
     let info = &error["details"][0];
     assert_eq!(info["reason"], "DRILL_DEADLINE_EXCEEDED", "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("2 of 2 pods never ran again"), "{message}");
+    assert!(
+        message.contains("the fallback pool added no node"),
+        "{message}"
+    );
     assert_eq!(info["metadata"]["step"], "drill-watch");
     assert_eq!(info["metadata"]["podsNeverRecovered"], "2");
     let rep: Value = serde_json::from_str(info["metadata"]["report"].as_str().unwrap()).unwrap();

@@ -49,15 +49,26 @@ async fn fallback_price(s: &Step<'_>, pool: &str) -> Result<Option<HourlyCost>, 
 }
 
 fn deadline_error(r: &DrillReport, deadline: std::time::Duration) -> StepError {
+    let why = if r.pods_never_recovered > 0 {
+        format!(
+            "{} of {} pods never ran again{}",
+            r.pods_never_recovered,
+            r.pods_affected,
+            if r.fallback_nodes_added == 0 {
+                " and the fallback pool added no node (quota, stockout, its maximum, or pods it cannot take?)"
+            } else {
+                ""
+            }
+        )
+    } else {
+        "the pods run again but the spot pool is not back to its minimum".to_owned()
+    };
     StepError::terminal(
         RpcCode::DeadlineExceeded,
         "DRILL_DEADLINE_EXCEEDED",
         format!(
-            "the failover did not complete within the drill's deadline of {}: {} of {} pods never ran again{}",
-            crate::model::drill::duration_json(deadline),
-            r.pods_never_recovered,
-            r.pods_affected,
-            if r.fallback_nodes_added == 0 { " and the fallback pool added no node (quota, stockout or its maximum?)" } else { "" }
+            "the failover did not complete within the drill's deadline of {}: {why}",
+            crate::model::drill::duration_json(deadline)
         ),
     )
     .with("report", text(r))
