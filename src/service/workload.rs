@@ -241,6 +241,7 @@ pub fn cluster_facts(
         .filter_map(|n| n.pool.as_deref())
         .filter(|id| !pools.iter().any(|p| p.pool_id == *id))
         .collect();
+    unrecorded.sort_unstable();
     unrecorded.dedup();
     for id in unrecorded {
         let ns = live(id);
