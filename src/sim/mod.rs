@@ -97,8 +97,8 @@ impl Sim {
     pub fn new(config: SimConfig) -> Sim {
         Sim(Arc::new(Inner {
             clock: Clock::new(config.clock),
+            world: Mutex::new(World::new(&config)),
             config,
-            world: Mutex::new(World::default()),
             faults: Faults::default(),
             journal: Journal::default(),
             url: OnceLock::new(),

@@ -24,12 +24,20 @@ pub struct World {
 }
 
 impl World {
+    /// An empty world under `config`'s quotas.
+    pub fn new(config: &super::SimConfig) -> World {
+        let mut w = World::default();
+        w.compute.default_quotas = config.quotas.clone();
+        w
+    }
+
     /// Apply every change whose virtual time has come.
     pub fn tick(&mut self, clock: &Clock) {
         gcp::service_usage::tick(self, clock);
         gcp::artifact_registry::tick(self, clock);
         gcp::compute::tick(self, clock);
         gcp::container::tick(self, clock);
+        gcp::container::quota_caps(self);
         kube::tick(self, clock);
     }
 }

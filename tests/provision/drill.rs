@@ -1,8 +1,9 @@
-//! The failover drill (`POST .../nodePools/{pool}:drill`) end to end: a failover pair of
-//! seed 003's shape with GPU pods on its spot pool, reclaimed through Compute's managed
+//! The failover drill (`POST .../nodePools/{pool}:drill`) end to end: a failover pair
+//! (spot preferred through its ComputeClass) with a GPU Deployment on its spot pool, reclaimed through Compute's managed
 //! instance groups (or by deleting and re-creating the pool), watched through the
 //! cluster's Kubernetes API until the pods run on the fallback and spot capacity is
-//! back; a workload that cannot fail over ending at the drill's deadline; refusals.
+//! back; a workload that cannot fail over (no on-demand quota) ending at the drill's deadline;
+//! refusals.
 //!
 //! The simulator's clock is explicit: the test moves it on while the drill runs (scale-up
 //! and the spot pool's backoff are virtual minutes); the drill stamps what it sees with
@@ -10,7 +11,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::Deployment;
 use kineticd::cloud::gcp::compute::mig::MigRef;
 use kineticd::cloud::gcp::types::mig::DeleteInstancesRequest;
 use kineticd::cloud::kube::{ClusterAccess, KubeCluster};
@@ -57,32 +58,49 @@ async fn kube_of(env: &Env, name: &str) -> KubeCluster {
     env.app.state.cloud.kube.cluster(access)
 }
 
-/// Two pods of one workload (as a ReplicaSet names them) asking for a GPU each,
-/// tolerating seed 003's spot taint and the GPU taint; `spot_only` pins them to spot.
-async fn workload(k: &KubeCluster, spot_only: bool) {
-    let api: Api<Pod> = Api::namespaced(k.client().await.expect("client"), "default");
-    for suffix in ["x7k2p", "q9m4z"] {
-        let mut spec = json!({
-            "tolerations": [
-                {"key": "gpu-pool-type", "operator": "Equal", "value": "spot", "effect": "NoSchedule"},
-                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-            ],
-            "containers": [{"name": "infer", "image": "us-docker.pkg.dev/x/infer:1",
-                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
-        });
-        if spot_only {
-            spec["nodeSelector"] = json!({"cloud.google.com/gke-spot": "true"});
+/// A Deployment of two replicas asking for a GPU each, written as people write it (the
+/// count a number, a limit only) and selecting the pair's ComputeClass: GKE's admission
+/// adds the class and GPU tolerations, the class prefers the spot pool.
+async fn workload(env: &Env, k: &KubeCluster, cluster: &str) {
+    let class =
+        env.pools(cluster).await["nodePools"][0]["labels"]["cloud.google.com/compute-class"]
+            .as_str()
+            .expect("the pair's class label")
+            .to_owned();
+    let api: Api<Deployment> = Api::namespaced(k.client().await.expect("client"), "default");
+    let d: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "infer"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "infer"}},
+            "template": {
+                "metadata": {"labels": {"app": "infer"}},
+                "spec": {
+                    "nodeSelector": {"cloud.google.com/compute-class": class},
+                    "containers": [{"name": "infer", "image": "us-docker.pkg.dev/x/infer:1",
+                                    "resources": {"limits": {"nvidia.com/gpu": 1}}}]
+                }
+            }
         }
-        let pod: Pod = serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("infer-6d9f8c-{suffix}"), "labels": {"app": "infer"}},
-            "spec": spec
-        }))
-        .unwrap();
-        api.create(&PostParams::default(), &pod)
-            .await
-            .expect("create pod");
-    }
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &d)
+        .await
+        .expect("create deployment");
+}
+
+/// Arm the region's on-demand L4 quota at what is used: the fallback pool cannot grow.
+async fn no_on_demand_quota(env: &Env) {
+    let r = env
+        .app
+        .http
+        .post(format!("{}/sim/v1/quotas", env.sim.url()))
+        .json(&json!({"region": "us-central1", "metric": "NVIDIA_L4_GPUS", "limit": 0.0}))
+        .send()
+        .await
+        .expect("set quota");
+    assert!(r.status().is_success(), "{}", r.status());
 }
 
 /// Nodes of the pods named `infer-*` (None: not running).
@@ -146,7 +164,7 @@ async fn a_drill_reclaims_the_spot_vms_and_times_the_failover() {
     let env = explicit_clock().await;
     let (spot, fallback) = pair(&env, "kd").await;
     let k = kube_of(&env, "kd").await;
-    workload(&k, false).await;
+    workload(&env, &k, "kd").await;
     let before = placements(&k).await;
     assert_eq!(before.len(), 2);
     for (phase, node) in &before {
@@ -249,10 +267,14 @@ async fn a_drill_reclaims_the_spot_vms_and_times_the_failover() {
         "{body}"
     );
 
-    // Pods run on the fallback; the pair's records are as they were.
-    for (phase, node) in placements(&k).await {
+    // Spot is back, so the class's active migration has moved the pods back to it; the
+    // pair's records are as they were.
+    let after = placements(&k).await;
+    assert_eq!(after.len(), 2, "{after:?}");
+    for (phase, node) in &after {
         assert_eq!(phase, "Running");
-        assert!(node.unwrap().starts_with(&format!("gke-{fallback}-")));
+        let node = node.as_deref().unwrap();
+        assert!(node.starts_with(&format!("gke-{spot}-")), "{after:?}");
     }
     for p in env.pools("kd").await["nodePools"].as_array().unwrap() {
         assert_eq!(p["state"], "RUNNING", "{p}");
@@ -265,7 +287,7 @@ async fn delete_pool_mode_deletes_and_recreates_the_spot_pool_exactly() {
     let env = explicit_clock().await;
     let (spot, _) = pair(&env, "kp").await;
     let k = kube_of(&env, "kp").await;
-    workload(&k, false).await;
+    workload(&env, &k, "kp").await;
     let r = env
         .app
         .post(
@@ -321,8 +343,9 @@ async fn a_workload_that_cannot_fail_over_ends_at_the_deadline_never_recovered()
     let env = explicit_clock().await;
     let (spot, fallback) = pair(&env, "kq").await;
     let k = kube_of(&env, "kq").await;
-    // Pinned to spot nodes: the fallback pool cannot take them, so it never scales up.
-    workload(&k, true).await;
+    // The region has no on-demand L4 quota left: the fallback pool cannot scale up.
+    no_on_demand_quota(&env).await;
+    workload(&env, &k, "kq").await;
     let r = env
         .app
         .post(OWNER, &drill_path("kq", &spot), json!({"deadline": "3s"}))
@@ -462,7 +485,7 @@ async fn a_running_drill_is_cancelled_at_once_and_the_groups_answer_as_compute_d
     let env = explicit_clock().await;
     let (spot, _) = pair(&env, "kc").await;
     let k = kube_of(&env, "kc").await;
-    workload(&k, true).await;
+    workload(&env, &k, "kc").await;
 
     // The simulator's groups, through the production client: the pool's VMs by URL;
     // a VM that is not a member is refused unless skipped; an unknown group is 404.

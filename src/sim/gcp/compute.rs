@@ -80,6 +80,8 @@ pub struct State {
     pub operations: Vec<OpRec>,
     /// requestId -> the operation it started.
     pub request_ids: BTreeMap<String, String>,
+    /// metric -> limit in every region (`SimConfig::quotas`, copied when the world is made).
+    pub default_quotas: BTreeMap<String, f64>,
     /// region -> metric -> limit (from `POST /sim/v1/quotas`).
     pub quota_overrides: BTreeMap<String, BTreeMap<String, f64>>,
     /// Managed instance groups: reclaims waiting for spot capacity, requestIds ([`mig`]).

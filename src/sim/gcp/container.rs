@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::sim::Sim;
 use crate::sim::clock::{Clock, SimTime};
-use crate::sim::gcp::compute::catalog;
+use crate::sim::gcp::compute::{self, catalog};
 use crate::sim::world::World;
 
 pub use model::{ClusterRec, DEFAULT_VERSION, OpRec, PoolRec, Shape};
@@ -157,4 +157,38 @@ pub fn routes() -> Router<Sim> {
 /// effect) when their duration has.
 pub fn tick(world: &mut World, clock: &Clock) {
     ops::advance(world, clock);
+}
+
+/// Tell the Kubernetes side how far the region's quota lets each pool grow (nodes per
+/// zone), as GKE's cluster autoscaler is bounded by Compute quota: a scale-up past it
+/// would fail with QUOTA_EXCEEDED, so the simulated autoscaler does not plan it.
+/// Computed from usage at the start of the tick: pools sharing a metric may together
+/// overshoot it by the scale-ups planned within that tick.
+pub fn quota_caps(world: &mut World) {
+    let mut caps = Vec::new();
+    for c in world.container.clusters.values() {
+        let usage = usage(world, &c.project, &c.region);
+        for p in &c.pools {
+            let Some(count) = world.kube.pool_node_count(&c.kube_key, &p.spec.name) else {
+                continue;
+            };
+            let zones = p.zones.len().max(1) as f64;
+            let cap = p
+                .shape
+                .units()
+                .into_iter()
+                .filter(|(_, units)| *units > 0.0)
+                .filter_map(|(metric, units)| {
+                    let limit = compute::quota::limit(world, &c.region, &metric)?;
+                    let free = (limit - usage.get(&metric).copied().unwrap_or(0.0)).max(0.0);
+                    Some((metric, (free / (units * zones)).floor() as u32))
+                })
+                .min_by_key(|(_, more)| *more)
+                .map(|(metric, more)| (count.saturating_add(more), metric));
+            caps.push((c.kube_key.clone(), p.spec.name.clone(), cap));
+        }
+    }
+    for (key, pool, cap) in caps {
+        world.kube.set_quota_cap(&key, &pool, cap);
+    }
 }

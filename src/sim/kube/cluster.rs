@@ -40,6 +40,8 @@ pub struct PoolRuntime {
     pub scale_to: Option<(SimTime, u32)>,
     /// No scale-up before this time (after a spot reclaim).
     pub backoff_until: Option<SimTime>,
+    /// Nodes per zone the region's Compute quota allows, and the bounding metric.
+    pub quota_cap: Option<(u32, String)>,
 }
 
 /// What a spot reclaim removed.
@@ -167,11 +169,17 @@ impl ClusterKube {
             .iter()
             .filter_map(|(p, r)| Some((p.clone(), r.scale_to?.1)))
             .collect();
+        let quota_caps: BTreeMap<String, (u32, String)> = self
+            .runtime
+            .iter()
+            .filter_map(|(p, r)| Some((p.clone(), r.quota_cap.clone()?)))
+            .collect();
         events::autoscaler(
             &mut self.api,
             &self.key,
             &self.pools,
             &planned,
+            &quota_caps,
             unschedulable,
         );
     }
@@ -325,7 +333,11 @@ impl ClusterKube {
                     continue;
                 }
                 let target = targets.get(name).copied().unwrap_or(p.count);
-                if target >= p.max || sched::check(spec, &req, tmpl, &Res::new()).is_err() {
+                let quota_full = rt.quota_cap.as_ref().is_some_and(|(cap, _)| target >= *cap);
+                if target >= p.max
+                    || quota_full
+                    || sched::check(spec, &req, tmpl, &Res::new()).is_err()
+                {
                     continue;
                 }
                 targets.insert(name.clone(), target + 1);

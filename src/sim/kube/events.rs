@@ -123,6 +123,7 @@ pub fn autoscaler(
     cluster_key: &str,
     pools: &BTreeMap<String, PoolNodes>,
     planned: &BTreeMap<String, u32>,
+    quota_caps: &BTreeMap<String, (u32, String)>,
     unschedulable: &[ObjKey],
 ) {
     if unschedulable.is_empty() {
@@ -158,6 +159,10 @@ pub fn autoscaler(
                 )),
                 Ok(()) if target >= p.max => {
                     reasons.push(vec!["max node group size reached".into()]);
+                }
+                Ok(()) if quota_caps.get(*name).is_some_and(|(cap, _)| target >= *cap) => {
+                    let metric = &quota_caps[*name].1;
+                    reasons.push(vec![format!("Compute quota {metric} exceeded")]);
                 }
                 Ok(()) => {}
                 Err(r) => reasons.push(r),

@@ -40,7 +40,7 @@ pub async fn get_region(
         let base = base(&sim, &project);
         let w = sim.world();
         let usage = container::usage(&w, &project, &region);
-        let quotas = quota::limits(&sim, &w, &region)
+        let quotas = quota::limits(&w, &region)
             .into_iter()
             .map(|(metric, limit)| Quota {
                 usage: usage.get(&metric).copied().unwrap_or(0.0),

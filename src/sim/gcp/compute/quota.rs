@@ -21,19 +21,19 @@ use crate::sim::world::World;
 use super::catalog::is_region;
 
 /// The limit of `metric` in `region`, if any.
-pub fn limit(sim: &Sim, world: &World, region: &str, metric: &str) -> Option<f64> {
+pub fn limit(world: &World, region: &str, metric: &str) -> Option<f64> {
     world
         .compute
         .quota_overrides
         .get(region)
         .and_then(|m| m.get(metric))
-        .or_else(|| sim.config().quotas.get(metric))
+        .or_else(|| world.compute.default_quotas.get(metric))
         .copied()
 }
 
 /// Every metric with a limit in `region`, with its limit.
-pub fn limits(sim: &Sim, world: &World, region: &str) -> BTreeMap<String, f64> {
-    let mut out = sim.config().quotas.clone();
+pub fn limits(world: &World, region: &str) -> BTreeMap<String, f64> {
+    let mut out = world.compute.default_quotas.clone();
     if let Some(o) = world.compute.quota_overrides.get(region) {
         out.extend(o.iter().map(|(k, v)| (k.clone(), *v)));
     }
@@ -43,7 +43,6 @@ pub fn limits(sim: &Sim, world: &World, region: &str) -> BTreeMap<String, f64> {
 /// The first metric that adding `extra` to the current usage would push over its limit:
 /// `(metric, limit)`. Metrics without a limit are not checked.
 pub fn exceeded(
-    sim: &Sim,
     world: &World,
     project: &str,
     region: &str,
@@ -51,7 +50,7 @@ pub fn exceeded(
 ) -> Option<(String, f64)> {
     let usage = container::usage(world, project, region);
     extra.iter().find_map(|(metric, add)| {
-        let lim = limit(sim, world, region, metric)?;
+        let lim = limit(world, region, metric)?;
         let used = usage.get(metric).copied().unwrap_or(0.0);
         (*add > 0.0 && used + add > lim).then(|| (metric.clone(), lim))
     })
