@@ -4,9 +4,10 @@
 //! through the production GKE client and the Kubernetes API.
 //!
 //! It prints median and p99 of: the Kubernetes list calls (nodes, pods; what any view
-//! must read), the pure capacity computation on the listed views, the whole HTTP request,
-//! and the HTTP request minus its cloud and Kubernetes reads (from the `Server-Timing`
-//! header the handler sets). The target: that last p99 under 50 ms. `KBENCH_RUNS`
+//! must read), for each view its pure part on the listed views (the capacity computation;
+//! the workload's facts and judgement), the whole HTTP request, and the HTTP request minus
+//! its cloud and Kubernetes reads (from the `Server-Timing` header both handlers set).
+//! The target: that last p99 under 50 ms. `KBENCH_RUNS`
 //! (default 100) sets the number of requests per figure.
 //!
 //! Invariant: the cluster is built once and read many times; nothing measured writes,
@@ -21,11 +22,16 @@ mod support;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use kineticd::cloud::kube::{NodeInfo, PodInfo, quantity};
 use kineticd::devdb::PrivatePostgres;
 use kineticd::domain::pricing::PriceTable;
+use kineticd::domain::workload;
 use kineticd::service::capacity::compute::{Facts, compute};
 use kineticd::service::capacity::pools::PoolFacts;
+use kineticd::service::workload::cluster_facts;
+use reqwest::Method;
 use serde_json::json;
+use std::collections::BTreeMap;
 
 use cluster::{build_cluster, pod_spec};
 
@@ -143,24 +149,29 @@ async fn run(pg: &PrivatePostgres, runs: usize) -> Result<()> {
         bail!("expected {PENDING} pending pods in the report, got {pending}");
     }
 
-    let (total, minus_reads) = http_capacity(&app, runs).await?;
+    let url = format!(
+        "{}/v1/projects/{PROJECT}/zones/{ZONE}/clusters/{CLUSTER}/capacity",
+        app.api
+    );
+    let (total, minus_reads) = http_timed(&app, Method::GET, &url, None, runs).await?;
     report("capacity: whole HTTP request", &total);
     let p99 = report("capacity: HTTP minus cloud/kube reads", &minus_reads);
     println!(
         "capacity target: p99 excluding the list calls < {TARGET_P99_MS} ms: {}",
         if p99 < TARGET_P99_MS { "PASS" } else { "FAIL" }
     );
-    check_workload(&app, runs).await
+    check_workload(&app, runs, &nodes, &pods).await
 }
 
-/// `:checkWorkload` on the same cluster: the whole HTTP request with a 3-replica GPU
-/// Deployment, when the route exists (branch `check`); otherwise says so.
-///
-/// INTEGRATOR: after merging branch `check`, also time its pure judgement on the listed
-/// views (`kineticd::domain::workload::{parse, check}` with the facts its service builds
-/// in `src/service/workload.rs`) like `capacity: pure computation` above, and subtract
-/// its reads as [`http_capacity`] does (same 50 ms p99 target excluding the list calls).
-async fn check_workload(app: &app_support::App, runs: usize) -> Result<()> {
+/// `:checkWorkload` on the same cluster with a 3-replica GPU Deployment: its pure
+/// judgement on the listed views (the facts its service builds, then
+/// `domain::workload::check`), the whole HTTP request, and the request minus its reads.
+async fn check_workload(
+    app: &app_support::App,
+    runs: usize,
+    nodes: &[NodeInfo],
+    pods: &[PodInfo],
+) -> Result<()> {
     let url = format!(
         "{}/v1/projects/{PROJECT}/zones/{ZONE}/clusters/{CLUSTER}:checkWorkload",
         app.api
@@ -172,52 +183,57 @@ async fn check_workload(app: &app_support::App, runs: usize) -> Result<()> {
         "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "check"}},
                  "template": {"metadata": {"labels": {"app": "check"}}, "spec": body["spec"].take()}},
     });
-    let mut total = Vec::new();
+    let w = workload::parse(&body, quantity::milli).context("the bench's workload")?;
+    let mut judge_t = Vec::new();
+    let mut verdict = String::new();
     for _ in 0..runs {
         let t = Instant::now();
-        let r = app
-            .http
-            .post(&url)
-            .header("x-kinetic-user", OWNER)
-            .json(&body)
-            .send()
-            .await?;
-        let status = r.status();
-        let text = r.text().await?;
-        let elapsed = t.elapsed();
-        if !status.is_success() {
-            println!(
-                "checkWorkload: not measured, the route answered {status} (not on this branch \
-                 yet?): {}",
-                text.chars().take(200).collect::<String>()
-            );
-            return Ok(());
-        }
-        total.push(elapsed);
+        // The pools have no kineticd records here: GKE's live pools are judged as such.
+        let facts = cluster_facts(
+            &[],
+            Some("1.33.2-gke.1000".into()),
+            nodes,
+            pods,
+            BTreeMap::new(),
+            ZONE,
+        );
+        let report = workload::check(&w, &facts);
+        judge_t.push(t.elapsed());
+        verdict = format!("{:?}", report.verdict);
     }
+    report("checkWorkload: pure judgement", &judge_t);
+    let (total, minus_reads) = http_timed(app, Method::POST, &url, Some(&body), runs).await?;
     report("checkWorkload: whole HTTP request", &total);
+    let p99 = report("checkWorkload: HTTP minus cloud/kube reads", &minus_reads);
+    println!("checkWorkload verdict on the bench cluster: {verdict}");
+    println!(
+        "checkWorkload target: p99 excluding the list calls < {TARGET_P99_MS} ms: {}",
+        if p99 < TARGET_P99_MS { "PASS" } else { "FAIL" }
+    );
     Ok(())
 }
 
-/// Whole-request latencies, and the same minus the reads the `Server-Timing` header
-/// reports (`cloud`: GKE and Compute; `kube`: the node and pod lists).
-async fn http_capacity(
+/// Whole-request latencies of `method url` (`runs` times), and the same minus the reads
+/// the `Server-Timing` header reports (`cloud`: GKE and Compute; `kube`: the node and
+/// pod lists, which run at once, so their wall time).
+async fn http_timed(
     app: &app_support::App,
+    method: Method,
+    url: &str,
+    body: Option<&serde_json::Value>,
     runs: usize,
 ) -> Result<(Vec<Duration>, Vec<Duration>)> {
-    let url = format!(
-        "{}/v1/projects/{PROJECT}/zones/{ZONE}/clusters/{CLUSTER}/capacity",
-        app.api
-    );
     let (mut total, mut rest) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         let t = Instant::now();
-        let r = app
+        let mut req = app
             .http
-            .get(&url)
-            .header("x-kinetic-user", OWNER)
-            .send()
-            .await?;
+            .request(method.clone(), url)
+            .header("x-kinetic-user", OWNER);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let r = req.send().await?;
         let status = r.status();
         let timing = r
             .headers()
@@ -225,12 +241,14 @@ async fn http_capacity(
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_owned();
-        let body = r.bytes().await?;
+        let bytes = r.bytes().await?;
         let elapsed = t.elapsed();
         if !status.is_success() {
-            bail!("GET capacity: {status} {}", String::from_utf8_lossy(&body));
+            bail!(
+                "{method} {url}: {status} {}",
+                String::from_utf8_lossy(&bytes)
+            );
         }
-        // The lists run at once: their wall time is `kube`, not nodes + pods.
         let reads: f64 = ["cloud", "kube"]
             .iter()
             .map(|k| server_timing(&timing, k))

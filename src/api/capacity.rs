@@ -46,11 +46,18 @@ async fn get_cluster_capacity(
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let report = service::capacity::get(&s.db, &s.cloud, &s.prices, &caller, &path).await?;
-    let mut response = Json(report.capacity).into_response();
-    if let Ok(v) = HeaderValue::from_str(&server_timing(&report.timing)) {
+    Ok(with_server_timing(
+        Json(report.capacity).into_response(),
+        &report.timing,
+    ))
+}
+
+/// `response` with a `Server-Timing` header of `timing` (see [`server_timing`]).
+pub fn with_server_timing(mut response: Response, timing: &Timing) -> Response {
+    if let Ok(v) = HeaderValue::from_str(&server_timing(timing)) {
         response.headers_mut().insert("server-timing", v);
     }
-    Ok(response)
+    response
 }
 
 /// `cloud;dur=1.2, kube;dur=5.6, nodes;dur=3.4, pods;dur=5.6, compute;dur=0.7` (W3C

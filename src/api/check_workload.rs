@@ -11,6 +11,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
@@ -36,7 +37,7 @@ async fn cluster_verb(
     caller: Caller,
     ApiPath((project, zone, segment)): ApiPath<(String, String, String)>,
     req: Request,
-) -> Result<Json<WorkloadCheck>, ApiError> {
+) -> Result<Response, ApiError> {
     match split_verb(&segment) {
         Some((cluster, "checkWorkload")) => {
             let path = ClusterPath::parse(&project, &zone, cluster)?;
@@ -58,17 +59,21 @@ async fn cluster_verb(
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:checkWorkload", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
     request_body(description = "A Kubernetes workload manifest", content((Object = "application/json"), (Object = "application/yaml"))),
-    responses((status = 200, description = "Whether, when and where the workload would schedule", body = WorkloadCheck),
-        (status = 503, body = ErrorBody, description = "KUBERNETES_UNAVAILABLE: the cluster's nodes and pods could not be read"),
+    responses((status = 200, description = "Whether, when and where the workload would schedule", body = WorkloadCheck,
+            headers(("Server-Timing" = String, description = "cloud, kube (both lists), nodes, pods and compute (the judgement) durations in ms"))),
+        (status = 409, body = ErrorBody, description = "GKE_CLUSTER_NOT_FOUND or CLUSTER_NOT_READY: the GKE cluster is missing or has no endpoint yet"),
+        (status = 503, body = ErrorBody, description = "GKE_UNAVAILABLE or KUBERNETES_UNAVAILABLE: the cluster could not be read"),
         BodyErrorResponses, ErrorResponses))]
 pub async fn check_workload(
     s: &AppState,
     caller: &Caller,
     path: &ClusterPath,
     body: &Value,
-) -> Result<Json<WorkloadCheck>, ApiError> {
-    Ok(Json(
-        service::workload::check(&s.db, &s.cloud, caller, path, body).await?,
+) -> Result<Response, ApiError> {
+    let (report, timing) = service::workload::check(&s.db, &s.cloud, caller, path, body).await?;
+    Ok(super::capacity::with_server_timing(
+        Json(report).into_response(),
+        &timing,
     ))
 }
 

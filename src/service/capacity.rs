@@ -13,40 +13,28 @@ pub mod pending;
 pub mod pools;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::cloud::Cloud;
 use crate::cloud::gcp::types::compute::Region;
 use crate::cloud::gcp::types::container::{Cluster as GkeCluster, NodePool as GkePool};
+use crate::cloud::kube::NodeInfo;
 use crate::cloud::kube::inventory::{GPU_RESOURCE, NODEPOOL_LABEL, TPU_RESOURCE, Taint};
-use crate::cloud::kube::{ClusterAccess, KubeError, NodeInfo};
 use crate::domain::accelerators::{self, Choice, Kind};
 use crate::domain::naming::ClusterNames;
 use crate::domain::pricing::PriceTable;
-use crate::domain::{RpcCode, quota};
+use crate::domain::quota;
 use crate::model;
 use crate::model::capacity::ClusterCapacity;
-use crate::store::{self, Db, PoolSpecRecord};
+use crate::store::{Db, PoolSpecRecord};
 
 use super::clusters::{ClusterPath, record};
-use super::{Caller, Error, Result};
+use super::live;
+use super::{Caller, Result};
 use compute::{Facts, compute};
 use pools::{GPU_TYPE_LABEL, PoolFacts, TPU_TYPE_LABEL};
 
-/// How long each read took, apart from the computation.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Timing {
-    /// GKE `clusters.get` and Compute `regions.get` (concurrent).
-    pub cloud: Duration,
-    /// Both Kubernetes lists, which run concurrently (wall time).
-    pub kube: Duration,
-    /// The Kubernetes node list.
-    pub list_nodes: Duration,
-    /// The Kubernetes pod list (all namespaces).
-    pub list_pods: Duration,
-    /// The pure computation.
-    pub compute: Duration,
-}
+pub use super::live::Timing;
 
 /// The report and what it cost to make.
 #[derive(Debug, Clone)]
@@ -64,88 +52,28 @@ pub async fn get(
     path: &ClusterPath,
 ) -> Result<Report> {
     let rec = record(db, caller, path).await?;
-    let records: BTreeMap<String, PoolSpecRecord> =
-        store::node_pools::list(db, rec.id, None, 10_000)
-            .await?
-            .into_iter()
-            .filter(|p| p.state != crate::domain::PoolState::Deleted)
-            .map(|p| (p.pool_id, p.spec))
-            .collect();
+    let records: BTreeMap<String, PoolSpecRecord> = live::pool_records(db, rec.id)
+        .await?
+        .into_iter()
+        .map(|p| (p.pool_id.clone(), p))
+        .collect();
     let n = ClusterNames::new(&path.project, &path.zone, &path.cluster);
-    let started = Instant::now();
-    let (gke, region) = tokio::join!(
-        cloud
-            .gcp
-            .container
-            .get_cluster(&n.project, &n.zone, &n.cluster),
-        cloud.gcp.compute.get_region(&n.project, &n.region),
-    );
-    let cloud_time = started.elapsed();
-    let gke = gke.map_err(|e| {
-        if e.is_not_found() {
-            Error::precondition(
-                "GKE_CLUSTER_NOT_FOUND",
-                format!(
-                    "GKE has no cluster {}; run up to create it",
-                    n.gke_cluster()
-                ),
-            )
-        } else {
-            unavailable(
-                "GKE_UNAVAILABLE",
-                format!("the GKE cluster could not be read: {e}"),
-            )
-        }
-    })?;
-    let access = ClusterAccess::for_gke(&gke).ok_or_else(|| {
-        Error::precondition(
-            "CLUSTER_NOT_READY",
-            "the GKE cluster has no endpoint yet; retry once it is RUNNING",
-        )
-    })?;
-    let k = cloud.kube.cluster(access);
-    let ((nodes, pods), kube) =
-        timed(async { tokio::join!(timed(k.nodes()), timed(k.pods(None))) }).await;
-    let (nodes, list_nodes) = (nodes.0.map_err(kube_unavailable)?, nodes.1);
-    let (pods, list_pods) = (pods.0.map_err(kube_unavailable)?, pods.1);
-    let facts = pool_facts(&gke, &records, region.ok().as_ref());
+    let mut live = live::read(cloud, &n).await?;
+    let facts = pool_facts(&live.gke, &records, live.region.as_ref());
     let started = Instant::now();
     let mut capacity = compute(&Facts {
-        nodes: &nodes,
-        pods: &pods,
+        nodes: &live.nodes,
+        pods: &live.pods,
         pools: &facts,
         prices,
     });
-    let compute_time = started.elapsed();
+    live.timing.compute = started.elapsed();
     capacity.name = path.name();
     capacity.check_time = model::timestamp(chrono::Utc::now());
     Ok(Report {
         capacity,
-        timing: Timing {
-            cloud: cloud_time,
-            kube,
-            list_nodes,
-            list_pods,
-            compute: compute_time,
-        },
+        timing: live.timing,
     })
-}
-
-async fn timed<T>(f: impl Future<Output = T>) -> (T, Duration) {
-    let started = Instant::now();
-    let out = f.await;
-    (out, started.elapsed())
-}
-
-fn unavailable(reason: &str, message: String) -> Error {
-    Error::new(RpcCode::Unavailable, reason, message)
-}
-
-fn kube_unavailable(e: KubeError) -> Error {
-    unavailable(
-        "KUBERNETES_UNAVAILABLE",
-        format!("the cluster's Kubernetes API could not be read: {e}"),
-    )
 }
 
 /// Per pool (recorded or in GKE): the ceiling, the quota headroom and a template node.
@@ -230,7 +158,7 @@ fn template(id: &str, rec: &PoolSpecRecord) -> Option<NodeInfo> {
         .map(|t| Taint {
             key: t.key.clone(),
             value: Some(t.value.clone()),
-            effect: kube_effect(&t.effect),
+            effect: live::kube_effect(&t.effect),
         })
         .collect();
     taints.push(Taint {
@@ -257,17 +185,6 @@ fn template(id: &str, rec: &PoolSpecRecord) -> Option<NodeInfo> {
         cpu_millis: 0,
         memory_bytes: 0,
     })
-}
-
-/// GKE's taint effect (`NO_SCHEDULE`) as Kubernetes spells it (`NoSchedule`).
-fn kube_effect(gke: &str) -> String {
-    match gke {
-        "NO_SCHEDULE" => "NoSchedule",
-        "PREFER_NO_SCHEDULE" => "PreferNoSchedule",
-        "NO_EXECUTE" => "NoExecute",
-        other => other,
-    }
-    .to_owned()
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod capacity;
 pub mod clusters;
 pub mod error;
 pub mod etag;
+pub mod live;
 pub mod operations;
 pub mod page;
 pub mod profiles;

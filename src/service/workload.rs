@@ -3,64 +3,58 @@
 //! [`crate::domain::workload::check`].
 //!
 //! Invariant: read-only (VIEWER+ of the owning team, 404 like the other cluster reads);
-//! nothing is written to the records or the cloud. A quota that cannot be read is not
-//! judged; a Kubernetes API that cannot be read fails the request (503), since "fits
-//! now" cannot be known without it.
+//! nothing is written to the records or the cloud. The reads and their errors are
+//! [`super::live`]'s: a quota that cannot be read is not judged; a Kubernetes API that
+//! cannot be read fails the request (503), since "fits now" cannot be known without it.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::Instant;
 
 use serde_json::Value;
 
 use crate::cloud::Cloud;
-use crate::cloud::kube::{ClusterAccess, NodeInfo, PodInfo, quantity};
+use crate::cloud::gcp::types::compute::Region;
+use crate::cloud::kube::{NodeInfo, PodInfo, quantity};
 use crate::domain::accelerators::{self, Choice};
 use crate::domain::naming::ClusterNames;
+use crate::domain::quota;
 use crate::domain::workload::{
     self, Amounts, ClusterFacts, GPU, NodeFacts, ParseError, PoolFacts, PoolKind, QuotaFacts, TPU,
     Taint,
 };
-use crate::domain::{PoolState, RpcCode, quota};
 use crate::model::workload::WorkloadCheck;
-use crate::store::{self, Db, PoolSpecRecord};
+use crate::store::{Db, PoolSpecRecord};
 
 use super::clusters::{ClusterPath, record};
+use super::live::{self, Timing};
 use super::{Caller, Error, Result};
 
-/// How long the Kubernetes API may take to list nodes or pods.
-const KUBE_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// Judge `body` (a decoded manifest) on the cluster at `path`.
+/// Judge `body` (a decoded manifest) on the cluster at `path`; with what each read and
+/// the judgement cost.
 pub async fn check(
     db: &Db,
     cloud: &Cloud,
     caller: &Caller,
     path: &ClusterPath,
     body: &Value,
-) -> Result<WorkloadCheck> {
+) -> Result<(WorkloadCheck, Timing)> {
     let rec = record(db, caller, path).await?;
     let w = workload::parse(body, quantity::milli).map_err(parse_error)?;
-    let pools: Vec<PoolSpecRecord> = store::node_pools::list(db, rec.id, None, 10_000)
-        .await?
-        .into_iter()
-        .filter(|p| p.state != PoolState::Deleted)
-        .map(|p| PoolSpecRecord {
-            pool_id: p.pool_id,
-            ..p.spec
-        })
-        .collect();
+    let pools = live::pool_records(db, rec.id).await?;
     let n = ClusterNames::new(&path.project, &path.zone, &path.cluster);
-    let (live, quotas) = tokio::join!(read_live(cloud, &n), read_quotas(cloud, &n, &pools));
-    let (gke_version, nodes, pods) = live?;
+    let mut live = live::read(cloud, &n).await?;
+    let started = Instant::now();
     let facts = cluster_facts(
         &pools,
-        gke_version,
-        &nodes,
-        &pods,
-        quotas,
+        live.gke.current_master_version.clone(),
+        &live.nodes,
+        &live.pods,
+        quotas(live.region.as_ref(), &pools),
         path.zone.as_str(),
     );
-    Ok((&workload::check(&w, &facts)).into())
+    let report = (&workload::check(&w, &facts)).into();
+    live.timing.compute = started.elapsed();
+    Ok((report, live.timing))
 }
 
 fn parse_error(e: ParseError) -> Error {
@@ -77,43 +71,6 @@ fn parse_error(e: ParseError) -> Error {
     err
 }
 
-fn unavailable(message: String) -> Error {
-    Error::new(RpcCode::Unavailable, "KUBERNETES_UNAVAILABLE", message)
-}
-
-/// The GKE version and the cluster's nodes and pods.
-async fn read_live(
-    cloud: &Cloud,
-    n: &ClusterNames,
-) -> Result<(Option<String>, Vec<NodeInfo>, Vec<PodInfo>)> {
-    let gke = cloud
-        .gcp
-        .container
-        .get_cluster(n.project.as_str(), n.zone.as_str(), n.cluster.as_str())
-        .await
-        .map_err(|e| unavailable(format!("the GKE cluster could not be read: {e}")))?;
-    let access = ClusterAccess::for_gke(&gke)
-        .ok_or_else(|| unavailable("the GKE cluster has no endpoint yet".into()))?;
-    let k = cloud.kube.cluster(access);
-    let timed = |what: &str| {
-        unavailable(format!(
-            "the Kubernetes API did not {what} within {}s",
-            KUBE_TIMEOUT.as_secs()
-        ))
-    };
-    let (nodes, pods) = tokio::join!(
-        tokio::time::timeout(KUBE_TIMEOUT, k.nodes()),
-        tokio::time::timeout(KUBE_TIMEOUT, k.pods(None)),
-    );
-    let nodes = nodes
-        .map_err(|_| timed("list nodes"))?
-        .map_err(|e| unavailable(e.to_string()))?;
-    let pods = pods
-        .map_err(|_| timed("list pods"))?
-        .map_err(|e| unavailable(e.to_string()))?;
-    Ok((gke.current_master_version.clone(), nodes, pods))
-}
-
 /// The resolved accelerator of a pool record, if the catalog knows it.
 fn resolved(p: &PoolSpecRecord) -> Option<accelerators::Resolved> {
     match accelerators::parse(&p.accelerator).ok()? {
@@ -127,45 +84,25 @@ fn metric(p: &PoolSpecRecord) -> Option<String> {
     quota::metric(&resolved(p)?, p.spot)
 }
 
-/// The region's accelerator quotas the pools are charged to (empty when unreadable).
-async fn read_quotas(
-    cloud: &Cloud,
-    n: &ClusterNames,
-    pools: &[PoolSpecRecord],
-) -> BTreeMap<String, QuotaFacts> {
-    if pools.iter().all(|p| metric(p).is_none()) {
+/// The region's accelerator quotas the pools are charged to (empty when unread).
+fn quotas(region: Option<&Region>, pools: &[PoolSpecRecord]) -> BTreeMap<String, QuotaFacts> {
+    let Some(region) = region else {
         return BTreeMap::new();
-    }
-    match cloud.gcp.compute.get_region(&n.project, &n.region).await {
-        Ok(region) => pools
-            .iter()
-            .filter_map(metric)
-            .filter_map(|m| {
-                let q = region.quota(&m)?;
-                Some((
-                    m,
-                    QuotaFacts {
-                        limit: q.limit,
-                        usage: q.usage,
-                    },
-                ))
-            })
-            .collect(),
-        Err(e) => {
-            tracing::warn!(error = %e, region = %n.region, "checkWorkload: quota not read; not judged");
-            BTreeMap::new()
-        }
-    }
-}
-
-/// Kubernetes' spelling of a GKE taint effect.
-fn effect(gke: &str) -> String {
-    match gke {
-        "NO_SCHEDULE" => "NoSchedule".into(),
-        "PREFER_NO_SCHEDULE" => "PreferNoSchedule".into(),
-        "NO_EXECUTE" => "NoExecute".into(),
-        other => other.to_owned(),
-    }
+    };
+    pools
+        .iter()
+        .filter_map(metric)
+        .filter_map(|m| {
+            let q = region.quota(&m)?;
+            Some((
+                m,
+                QuotaFacts {
+                    limit: q.limit,
+                    usage: q.usage,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// What a node has left: allocatable minus the requests of the pods bound to it that
@@ -299,7 +236,7 @@ fn recorded_pool(
         let t = Taint {
             key: t.key.clone(),
             value: t.value.clone(),
-            effect: effect(&t.effect),
+            effect: live::kube_effect(&t.effect),
         };
         if !taints.contains(&t) {
             taints.push(t);
