@@ -398,6 +398,10 @@ async fn quota_read_from_the_region_decides_scale_up() {
     );
     let fix = v["problems"][0]["fix"].as_str().unwrap();
     assert!(fix.contains("NVIDIA_L4_GPUS"), "{fix}");
+    // The simulated cluster agrees: the autoscaler cannot add the node the pod needs.
+    create_pod(&kube, &pod("second", 1)).await;
+    sim.clock().advance(Duration::from_secs(120));
+    assert_eq!(phase(&kube, "second").await, "Pending");
     // The fix it names: more quota.
     let r = app
         .http
@@ -407,10 +411,13 @@ async fn quota_read_from_the_region_decides_scale_up() {
         .await
         .expect("set quota");
     assert!(r.status().is_success());
-    let v = check_json(&app, pod("second", 1)).await;
+    let v = check_json(&app, pod("third", 1)).await;
     assert_eq!(
         (verdict(&v), reasons(&v)),
         ("AFTER_SCALE_UP", vec![]),
         "{v:#}"
     );
+    // And the waiting pod gets its node once the quota allows it.
+    sim.clock().advance(Duration::from_secs(61));
+    assert_eq!(phase(&kube, "second").await, "Running");
 }
