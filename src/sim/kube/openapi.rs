@@ -14,7 +14,7 @@
 use serde_json::{Map, Value, json};
 
 use super::objects::ApiStore;
-use super::resources::{self, CRD_GROUP, CRD_PLURAL, ResourceDef};
+use super::resources::{self, ResourceDef};
 
 /// Field types: `string`, `integer`, `boolean`, `map` (string to string), `quantities`,
 /// `any` (free-form), `[]X` (array of X), `@Type` (a schema below).
@@ -303,15 +303,7 @@ fn schemas(store: &ApiStore, defs: &[&ResourceDef]) -> Map<String, Value> {
 }
 
 fn crd_schema(store: &ApiStore, d: &ResourceDef) -> Option<Value> {
-    let name = format!("{}.{}", d.plural, d.group);
-    let crd = store
-        .list(CRD_GROUP, CRD_PLURAL, None)
-        .find(|(k, _)| k.name == name)?
-        .1;
-    let v = crd["spec"]["versions"]
-        .as_array()?
-        .iter()
-        .find(|v| v["name"] == d.version.as_str())?;
+    let v = resources::crd_version(store, d)?;
     let mut s = v["schema"]["openAPIV3Schema"].clone();
     if !s.is_object() {
         return None;

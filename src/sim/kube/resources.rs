@@ -380,3 +380,17 @@ pub fn wants_aggregated(accept: &str) -> bool {
             && (p.contains(&"v=v2") || p.contains(&"v=v2beta1"))
     })
 }
+
+/// The served version entry (`spec.versions[]`) of the CRD that defines `def`, if a CRD
+/// defines it.
+pub fn crd_version<'a>(store: &'a ApiStore, def: &ResourceDef) -> Option<&'a Value> {
+    let name = format!("{}.{}", def.plural, def.group);
+    let crd = store
+        .list(CRD_GROUP, CRD_PLURAL, None)
+        .find(|(k, _)| k.name == name)?
+        .1;
+    crd["spec"]["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["name"] == def.version.as_str())
+}

@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use super::objects::ApiStore;
-use super::resources::{CRD_GROUP, CRD_PLURAL, ResourceDef};
+use super::resources::{self, ResourceDef};
 
 /// Whether an `Accept` header asks for a Table.
 pub fn wants_table(accept: &str) -> bool {
@@ -222,16 +222,7 @@ fn json_path(o: &Value, path: &str) -> Value {
 
 /// The CRD's printer columns for `def` (none: `NAME AGE`).
 fn crd_columns(store: &ApiStore, def: &ResourceDef) -> Option<Vec<Value>> {
-    let name = format!("{}.{}", def.plural, def.group);
-    let crd = store
-        .list(CRD_GROUP, CRD_PLURAL, None)
-        .find(|(k, _)| k.name == name)?
-        .1;
-    let v = crd["spec"]["versions"]
-        .as_array()?
-        .iter()
-        .find(|v| v["name"] == def.version.as_str())?;
-    v["additionalPrinterColumns"]
+    resources::crd_version(store, def)?["additionalPrinterColumns"]
         .as_array()
         .cloned()
         .filter(|c| !c.is_empty())
