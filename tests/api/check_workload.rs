@@ -151,6 +151,19 @@ async fn create_pod(kube: &KubeCluster, body: &Value) {
         .expect("create pod");
 }
 
+/// The reason `GET .../capacity` gives for the pending pod `name`.
+async fn waits_for(app: &TestApp, name: &str) -> String {
+    let path = format!("/v1/projects/{P}/zones/{Z}/clusters/{C}/capacity");
+    let r = app.get(ALICE, &path).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["pendingPods"]
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["name"] == name))
+        .and_then(|p| p["reason"].as_str())
+        .unwrap_or_else(|| panic!("{name} is not pending in {:#}", r.body))
+        .to_owned()
+}
+
 async fn phase(kube: &KubeCluster, name: &str) -> String {
     let pods = kube.pods(Some("default")).await.expect("pods");
     pods.into_iter()
@@ -402,6 +415,8 @@ async fn quota_read_from_the_region_decides_scale_up() {
     create_pod(&kube, &pod("second", 1)).await;
     sim.clock().advance(Duration::from_secs(120));
     assert_eq!(phase(&kube, "second").await, "Pending");
+    // And the capacity view says why it waits.
+    assert_eq!(waits_for(&app, "second").await, "QUOTA_EXHAUSTED");
     // The fix it names: more quota.
     let r = app
         .http
@@ -418,6 +433,7 @@ async fn quota_read_from_the_region_decides_scale_up() {
         "{v:#}"
     );
     // And the waiting pod gets its node once the quota allows it.
+    assert_eq!(waits_for(&app, "second").await, "SCALE_UP_PENDING");
     sim.clock().advance(Duration::from_secs(61));
     assert_eq!(phase(&kube, "second").await, "Running");
 }
