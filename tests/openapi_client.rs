@@ -114,8 +114,8 @@ fn run(cmd: &mut Command, what: &str) -> Output {
     out
 }
 
-/// Generates the typed client package `kineticd_client` into `dir`, failing on any
-/// warning of the generator.
+/// Generates the typed client package `kineticd_client` into `dir` (with
+/// `tests/openapi_client/generator.yaml`), failing on any warning of the generator.
 fn generate_client(tools: &Tools, document: &Path, dir: &Path) {
     run(
         tools
@@ -123,7 +123,9 @@ fn generate_client(tools: &Tools, document: &Path, dir: &Path) {
             .arg("generate")
             .arg("--path")
             .arg(document)
-            .args(["--meta", "none", "--fail-on-warning", "--output-path"])
+            .args(["--meta", "none", "--fail-on-warning", "--config"])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/openapi_client/generator.yaml"))
+            .arg("--output-path")
             .arg(dir.join("kineticd_client"))
             .current_dir(dir),
         "openapi-python-client generate",
