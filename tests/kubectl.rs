@@ -6,7 +6,8 @@
 //! explicit clock advanced so the autoscaler's node arrives, `get nodes -o wide` and `get
 //! pods -o wide` showing the pod Running on the GPU node, `get -w` seeing the rollout of
 //! an `apply --server-side` change, `delete`, strict field validation refusing a typo,
-//! and `explain`. Assertions are on kubectl's own output.
+//! `explain`, and the OpenAPI v2 document read raw. Assertions are on kubectl's own
+//! output.
 //!
 //! Skipped with a message where kubectl is not installed, unless
 //! KINETIC_REQUIRE_KUBECTL=1 (set by .ci/run).
@@ -476,6 +477,21 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
         "{explained}"
     );
     line_with(&explained, &["FIELD:", "replicas", "<integer>"]);
+    // The v2 document too, for clients that read it as JSON (kubectl's own client asks
+    // for protobuf only and uses v3). `--raw` takes a path from the host: the endpoint's.
+    let base = endpoint
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("")
+        .trim_end_matches('/');
+    let v2: serde_json::Value =
+        serde_json::from_str(&k.ok(&["get", "--raw", &format!("{base}/openapi/v2")], None))
+            .expect("JSON");
+    assert_eq!(v2["swagger"], "2.0");
+    assert_eq!(
+        v2["definitions"]["io.k8s.api.apps.v1.Deployment"]["x-kubernetes-group-version-kind"][0]["kind"],
+        "Deployment"
+    );
 
     // delete: the Deployment, then (garbage collection) its pods.
     let deleted = k.ok(&["delete", "deployment", "gpu-web"], None);

@@ -305,14 +305,22 @@ fn render(c: &ClusterKube, reply: Reply) -> Response {
     }
 }
 
-/// `/openapi/v2` is protobuf-only in kubectl's client (`application/com.github.proto-
-/// openapi.spec.v2@v1.0+protobuf`); the simulator serves OpenAPI v3 only, which is what
-/// kubectl uses first (field validation, explain, apply).
-fn openapi_v2(accept: &str) -> Reply {
+/// `/openapi/v2`: JSON for clients that accept it; kubectl's client asks for protobuf
+/// only (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`) and is told 406,
+/// after which it uses OpenAPI v3 (field validation, explain, apply), as it does first.
+fn openapi_v2(accept: &str, store: &super::objects::ApiStore) -> Reply {
+    let json_ok = accept.trim().is_empty()
+        || accept
+            .split(',')
+            .map(|m| m.split(';').next().unwrap_or("").trim())
+            .any(|m| matches!(m, "application/json" | "application/*" | "*/*"));
+    if json_ok {
+        return Reply::Json(StatusCode::OK, openapi::v2(store));
+    }
     KStatus::new(
         406,
         "NotAcceptable",
-        format!("the simulator serves OpenAPI v3 only (/openapi/v3), not {accept:?}"),
+        format!("the simulator serves /openapi/v2 as application/json only, not {accept:?}; /openapi/v3 is served too"),
     )
     .into()
 }
@@ -341,7 +349,7 @@ fn serve(c: &mut ClusterKube, target: &Target, req: &Req) -> Reply {
     let ok = |v: Value| Reply::Json(StatusCode::OK, v);
     match target {
         Target::Version => ok(version()),
-        Target::OpenApiV2 => openapi_v2(&req.accept),
+        Target::OpenApiV2 => openapi_v2(&req.accept, &c.api),
         Target::OpenApiV3(None) => ok(openapi::root(&c.api)),
         Target::OpenApiV3(Some(gv)) => {
             openapi::group_version(&c.api, gv).map_or(KStatus::no_resource().into(), ok)

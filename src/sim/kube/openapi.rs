@@ -377,6 +377,43 @@ pub fn group_version(store: &ApiStore, gv: &str) -> Option<Value> {
     }))
 }
 
+/// `GET /openapi/v2` as JSON (Swagger 2.0, for clients that read it as JSON): every
+/// served kind's schema under `definitions` (references rebased there; Quantity a string,
+/// as Kubernetes' v2 document has it), no paths.
+pub fn v2(store: &ApiStore) -> Value {
+    let all = resources::all(store);
+    let defs: Vec<&ResourceDef> = all.iter().collect();
+    let mut definitions = Value::Object(schemas(store, &defs));
+    rebase_refs(&mut definitions);
+    definitions[QUANTITY] = json!({"description": "Quantity is a fixed-point representation of a number.", "type": "string"});
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": "v1.33.5-gke.1000"},
+        "paths": {},
+        "definitions": definitions,
+    })
+}
+
+/// `#/components/schemas/X` references become `#/definitions/X`, everywhere in `v`.
+fn rebase_refs(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                match (k.as_str(), x.as_str()) {
+                    ("$ref", Some(r)) => {
+                        if let Some(name) = r.strip_prefix("#/components/schemas/") {
+                            *x = Value::String(format!("#/definitions/{name}"));
+                        }
+                    }
+                    _ => rebase_refs(x),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(rebase_refs),
+        _ => {}
+    }
+}
+
 fn unknown_in(fields: &[(&str, &str)], v: &Value, path: &str, out: &mut Vec<String>) {
     let Some(obj) = v.as_object() else { return };
     let join = |k: &str| {
@@ -466,5 +503,25 @@ mod tests {
             "Deployment"
         );
         assert!(group_version(&store, "apis/nope/v1").is_none());
+    }
+
+    #[test]
+    fn the_v2_document_holds_every_kind_with_its_references_inside() {
+        let doc = v2(&ApiStore::default());
+        assert_eq!(doc["swagger"], "2.0");
+        let defs = doc["definitions"].as_object().unwrap();
+        let dep = &defs["io.k8s.api.apps.v1.Deployment"];
+        assert_eq!(
+            dep["x-kubernetes-group-version-kind"][0]["kind"],
+            "Deployment"
+        );
+        assert_eq!(defs[QUANTITY]["type"], "string");
+        let text = doc.to_string();
+        assert!(!text.contains("#/components/"), "no v3 references left");
+        // Every reference names a definition of the document.
+        for r in text.split("\"$ref\":\"#/definitions/").skip(1) {
+            let name = &r[..r.find('"').unwrap()];
+            assert!(defs.contains_key(name), "dangling reference {name}");
+        }
     }
 }
