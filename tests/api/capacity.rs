@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::common::TestApp;
 use crate::common::gke::{autoscaled_pool, default_pool};
-use crate::support::{expect_not_found, ok};
+use crate::support::{expect_not_found, ok, pool};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -125,13 +125,6 @@ fn counts(v: &Value) -> [u64; 5] {
         "largestPlaceableRequest",
     ]
     .map(|k| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v:#}")))
-}
-
-fn pool<'a>(c: &'a Value, id: &str) -> &'a Value {
-    c["nodePools"]
-        .as_array()
-        .and_then(|a| a.iter().find(|p| p["poolId"] == id))
-        .unwrap_or_else(|| panic!("pool {id} not in {c:#}"))
 }
 
 #[tokio::test]

@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use crate::common::gke::{autoscaled_pool, default_pool};
 use crate::common::{TestApp, fresh_db};
-use crate::support::{expect_error, expect_not_found, ok};
+use crate::support::{expect_error, expect_not_found, ok, pool};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -176,13 +176,6 @@ fn drift(s: &Value) -> Vec<(String, String, String)> {
             )
         })
         .collect()
-}
-
-fn pool<'a>(s: &'a Value, id: &str) -> &'a Value {
-    s["nodePools"]
-        .as_array()
-        .and_then(|a| a.iter().find(|p| p["poolId"] == id))
-        .unwrap_or_else(|| panic!("pool {id} not in {s:#}"))
 }
 
 #[tokio::test]
