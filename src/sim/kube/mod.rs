@@ -20,6 +20,7 @@ pub mod manifests;
 pub mod nodes;
 pub mod objects;
 pub mod openapi;
+pub mod pod_sets;
 pub mod quantities;
 pub mod resources;
 pub mod sched;

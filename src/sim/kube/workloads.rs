@@ -19,7 +19,7 @@ const CONTROLLER: &str = "kube-controller-manager";
 /// The alphabet Kubernetes uses for generated name suffixes.
 const SAFE: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
-fn safe_encode(mut h: u64, len: usize) -> String {
+pub(super) fn safe_encode(mut h: u64, len: usize) -> String {
     (0..len)
         .map(|_| {
             let c = SAFE[(h % SAFE.len() as u64) as usize] as char;
@@ -34,7 +34,7 @@ pub fn template_hash(template: &Value) -> String {
     safe_encode(crate::domain::hash::fnv1a(template.to_string().bytes()), 10)
 }
 
-fn uid(obj: &Value) -> &str {
+pub(super) fn uid(obj: &Value) -> &str {
     obj["metadata"]["uid"].as_str().unwrap_or("")
 }
 
@@ -46,9 +46,14 @@ fn owner_uid(obj: &Value) -> Option<&str> {
         .as_str()
 }
 
-fn owner_ref(kind: &str, owner: &Value) -> Value {
+pub(super) fn owner_ref(kind: &str, owner: &Value) -> Value {
+    owner_ref_of("apps/v1", kind, owner)
+}
+
+/// The controlling owner reference to `owner` (`api_version`, `kind`).
+pub(super) fn owner_ref_of(api_version: &str, kind: &str, owner: &Value) -> Value {
     json!([{
-        "apiVersion": "apps/v1", "kind": kind,
+        "apiVersion": api_version, "kind": kind,
         "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
         "controller": true, "blockOwnerDeletion": true,
     }])
@@ -140,7 +145,7 @@ fn deployments(api: &mut ApiStore) -> bool {
 }
 
 /// Live pods a ReplicaSet owns, oldest first.
-fn owned_pods(api: &ApiStore, ns: &str, owner: &str) -> Vec<ObjKey> {
+pub(super) fn owned_pods(api: &ApiStore, ns: &str, owner: &str) -> Vec<ObjKey> {
     let mut pods: Vec<(String, ObjKey)> = api
         .list("", "pods", Some(ns))
         .filter(|(_, p)| owner_uid(p) == Some(owner))
@@ -155,6 +160,13 @@ fn owned_pods(api: &ApiStore, ns: &str, owner: &str) -> Vec<ObjKey> {
 
 /// A new pod of `rs`, admitted.
 fn new_pod(rs: &Value, name: &str) -> Value {
+    pod_from_template(rs, name, owner_ref("ReplicaSet", rs))
+}
+
+/// A new pod `name` from `owner`'s `spec.template`, owned through `owner_refs`, admitted
+/// as the API server admits any pod.
+pub(super) fn pod_from_template(owner: &Value, name: &str, owner_refs: Value) -> Value {
+    let rs = owner;
     let t = &rs["spec"]["template"];
     let mut pod = json!({
         "apiVersion": "v1",
@@ -163,7 +175,7 @@ fn new_pod(rs: &Value, name: &str) -> Value {
             "name": name,
             "namespace": rs["metadata"]["namespace"],
             "labels": t["metadata"]["labels"],
-            "ownerReferences": owner_ref("ReplicaSet", rs),
+            "ownerReferences": owner_refs,
         },
         "spec": t["spec"].clone(),
     });
@@ -259,6 +271,7 @@ pub fn run(api: &mut ApiStore) -> bool {
     let mut changed = collect_garbage(api);
     changed |= deployments(api);
     changed |= replicasets(api);
+    changed |= super::pod_sets::run(api);
     changed
 }
 
