@@ -13,11 +13,10 @@ use kineticd::domain::PoolState;
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::common::TestApp;
-use crate::common::gke::{autoscaled_pool, default_pool};
+use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
 use crate::support::{expect_not_found, ok, pool};
 
 const ALICE: &str = "alice@example.com";
@@ -81,16 +80,7 @@ async fn gke_cluster(app: &TestApp) -> KubeCluster {
         node_pools: vec![default_pool(), l4x4, spot_pool()],
         ..Default::default()
     };
-    let op = gcp
-        .container
-        .create_cluster(P, Z, &cluster)
-        .await
-        .expect("cluster");
-    gcp.container
-        .wait_operation(&op, &CancellationToken::new(), Duration::from_secs(120))
-        .await
-        .expect("cluster done");
-    let live = gcp.container.get_cluster(P, Z, C).await.expect("get");
+    let live = create_cluster_and_wait(gcp, P, Z, &cluster, Duration::from_secs(120)).await;
     let access = ClusterAccess::for_gke(&live).expect("endpoint");
     app.state.cloud.kube.cluster(access)
 }

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::common::gke::{autoscaled_pool, default_pool};
+use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
 use crate::common::{TestApp, fresh_db};
 use crate::support::{expect_error, expect_not_found, ok, pool};
 
@@ -152,15 +152,7 @@ async fn provision(gcp: &GcpClients, pools: &[NodePool]) {
         node_pools,
         ..Default::default()
     };
-    let op = gcp
-        .container
-        .create_cluster(P, Z, &cluster)
-        .await
-        .expect("cluster");
-    gcp.container
-        .wait_operation(&op, &CancellationToken::new(), WAIT)
-        .await
-        .expect("cluster done");
+    create_cluster_and_wait(gcp, P, Z, &cluster, WAIT).await;
 }
 
 fn drift(s: &Value) -> Vec<(String, String, String)> {

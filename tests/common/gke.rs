@@ -1,9 +1,13 @@
 //! GKE wire objects the tests build again and again. Only the shape every test agrees on
 //! lives here; a test adds what it checks on top.
 
+use std::time::Duration;
+
+use kineticd::cloud::gcp::GcpClients;
 use kineticd::cloud::gcp::types::container::{
-    AcceleratorConfig, NodeConfig, NodePool, NodePoolAutoscaling,
+    AcceleratorConfig, Cluster, NodeConfig, NodePool, NodePoolAutoscaling,
 };
+use tokio_util::sync::CancellationToken;
 
 /// A node pool of `nodes` `machine` nodes, autoscaling `nodes..nodes+10`, each with
 /// `count` `accel` accelerators (none when `accel` is empty).
@@ -47,4 +51,28 @@ pub fn default_pool() -> NodePool {
         }),
         ..Default::default()
     }
+}
+
+/// Create `cluster` in `project`/`zone` through the production GKE client and wait (up to
+/// `wait`) for its operation; the cluster as GKE then reports it.
+pub async fn create_cluster_and_wait(
+    gcp: &GcpClients,
+    project: &str,
+    zone: &str,
+    cluster: &Cluster,
+    wait: Duration,
+) -> Cluster {
+    let op = gcp
+        .container
+        .create_cluster(project, zone, cluster)
+        .await
+        .expect("cluster");
+    gcp.container
+        .wait_operation(&op, &CancellationToken::new(), wait)
+        .await
+        .expect("cluster done");
+    gcp.container
+        .get_cluster(project, zone, &cluster.name)
+        .await
+        .expect("get cluster")
 }
