@@ -11,6 +11,7 @@ pub mod names;
 pub mod naming;
 pub mod pools;
 pub mod pricing;
+pub mod provisioning;
 pub mod quota;
 pub mod report;
 pub mod roles;

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use super::accelerators::{Kind, Resolved};
 use super::naming::LABELS;
+use super::provisioning::Provisioning;
 
 /// Why a requested pool is refused (each maps to an API reason).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -74,13 +75,15 @@ pub struct PoolShape {
     pub max_nodes: u32,
     pub spot: bool,
     pub reservation: Option<String>,
-    /// `"86400s"` except for spot TPU pools.
-    pub max_run_duration: Option<&'static str>,
+    /// `"86400s"` except for spot TPU pools (flex-start: as asked, at most 7 days).
+    pub max_run_duration: Option<String>,
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     /// COMPACT placement topology for multi-host TPU slices.
     pub placement_topology: Option<&'static str>,
     pub failover: Option<FailoverRole>,
+    /// How the nodes are obtained ([`super::provisioning`]); spot and reservation agree.
+    pub provisioning: Provisioning,
 }
 
 fn valid_reservation(r: &str) -> bool {
@@ -165,7 +168,7 @@ pub fn shape(
         max_nodes,
         spot,
         reservation: reservation.map(str::to_owned),
-        max_run_duration: (!(spot && acc.kind == Kind::Tpu)).then_some("86400s"),
+        max_run_duration: (!(spot && acc.kind == Kind::Tpu)).then(|| "86400s".to_owned()),
         labels,
         taints,
         placement_topology: if acc.is_multi_host() {
@@ -174,6 +177,13 @@ pub fn shape(
             None
         },
         failover,
+        provisioning: if spot {
+            Provisioning::Spot
+        } else if reservation.is_some() {
+            Provisioning::Reservation
+        } else {
+            Provisioning::OnDemand
+        },
     })
 }
 
@@ -186,7 +196,7 @@ mod tests {
     fn gpu_pools() {
         let p = shape(&acc("l4"), 0, false, None, None).unwrap();
         assert_eq!((p.min_nodes, p.max_nodes), (0, 10));
-        assert_eq!(p.max_run_duration, Some("86400s"));
+        assert_eq!(p.max_run_duration.as_deref(), Some("86400s"));
         assert_eq!(p.labels["kinetic"], "true");
         assert_eq!(p.labels["goog-packaged-solution"], "kinetic");
         assert!(p.taints.is_empty() && !p.spot && p.placement_topology.is_none());
@@ -196,7 +206,7 @@ mod tests {
         let p = shape(&acc("l4:spot"), 0, false, None, None).unwrap();
         assert!(p.spot);
         assert_eq!(
-            p.max_run_duration,
+            p.max_run_duration.as_deref(),
             Some("86400s"),
             "spot GPU keeps the 24 h limit"
         );

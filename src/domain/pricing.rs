@@ -1,6 +1,11 @@
 //! Hourly price estimates for accelerator node pools. The table is data: a default built
 //! in (approximate us-central1 list prices per GPU or TPU chip, host share included) that
 //! a deployment can replace with its own (`KINETIC_PRICES_FILE`, same JSON shape).
+//! Flex-start (Dynamic Workload Scheduler) VMs have their own, discounted SKUs ("About
+//! Flex-start VMs": A2, A3 and A4 GPUs at a discounted price); the built-in table has no
+//! flex-start figures (none were published in a form kineticd could cite), so a
+//! flex-start estimate uses the on-demand price as its upper bound and says so
+//! ([`PriceTable::per_node_in`]) until the deployment's table gives `flexStart`.
 //!
 //! Invariant: an estimate is never presented as a bill: every figure carries its
 //! currency, and an accelerator missing from the table yields no estimate rather than 0.
@@ -12,6 +17,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::accelerators::Resolved;
+use super::provisioning::Provisioning;
 
 /// Price of one GPU or TPU chip for an hour, on demand and spot.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -19,6 +25,9 @@ use super::accelerators::Resolved;
 pub struct UnitPrice {
     pub on_demand: f64,
     pub spot: f64,
+    /// Flex-start (DWS) price; absent: flex-start is estimated at the on-demand price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flex_start: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,6 +68,7 @@ impl Default for PriceTable {
                         UnitPrice {
                             on_demand: od,
                             spot: sp,
+                            flex_start: None,
                         },
                     )
                 })
@@ -99,6 +109,37 @@ impl PriceTable {
         Some(cents(unit * f64::from(acc.per_node())))
     }
 
+    /// Hourly price of one node of `acc` provisioned in `mode`, and whether it is the
+    /// mode's own price (false: a flex-start pool priced at the on-demand upper bound,
+    /// the table having no `flexStart` for it).
+    pub fn per_node_in(&self, acc: &Resolved, mode: Provisioning) -> Option<(f64, bool)> {
+        if !mode.is_flex_start() {
+            return self.per_node(acc).map(|p| (p, true));
+        }
+        let u = self.per_unit_hour.get(acc.gke_accelerator_type)?;
+        let (unit, own) = match u.flex_start {
+            Some(f) => (f, true),
+            None => (u.on_demand, false),
+        };
+        Some((cents(unit * f64::from(acc.per_node())), own))
+    }
+
+    /// Estimate for a pool of `acc` in `mode` between `min` and `max` nodes.
+    pub fn estimate_in(
+        &self,
+        acc: &Resolved,
+        mode: Provisioning,
+        min: u32,
+        max: u32,
+    ) -> Option<Estimate> {
+        let (per_node, _) = self.per_node_in(acc, mode)?;
+        Some(Estimate {
+            per_node,
+            at_min: cents(per_node * f64::from(min)),
+            at_max: cents(per_node * f64::from(max)),
+        })
+    }
+
     /// Estimate for a pool of `acc` between `min` and `max` nodes.
     pub fn estimate(&self, acc: &Resolved, min: u32, max: u32) -> Option<Estimate> {
         let per_node = self.per_node(acc)?;
@@ -131,6 +172,27 @@ mod tests {
         .unwrap();
         assert_eq!(custom.per_node(&acc("l4x2")), Some(2.0));
         assert_eq!(custom.per_node(&acc("t4")), None);
+        // Flex-start: its own price when the table has one, else on demand (flagged).
+        let flex = PriceTable::from_json(
+            r#"{"currency":"USD","perUnitHour":{"nvidia-l4":{"onDemand":0.71,"spot":0.28,"flexStart":0.4}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            flex.per_node_in(&acc("l4x2"), Provisioning::Queued),
+            Some((0.8, true))
+        );
+        assert_eq!(
+            t.per_node_in(&acc("l4"), Provisioning::FlexStart),
+            Some((0.71, false))
+        );
+        assert_eq!(
+            t.per_node_in(&acc("l4:spot"), Provisioning::Spot),
+            Some((0.28, true))
+        );
+        assert_eq!(
+            flex.estimate_in(&acc("l4"), Provisioning::FlexStart, 0, 4).unwrap().at_max,
+            1.6
+        );
     }
 
     #[test]

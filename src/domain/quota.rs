@@ -1,11 +1,12 @@
 //! Regional Compute Engine quota metrics for accelerators, and what a new pool needs.
 //!
 //! Invariant: a pool is checked against the metric Compute Engine charges it to (spot
-//! pools against the PREEMPTIBLE_ metric), counting the accelerators of the nodes the
+//! and flex-start pools against the PREEMPTIBLE_ metric), counting the accelerators of the nodes the
 //! pool must be able to start: its minimum, and at least one node (one slice for a
 //! multi-host TPU), since a pool that cannot start a single node is of no use.
 
 use super::accelerators::Resolved;
+use super::provisioning::Provisioning;
 
 /// The on-demand quota metric of a GKE accelerator type, if Compute has one.
 fn base_metric(gke_accelerator_type: &str) -> Option<&'static str> {
@@ -32,6 +33,18 @@ pub fn metric(acc: &Resolved, spot: bool) -> Option<String> {
     } else {
         base.to_owned()
     })
+}
+
+/// The metric a pool of `acc` provisioned in `mode` is charged to. Flex-start VMs
+/// (with or without queued provisioning) "consume preemptible quota" (Google Cloud
+/// blog, "GPUs when you need them: Introducing Flex-start VMs",
+/// cloud.google.com/blog/products/compute/introducing-flex-start-vms-for-the-compute-engine-instance-api),
+/// like spot VMs.
+pub fn metric_for(acc: &Resolved, mode: Provisioning) -> Option<String> {
+    metric(
+        acc,
+        acc.spot || matches!(mode, Provisioning::Spot) || mode.is_flex_start(),
+    )
 }
 
 /// Accelerators (GPUs or TPU chips) a pool with `min_nodes` needs to start.
@@ -82,6 +95,18 @@ mod tests {
         assert_eq!(
             metric(&acc("tpu-v5litepod-16"), false).as_deref(),
             Some("TPU_LITE_PODSLICE_V5")
+        );
+        assert_eq!(
+            metric_for(&acc("h100x8"), Provisioning::FlexStart).as_deref(),
+            Some("PREEMPTIBLE_NVIDIA_H100_GPUS")
+        );
+        assert_eq!(
+            metric_for(&acc("l4"), Provisioning::Queued).as_deref(),
+            Some("PREEMPTIBLE_NVIDIA_L4_GPUS")
+        );
+        assert_eq!(
+            metric_for(&acc("l4"), Provisioning::Reservation).as_deref(),
+            Some("NVIDIA_L4_GPUS")
         );
         assert!(check("M", 8.0, 4.0, 4).is_ok());
         assert_eq!(check("M", 8.0, 5.0, 4).unwrap_err().needed, 4);

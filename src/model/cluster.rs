@@ -104,6 +104,10 @@ pub struct NodePool {
     pub max_run_duration: Option<String>,
     pub driver_version: Option<String>,
     pub failover: Option<FailoverRef>,
+    /// How nodes are obtained: ON_DEMAND | SPOT | RESERVATION | FLEX_START | QUEUED.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "ON_DEMAND")]
+    pub provisioning: Option<String>,
     pub state: PoolState,
     pub estimated_hourly_cost: Option<EstimatedCost>,
     pub create_time: String,

@@ -194,6 +194,9 @@ pub struct PoolDetails {
     pub max_run_duration: Option<String>,
     pub min_nodes: i64,
     pub placement_topology: Option<String>,
+    /// FLEX_START | QUEUED (absent for on-demand, spot and reservation pools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioning: Option<String>,
     pub reservation: Option<String>,
     pub spot: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]

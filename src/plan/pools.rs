@@ -28,7 +28,7 @@ pub struct PoolToAdd<'a> {
 pub fn pool_record(p: &PoolToAdd<'_>, prices: &PriceTable) -> model::NodePool {
     let s = p.shape;
     let a = &s.accelerator;
-    let estimate = prices.estimate(a, s.min_nodes, s.max_nodes);
+    let estimate = prices.estimate_in(a, s.provisioning, s.min_nodes, s.max_nodes);
     model::NodePool {
         pool_id: p.id.to_owned(),
         accelerator: a.base_name(),
@@ -57,8 +57,9 @@ pub fn pool_record(p: &PoolToAdd<'_>, prices: &PriceTable) -> model::NodePool {
             })
             .collect(),
         labels: s.labels.clone(),
-        max_run_duration: s.max_run_duration.map(str::to_owned),
+        max_run_duration: s.max_run_duration.clone(),
         driver_version: p.driver_version.map(str::to_owned),
+        provisioning: Some(s.provisioning.as_str().to_owned()),
         failover: match (s.failover, p.paired_pool) {
             (Some(role), Some(other)) => Some(FailoverRef {
                 role: match role {
@@ -92,6 +93,7 @@ pub fn pool_details(p: &model::NodePool) -> PoolDetails {
         max_run_duration: p.max_run_duration.clone(),
         min_nodes: p.min_nodes,
         placement_topology: p.tpu_topology.clone().filter(|_| multi_host),
+        provisioning: flex_mode(p),
         reservation: p.reservation.clone(),
         spot: p.spot,
         taints: Some(
@@ -106,6 +108,14 @@ pub fn pool_details(p: &model::NodePool) -> PoolDetails {
         ),
         zones: Some(p.zones.clone()),
     }
+}
+
+/// The pool's mode when it is a flex-start one (the only modes plans and records name:
+/// the others follow from `spot` and `reservation`).
+pub fn flex_mode(p: &model::NodePool) -> Option<String> {
+    p.provisioning
+        .clone()
+        .filter(|m| m == "FLEX_START" || m == "QUEUED")
 }
 
 /// Whether a pool needs the NVIDIA driver installer (a GPU pool without GKE-managed drivers).

@@ -10,6 +10,17 @@ use crate::store::records::{CostRecord, FailoverRecord, TaintRecord};
 
 /// The API's pool for a stored spec (name, state and create time left to the caller).
 pub fn pool_of(s: PoolSpecRecord) -> NodePool {
+    // Only flex-start modes are stored; the others follow from spot and reservation.
+    let mode = s.provisioning.clone().unwrap_or_else(|| {
+        if s.spot {
+            "SPOT"
+        } else if s.reservation.is_some() {
+            "RESERVATION"
+        } else {
+            "ON_DEMAND"
+        }
+        .to_owned()
+    });
     NodePool {
         pool_id: s.pool_id,
         accelerator: s.accelerator,
@@ -34,6 +45,7 @@ pub fn pool_of(s: PoolSpecRecord) -> NodePool {
             })
             .collect(),
         labels: s.labels,
+        provisioning: Some(mode),
         max_run_duration: s.max_run_duration,
         driver_version: s.driver_version,
         failover: s.failover.map(|f| FailoverRef {
@@ -78,6 +90,7 @@ pub fn spec_of(p: &NodePool) -> PoolSpecRecord {
         labels: p.labels.clone(),
         max_run_duration: p.max_run_duration.clone(),
         driver_version: p.driver_version.clone(),
+        provisioning: crate::plan::pools::flex_mode(p),
         failover: p.failover.as_ref().map(|f| FailoverRecord {
             role: f.role.clone(),
             paired_pool: f.paired_pool.clone(),

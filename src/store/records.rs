@@ -184,6 +184,10 @@ pub struct PoolSpecRecord {
     pub failover: Option<FailoverRecord>,
     #[serde(default)]
     pub estimated_hourly_cost: Option<CostRecord>,
+    /// FLEX_START | QUEUED; absent for every other mode (they follow from `spot` and
+    /// `reservation`), so rows written before flex-start stay byte-identical.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioning: Option<String>,
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 
 pub mod down;
 pub mod drill;
+pub mod flex;
 pub mod placement;
 pub mod pools;
 pub mod up;

@@ -10,6 +10,7 @@ use crate::domain::accelerators::{Choice, Kind, Resolved};
 use crate::domain::compute_class::{ClassName, GkeVersion, MIN_VERSION, join_class};
 use crate::domain::naming::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolError, PoolShape, shape, spot_of};
+use crate::domain::provisioning::{self, Resolution};
 use crate::domain::{PoolId, PoolState, ZoneName, quota};
 use crate::model;
 use crate::ops::workflows::cluster::{ADD_POOL, REMOVE_POOL};
@@ -20,6 +21,7 @@ use crate::store::{self, Db, clusters::ClusterRecord};
 use super::super::clusters::ClusterPath;
 use super::super::records::spec_of;
 use super::super::{Error, Result, Services};
+use super::flex;
 use super::placement::check_placement;
 use super::{
     Begin, Mutation, OpRequest, Plan, Submitted, begin, live, not_deleting, parse_accelerator,
@@ -48,6 +50,16 @@ pub struct AddPoolRequest {
     /// Add a spot pool plus an on-demand pool of the same machine at 0 nodes that
     /// pending pods fail over to.
     pub failover: Option<bool>,
+    /// ON_DEMAND (default), SPOT (= `spot: true`), RESERVATION (with `reservation`),
+    /// FLEX_START (flex-start VMs, Dynamic Workload Scheduler) or QUEUED (flex-start with
+    /// queued provisioning: nodes only for a ProvisioningRequest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "FLEX_START")]
+    pub provisioning: Option<String>,
+    /// How long a node may run, e.g. `"86400s"` (flex-start: at most `"604800s"`, 7 days,
+    /// the default there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_run_duration: Option<String>,
 }
 
 fn random_suffix() -> u16 {
@@ -93,7 +105,9 @@ pub async fn check_quota(
     s: &PoolShape,
     validate_only: bool,
 ) -> Result<Vec<String>> {
-    let Some(metric) = quota::metric(&s.accelerator, s.spot) else {
+    // Flex-start VMs are charged to the PREEMPTIBLE_ metrics, like spot VMs
+    // ([`quota::metric_for`]).
+    let Some(metric) = quota::metric_for(&s.accelerator, s.provisioning) else {
         return Ok(Vec::new());
     };
     let needed = quota::needed(&s.accelerator, s.min_nodes);
@@ -208,23 +222,28 @@ fn check_driver_version(acc: &Resolved, req: &AddPoolRequest) -> Result<()> {
 }
 
 /// The shapes of the pools a request adds: one, or a spot pool and its on-demand
-/// failover partner at 0 nodes.
-fn shapes(acc: &Resolved, req: &AddPoolRequest) -> Result<Vec<PoolShape>> {
+/// failover partner at 0 nodes; each in the request's provisioning mode.
+fn shapes(acc: &Resolved, req: &AddPoolRequest, r: &Resolution) -> Result<Vec<PoolShape>> {
     let min = req.min_nodes.unwrap_or(0);
-    let spot = spot_of(acc, req.spot).map_err(pool_error)?;
-    let reservation = req.reservation.as_deref();
+    let spot = spot_of(acc, r.spot).map_err(pool_error)?;
+    let reservation = r.reservation.as_deref();
     if !req.failover.unwrap_or(false) {
-        return Ok(vec![
-            shape(acc, min, spot, reservation, None).map_err(pool_error)?,
-        ]);
+        let mut s = shape(acc, min, spot, reservation, None).map_err(pool_error)?;
+        provisioning::apply(&mut s, r);
+        return Ok(vec![s]);
     }
     if reservation.is_some() && spot {
         return Err(pool_error(PoolError::SpotWithReservation));
     }
-    Ok(vec![
+    let mut pair = vec![
         shape(acc, min, true, None, Some(FailoverRole::Spot)).map_err(pool_error)?,
         shape(acc, 0, false, reservation, Some(FailoverRole::OnDemand)).map_err(pool_error)?,
-    ])
+    ];
+    if let Some(d) = &r.max_run_duration {
+        pair.iter_mut()
+            .for_each(|s| s.max_run_duration = Some(d.clone()));
+    }
+    Ok(pair)
 }
 
 /// Warnings of the placement and quota checks (errors when they fail).
@@ -342,11 +361,14 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
     let acc = pool_accelerator(&req)?;
     check_driver_version(&acc, &req)?;
     let zones = zones(&m.path, &req)?;
-    let shapes = shapes(&acc, &req)?;
+    let mode = flex::resolve(&acc, &req)?;
+    let shapes = shapes(&acc, &req, &mode)?;
     let mut warnings = Vec::new();
     if shapes.len() == 2 {
         warnings.extend(check_version(&svc.cloud, m).await?);
     }
+    warnings.extend(flex::check_version(&svc.cloud, m, mode.mode, &acc).await?);
+    warnings.extend(flex::price_warning(&svc.prices, &acc, mode.mode));
     warnings.extend(check_pools(&svc.cloud, m, &acc, &shapes, &zones).await?);
     let records = pool_records(svc, m, &c, &acc, &shapes, &zones, &req).await?;
     let mut p = add(&m.names(), &records, &svc.prices);

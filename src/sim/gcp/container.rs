@@ -8,6 +8,7 @@
 //! quota and stockout outcomes are decided when the operation starts and reported as a
 //! DONE operation with `error`, like GKE.
 
+mod flex;
 mod handlers;
 mod list;
 mod model;

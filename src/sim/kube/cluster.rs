@@ -21,7 +21,7 @@ use super::controllers::{self, Observed};
 use super::nodes;
 use super::objects::{ApiStore, ObjKey, content};
 use super::sched::{self, NodeView, Res};
-use super::{events, workloads};
+use super::{events, provisioning_request, workloads};
 use crate::sim::clock::{Clock, SimTime};
 
 /// Virtual time between the autoscaler deciding to add a node and the node being Ready.
@@ -144,6 +144,7 @@ impl ClusterKube {
             changed |= self.sync_nodes();
             changed |= self.evict_orphans();
             changed |= workloads::run(&mut self.api);
+            changed |= provisioning_request::run(&mut self.api, &self.key, &mut self.pools);
             let (scheduled, unschedulable) = sched::schedule(&mut self.api);
             let (planned, backoff_wake) = self.autoscale(&unschedulable, clock);
             self.autoscaler_events(&unschedulable);
@@ -293,10 +294,12 @@ impl ClusterKube {
             templates.insert(name.clone(), tmpl);
         }
         // Spot pools first (cheaper), then by name; a pod that selects a compute class
-        // tries the class's pools in its priority order instead.
+        // tries the class's pools in its priority order instead. Queued-provisioning
+        // pools grow only for a ProvisioningRequest, never for pending pods.
         let mut order: Vec<(bool, String)> = self
             .pools
             .values()
+            .filter(|p| !provisioning_request::is_queued(p))
             .map(|p| (!p.spot, p.pool.clone()))
             .collect();
         order.sort();
@@ -327,6 +330,9 @@ impl ClusterKube {
                 let (Some(p), Some(tmpl)) = (self.pools.get(name), templates.get(name)) else {
                     continue;
                 };
+                if provisioning_request::is_queued(p) {
+                    continue;
+                }
                 let rt = self.runtime.entry(name.clone()).or_default();
                 if let Some(until) = rt.backoff_until.filter(|t| !clock.is_due(*t)) {
                     wake = earliest([wake, Some(until)]);

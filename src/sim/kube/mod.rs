@@ -21,6 +21,7 @@ pub mod nodes;
 pub mod objects;
 pub mod openapi;
 pub mod pod_sets;
+pub mod provisioning_request;
 pub mod quantities;
 pub mod resources;
 pub mod sched;

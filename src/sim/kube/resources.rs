@@ -68,6 +68,17 @@ const BUILTINS: &[Builtin] = &[
     ("apps", "v1", "statefulsets", "StatefulSet", true, &["sts"]),
     ("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"]),
     ("batch", "v1", "jobs", "Job", true, &[]),
+    ("", "v1", "podtemplates", "PodTemplate", true, &[]),
+    // GKE serves ProvisioningRequests (flex-start with queued provisioning) in every
+    // cluster; [`super::provisioning_request`] acts on them.
+    (
+        "autoscaling.x-k8s.io",
+        "v1",
+        "provisioningrequests",
+        "ProvisioningRequest",
+        true,
+        &["provreq", "provreqs"],
+    ),
     (
         CRD_GROUP,
         "v1",

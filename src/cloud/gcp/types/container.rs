@@ -233,6 +233,9 @@ pub struct NodeConfig {
     pub accelerators: Vec<AcceleratorConfig>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spot: Option<bool>,
+    /// Flex-start VMs (Dynamic Workload Scheduler).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flex_start: Option<bool>,
     /// Kubernetes labels on every node.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,

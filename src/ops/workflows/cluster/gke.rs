@@ -280,6 +280,7 @@ pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
     result(PoolReady {
         outcome: found,
         status: running(pool, &np)?,
+        queued: super::queued::template(&spec),
     })
 }
 

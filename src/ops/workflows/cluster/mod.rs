@@ -11,11 +11,13 @@
 mod compute_class;
 pub mod drill;
 mod exec;
+mod flex_wire;
 mod gke;
 mod infra;
 mod kube;
 pub mod manifest_cache;
 mod plan_steps;
+pub mod queued;
 pub mod records;
 pub mod results;
 pub mod wire;
@@ -251,6 +253,7 @@ impl Workflow for ClusterWorkflow {
             "outcomes": outcomes,
         });
         results::add_workload(&mut response, steps);
+        results::add_queued(&mut response, steps);
         response
     }
 }

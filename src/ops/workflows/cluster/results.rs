@@ -13,6 +13,8 @@ use crate::ops::steps::{RpcCode, StepError, StepRecord};
 use crate::plan::StepId;
 use crate::plan::computeclass::WorkloadSelection;
 
+use super::queued::QueuedTemplate;
+
 /// What a step found and did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -53,11 +55,15 @@ pub struct ClusterReady {
     pub status: String,
 }
 
-/// A node pool, running.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A node pool, running (a queued-provisioning pool: with what a job needs to get
+/// its nodes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PoolReady {
     pub outcome: Outcome,
     pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<QueuedTemplate>,
 }
 
 /// Kubernetes objects applied from YAML we wrote.
@@ -113,6 +119,26 @@ pub fn add_workload(response: &mut Value, steps: &[StepRecord]) {
     };
     if let Ok(Value::Object(w)) = serde_json::to_value(&a.workload) {
         obj.extend(w);
+    }
+}
+
+/// Put the template of a queued-provisioning pool the operation created (if any) into
+/// its `response`: `provisioningRequest`, `podTemplate`, `podAnnotations`,
+/// `nodeSelector`, `tolerations` and `snippet`.
+pub fn add_queued(response: &mut Value, steps: &[StepRecord]) {
+    let queued = steps
+        .iter()
+        .filter(|s| {
+            s.id.parse::<StepId>()
+                .is_ok_and(|id| id.pool_id().is_some())
+        })
+        .filter_map(|s| PoolReady::deserialize(s.result.as_ref()?).ok()?.queued)
+        .next();
+    let (Some(q), Some(obj)) = (queued, response.as_object_mut()) else {
+        return;
+    };
+    if let Ok(Value::Object(fields)) = serde_json::to_value(&q) {
+        obj.extend(fields);
     }
 }
 

@@ -20,6 +20,7 @@ use crate::cloud::gcp::types::storage::{
     Bucket, IamConfiguration, Lifecycle, LifecycleRule, UniformBucketLevelAccess, Versioning,
 };
 use crate::domain::naming::{ClusterNames, LABELS};
+use crate::domain::provisioning::Provisioning;
 use crate::plan::Account;
 use crate::store::PoolSpecRecord;
 
@@ -47,6 +48,7 @@ pub fn is_ours(labels: &BTreeMap<String, String>) -> bool {
 }
 
 pub use crate::plan::BucketKind;
+pub use super::flex_wire::flex_pool;
 
 pub fn bucket(n: &ClusterNames, kind: BucketKind) -> Bucket {
     let (name, location, cluster) = match kind {
@@ -217,8 +219,16 @@ pub fn cluster(n: &ClusterNames) -> Cluster {
     }
 }
 
-/// An accelerator pool from its record.
+/// An accelerator pool from its record (a flex-start one through [`flex_pool`]).
 pub fn node_pool(n: &ClusterNames, p: &PoolSpecRecord) -> NodePool {
+    let pool = base_pool(n, p);
+    match p.provisioning.as_deref().map(Provisioning::parse) {
+        Some(Ok(mode)) if mode.is_flex_start() => flex_pool(pool, p, mode),
+        _ => pool,
+    }
+}
+
+fn base_pool(n: &ClusterNames, p: &PoolSpecRecord) -> NodePool {
     let accelerators = match (p.kind.as_str(), &p.gke_accelerator_type) {
         ("GPU", Some(t)) => vec![AcceleratorConfig {
             accelerator_count: p.accelerator_count.unwrap_or(1),

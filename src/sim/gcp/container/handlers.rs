@@ -274,6 +274,7 @@ fn do_create_pool(
         return Err(SimError::already_exists(F, &what));
     }
     let rec = provisioning_pool(&pool, location)?;
+    super::flex::check(&rec, &c.version())?;
     ops::ensure_idle(&w.container, &k, cluster)?;
     if c.status != "RUNNING" {
         return Err(SimError::precondition(

@@ -25,6 +25,8 @@ pub struct Shape {
     pub machine: String,
     pub vcpus: u32,
     pub spot: bool,
+    /// Flex-start VMs: charged to the PREEMPTIBLE_ quota metrics like spot VMs.
+    pub flex_start: bool,
     pub accel: Accel,
     /// Hosts of one TPU slice (1 for everything else): node counts are multiples of it.
     pub hosts: u32,
@@ -57,7 +59,8 @@ impl Shape {
     /// Quota consumed by one node: `CPUS`, and the GPU or TPU metric when it has one.
     pub fn units(&self) -> BTreeMap<String, f64> {
         let mut out = BTreeMap::from([("CPUS".to_owned(), f64::from(self.vcpus))]);
-        let pick = |m: Option<&'static str>, s: Option<&'static str>| if self.spot { s } else { m };
+        let preemptible = self.spot || self.flex_start;
+        let pick = |m: Option<&'static str>, s: Option<&'static str>| if preemptible { s } else { m };
         let accel = match &self.accel {
             Accel::None => None,
             Accel::Gpu { kind, count } => catalog::gpu_by_name(kind)
@@ -287,6 +290,19 @@ impl PoolRec {
         if self.shape.spot {
             labels.insert("cloud.google.com/gke-spot".into(), "true".into());
         }
+        if self.shape.flex_start {
+            labels.insert("cloud.google.com/gke-flex-start".into(), "true".into());
+        }
+        if super::flex::is_queued(&self.spec) {
+            // Queued-provisioning nodes: labelled and tainted so only the pods of a
+            // ProvisioningRequest (which tolerate it) land there.
+            labels.insert(kube::provisioning_request::QUEUED_KEY.into(), "true".into());
+            taints.push((
+                kube::provisioning_request::QUEUED_KEY.into(),
+                "true".into(),
+                "NoSchedule".into(),
+            ));
+        }
         labels.extend(config.labels);
         let (min, max) = self.bounds(size);
         PoolNodes {
@@ -411,6 +427,7 @@ mod tests {
                 machine: machine.into(),
                 vcpus: 4,
                 spot,
+                flex_start: false,
                 accel,
                 hosts: 1,
             },

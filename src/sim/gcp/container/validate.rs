@@ -145,6 +145,7 @@ pub fn pool(p: &NodePool, location: &str) -> Result<(NodePool, Shape, Vec<String
         machine,
         vcpus,
         spot,
+        flex_start: config.flex_start == Some(true),
         accel,
         hosts,
     };
