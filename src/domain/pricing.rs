@@ -190,7 +190,9 @@ mod tests {
             Some((0.28, true))
         );
         assert_eq!(
-            flex.estimate_in(&acc("l4"), Provisioning::FlexStart, 0, 4).unwrap().at_max,
+            flex.estimate_in(&acc("l4"), Provisioning::FlexStart, 0, 4)
+                .unwrap()
+                .at_max,
             1.6
         );
     }

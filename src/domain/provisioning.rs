@@ -111,9 +111,7 @@ impl fmt::Display for Provisioning {
 /// Why a provisioning request is refused (each maps to an API reason).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProvisioningError {
-    #[error(
-        "provisioning {0:?} is not one of ON_DEMAND, SPOT, RESERVATION, FLEX_START, QUEUED"
-    )]
+    #[error("provisioning {0:?} is not one of ON_DEMAND, SPOT, RESERVATION, FLEX_START, QUEUED")]
     Unknown(String),
     #[error("provisioning {mode} contradicts {field}: {fix}")]
     Conflict {
@@ -125,9 +123,7 @@ pub enum ProvisioningError {
         "provisioning RESERVATION needs \"reservation\" (the name of a reservation in the cluster's zone)"
     )]
     ReservationRequired,
-    #[error(
-        "maxRunDuration {0:?} is not a whole number of seconds like \"86400s\" (at least 1s)"
-    )]
+    #[error("maxRunDuration {0:?} is not a whole number of seconds like \"86400s\" (at least 1s)")]
     BadDuration(String),
     #[error(
         "maxRunDuration {text:?} is longer than {FLEX_MAX_RUN_SECONDS}s (7 days), the longest a flex-start VM runs: ask for {FLEX_MAX_RUN_SECONDS}s or less"
@@ -191,6 +187,20 @@ fn seconds(text: &str) -> Result<u64, ProvisioningError> {
         .ok_or_else(|| ProvisioningError::BadDuration(text.chars().take(40).collect()))
 }
 
+/// A requested run duration, normalised (flex-start: at most seven days).
+fn duration(mode: Provisioning, text: Option<&str>) -> Result<Option<String>, ProvisioningError> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let n = seconds(text)?;
+    if mode.is_flex_start() && n > FLEX_MAX_RUN_SECONDS {
+        return Err(ProvisioningError::TooLong {
+            text: text.chars().take(40).collect(),
+        });
+    }
+    Ok(Some(format!("{n}s")))
+}
+
 /// The mode a request implies when it names none: spot, a reservation, or on demand.
 fn implied(acc: &Resolved, req: &Request<'_>) -> Provisioning {
     let reservation = req.reservation.is_some_and(|r| !r.trim().is_empty());
@@ -214,7 +224,12 @@ fn check_accelerator(mode: Provisioning, acc: &Resolved) -> Result<(), Provision
         Kind::Gpu if acc.machine_type.starts_with("n1-") => Err(unsupported(
             "flex-start VMs are accelerator-optimized machines (A2, A3, A4, G2); GPUs attached to N1 machines cannot be flex-start: choose gpu-l4, an A100, H100, H200 or B200, or ON_DEMAND / SPOT",
         )),
-        Kind::Tpu if matches!(acc.gke_accelerator_type, "tpu-v3-podslice" | "tpu-v4-podslice") => {
+        Kind::Tpu
+            if matches!(
+                acc.gke_accelerator_type,
+                "tpu-v3-podslice" | "tpu-v4-podslice"
+            ) =>
+        {
             Err(unsupported(
                 "GKE flex-start does not run TPU v3 or v4: choose v5e, v5p or v6e, or ON_DEMAND / SPOT",
             ))
@@ -228,15 +243,23 @@ fn check_accelerator(mode: Provisioning, acc: &Resolved) -> Result<(), Provision
 
 /// Decide a request's mode and check that its fields agree with it.
 pub fn resolve(acc: &Resolved, req: &Request<'_>) -> Result<Resolution, ProvisioningError> {
-    let mode = match req.provisioning {
-        Some(s) => Provisioning::parse(s)?,
-        None => implied(acc, req),
-    };
     let reservation = req
         .reservation
         .map(str::trim)
         .filter(|r| !r.is_empty())
         .map(str::to_owned);
+    let Some(named) = req.provisioning else {
+        // No mode named: the old fields decide, and the pool rules refuse their
+        // contradictions with their own reasons (SPOT_WITH_RESERVATION, SPOT_CONFLICT).
+        let mode = implied(acc, req);
+        return Ok(Resolution {
+            mode,
+            spot: req.spot,
+            reservation,
+            max_run_duration: duration(mode, req.max_run_duration)?,
+        });
+    };
+    let mode = Provisioning::parse(named)?;
     let spot_asked = req.spot == Some(true) || acc.spot;
     match mode {
         Provisioning::OnDemand => {
@@ -315,27 +338,14 @@ pub fn resolve(acc: &Resolved, req: &Request<'_>) -> Result<Resolution, Provisio
             check_accelerator(mode, acc)?;
         }
     }
-    if req.failover && !matches!(mode, Provisioning::Spot | Provisioning::Reservation)
-        && req.provisioning.is_some()
-    {
+    if req.failover && !matches!(mode, Provisioning::Spot | Provisioning::Reservation) {
         return Err(conflict(
             mode,
             "failover",
             "a failover pair is a spot pool plus an on-demand pool: ask for SPOT (or no provisioning) with \"failover\"",
         ));
     }
-    let max_run_duration = match req.max_run_duration {
-        None => None,
-        Some(text) => {
-            let n = seconds(text)?;
-            if mode.is_flex_start() && n > FLEX_MAX_RUN_SECONDS {
-                return Err(ProvisioningError::TooLong {
-                    text: text.chars().take(40).collect(),
-                });
-            }
-            Some(format!("{n}s"))
-        }
-    };
+    let max_run_duration = duration(mode, req.max_run_duration)?;
     Ok(Resolution {
         mode,
         spot: match mode {
@@ -361,7 +371,11 @@ pub fn default_max_run(mode: Provisioning) -> Option<String> {
 /// already shaped from the same [`Resolution`].
 pub fn apply(shape: &mut PoolShape, r: &Resolution) {
     shape.provisioning = r.mode;
-    if let Some(d) = r.max_run_duration.clone().or_else(|| default_max_run(r.mode)) {
+    if let Some(d) = r
+        .max_run_duration
+        .clone()
+        .or_else(|| default_max_run(r.mode))
+    {
         shape.max_run_duration = Some(d);
     }
 }

@@ -35,6 +35,15 @@ fn modes_are_implied_by_the_old_fields() {
     .unwrap();
     assert_eq!(r.mode, Provisioning::Reservation);
     assert_eq!(r.reservation.as_deref(), Some("res-1"));
+    // Without a mode, the old fields' contradictions are left to the pool rules and
+    // their own reasons (SPOT_WITH_RESERVATION, SPOT_CONFLICT).
+    let r = Request {
+        spot: Some(false),
+        reservation: Some("r"),
+        ..req(None)
+    };
+    let r = resolve(&acc("l4:spot"), &r).unwrap();
+    assert_eq!((r.mode, r.spot), (Provisioning::Spot, Some(false)));
 }
 
 #[test]
@@ -56,17 +65,80 @@ fn explicit_modes_set_spot_and_check_the_reservation() {
 #[test]
 fn contradictions_are_refused_with_the_field_named() {
     let cases: Vec<(&str, Request<'_>, &str)> = vec![
-        ("l4", Request { spot: Some(false), ..req(Some("SPOT")) }, "spot: false"),
+        (
+            "l4",
+            Request {
+                spot: Some(false),
+                ..req(Some("SPOT"))
+            },
+            "spot: false",
+        ),
         ("l4:spot", req(Some("ON_DEMAND")), "spot"),
-        ("l4", Request { reservation: Some("r"), ..req(Some("ON_DEMAND")) }, "reservation"),
-        ("l4", Request { reservation: Some("r"), ..req(Some("SPOT")) }, "reservation"),
-        ("l4", Request { spot: Some(true), ..req(Some("RESERVATION")) }, "spot"),
-        ("l4", Request { reservation: Some("r"), ..req(Some("FLEX_START")) }, "reservation"),
-        ("l4", Request { spot: Some(true), ..req(Some("QUEUED")) }, "spot"),
+        (
+            "l4",
+            Request {
+                reservation: Some("r"),
+                ..req(Some("ON_DEMAND"))
+            },
+            "reservation",
+        ),
+        (
+            "l4",
+            Request {
+                reservation: Some("r"),
+                ..req(Some("SPOT"))
+            },
+            "reservation",
+        ),
+        (
+            "l4",
+            Request {
+                spot: Some(true),
+                ..req(Some("RESERVATION"))
+            },
+            "spot",
+        ),
+        (
+            "l4",
+            Request {
+                reservation: Some("r"),
+                ..req(Some("FLEX_START"))
+            },
+            "reservation",
+        ),
+        (
+            "l4",
+            Request {
+                spot: Some(true),
+                ..req(Some("QUEUED"))
+            },
+            "spot",
+        ),
         ("l4:spot", req(Some("FLEX_START")), "spot"),
-        ("l4", Request { failover: true, ..req(Some("FLEX_START")) }, "failover"),
-        ("l4", Request { failover: true, ..req(Some("ON_DEMAND")) }, "failover"),
-        ("l4", Request { min_nodes: 2, ..req(Some("QUEUED")) }, "minNodes"),
+        (
+            "l4",
+            Request {
+                failover: true,
+                ..req(Some("FLEX_START"))
+            },
+            "failover",
+        ),
+        (
+            "l4",
+            Request {
+                failover: true,
+                ..req(Some("ON_DEMAND"))
+            },
+            "failover",
+        ),
+        (
+            "l4",
+            Request {
+                min_nodes: 2,
+                ..req(Some("QUEUED"))
+            },
+            "minNodes",
+        ),
     ];
     for (a, r, field) in cases {
         let e = resolve(&acc(a), &r).unwrap_err();

@@ -11,6 +11,7 @@ mod down;
 mod drill;
 mod ensure;
 mod faults;
+mod flex;
 mod ordering;
 mod pools;
 mod preview;

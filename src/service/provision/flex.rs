@@ -22,12 +22,15 @@ fn provisioning_error(e: ProvisioningError) -> Error {
         ProvisioningError::Conflict { mode, field, .. } => {
             err.with("provisioning", mode).with("field", field)
         }
-        ProvisioningError::TooLong { text } => err
-            .with("maxRunDuration", text)
-            .with("maximum", format!("{}s", provisioning::FLEX_MAX_RUN_SECONDS)),
+        ProvisioningError::TooLong { text } => err.with("maxRunDuration", text).with(
+            "maximum",
+            format!("{}s", provisioning::FLEX_MAX_RUN_SECONDS),
+        ),
         ProvisioningError::Unsupported {
             mode, accelerator, ..
-        } => err.with("provisioning", mode).with("accelerator", accelerator),
+        } => err
+            .with("provisioning", mode)
+            .with("accelerator", accelerator),
         _ => err,
     }
 }

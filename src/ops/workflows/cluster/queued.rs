@@ -44,7 +44,11 @@ pub fn template(p: &PoolSpecRecord) -> Option<QueuedTemplate> {
         let chips = p.accelerator_count.unwrap_or(1) / hosts;
         ("google.com/tpu", chips.max(1), "google.com/tpu")
     } else {
-        ("nvidia.com/gpu", p.accelerator_count.unwrap_or(1), "nvidia.com/gpu")
+        (
+            "nvidia.com/gpu",
+            p.accelerator_count.unwrap_or(1),
+            "nvidia.com/gpu",
+        )
     };
     // One pod per node; a multi-host TPU slice needs all its hosts at once.
     let count = p.hosts_per_slice.unwrap_or(1).max(1);
@@ -125,8 +129,14 @@ mod tests {
         let spec = &t.provisioning_request["spec"];
         assert_eq!(spec["provisioningClassName"], QUEUED_CLASS);
         assert_eq!(spec["parameters"]["maxRunDurationSeconds"], "86400");
-        assert_eq!(spec["podSets"][0]["podTemplateRef"]["name"], "gpu-h100-1a2b-template");
-        assert_eq!(t.pod_template["template"]["spec"]["nodeSelector"]["cloud.google.com/gke-nodepool"], "gpu-h100-1a2b");
+        assert_eq!(
+            spec["podSets"][0]["podTemplateRef"]["name"],
+            "gpu-h100-1a2b-template"
+        );
+        assert_eq!(
+            t.pod_template["template"]["spec"]["nodeSelector"]["cloud.google.com/gke-nodepool"],
+            "gpu-h100-1a2b"
+        );
         assert_eq!(
             t.pod_template["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
             "8"

@@ -47,8 +47,8 @@ pub fn is_ours(labels: &BTreeMap<String, String>) -> bool {
     labels.get(OURS.0).map(String::as_str) == Some(OURS.1)
 }
 
-pub use crate::plan::BucketKind;
 pub use super::flex_wire::flex_pool;
+pub use crate::plan::BucketKind;
 
 pub fn bucket(n: &ClusterNames, kind: BucketKind) -> Bucket {
     let (name, location, cluster) = match kind {

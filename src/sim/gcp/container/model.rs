@@ -60,7 +60,8 @@ impl Shape {
     pub fn units(&self) -> BTreeMap<String, f64> {
         let mut out = BTreeMap::from([("CPUS".to_owned(), f64::from(self.vcpus))]);
         let preemptible = self.spot || self.flex_start;
-        let pick = |m: Option<&'static str>, s: Option<&'static str>| if preemptible { s } else { m };
+        let pick =
+            |m: Option<&'static str>, s: Option<&'static str>| if preemptible { s } else { m };
         let accel = match &self.accel {
             Accel::None => None,
             Accel::Gpu { kind, count } => catalog::gpu_by_name(kind)

@@ -1,0 +1,675 @@
+//! Flex-start and queued-provisioning pools end to end: the bodies kineticd sends GKE
+//! (field by field, and every field checked against the discovery document's schemas),
+//! the refusals made before anything is queued (contradictions, run durations over 7
+//! days, old GKE versions, unsupported accelerators, quota on the preemptible metric),
+//! the preview's mode and cost, and the simulator's behaviour through the production
+//! Kubernetes client: a flex-start pool grows for a pending GPU pod, a queued pool does
+//! not — it grows only when a ProvisioningRequest built from the operation's response
+//! asks, and the request's status then says Provisioned.
+
+use k8s_openapi::api::core::v1::{Pod, PodTemplate};
+use kineticd::cloud::kube::{AccessToken, ClusterAccess, KubeClients, KubeCluster, KubeError};
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{Env, OWNER, PROJECT, ZONE, cluster_path, env, env_with, explicit_clock};
+
+const SCHEMAS: &str = include_str!("../fixtures/discovery/container.v1.nodepool.json");
+
+/// Every field of `v` is a property of discovery schema `schema` (following `$ref`s
+/// and array items), and every enum value is one the schema lists.
+fn conforms(v: &Value, schema: &Value, all: &Value, at: &str) {
+    if let Some(r) = schema["$ref"].as_str() {
+        return conforms(v, &all[r], all, at);
+    }
+    if let Some(values) = schema["enum"].as_array() {
+        assert!(values.contains(v), "{at}: {v} is not one of {values:?}");
+    }
+    match (v, schema["type"].as_str()) {
+        (Value::Object(m), Some("object")) => {
+            for (k, x) in m {
+                let prop = if let Some(p) = schema["properties"].get(k) {
+                    p
+                } else {
+                    let extra = &schema["additionalProperties"];
+                    assert!(
+                        extra.is_object(),
+                        "{at}.{k} is not in the discovery document"
+                    );
+                    extra
+                };
+                conforms(x, prop, all, &format!("{at}.{k}"));
+            }
+        }
+        (Value::Array(items), Some("array")) => {
+            for (i, x) in items.iter().enumerate() {
+                conforms(x, &schema["items"], all, &format!("{at}[{i}]"));
+            }
+        }
+        (Value::Bool(_), Some("boolean")) | (Value::Number(_), Some("integer" | "number")) => {}
+        (Value::String(_), Some("string")) => {}
+        // int64 fields travel as strings.
+        (Value::String(_), Some("integer")) if schema["format"] == "int64" => {}
+        (other, t) => panic!("{at}: {other} does not match discovery type {t:?}"),
+    }
+}
+
+fn check_against_discovery(request: &Value) {
+    let doc: Value = serde_json::from_str(SCHEMAS).expect("schemas");
+    let all = &doc["schemas"];
+    conforms(
+        request,
+        &all["CreateNodePoolRequest"],
+        all,
+        "CreateNodePoolRequest",
+    );
+}
+
+fn created(calls: &[Value], pool: &str) -> Value {
+    calls
+        .iter()
+        .find(|e| e["body"]["nodePool"]["name"] == pool)
+        .unwrap_or_else(|| panic!("no nodePools.create for {pool}"))["body"]
+        .clone()
+}
+
+fn pool_id(op: &Value) -> String {
+    op["metadata"]["target"]
+        .as_str()
+        .and_then(|t| t.rsplit('/').next())
+        .expect("target")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
+    let env = env().await;
+    env.up_ok("kf", json!({"accelerator": "cpu"})).await;
+    let flex = env
+        .add_pool(
+            "kf",
+            json!({"accelerator": "l4", "provisioning": "FLEX_START", "maxRunDuration": "3600s"}),
+        )
+        .await;
+    let queued = env
+        .add_pool(
+            "kf",
+            json!({"accelerator": "l4x2", "provisioning": "QUEUED", "maxRunDuration": "86400s"}),
+        )
+        .await;
+    env.ok(&flex).await;
+    let done = env.ok(&queued).await;
+    let (flex_id, queued_id) = (pool_id(&flex), pool_id(&queued));
+    let calls = env.ok_calls("container", "nodePools.create").await;
+
+    let body = created(&calls, &flex_id);
+    check_against_discovery(&body);
+    let p = &body["nodePool"];
+    assert_eq!(p["initialNodeCount"], 0);
+    assert_eq!(p["config"]["flexStart"], true);
+    assert_eq!(p["config"]["machineType"], "g2-standard-4");
+    assert_eq!(p["config"]["maxRunDuration"], "3600s");
+    assert!(p["config"].get("spot").is_none(), "{p}");
+    assert_eq!(
+        p["config"]["reservationAffinity"],
+        json!({"consumeReservationType": "NO_RESERVATION"})
+    );
+    assert_eq!(
+        p["autoscaling"],
+        json!({"enabled": true, "totalMinNodeCount": 0, "totalMaxNodeCount": 10, "locationPolicy": "ANY"})
+    );
+    assert_eq!(
+        p["management"],
+        json!({"autoRepair": false, "autoUpgrade": true})
+    );
+    assert!(p.get("queuedProvisioning").is_none(), "{p}");
+
+    let body = created(&calls, &queued_id);
+    check_against_discovery(&body);
+    let q = &body["nodePool"];
+    assert_eq!(q["queuedProvisioning"], json!({"enabled": true}));
+    assert_eq!(q["config"]["flexStart"], true);
+    assert_eq!(
+        q["config"]["accelerators"][0]["acceleratorType"],
+        "nvidia-l4"
+    );
+    assert_eq!(q["config"]["accelerators"][0]["acceleratorCount"], "2");
+    assert!(
+        q["config"].get("maxRunDuration").is_none(),
+        "a queued pool's run duration is each request's: {q}"
+    );
+    assert_eq!(q["autoscaling"]["locationPolicy"], "ANY");
+    assert_eq!(q["management"]["autoRepair"], false);
+    assert_eq!(q["initialNodeCount"], 0);
+
+    // The records and the API say the mode.
+    let path = |id: &str| format!("{}/nodePools/{id}", cluster_path("kf"));
+    let f = env.app.get(OWNER, &path(&flex_id)).await.body;
+    assert_eq!(
+        (&f["provisioning"], &f["maxRunDuration"], &f["spot"]),
+        (&json!("FLEX_START"), &json!("3600s"), &json!(false))
+    );
+    let q = env.app.get(OWNER, &path(&queued_id)).await.body;
+    assert_eq!(q["provisioning"], "QUEUED");
+    assert_eq!(q["maxRunDuration"], "86400s");
+
+    // The queued pool's response: the ProvisioningRequest a job needs, naming the pool.
+    let r = &done["response"];
+    let pr = &r["provisioningRequest"];
+    assert_eq!(pr["apiVersion"], "autoscaling.x-k8s.io/v1");
+    assert_eq!(pr["kind"], "ProvisioningRequest");
+    assert_eq!(
+        pr["spec"]["provisioningClassName"],
+        "queued-provisioning.gke.io"
+    );
+    assert_eq!(pr["spec"]["parameters"]["maxRunDurationSeconds"], "86400");
+    let template = format!("{queued_id}-template");
+    assert_eq!(pr["spec"]["podSets"][0]["podTemplateRef"]["name"], template);
+    assert_eq!(r["podTemplate"]["metadata"]["name"], template);
+    assert_eq!(
+        r["nodeSelector"],
+        json!({"cloud.google.com/gke-nodepool": queued_id})
+    );
+    let spec = &r["podTemplate"]["template"]["spec"];
+    assert_eq!(spec["nodeSelector"], r["nodeSelector"]);
+    assert_eq!(
+        spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+        "2"
+    );
+    assert_eq!(
+        r["podAnnotations"]["cluster-autoscaler.kubernetes.io/consume-provisioning-request"],
+        pr["metadata"]["name"]
+    );
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(r["snippet"].as_str().expect("snippet")).expect("YAML");
+    assert_eq!(docs, [r["podTemplate"].clone(), pr.clone()]);
+    // The flex-start pool's operation carries no template.
+    assert!(
+        env.op(&flex).await["response"]
+            .get("provisioningRequest")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn contradictions_and_limits_are_refused_before_anything_is_queued() {
+    let env = env().await;
+    env.up_ok("kx", json!({"accelerator": "cpu"})).await;
+    let cases = [
+        (
+            json!({"accelerator": "l4", "provisioning": "SPOT", "spot": false}),
+            "PROVISIONING_CONFLICT",
+            "spot: false",
+        ),
+        (
+            json!({"accelerator": "l4", "provisioning": "FLEX_START", "spot": true}),
+            "PROVISIONING_CONFLICT",
+            "spot",
+        ),
+        (
+            json!({"accelerator": "l4:spot", "provisioning": "QUEUED"}),
+            "PROVISIONING_CONFLICT",
+            "spot",
+        ),
+        (
+            json!({"accelerator": "l4", "provisioning": "FLEX_START", "reservation": "res-a"}),
+            "PROVISIONING_CONFLICT",
+            "reservation",
+        ),
+        (
+            json!({"accelerator": "l4", "provisioning": "FLEX_START", "failover": true}),
+            "PROVISIONING_CONFLICT",
+            "failover",
+        ),
+        (
+            json!({"accelerator": "l4", "provisioning": "QUEUED", "minNodes": 1}),
+            "PROVISIONING_CONFLICT",
+            "minNodes",
+        ),
+        (
+            json!({"accelerator": "l4", "provisioning": "ON_DEMAND", "reservation": "res-a"}),
+            "PROVISIONING_CONFLICT",
+            "RESERVATION",
+        ),
+        (
+            json!({"accelerator": "l4", "provisioning": "RESERVATION"}),
+            "RESERVATION_REQUIRED",
+            "reservation",
+        ),
+        (
+            json!({"accelerator": "l4", "provisioning": "flex"}),
+            "INVALID_PROVISIONING",
+            "FLEX_START",
+        ),
+        (
+            json!({"accelerator": "l4", "provisioning": "FLEX_START", "maxRunDuration": "604801s"}),
+            "INVALID_MAX_RUN_DURATION",
+            "7 days",
+        ),
+        (
+            json!({"accelerator": "l4", "provisioning": "QUEUED", "maxRunDuration": "8d"}),
+            "INVALID_MAX_RUN_DURATION",
+            "86400s",
+        ),
+        (
+            json!({"accelerator": "t4", "provisioning": "FLEX_START"}),
+            "FLEX_START_UNSUPPORTED",
+            "N1",
+        ),
+        (
+            json!({"accelerator": "v5e-16", "provisioning": "FLEX_START"}),
+            "FLEX_START_UNSUPPORTED",
+            "QUEUED",
+        ),
+    ];
+    for (body, reason, says) in cases {
+        for validate_only in [true, false] {
+            let path = format!(
+                "{}/nodePools{}",
+                cluster_path("kx"),
+                if validate_only {
+                    "?validateOnly=true"
+                } else {
+                    ""
+                }
+            );
+            let r = env.app.post(OWNER, &path, body.clone()).await;
+            assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
+            assert_eq!(r.reason(), reason, "{body}: {}", r.body);
+            let message = r.body["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(says), "{body}: {message}");
+        }
+    }
+    let r = env
+        .post_pool(
+            "kx",
+            json!({"accelerator": "l4", "provisioning": "QUEUED", "maxRunDuration": "700000s"}),
+        )
+        .await;
+    let meta = &r.body["error"]["details"][0]["metadata"];
+    assert_eq!(meta["maximum"], "604800s", "{}", r.body);
+    assert_eq!(
+        env.operations_of("ADD_NODE_POOL").await["operations"],
+        json!([])
+    );
+    assert!(
+        env.ok_calls("container", "nodePools.create")
+            .await
+            .is_empty()
+    );
+    // The old fields keep working, and agree with their modes.
+    let op = env
+        .add_pool(
+            "kx",
+            json!({"accelerator": "l4", "provisioning": "SPOT", "spot": true}),
+        )
+        .await;
+    env.ok(&op).await;
+    let rec = env
+        .app
+        .get(
+            OWNER,
+            &format!("{}/nodePools/{}", cluster_path("kx"), pool_id(&op)),
+        )
+        .await;
+    assert_eq!(
+        (&rec.body["provisioning"], &rec.body["spot"]),
+        (&json!("SPOT"), &json!(true))
+    );
+}
+
+#[tokio::test]
+async fn an_old_gke_version_is_refused_with_the_version_found_and_the_minimum() {
+    let env = env_with(kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
+        gke_version: "1.32.1-gke.1200000".into(),
+        ..Default::default()
+    })
+    .await;
+    env.up_ok("ko", json!({"accelerator": "cpu"})).await;
+    for (acc, mode, minimum) in [
+        ("l4", "FLEX_START", "1.32.2-gke.1652000"),
+        ("a100", "QUEUED", "1.32.2-gke.1652000"),
+        ("v5e-8", "FLEX_START", "1.33.0-gke.1712000"),
+    ] {
+        for q in ["?validateOnly=true", ""] {
+            let path = format!("{}/nodePools{q}", cluster_path("ko"));
+            let body = json!({"accelerator": acc, "provisioning": mode});
+            let r = env.app.post(OWNER, &path, body).await;
+            assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+            assert_eq!(r.reason(), "GKE_VERSION_TOO_OLD", "{}", r.body);
+            let meta = &r.body["error"]["details"][0]["metadata"];
+            assert_eq!(meta["currentMasterVersion"], "1.32.1-gke.1200000");
+            assert_eq!(meta["minimumVersion"], minimum, "{acc} {mode}");
+            assert_eq!(meta["provisioning"], mode);
+        }
+    }
+    assert_eq!(
+        env.operations_of("ADD_NODE_POOL").await["operations"],
+        json!([])
+    );
+    // GKE refuses it too (the simulator, asked directly through the production client).
+    let mut pool = kineticd::cloud::gcp::types::container::NodePool {
+        name: "direct".into(),
+        ..Default::default()
+    };
+    pool.config = Some(kineticd::cloud::gcp::types::container::NodeConfig {
+        machine_type: Some("g2-standard-4".into()),
+        flex_start: Some(true),
+        reservation_affinity: Some(
+            kineticd::cloud::gcp::types::container::ReservationAffinity {
+                consume_reservation_type: "NO_RESERVATION".into(),
+                ..Default::default()
+            },
+        ),
+        ..Default::default()
+    });
+    pool.initial_node_count = Some(0);
+    pool.autoscaling = Some(
+        kineticd::cloud::gcp::types::container::NodePoolAutoscaling {
+            enabled: Some(true),
+            total_max_node_count: Some(2),
+            location_policy: Some("ANY".into()),
+            ..Default::default()
+        },
+    );
+    pool.management = Some(kineticd::cloud::gcp::types::container::NodeManagement {
+        auto_repair: Some(false),
+        auto_upgrade: Some(true),
+    });
+    let gke = env.gcp().container;
+    let e = gke
+        .create_node_pool(PROJECT, ZONE, "ko", &pool)
+        .await
+        .expect_err("too old");
+    assert!(e.to_string().contains("1.32.2-gke.1652000"), "{e}");
+    // On demand is fine on this version.
+    env.ok(&env.add_pool("ko", json!({"accelerator": "l4"})).await)
+        .await;
+}
+
+#[tokio::test]
+async fn the_simulated_gke_refuses_flex_start_with_spot_or_a_reservation() {
+    let env = env().await;
+    env.up_ok("kg", json!({"accelerator": "cpu"})).await;
+    let ok = serde_json::from_value::<kineticd::cloud::gcp::types::container::NodePool>(json!({
+        "name": "flex",
+        "initialNodeCount": 0,
+        "config": {"machineType": "g2-standard-4", "flexStart": true,
+                   "reservationAffinity": {"consumeReservationType": "NO_RESERVATION"}},
+        "autoscaling": {"enabled": true, "totalMaxNodeCount": 2, "locationPolicy": "ANY"},
+        "management": {"autoRepair": false},
+    }))
+    .expect("pool");
+    let gke = env.gcp().container;
+    let cluster = "kg";
+    let bad = |f: &dyn Fn(&mut kineticd::cloud::gcp::types::container::NodePool)| {
+        let mut p = ok.clone();
+        f(&mut p);
+        p
+    };
+    for (pool, says) in [
+        (
+            bad(&|p| p.config.as_mut().unwrap().spot = Some(true)),
+            "Spot",
+        ),
+        (
+            bad(&|p| {
+                p.config.as_mut().unwrap().reservation_affinity = None;
+            }),
+            "NO_RESERVATION",
+        ),
+        (
+            bad(&|p| p.config.as_mut().unwrap().max_run_duration = Some("700000s".into())),
+            "7 days",
+        ),
+        (bad(&|p| p.management = None), "auto-repair"),
+        (
+            bad(&|p| p.autoscaling.as_mut().unwrap().location_policy = Some("BALANCED".into())),
+            "ANY",
+        ),
+    ] {
+        let e = gke
+            .create_node_pool(PROJECT, ZONE, cluster, &pool)
+            .await
+            .expect_err(says);
+        assert!(e.to_string().contains(says), "{says}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn the_preview_shows_the_mode_and_cost_and_quota_is_checked_on_the_preemptible_metric() {
+    let mut cfg = kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
+        ..Default::default()
+    };
+    cfg.quotas
+        .insert("PREEMPTIBLE_NVIDIA_A100_GPUS".into(), 4.0);
+    let env = env_with(cfg).await;
+    env.up_ok("kp", json!({"accelerator": "cpu"})).await;
+    let path = format!("{}/nodePools?validateOnly=true", cluster_path("kp"));
+    let r = env
+        .app
+        .post(
+            OWNER,
+            &path,
+            json!({"accelerator": "l4", "provisioning": "FLEX_START"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let a = &r.body["actions"][0];
+    assert_eq!(a["type"], "container.nodePool");
+    assert_eq!(a["details"]["provisioning"], "FLEX_START");
+    assert_eq!(a["details"]["spot"], false);
+    assert_eq!(a["details"]["maxRunDuration"], "604800s");
+    // No flex-start price in the built-in table: the on-demand upper bound, said so.
+    assert_eq!(r.body["estimatedHourlyCost"]["atMax"], 7.1, "{}", r.body);
+    let warnings = r.body["warnings"].to_string();
+    assert!(warnings.contains("flex-start price"), "{warnings}");
+    // An on-demand preview shows no mode (as before).
+    let r = env
+        .app
+        .post(OWNER, &path, json!({"accelerator": "l4"}))
+        .await;
+    assert!(
+        r.body["actions"][0]["details"]
+            .get("provisioning")
+            .is_none()
+    );
+
+    // Flex-start VMs are charged to the preemptible metric.
+    for p in [path.clone(), format!("{}/nodePools", cluster_path("kp"))] {
+        let r = env
+            .app
+            .post(
+                OWNER,
+                &p,
+                json!({"accelerator": "a100x8", "provisioning": "QUEUED"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+        assert_eq!(r.reason(), "QUOTA_INSUFFICIENT");
+        let m = &r.body["error"]["details"][0]["metadata"];
+        assert_eq!(m["metric"], "PREEMPTIBLE_NVIDIA_A100_GPUS");
+        assert_eq!(m["needed"], "8");
+    }
+    // On demand uses the other metric (not limited here).
+    let r = env
+        .app
+        .post(OWNER, &path, json!({"accelerator": "a100x8"}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+}
+
+type TokenFuture = futures::future::BoxFuture<'static, Result<Option<AccessToken>, KubeError>>;
+
+fn kube_key(cluster: &str) -> String {
+    format!("{PROJECT}.{ZONE}.{cluster}")
+}
+
+/// The production Kubernetes client on the simulated cluster (no authentication).
+fn kube(env: &Env, cluster: &str) -> KubeCluster {
+    let clients = KubeClients::new(|| -> TokenFuture { Box::pin(async { Ok(None) }) });
+    clients.cluster(ClusterAccess {
+        key: format!("test/{cluster}"),
+        endpoint: format!("{}/kube/{}", env.sim.url(), kube_key(cluster)),
+        ca_certificate: None,
+    })
+}
+
+/// The node a pod runs on (`None` while it is not Running).
+async fn node_of(k: &KubeCluster, name: &str) -> Option<String> {
+    let p = k
+        .pods(Some("default"))
+        .await
+        .expect("pods")
+        .into_iter()
+        .find(|p| p.name == name)
+        .expect("pod exists");
+    p.node.filter(|_| p.phase == "Running")
+}
+
+fn gpu_pod(name: &str, pool: &str, gpus: u32, extra: Value) -> Pod {
+    let mut v = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {"cloud.google.com/gke-nodepool": pool},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": gpus.to_string()}}}],
+        },
+    });
+    if let (Some(spec), Some(extra)) = (v["spec"].as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    serde_json::from_value(v).expect("pod")
+}
+
+#[tokio::test]
+async fn a_flex_start_pool_grows_for_a_pending_gpu_pod() {
+    let env = explicit_clock().await;
+    let up = env.up("ks", json!({"accelerator": "cpu"})).await;
+    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    let add = env
+        .add_pool(
+            "ks",
+            json!({"accelerator": "l4", "provisioning": "FLEX_START"}),
+        )
+        .await;
+    assert_eq!(env.run_out(&add).await["metadata"]["state"], "SUCCEEDED");
+    let pool = pool_id(&add);
+    let k = kube(&env, "ks");
+    let api: Api<Pod> = Api::namespaced(k.client().await.expect("client"), "default");
+    api.create(
+        &PostParams::default(),
+        &gpu_pod("tune", &pool, 1, json!({})),
+    )
+    .await
+    .expect("create pod");
+    assert_eq!(
+        node_of(&k, "tune").await,
+        None,
+        "pending until a node comes"
+    );
+    env.advance(61.0).await;
+    let node = node_of(&k, "tune").await.expect("running");
+    assert!(node.starts_with(&format!("gke-{pool}-")), "{node}");
+    let nodes = k.nodes().await.expect("nodes");
+    let n = nodes.iter().find(|n| n.name == node).expect("node");
+    assert_eq!(n.labels["cloud.google.com/gke-flex-start"], "true");
+}
+
+#[tokio::test]
+async fn a_queued_pool_grows_only_when_a_provisioning_request_asks() {
+    let env = explicit_clock().await;
+    let up = env.up("kq", json!({"accelerator": "cpu"})).await;
+    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    let add = env
+        .add_pool("kq", json!({"accelerator": "l4", "provisioning": "QUEUED"}))
+        .await;
+    let done = env.run_out(&add).await;
+    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    let pool = pool_id(&add);
+    let r = &done["response"];
+    let k = kube(&env, "kq");
+    let client = k.client().await.expect("client");
+
+    // A pending pod alone: no node, however long it waits.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let annotations = r["podAnnotations"].clone();
+    let job_pod = |name: &str| gpu_pod(name, &pool, 1, json!({"tolerations": r["tolerations"]}));
+    pods.create(&PostParams::default(), &job_pod("waiting"))
+        .await
+        .expect("create pod");
+    env.advance(300.0).await;
+    assert_eq!(node_of(&k, "waiting").await, None);
+    assert_eq!(
+        env.sim.world().kube.pool_node_count(&kube_key("kq"), &pool),
+        Some(0)
+    );
+
+    // The response's PodTemplate and ProvisioningRequest, created as a job would.
+    let templates: Api<PodTemplate> = Api::namespaced(client.clone(), "default");
+    let t: PodTemplate = serde_json::from_value(r["podTemplate"].clone()).expect("template");
+    templates
+        .create(&PostParams::default(), &t)
+        .await
+        .expect("create PodTemplate");
+    let gvk = GroupVersionKind::gvk("autoscaling.x-k8s.io", "v1", "ProvisioningRequest");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "provisioningrequests");
+    let prs: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let pr: DynamicObject =
+        serde_json::from_value(r["provisioningRequest"].clone()).expect("request");
+    let name = pr.metadata.name.clone().expect("name");
+    prs.create(&PostParams::default(), &pr)
+        .await
+        .expect("create ProvisioningRequest");
+
+    // GKE's answer: the pool's node, and the request's status.
+    let got = prs.get(&name).await.expect("get ProvisioningRequest");
+    let conditions = got.data["status"]["conditions"].clone();
+    let status_of = |kind: &str| {
+        conditions
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == kind))
+            .map(|c| c["status"].clone())
+    };
+    assert_eq!(status_of("Accepted"), Some(json!("True")), "{conditions}");
+    assert_eq!(
+        status_of("Provisioned"),
+        Some(json!("True")),
+        "{conditions}"
+    );
+    assert_eq!(
+        got.data["status"]["provisioningClassDetails"]["NodePoolName"],
+        pool.as_str()
+    );
+    assert_eq!(
+        env.sim.world().kube.pool_node_count(&kube_key("kq"), &pool),
+        Some(1)
+    );
+    let node = node_of(&k, "waiting").await.expect("the pod runs now");
+    assert!(node.starts_with(&format!("gke-{pool}-")), "{node}");
+    let nodes = k.nodes().await.expect("nodes");
+    let n = nodes.iter().find(|n| n.name == node).expect("node");
+    assert_eq!(n.labels["cloud.google.com/gke-queued"], "true");
+    assert!(annotations.is_object());
+
+    // Provisioned once: reading it again changes nothing, and a pod without the
+    // queued toleration never lands on the queued node.
+    pods.create(
+        &PostParams::default(),
+        &gpu_pod("untolerated", &pool, 1, json!({})),
+    )
+    .await
+    .expect("create pod");
+    env.advance(300.0).await;
+    assert_eq!(node_of(&k, "untolerated").await, None);
+    assert_eq!(
+        env.sim.world().kube.pool_node_count(&kube_key("kq"), &pool),
+        Some(1)
+    );
+}
