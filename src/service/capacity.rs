@@ -132,7 +132,8 @@ fn headroom(rec: &PoolSpecRecord, region: Option<&Region>) -> Option<u64> {
     let Ok(Choice::Accelerator(acc)) = accelerators::parse(&rec.accelerator) else {
         return None;
     };
-    let q = region?.quota(&quota::metric(&acc, rec.spot)?)?;
+    let preemptible = quota::preemptible(rec.spot, rec.provisioning.as_deref());
+    let q = region?.quota(&quota::metric(&acc, preemptible)?)?;
     Some((q.limit - q.usage).max(0.0) as u64)
 }
 

@@ -81,7 +81,10 @@ fn resolved(p: &PoolSpecRecord) -> Option<accelerators::Resolved> {
 
 /// The quota metric a pool's nodes are charged to.
 fn metric(p: &PoolSpecRecord) -> Option<String> {
-    quota::metric(&resolved(p)?, p.spot)
+    quota::metric(
+        &resolved(p)?,
+        quota::preemptible(p.spot, p.provisioning.as_deref()),
+    )
 }
 
 /// The region's accelerator quotas the pools are charged to (empty when unread).

@@ -90,7 +90,8 @@ async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
     let flex = env
         .add_pool(
             "kf",
-            json!({"accelerator": "l4", "provisioning": "FLEX_START", "maxRunDuration": "3600s"}),
+            json!({"accelerator": "l4", "provisioning": "FLEX_START", "maxRunDuration": "3600s",
+                   "zones": ["us-central1-a", "us-central1-b"]}),
         )
         .await;
     let queued = env
@@ -118,7 +119,8 @@ async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
     );
     assert_eq!(
         p["autoscaling"],
-        json!({"enabled": true, "totalMinNodeCount": 0, "totalMaxNodeCount": 10, "locationPolicy": "ANY"})
+        json!({"enabled": true, "totalMinNodeCount": 0, "totalMaxNodeCount": 20, "locationPolicy": "ANY"}),
+        "10 per zone, as the record says, over two zones"
     );
     assert_eq!(
         p["management"],
@@ -154,6 +156,10 @@ async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
     let q = env.app.get(OWNER, &path(&queued_id)).await.body;
     assert_eq!(q["provisioning"], "QUEUED");
     assert_eq!(q["maxRunDuration"], "86400s");
+
+    // GKE's pools match their records: no drift (totals are per zone times zones).
+    let status = env.status("kf").await;
+    assert_eq!(status["drift"], json!([]), "{status}");
 
     // The queued pool's response: the ProvisioningRequest a job needs, naming the pool.
     let r = &done["response"];

@@ -166,8 +166,17 @@ pub fn differences(spec: &PoolSpecRecord, live: &GkePool) -> Vec<String> {
             spec.min_nodes, spec.max_nodes
         )),
         Some(a) => {
-            let min = i64::from(a.min_node_count.or(a.total_min_node_count).unwrap_or(0));
-            let max = i64::from(a.max_node_count.or(a.total_max_node_count).unwrap_or(0));
+            // Per-zone bounds, as records keep them (flex-start pools send totals).
+            let zones = i32::try_from(live.locations.len().max(1)).unwrap_or(1);
+            let per_zone = |direct: Option<i32>, total: Option<i32>| {
+                i64::from(
+                    direct
+                        .or(total.map(|t| (t + zones - 1) / zones))
+                        .unwrap_or(0),
+                )
+            };
+            let min = per_zone(a.min_node_count, a.total_min_node_count);
+            let max = per_zone(a.max_node_count, a.total_max_node_count);
             if (min, max) != (spec.min_nodes, spec.max_nodes) {
                 out.push(format!(
                     "autoscaling: recorded {}..{}, GKE {min}..{max}",
