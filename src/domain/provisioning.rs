@@ -46,6 +46,12 @@ pub const FLEX_TPU_MIN: GkeVersion = GkeVersion {
     build: 1_712_000,
 };
 
+/// The node label GKE puts on flex-start nodes.
+pub const FLEX_START_LABEL: &str = "cloud.google.com/gke-flex-start";
+/// The node label and `NoSchedule` taint (value `true`) of queued-provisioning nodes:
+/// only pods that tolerate it (a ProvisioningRequest's) land there.
+pub const QUEUED_KEY: &str = "cloud.google.com/gke-queued";
+
 /// A pool's provisioning mode (the API's `provisioning`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Provisioning {
@@ -88,6 +94,23 @@ impl Provisioning {
     /// Flex-start VMs (with or without queueing).
     pub fn is_flex_start(self) -> bool {
         matches!(self, Provisioning::FlexStart | Provisioning::Queued)
+    }
+
+    /// The node labels GKE adds for this mode.
+    pub fn node_labels(self) -> Vec<(&'static str, &'static str)> {
+        match self {
+            Provisioning::FlexStart => vec![(FLEX_START_LABEL, "true")],
+            Provisioning::Queued => vec![(FLEX_START_LABEL, "true"), (QUEUED_KEY, "true")],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The node taints (key, value, Kubernetes effect) GKE adds for this mode.
+    pub fn node_taints(self) -> Vec<(&'static str, &'static str, &'static str)> {
+        match self {
+            Provisioning::Queued => vec![(QUEUED_KEY, "true", "NoSchedule")],
+            _ => Vec::new(),
+        }
     }
 
     /// The oldest GKE version that runs this mode for `acc`, if the mode needs one.

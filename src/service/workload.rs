@@ -17,6 +17,7 @@ use crate::cloud::gcp::types::compute::Region;
 use crate::cloud::kube::{NodeInfo, PodInfo, quantity};
 use crate::domain::accelerators::{self, Choice};
 use crate::domain::naming::ClusterNames;
+use crate::domain::provisioning::Provisioning;
 use crate::domain::quota;
 use crate::domain::workload::{
     self, Amounts, ClusterFacts, GPU, NodeFacts, ParseError, PoolFacts, PoolKind, QuotaFacts, TPU,
@@ -240,6 +241,25 @@ fn recorded_pool(
             key: t.key.clone(),
             value: t.value.clone(),
             effect: live::kube_effect(&t.effect),
+        };
+        if !taints.contains(&t) {
+            taints.push(t);
+        }
+    }
+    // What GKE adds to flex-start nodes: a queued pool's taint keeps every pod but a
+    // ProvisioningRequest's (which tolerates it) off its nodes.
+    let mode = p
+        .provisioning
+        .as_deref()
+        .and_then(|m| Provisioning::parse(m).ok());
+    for (k, v) in mode.map(Provisioning::node_labels).unwrap_or_default() {
+        labels.entry(k.to_owned()).or_insert_with(|| v.to_owned());
+    }
+    for (key, value, effect) in mode.map(Provisioning::node_taints).unwrap_or_default() {
+        let t = Taint {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            effect: effect.to_owned(),
         };
         if !taints.contains(&t) {
             taints.push(t);

@@ -617,6 +617,30 @@ async fn a_queued_pool_grows_only_when_a_provisioning_request_asks() {
         Some(0)
     );
 
+    // The workload check knows the queued pool's taint: only a pod that tolerates it
+    // (as a ProvisioningRequest's pods do) fits there.
+    let check = format!("{}:checkWorkload", cluster_path("kq"));
+    let verdict = |body: &Value| {
+        body["pools"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["poolId"] == pool.as_str()))
+            .cloned()
+            .unwrap_or_else(|| panic!("no verdict for {pool}: {body}"))
+    };
+    let plain = serde_json::to_value(gpu_pod("plain", &pool, 1, json!({}))).expect("pod");
+    let checked = env.app.post(OWNER, &check, plain).await;
+    assert_eq!(checked.status, StatusCode::OK, "{}", checked.body);
+    let v = verdict(&checked.body);
+    assert_eq!(v["fits"], "NEVER", "{}", checked.body);
+    let reason = v["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("MISSING_TOLERATION") && reason.contains("cloud.google.com/gke-queued"),
+        "{reason}"
+    );
+    let tolerated = serde_json::to_value(job_pod("tolerated")).expect("pod");
+    let checked = env.app.post(OWNER, &check, tolerated).await;
+    assert_ne!(verdict(&checked.body)["fits"], "NEVER", "{}", checked.body);
+
     // The response's PodTemplate and ProvisioningRequest, created as a job would.
     let templates: Api<PodTemplate> = Api::namespaced(client.clone(), "default");
     let t: PodTemplate = serde_json::from_value(r["podTemplate"].clone()).expect("template");
