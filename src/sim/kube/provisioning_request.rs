@@ -154,3 +154,102 @@ pub fn run(api: &mut ApiStore, key: &str, pools: &mut BTreeMap<String, PoolNodes
     }
     changed
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(name: &str, queued: bool) -> PoolNodes {
+        let mut labels =
+            BTreeMap::from([("cloud.google.com/gke-nodepool".to_owned(), name.to_owned())]);
+        let mut taints = vec![(
+            "nvidia.com/gpu".into(),
+            "present".into(),
+            "NoSchedule".into(),
+        )];
+        if queued {
+            labels.insert(QUEUED_KEY.into(), "true".into());
+            taints.push((QUEUED_KEY.into(), "true".into(), "NoSchedule".into()));
+        }
+        PoolNodes {
+            pool: name.into(),
+            machine_type: "g2-standard-4".into(),
+            zones: vec!["us-central1-a".into()],
+            max: 2,
+            labels,
+            taints,
+            allocatable: BTreeMap::from([("nvidia.com/gpu".to_owned(), "1".to_owned())]),
+            ..PoolNodes::default()
+        }
+    }
+
+    fn request(api: &mut ApiStore, name: &str, template: &str, count: u32) -> ObjKey {
+        let key = ObjKey::new(GROUP, PLURAL, "default", name);
+        let body = json!({"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+            "spec": {"provisioningClassName": QUEUED_CLASS,
+                     "podSets": [{"count": count, "podTemplateRef": {"name": template}}]}});
+        api.create(key.clone(), &body, "test", "Update", None);
+        key
+    }
+
+    fn condition_of(api: &ApiStore, key: &ObjKey, kind: &str) -> Option<Value> {
+        api.get(key)?["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == kind)
+            .cloned()
+    }
+
+    #[test]
+    fn requests_grow_only_a_queued_pool_once_or_fail_with_the_reason() {
+        let mut api = ApiStore::default();
+        let mut pools = BTreeMap::from([
+            ("q".to_owned(), pool("q", true)),
+            ("plain".to_owned(), pool("plain", false)),
+        ]);
+        let template = json!({"apiVersion": "v1", "kind": "PodTemplate", "template": {"spec": {
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"},
+                            {"key": QUEUED_KEY, "operator": "Equal", "value": "true"}],
+            "containers": [{"name": "c", "image": "x",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}});
+        api.create(
+            ObjKey::new("", "podtemplates", "default", "t"),
+            &template,
+            "test",
+            "Update",
+            None,
+        );
+        let missing = request(&mut api, "missing", "nope", 1);
+        let big = request(&mut api, "big", "t", 3);
+        let ok = request(&mut api, "ok", "t", 2);
+        assert!(run(&mut api, "k", &mut pools));
+        assert_eq!(pools["q"].count, 2, "two pods, two nodes");
+        assert_eq!(
+            pools["plain"].count, 0,
+            "never a pool without queued provisioning"
+        );
+        assert_eq!(
+            condition_of(&api, &ok, "Provisioned").unwrap()["status"],
+            "True"
+        );
+        assert_eq!(
+            condition_of(&api, &ok, "Accepted").unwrap()["status"],
+            "True"
+        );
+        let failed = condition_of(&api, &missing, "Failed").unwrap();
+        assert!(
+            failed["message"]
+                .as_str()
+                .unwrap()
+                .contains("PodTemplate default/nope")
+        );
+        let failed = condition_of(&api, &big, "Failed").unwrap();
+        assert!(
+            failed["message"].as_str().unwrap().contains("maximum"),
+            "{failed}"
+        );
+        // Settled requests are never provisioned again.
+        assert!(!run(&mut api, "k", &mut pools));
+        assert_eq!(pools["q"].count, 2);
+    }
+}

@@ -80,6 +80,14 @@ const BUILTINS: &[Builtin] = &[
         &["provreq", "provreqs"],
     ),
     (
+        "autoscaling.x-k8s.io",
+        "v1beta1",
+        "provisioningrequests",
+        "ProvisioningRequest",
+        true,
+        &["provreq", "provreqs"],
+    ),
+    (
         CRD_GROUP,
         "v1",
         CRD_PLURAL,
