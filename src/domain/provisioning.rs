@@ -9,7 +9,8 @@
 //! contradicts the mode is refused, never silently dropped.
 //!
 //! Sources (GKE documentation, read 2026-12):
-//! - "About flex-start provisioning mode" (cloud.google.com/kubernetes-engine/docs/concepts/dws):
+//! - "About flex-start provisioning mode in GKE" (cloud.google.com/kubernetes-engine/docs/concepts/dws,
+//!   also at .../concepts/provisioning-model):
 //!   GPUs need GKE 1.32.2-gke.1652000 or later, TPUs 1.33.0-gke.1712000 or later; TPU v3
 //!   and v4 are not supported; flex-start without queueing runs single-host TPU slices;
 //!   VMs run for at most seven days.

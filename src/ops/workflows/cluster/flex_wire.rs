@@ -2,8 +2,10 @@
 //! provisioning"), as the GKE documentation creates them:
 //! `gcloud container node-pools create ... --flex-start [--enable-queued-provisioning]
 //! --enable-autoscaling --num-nodes=0 --total-max-nodes=N --location-policy=ANY
-//! --reservation-affinity=none --no-enable-autorepair` (cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
-//! and .../docs/how-to/dws-flex-start-training).
+//! --reservation-affinity=none --no-enable-autorepair` ("Run a large-scale workload with
+//! flex-start with queued provisioning", cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest,
+//! and the AI Hypercomputer guide to GKE clusters of A4 / A3 Ultra VMs, whose flex-start
+//! tab adds "for flex-start, [the number of nodes] must be set to 0").
 //!
 //! Invariant: a flex-start pool is never spot, never consumes a reservation, starts at 0
 //! nodes, scales with location policy ANY, and has auto-repair off; a queued pool also
