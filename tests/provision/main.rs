@@ -12,6 +12,7 @@ mod drill;
 mod ensure;
 mod faults;
 mod flex;
+mod flex_sim;
 mod ordering;
 mod pools;
 mod preview;
