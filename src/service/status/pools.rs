@@ -220,7 +220,7 @@ mod tests {
                     .map(|(t, c)| AcceleratorConfig {
                         accelerator_type: t.into(),
                         accelerator_count: c,
-                        gpu_driver_installation_config: None,
+                        ..Default::default()
                     })
                     .into_iter()
                     .collect(),
