@@ -353,3 +353,32 @@ async fn the_simulated_gke_refuses_bad_partitions_and_sharing_on_the_wire() {
         assert!(text.contains(says), "{says}: {text}");
     }
 }
+
+/// NVIDIA MPS needs GKE 1.27.7-gke.1088000: an older cluster is refused, time-sharing
+/// (1.23.7-gke.1400) is not.
+#[tokio::test]
+async fn mps_on_a_gke_version_without_it_is_refused_before_anything_is_queued() {
+    let env = env_with(kineticd::sim::SimConfig {
+        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
+        gke_version: "1.27.6-gke.1000".into(),
+        ..Default::default()
+    })
+    .await;
+    env.up_ok("ko", json!({"accelerator": "cpu"})).await;
+    let mps = json!({"accelerator": "l4", "sharing": {"strategy": "MPS", "maxClientsPerGpu": 2}});
+    for path in [
+        format!("{}/nodePools", cluster_path("ko")),
+        format!("{}/nodePools?validateOnly=true", cluster_path("ko")),
+    ] {
+        let r = env.app.post(OWNER, &path, mps.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+        assert_eq!(r.reason(), "GKE_VERSION_TOO_OLD", "{}", r.body);
+        let meta = &r.body["error"]["details"][0]["metadata"];
+        assert_eq!(meta["currentMasterVersion"], "1.27.6-gke.1000");
+        assert_eq!(meta["minimumVersion"], "1.27.7-gke.1088000");
+    }
+    assert_eq!(env.pools("ko").await["nodePools"], json!([]));
+    let ts = json!({"accelerator": "l4",
+        "sharing": {"strategy": "TIME_SHARING", "maxClientsPerGpu": 2}});
+    env.ok(&env.add_pool("ko", ts).await).await;
+}
