@@ -184,6 +184,7 @@ pub fn static_rules(
             ),
         );
     }
+    super::sharing::shared_request(pod, pool)?;
     // 7. CUDA against the driver.
     if pool.kind == PoolKind::Gpu && gpus > 0 {
         cuda_fits(pod, pool, cluster)?;

@@ -23,6 +23,8 @@ pub mod sharing;
 mod tests;
 #[cfg(test)]
 mod tests_capacity;
+#[cfg(test)]
+mod tests_sharing;
 
 pub use parse::{ParseError, SUPPORTED_KINDS, parse};
 pub use report::{Fit, PoolFit, Problem, Reason, Report, check};

@@ -8,7 +8,7 @@
 use super::judge::Failure;
 use super::report::Reason;
 use super::selectors::{Keys, selects, wanted};
-use super::{PodFacts, PoolFacts};
+use super::{GPU, PodFacts, PoolFacts, PoolKind};
 use crate::domain::gpu_sharing::{MAX_CLIENTS_LABEL, PARTITION_LABEL, STRATEGY_LABEL};
 
 const KEYS: [&str; 3] = [PARTITION_LABEL, STRATEGY_LABEL, MAX_CLIENTS_LABEL];
@@ -52,5 +52,53 @@ pub fn selected(pod: &PodFacts, pool: &PoolFacts) -> Result<(), Failure> {
             }
         ),
         fix: format!("{add}, or change the pods' selector to what a pool has (pool {id}: {has})"),
+    })
+}
+
+/// Rule 6a: on shared GPUs (time-sharing, MPS) a container may take one `nvidia.com/gpu`
+/// unless the node has a single GPU (or partition): GKE's device plugin refuses the rest
+/// at admission ("at most 1 nvidia.com/gpu can be requested on nodes which have more
+/// than 1 physical GPU or MIG partitions"), so such pods never run there.
+pub fn shared_request(pod: &PodFacts, pool: &PoolFacts) -> Result<(), Failure> {
+    if pool.kind != PoolKind::Gpu {
+        return Ok(());
+    }
+    let Some(clients) = pool
+        .labels
+        .get(MAX_CLIENTS_LABEL)
+        .filter(|_| pool.labels.contains_key(STRATEGY_LABEL))
+        .and_then(|c| c.parse::<u32>().ok())
+        .filter(|c| *c > 0)
+    else {
+        return Ok(());
+    };
+    let devices = pool.units_per_node() / clients;
+    let per_container = pod
+        .containers
+        .iter()
+        .map(|c| {
+            let m = c
+                .requests
+                .get(GPU)
+                .or(c.limits.get(GPU))
+                .copied()
+                .unwrap_or(0);
+            (m + 999) / 1000
+        })
+        .max()
+        .unwrap_or(0);
+    if per_container <= 1 || devices <= 1 {
+        return Ok(());
+    }
+    let id = &pool.pool_id;
+    Err(Failure {
+        reason: Reason::AcceleratorCountTooLarge,
+        message: format!(
+            "a container requests {per_container} {GPU}; pool {id} shares its GPUs ({} per GPU) on nodes of {devices} GPUs or partitions, where GKE admits at most 1 {GPU} per container",
+            clients
+        ),
+        fix: format!(
+            "request {GPU}: 1 per container on shared GPUs (split the work across containers or pods), or run on a pool without \"sharing\""
+        ),
     })
 }

@@ -8,9 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::cloud::Cloud;
-use crate::cloud::gcp::types::container::{
-    Cluster as GkeCluster, NodeConfig, NodePool as GkePool,
-};
+use crate::cloud::gcp::types::container::{Cluster as GkeCluster, NodeConfig, NodePool as GkePool};
 use crate::cloud::kube::{ClusterAccess, Inventory};
 use crate::domain::PoolState;
 use crate::domain::accelerators::{self, Kind};
@@ -152,9 +150,12 @@ fn sharing_differences(spec: &PoolSpecRecord, cfg: &NodeConfig) -> Vec<String> {
             show(partition)
         ));
     }
-    let live = acc
-        .and_then(|a| a.gpu_sharing_config.as_ref())
-        .map(|s| format!("{} x{}", s.gpu_sharing_strategy, s.max_shared_clients_per_gpu));
+    let live = acc.and_then(|a| a.gpu_sharing_config.as_ref()).map(|s| {
+        format!(
+            "{} x{}",
+            s.gpu_sharing_strategy, s.max_shared_clients_per_gpu
+        )
+    });
     let recorded = spec
         .sharing
         .as_ref()
