@@ -65,9 +65,11 @@ fn shared_pool() -> NodePool {
 
 /// The team, the two pools' records (as `pool add` writes them) and the GKE cluster.
 async fn setup(app: &TestApp) -> KubeCluster {
-    app.team(ALICE, "acme", &[P]).await;
-    let rec = app.cluster("acme", P, Z, C).await;
-    for (id, spec) in [
+    setup_with(app, two_pools(), vec![mig_pool(), shared_pool()]).await
+}
+
+fn two_pools() -> Vec<(&'static str, Value)> {
+    vec![
         (
             MIG,
             json!({"accelerator": "gpu-a100", "kind": "GPU", "machineType": "a2-highgpu-1g",
@@ -83,7 +85,18 @@ async fn setup(app: &TestApp) -> KubeCluster {
                 "driverVersion": "LATEST",
                 "sharing": {"strategy": "TIME_SHARING", "maxClientsPerGpu": 4}}),
         ),
-    ] {
+    ]
+}
+
+/// The team, `records` and the GKE cluster with `default-pool` and `pools`.
+async fn setup_with(
+    app: &TestApp,
+    records: Vec<(&'static str, Value)>,
+    pools: Vec<NodePool>,
+) -> KubeCluster {
+    app.team(ALICE, "acme", &[P]).await;
+    let rec = app.cluster("acme", P, Z, C).await;
+    for (id, spec) in records {
         let spec = serde_json::from_value(spec).expect("pool spec");
         kineticd::store::node_pools::insert(&app.db, rec.id, id, PoolState::Running, &spec)
             .await
@@ -91,7 +104,7 @@ async fn setup(app: &TestApp) -> KubeCluster {
     }
     let cluster = Cluster {
         name: C.into(),
-        node_pools: vec![default_pool(), mig_pool(), shared_pool()],
+        node_pools: [vec![default_pool()], pools].concat(),
         ..Default::default()
     };
     let gcp = &app.state.cloud.gcp;
@@ -270,4 +283,54 @@ async fn one_gpu_pods_take_one_slice_or_one_share() {
     for p in c["pendingPods"].as_array().unwrap() {
         assert_eq!(p["reason"], "POOL_AT_MAX", "{p:#}");
     }
+}
+
+/// On a node of two shared T4s a container gets at most one share: GKE's device plugin
+/// fails a pod asking for two (UnexpectedAdmissionError), and the workload check says so
+/// before it is applied.
+#[tokio::test]
+async fn two_shares_in_one_container_on_a_two_gpu_shared_node_never_run() {
+    let (app, _sim) = TestApp::spawn_sim().await;
+    const MPS: &str = "gpu-t4-mps1";
+    let mut p = one_node(autoscaled_pool(
+        MPS,
+        "n1-standard-8",
+        "nvidia-tesla-t4",
+        2,
+        1,
+    ));
+    if let Some(a) = p.config.as_mut().and_then(|c| c.accelerators.first_mut()) {
+        a.gpu_sharing_config = Some(GpuSharingConfig {
+            gpu_sharing_strategy: "MPS".into(),
+            max_shared_clients_per_gpu: 2,
+        });
+    }
+    let record = json!({"accelerator": "gpu-t4x2", "kind": "GPU", "machineType": "n1-standard-8",
+        "gkeAcceleratorType": "nvidia-tesla-t4", "acceleratorCount": 2,
+        "minNodes": 1, "maxNodes": 1, "spot": false, "zones": [Z], "driverVersion": "LATEST",
+        "sharing": {"strategy": "MPS", "maxClientsPerGpu": 2}});
+    let kube = setup_with(&app, vec![(MPS, record)], vec![p]).await;
+    let two = pod("two", 2, json!({STRATEGY: "mps"}));
+    let v = check(&app, two.clone()).await;
+    assert_eq!(v["verdict"], "NEVER", "{v:#}");
+    assert!(
+        reasons(&v).contains(&"ACCELERATOR_COUNT_TOO_LARGE"),
+        "{v:#}"
+    );
+    create(&kube, &two).await;
+    let pods = kube.pods(Some("default")).await.expect("pods");
+    let p = pods.iter().find(|p| p.name == "two").expect("pod");
+    assert_eq!(p.phase, "Failed", "{p:#?}");
+    // One share per container runs: 4 units on the node.
+    let v = check(&app, pod("one", 1, json!({STRATEGY: "mps"}))).await;
+    assert_eq!(v["verdict"], "NOW", "{v:#}");
+    create(&kube, &pod("one", 1, json!({STRATEGY: "mps"}))).await;
+    assert_eq!(phases(&kube, "one").await, (1, 0));
+    let c = ok(app.get(ALICE, CAPACITY).await);
+    let t4 = pool(&c, MPS);
+    assert_eq!(
+        counts(t4),
+        [4, 1, 3, 3, 3],
+        "the failed pod holds nothing: {t4:#}"
+    );
 }

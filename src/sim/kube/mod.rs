@@ -14,6 +14,7 @@ pub mod admission;
 pub mod cluster;
 pub mod compute_class;
 pub mod controllers;
+pub mod device_plugin;
 pub mod events;
 pub mod http;
 pub mod manifests;
