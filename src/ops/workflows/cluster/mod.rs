@@ -16,6 +16,7 @@ mod infra;
 mod kube;
 pub mod manifest_cache;
 mod plan_steps;
+mod reservation;
 pub mod records;
 pub mod results;
 pub mod wire;

@@ -1,0 +1,467 @@
+//! Simulated zonal reservations (`/compute/v1/projects/{p}/zones/{z}/reservations`):
+//! `insert` (a zonal operation, `requestId` deduplicated), `get`, `list`, `delete`,
+//! `aggregatedList` (what `gcloud compute reservations list` calls) and
+//! `zoneOperations.get`; plus what the GKE side needs: how many VMs each reservation
+//! has in use and how far a bound pool may grow ([`cap`]).
+//!
+//! Invariant: `inUseCount` is never stored: it is the nodes, per zone, of every pool
+//! (in any project) whose `reservationAffinity` names the reservation and whose project
+//! may consume it (the owner, or one its `shareSettings` lists), so it grows and
+//! shrinks with the Kubernetes side; a pool of a project it is not shared with consumes
+//! nothing and cannot grow, as Compute answers such VMs "not found".
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use serde::Serialize;
+
+use crate::cloud::gcp::types::compute::Operation;
+use crate::cloud::gcp::types::reservation::{Reservation, ShareSettings};
+use crate::sim::Sim;
+use crate::sim::body::strict;
+use crate::sim::clock::{Clock, SimTime};
+use crate::sim::error::SimError;
+use crate::sim::gcp::container::model::{ClusterRec, PoolRec};
+use crate::sim::gcp::list::{AggregatedList, ComputeList, PageQuery};
+use crate::sim::world::World;
+
+use super::catalog;
+use super::handlers::{F, Rq, SVC, base, request_id};
+
+/// Virtual time a reservation takes to be created.
+const CREATE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reservations (by `{project}/{zone}/{name}`, without `inUseCount`), their zonal
+/// operations and the operation each `requestId` started.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reservations {
+    pub items: BTreeMap<String, Reservation>,
+    pub operations: Vec<ZoneOp>,
+    pub requests: BTreeMap<String, String>,
+}
+
+/// A zonal operation and what it does when DONE (`None`: nothing, a delete done at once).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ZoneOp {
+    pub op: Operation,
+    pub project: String,
+    pub zone: String,
+    pub done_at: SimTime,
+    pub insert: Option<(String, Reservation)>,
+}
+
+fn key(project: &str, zone: &str, name: &str) -> String {
+    format!("{project}/{zone}/{name}")
+}
+
+/// The reservation a GKE pool's `reservationAffinity` names: (owner project, name).
+fn bound(c: &ClusterRec, p: &PoolRec) -> Option<(String, String)> {
+    let a = p.spec.config.as_ref()?.reservation_affinity.as_ref()?;
+    if a.consume_reservation_type != "SPECIFIC_RESERVATION" {
+        return None;
+    }
+    let v = a.values.first()?;
+    match v.split('/').collect::<Vec<_>>().as_slice() {
+        [name] => Some((c.project.clone(), (*name).to_owned())),
+        ["projects", owner, "reservations", name] => {
+            Some(((*owner).to_owned(), (*name).to_owned()))
+        }
+        _ => None,
+    }
+}
+
+/// VMs of reservation `project`/`zone`/`name` that pool nodes use now.
+fn in_use(w: &World, project: &str, zone: &str, name: &str, r: &Reservation) -> i64 {
+    let mut n = 0i64;
+    for c in w.container.clusters.values() {
+        for p in &c.pools {
+            let mine = bound(c, p).is_some_and(|(o, r)| o == project && r == name);
+            let shared = ShareSettings::shared_with(r.share_settings.as_ref(), project, &c.project);
+            if mine && shared && p.zones.iter().any(|z| z == zone) {
+                n += i64::from(w.kube.pool_node_count(&c.kube_key, &p.spec.name).unwrap_or(0));
+            }
+        }
+    }
+    n
+}
+
+/// The reservation as `get` shows it: with its current `inUseCount`.
+fn view(w: &World, project: &str, zone: &str, r: &Reservation) -> Reservation {
+    let mut r = r.clone();
+    let used = in_use(w, project, zone, &r.name.clone(), &r);
+    if let Some(s) = r.specific_reservation.as_mut() {
+        s.in_use_count = Some(used);
+    }
+    r
+}
+
+/// How many nodes per zone a pool bound to a reservation may reach (its count now plus
+/// the reservation's free VMs; 0 more when the reservation is missing or not shared),
+/// and why; `None` for a pool bound to none.
+pub fn cap(w: &World, c: &ClusterRec, p: &PoolRec, count: u32) -> Option<(u32, String)> {
+    let (owner, name) = bound(c, p)?;
+    let why = format!("reservation projects/{owner}/reservations/{name}");
+    let found = p.zones.iter().find_map(|z| {
+        let r = w.compute.reservations.items.get(&key(&owner, z, &name))?;
+        Some((z, r))
+    });
+    let Some((zone, r)) = found else {
+        return Some((count, why));
+    };
+    if !ShareSettings::shared_with(r.share_settings.as_ref(), &owner, &c.project) {
+        return Some((count, why));
+    }
+    let sku = r.specific_reservation.clone().unwrap_or_default();
+    let free = (sku.count.unwrap_or(0) - in_use(w, &owner, zone, &name, r)).max(0);
+    Some((count.saturating_add(u32::try_from(free).unwrap_or(u32::MAX)), why))
+}
+
+/// The smaller of two caps (the quota's and the reservation's).
+pub fn tighter(a: Option<(u32, String)>, b: Option<(u32, String)>) -> Option<(u32, String)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+fn zone_check(project: &str, zone: &str) -> Result<(), SimError> {
+    if catalog::zone_region(zone).is_some() {
+        return Ok(());
+    }
+    Err(SimError::not_found(F, &format!("projects/{project}/zones/{zone}")))
+}
+
+fn invalid(msg: impl Into<String>) -> SimError {
+    SimError::invalid(F, msg)
+}
+
+/// Compute's checks of a new reservation.
+fn validate(r: &Reservation, zone: &str) -> Result<(), SimError> {
+    if !crate::sim::gcp::is_lowercase_label(&r.name, 63) {
+        return Err(invalid(format!(
+            "Invalid value for field 'resource.name': '{}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{{0,61}}[a-z0-9])?)'",
+            r.name
+        )));
+    }
+    if let Some(z) = r.zone.as_deref()
+        && z.rsplit('/').next() != Some(zone)
+    {
+        return Err(invalid(format!(
+            "Invalid value for field 'resource.zone': '{z}'. Zone must match the request zone '{zone}'."
+        )));
+    }
+    let Some(sku) = &r.specific_reservation else {
+        return Err(invalid("Invalid value for field 'resource.specificReservation': ''. A specific reservation is required."));
+    };
+    if sku.count.unwrap_or(0) <= 0 {
+        return Err(invalid("Invalid value for field 'resource.specificReservation.count': '0'. Must be greater than 0."));
+    }
+    let machine = sku
+        .instance_properties
+        .as_ref()
+        .map(|p| p.machine_type.as_str())
+        .unwrap_or("");
+    if sku.source_instance_template.is_none() && !catalog::machine_in_zone(machine, zone) {
+        return Err(invalid(format!(
+            "Invalid value for field 'resource.specificReservation.instanceProperties.machineType': '{machine}'. Machine type with name '{machine}' does not exist in zone '{zone}'."
+        )));
+    }
+    for a in sku.instance_properties.iter().flat_map(|p| &p.guest_accelerators) {
+        let t = a.accelerator_type.rsplit('/').next().unwrap_or("");
+        if !catalog::gpus_in_zone(zone).iter().any(|g| g.name == t) {
+            return Err(invalid(format!(
+                "Invalid value for field 'resource.specificReservation.instanceProperties.guestAccelerators[0].acceleratorType': '{t}'. Accelerator type '{t}' does not exist in zone '{zone}'."
+            )));
+        }
+    }
+    if let Some(s) = &r.share_settings {
+        match s.share_type.as_deref() {
+            Some("SPECIFIC_PROJECTS") if s.project_map.is_empty() => {
+                return Err(invalid("Invalid value for field 'resource.shareSettings.projectMap': ''. SPECIFIC_PROJECTS needs at least one project."));
+            }
+            Some("LOCAL") | None if !s.project_map.is_empty() => {
+                return Err(invalid("Invalid value for field 'resource.shareSettings.projectMap': a LOCAL reservation is not shared with other projects."));
+            }
+            None | Some("LOCAL" | "SPECIFIC_PROJECTS" | "ORGANIZATION") => {}
+            Some(t) => {
+                return Err(invalid(format!(
+                    "Invalid value for field 'resource.shareSettings.shareType': '{t}'."
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn op_name() -> String {
+    format!(
+        "operation-{}-{:013x}-{:08x}",
+        chrono::Utc::now().timestamp_millis(),
+        rand::random::<u64>() & 0x1f_ffff_ffff_ffff,
+        rand::random::<u32>()
+    )
+}
+
+fn do_insert(
+    sim: &Sim,
+    project: &str,
+    zone: &str,
+    q: &Rq,
+    body: &Bytes,
+) -> Result<Operation, SimError> {
+    let mut r: Reservation = strict(F, body)?;
+    let rid = request_id(q)?;
+    let clock = sim.clock();
+    let mut w = sim.world();
+    if let Some(name) = rid.as_ref().and_then(|id| w.compute.reservations.requests.get(id)) {
+        let known = w.compute.reservations.operations.iter().find(|o| &o.op.name == name);
+        if let Some(o) = known {
+            return Ok(o.op.clone());
+        }
+    }
+    zone_check(project, zone)?;
+    validate(&r, zone)?;
+    let k = key(project, zone, &r.name);
+    let what = format!("projects/{project}/zones/{zone}/reservations/{}", r.name);
+    let pending = w.compute.reservations.operations.iter().any(|o| {
+        o.op.status != "DONE" && o.insert.as_ref().is_some_and(|(ok, _)| *ok == k)
+    });
+    if w.compute.reservations.items.contains_key(&k) || pending {
+        return Err(SimError::already_exists(F, &what));
+    }
+    let base = base(sim, project);
+    let zone_url = format!("{base}/zones/{zone}");
+    let now = clock.now();
+    let stamp = w.compute.stamp(clock, now);
+    let id = rand::random::<u64>().to_string();
+    r.id = Some(id.clone());
+    r.kind = Some("compute#reservation".into());
+    r.zone = Some(zone_url.clone());
+    r.self_link = Some(format!("{zone_url}/reservations/{}", r.name));
+    r.creation_timestamp = Some(stamp.clone());
+    r.status = Some("READY".into());
+    r.specific_reservation_required.get_or_insert(false);
+    r.share_settings.get_or_insert_with(|| ShareSettings {
+        share_type: Some("LOCAL".into()),
+        ..ShareSettings::default()
+    });
+    if let Some(s) = r.specific_reservation.as_mut() {
+        s.in_use_count = Some(0);
+        s.assured_count = s.count;
+    }
+    let name = op_name();
+    let op = Operation {
+        id: Some(rand::random::<u64>().to_string()),
+        kind: Some("compute#operation".into()),
+        name: name.clone(),
+        operation_type: "insert".into(),
+        status: "PENDING".into(),
+        progress: Some(0),
+        target_link: r.self_link.clone(),
+        target_id: Some(id),
+        self_link: Some(format!("{zone_url}/operations/{name}")),
+        zone: Some(zone_url),
+        user: Some("kineticd-sim@example.com".into()),
+        insert_time: Some(stamp.clone()),
+        start_time: Some(stamp),
+        ..Operation::default()
+    };
+    w.compute.reservations.operations.push(ZoneOp {
+        op: op.clone(),
+        project: project.to_owned(),
+        zone: zone.to_owned(),
+        done_at: now + CREATE,
+        insert: Some((k, r)),
+    });
+    if let Some(id) = rid {
+        w.compute.reservations.requests.insert(id, name);
+    }
+    Ok(op)
+}
+
+pub async fn insert(
+    State(sim): State<Sim>,
+    Path((project, zone)): Path<(String, String)>,
+    Query(q): Query<Rq>,
+    body: Bytes,
+) -> Response {
+    sim.serve((SVC, F), "reservations.insert", || {
+        do_insert(&sim, &project, &zone, &q, &body).map(Json)
+    })
+    .await
+}
+
+pub async fn get(
+    State(sim): State<Sim>,
+    Path((project, zone, name)): Path<(String, String, String)>,
+) -> Response {
+    sim.serve((SVC, F), "reservations.get", || {
+        zone_check(&project, &zone)?;
+        let w = sim.world();
+        let what = format!("projects/{project}/zones/{zone}/reservations/{name}");
+        let r = w
+            .compute
+            .reservations
+            .items
+            .get(&key(&project, &zone, &name))
+            .ok_or_else(|| SimError::not_found(F, &what))?;
+        Ok::<_, SimError>(Json(view(&w, &project, &zone, r)))
+    })
+    .await
+}
+
+/// `reservations.delete`: gone at once (a DONE zonal operation).
+pub async fn delete(
+    State(sim): State<Sim>,
+    Path((project, zone, name)): Path<(String, String, String)>,
+    Query(q): Query<Rq>,
+) -> Response {
+    sim.serve((SVC, F), "reservations.delete", || {
+        let rid = request_id(&q)?;
+        zone_check(&project, &zone)?;
+        let clock = sim.clock();
+        let mut w = sim.world();
+        let what = format!("projects/{project}/zones/{zone}/reservations/{name}");
+        let r = w
+            .compute
+            .reservations
+            .items
+            .remove(&key(&project, &zone, &name))
+            .ok_or_else(|| SimError::not_found(F, &what))?;
+        let stamp = w.compute.stamp(clock, clock.now());
+        let zone_url = format!("{}/zones/{zone}", base(&sim, &project));
+        let op_name = op_name();
+        let op = Operation {
+            id: Some(rand::random::<u64>().to_string()),
+            kind: Some("compute#operation".into()),
+            name: op_name.clone(),
+            operation_type: "delete".into(),
+            status: "DONE".into(),
+            progress: Some(100),
+            target_link: r.self_link.clone(),
+            target_id: r.id.clone(),
+            self_link: Some(format!("{zone_url}/operations/{op_name}")),
+            zone: Some(zone_url),
+            insert_time: Some(stamp.clone()),
+            start_time: Some(stamp.clone()),
+            end_time: Some(stamp),
+            ..Operation::default()
+        };
+        w.compute.reservations.operations.push(ZoneOp {
+            op: op.clone(),
+            project: project.clone(),
+            zone: zone.clone(),
+            done_at: clock.now(),
+            insert: None,
+        });
+        if let Some(id) = rid {
+            w.compute.reservations.requests.insert(id, op_name);
+        }
+        Ok::<_, SimError>(Json(op))
+    })
+    .await
+}
+
+pub async fn list(
+    State(sim): State<Sim>,
+    Path((project, zone)): Path<(String, String)>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    sim.serve((SVC, F), "reservations.list", || {
+        zone_check(&project, &zone)?;
+        let w = sim.world();
+        let prefix = format!("{project}/{zone}/");
+        let all = w
+            .compute
+            .reservations
+            .items
+            .iter()
+            .filter_map(|(k, r)| {
+                let name = k.strip_prefix(&prefix)?;
+                Some((name.to_owned(), view(&w, &project, &zone, r)))
+            })
+            .collect();
+        let link = format!("{}/zones/{zone}/reservations", base(&sim, &project));
+        ComputeList::page("compute#reservationList", link, all, &q).map(Json)
+    })
+    .await
+}
+
+pub async fn aggregated(
+    State(sim): State<Sim>,
+    Path(project): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    sim.serve((SVC, F), "reservations.aggregatedList", || {
+        let w = sim.world();
+        let prefix = format!("{project}/");
+        let all = w
+            .compute
+            .reservations
+            .items
+            .iter()
+            .filter_map(|(k, r)| {
+                let (zone, name) = k.strip_prefix(&prefix)?.split_once('/')?;
+                let v = view(&w, &project, zone, r);
+                Some((format!("zones/{zone}"), name.to_owned(), v))
+            })
+            .collect();
+        let link = format!("{}/aggregated/reservations", base(&sim, &project));
+        let kind = ("compute#reservationAggregatedList", "reservations");
+        AggregatedList::page(kind, link, all, &q).map(Json)
+    })
+    .await
+}
+
+/// `zoneOperations.get` (the reservations' operations).
+pub async fn get_operation(
+    State(sim): State<Sim>,
+    Path((project, zone, name)): Path<(String, String, String)>,
+) -> Response {
+    sim.serve((SVC, F), "zoneOperations.get", || {
+        let w = sim.world();
+        let what = format!("projects/{project}/zones/{zone}/operations/{name}");
+        w.compute
+            .reservations
+            .operations
+            .iter()
+            .find(|o| o.op.name == name && o.project == project && o.zone == zone)
+            .map(|o| Json(o.op.clone()))
+            .ok_or_else(|| SimError::not_found(F, &what))
+    })
+    .await
+}
+
+/// Move the zonal operations along; a DONE insert adds its reservation.
+pub fn tick(world: &mut World, clock: &Clock) {
+    let mut done = Vec::new();
+    for o in &world.compute.reservations.operations {
+        if o.op.status != "DONE" && clock.is_due(o.done_at) {
+            done.push(o.op.name.clone());
+        }
+    }
+    for name in done {
+        let end = world.compute.stamp(clock, clock.now());
+        let state = &mut world.compute.reservations;
+        let Some(o) = state.operations.iter_mut().find(|o| o.op.name == name) else {
+            continue;
+        };
+        o.op.status = "DONE".into();
+        o.op.progress = Some(100);
+        o.op.end_time = Some(end);
+        if let Some((k, r)) = o.insert.clone() {
+            state.items.insert(k, r);
+        }
+    }
+    for o in world.compute.reservations.operations.iter_mut() {
+        if o.op.status == "PENDING" {
+            o.op.status = "RUNNING".into();
+            o.op.progress = Some(50);
+        }
+    }
+}
