@@ -98,7 +98,11 @@ pub enum Refusal {
         found: String,
     },
     #[error("{count} VMs reserved, {in_use} in use: {needed} needed free")]
-    Exhausted { count: i64, in_use: i64, needed: i64 },
+    Exhausted {
+        count: i64,
+        in_use: i64,
+        needed: i64,
+    },
 }
 
 impl Refusal {
@@ -127,7 +131,12 @@ pub fn refusal_message(r: &ReservationRef, zone: &str, refusal: &Refusal) -> Str
 }
 
 /// The message when no zone searched has the reservation.
-pub fn not_found_message(r: &ReservationRef, owner: &str, project: &str, searched: &[String]) -> String {
+pub fn not_found_message(
+    r: &ReservationRef,
+    owner: &str,
+    project: &str,
+    searched: &[String],
+) -> String {
     let shared = if owner == project {
         String::new()
     } else {
@@ -264,7 +273,8 @@ mod tests {
     fn a_matching_reservation_with_room_holds_the_pool() {
         assert_eq!(check(&wanted(), &found()), Ok(()));
         let mut f = found();
-        f.machine_type = "https://x/compute/v1/projects/p/zones/us-central1-a/machineTypes/g2-standard-4".into();
+        f.machine_type =
+            "https://x/compute/v1/projects/p/zones/us-central1-a/machineTypes/g2-standard-4".into();
         assert_eq!(check(&wanted(), &f), Ok(()));
         // G2 bundles its GPU: a reservation that does not list it still matches.
         f.accelerators.clear();
@@ -288,10 +298,18 @@ mod tests {
         assert_eq!(field(f), "guestAccelerators");
         let mut f = found();
         f.accelerators = vec![("nvidia-tesla-t4".into(), 1)];
-        let Err(Refusal::Mismatch { wanted: w, found: g, .. }) = check(&wanted(), &f) else {
+        let Err(Refusal::Mismatch {
+            wanted: w,
+            found: g,
+            ..
+        }) = check(&wanted(), &f)
+        else {
             panic!()
         };
-        assert_eq!((w.as_str(), g.as_str()), ("1 x nvidia-l4", "1 x nvidia-tesla-t4"));
+        assert_eq!(
+            (w.as_str(), g.as_str()),
+            ("1 x nvidia-l4", "1 x nvidia-tesla-t4")
+        );
         // N1 gets GPUs only from guestAccelerators: a reservation without them is not one.
         let n1 = Wanted {
             machine_type: "n1-standard-4".into(),
@@ -339,7 +357,25 @@ mod tests {
             in_use: 9,
             ..found()
         };
-        assert!(check(&Wanted { min_nodes: 0, ..wanted() }, &f).is_ok());
-        assert!(check(&Wanted { min_nodes: 1, ..wanted() }, &f).is_err());
+        assert!(
+            check(
+                &Wanted {
+                    min_nodes: 0,
+                    ..wanted()
+                },
+                &f
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                &Wanted {
+                    min_nodes: 1,
+                    ..wanted()
+                },
+                &f
+            )
+            .is_err()
+        );
     }
 }

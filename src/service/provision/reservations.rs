@@ -46,7 +46,10 @@ pub fn refusal_error(r: &ReservationRef, zone: &str, refusal: &Refusal) -> Error
             field,
             wanted,
             found,
-        } => e.with("field", field).with("wanted", wanted).with("found", found),
+        } => e
+            .with("field", field)
+            .with("wanted", wanted)
+            .with("found", found),
         Refusal::Exhausted {
             count,
             in_use,
@@ -76,7 +79,10 @@ pub async fn check_reservations(
         };
         let w = wanted(n, s, zones);
         let compute = &cloud.gcp.compute;
-        match compute.check_reservation(&n.project, &n.region, &r, &w).await {
+        match compute
+            .check_reservation(&n.project, &n.region, &r, &w)
+            .await
+        {
             Ok(Verdict::Holds(_)) => {}
             Ok(Verdict::NotFound { owner, searched }) => {
                 return Err(Error::precondition(

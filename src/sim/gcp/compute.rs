@@ -187,6 +187,10 @@ pub fn routes() -> Router<Sim> {
             &format!("{P}/zones/{{zone}}/operations/{{operation}}"),
             get(reservations::get_operation),
         )
+        .route(
+            &format!("{P}/zones/{{zone}}/operations/{{operation}}/wait"),
+            post(reservations::wait_operation),
+        )
         .route(&format!("{P}/zones"), get(info::list_zones))
         .route(&format!("{P}/zones/{{zone}}"), get(info::get_zone))
         .route(

@@ -22,10 +22,16 @@ pub enum Verdict {
     /// The reservation can hold the pool.
     Holds(Located),
     /// No zone of the region has it (or it is not shared with the pool's project).
-    NotFound { owner: String, searched: Vec<String> },
+    NotFound {
+        owner: String,
+        searched: Vec<String>,
+    },
     /// It exists in another project that does not share it with the pool's project
     /// (Compute would answer the pool's VMs as if it did not exist).
-    NotShared { owner: String, zone: String },
+    NotShared {
+        owner: String,
+        zone: String,
+    },
     Refused(Located, Refusal),
 }
 
@@ -39,7 +45,11 @@ pub struct Located {
 impl Located {
     /// What the reservation holds, for [`crate::domain::reservation::check`].
     pub fn found(&self) -> Found {
-        let sku = self.reservation.specific_reservation.clone().unwrap_or_default();
+        let sku = self
+            .reservation
+            .specific_reservation
+            .clone()
+            .unwrap_or_default();
         let props = sku.instance_properties.clone().unwrap_or_default();
         Found {
             zone: self

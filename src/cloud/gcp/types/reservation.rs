@@ -205,8 +205,16 @@ mod tests {
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["specificReservation"]["count"], "4");
         assert_eq!(v["specificReservation"]["inUseCount"], "1");
-        assert!(ShareSettings::shared_with(r.share_settings.as_ref(), "p", "c"));
-        assert!(!ShareSettings::shared_with(r.share_settings.as_ref(), "p", "d"));
+        assert!(ShareSettings::shared_with(
+            r.share_settings.as_ref(),
+            "p",
+            "c"
+        ));
+        assert!(!ShareSettings::shared_with(
+            r.share_settings.as_ref(),
+            "p",
+            "d"
+        ));
         assert!(ShareSettings::shared_with(None, "p", "p"));
     }
 }

@@ -16,8 +16,8 @@ mod infra;
 mod kube;
 pub mod manifest_cache;
 mod plan_steps;
-mod reservation;
 pub mod records;
+mod reservation;
 pub mod results;
 pub mod wire;
 

@@ -48,7 +48,10 @@ fn refused(r: &ReservationRef, zone: &str, refusal: &Refusal) -> StepError {
             field,
             wanted,
             found,
-        } => e.with("field", field).with("wanted", wanted).with("found", found),
+        } => e
+            .with("field", field)
+            .with("wanted", wanted)
+            .with("found", found),
         Refusal::Exhausted {
             count,
             in_use,

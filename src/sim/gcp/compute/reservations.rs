@@ -1,7 +1,7 @@
 //! Simulated zonal reservations (`/compute/v1/projects/{p}/zones/{z}/reservations`):
 //! `insert` (a zonal operation, `requestId` deduplicated), `get`, `list`, `delete`,
 //! `aggregatedList` (what `gcloud compute reservations list` calls) and
-//! `zoneOperations.get`; plus what the GKE side needs: how many VMs each reservation
+//! `zoneOperations.get` / `wait`; plus what the GKE side needs: how many VMs each reservation
 //! has in use and how far a bound pool may grow ([`cap`]).
 //!
 //! Invariant: `inUseCount` is never stored: it is the nodes, per zone, of every pool
@@ -83,7 +83,11 @@ fn in_use(w: &World, project: &str, zone: &str, name: &str, r: &Reservation) -> 
             let mine = bound(c, p).is_some_and(|(o, r)| o == project && r == name);
             let shared = ShareSettings::shared_with(r.share_settings.as_ref(), project, &c.project);
             if mine && shared && p.zones.iter().any(|z| z == zone) {
-                n += i64::from(w.kube.pool_node_count(&c.kube_key, &p.spec.name).unwrap_or(0));
+                n += i64::from(
+                    w.kube
+                        .pool_node_count(&c.kube_key, &p.spec.name)
+                        .unwrap_or(0),
+                );
             }
         }
     }
@@ -118,7 +122,10 @@ pub fn cap(w: &World, c: &ClusterRec, p: &PoolRec, count: u32) -> Option<(u32, S
     }
     let sku = r.specific_reservation.clone().unwrap_or_default();
     let free = (sku.count.unwrap_or(0) - in_use(w, &owner, zone, &name, r)).max(0);
-    Some((count.saturating_add(u32::try_from(free).unwrap_or(u32::MAX)), why))
+    Some((
+        count.saturating_add(u32::try_from(free).unwrap_or(u32::MAX)),
+        why,
+    ))
 }
 
 /// The smaller of two caps (the quota's and the reservation's).
@@ -133,7 +140,10 @@ fn zone_check(project: &str, zone: &str) -> Result<(), SimError> {
     if catalog::zone_region(zone).is_some() {
         return Ok(());
     }
-    Err(SimError::not_found(F, &format!("projects/{project}/zones/{zone}")))
+    Err(SimError::not_found(
+        F,
+        &format!("projects/{project}/zones/{zone}"),
+    ))
 }
 
 fn invalid(msg: impl Into<String>) -> SimError {
@@ -156,10 +166,14 @@ fn validate(r: &Reservation, zone: &str) -> Result<(), SimError> {
         )));
     }
     let Some(sku) = &r.specific_reservation else {
-        return Err(invalid("Invalid value for field 'resource.specificReservation': ''. A specific reservation is required."));
+        return Err(invalid(
+            "Invalid value for field 'resource.specificReservation': ''. A specific reservation is required.",
+        ));
     };
     if sku.count.unwrap_or(0) <= 0 {
-        return Err(invalid("Invalid value for field 'resource.specificReservation.count': '0'. Must be greater than 0."));
+        return Err(invalid(
+            "Invalid value for field 'resource.specificReservation.count': '0'. Must be greater than 0.",
+        ));
     }
     let machine = sku
         .instance_properties
@@ -171,7 +185,11 @@ fn validate(r: &Reservation, zone: &str) -> Result<(), SimError> {
             "Invalid value for field 'resource.specificReservation.instanceProperties.machineType': '{machine}'. Machine type with name '{machine}' does not exist in zone '{zone}'."
         )));
     }
-    for a in sku.instance_properties.iter().flat_map(|p| &p.guest_accelerators) {
+    for a in sku
+        .instance_properties
+        .iter()
+        .flat_map(|p| &p.guest_accelerators)
+    {
         let t = a.accelerator_type.rsplit('/').next().unwrap_or("");
         if !catalog::gpus_in_zone(zone).iter().any(|g| g.name == t) {
             return Err(invalid(format!(
@@ -182,10 +200,14 @@ fn validate(r: &Reservation, zone: &str) -> Result<(), SimError> {
     if let Some(s) = &r.share_settings {
         match s.share_type.as_deref() {
             Some("SPECIFIC_PROJECTS") if s.project_map.is_empty() => {
-                return Err(invalid("Invalid value for field 'resource.shareSettings.projectMap': ''. SPECIFIC_PROJECTS needs at least one project."));
+                return Err(invalid(
+                    "Invalid value for field 'resource.shareSettings.projectMap': ''. SPECIFIC_PROJECTS needs at least one project.",
+                ));
             }
             Some("LOCAL") | None if !s.project_map.is_empty() => {
-                return Err(invalid("Invalid value for field 'resource.shareSettings.projectMap': a LOCAL reservation is not shared with other projects."));
+                return Err(invalid(
+                    "Invalid value for field 'resource.shareSettings.projectMap': a LOCAL reservation is not shared with other projects.",
+                ));
             }
             None | Some("LOCAL" | "SPECIFIC_PROJECTS" | "ORGANIZATION") => {}
             Some(t) => {
@@ -218,8 +240,16 @@ fn do_insert(
     let rid = request_id(q)?;
     let clock = sim.clock();
     let mut w = sim.world();
-    if let Some(name) = rid.as_ref().and_then(|id| w.compute.reservations.requests.get(id)) {
-        let known = w.compute.reservations.operations.iter().find(|o| &o.op.name == name);
+    if let Some(name) = rid
+        .as_ref()
+        .and_then(|id| w.compute.reservations.requests.get(id))
+    {
+        let known = w
+            .compute
+            .reservations
+            .operations
+            .iter()
+            .find(|o| &o.op.name == name);
         if let Some(o) = known {
             return Ok(o.op.clone());
         }
@@ -228,9 +258,12 @@ fn do_insert(
     validate(&r, zone)?;
     let k = key(project, zone, &r.name);
     let what = format!("projects/{project}/zones/{zone}/reservations/{}", r.name);
-    let pending = w.compute.reservations.operations.iter().any(|o| {
-        o.op.status != "DONE" && o.insert.as_ref().is_some_and(|(ok, _)| *ok == k)
-    });
+    let pending = w
+        .compute
+        .reservations
+        .operations
+        .iter()
+        .any(|o| o.op.status != "DONE" && o.insert.as_ref().is_some_and(|(ok, _)| *ok == k));
     if w.compute.reservations.items.contains_key(&k) || pending {
         return Err(SimError::already_exists(F, &what));
     }
@@ -432,6 +465,38 @@ pub async fn get_operation(
             .iter()
             .find(|o| o.op.name == name && o.project == project && o.zone == zone)
             .map(|o| Json(o.op.clone()))
+            .ok_or_else(|| SimError::not_found(F, &what))
+    })
+    .await
+}
+
+/// `zoneOperations.wait` (what gcloud polls with): the operation once DONE, or as it is
+/// after a short while (Google answers within two minutes, DONE or not).
+pub async fn wait_operation(
+    State(sim): State<Sim>,
+    Path((project, zone, name)): Path<(String, String, String)>,
+) -> Response {
+    let find = |sim: &Sim| {
+        let w = sim.world();
+        w.compute
+            .reservations
+            .operations
+            .iter()
+            .find(|o| o.op.name == name && o.project == project && o.zone == zone)
+            .map(|o| o.op.clone())
+    };
+    for _ in 0..40 {
+        match find(&sim) {
+            Some(op) if op.status != "DONE" => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            _ => break,
+        }
+    }
+    sim.serve((SVC, F), "zoneOperations.wait", || {
+        let what = format!("projects/{project}/zones/{zone}/operations/{name}");
+        find(&sim)
+            .map(Json)
             .ok_or_else(|| SimError::not_found(F, &what))
     })
     .await
