@@ -634,3 +634,47 @@ async fn the_autoscaler_stops_at_the_reservations_free_vms() {
         .collect();
     assert_eq!(pending.len(), 1, "{pending:?}");
 }
+
+#[tokio::test]
+async fn a_reservation_that_cannot_be_read_is_a_warning_not_a_refusal() {
+    let env = env().await;
+    env.up_ok("kw", json!({"accelerator": "cpu"})).await;
+    env.arm("compute", "reservations.get", "HTTP_500", 1000)
+        .await;
+    let path = format!("{}/nodePools?validateOnly=true", cluster_path("kw"));
+    let r = env
+        .app
+        .post(
+            OWNER,
+            &path,
+            json!({"accelerator": "l4", "reservation": "unread"}),
+        )
+        .await;
+    let disarm = env
+        .app
+        .http
+        .delete(format!("{}/sim/v1/faults", env.sim.url()))
+        .send()
+        .await
+        .expect("disarm");
+    assert!(disarm.status().is_success());
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let warnings = r.body["warnings"].as_array().cloned().unwrap_or_default();
+    assert!(
+        warnings.iter().any(|w| w
+            .as_str()
+            .is_some_and(|w| w.contains("reservation unread not checked"))),
+        "{}",
+        r.body
+    );
+    // Readable again: the same request is refused for what it is.
+    let r = env
+        .app
+        .post(
+            OWNER,
+            &path,
+            json!({"accelerator": "l4", "reservation": "unread"}),
+        )
+        .await;
+    assert_eq!(r.reason(), "RESERVATION_NOT_FOUND", "{}", r.body);
+}
