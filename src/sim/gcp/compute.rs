@@ -13,6 +13,7 @@ mod info;
 mod list;
 pub mod mig;
 pub mod quota;
+mod reservation_writes;
 pub mod reservations;
 
 use std::collections::BTreeMap;
@@ -173,11 +174,11 @@ pub fn routes() -> Router<Sim> {
         )
         .route(
             &format!("{P}/zones/{{zone}}/reservations"),
-            post(reservations::insert).get(reservations::list),
+            post(reservation_writes::insert).get(reservations::list),
         )
         .route(
             &format!("{P}/zones/{{zone}}/reservations/{{reservation}}"),
-            get(reservations::get).delete(reservations::delete),
+            get(reservations::get).delete(reservation_writes::delete),
         )
         .route(
             &format!("{P}/aggregated/reservations"),
