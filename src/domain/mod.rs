@@ -14,6 +14,7 @@ pub mod pools;
 pub mod pricing;
 pub mod quota;
 pub mod report;
+pub mod reservation;
 pub mod roles;
 pub mod rpc;
 pub mod states;

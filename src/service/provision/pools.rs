@@ -253,6 +253,7 @@ async fn check_pools(
     for s in shapes {
         warnings.extend(check_quota(cloud, &n, s, m.validate_only).await?);
     }
+    warnings.extend(super::reservations::check_reservations(cloud, &n, shapes, zones).await?);
     Ok(warnings)
 }
 

@@ -10,7 +10,7 @@
 
 mod handlers;
 mod list;
-mod model;
+pub(crate) mod model;
 mod ops;
 mod validate;
 
@@ -185,6 +185,8 @@ pub fn quota_caps(world: &mut World) {
                 })
                 .min_by_key(|(_, more)| *more)
                 .map(|(metric, more)| (count.saturating_add(more), metric));
+            let cap =
+                compute::reservations::tighter(cap, compute::reservations::cap(world, c, p, count));
             caps.push((c.kube_key.clone(), p.spec.name.clone(), cap));
         }
     }
