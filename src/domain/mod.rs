@@ -13,6 +13,7 @@ pub mod pools;
 pub mod pricing;
 pub mod quota;
 pub mod report;
+pub mod resize;
 pub mod roles;
 pub mod rpc;
 pub mod states;

@@ -86,6 +86,7 @@ pub fn pool_details(p: &model::NodePool) -> PoolDetails {
     PoolDetails {
         accelerator: p.accelerator.clone(),
         driver_version: p.driver_version.clone(),
+        estimated_hourly_cost: None,
         labels: Some(p.labels.clone()),
         machine_type: p.machine_type.clone(),
         max_nodes: p.max_nodes,
@@ -93,6 +94,7 @@ pub fn pool_details(p: &model::NodePool) -> PoolDetails {
         min_nodes: p.min_nodes,
         placement_topology: p.tpu_topology.clone().filter(|_| multi_host),
         reservation: p.reservation.clone(),
+        resized_from: None,
         spot: p.spot,
         taints: Some(
             p.taints

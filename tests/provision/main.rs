@@ -15,6 +15,7 @@ mod ordering;
 mod pools;
 mod preview;
 mod records;
+mod resize;
 #[path = "../serve_process/journal.rs"]
 mod sim_journal;
 mod support;

@@ -17,6 +17,7 @@ mod kube;
 pub mod manifest_cache;
 mod plan_steps;
 pub mod records;
+pub mod resize;
 pub mod results;
 pub mod wire;
 

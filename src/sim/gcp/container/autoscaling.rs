@@ -1,0 +1,154 @@
+//! `nodePools.setAutoscaling` of the simulated GKE: the request checked as GKE checks it
+//! (strict body, `name` matching the path, `0 <= min <= max`, `max >= 1`, per-zone and
+//! total bounds not mixed, whole TPU slices), an UPDATE_CLUSTER operation, and when it
+//! is DONE the pool's new bounds applied the way the cluster autoscaler honours them:
+//! a pool below its new minimum grows to it at once, and one above its new maximum
+//! gives up its idle nodes (no pod but DaemonSet pods) from the top.
+//!
+//! Invariant: like every other GKE mutation here, a faulted or refused call changes
+//! nothing, and the effect is applied once, when the operation is DONE. Growing to the
+//! new minimum is checked against quota and stock when the call is made (as `setSize`
+//! is); when it does not fit, the operation ends DONE with GKE's error and the pool
+//! keeps its old autoscaling (a simulator simplification: GKE would accept the bounds
+//! and let the autoscaler fail to scale up).
+
+use axum::body::Bytes;
+use serde_json::Value;
+
+use crate::cloud::gcp::types::container::{
+    NodePoolAutoscaling, Operation, SetNodePoolAutoscalingRequest,
+};
+use crate::sim::Sim;
+use crate::sim::body::strict;
+use crate::sim::error::SimError;
+use crate::sim::faults::FaultKind;
+use crate::sim::kube::{self, nodes};
+
+use super::handlers::{F, begin, find_pool, invalid, key};
+use super::model::{ClusterRec, Effect, Failure};
+use super::{ops, validate};
+
+/// `(project, location, cluster)` of a request.
+type At<'a> = (&'a str, &'a str, &'a str);
+
+/// POST `.../nodePools/{pool}:setAutoscaling`.
+pub fn set(
+    sim: &Sim,
+    (project, location, cluster): At<'_>,
+    pool: &str,
+    body: &Bytes,
+    forced: Option<FaultKind>,
+) -> Result<Operation, SimError> {
+    let req: SetNodePoolAutoscalingRequest = strict(F, body)?;
+    let a = req
+        .autoscaling
+        .ok_or_else(|| invalid("autoscaling is required."))?;
+    let path =
+        format!("projects/{project}/locations/{location}/clusters/{cluster}/nodePools/{pool}");
+    if let Some(name) = req.name.as_deref().filter(|n| !n.is_empty())
+        && name != path
+    {
+        return Err(invalid(format!(
+            "name \"{name}\" does not match the node pool of the URL \"{path}\"."
+        )));
+    }
+    let mut w = sim.world();
+    let k = key(project, location, cluster);
+    let (c, p) = find_pool(&w, (project, location, cluster), pool)?;
+    validate::autoscaling(&p.shape, &a)?;
+    ops::ensure_idle(&w.container, &k, cluster)?;
+    if !matches!(p.status.as_str(), "RUNNING" | "RUNNING_WITH_ERROR") {
+        return Err(SimError::precondition(
+            F,
+            format!(
+                "Node pool {pool} is {}; its autoscaling can only be changed while it is RUNNING.",
+                p.status
+            ),
+        ));
+    }
+    let current = w.kube.pool_node_count(&c.kube_key, pool).unwrap_or(p.size);
+    let mut after = p.clone();
+    after.spec.autoscaling = Some(a.clone());
+    let added = after.to_kube(current).min.saturating_sub(current);
+    let failure = ops::decide(
+        sim,
+        &w,
+        project,
+        &c.region,
+        &p.shape,
+        &p.zones,
+        added,
+        added > 0,
+        forced,
+    );
+    let link = format!("{}/nodePools/{pool}", c.self_link());
+    Ok(begin(
+        sim,
+        &mut w,
+        (project, location, &k),
+        link,
+        Effect::SetAutoscaling(pool.to_owned(), a),
+        failure,
+    ))
+}
+
+/// Whether a pod counts against a node being idle: not finished, not a DaemonSet's.
+fn holds_node(pod: &Value) -> bool {
+    let finished = matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    );
+    let daemon = pod["metadata"]["ownerReferences"]
+        .as_array()
+        .is_some_and(|o| o.iter().any(|r| r["kind"] == "DaemonSet"));
+    !finished && !daemon
+}
+
+/// Whether any of `names` runs a pod that holds it.
+fn busy(k: &kube::ClusterKube, names: &[String]) -> bool {
+    k.api.list("", "pods", None).any(|(_, pod)| {
+        let node = pod["spec"]["nodeName"].as_str().unwrap_or("");
+        holds_node(pod) && names.iter().any(|n| n == node)
+    })
+}
+
+/// The operation is DONE: the new autoscaling and the node count it implies.
+pub fn apply(
+    c: &mut ClusterRec,
+    kube: &mut kube::State,
+    name: &str,
+    a: &NodePoolAutoscaling,
+    fail: Option<&Failure>,
+) {
+    let key = c.kube_key.clone();
+    let Some(p) = c.pool_mut(name) else {
+        return;
+    };
+    if let Some(f) = fail {
+        p.status = "RUNNING_WITH_ERROR".into();
+        p.status_message = Some(f.error.message.clone());
+        p.conditions = vec![f.condition.clone()];
+        return;
+    }
+    p.spec.autoscaling = Some(a.clone());
+    p.status = "RUNNING".into();
+    p.status_message = None;
+    p.conditions.clear();
+    let Some(current) = kube.pool_node_count(&key, name) else {
+        return;
+    };
+    let mut nodes = p.to_kube(current);
+    let mut count = current.max(nodes.min);
+    if let Some(k) = kube.clusters.get(&key) {
+        while count > nodes.max {
+            nodes.count = count;
+            if busy(k, &nodes::last_nodes(&key, &nodes)) {
+                break;
+            }
+            count -= 1;
+        }
+    }
+    nodes.count = count;
+    p.size = count;
+    kube.upsert_pool(&key, nodes);
+}
