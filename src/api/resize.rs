@@ -34,8 +34,9 @@ pub struct UpdateMaskQuery {
     pub update_mask: Option<String>,
 }
 
-/// **pool resize**: set a node pool's autoscaling bounds (per zone) through GKE's
-/// `nodePools.setAutoscaling`. Resizing the spot pool of a failover pair raises its
+/// **pool resize**: set a node pool's autoscaling bounds (per zone).
+///
+/// Carried out by GKE's `nodePools.setAutoscaling`. Resizing the spot pool of a failover pair raises its
 /// on-demand fallback's maxNodes to the spot pool's when below it (the fallback keeps
 /// its minNodes); the fallback resized alone must keep maxNodes >= its spot pool's. A
 /// growth of minNodes is checked against the region's quota first (409
