@@ -446,3 +446,83 @@ async fn a_repeat_with_the_same_request_id_returns_the_same_operation() {
     let other = patch(&env, "ki", &ids[0], q, json!({"minNodes": 2})).await;
     assert!(other.status.is_client_error(), "{}", other.body);
 }
+
+#[tokio::test]
+async fn faults_at_set_autoscaling_are_retried_or_leave_the_record_as_it_was() {
+    let env = env().await;
+    let ids = cluster_with_pool(&env, "kx", json!({"accelerator": "l4"})).await;
+    let id = &ids[0];
+    // GKE busy with another operation: the step waits and sends the same request again.
+    env.arm("container", "nodePools.setAutoscaling", "GKE_BUSY", 1)
+        .await;
+    let done = resize_ok(&env, "kx", id, "", json!({"maxNodes": 6})).await;
+    let step = crate::support::op_step(&done, &format!("pool:{id}"));
+    assert_eq!(step["attempts"], 2, "{step}");
+    let sent = env.journal("container", "nodePools.setAutoscaling").await;
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0]["body"], sent[1]["body"], "the same request again");
+    assert_eq!(pool(&env, "kx", id).await["maxNodes"], 6);
+
+    // GKE's operation ends with QUOTA_EXCEEDED: the operation fails with GKE's reason,
+    // the record keeps its bounds and its state.
+    env.arm("container", "nodePools.setAutoscaling", "QUOTA_EXCEEDED", 1)
+        .await;
+    let r = patch(&env, "kx", id, "", json!({"minNodes": 1})).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let failed = env.done(&r.body).await;
+    assert_eq!(failed["metadata"]["state"], "FAILED", "{failed}");
+    assert_eq!(
+        failed["error"]["details"][0]["reason"], "QUOTA_EXCEEDED",
+        "{failed}"
+    );
+    let p = pool(&env, "kx", id).await;
+    assert_eq!(
+        (p["minNodes"].as_i64(), p["maxNodes"].as_i64()),
+        (Some(0), Some(6)),
+        "{p}"
+    );
+    assert_eq!(p["state"], "RUNNING");
+    // The next resize goes through.
+    resize_ok(&env, "kx", id, "", json!({"minNodes": 1})).await;
+    assert_eq!(pool(&env, "kx", id).await["minNodes"], 1);
+}
+
+#[tokio::test]
+async fn the_simulator_checks_set_autoscaling_as_gke_does() {
+    let env = env().await;
+    let ids = cluster_with_pool(&env, "ks", json!({"accelerator": "l4"})).await;
+    let url = format!(
+        "{}/container/v1/{}:setAutoscaling",
+        env.sim.url(),
+        gke_pool("ks", &ids[0])
+    );
+    let send = |body: Value| {
+        let (http, url) = (env.app.http.clone(), url.clone());
+        async move {
+            let r = http.post(&url).json(&body).send().await.expect("send");
+            (r.status().as_u16(), r.text().await.unwrap_or_default())
+        }
+    };
+    let bad = [
+        json!({}),
+        json!({"autoscaling": {"enabled": true, "minNodeCount": 3, "maxNodeCount": 2}}),
+        json!({"autoscaling": {"enabled": true, "minNodeCount": 0, "maxNodeCount": 0}}),
+        json!({"autoscaling": {"enabled": true, "minNodeCount": 0, "maxNodeCount": 2, "totalMaxNodeCount": 4}}),
+        json!({"autoscaling": {"enabled": true, "maxNodeCount": 2, "size": 1}}),
+        json!({"autoscaling": {"enabled": true, "maxNodeCount": 2}, "name": gke_pool("ks", "other")}),
+    ];
+    for body in bad {
+        let (status, text) = send(body.clone()).await;
+        assert_eq!(status, 400, "{body}: {text}");
+    }
+    let (status, text) =
+        send(json!({"autoscaling": {"enabled": true, "minNodeCount": 1, "maxNodeCount": 3}})).await;
+    assert_eq!(status, 200, "{text}");
+    let op: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(op["operationType"], "UPDATE_CLUSTER", "{op}");
+    assert_eq!(
+        nodes(&env, "ks", &ids[0]).await,
+        1,
+        "grown to the new minimum"
+    );
+}
