@@ -526,3 +526,52 @@ async fn the_simulator_checks_set_autoscaling_as_gke_does() {
         "grown to the new minimum"
     );
 }
+
+#[tokio::test]
+async fn a_cancel_while_gke_applies_the_bounds_leaves_the_record_and_a_repeat_repairs() {
+    let env = explicit_clock().await;
+    let op = env.up("kc", json!({"accelerator": "cpu"})).await;
+    env.run_out(&op).await;
+    let add = env.add_pool("kc", json!({"accelerator": "l4"})).await;
+    env.run_out(&add).await;
+    let id = add["metadata"]["target"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let r = patch(&env, "kc", &id, "", json!({"minNodes": 1})).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    // The clock is held: GKE's operation stays RUNNING while the step waits on it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while set_autoscaling_calls(&env).await.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "setAutoscaling never sent"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let name = r.body["name"].as_str().unwrap();
+    let c = env
+        .app
+        .post(OWNER, &format!("/v1/{name}:cancel"), Value::Null)
+        .await;
+    assert_eq!(c.status, StatusCode::OK, "{}", c.body);
+    let done = env.done(&r.body).await;
+    assert_eq!(done["metadata"]["state"], "CANCELLED", "{done}");
+    let p = pool(&env, "kc", &id).await;
+    assert_eq!(
+        (p["minNodes"].as_i64(), p["state"].as_str()),
+        (Some(0), Some("RUNNING")),
+        "{p}"
+    );
+    // GKE finishes what it was sent; the record says what kineticd saw confirmed. The
+    // same resize again sets GKE to it once more and records it.
+    env.advance(60.0).await;
+    let again = patch(&env, "kc", &id, "", json!({"minNodes": 1})).await;
+    assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.body);
+    let done = env.run_out(&again.body).await;
+    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    assert_eq!(pool(&env, "kc", &id).await["minNodes"], 1);
+}
