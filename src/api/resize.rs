@@ -41,7 +41,12 @@ pub struct UpdateMaskQuery {
 /// its minNodes); the fallback resized alone must keep maxNodes >= its spot pool's. A
 /// growth of minNodes is checked against the region's quota first (409
 /// QUOTA_INSUFFICIENT). Bounds equal to the pool's are accepted: the operation sets
-/// GKE's autoscaling to them again.
+/// GKE's autoscaling to them again. The pools' records change when GKE has applied
+/// the bounds; the operation's `response` is `{cluster, nodePools: [{poolId, minNodes,
+/// maxNodes, estimatedHourlyCost}]}`. Refusals: 404 NODE_POOL_NOT_FOUND; 409
+/// NODE_POOL_NOT_RUNNING, QUOTA_INSUFFICIENT; 400 INVALID_UPDATE_MASK,
+/// NOTHING_TO_UPDATE, INVALID_MIN_NODES, INVALID_MAX_NODES,
+/// TPU_MIN_NODES_NOT_WHOLE_SLICES, TPU_MAX_NODES_NOT_WHOLE_SLICES, FAILOVER_MAX_TOO_SMALL.
 #[utoipa::path(patch, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", tag = "nodePools",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery, UpdateMaskQuery),
     request_body(content = Option<ResizeRequest>, description = "the new bounds; may be empty when updateMask names the fields to reset"),
