@@ -130,7 +130,9 @@ pub fn routes() -> Router<Sim> {
         )
         .route(
             &format!("{P}/clusters/{{cluster}}"),
-            get(handlers::get_cluster).delete(handlers::delete_cluster),
+            get(handlers::get_cluster)
+                .put(handlers::update_cluster)
+                .delete(handlers::delete_cluster),
         )
         .route(
             &format!("{P}/clusters/{{cluster}}/nodePools"),

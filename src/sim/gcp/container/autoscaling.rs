@@ -1,4 +1,6 @@
-//! `nodePools.setAutoscaling` of the simulated GKE: the request checked as GKE checks it
+//! `nodePools.setAutoscaling` of the simulated GKE (and the same change through
+//! `clusters.update`'s `desiredNodePoolAutoscaling`, which gcloud's `node-pools update
+//! --enable-autoscaling` sends): the request checked as GKE checks it
 //! (strict body, `name` matching the path, `0 <= min <= max`, `max >= 1`, per-zone and
 //! total bounds not mixed, whole TPU slices), an UPDATE_CLUSTER operation, and when it
 //! is DONE the pool's new bounds applied the way the cluster autoscaler honours them:
@@ -90,6 +92,62 @@ pub fn set(
         Effect::SetAutoscaling(pool.to_owned(), a),
         failure,
     ))
+}
+
+/// `clusters.update` as gcloud's `node-pools update --enable-autoscaling` sends it
+/// (`{"update": {"desiredNodePoolId", "desiredNodePoolAutoscaling"}}`): the same change
+/// as `setAutoscaling`. Other `ClusterUpdate` fields are real GKE fields the simulator
+/// does not implement: 400 saying so, never a silent success.
+pub fn update_cluster(
+    sim: &Sim,
+    at: At<'_>,
+    body: &Bytes,
+    forced: Option<FaultKind>,
+) -> Result<Operation, SimError> {
+    let (project, location, cluster) = at;
+    let req: Value = serde_json::from_slice(if body.is_empty() { b"{}" } else { body })
+        .map_err(|e| invalid(format!("Invalid JSON payload received. {e}")))?;
+    let known = ["update", "name", "projectId", "zone", "clusterId"];
+    if let Some(k) = req
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .find(|k| !known.contains(&k.as_str()))
+    {
+        return Err(invalid(format!(
+            "Invalid JSON payload received. Unknown name \"{k}\": Cannot find field."
+        )));
+    }
+    let update = req["update"].as_object().cloned().unwrap_or_default();
+    if let Some(k) = update
+        .keys()
+        .find(|k| !["desiredNodePoolId", "desiredNodePoolAutoscaling"].contains(&k.as_str()))
+    {
+        return Err(invalid(format!(
+            "The simulator implements only desiredNodePoolId with desiredNodePoolAutoscaling of clusters.update, not {k}."
+        )));
+    }
+    let a = update.get("desiredNodePoolAutoscaling").ok_or_else(|| {
+        invalid("update.desiredNodePoolAutoscaling is required (the only update simulated).")
+    })?;
+    let pool = match update.get("desiredNodePoolId").and_then(Value::as_str) {
+        Some(p) => p.to_owned(),
+        None => {
+            let w = sim.world();
+            let c = w.container.clusters.get(&key(project, location, cluster));
+            match c.map(|c| c.pools.as_slice()) {
+                Some([only]) => only.spec.name.clone(),
+                _ => {
+                    return Err(invalid(
+                        "desiredNodePoolId is required when the cluster has more than one node pool.",
+                    ));
+                }
+            }
+        }
+    };
+    let body = serde_json::to_vec(&serde_json::json!({"autoscaling": a})).unwrap_or_default();
+    set(sim, at, &pool, &Bytes::from(body), forced)
 }
 
 /// Whether a pod counts against a node being idle: not finished, not a DaemonSet's.

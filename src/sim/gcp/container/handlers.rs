@@ -214,6 +214,19 @@ pub async fn get_cluster(
     .await
 }
 
+/// PUT `.../clusters/{cluster}` (`clusters.update`): the node pool autoscaling subset.
+pub async fn update_cluster(
+    State(sim): State<Sim>,
+    Path((project, location, cluster)): Cp,
+    body: Bytes,
+) -> Response {
+    sim.serve_forcing((SVC, F), "clusters.update", FORWARDED, |forced| {
+        let at = (project.as_str(), location.as_str(), cluster.as_str());
+        super::autoscaling::update_cluster(&sim, at, &body, forced).map(Json)
+    })
+    .await
+}
+
 pub async fn delete_cluster(
     State(sim): State<Sim>,
     Path((project, location, cluster)): Cp,
