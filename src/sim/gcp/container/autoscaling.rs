@@ -210,3 +210,113 @@ pub fn apply(
     p.size = count;
     kube.upsert_pool(&key, nodes);
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::cloud::gcp::types::container::{Cluster, NodePool};
+    use crate::sim::gcp::container::model::{Accel, PoolRec, Shape};
+    use crate::sim::kube::objects::ObjKey;
+
+    const KEY: &str = "p.z.c";
+
+    fn cluster(min: i32, max: i32, size: u32) -> ClusterRec {
+        let bounds = NodePoolAutoscaling {
+            enabled: Some(true),
+            min_node_count: Some(min),
+            max_node_count: Some(max),
+            ..Default::default()
+        };
+        let pool = PoolRec {
+            spec: NodePool {
+                name: "np".into(),
+                autoscaling: Some(bounds),
+                ..Default::default()
+            },
+            shape: Shape {
+                machine: "g2-standard-4".into(),
+                vcpus: 4,
+                spot: false,
+                accel: Accel::Gpu {
+                    kind: "nvidia-l4".into(),
+                    count: 1,
+                },
+                hosts: 1,
+            },
+            zones: vec!["us-central1-a".into()],
+            size,
+            status: "RUNNING".into(),
+            status_message: None,
+            conditions: Vec::new(),
+        };
+        ClusterRec {
+            project: "p".into(),
+            location: "us-central1-a".into(),
+            region: "us-central1".into(),
+            kube_key: KEY.into(),
+            base_url: "http://sim".into(),
+            spec: Cluster::default(),
+            pools: vec![pool],
+            id: "1".into(),
+            create_time: String::new(),
+            status: "RUNNING".into(),
+            status_message: None,
+            version: "1.33".into(),
+        }
+    }
+
+    fn bounds(min: i32, max: i32) -> NodePoolAutoscaling {
+        NodePoolAutoscaling {
+            enabled: Some(true),
+            min_node_count: Some(min),
+            max_node_count: Some(max),
+            ..Default::default()
+        }
+    }
+
+    /// A running pod on node `index` of the pool (a DaemonSet's when `daemon`).
+    fn pod_on(kube: &mut kube::State, name: &str, index: u32, daemon: bool) {
+        let node = nodes::node_name(KEY, "np", "us-central1-a", index);
+        let owners = if daemon {
+            json!([{"kind": "DaemonSet", "name": "ds", "apiVersion": "apps/v1", "uid": "u"}])
+        } else {
+            json!([])
+        };
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "ownerReferences": owners},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]}});
+        let c = kube.clusters.get_mut(KEY).expect("cluster");
+        c.api.create(
+            ObjKey::new("", "pods", "default", name),
+            &pod,
+            "test",
+            "Update",
+            Some(json!({"phase": "Running"})),
+        );
+    }
+
+    #[test]
+    fn new_bounds_grow_to_the_minimum_and_shrink_idle_nodes_from_the_top() {
+        let mut kube = kube::State::default();
+        kube.add_cluster(KEY);
+        let mut c = cluster(0, 10, 0);
+        kube.upsert_pool(KEY, c.pools[0].to_kube(0));
+        apply(&mut c, &mut kube, "np", &bounds(3, 10), None);
+        assert_eq!(
+            kube.pool_node_count(KEY, "np"),
+            Some(3),
+            "grown to the minimum"
+        );
+        apply(&mut c, &mut kube, "np", &bounds(5, 10), None);
+        assert_eq!(kube.pool_node_count(KEY, "np"), Some(5));
+        // Node 3 runs a pod, node 4 only a DaemonSet's: shrinking to 2 stops above node 3.
+        pod_on(&mut kube, "work", 3, false);
+        pod_on(&mut kube, "agent", 4, true);
+        apply(&mut c, &mut kube, "np", &bounds(0, 2), None);
+        assert_eq!(kube.pool_node_count(KEY, "np"), Some(4), "node 3 is busy");
+        assert_eq!(c.pools[0].size, 4);
+        assert_eq!(c.pools[0].spec.autoscaling, Some(bounds(0, 2)));
+    }
+}
