@@ -19,7 +19,8 @@
 use super::accelerators::{Kind, Resolved};
 
 /// The most nodes (per zone) a Kinetic pool may have: GKE's limit of 1,000 nodes per
-/// node pool zone, the same cap `pool add` puts on `minNodes`.
+/// node pool zone ("Nodes per node pool zone", cloud.google.com/kubernetes-engine/quotas),
+/// the same cap `pool add` puts on `minNodes`.
 pub const MAX_NODES: u32 = 1000;
 
 /// Autoscaling bounds of a pool, per zone (GKE's minNodeCount / maxNodeCount).
