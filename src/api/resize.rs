@@ -44,7 +44,8 @@ pub struct UpdateMaskQuery {
 /// GKE's autoscaling to them again. The pools' records change when GKE has applied
 /// the bounds; the operation's `response` is `{cluster, nodePools: [{poolId, minNodes,
 /// maxNodes, estimatedHourlyCost}]}`. Refusals: 404 NODE_POOL_NOT_FOUND; 409
-/// NODE_POOL_NOT_RUNNING, QUOTA_INSUFFICIENT; 400 INVALID_UPDATE_MASK,
+/// NODE_POOL_NOT_RUNNING, NODE_POOL_BUSY (a resize of it still unfinished),
+/// QUOTA_INSUFFICIENT; 400 INVALID_UPDATE_MASK,
 /// NOTHING_TO_UPDATE, INVALID_MIN_NODES, INVALID_MAX_NODES,
 /// TPU_MIN_NODES_NOT_WHOLE_SLICES, TPU_MAX_NODES_NOT_WHOLE_SLICES, FAILOVER_MAX_TOO_SMALL.
 #[utoipa::path(patch, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", tag = "nodePools",

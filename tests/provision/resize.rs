@@ -528,7 +528,7 @@ async fn the_simulator_checks_set_autoscaling_as_gke_does() {
 }
 
 #[tokio::test]
-async fn a_cancel_while_gke_applies_the_bounds_leaves_the_record_and_a_repeat_repairs() {
+async fn a_resize_in_flight_holds_the_next_and_a_cancel_leaves_the_record() {
     let env = explicit_clock().await;
     let op = env.up("kc", json!({"accelerator": "cpu"})).await;
     env.run_out(&op).await;
@@ -552,6 +552,10 @@ async fn a_cancel_while_gke_applies_the_bounds_leaves_the_record_and_a_repeat_re
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    // A second resize of the pool waits for the first to finish.
+    let busy = patch(&env, "kc", &id, "", json!({"maxNodes": 4})).await;
+    assert_eq!(busy.status, StatusCode::CONFLICT, "{}", busy.body);
+    assert_eq!(busy.reason(), "NODE_POOL_BUSY");
     let name = r.body["name"].as_str().unwrap();
     let c = env
         .app

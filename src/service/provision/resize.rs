@@ -4,8 +4,9 @@
 //! quota is checked for the growth of each pool's minimum, and an UPDATE_NODE_POOL
 //! operation is planned and enqueued on the cluster's queue.
 //!
-//! Invariant: a resize is accepted only for RUNNING pools of a live cluster (checked
-//! again under the cluster's row lock), and nothing is written before every check has
+//! Invariant: a resize is accepted only for RUNNING pools of a live cluster with no
+//! other resize of them unfinished (checked again under the cluster's row lock, with
+//! the bounds it was computed from), and nothing is written before every check has
 //! passed; the bounds the operation sets are fixed here, with the price estimate at
 //! them, so the preview and the operation carry the same numbers. A resize whose bounds
 //! equal the pool's is accepted (its step sets GKE's autoscaling to the recorded bounds
@@ -223,6 +224,32 @@ async fn check_growth(
     Ok(Vec::new())
 }
 
+/// 409 NODE_POOL_BUSY when an unfinished resize already sets one of `pools`: its bounds
+/// were computed from the record before it changes, so a second one computed now could
+/// undo half of it (read under the cluster's lock, this sees every accepted operation).
+async fn not_resizing(
+    ex: &mut sqlx::PgConnection,
+    cluster_id: uuid::Uuid,
+    pools: &[String],
+) -> Result<()> {
+    for (op_type, input) in store::operations::unfinished_on_cluster(&mut *ex, cluster_id).await? {
+        if op_type != RESIZE {
+            continue;
+        }
+        let named: Vec<String> = serde_json::from_value(input["pools"].clone()).unwrap_or_default();
+        if let Some(p) = pools.iter().find(|p| named.contains(p)) {
+            return Err(Error::precondition(
+                "NODE_POOL_BUSY",
+                format!(
+                    "node pool {p} has a resize still unfinished: wait for it (GET /v1/operations?filter=type=UPDATE_NODE_POOL AND done=false), then send this one again"
+                ),
+            )
+            .with("pool", p));
+        }
+    }
+    Ok(())
+}
+
 fn estimate(svc: &Services, ch: &Change) -> Option<EstimatedCost> {
     let e = svc.prices.estimate(&ch.acc, ch.to.min, ch.to.max)?;
     Some(EstimatedCost {
@@ -290,6 +317,8 @@ pub async fn resize(
     let mut tx = transaction(&svc.db).await?;
     let c = super::lock(&mut tx, m).await?;
     not_deleting(&c, &m.path)?;
+    let ids: Vec<String> = changes.iter().map(|ch| ch.rec.pool_id.clone()).collect();
+    not_resizing(&mut tx, c.id, &ids).await?;
     for ch in &changes {
         let now = store::node_pools::get(&mut *tx, c.id, &ch.rec.pool_id).await?;
         match now {
@@ -328,7 +357,7 @@ pub async fn resize(
         target: format!("{}/nodePools/{pool_id}", m.path.name()),
         team: &team,
         cluster_id: c.id,
-        pools: changes.iter().map(|ch| ch.rec.pool_id.clone()).collect(),
+        pools: ids,
         new_cluster: false,
         request: serde_json::to_value(&input).unwrap_or_default(),
     };
