@@ -4,7 +4,8 @@
 //! only of those lines and the project) lists and describes everything the `up` created:
 //! the GKE cluster, its node pools and operations, the network, the router, the buckets,
 //! the repository, the service accounts and the enabled services, and the accelerator
-//! types kineticd checked.
+//! types kineticd checked; then gcloud resizes the pool (`node-pools update
+//! --enable-autoscaling`) and reads the new autoscaling back.
 //!
 //! Skips with a message where gcloud is not installed, unless `KINETIC_REQUIRE_GCLOUD=1`
 //! (set by `.ci/run`).
@@ -372,6 +373,36 @@ async fn gcloud_lists_and_describes_what_up_created() {
         .json(args.split_whitespace().map(str::to_owned).collect())
         .await;
     assert_eq!(described["name"], op.as_str(), "{described}");
+
+    // gcloud's own resize of the pool (`node-pools update --enable-autoscaling`, which
+    // sends clusters.update with desiredNodePoolAutoscaling) against the simulator's
+    // autoscaling, the one kineticd's pool resize sets through nodePools.setAutoscaling.
+    let pool = cluster["nodePools"][0]["poolId"].as_str().expect("a pool");
+    g.run(&[
+        "container",
+        "node-pools",
+        "update",
+        pool,
+        "--cluster",
+        CLUSTER,
+        "--location",
+        ZONE,
+        "--enable-autoscaling",
+        "--min-nodes",
+        "1",
+        "--max-nodes",
+        "5",
+    ])
+    .await;
+    let args =
+        format!("container node-pools describe {pool} --cluster {CLUSTER} --location {ZONE}");
+    let described = g
+        .json(args.split_whitespace().map(str::to_owned).collect())
+        .await;
+    let a = &described["autoscaling"];
+    assert_eq!(a["enabled"], true, "{described}");
+    assert_eq!(a["minNodeCount"], 1, "{described}");
+    assert_eq!(a["maxNodeCount"], 5, "{described}");
 }
 
 /// gcloud makes a reservation in the simulator (`reservations.insert`, then waits on its

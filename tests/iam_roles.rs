@@ -2,8 +2,8 @@
 //! method kineticd calls, with a role and the steps that need it. A day's workflows run
 //! through the production clients against the simulator (an up refused for its zone, up
 //! with forceDestroy, status, previews of a second up, of a TPU pool and of a pool bound
-//! to a reservation that does not exist, pool add with
-//! failover, pool list, pool remove, down emptying a bucket);
+//! to a reservation that does not exist, pool add with failover, pool list, a drill, a
+//! pool resize, pool remove, down emptying a bucket);
 //! every method in the simulator's journal must have a row, and every row must be a
 //! method the workflows called (or one of the operation polls the simulator makes
 //! unnecessary, checked against its client), so a new call without a role, or a row no
@@ -173,6 +173,13 @@ async fn methods_a_day_calls() -> BTreeSet<String> {
         .to_owned();
     let drill = format!("{pools}/{spot}:drill");
     succeed(&app, call(&app, M::POST, &drill, Some(json!({}))).await).await;
+    // A resize past the fallback's maximum: both pools' autoscaling is set.
+    let resize = json!({"minNodes": 1, "maxNodes": 12});
+    succeed(
+        &app,
+        call(&app, M::PATCH, &format!("{pools}/{spot}"), Some(resize)).await,
+    )
+    .await;
     succeed(
         &app,
         call(&app, M::DELETE, &format!("{pools}/{spot}"), None).await,

@@ -45,6 +45,7 @@ pub mod operations;
 pub mod panic;
 pub mod profiles;
 pub mod provision;
+pub mod resize;
 pub mod state;
 pub mod status;
 pub mod teams;

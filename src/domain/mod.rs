@@ -15,6 +15,7 @@ pub mod pricing;
 pub mod quota;
 pub mod report;
 pub mod reservation;
+pub mod resize;
 pub mod roles;
 pub mod rpc;
 pub mod states;

@@ -63,7 +63,7 @@ pub struct FailoverRef {
     pub paired_pool: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EstimatedCost {
     #[schema(example = "USD")]

@@ -103,6 +103,7 @@ pub fn pool_details(p: &model::NodePool) -> PoolDetails {
     PoolDetails {
         accelerator: p.accelerator.clone(),
         driver_version: p.driver_version.clone(),
+        estimated_hourly_cost: None,
         labels: Some(p.labels.clone()),
         machine_type: p.machine_type.clone(),
         max_nodes: p.max_nodes,
@@ -112,6 +113,7 @@ pub fn pool_details(p: &model::NodePool) -> PoolDetails {
         placement_topology: p.tpu_topology.clone().filter(|_| multi_host),
         reservation: p.reservation.clone(),
         sharing: p.sharing.clone(),
+        resized_from: None,
         spot: p.spot,
         taints: Some(
             p.taints

@@ -246,6 +246,7 @@ impl<'a> Up<'a> {
         let details = PoolDetails {
             accelerator: s.accelerator.canonical(),
             driver_version: pool.driver_version.map(str::to_owned),
+            estimated_hourly_cost: None,
             labels: None,
             machine_type: s.accelerator.machine_type.to_owned(),
             max_nodes: i64::from(s.max_nodes),
@@ -255,6 +256,7 @@ impl<'a> Up<'a> {
             placement_topology: s.placement_topology.map(str::to_owned),
             reservation: s.reservation.clone(),
             sharing: None,
+            resized_from: None,
             spot: s.spot,
             taints: None,
             zones: None,

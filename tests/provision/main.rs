@@ -16,6 +16,7 @@ mod pools;
 mod preview;
 mod records;
 mod reservations;
+mod resize;
 mod sharing;
 #[path = "../serve_process/journal.rs"]
 mod sim_journal;

@@ -18,6 +18,7 @@ pub mod drill;
 pub mod placement;
 pub mod pools;
 pub mod reservations;
+pub mod resize;
 pub mod sharing;
 pub mod up;
 

@@ -8,6 +8,7 @@
 //! quota and stockout outcomes are decided when the operation starts and reported as a
 //! DONE operation with `error`, like GKE.
 
+mod autoscaling;
 mod handlers;
 mod list;
 pub(crate) mod model;
@@ -37,6 +38,7 @@ pub mod durations {
     pub const CREATE_NODE_POOL: Duration = Duration::from_secs(90);
     pub const DELETE_NODE_POOL: Duration = Duration::from_secs(60);
     pub const SET_NODE_POOL_SIZE: Duration = Duration::from_secs(30);
+    pub const SET_NODE_POOL_AUTOSCALING: Duration = Duration::from_secs(10);
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -128,7 +130,9 @@ pub fn routes() -> Router<Sim> {
         )
         .route(
             &format!("{P}/clusters/{{cluster}}"),
-            get(handlers::get_cluster).delete(handlers::delete_cluster),
+            get(handlers::get_cluster)
+                .put(handlers::update_cluster)
+                .delete(handlers::delete_cluster),
         )
         .route(
             &format!("{P}/clusters/{{cluster}}/nodePools"),

@@ -395,6 +395,18 @@ pub struct SetNodePoolSizeRequest {
     pub node_count: Option<i32>,
 }
 
+/// `SetNodePoolAutoscalingRequest` (`nodePools.setAutoscaling`): the pool's whole
+/// autoscaling configuration (`name` is the pool's resource name; the deprecated
+/// `projectId` / `zone` / `clusterId` / `nodePoolId` are never sent).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SetNodePoolAutoscalingRequest {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<NodePoolAutoscaling>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ListNodePoolsResponse {

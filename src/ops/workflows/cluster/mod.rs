@@ -18,6 +18,7 @@ pub mod manifest_cache;
 mod plan_steps;
 pub mod records;
 mod reservation;
+pub mod resize;
 pub mod results;
 pub mod wire;
 

@@ -10,8 +10,8 @@ use base64::Engine;
 use serde::Serialize;
 
 use crate::cloud::gcp::types::container::{
-    Cluster, MasterAuth, NodeConfig, NodeManagement, NodePool, Operation, RpcStatus,
-    StatusCondition,
+    Cluster, MasterAuth, NodeConfig, NodeManagement, NodePool, NodePoolAutoscaling, Operation,
+    RpcStatus, StatusCondition,
 };
 use crate::domain::gpu_sharing;
 use crate::sim::clock::SimTime;
@@ -380,6 +380,8 @@ pub enum Effect {
     CreatePool(String),
     DeletePool(String),
     SetSize(String, u32),
+    /// `setAutoscaling`: the pool's new autoscaling config.
+    SetAutoscaling(String, NodePoolAutoscaling),
 }
 
 /// A failure decided when the operation started, reported when it is DONE.
@@ -413,6 +415,7 @@ impl OpRec {
             Effect::CreatePool(p) => format!("creating node pool {p}"),
             Effect::DeletePool(p) => format!("deleting node pool {p}"),
             Effect::SetSize(p, _) => format!("resizing node pool {p}"),
+            Effect::SetAutoscaling(p, _) => format!("updating the autoscaling of node pool {p}"),
         }
     }
 }

@@ -4,7 +4,9 @@
 //! Invariant: a pool that passes [`pool`] has a known machine type and a consistent
 //! accelerator shape, so quota accounting and node labelling never meet an unknown pool.
 
-use crate::cloud::gcp::types::container::{AcceleratorConfig, Cluster, NodeConfig, NodePool};
+use crate::cloud::gcp::types::container::{
+    AcceleratorConfig, Cluster, NodeConfig, NodePool, NodePoolAutoscaling,
+};
 use crate::domain::gpu_sharing;
 use crate::sim::error::{Flavor, SimError};
 use crate::sim::gcp::compute::catalog::{self, TpuMachine};
@@ -157,29 +159,43 @@ pub fn pool(p: &NodePool, location: &str) -> Result<(NodePool, Shape, Vec<String
         p.initial_node_count.unwrap_or(0),
         "initialNodeCount",
     )?;
-    if let Some(a) = &p.autoscaling
-        && a.enabled == Some(true)
-    {
-        let min = a.min_node_count.or(a.total_min_node_count).unwrap_or(0);
-        let max = a.max_node_count.or(a.total_max_node_count).unwrap_or(0);
-        if min < 0 || max < 1 || min > max {
-            return Err(invalid(format!(
-                "Invalid autoscaling limits: minNodeCount {min} and maxNodeCount {max}; need 0 <= min <= max and max >= 1."
-            )));
-        }
-        if let Some(lp) = &a.location_policy
-            && !["BALANCED", "ANY", "LOCATION_POLICY_UNSPECIFIED"].contains(&lp.as_str())
-        {
-            return Err(invalid(format!(
-                "Invalid autoscaling locationPolicy \"{lp}\"."
-            )));
-        }
-        node_count(&shape, min, "autoscaling.minNodeCount")?;
-        node_count(&shape, max, "autoscaling.maxNodeCount")?;
+    if let Some(a) = &p.autoscaling {
+        autoscaling(&shape, a)?;
     }
     spec.config = Some(config);
     spec.locations = zones.clone();
     Ok((spec, shape, zones))
+}
+
+/// An enabled autoscaling config: `0 <= min <= max`, `max >= 1`, whole slices, a known
+/// location policy (a disabled one is not checked, as GKE ignores its bounds).
+pub fn autoscaling(shape: &Shape, a: &NodePoolAutoscaling) -> Result<(), SimError> {
+    if a.enabled != Some(true) {
+        return Ok(());
+    }
+    let per_zone = a.min_node_count.is_some() || a.max_node_count.is_some();
+    if per_zone && (a.total_min_node_count.is_some() || a.total_max_node_count.is_some()) {
+        return Err(invalid(
+            "Autoscaling total_*_node_count fields are mutually exclusive with the per-zone *_node_count fields.",
+        ));
+    }
+    let min = a.min_node_count.or(a.total_min_node_count).unwrap_or(0);
+    let max = a.max_node_count.or(a.total_max_node_count).unwrap_or(0);
+    if min < 0 || max < 1 || min > max {
+        return Err(invalid(format!(
+            "Invalid autoscaling limits: minNodeCount {min} and maxNodeCount {max}; need 0 <= min <= max and max >= 1."
+        )));
+    }
+    if let Some(lp) = &a.location_policy
+        && !["BALANCED", "ANY", "LOCATION_POLICY_UNSPECIFIED"].contains(&lp.as_str())
+    {
+        return Err(invalid(format!(
+            "Invalid autoscaling locationPolicy \"{lp}\"."
+        )));
+    }
+    node_count(shape, min, "autoscaling.minNodeCount")?;
+    node_count(shape, max, "autoscaling.maxNodeCount")?;
+    Ok(())
 }
 
 /// Node counts of multi-host TPU slices must be whole slices.
