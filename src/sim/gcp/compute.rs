@@ -12,6 +12,7 @@ mod handlers;
 mod info;
 mod list;
 pub mod mig;
+mod nat_admin;
 pub mod quota;
 
 use std::collections::BTreeMap;
@@ -170,6 +171,10 @@ pub fn routes() -> Router<Sim> {
         )
         .route(&format!("{P}/zones"), get(info::list_zones))
         .route(&format!("{P}/zones/{{zone}}"), get(info::get_zone))
+        .route(
+            "/sim/v1/compute/projects/{project}/regions/{region}/routers/{router}/nats",
+            axum::routing::delete(nat_admin::remove_nats),
+        )
         .route(
             "/sim/v1/quotas",
             post(quota::set).get(quota::list).delete(quota::clear),

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::ailments::Ailments;
 use super::objects::{ApiStore, ObjKey};
 use super::resources::{CRD_GROUP, CRD_PLURAL};
 use super::sched::{NodeView, node_views, placement_ok};
@@ -160,6 +161,7 @@ pub fn run(
     store: &mut ApiStore,
     observed: &mut Observed,
     clock: &Clock,
+    ailments: &Ailments,
 ) -> (bool, Option<SimTime>) {
     let mut changed = false;
     let mut wake: Option<SimTime> = None;
@@ -177,7 +179,7 @@ pub fn run(
         later(at, ok);
         // Replicas count once their pods run; an API server without any node (a bare
         // test cluster) runs no pods, and counts every replica after the delay.
-        let ready = match (ok, nodes.is_empty()) {
+        let ready = match (ok && !ailments.holds(&key), nodes.is_empty()) {
             (false, _) => 0,
             (true, true) => i64::MAX,
             (true, false) => workloads::running_pods(store, &obj),
@@ -191,7 +193,8 @@ pub fn run(
         let (ok, at) = due(observed, &key, &obj, clock, DAEMONSET_READY_DELAY);
         later(at, ok);
         let desired = daemonset_desired(&obj, &nodes);
-        changed |= store.set_status(&key, daemonset_status(&obj, desired, ok));
+        let ready = ok && !ailments.holds(&key);
+        changed |= store.set_status(&key, daemonset_status(&obj, desired, ready));
     }
     for key in store.keys_of(CRD_GROUP, CRD_PLURAL) {
         let Some(obj) = store.get(&key).cloned() else {

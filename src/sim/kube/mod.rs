@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod admission;
+pub mod ailments;
 pub mod cluster;
 pub mod compute_class;
 pub mod controllers;
@@ -153,7 +154,10 @@ impl State {
 }
 
 pub fn routes() -> Router<Sim> {
-    Router::new().merge(http::routes()).merge(admin::routes())
+    Router::new()
+        .merge(http::routes())
+        .merge(admin::routes())
+        .merge(ailments::routes())
 }
 
 /// Reconcile every cluster that changed or has a transition due.
