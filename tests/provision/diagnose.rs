@@ -74,10 +74,7 @@ fn has(c: &Value, status: &str, message: &[&str], fix: &[&str]) {
 async fn healthy(env: &Env) -> String {
     env.up_ok(C, json!({"accelerator": "cpu"})).await;
     let op = env
-        .add_pool(
-            C,
-            json!({"accelerator": "l4", "minNodes": 1}),
-        )
+        .add_pool(C, json!({"accelerator": "l4", "minNodes": 1}))
         .await;
     env.ok(&op).await;
     env.pools(C).await["nodePools"][0]["poolId"]
@@ -370,6 +367,8 @@ async fn each_fault_fails_its_check_and_names_the_fix() {
         &[
             "NVIDIA_L4_GPUS 1 of 1 used (100%)",
             "0 free",
+            "10 more to its maximum",
+            "it cannot grow to its maximum",
         ],
         &["request more NVIDIA_L4_GPUS in region us-central1"],
     );

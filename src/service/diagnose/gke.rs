@@ -14,7 +14,7 @@ use crate::domain::quota;
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 use crate::store::node_pools::NodePoolRecord;
 
-use super::{Read, Shared, check, ok, unread};
+use super::{Read, Shared, check, count, ok, unread};
 
 /// GKE's own pool, created with every cluster.
 const DEFAULT_POOL: &str = "default-pool";
@@ -224,7 +224,7 @@ fn pool_line(
     let (have, total) = ready.get(id).copied().unwrap_or((0, 0));
     let want = wanted_nodes(rec, Some(g));
     let line =
-        format!("{id}: GKE {status}{errors}, {have} of {want} wanted nodes Ready ({total} nodes)");
+        format!("{id}: GKE {status}{errors}, {have} of {want} wanted nodes Ready ({total} in all)");
     match status {
         "ERROR" | "RUNNING_WITH_ERROR" | "STOPPING" => (CheckStatus::Fail, line, Some(describe)),
         "PROVISIONING" | "RECONCILING" => (
@@ -290,7 +290,11 @@ pub fn node_pools(s: &Shared) -> Vec<DiagnosisCheck> {
     if matches!(s.nodes, Read::TimedOut | Read::Failed(_)) && worst == CheckStatus::Ok {
         return vec![unread(ID, "the cluster's nodes", &s.nodes, s.timeout)];
     }
-    let message = format!("{} pools: {}", lines.len(), lines.join("; "));
+    let message = format!(
+        "{}: {}",
+        count(lines.len(), "pool", "pools"),
+        lines.join("; ")
+    );
     if worst == CheckStatus::Ok {
         return vec![ok(ID, message)];
     }

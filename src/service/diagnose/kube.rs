@@ -18,7 +18,7 @@ use crate::domain::naming::{KSA_NAME, KSA_NAMESPACE};
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 use chrono::Utc;
 
-use super::{Read, Shared, check, ok, read, unread};
+use super::{Read, Shared, check, count, ok, read, unread};
 
 const LWS_CRD: &str = "leaderworkersets.leaderworkerset.x-k8s.io";
 const LWS_NAMESPACE: &str = "lws-system";
@@ -397,7 +397,10 @@ pub fn pending_pods(s: &Shared) -> Vec<DiagnosisCheck> {
         })
         .collect();
     if pending.is_empty() {
-        return vec![ok(ID, format!("no pod Pending ({} pods)", pods.len()))];
+        return vec![ok(
+            ID,
+            format!("no pod Pending ({})", count(pods.len(), "pod", "pods")),
+        )];
     }
     vec![check(
         ID,

@@ -145,6 +145,11 @@ impl Shared {
     }
 }
 
+/// `1 pool`, `2 pools`.
+pub(super) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `12s`, `1.5s`.
 pub(super) fn secs(d: Duration) -> String {
     format!("{}s", d.as_secs_f64())

@@ -257,11 +257,12 @@ async fn buckets(c: &Ctx<'_>) -> DiagnosisCheck {
             ),
         );
     }
-    let ages: Vec<String> = [&jobs, &builds]
+    let mut ages: Vec<String> = [&jobs, &builds]
         .iter()
         .filter_map(|r| r.found().and_then(delete_age))
         .map(|d| format!("{d} days"))
         .collect();
+    ages.dedup();
     ok(
         ID,
         format!(
