@@ -2,17 +2,18 @@
 //! through the workers, diagnosed healthy (every check OK, only reads in the simulator's
 //! journal, no operation); then each fault injected in the simulator on its own (the
 //! router's NAT removed, the LWS controller held unavailable, the driver installer held
-//! unready, a node NotReady, the L4 quota at its usage, a Service Usage read that hangs)
+//! unready, a node NotReady or under pressure, the L4 quota at its usage, a Service
+//! Usage read that hangs, a pod no node can take)
 //! makes exactly its check WARN or FAIL with a fix that names the remedy; refusals.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kineticd::cloud::kube::ClusterAccess;
 use kineticd::model::diagnose::CHECK_IDS;
 use kube::Api;
-use kube::api::ListParams;
+use kube::api::{ListParams, PostParams};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -387,4 +388,39 @@ async fn each_fault_fails_its_check_and_names_the_fix() {
     assert_eq!(body["summary"]["verdict"], "DEGRADED");
     assert!(took < Duration::from_secs(5), "bounded: took {took:?}");
     sim(&env, reqwest::Method::DELETE, "/sim/v1/faults", None).await;
+
+    // A pod no node can take: Pending with the scheduler's reason, and its
+    // FailedScheduling event is a recent warning.
+    let pods: Api<Pod> = Api::namespaced(k.client().await.expect("client"), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "eight-gpus"},
+        "spec": {
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "main", "image": "busybox",
+                            "resources": {"limits": {"nvidia.com/gpu": "8"}}}]
+        }
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("create pod");
+    let (checks, _) = diagnose(&env, "").await;
+    has(
+        &checks["pending-pods"],
+        "WARN",
+        &[
+            "1 of 2 pods Pending",
+            "default/eight-gpus: ",
+            "Insufficient nvidia.com/gpu",
+        ],
+        &[":checkWorkload", "/capacity"],
+    );
+    has(
+        &checks["warning-events"],
+        "WARN",
+        &["FailedScheduling", "Pod/eight-gpus"],
+        &["kubectl get events -A --field-selector type=Warning"],
+    );
+    others_ok(&checks, &["pending-pods", "warning-events"]);
 }

@@ -2,15 +2,13 @@
 //! and the node pools, the node pools against their records (GKE status and errors,
 //! nodes Ready vs wanted), and the region's quota headroom for each pool's metric.
 //!
-//! Invariant: pure functions of the shared reads ([`Shared`]); the judgements
-//! ([`skew`], [`quota_verdict`]) are plain functions of numbers, unit-tested here.
+//! Invariant: pure functions of the shared reads ([`Shared`]); the skew judgement
+//! ([`skew`]) is a plain function of the versions, unit-tested here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cloud::gcp::types::container::NodePool as GkePool;
 use crate::domain::PoolState;
-use crate::domain::accelerators::{self, Choice};
-use crate::domain::quota;
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 use crate::store::node_pools::NodePoolRecord;
 
@@ -21,8 +19,6 @@ const DEFAULT_POOL: &str = "default-pool";
 /// GKE: node pools may be up to two minor versions older than the control plane, never
 /// newer (cloud.google.com/kubernetes-engine/versioning, "Version support").
 pub const MAX_MINOR_SKEW: i64 = 2;
-/// Quota use at or above this share of the limit is a warning.
-const QUOTA_WARN_SHARE: f64 = 0.8;
 
 fn gke_describe(s: &Shared) -> String {
     format!(
@@ -184,7 +180,7 @@ fn pool_line(
     s: &Shared,
     rec: &NodePoolRecord,
     gke: Option<&GkePool>,
-    ready: &BTreeMap<&str, (i64, i64)>,
+    ready: Option<&BTreeMap<&str, (i64, i64)>>,
 ) -> (CheckStatus, String, Option<String>) {
     let id = rec.pool_id.as_str();
     let describe = format!(
@@ -221,10 +217,18 @@ fn pool_line(
     } else {
         format!(" ({})", errors.join("; "))
     };
-    let (have, total) = ready.get(id).copied().unwrap_or((0, 0));
     let want = wanted_nodes(rec, Some(g));
-    let line =
-        format!("{id}: GKE {status}{errors}, {have} of {want} wanted nodes Ready ({total} in all)");
+    // Without the node list, readiness is not judged.
+    let (have, line) = match ready {
+        Some(r) => {
+            let (have, total) = r.get(id).copied().unwrap_or((0, 0));
+            let line = format!(
+                "{id}: GKE {status}{errors}, {have} of {want} wanted nodes Ready ({total} in all)"
+            );
+            (have, line)
+        }
+        None => (want, format!("{id}: GKE {status}{errors}, nodes not read")),
+    };
     match status {
         "ERROR" | "RUNNING_WITH_ERROR" | "STOPPING" => (CheckStatus::Fail, line, Some(describe)),
         "PROVISIONING" | "RECONCILING" => (
@@ -250,21 +254,27 @@ pub fn node_pools(s: &Shared) -> Vec<DiagnosisCheck> {
     };
     let gke: BTreeMap<&str, &GkePool> = c.node_pools.iter().map(|p| (p.name.as_str(), p)).collect();
     // pool -> (Ready nodes, nodes)
-    let mut ready: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
-    if let Read::Found(nodes) = &s.nodes {
+    let ready: Option<BTreeMap<&str, (i64, i64)>> = s.nodes.found().map(|nodes| {
+        let mut m: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
         for n in nodes {
             if let Some(p) = n.info.pool.as_deref() {
-                let e = ready.entry(p).or_default();
+                let e = m.entry(p).or_default();
                 e.0 += i64::from(n.info.ready);
                 e.1 += 1;
             }
         }
-    }
+        m
+    });
     let mut worst = CheckStatus::Ok;
     let mut lines = Vec::new();
     let mut fixes = Vec::new();
     for rec in &s.records {
-        let (st, line, fix) = pool_line(s, rec, gke.get(rec.pool_id.as_str()).copied(), &ready);
+        let (st, line, fix) = pool_line(
+            s,
+            rec,
+            gke.get(rec.pool_id.as_str()).copied(),
+            ready.as_ref(),
+        );
         worst = worst.max(st);
         lines.push(line);
         fixes.extend(fix);
@@ -301,122 +311,6 @@ pub fn node_pools(s: &Shared) -> Vec<DiagnosisCheck> {
     vec![check(ID, worst, message, fixes.join("; "))]
 }
 
-/// What a pool's quota metric allows: (status, why).
-pub fn quota_verdict(
-    limit: f64,
-    usage: f64,
-    to_min: u64,
-    to_max: u64,
-) -> (CheckStatus, &'static str) {
-    let headroom = (limit - usage).max(0.0);
-    if to_min as f64 > headroom {
-        (CheckStatus::Fail, "its minimum cannot start")
-    } else if to_max as f64 > headroom {
-        (CheckStatus::Warn, "it cannot grow to its maximum")
-    } else if limit <= 0.0 || usage / limit >= QUOTA_WARN_SHARE {
-        (CheckStatus::Warn, "the metric is nearly used up")
-    } else {
-        (CheckStatus::Ok, "room to grow to its maximum")
-    }
-}
-
-pub fn quota(s: &Shared) -> Vec<DiagnosisCheck> {
-    const ID: &str = "quota";
-    let Read::Found(region) = &s.region else {
-        return vec![unread(
-            ID,
-            &format!("region {}", s.n.region),
-            &s.region,
-            s.timeout,
-        )];
-    };
-    let gke: BTreeMap<&str, &GkePool> = s
-        .gke
-        .found()
-        .map(|c| c.node_pools.iter().map(|p| (p.name.as_str(), p)).collect())
-        .unwrap_or_default();
-    let mut nodes_of: BTreeMap<&str, i64> = BTreeMap::new();
-    if let Read::Found(nodes) = &s.nodes {
-        for n in nodes {
-            if let Some(p) = n.info.pool.as_deref() {
-                *nodes_of.entry(p).or_default() += 1;
-            }
-        }
-    }
-    let mut worst = CheckStatus::Ok;
-    let mut lines = Vec::new();
-    let mut fixes = BTreeSet::new();
-    for rec in &s.records {
-        let Ok(Choice::Accelerator(acc)) = accelerators::parse(&rec.spec.accelerator) else {
-            continue;
-        };
-        let Some(metric) = quota::metric(&acc, rec.spec.spot) else {
-            continue;
-        };
-        let id = rec.pool_id.as_str();
-        let Some(q) = region.quota(&metric) else {
-            worst = worst.max(CheckStatus::Warn);
-            lines.push(format!(
-                "{id}: region {} reports no quota {metric}",
-                s.n.region
-            ));
-            fixes.insert(quota_fix(s, &metric));
-            continue;
-        };
-        let g = gke.get(id).copied();
-        let zones = i64::try_from(
-            g.map_or(0, |g| g.locations.len())
-                .max(rec.spec.zones.len())
-                .max(1),
-        )
-        .unwrap_or(1);
-        let have = nodes_of.get(id).copied().unwrap_or(0);
-        let per_node = u64::from(acc.per_node());
-        let grow = |nodes: i64| per_node * u64::try_from((nodes - have).max(0)).unwrap_or(0);
-        let min_total = rec.spec.min_nodes.max(0) * zones;
-        let to_min = grow(min_total).max(if have == 0 { quota::needed(&acc, 0) } else { 0 });
-        let to_max = grow(rec.spec.max_nodes.max(0) * zones);
-        let (st, why) = quota_verdict(q.limit, q.usage, to_min, to_max);
-        let pct = if q.limit > 0.0 {
-            q.usage / q.limit * 100.0
-        } else {
-            100.0
-        };
-        lines.push(format!(
-            "{id}: {metric} {} of {} used ({pct:.0}%), {} free; {} more to reach its minimum, {} more to its maximum: {why}",
-            q.usage,
-            q.limit,
-            (q.limit - q.usage).max(0.0),
-            to_min,
-            to_max
-        ));
-        worst = worst.max(st);
-        if st != CheckStatus::Ok {
-            fixes.insert(quota_fix(s, &metric));
-        }
-    }
-    if lines.is_empty() {
-        return vec![ok(
-            ID,
-            "no accelerator pool recorded: no accelerator quota to check".into(),
-        )];
-    }
-    let message = lines.join("; ");
-    if worst == CheckStatus::Ok {
-        return vec![ok(ID, message)];
-    }
-    let mut fix: Vec<String> = fixes.into_iter().collect();
-    fix.push("or lower the pool's maxNodes / minNodes".into());
-    vec![check(ID, worst, message, fix.join("; "))]
-}
-
-fn quota_fix(s: &Shared, metric: &str) -> String {
-    format!(
-        "request more {metric} in region {} (https://console.cloud.google.com/iam-admin/quotas?project={}; gcloud compute regions describe {} --project={} shows limit and usage)",
-        s.n.region, s.n.project, s.n.region, s.n.project
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,21 +338,5 @@ mod tests {
             Some((-1, CheckStatus::Fail))
         );
         assert_eq!(skew("latest", "1.30"), None);
-    }
-
-    #[test]
-    fn quota_rules() {
-        // 32 L4s, 4 used: a pool of 1 to 4 one-GPU nodes with one node up fits.
-        assert_eq!(quota_verdict(32.0, 4.0, 0, 3).0, CheckStatus::Ok);
-        // 26 of 32 used (81%): a warning even though the pool fits.
-        assert_eq!(quota_verdict(32.0, 26.0, 0, 3).0, CheckStatus::Warn);
-        // 2 left, the pool's max needs 3 more.
-        assert_eq!(
-            quota_verdict(8.0, 6.0, 0, 3).1,
-            "it cannot grow to its maximum"
-        );
-        // Its minimum needs 4 more, 2 left.
-        assert_eq!(quota_verdict(8.0, 6.0, 4, 8).0, CheckStatus::Fail);
-        assert_eq!(quota_verdict(0.0, 0.0, 0, 0).0, CheckStatus::Warn);
     }
 }

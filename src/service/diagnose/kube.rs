@@ -1,41 +1,34 @@
 //! The in-cluster checks: the LeaderWorkerSet CRD and its controller, the job KSA and
-//! its Workload Identity binding, the NVIDIA driver installer on GPU nodes (or GKE's
-//! managed drivers), nodes NotReady or under pressure, pods Pending and why, and the
-//! last hour's Warning events.
+//! its Workload Identity binding, and the NVIDIA driver installer on GPU nodes (or
+//! GKE's managed drivers).
 //!
 //! Invariant: Kubernetes GETs and LISTs only (plus the node service account's
 //! `getIamPolicy`), each bounded by the diagnosis deadline; a check whose reads failed
 //! or timed out is WARN (not checked), never OK or FAIL.
 
-use std::collections::BTreeMap;
-
 use crate::cloud::Cloud;
-use crate::cloud::kube::health::NodeHealth;
 use crate::cloud::kube::manifests::NVIDIA_DRIVER_DAEMONSET;
 use crate::cloud::kube::wait::{crd_check, daemonset_check, deployment_check};
 use crate::cloud::kube::{KubeError, PoolAccelerator, needs_nvidia_driver_installer};
 use crate::domain::naming::{KSA_NAME, KSA_NAMESPACE};
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
-use chrono::Utc;
 
-use super::{Read, Shared, check, count, ok, read, unread};
+use super::{Read, Shared, check, ok, read, unread};
 
 const LWS_CRD: &str = "leaderworkersets.leaderworkerset.x-k8s.io";
 const LWS_NAMESPACE: &str = "lws-system";
 const LWS_DEPLOYMENT: &str = "lws-controller-manager";
 const WI_ANNOTATION: &str = "iam.gke.io/gcp-service-account";
 const WI_ROLE: &str = "roles/iam.workloadIdentityUser";
-/// How far back Warning events count.
-const EVENT_WINDOW_MINUTES: i64 = 60;
 /// Objects named in a message at most.
 const LIST_AT_MOST: usize = 5;
 
-fn nf(e: &KubeError) -> bool {
+pub(super) fn nf(e: &KubeError) -> bool {
     e.is_not_found()
 }
 
 /// `a, b, c and 4 more`.
-fn listed(items: &[String]) -> String {
+pub(super) fn listed(items: &[String]) -> String {
     let mut s = items
         .iter()
         .take(LIST_AT_MOST)
@@ -298,166 +291,5 @@ pub async fn nvidia_driver(s: &Shared) -> Vec<DiagnosisCheck> {
             "kubectl -n kube-system rollout status daemonset/{NVIDIA_DRIVER_DAEMONSET}; kubectl -n kube-system logs -l k8s-app={NVIDIA_DRIVER_DAEMONSET} -c {NVIDIA_DRIVER_DAEMONSET}; {} re-applies it",
             s.up()
         ),
-    )]
-}
-
-pub fn nodes(s: &Shared) -> Vec<DiagnosisCheck> {
-    const ID: &str = "nodes";
-    if let Err(c) = s.kube_or_why(ID) {
-        return vec![c];
-    }
-    let Read::Found(nodes) = &s.nodes else {
-        return vec![unread(ID, "the node list", &s.nodes, s.timeout)];
-    };
-    let not_ready: Vec<String> = nodes
-        .iter()
-        .filter_map(|n: &NodeHealth| {
-            n.not_ready.as_ref().map(|why| {
-                format!(
-                    "{} ({}) {why}",
-                    n.info.name,
-                    n.info.pool.as_deref().unwrap_or("no pool")
-                )
-            })
-        })
-        .collect();
-    let pressured: Vec<String> = nodes
-        .iter()
-        .filter(|n| !n.pressures.is_empty())
-        .map(|n| format!("{} {}", n.info.name, n.pressures.join("+")))
-        .collect();
-    let first = |v: &[String]| {
-        v.first()
-            .and_then(|x| x.split(' ').next())
-            .unwrap_or("NODE")
-            .to_owned()
-    };
-    if !not_ready.is_empty() {
-        return vec![check(
-            ID,
-            CheckStatus::Fail,
-            format!(
-                "{} of {} nodes NotReady: {}",
-                not_ready.len(),
-                nodes.len(),
-                listed(&not_ready)
-            ),
-            format!(
-                "kubectl describe node {} shows the kubelet's reason; GKE auto-repair recreates a node NotReady for long, or delete its VM (gcloud compute instances delete {} --zone={} --project={}) to replace it",
-                first(&not_ready),
-                first(&not_ready),
-                s.n.zone,
-                s.n.project
-            ),
-        )];
-    }
-    if !pressured.is_empty() {
-        return vec![check(
-            ID,
-            CheckStatus::Warn,
-            format!(
-                "{} of {} nodes under pressure: {}",
-                pressured.len(),
-                nodes.len(),
-                listed(&pressured)
-            ),
-            format!(
-                "kubectl describe node {} and kubectl top pods -A show what fills memory, disk or PIDs; lower those pods' usage or move them",
-                first(&pressured)
-            ),
-        )];
-    }
-    vec![ok(
-        ID,
-        format!(
-            "{} nodes, all Ready, none under memory, disk or PID pressure",
-            nodes.len()
-        ),
-    )]
-}
-
-pub fn pending_pods(s: &Shared) -> Vec<DiagnosisCheck> {
-    const ID: &str = "pending-pods";
-    if let Err(c) = s.kube_or_why(ID) {
-        return vec![c];
-    }
-    let Read::Found(pods) = &s.pods else {
-        return vec![unread(ID, "the pod list", &s.pods, s.timeout)];
-    };
-    let pending: Vec<String> = pods
-        .iter()
-        .filter(|p| p.is_pending())
-        .map(|p| {
-            format!(
-                "{}/{}: {}",
-                p.namespace,
-                p.name,
-                p.unschedulable.as_deref().unwrap_or("not scheduled yet")
-            )
-        })
-        .collect();
-    if pending.is_empty() {
-        return vec![ok(
-            ID,
-            format!("no pod Pending ({})", count(pods.len(), "pod", "pods")),
-        )];
-    }
-    vec![check(
-        ID,
-        CheckStatus::Warn,
-        format!(
-            "{} of {} pods Pending: {}",
-            pending.len(),
-            pods.len(),
-            listed(&pending)
-        ),
-        format!(
-            "GET /v1/{}/capacity says why accelerator pods wait; POST /v1/{}:checkWorkload with the workload says what to change; kubectl describe pod shows the scheduler's events",
-            s.name, s.name
-        ),
-    )]
-}
-
-pub async fn warning_events(s: &Shared) -> Vec<DiagnosisCheck> {
-    const ID: &str = "warning-events";
-    let k = match s.kube_or_why(ID) {
-        Ok(k) => k,
-        Err(c) => return vec![c],
-    };
-    let deadline = s.deadline;
-    let events = match read(deadline, k.warning_events(), nf).await {
-        Read::Found(e) => e,
-        other => return vec![unread(ID, "the event list", &other, s.timeout)],
-    };
-    let since = Utc::now() - chrono::Duration::minutes(EVENT_WINDOW_MINUTES);
-    let recent: Vec<_> = events
-        .iter()
-        .filter(|e| e.last_seen.is_none_or(|t| t >= since))
-        .collect();
-    if recent.is_empty() {
-        return vec![ok(
-            ID,
-            format!("no Warning event in the last {EVENT_WINDOW_MINUTES} minutes"),
-        )];
-    }
-    let mut by_reason: BTreeMap<&str, i64> = BTreeMap::new();
-    for e in &recent {
-        *by_reason.entry(e.reason.as_str()).or_default() += i64::from(e.count.max(1));
-    }
-    let reasons: Vec<String> = by_reason.iter().map(|(r, n)| format!("{r} x{n}")).collect();
-    let latest: Vec<String> = recent
-        .iter()
-        .map(|e| format!("{}/{} {}: {}", e.namespace, e.object, e.reason, e.message))
-        .collect();
-    vec![check(
-        ID,
-        CheckStatus::Warn,
-        format!(
-            "{} Warning events in the last {EVENT_WINDOW_MINUTES} minutes ({}): {}",
-            recent.len(),
-            reasons.join(", "),
-            listed(&latest)
-        ),
-        "kubectl get events -A --field-selector type=Warning --sort-by=.lastTimestamp".into(),
     )]
 }
