@@ -424,3 +424,79 @@ async fn each_fault_fails_its_check_and_names_the_fix() {
     );
     others_ok(&checks, &["pending-pods", "warning-events"]);
 }
+
+#[tokio::test]
+async fn iam_drift_fails_its_checks_and_up_repairs_it() {
+    let env = env().await;
+    env.up_ok(C, json!({"accelerator": "cpu"})).await;
+    let (checks, _) = diagnose(&env, "").await;
+    others_ok(&checks, &[]);
+    has(&checks["nvidia-driver"], "OK", &["no GPU node pools"], &[]);
+    has(
+        &checks["quota"],
+        "OK",
+        &["no accelerator pool recorded"],
+        &[],
+    );
+
+    // Someone revokes a project role of the node account and the KSA's Workload
+    // Identity binding, through the same Google APIs.
+    let gcp = env.gcp();
+    let node = format!("kn-{C}-nodes@{PROJECT}.iam.gserviceaccount.com");
+    let member = format!("serviceAccount:{node}");
+    let cancel = tokio_util::sync::CancellationToken::new();
+    gcp.resource_manager
+        .remove_bindings(
+            PROJECT,
+            &[("roles/monitoring.metricWriter", &member)],
+            &cancel,
+        )
+        .await
+        .expect("revoke");
+    let mut policy = gcp
+        .iam
+        .get_service_account_iam_policy(PROJECT, &node)
+        .await
+        .expect("policy");
+    policy
+        .bindings
+        .retain(|b| b.role != "roles/iam.workloadIdentityUser");
+    gcp.iam
+        .set_service_account_iam_policy(PROJECT, &node, &policy)
+        .await
+        .expect("set policy");
+
+    let (checks, body) = diagnose(&env, "").await;
+    has(
+        &checks["service-accounts"],
+        "FAIL",
+        &[
+            "1 of 5 project roles are not granted",
+            &format!("{member} lacks roles/monitoring.metricWriter"),
+        ],
+        &[&format!(
+            "gcloud projects add-iam-policy-binding {PROJECT} --member={member} --role=roles/monitoring.metricWriter"
+        )],
+    );
+    has(
+        &checks["workload-identity"],
+        "FAIL",
+        &[&format!(
+            "serviceAccount:{PROJECT}.svc.id.goog[default/kinetic] lacks roles/iam.workloadIdentityUser on {node}"
+        )],
+        &[&format!(
+            "gcloud iam service-accounts add-iam-policy-binding {node} --role=roles/iam.workloadIdentityUser"
+        )],
+    );
+    others_ok(&checks, &["service-accounts", "workload-identity"]);
+    assert_eq!(body["summary"]["fail"], 2);
+    assert_eq!(
+        body["summary"]["text"],
+        "14 OK, 0 WARN, 2 FAIL; FAIL: service-accounts, workload-identity"
+    );
+
+    // Both fixes name `up` too, and it repairs both.
+    env.up_ok(C, json!({})).await;
+    let (checks, _) = diagnose(&env, "").await;
+    others_ok(&checks, &[]);
+}
