@@ -499,4 +499,18 @@ async fn iam_drift_fails_its_checks_and_up_repairs_it() {
     env.up_ok(C, json!({})).await;
     let (checks, _) = diagnose(&env, "").await;
     others_ok(&checks, &[]);
+
+    // A GPU pool whose driver GKE installs needs no installer DaemonSet.
+    let op = env
+        .add_pool(C, json!({"accelerator": "l4", "driverVersion": "LATEST"}))
+        .await;
+    env.ok(&op).await;
+    let (checks, _) = diagnose(&env, "").await;
+    has(
+        &checks["nvidia-driver"],
+        "OK",
+        &["GKE installs the NVIDIA driver on every GPU pool"],
+        &[],
+    );
+    others_ok(&checks, &[]);
 }

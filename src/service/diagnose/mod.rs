@@ -352,3 +352,35 @@ async fn timed<T>(f: impl Future<Output = T>) -> (T, Duration) {
     let out = f.await;
     (out, t.elapsed())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_id_once_in_order_missing_ones_not_checked() {
+        let got = vec![
+            ok("quota", "fine".into()),
+            check("apis", CheckStatus::Fail, "off".into(), "enable".into()),
+        ];
+        let all = in_order(got, Duration::from_millis(1500));
+        let ids: Vec<&str> = all.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, CHECK_IDS);
+        assert_eq!(all[0].status, CheckStatus::Fail);
+        assert_eq!(all[15].status, CheckStatus::Ok);
+        assert_eq!(all[1].status, CheckStatus::Warn);
+        assert_eq!(all[1].message, "not checked within 1.5s");
+        assert!(all[1].fix.contains("checkTimeout"));
+    }
+
+    #[test]
+    fn check_timeout_bounds() {
+        assert_eq!(parse_check_timeout(None).unwrap(), DEFAULT_CHECK_TIMEOUT);
+        assert_eq!(
+            parse_check_timeout(Some("500ms")).unwrap(),
+            Duration::from_millis(500)
+        );
+        assert!(parse_check_timeout(Some("0")).is_err());
+        assert!(parse_check_timeout(Some("31s")).is_err());
+    }
+}
