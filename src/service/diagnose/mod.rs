@@ -7,8 +7,10 @@
 //! record is written, no operation created) and bounded in time: every check, and the
 //! shared reads it builds on, must finish by one deadline (`checkTimeout` after the
 //! start); a check that does not is reported WARN "not checked within Ns", never left
-//! out, so the whole call ends by that deadline (plus the record read and a 200 ms grace). VIEWER+ of the
-//! owning team may call it; others get the same 404 as for every cluster read.
+//! out, so the whole call ends by that deadline (plus the record read and a 200 ms
+//! grace). A missing GKE cluster is a FAIL of `gke-cluster` (the checks that need its
+//! API server say "not checked"), not an error. VIEWER+ of the owning team may call it;
+//! others get the same 404 as for every cluster read.
 
 mod gke;
 mod kube;

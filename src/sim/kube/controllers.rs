@@ -1,10 +1,11 @@
 //! Status controllers on the simulator clock: Deployments become Available (once
 //! their pods run, see [`workloads`]) and
 //! DaemonSets get their pods scheduled a few virtual seconds after each new
-//! generation; CRDs are NamesAccepted at once and Established shortly after.
+//! generation; CRDs are NamesAccepted at once and Established shortly after. A Deployment
+//! or DaemonSet held by an ailment ([`super::ailments`]) stays unready.
 //!
 //! Invariant: status is a pure function of (object, the virtual time its current
-//! generation was first seen, nodes), written only when it differs, so polling an idle
+//! generation was first seen, nodes, ailments), written only when it differs, so polling an idle
 //! cluster never changes a resourceVersion; the earliest pending transition is returned
 //! as the cluster's next wake-up.
 

@@ -2,7 +2,7 @@
 //! `/kube/{cluster}/` ([`http`]), with node objects that follow the GKE node pools,
 //! a scheduler, a cluster autoscaler and status controllers on the simulator clock
 //! ([`cluster`]), plus admin endpoints: the simulator's own manifests and spot reclaims
-//! ([`admin`]).
+//! ([`admin`]), and objects held unhealthy ([`ailments`]).
 //!
 //! Invariant: the GKE simulator drives this module only through [`State`]'s pool and
 //! cluster functions; every change marks the cluster for reconciliation, which
