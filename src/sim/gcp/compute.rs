@@ -1,7 +1,7 @@
 //! Simulated Compute Engine (compute v1) under `/compute/v1/`: VPC networks (global
 //! operations), Cloud Routers with NAT (regional operations), regions with quotas,
 //! zones, accelerator and machine types per zone, with the list and aggregated-list calls
-//! gcloud makes; plus `/sim/v1/quotas` and the NAT removal of [`nat_admin`].
+//! gcloud makes; plus `/sim/v1/quotas` and `/sim/v1/compute/.../routers/{router}/nats`.
 //!
 //! Invariant: inserts and deletes are operations that move PENDING -> RUNNING -> DONE on
 //! the simulator clock and change the resources only when DONE (in [`tick`]); a
