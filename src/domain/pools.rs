@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::accelerators::{Kind, Resolved};
+use super::gpu_sharing::GpuSharing;
 use super::naming::LABELS;
 
 /// Why a requested pool is refused (each maps to an API reason).
@@ -81,6 +82,8 @@ pub struct PoolShape {
     /// COMPACT placement topology for multi-host TPU slices.
     pub placement_topology: Option<&'static str>,
     pub failover: Option<FailoverRole>,
+    /// GPU time-sharing / MPS and MIG partitions ([`super::gpu_sharing::check`]).
+    pub gpu_sharing: Option<GpuSharing>,
 }
 
 fn valid_reservation(r: &str) -> bool {
@@ -174,6 +177,7 @@ pub fn shape(
             None
         },
         failover,
+        gpu_sharing: None,
     })
 }
 

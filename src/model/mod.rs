@@ -15,7 +15,9 @@ pub mod status;
 pub mod team;
 pub mod workload;
 
-pub use cluster::{Cluster, ClusterResources, EstimatedCost, FailoverRef, NodePool, Taint};
+pub use cluster::{
+    Cluster, ClusterResources, EstimatedCost, FailoverRef, GpuSharing, NodePool, Taint,
+};
 pub use operation::{Operation, OperationError, OperationMetadata, Progress, Step};
 pub use profile::Profile;
 pub use team::{Me, Member, Team, TeamRole};

@@ -193,8 +193,14 @@ pub struct PoolDetails {
     pub max_nodes: i64,
     pub max_run_duration: Option<String>,
     pub min_nodes: i64,
+    /// MIG partition size (absent: whole GPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_size: Option<String>,
     pub placement_topology: Option<String>,
     pub reservation: Option<String>,
+    /// GPU time-sharing or MPS (absent: not shared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<crate::model::GpuSharing>,
     pub spot: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taints: Option<Vec<PoolTaint>>,

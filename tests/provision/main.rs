@@ -16,6 +16,7 @@ mod ordering;
 mod pools;
 mod preview;
 mod records;
+mod sharing;
 #[path = "../serve_process/journal.rs"]
 mod sim_journal;
 mod support;

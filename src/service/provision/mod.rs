@@ -17,6 +17,7 @@ pub mod down;
 pub mod drill;
 pub mod placement;
 pub mod pools;
+pub mod sharing;
 pub mod up;
 
 use serde_json::Value;

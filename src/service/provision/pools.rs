@@ -48,6 +48,14 @@ pub struct AddPoolRequest {
     /// Add a spot pool plus an on-demand pool of the same machine at 0 nodes that
     /// pending pods fail over to.
     pub failover: Option<bool>,
+    /// Share each GPU (or partition) between containers: TIME_SHARING or MPS, with
+    /// 2..48 clients per GPU (GPU pools only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<model::GpuSharing>,
+    /// Split each GPU into multi-instance GPU partitions of this size (`1g.5gb`; A100,
+    /// H100, H200 and B200 only: the 400 lists the sizes of the pool's GPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_size: Option<String>,
 }
 
 fn random_suffix() -> u16 {
@@ -342,8 +350,10 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
     let acc = pool_accelerator(&req)?;
     check_driver_version(&acc, &req)?;
     let zones = zones(&m.path, &req)?;
-    let shapes = shapes(&acc, &req)?;
-    let mut warnings = Vec::new();
+    let mut shapes = shapes(&acc, &req)?;
+    let gpu = super::sharing::check(&acc, &req)?;
+    shapes.iter_mut().for_each(|s| s.gpu_sharing = gpu.clone());
+    let mut warnings = super::sharing::check_version(&svc.cloud, m, gpu.as_ref()).await?;
     if shapes.len() == 2 {
         warnings.extend(check_version(&svc.cloud, m).await?);
     }

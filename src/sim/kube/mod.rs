@@ -15,6 +15,7 @@ pub mod ailments;
 pub mod cluster;
 pub mod compute_class;
 pub mod controllers;
+pub mod device_plugin;
 pub mod events;
 pub mod http;
 pub mod manifests;

@@ -4,7 +4,8 @@
 //! Invariant: a pool that passes [`pool`] has a known machine type and a consistent
 //! accelerator shape, so quota accounting and node labelling never meet an unknown pool.
 
-use crate::cloud::gcp::types::container::{Cluster, NodeConfig, NodePool};
+use crate::cloud::gcp::types::container::{AcceleratorConfig, Cluster, NodeConfig, NodePool};
+use crate::domain::gpu_sharing;
 use crate::sim::error::{Flavor, SimError};
 use crate::sim::gcp::compute::catalog::{self, TpuMachine};
 
@@ -323,10 +324,54 @@ fn gpu_shape(config: &NodeConfig, machine: &str) -> Result<Accel, SimError> {
             "Accelerator {kind} x {count} is not supported with machine type {machine}: {need}."
         )));
     }
+    gpu_sharing(a, kind)?;
     Ok(Accel::Gpu {
         kind: kind.to_owned(),
         count,
     })
+}
+
+/// `gpuPartitionSize` (a MIG size of this GPU model) and `gpuSharingConfig` (a known
+/// strategy, 2..=48 clients; MPS only on whole GPUs).
+fn gpu_sharing(a: &AcceleratorConfig, kind: &str) -> Result<(), SimError> {
+    if let Some(size) = a.gpu_partition_size.as_deref().filter(|s| !s.is_empty())
+        && gpu_sharing::partitions_per_gpu(kind, size).is_none()
+    {
+        let sizes: Vec<&str> = gpu_sharing::partition_sizes(kind)
+            .iter()
+            .map(|(s, _)| *s)
+            .collect();
+        return Err(invalid(if sizes.is_empty() {
+            format!("GPU partitioning is not supported for accelerator type {kind}.")
+        } else {
+            format!(
+                "Invalid value for field \"acceleratorConfig.gpuPartitionSize\": \"{size}\" is not supported for {kind}; supported sizes: {}.",
+                sizes.join(", ")
+            )
+        }));
+    }
+    let Some(s) = &a.gpu_sharing_config else {
+        return Ok(());
+    };
+    let Some(strategy) = gpu_sharing::Strategy::parse(&s.gpu_sharing_strategy) else {
+        return Err(invalid(format!(
+            "Invalid value for field \"gpuSharingConfig.gpuSharingStrategy\": \"{}\" (TIME_SHARING or MPS).",
+            s.gpu_sharing_strategy
+        )));
+    };
+    let (lo, hi) = (gpu_sharing::MIN_CLIENTS, gpu_sharing::MAX_CLIENTS);
+    if !(i64::from(lo)..=i64::from(hi)).contains(&s.max_shared_clients_per_gpu) {
+        return Err(invalid(format!(
+            "Invalid value for field \"gpuSharingConfig.maxSharedClientsPerGpu\": {}; must be between {lo} and {hi}.",
+            s.max_shared_clients_per_gpu
+        )));
+    }
+    if strategy == gpu_sharing::Strategy::Mps && a.gpu_partition_size.is_some() {
+        return Err(invalid(
+            "NVIDIA MPS cannot be used with GPU partitions (gpuPartitionSize).",
+        ));
+    }
+    Ok(())
 }
 
 fn family_hint(kind: &str) -> &'static str {
