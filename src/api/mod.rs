@@ -34,6 +34,7 @@ pub mod auth;
 pub mod capacity;
 pub mod check_workload;
 pub mod clusters;
+pub mod diagnose;
 pub mod drill;
 pub mod error;
 pub mod extract;

@@ -7,6 +7,7 @@
 pub mod accelerator;
 pub mod capacity;
 pub mod cluster;
+pub mod diagnose;
 pub mod drill;
 pub mod operation;
 pub mod profile;

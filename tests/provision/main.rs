@@ -7,6 +7,7 @@ mod common;
 mod access;
 mod compat;
 mod computeclass;
+mod diagnose;
 mod down;
 mod drill;
 mod ensure;

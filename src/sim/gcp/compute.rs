@@ -1,7 +1,8 @@
 //! Simulated Compute Engine (compute v1) under `/compute/v1/`: VPC networks (global
 //! operations), Cloud Routers with NAT (regional operations), regions with quotas,
 //! zones, accelerator and machine types per zone, zonal reservations, with the list and
-//! aggregated-list calls gcloud makes; plus `/sim/v1/quotas`.
+//! aggregated-list calls gcloud makes; plus `/sim/v1/quotas` and
+//! `/sim/v1/compute/.../routers/{router}/nats`.
 //!
 //! Invariant: inserts and deletes are operations that move PENDING -> RUNNING -> DONE on
 //! the simulator clock and change the resources only when DONE (in [`tick`]); a
@@ -12,6 +13,7 @@ mod handlers;
 mod info;
 mod list;
 pub mod mig;
+mod nat_admin;
 pub mod quota;
 mod reservation_writes;
 pub mod reservations;
@@ -194,6 +196,10 @@ pub fn routes() -> Router<Sim> {
         )
         .route(&format!("{P}/zones"), get(info::list_zones))
         .route(&format!("{P}/zones/{{zone}}"), get(info::get_zone))
+        .route(
+            "/sim/v1/compute/projects/{project}/regions/{region}/routers/{router}/nats",
+            axum::routing::delete(nat_admin::remove_nats),
+        )
         .route(
             "/sim/v1/quotas",
             post(quota::set).get(quota::list).delete(quota::clear),
