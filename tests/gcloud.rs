@@ -4,7 +4,8 @@
 //! only of those lines and the project) lists and describes everything the `up` created:
 //! the GKE cluster, its node pools and operations, the network, the router, the buckets,
 //! the repository, the service accounts and the enabled services, and the accelerator
-//! types kineticd checked.
+//! types kineticd checked; then gcloud resizes the pool (`node-pools update
+//! --enable-autoscaling`) and reads the new autoscaling back.
 //!
 //! Skips with a message where gcloud is not installed, unless `KINETIC_REQUIRE_GCLOUD=1`
 //! (set by `.ci/run`).
@@ -372,4 +373,125 @@ async fn gcloud_lists_and_describes_what_up_created() {
         .json(args.split_whitespace().map(str::to_owned).collect())
         .await;
     assert_eq!(described["name"], op.as_str(), "{described}");
+
+    // gcloud's own resize of the pool (`node-pools update --enable-autoscaling`, which
+    // sends clusters.update with desiredNodePoolAutoscaling) against the simulator's
+    // autoscaling, the one kineticd's pool resize sets through nodePools.setAutoscaling.
+    let pool = cluster["nodePools"][0]["poolId"].as_str().expect("a pool");
+    g.run(&[
+        "container",
+        "node-pools",
+        "update",
+        pool,
+        "--cluster",
+        CLUSTER,
+        "--location",
+        ZONE,
+        "--enable-autoscaling",
+        "--min-nodes",
+        "1",
+        "--max-nodes",
+        "5",
+    ])
+    .await;
+    let args =
+        format!("container node-pools describe {pool} --cluster {CLUSTER} --location {ZONE}");
+    let described = g
+        .json(args.split_whitespace().map(str::to_owned).collect())
+        .await;
+    let a = &described["autoscaling"];
+    assert_eq!(a["enabled"], true, "{described}");
+    assert_eq!(a["minNodeCount"], 1, "{described}");
+    assert_eq!(a["maxNodeCount"], 5, "{described}");
+}
+
+/// gcloud makes a reservation in the simulator (`reservations.insert`, then waits on its
+/// zonal operation), describes it (`reservations.get`) and lists it (aggregated, and
+/// in one zone): the simulator's reservations speak Google's wire format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gcloud_creates_describes_and_lists_a_reservation() {
+    if !gcloud_installed() {
+        return;
+    }
+    let sim = SimProcess::start(&["--speed", "0"]);
+    let g = Gcloud::configure(&sim.printed).await;
+    g.run(&[
+        "compute",
+        "reservations",
+        "create",
+        "gc-res",
+        "--zone",
+        ZONE,
+        "--vm-count",
+        "3",
+        "--machine-type",
+        "g2-standard-4",
+        "--accelerator",
+        "count=1,type=nvidia-l4",
+        "--require-specific-reservation",
+    ])
+    .await;
+    let args = format!("compute reservations describe gc-res --zone {ZONE}");
+    let r = g
+        .json(args.split_whitespace().map(str::to_owned).collect())
+        .await;
+    assert_eq!(r["name"], "gc-res", "{r}");
+    assert_eq!(r["status"], "READY", "{r}");
+    assert_eq!(r["specificReservationRequired"], true, "{r}");
+    let sku = &r["specificReservation"];
+    assert_eq!(
+        (sku["count"].as_str(), sku["inUseCount"].as_str()),
+        (Some("3"), Some("0")),
+        "{r}"
+    );
+    assert_eq!(
+        sku["instanceProperties"]["machineType"], "g2-standard-4",
+        "{r}"
+    );
+    assert_eq!(
+        sku["instanceProperties"]["guestAccelerators"][0]["acceleratorType"], "nvidia-l4",
+        "{r}"
+    );
+    assert_eq!(short(r["zone"].as_str().unwrap_or_default()), ZONE, "{r}");
+    // Shared with another project (SPECIFIC_PROJECTS, projectMap).
+    g.run(&[
+        "compute",
+        "reservations",
+        "create",
+        "gc-shared",
+        "--zone",
+        ZONE,
+        "--vm-count",
+        "1",
+        "--machine-type",
+        "g2-standard-4",
+        "--share-setting=projects",
+        "--share-with=gcloud-consumer",
+    ])
+    .await;
+    let args = format!("compute reservations describe gc-shared --zone {ZONE}");
+    let shared = g
+        .json(args.split_whitespace().map(str::to_owned).collect())
+        .await;
+    assert_eq!(
+        shared["shareSettings"]["shareType"], "SPECIFIC_PROJECTS",
+        "{shared}"
+    );
+    assert_eq!(
+        shared["shareSettings"]["projectMap"]["gcloud-consumer"]["projectId"], "gcloud-consumer",
+        "{shared}"
+    );
+    for list in [
+        "compute reservations list".to_owned(),
+        format!("compute reservations list --zones {ZONE}"),
+    ] {
+        let l = g
+            .json(list.split_whitespace().map(str::to_owned).collect())
+            .await;
+        assert_eq!(
+            field(&l, "name"),
+            vec!["gc-res", "gc-shared"],
+            "{list}: {l}"
+        );
+    }
 }

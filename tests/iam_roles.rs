@@ -1,8 +1,9 @@
 //! deploy/README.md's IAM table ("Roles on each team project") lists every Google
 //! method kineticd calls, with a role and the steps that need it. A day's workflows run
 //! through the production clients against the simulator (an up refused for its zone, up
-//! with forceDestroy, status, previews of a second up and of a TPU pool, pool add with
-//! failover, pool list, pool remove, down emptying a bucket);
+//! with forceDestroy, status, previews of a second up, of a TPU pool and of a pool bound
+//! to a reservation that does not exist, pool add with failover, pool list, a drill, a
+//! pool resize, pool remove, down emptying a bucket);
 //! every method in the simulator's journal must have a row, and every row must be a
 //! method the workflows called (or one of the operation polls the simulator makes
 //! unnecessary, checked against its client), so a new call without a role, or a row no
@@ -147,6 +148,17 @@ async fn methods_a_day_calls() -> BTreeSet<String> {
         assert_eq!(r.status, StatusCode::OK, "{path}: {}", r.body);
     }
     let pools = format!("{CLUSTER}/nodePools");
+    // A pool bound to a reservation reads it first (reservations.get); none exists here.
+    let r = app
+        .call(
+            OWNER,
+            M::POST,
+            &format!("{pools}?validateOnly=true"),
+            Some(json!({"accelerator": "l4", "reservation": "team-res"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(r.reason(), "RESERVATION_NOT_FOUND", "{}", r.body);
     // A spot pool with a node, so its failover drill has VMs to delete.
     let add = json!({"accelerator": "l4", "failover": true, "minNodes": 1});
     succeed(&app, call(&app, M::POST, &pools, Some(add)).await).await;
@@ -161,6 +173,13 @@ async fn methods_a_day_calls() -> BTreeSet<String> {
         .to_owned();
     let drill = format!("{pools}/{spot}:drill");
     succeed(&app, call(&app, M::POST, &drill, Some(json!({}))).await).await;
+    // A resize past the fallback's maximum: both pools' autoscaling is set.
+    let resize = json!({"minNodes": 1, "maxNodes": 12});
+    succeed(
+        &app,
+        call(&app, M::PATCH, &format!("{pools}/{spot}"), Some(resize)).await,
+    )
+    .await;
     succeed(
         &app,
         call(&app, M::DELETE, &format!("{pools}/{spot}"), None).await,

@@ -39,7 +39,7 @@ fn gke_pool(id: &str, machine: &str, gpu: &str, count: u64, spot: bool) -> NodeP
             accelerators: vec![AcceleratorConfig {
                 accelerator_count: i64::try_from(count).unwrap_or(1),
                 accelerator_type: gpu.into(),
-                gpu_driver_installation_config: None,
+                ..Default::default()
             }],
             spot: spot.then_some(true),
             taints: if spot {

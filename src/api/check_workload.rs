@@ -44,6 +44,11 @@ async fn cluster_verb(
             let body = manifest(req, &s).await?;
             check_workload(&s, &caller, &path, &body).await
         }
+        Some((cluster, "diagnose")) => {
+            let path = ClusterPath::parse(&project, &zone, cluster)?;
+            let q = super::diagnose::query(&req)?;
+            super::diagnose::diagnose_cluster(&s, &caller, &path, &q).await
+        }
         _ => Err(unknown_verb(&format!(
             "POST /v1/projects/{project}/zones/{zone}/clusters/{segment}"
         ))),

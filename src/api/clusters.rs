@@ -27,7 +27,11 @@ pub fn router() -> OpenApiRouter<AppState> {
             super::provision::down_cluster
         ))
         .routes(routes!(list_node_pools, super::provision::add_node_pool))
-        .routes(routes!(get_node_pool, super::provision::remove_node_pool))
+        .routes(routes!(
+            get_node_pool,
+            super::provision::remove_node_pool,
+            super::resize::resize_node_pool
+        ))
         // `{pool}` may carry a custom verb (`pool:drill`).
         .route(
             super::drill::POOL_PATH,

@@ -21,6 +21,7 @@ use super::error::ErrorBody;
     paths(
         super::profiles::activate_profile,
         super::check_workload::check_workload,
+        super::diagnose::diagnose_cluster,
         super::operations::get_operation,
         super::operations::watch_operation,
         super::operations::cancel_operation,

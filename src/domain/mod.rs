@@ -6,6 +6,7 @@
 pub mod accelerators;
 pub mod compute_class;
 pub mod duration;
+pub mod gpu_sharing;
 pub mod hash;
 pub mod names;
 pub mod naming;
@@ -14,6 +15,8 @@ pub mod pricing;
 pub mod provisioning;
 pub mod quota;
 pub mod report;
+pub mod reservation;
+pub mod resize;
 pub mod roles;
 pub mod rpc;
 pub mod states;

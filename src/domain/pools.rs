@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::accelerators::{Kind, Resolved};
+use super::gpu_sharing::GpuSharing;
 use super::naming::LABELS;
 use super::provisioning::Provisioning;
 
@@ -34,7 +35,7 @@ pub enum PoolError {
     #[error("minNodes {0} is more than 1000")]
     TooMany(u32),
     #[error(
-        "reservation {0:?} is not a valid reservation name (lowercase letters, digits, hyphens; at most 63)"
+        "reservation {0:?} is not a valid reservation name (lowercase letters, digits, hyphens; at most 63), or projects/OWNER_PROJECT/reservations/NAME for one shared from another project"
     )]
     BadReservation(String),
 }
@@ -84,14 +85,13 @@ pub struct PoolShape {
     pub failover: Option<FailoverRole>,
     /// How the nodes are obtained ([`super::provisioning`]); spot and reservation agree.
     pub provisioning: Provisioning,
+    /// GPU time-sharing / MPS and MIG partitions ([`super::gpu_sharing::check`]).
+    pub gpu_sharing: Option<GpuSharing>,
 }
 
+/// A reservation name, or GKE's shared form `projects/OWNER/reservations/NAME`.
 fn valid_reservation(r: &str) -> bool {
-    (1..=63).contains(&r.len())
-        && r.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && r.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !r.ends_with('-')
+    super::reservation::ReservationRef::parse(r).is_some()
 }
 
 /// Whether a pool of `acc` is spot: an explicit `spot` must agree with an accelerator
@@ -184,6 +184,7 @@ pub fn shape(
         } else {
             Provisioning::OnDemand
         },
+        gpu_sharing: None,
     })
 }
 

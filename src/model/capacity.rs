@@ -108,6 +108,30 @@ pub struct PoolCapacity {
     /// Free accelerators of this pool times their price; `null` when the price is unknown.
     pub idle_cost: Option<IdleCost>,
     pub nodes: Vec<NodeCapacity>,
+    /// Set when the pool's GPUs are partitioned (MIG) or shared (time-sharing, MPS):
+    /// then `perNode` and the counts are `nvidia.com/gpu` units, not physical GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_units: Option<GpuUnits>,
+}
+
+/// How a pool's GPUs are advertised as `nvidia.com/gpu` units.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuUnits {
+    /// Units one physical GPU is advertised as (partitions per GPU x clients per GPU).
+    #[schema(example = 7)]
+    pub units_per_gpu: u32,
+    /// Physical GPUs on the pool's nodes (`allocatable / unitsPerGpu`).
+    pub physical_gpus: u64,
+    /// MIG partition size (`cloud.google.com/gke-gpu-partition-size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "1g.5gb")]
+    pub partition_size: Option<String>,
+    /// TIME_SHARING | MPS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing_strategy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_clients_per_gpu: Option<u32>,
 }
 
 /// One node of an accelerator pool.

@@ -63,7 +63,7 @@ pub struct FailoverRef {
     pub paired_pool: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EstimatedCost {
     #[schema(example = "USD")]
@@ -74,6 +74,19 @@ pub struct EstimatedCost {
     pub at_min: f64,
     #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
     pub at_max: f64,
+}
+
+/// How the GPUs of a pool's nodes are shared between containers (GKE's
+/// `gpuSharingConfig`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GpuSharing {
+    /// TIME_SHARING | MPS
+    #[schema(example = "TIME_SHARING")]
+    pub strategy: String,
+    /// Containers that may share one GPU (one partition with `partitionSize`): 2 to 48.
+    #[schema(example = 4)]
+    pub max_clients_per_gpu: u32,
 }
 
 /// A node pool. Its shape is fixed when the pool is added and preserved by every later
@@ -111,4 +124,16 @@ pub struct NodePool {
     pub state: PoolState,
     pub estimated_hourly_cost: Option<EstimatedCost>,
     pub create_time: String,
+    /// GPU time-sharing or MPS (GPU pools only; absent: whole GPUs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<GpuSharing>,
+    /// Multi-instance GPU partition size (`1g.5gb`; A100, H100, H200, B200 only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "1g.5gb")]
+    pub partition_size: Option<String>,
+    /// `nvidia.com/gpu` units one node advertises when its GPUs are shared or
+    /// partitioned (GPUs x partitions per GPU x clients per GPU); absent: units are
+    /// physical GPUs (`acceleratorCount`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_units_per_node: Option<i64>,
 }

@@ -7,6 +7,7 @@
 pub mod accelerator;
 pub mod capacity;
 pub mod cluster;
+pub mod diagnose;
 pub mod drill;
 pub mod operation;
 pub mod profile;
@@ -14,7 +15,9 @@ pub mod status;
 pub mod team;
 pub mod workload;
 
-pub use cluster::{Cluster, ClusterResources, EstimatedCost, FailoverRef, NodePool, Taint};
+pub use cluster::{
+    Cluster, ClusterResources, EstimatedCost, FailoverRef, GpuSharing, NodePool, Taint,
+};
 pub use operation::{Operation, OperationError, OperationMetadata, Progress, Step};
 pub use profile::Profile;
 pub use team::{Me, Member, Team, TeamRole};

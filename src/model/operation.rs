@@ -42,7 +42,7 @@ pub struct Progress {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationMetadata {
-    /// UP_CLUSTER | DOWN_CLUSTER | ADD_NODE_POOL | REMOVE_NODE_POOL | FAILOVER_DRILL | NOOP
+    /// UP_CLUSTER | DOWN_CLUSTER | ADD_NODE_POOL | REMOVE_NODE_POOL | UPDATE_NODE_POOL | FAILOVER_DRILL | NOOP
     #[serde(rename = "type")]
     pub op_type: String,
     /// The resource the operation changes.

@@ -38,7 +38,8 @@ pub fn registry_with(env: workflows::cluster::Env, test_workflows: bool) -> Regi
     for w in workflows::cluster::all(env.clone()) {
         r = r.with(w);
     }
-    r = r.with(workflows::cluster::drill::DrillWorkflow::new(env));
+    r = r.with(workflows::cluster::drill::DrillWorkflow::new(env.clone()));
+    r = r.with(workflows::cluster::resize::ResizeWorkflow::new(env));
     if test_workflows {
         r.with(workflows::noop::Noop)
     } else {

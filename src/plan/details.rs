@@ -181,28 +181,48 @@ pub struct DefaultPool {
     pub node_count: i64,
 }
 
-/// A node pool's shape (`zones`, `labels` and `taints` from `pool add`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+/// A node pool's shape (`zones`, `labels` and `taints` from `pool add`; a resize adds
+/// `resizedFrom` and the pool's `estimatedHourlyCost` at its new bounds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolDetails {
     pub accelerator: String,
     pub driver_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_hourly_cost: Option<crate::model::EstimatedCost>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<BTreeMap<String, String>>,
     pub machine_type: String,
     pub max_nodes: i64,
     pub max_run_duration: Option<String>,
     pub min_nodes: i64,
+    /// MIG partition size (absent: whole GPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_size: Option<String>,
     pub placement_topology: Option<String>,
     /// FLEX_START | QUEUED (absent for on-demand, spot and reservation pools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provisioning: Option<String>,
     pub reservation: Option<String>,
+    /// GPU time-sharing or MPS (absent: not shared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<crate::model::GpuSharing>,
+    /// A resize: the bounds the pool had before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resized_from: Option<NodeBounds>,
     pub spot: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taints: Option<Vec<PoolTaint>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<Vec<String>>,
+}
+
+/// A pool's autoscaling bounds (per zone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeBounds {
+    pub max_nodes: i64,
+    pub min_nodes: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

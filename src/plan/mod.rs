@@ -12,6 +12,7 @@ pub mod down;
 pub mod drill;
 pub mod ids;
 pub mod pools;
+pub mod resize;
 pub mod resources;
 mod schema;
 pub mod up;

@@ -8,7 +8,7 @@ use crate::domain::accelerators::Kind;
 use crate::domain::naming::{ClusterNames, is_pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolShape};
 use crate::domain::pricing::PriceTable;
-use crate::model::{self, EstimatedCost, FailoverRef};
+use crate::model::{self, EstimatedCost, FailoverRef, GpuSharing};
 
 use super::computeclass;
 use super::details::{PoolDetails, PoolTaint};
@@ -77,6 +77,23 @@ pub fn pool_record(p: &PoolToAdd<'_>, prices: &PriceTable) -> model::NodePool {
             at_min: e.at_min,
             at_max: e.at_max,
         }),
+        sharing: s
+            .gpu_sharing
+            .as_ref()
+            .and_then(|g| g.sharing)
+            .map(|x| GpuSharing {
+                strategy: x.strategy.as_str().to_owned(),
+                max_clients_per_gpu: x.max_clients_per_gpu,
+            }),
+        partition_size: s
+            .gpu_sharing
+            .as_ref()
+            .and_then(|g| g.partition)
+            .map(|(size, _)| size.to_owned()),
+        gpu_units_per_node: s
+            .gpu_sharing
+            .as_ref()
+            .map(|g| i64::from(a.count * g.units_per_gpu())),
         ..Default::default()
     }
 }
@@ -87,14 +104,18 @@ pub fn pool_details(p: &model::NodePool) -> PoolDetails {
     PoolDetails {
         accelerator: p.accelerator.clone(),
         driver_version: p.driver_version.clone(),
+        estimated_hourly_cost: None,
         labels: Some(p.labels.clone()),
         machine_type: p.machine_type.clone(),
         max_nodes: p.max_nodes,
         max_run_duration: p.max_run_duration.clone(),
         min_nodes: p.min_nodes,
+        partition_size: p.partition_size.clone(),
         placement_topology: p.tpu_topology.clone().filter(|_| multi_host),
         provisioning: flex_mode(p),
         reservation: p.reservation.clone(),
+        sharing: p.sharing.clone(),
+        resized_from: None,
         spot: p.spot,
         taints: Some(
             p.taints

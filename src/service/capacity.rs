@@ -21,6 +21,7 @@ use crate::cloud::gcp::types::container::{Cluster as GkeCluster, NodePool as Gke
 use crate::cloud::kube::NodeInfo;
 use crate::cloud::kube::inventory::{GPU_RESOURCE, NODEPOOL_LABEL, TPU_RESOURCE, Taint};
 use crate::domain::accelerators::{self, Choice, Kind};
+use crate::domain::gpu_sharing::GpuSharing;
 use crate::domain::naming::ClusterNames;
 use crate::domain::pricing::PriceTable;
 use crate::domain::quota;
@@ -142,7 +143,16 @@ fn template(id: &str, rec: &PoolSpecRecord) -> Option<NodeInfo> {
     let Ok(Choice::Accelerator(acc)) = accelerators::parse(&rec.accelerator) else {
         return None;
     };
-    let per_node = u64::from(acc.per_node());
+    // A partitioned or shared GPU is advertised as several units, labelled by GKE.
+    let sharing = GpuSharing::from_stored(
+        acc.gke_accelerator_type,
+        rec.partition_size.as_deref(),
+        rec.sharing.as_ref().map(|s| s.strategy.as_str()),
+        rec.sharing.as_ref().map(|s| s.max_clients_per_gpu),
+    )
+    .filter(|_| acc.kind == Kind::Gpu);
+    let per_node =
+        u64::from(acc.per_node()) * u64::from(sharing.as_ref().map_or(1, |g| g.units_per_gpu()));
     let (type_label, resource) = match acc.kind {
         Kind::Gpu => (GPU_TYPE_LABEL, GPU_RESOURCE),
         Kind::Tpu => (TPU_TYPE_LABEL, TPU_RESOURCE),
@@ -152,6 +162,9 @@ fn template(id: &str, rec: &PoolSpecRecord) -> Option<NodeInfo> {
     labels.insert(type_label.into(), acc.gke_accelerator_type.into());
     if rec.spot {
         labels.insert("cloud.google.com/gke-spot".into(), "true".into());
+    }
+    for (k, v) in sharing.iter().flat_map(GpuSharing::node_labels) {
+        labels.insert(k.into(), v);
     }
     let mut taints: Vec<Taint> = rec
         .taints

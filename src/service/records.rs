@@ -4,9 +4,21 @@
 //! and written back is unchanged; the API-only fields (name, state, create time) are
 //! filled by the renderer from the record, never from the spec.
 
-use crate::model::{EstimatedCost, FailoverRef, NodePool, Taint};
+use crate::domain::gpu_sharing;
+use crate::model::{EstimatedCost, FailoverRef, GpuSharing, NodePool, Taint};
 use crate::store::PoolSpecRecord;
-use crate::store::records::{CostRecord, FailoverRecord, TaintRecord};
+use crate::store::records::{CostRecord, FailoverRecord, SharingRecord, TaintRecord};
+
+/// `gpuUnitsPerNode` of a stored pool: set only when its GPUs are shared or partitioned.
+fn units_of(s: &PoolSpecRecord) -> Option<i64> {
+    let units = gpu_sharing::units_per_node(
+        s.gke_accelerator_type.as_deref()?,
+        u32::try_from(s.accelerator_count.unwrap_or(1)).ok()?,
+        s.partition_size.as_deref(),
+        s.sharing.as_ref().map(|x| x.max_clients_per_gpu),
+    )?;
+    Some(i64::from(units))
+}
 
 /// The API's pool for a stored spec (name, state and create time left to the caller).
 pub fn pool_of(s: PoolSpecRecord) -> NodePool {
@@ -21,7 +33,14 @@ pub fn pool_of(s: PoolSpecRecord) -> NodePool {
         }
         .to_owned()
     });
+    let gpu_units_per_node = units_of(&s);
     NodePool {
+        gpu_units_per_node,
+        sharing: s.sharing.map(|x| GpuSharing {
+            strategy: x.strategy,
+            max_clients_per_gpu: x.max_clients_per_gpu,
+        }),
+        partition_size: s.partition_size,
         pool_id: s.pool_id,
         accelerator: s.accelerator,
         kind: s.kind,
@@ -101,6 +120,11 @@ pub fn spec_of(p: &NodePool) -> PoolSpecRecord {
             at_min: c.at_min,
             at_max: c.at_max,
         }),
+        sharing: p.sharing.as_ref().map(|x| SharingRecord {
+            strategy: x.strategy.clone(),
+            max_clients_per_gpu: x.max_clients_per_gpu,
+        }),
+        partition_size: p.partition_size.clone(),
     }
 }
 
@@ -121,5 +145,16 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(spec_of(&pool_of(spec.clone())), spec);
+        assert_eq!(pool_of(spec).gpu_units_per_node, None, "whole GPUs");
+        let shared: PoolSpecRecord = serde_json::from_value(serde_json::json!({
+            "poolId": "gpu-a100-ab12", "accelerator": "gpu-a100x2", "kind": "GPU",
+            "machineType": "a2-highgpu-2g", "gkeAcceleratorType": "nvidia-tesla-a100",
+            "acceleratorCount": 2, "minNodes": 0, "maxNodes": 10, "spot": false,
+            "partitionSize": "1g.5gb",
+            "sharing": {"strategy": "TIME_SHARING", "maxClientsPerGpu": 3}
+        }))
+        .unwrap();
+        assert_eq!(spec_of(&pool_of(shared.clone())), shared);
+        assert_eq!(pool_of(shared).gpu_units_per_node, Some(2 * 7 * 3));
     }
 }

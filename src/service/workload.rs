@@ -16,6 +16,7 @@ use crate::cloud::Cloud;
 use crate::cloud::gcp::types::compute::Region;
 use crate::cloud::kube::{NodeInfo, PodInfo, quantity};
 use crate::domain::accelerators::{self, Choice};
+use crate::domain::gpu_sharing::GpuSharing;
 use crate::domain::naming::ClusterNames;
 use crate::domain::provisioning::Provisioning;
 use crate::domain::quota;
@@ -236,6 +237,18 @@ fn recorded_pool(
 ) -> PoolFacts {
     let (mut labels, mut taints) = common_labels_taints(ns);
     labels.extend(p.labels.clone());
+    let sharing = p.gke_accelerator_type.as_deref().and_then(|t| {
+        GpuSharing::from_stored(
+            t,
+            p.partition_size.as_deref(),
+            p.sharing.as_ref().map(|s| s.strategy.as_str()),
+            p.sharing.as_ref().map(|s| s.max_clients_per_gpu),
+        )
+    });
+    // The partition and sharing labels GKE puts on the pool's nodes.
+    for (k, v) in sharing.iter().flat_map(GpuSharing::node_labels) {
+        labels.entry(k.to_owned()).or_insert(v);
+    }
     for t in &p.taints {
         let t = Taint {
             key: t.key.clone(),
@@ -300,6 +313,7 @@ fn recorded_pool(
         node_allocatable: ns.first().map(|n| allocatable(n)),
         nodes,
         quota_metric: metric(p),
+        units_per_gpu: sharing.as_ref().map_or(1, GpuSharing::units_per_gpu),
     }
     .with_gke_defaults()
 }
@@ -344,6 +358,8 @@ fn unrecorded_pool(id: &str, ns: &[&NodeInfo], nodes: Vec<NodeFacts>, zone: &str
         node_allocatable: first.map(|n| allocatable(n)),
         nodes,
         quota_metric: None,
+        // The nodes' allocatable is already in units.
+        units_per_gpu: 1,
     }
     .with_gke_defaults()
 }

@@ -224,3 +224,30 @@ pub async fn delete(
             .rows_affected(),
     )
 }
+
+/// Record a pool's new autoscaling bounds (and the price estimate at them, when there is
+/// one) in its spec, leaving every other field of the spec as it is. False: no such pool.
+pub async fn set_bounds(
+    ex: impl PgExecutor<'_>,
+    cluster_id: Uuid,
+    pool_id: &str,
+    min_nodes: i64,
+    max_nodes: i64,
+    cost: Option<&super::records::CostRecord>,
+) -> Result<bool, StoreError> {
+    let mut patch = serde_json::json!({"minNodes": min_nodes, "maxNodes": max_nodes});
+    if let Some(c) = cost {
+        patch["estimatedHourlyCost"] = serde_json::to_value(c).unwrap_or(Value::Null);
+    }
+    Ok(sqlx::query(
+        "UPDATE node_pools SET spec = spec || $3, update_time = now() \
+         WHERE cluster_id = $1 AND pool_id = $2",
+    )
+    .bind(cluster_id)
+    .bind(pool_id)
+    .bind(Json(patch))
+    .execute(ex)
+    .await?
+    .rows_affected()
+        > 0)
+}

@@ -132,6 +132,15 @@ pub struct FailoverRecord {
     pub paired_pool: String,
 }
 
+/// A pool's GPU sharing, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SharingRecord {
+    /// TIME_SHARING | MPS
+    pub strategy: String,
+    pub max_clients_per_gpu: u32,
+}
+
 /// The price estimate made when the pool was added.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -188,6 +197,12 @@ pub struct PoolSpecRecord {
     /// `reservation`), so rows written before flex-start stay byte-identical.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provisioning: Option<String>,
+    /// GPU time-sharing or MPS (absent in rows written before sharing existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<SharingRecord>,
+    /// MIG partition size (`1g.5gb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_size: Option<String>,
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ mod common;
 mod accelerators;
 mod basics;
 mod capacity;
+mod capacity_sharing;
 mod check_workload;
 mod clusters;
 mod conventions;

@@ -11,6 +11,7 @@ mod errors;
 mod iam;
 mod kube;
 mod lists;
+mod reservations;
 mod resource_manager;
 mod service_usage;
 mod sim;

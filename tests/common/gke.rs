@@ -18,7 +18,7 @@ pub fn autoscaled_pool(name: &str, machine: &str, accel: &str, count: i64, nodes
         vec![AcceleratorConfig {
             accelerator_count: count,
             accelerator_type: accel.into(),
-            gpu_driver_installation_config: None,
+            ..Default::default()
         }]
     };
     NodePool {

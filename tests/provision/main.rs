@@ -7,6 +7,7 @@ mod common;
 mod access;
 mod compat;
 mod computeclass;
+mod diagnose;
 mod down;
 mod drill;
 mod ensure;
@@ -17,6 +18,9 @@ mod ordering;
 mod pools;
 mod preview;
 mod records;
+mod reservations;
+mod resize;
+mod sharing;
 #[path = "../serve_process/journal.rs"]
 mod sim_journal;
 mod support;

@@ -49,7 +49,16 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
     );
     assert_eq!(rec.body["poolId"], spot.as_str(), "{}", rec.body);
     env.ok(&op).await;
-    // Reservation GPU, two zones.
+    // Reservation GPU, two zones (the reservation in the first).
+    crate::reservations::reserve(
+        &env,
+        crate::reservations::Res {
+            machine: "a2-highgpu-2g",
+            gpus: Some(("nvidia-tesla-a100", 2)),
+            ..crate::reservations::l4("team-res", 2)
+        },
+    )
+    .await;
     let op = env
         .add_pool("kp", json!({"accelerator": "a100x2", "reservation": "team-res", "zones": ["us-central1-a", "us-central1-b"], "driverVersion": "LATEST"}))
         .await;

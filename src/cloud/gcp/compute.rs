@@ -7,6 +7,7 @@
 //! [`Compute::wait_operation`] never reports success for a DONE operation with `error`.
 
 pub mod mig;
+pub mod reservations;
 
 use std::time::Duration;
 

@@ -15,7 +15,7 @@ use super::http::{Call, GcpHttp};
 use super::lro::{self, LroPolicy};
 use super::types::container::{
     Cluster, CreateClusterRequest, CreateNodePoolRequest, ListNodePoolsResponse, NodePool,
-    Operation, SetNodePoolSizeRequest,
+    NodePoolAutoscaling, Operation, SetNodePoolAutoscalingRequest, SetNodePoolSizeRequest,
 };
 
 const SVC: Service = Service::Container;
@@ -184,6 +184,27 @@ impl Container {
         let path = format!("{}:setSize", pool_path(project, location, cluster, pool));
         self.http
             .call(Call::post(SVC, "nodePools.setSize", path).json(&body))
+            .await
+    }
+
+    /// `nodePools.setAutoscaling`: POST `.../nodePools/{np}:setAutoscaling`
+    /// `{"autoscaling": {...}, "name": ...}` (min/max per zone; replaces the whole config).
+    pub async fn set_node_pool_autoscaling(
+        &self,
+        project: &str,
+        location: &str,
+        cluster: &str,
+        pool: &str,
+        autoscaling: &NodePoolAutoscaling,
+    ) -> Result<Operation, GcpError> {
+        let name = pool_path(project, location, cluster, pool);
+        let body = SetNodePoolAutoscalingRequest {
+            autoscaling: Some(autoscaling.clone()),
+            name: Some(name.clone()),
+        };
+        let path = format!("{name}:setAutoscaling");
+        self.http
+            .call(Call::post(SVC, "nodePools.setAutoscaling", path).json(&body))
             .await
     }
 

@@ -10,6 +10,7 @@
 pub mod apply;
 pub mod client;
 pub mod error;
+pub mod health;
 pub mod inventory;
 pub mod manifests;
 pub mod metered;

@@ -47,7 +47,7 @@ fn pods_in(req: &Amounts, free: &Amounts, strict: bool) -> u64 {
 /// otherwise).
 fn new_node(pool: &PoolFacts) -> Amounts {
     let mut a = pool.node_allocatable.clone().unwrap_or_default();
-    let acc = i128::from(pool.accelerators_per_node) * 1000;
+    let acc = i128::from(pool.units_per_node()) * 1000;
     match pool.kind {
         PoolKind::Gpu => a.entry(GPU.into()).or_insert(acc),
         PoolKind::Tpu => a.entry(TPU.into()).or_insert(acc),

@@ -86,7 +86,8 @@ pub fn static_rules(
     if pool.kind == PoolKind::Tpu {
         tpu_shape(pod, tpus, pool)?;
     }
-    // 3. Other labels.
+    // 3. GPU partitions and sharing the pods select, then other labels.
+    super::sharing::selected(pod, pool)?;
     let no_zone = Keys::Except(&ZONE_LABELS);
     if !selects(pod, &pool.labels, no_zone) {
         let keys: Vec<String> = pod
@@ -154,20 +155,36 @@ pub fn static_rules(
             fix,
         );
     }
-    // 6. Size of one pod against one node.
-    if pool.kind == PoolKind::Gpu && gpus > u64::from(pool.accelerators_per_node) {
+    // 6. Size of one pod against one node (in nvidia.com/gpu units: partitions or
+    // shares when the pool's GPUs are partitioned or shared).
+    let units = pool.units_per_node();
+    if pool.kind == PoolKind::Gpu && gpus > u64::from(units) {
+        let shared = pool.units_per_gpu > 1;
+        let what = if shared {
+            format!(
+                "{units} {GPU} units ({} GPUs x {} partitions or shares each)",
+                pool.accelerators_per_node, pool.units_per_gpu
+            )
+        } else {
+            units.to_string()
+        };
         return fail(
             Reason::AcceleratorCountTooLarge,
             format!(
-                "one pod requests {gpus} {GPU}; nodes of pool {id} ({}) have {}",
-                pool.machine_type, pool.accelerators_per_node
+                "one pod requests {gpus} {GPU}; nodes of pool {id} ({}) have {what}",
+                pool.machine_type
             ),
             format!(
-                "request at most {} GPUs per pod (split the work across pods), or add a pool of a machine with {gpus} or more GPUs",
-                pool.accelerators_per_node
+                "request at most {units} GPUs per pod (split the work across pods), or add a pool of a machine with {gpus} or more GPUs{}",
+                if shared {
+                    " (or one without partitions/sharing)"
+                } else {
+                    ""
+                }
             ),
         );
     }
+    super::sharing::shared_request(pod, pool)?;
     // 7. CUDA against the driver.
     if pool.kind == PoolKind::Gpu && gpus > 0 {
         cuda_fits(pod, pool, cluster)?;

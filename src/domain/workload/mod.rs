@@ -17,11 +17,14 @@ pub mod judge;
 pub mod parse;
 pub mod report;
 pub mod selectors;
+pub mod sharing;
 
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_capacity;
+#[cfg(test)]
+mod tests_sharing;
 
 pub use parse::{ParseError, SUPPORTED_KINDS, parse};
 pub use report::{Fit, PoolFit, Problem, Reason, Report, check};
@@ -181,9 +184,20 @@ pub struct PoolFacts {
     pub nodes: Vec<NodeFacts>,
     /// The Compute Engine quota metric a node's accelerators are charged to.
     pub quota_metric: Option<String>,
+    /// `nvidia.com/gpu` units one GPU is advertised as (MIG partitions times clients
+    /// per GPU; 1 for whole GPUs).
+    pub units_per_gpu: u32,
 }
 
 impl PoolFacts {
+    /// `nvidia.com/gpu` units (GPU pools) or TPU chips one node offers.
+    pub fn units_per_node(&self) -> u32 {
+        match self.kind {
+            PoolKind::Gpu => self.accelerators_per_node * self.units_per_gpu.max(1),
+            _ => self.accelerators_per_node,
+        }
+    }
+
     /// The most nodes the autoscaler may run in the pool.
     pub fn max_total(&self) -> u32 {
         self.max_nodes

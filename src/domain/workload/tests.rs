@@ -60,6 +60,7 @@ fn l4_record(id: &str, nodes: usize, max: u32) -> PoolFacts {
         node_allocatable: Some(amounts(&[(GPU, 1), ("cpu", 3), ("memory", 12 << 30)])),
         nodes: (0..nodes).map(|i| node(&format!("{id}-{i}"), 1)).collect(),
         quota_metric: Some("NVIDIA_L4_GPUS".into()),
+        units_per_gpu: 1,
     }
 }
 

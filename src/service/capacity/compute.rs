@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, HashMap};
 use crate::cloud::kube::{NodeInfo, PodInfo};
 use crate::domain::pricing::{PriceTable, cents};
 use crate::model::capacity::{
-    AcceleratorCapacity, CapacitySummary, ClusterCapacity, Counts, IdleCost, NodeCapacity,
-    PendingPod, PoolCapacity,
+    AcceleratorCapacity, CapacitySummary, ClusterCapacity, Counts, GpuUnits, IdleCost,
+    NodeCapacity, PendingPod, PoolCapacity,
 };
 
 use super::pending::{FreeByNode, judge};
@@ -117,10 +117,31 @@ fn node_capacity(n: &NodeInfo, r: Resource, used: &HashMap<&str, (u64, u64, u32)
     }
 }
 
-fn idle_cost(prices: &PriceTable, accelerator_type: &str, spot: bool, free: u64) -> Option<f64> {
+/// Free units times their price: a unit of a partitioned or shared GPU costs the GPU's
+/// price over its units.
+fn idle_cost(
+    prices: &PriceTable,
+    accelerator_type: &str,
+    spot: bool,
+    free: u64,
+    units_per_gpu: u32,
+) -> Option<f64> {
     let u = prices.per_unit_hour.get(accelerator_type)?;
     let unit = if spot { u.spot } else { u.on_demand };
-    Some(cents(unit * free as f64))
+    Some(cents(unit * free as f64 / f64::from(units_per_gpu.max(1))))
+}
+
+/// The units view of a pool whose GPUs are partitioned or shared.
+fn gpu_units(p: &Pool<'_>, counts: &Counts) -> Option<GpuUnits> {
+    let g = p.gpu_sharing.as_ref()?;
+    let per = g.units_per_gpu();
+    Some(GpuUnits {
+        units_per_gpu: per,
+        physical_gpus: counts.allocatable / u64::from(per.max(1)),
+        partition_size: g.partition.map(|(s, _)| s.to_owned()),
+        sharing_strategy: g.sharing.map(|s| s.strategy.as_str().to_owned()),
+        max_clients_per_gpu: g.sharing.map(|s| s.max_clients_per_gpu),
+    })
 }
 
 fn pool_capacity<'a>(
@@ -150,12 +171,18 @@ fn pool_capacity<'a>(
         node_count: u32::try_from(nodes.len()).unwrap_or(u32::MAX),
         max_nodes: p.max_nodes(),
         counts,
-        idle_cost: idle_cost(prices, &p.accelerator_type, p.spot, counts.free).map(|per_hour| {
-            IdleCost {
-                currency: prices.currency.clone(),
-                per_hour,
-            }
+        idle_cost: idle_cost(
+            prices,
+            &p.accelerator_type,
+            p.spot,
+            counts.free,
+            p.gpu_sharing.as_ref().map_or(1, |g| g.units_per_gpu()),
+        )
+        .map(|per_hour| IdleCost {
+            currency: prices.currency.clone(),
+            per_hour,
         }),
+        gpu_units: gpu_units(p, &counts),
         nodes,
     }
 }
@@ -199,6 +226,17 @@ fn summary(pools: &[PoolCapacity], pending: &[PendingPod], prices: &PriceTable) 
             "largest request placeable now: {}",
             c.largest_placeable_request
         ));
+        let shared: Vec<&str> = pools
+            .iter()
+            .filter(|p| p.gpu_units.is_some())
+            .map(|p| p.pool_id.as_str())
+            .collect();
+        if !shared.is_empty() {
+            parts.push(format!(
+                "pools {} count nvidia.com/gpu units (GPU partitions or shares), not physical GPUs",
+                shared.join(", ")
+            ));
+        }
     } else {
         parts.push("no accelerators allocatable".to_owned());
     }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use crate::cloud::kube::inventory::{GPU_RESOURCE, TPU_RESOURCE, Taint, Toleration};
 use crate::cloud::kube::{NodeInfo, PodInfo};
+use crate::domain::gpu_sharing::GpuSharing;
 
 /// The node labels GKE puts the accelerator type in.
 pub const GPU_TYPE_LABEL: &str = "cloud.google.com/gke-accelerator";
@@ -85,6 +86,8 @@ pub struct Pool<'a> {
     /// The node whose labels and taints stand for the pool's (a node, else the template).
     pub shape: &'a NodeInfo,
     pub facts: Option<&'a PoolFacts>,
+    /// Partitions or sharing of the pool's GPUs, from its nodes' GKE labels.
+    pub gpu_sharing: Option<GpuSharing>,
 }
 
 impl Pool<'_> {
@@ -141,10 +144,14 @@ pub fn pools<'a>(nodes: &'a [NodeInfo], facts: &'a [PoolFacts]) -> Vec<Pool<'a>>
                 .filter_map(|n| Resource::of_node(n).map(|r| r.1))
                 .max()
                 .unwrap_or(0);
+            let acc_type = accelerator_type(shape, resource);
             Some(Pool {
                 id,
                 resource,
-                accelerator_type: accelerator_type(shape, resource),
+                gpu_sharing: (resource == Resource::Gpu)
+                    .then(|| GpuSharing::from_node_labels(&acc_type, &shape.labels))
+                    .flatten(),
+                accelerator_type: acc_type,
                 spot: shape.spot,
                 per_node,
                 nodes,

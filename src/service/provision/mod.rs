@@ -18,6 +18,9 @@ pub mod drill;
 pub mod flex;
 pub mod placement;
 pub mod pools;
+pub mod reservations;
+pub mod resize;
+pub mod sharing;
 pub mod up;
 
 use serde_json::Value;

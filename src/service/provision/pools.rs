@@ -60,6 +60,14 @@ pub struct AddPoolRequest {
     /// the default there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_run_duration: Option<String>,
+    /// Share each GPU (or partition) between containers: TIME_SHARING or MPS, with
+    /// 2..48 clients per GPU (GPU pools only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<model::GpuSharing>,
+    /// Split each GPU into multi-instance GPU partitions of this size (`1g.5gb`; A100,
+    /// H100, H200 and B200 only: the 400 lists the sizes of the pool's GPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_size: Option<String>,
 }
 
 fn random_suffix() -> u16 {
@@ -264,6 +272,7 @@ async fn check_pools(
     for s in shapes {
         warnings.extend(check_quota(cloud, &n, s, m.validate_only).await?);
     }
+    warnings.extend(super::reservations::check_reservations(cloud, &n, shapes, zones).await?);
     Ok(warnings)
 }
 
@@ -362,8 +371,10 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
     check_driver_version(&acc, &req)?;
     let zones = zones(&m.path, &req)?;
     let mode = flex::resolve(&acc, &req)?;
-    let shapes = shapes(&acc, &req, &mode)?;
-    let mut warnings = Vec::new();
+    let mut shapes = shapes(&acc, &req, &mode)?;
+    let gpu = super::sharing::check(&acc, &req)?;
+    shapes.iter_mut().for_each(|s| s.gpu_sharing = gpu.clone());
+    let mut warnings = super::sharing::check_version(&svc.cloud, m, gpu.as_ref()).await?;
     if shapes.len() == 2 {
         warnings.extend(check_version(&svc.cloud, m).await?);
     }

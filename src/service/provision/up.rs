@@ -258,6 +258,8 @@ async fn create_plan(
         check_placement(&svc.cloud, &n.project, std::slice::from_ref(&n.zone), acc).await?;
     if let Some(f) = first {
         warnings.extend(check_quota(&svc.cloud, &n, &f.shape, m.validate_only).await?);
+        let first = std::slice::from_ref(&f.shape);
+        warnings.extend(super::reservations::check_reservations(&svc.cloud, &n, first, &[]).await?);
     }
     let mut p = plan(&UpInput {
         names: &n,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::cloud::Cloud;
-use crate::cloud::gcp::types::container::{Cluster as GkeCluster, NodePool as GkePool};
+use crate::cloud::gcp::types::container::{Cluster as GkeCluster, NodeConfig, NodePool as GkePool};
 use crate::cloud::kube::{ClusterAccess, Inventory};
 use crate::domain::PoolState;
 use crate::domain::accelerators::{self, Kind};
@@ -135,7 +135,43 @@ pub fn pool_drift(
     out
 }
 
-/// What differs between a pool's record and GKE: spot, reservation, autoscaling bounds.
+/// GPU partition size and sharing: recorded vs GKE's accelerator config.
+fn sharing_differences(spec: &PoolSpecRecord, cfg: &NodeConfig) -> Vec<String> {
+    let acc = cfg.accelerators.first();
+    let show = |v: Option<String>| v.unwrap_or_else(|| "none".into());
+    let mut out = Vec::new();
+    let partition = acc
+        .and_then(|a| a.gpu_partition_size.clone())
+        .filter(|s| !s.is_empty());
+    if partition != spec.partition_size {
+        out.push(format!(
+            "gpuPartitionSize: recorded {}, GKE {}",
+            show(spec.partition_size.clone()),
+            show(partition)
+        ));
+    }
+    let live = acc.and_then(|a| a.gpu_sharing_config.as_ref()).map(|s| {
+        format!(
+            "{} x{}",
+            s.gpu_sharing_strategy, s.max_shared_clients_per_gpu
+        )
+    });
+    let recorded = spec
+        .sharing
+        .as_ref()
+        .map(|s| format!("{} x{}", s.strategy, s.max_clients_per_gpu));
+    if live != recorded {
+        out.push(format!(
+            "gpuSharingConfig: recorded {}, GKE {}",
+            show(recorded),
+            show(live)
+        ));
+    }
+    out
+}
+
+/// What differs between a pool's record and GKE: spot, reservation, GPU partitions and
+/// sharing, autoscaling bounds.
 pub fn differences(spec: &PoolSpecRecord, live: &GkePool) -> Vec<String> {
     let mut out = Vec::new();
     let cfg = live.config.clone().unwrap_or_default();
@@ -156,6 +192,7 @@ pub fn differences(spec: &PoolSpecRecord, live: &GkePool) -> Vec<String> {
             show(&reservation)
         ));
     }
+    out.extend(sharing_differences(spec, &cfg));
     match live
         .autoscaling
         .as_ref()
@@ -229,7 +266,7 @@ mod tests {
                     .map(|(t, c)| AcceleratorConfig {
                         accelerator_type: t.into(),
                         accelerator_count: c,
-                        gpu_driver_installation_config: None,
+                        ..Default::default()
                     })
                     .into_iter()
                     .collect(),
@@ -283,5 +320,39 @@ mod tests {
         let d = differences(&spec, &other);
         assert_eq!(d.len(), 3, "{d:?}");
         assert!(d[0].starts_with("spot") && d[1].contains("r1") && d[2].contains("off"));
+    }
+
+    #[test]
+    fn differences_in_gpu_partitions_and_sharing() {
+        let spec = PoolSpecRecord {
+            min_nodes: 0,
+            max_nodes: 10,
+            partition_size: Some("1g.5gb".into()),
+            sharing: Some(crate::store::records::SharingRecord {
+                strategy: "TIME_SHARING".into(),
+                max_clients_per_gpu: 3,
+            }),
+            ..Default::default()
+        };
+        let mut live = gke("a2-highgpu-1g", Some(("nvidia-tesla-a100", 1)), None);
+        fn acc(p: &mut GkePool) -> &mut AcceleratorConfig {
+            &mut p.config.as_mut().expect("config").accelerators[0]
+        }
+        acc(&mut live).gpu_partition_size = Some("1g.5gb".into());
+        acc(&mut live).gpu_sharing_config =
+            Some(crate::cloud::gcp::types::container::GpuSharingConfig {
+                gpu_sharing_strategy: "TIME_SHARING".into(),
+                max_shared_clients_per_gpu: 3,
+            });
+        assert!(differences(&spec, &live).is_empty());
+        acc(&mut live).gpu_partition_size = Some("2g.10gb".into());
+        acc(&mut live).gpu_sharing_config = None;
+        assert_eq!(
+            differences(&spec, &live),
+            [
+                "gpuPartitionSize: recorded 1g.5gb, GKE 2g.10gb",
+                "gpuSharingConfig: recorded TIME_SHARING x3, GKE none"
+            ]
+        );
     }
 }

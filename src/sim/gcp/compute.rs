@@ -1,7 +1,8 @@
 //! Simulated Compute Engine (compute v1) under `/compute/v1/`: VPC networks (global
 //! operations), Cloud Routers with NAT (regional operations), regions with quotas,
-//! zones, accelerator and machine types per zone, with the list and aggregated-list calls
-//! gcloud makes; plus `/sim/v1/quotas`.
+//! zones, accelerator and machine types per zone, zonal reservations, with the list and
+//! aggregated-list calls gcloud makes; plus `/sim/v1/quotas` and
+//! `/sim/v1/compute/.../routers/{router}/nats`.
 //!
 //! Invariant: inserts and deletes are operations that move PENDING -> RUNNING -> DONE on
 //! the simulator clock and change the resources only when DONE (in [`tick`]); a
@@ -12,7 +13,10 @@ mod handlers;
 mod info;
 mod list;
 pub mod mig;
+mod nat_admin;
 pub mod quota;
+mod reservation_writes;
+pub mod reservations;
 
 use std::collections::BTreeMap;
 
@@ -86,6 +90,8 @@ pub struct State {
     pub quota_overrides: BTreeMap<String, BTreeMap<String, f64>>,
     /// Managed instance groups: reclaims waiting for spot capacity, requestIds ([`mig`]).
     pub migs: mig::Groups,
+    /// Zonal reservations and their operations ([`reservations`]).
+    pub reservations: reservations::Reservations,
     epoch: Option<DateTime<Utc>>,
 }
 
@@ -168,8 +174,32 @@ pub fn routes() -> Router<Sim> {
             &format!("{P}/zones/{{zone}}/instanceGroupManagers/{{igm}}/deleteInstances"),
             post(mig::delete_instances),
         )
+        .route(
+            &format!("{P}/zones/{{zone}}/reservations"),
+            post(reservation_writes::insert).get(reservations::list),
+        )
+        .route(
+            &format!("{P}/zones/{{zone}}/reservations/{{reservation}}"),
+            get(reservations::get).delete(reservation_writes::delete),
+        )
+        .route(
+            &format!("{P}/aggregated/reservations"),
+            get(reservations::aggregated),
+        )
+        .route(
+            &format!("{P}/zones/{{zone}}/operations/{{operation}}"),
+            get(reservations::get_operation),
+        )
+        .route(
+            &format!("{P}/zones/{{zone}}/operations/{{operation}}/wait"),
+            post(reservations::wait_operation),
+        )
         .route(&format!("{P}/zones"), get(info::list_zones))
         .route(&format!("{P}/zones/{{zone}}"), get(info::get_zone))
+        .route(
+            "/sim/v1/compute/projects/{project}/regions/{region}/routers/{router}/nats",
+            axum::routing::delete(nat_admin::remove_nats),
+        )
         .route(
             "/sim/v1/quotas",
             post(quota::set).get(quota::list).delete(quota::clear),
@@ -179,6 +209,7 @@ pub fn routes() -> Router<Sim> {
 /// Move operations along; apply the effects of those that are DONE.
 pub fn tick(world: &mut World, clock: &Clock) {
     mig::tick(world, clock);
+    reservations::tick(world, clock);
     let state = &mut world.compute;
     for i in 0..state.operations.len() {
         let o = &state.operations[i];

@@ -8,10 +8,11 @@
 //! quota and stockout outcomes are decided when the operation starts and reported as a
 //! DONE operation with `error`, like GKE.
 
+mod autoscaling;
 mod flex;
 mod handlers;
 mod list;
-mod model;
+pub(crate) mod model;
 mod ops;
 mod validate;
 
@@ -38,6 +39,7 @@ pub mod durations {
     pub const CREATE_NODE_POOL: Duration = Duration::from_secs(90);
     pub const DELETE_NODE_POOL: Duration = Duration::from_secs(60);
     pub const SET_NODE_POOL_SIZE: Duration = Duration::from_secs(30);
+    pub const SET_NODE_POOL_AUTOSCALING: Duration = Duration::from_secs(10);
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -129,7 +131,9 @@ pub fn routes() -> Router<Sim> {
         )
         .route(
             &format!("{P}/clusters/{{cluster}}"),
-            get(handlers::get_cluster).delete(handlers::delete_cluster),
+            get(handlers::get_cluster)
+                .put(handlers::update_cluster)
+                .delete(handlers::delete_cluster),
         )
         .route(
             &format!("{P}/clusters/{{cluster}}/nodePools"),
@@ -186,6 +190,8 @@ pub fn quota_caps(world: &mut World) {
                 })
                 .min_by_key(|(_, more)| *more)
                 .map(|(metric, more)| (count.saturating_add(more), metric));
+            let cap =
+                compute::reservations::tighter(cap, compute::reservations::cap(world, c, p, count));
             caps.push((c.kube_key.clone(), p.spec.name.clone(), cap));
         }
     }

@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::PoolNodes;
+use super::ailments::Ailments;
 use super::compute_class;
 use super::controllers::{self, Observed};
 use super::nodes;
@@ -64,6 +65,8 @@ pub struct ClusterKube {
     #[serde(skip)]
     pub authorizations: Vec<String>,
     pub runtime: BTreeMap<String, PoolRuntime>,
+    /// Objects held unhealthy by `/sim/v1/kube/{key}/ailments`.
+    pub ailments: Ailments,
     #[serde(skip)]
     key: String,
     #[serde(skip)]
@@ -100,6 +103,7 @@ impl ClusterKube {
             aggregated_discovery: true,
             authorizations: Vec::new(),
             runtime: BTreeMap::new(),
+            ailments: Ailments::default(),
             key: key.to_owned(),
             observed: Observed::new(),
             dirty: true,
@@ -149,7 +153,8 @@ impl ClusterKube {
             let (planned, backoff_wake) = self.autoscale(&unschedulable, clock);
             self.autoscaler_events(&unschedulable);
             let (migrated, migrate_wake) = self.migrate(clock);
-            let (status, status_wake) = controllers::run(&mut self.api, &mut self.observed, clock);
+            let (status, status_wake) =
+                controllers::run(&mut self.api, &mut self.observed, clock, &self.ailments);
             changed |= scheduled || planned || migrated || status;
             wake = earliest([backoff_wake, migrate_wake, status_wake]);
             if !changed {
@@ -213,7 +218,8 @@ impl ClusterKube {
                 changed = true;
             }
         }
-        for (name, obj) in desired {
+        for (name, mut obj) in desired {
+            self.ailments.apply_to_node(&mut obj);
             let key = ObjKey::new("", "nodes", "", &name);
             match self.api.get(&key) {
                 None => {

@@ -1,10 +1,11 @@
 //! Status controllers on the simulator clock: Deployments become Available (once
 //! their pods run, see [`workloads`]) and
 //! DaemonSets get their pods scheduled a few virtual seconds after each new
-//! generation; CRDs are NamesAccepted at once and Established shortly after.
+//! generation; CRDs are NamesAccepted at once and Established shortly after. A Deployment
+//! or DaemonSet held by an ailment ([`super::ailments`]) stays unready.
 //!
 //! Invariant: status is a pure function of (object, the virtual time its current
-//! generation was first seen, nodes), written only when it differs, so polling an idle
+//! generation was first seen, nodes, ailments), written only when it differs, so polling an idle
 //! cluster never changes a resourceVersion; the earliest pending transition is returned
 //! as the cluster's next wake-up.
 
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::ailments::Ailments;
 use super::objects::{ApiStore, ObjKey};
 use super::resources::{CRD_GROUP, CRD_PLURAL};
 use super::sched::{NodeView, node_views, placement_ok};
@@ -160,6 +162,7 @@ pub fn run(
     store: &mut ApiStore,
     observed: &mut Observed,
     clock: &Clock,
+    ailments: &Ailments,
 ) -> (bool, Option<SimTime>) {
     let mut changed = false;
     let mut wake: Option<SimTime> = None;
@@ -177,7 +180,7 @@ pub fn run(
         later(at, ok);
         // Replicas count once their pods run; an API server without any node (a bare
         // test cluster) runs no pods, and counts every replica after the delay.
-        let ready = match (ok, nodes.is_empty()) {
+        let ready = match (ok && !ailments.holds(&key), nodes.is_empty()) {
             (false, _) => 0,
             (true, true) => i64::MAX,
             (true, false) => workloads::running_pods(store, &obj),
@@ -191,7 +194,8 @@ pub fn run(
         let (ok, at) = due(observed, &key, &obj, clock, DAEMONSET_READY_DELAY);
         later(at, ok);
         let desired = daemonset_desired(&obj, &nodes);
-        changed |= store.set_status(&key, daemonset_status(&obj, desired, ok));
+        let ready = ok && !ailments.holds(&key);
+        changed |= store.set_status(&key, daemonset_status(&obj, desired, ready));
     }
     for key in store.keys_of(CRD_GROUP, CRD_PLURAL) {
         let Some(obj) = store.get(&key).cloned() else {

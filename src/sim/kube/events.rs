@@ -162,7 +162,10 @@ pub fn autoscaler(
                 }
                 Ok(()) if quota_caps.get(*name).is_some_and(|(cap, _)| target >= *cap) => {
                     let metric = &quota_caps[*name].1;
-                    reasons.push(vec![format!("Compute quota {metric} exceeded")]);
+                    reasons.push(vec![match metric.strip_prefix("reservation ") {
+                        Some(r) => format!("no free VMs in reservation {r}"),
+                        None => format!("Compute quota {metric} exceeded"),
+                    }]);
                 }
                 Ok(()) => {}
                 Err(r) => reasons.push(r),

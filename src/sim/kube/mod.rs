@@ -2,7 +2,7 @@
 //! `/kube/{cluster}/` ([`http`]), with node objects that follow the GKE node pools,
 //! a scheduler, a cluster autoscaler and status controllers on the simulator clock
 //! ([`cluster`]), plus admin endpoints: the simulator's own manifests and spot reclaims
-//! ([`admin`]).
+//! ([`admin`]), and objects held unhealthy ([`ailments`]).
 //!
 //! Invariant: the GKE simulator drives this module only through [`State`]'s pool and
 //! cluster functions; every change marks the cluster for reconciliation, which
@@ -11,9 +11,11 @@
 
 pub mod admin;
 pub mod admission;
+pub mod ailments;
 pub mod cluster;
 pub mod compute_class;
 pub mod controllers;
+pub mod device_plugin;
 pub mod events;
 pub mod http;
 pub mod manifests;
@@ -154,7 +156,10 @@ impl State {
 }
 
 pub fn routes() -> Router<Sim> {
-    Router::new().merge(http::routes()).merge(admin::routes())
+    Router::new()
+        .merge(http::routes())
+        .merge(admin::routes())
+        .merge(ailments::routes())
 }
 
 /// Reconcile every cluster that changed or has a transition due.

@@ -339,10 +339,16 @@ pub fn schedule(store: &mut ApiStore) -> (bool, Vec<ObjKey>) {
         }
         match chosen {
             Some(node) => {
-                add(used.entry(node.name.clone()).or_default(), &req);
+                let refused = super::device_plugin::refusal(&pod, node);
+                if refused.is_none() {
+                    add(used.entry(node.name.clone()).or_default(), &req);
+                }
                 let mut bound = pod.clone();
                 bound["spec"]["nodeName"] = json!(node.name);
-                bound["status"] = running_status(&pod, node);
+                bound["status"] = match &refused {
+                    Some(m) => super::device_plugin::failed_status(m),
+                    None => running_status(&pod, node),
+                };
                 store.put(key.clone(), bound);
                 let message = format!(
                     "Successfully assigned {}/{} to {}",

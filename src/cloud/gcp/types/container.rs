@@ -267,6 +267,22 @@ pub struct AcceleratorConfig {
     pub accelerator_type: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_driver_installation_config: Option<GpuDriverInstallationConfig>,
+    /// Multi-instance GPU partition size, e.g. `1g.5gb`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_partition_size: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_sharing_config: Option<GpuSharingConfig>,
+}
+
+/// `GPUSharingConfig`: `gpuSharingStrategy` TIME_SHARING | MPS, `maxSharedClientsPerGpu`
+/// an int64 (a JSON string).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GpuSharingConfig {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub gpu_sharing_strategy: String,
+    #[serde(with = "int64")]
+    pub max_shared_clients_per_gpu: i64,
 }
 
 /// `GPUDriverInstallationConfig`: `gpuDriverVersion` INSTALLATION_DISABLED | DEFAULT | LATEST.
@@ -380,6 +396,18 @@ pub struct CreateNodePoolRequest {
 #[serde(rename_all = "camelCase", default)]
 pub struct SetNodePoolSizeRequest {
     pub node_count: Option<i32>,
+}
+
+/// `SetNodePoolAutoscalingRequest` (`nodePools.setAutoscaling`): the pool's whole
+/// autoscaling configuration (`name` is the pool's resource name; the deprecated
+/// `projectId` / `zone` / `clusterId` / `nodePoolId` are never sent).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SetNodePoolAutoscalingRequest {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<NodePoolAutoscaling>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -12,6 +12,7 @@ pub mod container;
 pub mod iam;
 pub mod int64;
 pub mod mig;
+pub mod reservation;
 pub mod resource_manager;
 pub mod service_usage;
 pub mod storage;

@@ -267,6 +267,7 @@ pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
     let got = gke.get_node_pool(p, z, c, pool).await;
     let found = match s.to_create(pool, got, remove_pool(s, pool)).await? {
         Some(outcome) => {
+            super::reservation::check(s, &spec).await?;
             let sent = gke
                 .create_node_pool(p, z, c, &wire::node_pool(s.names, &spec))
                 .await;

@@ -19,6 +19,8 @@ pub mod manifest_cache;
 mod plan_steps;
 pub mod queued;
 pub mod records;
+mod reservation;
+pub mod resize;
 pub mod results;
 pub mod wire;
 

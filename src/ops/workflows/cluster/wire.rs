@@ -12,9 +12,9 @@ use crate::cloud::gcp::types::artifact_registry::Repository;
 use crate::cloud::gcp::types::compute::{Network, Router, RouterNat};
 use crate::cloud::gcp::types::container::{
     AcceleratorConfig, AddonsConfig, Cluster, GcsFuseCsiDriverConfig, GpuDriverInstallationConfig,
-    IpAllocationPolicy, NodeConfig, NodeManagement, NodePool, NodePoolAutoscaling, NodeTaint,
-    PlacementPolicy, PrivateClusterConfig, ReleaseChannel, ReservationAffinity,
-    WorkloadIdentityConfig, WorkloadMetadataConfig,
+    GpuSharingConfig, IpAllocationPolicy, NodeConfig, NodeManagement, NodePool,
+    NodePoolAutoscaling, NodeTaint, PlacementPolicy, PrivateClusterConfig, ReleaseChannel,
+    ReservationAffinity, WorkloadIdentityConfig, WorkloadMetadataConfig,
 };
 use crate::cloud::gcp::types::storage::{
     Bucket, IamConfiguration, Lifecycle, LifecycleRule, UniformBucketLevelAccess, Versioning,
@@ -237,6 +237,11 @@ fn base_pool(n: &ClusterNames, p: &PoolSpecRecord) -> NodePool {
                 GpuDriverInstallationConfig {
                     gpu_driver_version: v.clone(),
                 }
+            }),
+            gpu_partition_size: p.partition_size.clone(),
+            gpu_sharing_config: p.sharing.as_ref().map(|s| GpuSharingConfig {
+                gpu_sharing_strategy: s.strategy.clone(),
+                max_shared_clients_per_gpu: i64::from(s.max_clients_per_gpu),
             }),
         }],
         _ => Vec::new(),

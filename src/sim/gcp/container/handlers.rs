@@ -31,7 +31,7 @@ use super::{region_of, validate};
 pub(super) const SVC: &str = "container";
 pub(super) const F: Flavor = Flavor::Aip193;
 
-fn invalid(msg: impl Into<String>) -> SimError {
+pub(super) fn invalid(msg: impl Into<String>) -> SimError {
     SimError::invalid(F, msg)
 }
 
@@ -45,7 +45,7 @@ fn not_found(what: &str) -> SimError {
     )
 }
 
-fn key(project: &str, location: &str, cluster: &str) -> String {
+pub(super) fn key(project: &str, location: &str, cluster: &str) -> String {
     format!("{project}/{location}/{cluster}")
 }
 
@@ -55,7 +55,7 @@ fn cluster_ref(project: &str, location: &str, cluster: &str) -> String {
 
 /// Start the operation that applies `effect` to the cluster `(project, location, key)`;
 /// its GKE operation type and virtual duration follow from the effect.
-fn begin(
+pub(super) fn begin(
     sim: &Sim,
     w: &mut World,
     (project, location, cluster_key): (&str, &str, &str),
@@ -69,6 +69,9 @@ fn begin(
         Effect::CreatePool(_) => ("CREATE_NODE_POOL", durations::CREATE_NODE_POOL),
         Effect::DeletePool(_) => ("DELETE_NODE_POOL", durations::DELETE_NODE_POOL),
         Effect::SetSize(..) => ("SET_NODE_POOL_SIZE", durations::SET_NODE_POOL_SIZE),
+        // The discovery document has no autoscaling operation type; GKE reports
+        // autoscaling changes as cluster updates.
+        Effect::SetAutoscaling(..) => ("UPDATE_CLUSTER", durations::SET_NODE_POOL_AUTOSCALING),
     };
     ops::start(
         w,
@@ -102,7 +105,7 @@ fn provisioning_pool(p: &NodePool, location: &str) -> Result<PoolRec, SimError> 
 }
 
 /// The fault kinds a method that starts an operation reports through that operation.
-const FORWARDED: &[FaultKind] = &[FaultKind::QuotaExceeded, FaultKind::Stockout];
+pub(super) const FORWARDED: &[FaultKind] = &[FaultKind::QuotaExceeded, FaultKind::Stockout];
 
 type Cp = Path<(String, String, String)>;
 type Pp = Path<(String, String, String, String)>;
@@ -207,6 +210,19 @@ pub async fn get_cluster(
     sim.serve((SVC, F), "clusters.get", || {
         let w = sim.world();
         find_cluster(&w, &project, &location, &cluster).map(|c| Json(c.to_wire(&w.kube)))
+    })
+    .await
+}
+
+/// PUT `.../clusters/{cluster}` (`clusters.update`): the node pool autoscaling subset.
+pub async fn update_cluster(
+    State(sim): State<Sim>,
+    Path((project, location, cluster)): Cp,
+    body: Bytes,
+) -> Response {
+    sim.serve_forcing((SVC, F), "clusters.update", FORWARDED, |forced| {
+        let at = (project.as_str(), location.as_str(), cluster.as_str());
+        super::autoscaling::update_cluster(&sim, at, &body, forced).map(Json)
     })
     .await
 }
@@ -329,7 +345,7 @@ fn find_cluster<'w>(
 }
 
 /// The node pool `pool` of a cluster, with that cluster, or GKE's 404 for the pool.
-fn find_pool<'w>(
+pub(super) fn find_pool<'w>(
     w: &'w World,
     (project, location, cluster): (&str, &str, &str),
     pool: &str,
@@ -384,12 +400,21 @@ pub async fn delete_pool(
     .await
 }
 
-/// POST `.../nodePools/{pool}:{verb}`: only `setSize`.
+/// POST `.../nodePools/{pool}:{verb}`: `setSize` and `setAutoscaling`.
 pub async fn pool_verb(
     State(sim): State<Sim>,
     Path((project, location, cluster, segment)): Pp,
     body: Bytes,
 ) -> Response {
+    if let Some((pool, "setAutoscaling")) = segment.split_once(':') {
+        let pool = pool.to_owned();
+        return sim
+            .serve_forcing((SVC, F), "nodePools.setAutoscaling", FORWARDED, |forced| {
+                let at = (project.as_str(), location.as_str(), cluster.as_str());
+                super::autoscaling::set(&sim, at, &pool, &body, forced).map(Json)
+            })
+            .await;
+    }
     let Some((pool, "setSize")) = segment.split_once(':') else {
         let e = SimError::no_method(F, &segment);
         return tag("nodePools.unknownVerb", e);

@@ -10,8 +10,10 @@ use base64::Engine;
 use serde::Serialize;
 
 use crate::cloud::gcp::types::container::{
-    Cluster, MasterAuth, NodeManagement, NodePool, Operation, RpcStatus, StatusCondition,
+    Cluster, MasterAuth, NodeConfig, NodeManagement, NodePool, NodePoolAutoscaling, Operation,
+    RpcStatus, StatusCondition,
 };
+use crate::domain::gpu_sharing;
 use crate::sim::clock::SimTime;
 use crate::sim::gcp::compute::catalog;
 use crate::sim::kube::{self, PoolNodes};
@@ -271,7 +273,8 @@ impl PoolRec {
                     "present".into(),
                     "NoSchedule".into(),
                 ));
-                allocatable.insert("nvidia.com/gpu".into(), count.to_string());
+                let units = shared_units(&config, kind, *count, &mut labels);
+                allocatable.insert("nvidia.com/gpu".into(), units.to_string());
             }
             Accel::Tpu {
                 kind,
@@ -343,6 +346,39 @@ impl PoolRec {
     }
 }
 
+/// What GKE's device plugin advertises for `count` GPUs of `kind` with the pool's
+/// `gpuPartitionSize` and `gpuSharingConfig`: `nvidia.com/gpu` = GPUs x partitions per
+/// GPU x clients per GPU, and the partition / sharing node labels.
+fn shared_units(
+    config: &NodeConfig,
+    kind: &str,
+    count: u32,
+    labels: &mut BTreeMap<String, String>,
+) -> u32 {
+    let Some(a) = config.accelerators.first() else {
+        return count;
+    };
+    let mut units = count;
+    if let Some(size) = a.gpu_partition_size.as_deref().filter(|s| !s.is_empty()) {
+        units *= gpu_sharing::partitions_per_gpu(kind, size).unwrap_or(1);
+        labels.insert(gpu_sharing::PARTITION_LABEL.into(), size.to_owned());
+    }
+    if let Some(s) = &a.gpu_sharing_config
+        && let Some(strategy) = gpu_sharing::Strategy::parse(&s.gpu_sharing_strategy)
+    {
+        let clients = u32::try_from(s.max_shared_clients_per_gpu)
+            .unwrap_or(1)
+            .max(1);
+        units *= clients;
+        labels.insert(
+            gpu_sharing::STRATEGY_LABEL.into(),
+            strategy.label_value().into(),
+        );
+        labels.insert(gpu_sharing::MAX_CLIENTS_LABEL.into(), clients.to_string());
+    }
+    units
+}
+
 fn taint_effect(effect: &str) -> String {
     match effect {
         "PREFER_NO_SCHEDULE" => "PreferNoSchedule",
@@ -361,6 +397,8 @@ pub enum Effect {
     CreatePool(String),
     DeletePool(String),
     SetSize(String, u32),
+    /// `setAutoscaling`: the pool's new autoscaling config.
+    SetAutoscaling(String, NodePoolAutoscaling),
 }
 
 /// A failure decided when the operation started, reported when it is DONE.
@@ -394,6 +432,7 @@ impl OpRec {
             Effect::CreatePool(p) => format!("creating node pool {p}"),
             Effect::DeletePool(p) => format!("deleting node pool {p}"),
             Effect::SetSize(p, _) => format!("resizing node pool {p}"),
+            Effect::SetAutoscaling(p, _) => format!("updating the autoscaling of node pool {p}"),
         }
     }
 }
@@ -460,6 +499,7 @@ mod tests {
                 gpu_driver_installation_config: Some(GpuDriverInstallationConfig {
                     gpu_driver_version: "LATEST".into(),
                 }),
+                ..Default::default()
             }];
         }
         assert_eq!(

@@ -288,6 +288,11 @@ fn finish(world: &mut World, clock: &Clock, i: usize) {
                 }
             }
         }
+        Effect::SetAutoscaling(name, a) => {
+            if let Some(c) = container.clusters.get_mut(&rec.cluster) {
+                super::autoscaling::apply(c, kube, name, a, fail);
+            }
+        }
     }
     let o = &mut container.operations[i].op;
     o.status = "DONE".into();

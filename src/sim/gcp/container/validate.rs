@@ -4,7 +4,10 @@
 //! Invariant: a pool that passes [`pool`] has a known machine type and a consistent
 //! accelerator shape, so quota accounting and node labelling never meet an unknown pool.
 
-use crate::cloud::gcp::types::container::{Cluster, NodeConfig, NodePool};
+use crate::cloud::gcp::types::container::{
+    AcceleratorConfig, Cluster, NodeConfig, NodePool, NodePoolAutoscaling,
+};
+use crate::domain::gpu_sharing;
 use crate::sim::error::{Flavor, SimError};
 use crate::sim::gcp::compute::catalog::{self, TpuMachine};
 
@@ -157,29 +160,43 @@ pub fn pool(p: &NodePool, location: &str) -> Result<(NodePool, Shape, Vec<String
         p.initial_node_count.unwrap_or(0),
         "initialNodeCount",
     )?;
-    if let Some(a) = &p.autoscaling
-        && a.enabled == Some(true)
-    {
-        let min = a.min_node_count.or(a.total_min_node_count).unwrap_or(0);
-        let max = a.max_node_count.or(a.total_max_node_count).unwrap_or(0);
-        if min < 0 || max < 1 || min > max {
-            return Err(invalid(format!(
-                "Invalid autoscaling limits: minNodeCount {min} and maxNodeCount {max}; need 0 <= min <= max and max >= 1."
-            )));
-        }
-        if let Some(lp) = &a.location_policy
-            && !["BALANCED", "ANY", "LOCATION_POLICY_UNSPECIFIED"].contains(&lp.as_str())
-        {
-            return Err(invalid(format!(
-                "Invalid autoscaling locationPolicy \"{lp}\"."
-            )));
-        }
-        node_count(&shape, min, "autoscaling.minNodeCount")?;
-        node_count(&shape, max, "autoscaling.maxNodeCount")?;
+    if let Some(a) = &p.autoscaling {
+        autoscaling(&shape, a)?;
     }
     spec.config = Some(config);
     spec.locations = zones.clone();
     Ok((spec, shape, zones))
+}
+
+/// An enabled autoscaling config: `0 <= min <= max`, `max >= 1`, whole slices, a known
+/// location policy (a disabled one is not checked, as GKE ignores its bounds).
+pub fn autoscaling(shape: &Shape, a: &NodePoolAutoscaling) -> Result<(), SimError> {
+    if a.enabled != Some(true) {
+        return Ok(());
+    }
+    let per_zone = a.min_node_count.is_some() || a.max_node_count.is_some();
+    if per_zone && (a.total_min_node_count.is_some() || a.total_max_node_count.is_some()) {
+        return Err(invalid(
+            "Autoscaling total_*_node_count fields are mutually exclusive with the per-zone *_node_count fields.",
+        ));
+    }
+    let min = a.min_node_count.or(a.total_min_node_count).unwrap_or(0);
+    let max = a.max_node_count.or(a.total_max_node_count).unwrap_or(0);
+    if min < 0 || max < 1 || min > max {
+        return Err(invalid(format!(
+            "Invalid autoscaling limits: minNodeCount {min} and maxNodeCount {max}; need 0 <= min <= max and max >= 1."
+        )));
+    }
+    if let Some(lp) = &a.location_policy
+        && !["BALANCED", "ANY", "LOCATION_POLICY_UNSPECIFIED"].contains(&lp.as_str())
+    {
+        return Err(invalid(format!(
+            "Invalid autoscaling locationPolicy \"{lp}\"."
+        )));
+    }
+    node_count(shape, min, "autoscaling.minNodeCount")?;
+    node_count(shape, max, "autoscaling.maxNodeCount")?;
+    Ok(())
 }
 
 /// Node counts of multi-host TPU slices must be whole slices.
@@ -324,10 +341,54 @@ fn gpu_shape(config: &NodeConfig, machine: &str) -> Result<Accel, SimError> {
             "Accelerator {kind} x {count} is not supported with machine type {machine}: {need}."
         )));
     }
+    gpu_sharing(a, kind)?;
     Ok(Accel::Gpu {
         kind: kind.to_owned(),
         count,
     })
+}
+
+/// `gpuPartitionSize` (a MIG size of this GPU model) and `gpuSharingConfig` (a known
+/// strategy, 2..=48 clients; MPS only on whole GPUs).
+fn gpu_sharing(a: &AcceleratorConfig, kind: &str) -> Result<(), SimError> {
+    if let Some(size) = a.gpu_partition_size.as_deref().filter(|s| !s.is_empty())
+        && gpu_sharing::partitions_per_gpu(kind, size).is_none()
+    {
+        let sizes: Vec<&str> = gpu_sharing::partition_sizes(kind)
+            .iter()
+            .map(|(s, _)| *s)
+            .collect();
+        return Err(invalid(if sizes.is_empty() {
+            format!("GPU partitioning is not supported for accelerator type {kind}.")
+        } else {
+            format!(
+                "Invalid value for field \"acceleratorConfig.gpuPartitionSize\": \"{size}\" is not supported for {kind}; supported sizes: {}.",
+                sizes.join(", ")
+            )
+        }));
+    }
+    let Some(s) = &a.gpu_sharing_config else {
+        return Ok(());
+    };
+    let Some(strategy) = gpu_sharing::Strategy::parse(&s.gpu_sharing_strategy) else {
+        return Err(invalid(format!(
+            "Invalid value for field \"gpuSharingConfig.gpuSharingStrategy\": \"{}\" (TIME_SHARING or MPS).",
+            s.gpu_sharing_strategy
+        )));
+    };
+    let (lo, hi) = (gpu_sharing::MIN_CLIENTS, gpu_sharing::MAX_CLIENTS);
+    if !(i64::from(lo)..=i64::from(hi)).contains(&s.max_shared_clients_per_gpu) {
+        return Err(invalid(format!(
+            "Invalid value for field \"gpuSharingConfig.maxSharedClientsPerGpu\": {}; must be between {lo} and {hi}.",
+            s.max_shared_clients_per_gpu
+        )));
+    }
+    if strategy == gpu_sharing::Strategy::Mps && a.gpu_partition_size.is_some() {
+        return Err(invalid(
+            "NVIDIA MPS cannot be used with GPU partitions (gpuPartitionSize).",
+        ));
+    }
+    Ok(())
 }
 
 fn family_hint(kind: &str) -> &'static str {

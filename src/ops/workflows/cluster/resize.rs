@@ -1,0 +1,181 @@
+//! The UPDATE_NODE_POOL workflow: a pool resize. Each `pool:{id}` step sets the GKE
+//! pool's autoscaling (`nodePools.setAutoscaling`) to the bounds the operation was
+//! accepted with, waits for GKE's operation, and then records the bounds (and the price
+//! estimate at them) in the pool's record.
+//!
+//! Invariant: the autoscaling sent is the one the pool's record builds
+//! ([`super::wire::node_pool`]) with the new bounds, so everything else the record says
+//! (location policy, ...) is sent unchanged, and the record changes only after GKE has
+//! applied the bounds: a step that fails or is cancelled leaves the record as it was,
+//! and a step run again sends the same request (GKE's setAutoscaling is idempotent).
+//! A resize changes no record state (the default `finish`): the pools stay RUNNING,
+//! and the cluster's queue keeps every other operation on it out of the way.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::ops::steps::{RpcCode, StepError, StepRecord};
+use crate::ops::workflows::{StepCtx, Workflow};
+use crate::plan::{Action, StepId};
+use crate::store::operations::OperationRow;
+use crate::store::records::CostRecord;
+use crate::store::{self};
+
+use super::{ClusterOpInput, Env, gcp_error, store_error, wire};
+
+pub const RESIZE: &str = "UPDATE_NODE_POOL";
+
+/// One pool's new bounds (per zone) and its estimate at them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolBounds {
+    pub pool_id: String,
+    pub min_nodes: i64,
+    pub max_nodes: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_hourly_cost: Option<CostRecord>,
+}
+
+/// What a resize operation stores in its input's `request`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResizeInput {
+    /// The request as received: `updateMask`, `minNodes`, `maxNodes`.
+    #[serde(default)]
+    pub asked: Value,
+    /// Every pool the resize sets, in plan order.
+    pub pools: Vec<PoolBounds>,
+}
+
+impl ResizeInput {
+    fn of(input: &ClusterOpInput) -> Result<ResizeInput, StepError> {
+        serde_json::from_value(input.request.clone())
+            .map_err(|e| bad_input(format!("resize request: {e}")))
+    }
+}
+
+fn bad_input(message: String) -> StepError {
+    StepError::terminal(RpcCode::Internal, "BAD_OPERATION_INPUT", message)
+}
+
+/// The UPDATE_NODE_POOL workflow on the provisioning environment.
+pub struct ResizeWorkflow {
+    env: Arc<Env>,
+}
+
+impl ResizeWorkflow {
+    pub fn new(env: Arc<Env>) -> ResizeWorkflow {
+        ResizeWorkflow { env }
+    }
+
+    async fn set(
+        &self,
+        input: &ClusterOpInput,
+        b: &PoolBounds,
+        ctx: &StepCtx,
+    ) -> Result<Value, StepError> {
+        let names = input.names()?;
+        let (p, z, c) = (&names.project, &names.zone, &names.cluster);
+        let pool = b.pool_id.as_str();
+        let rec = store::node_pools::get(&self.env.db, input.cluster_id, pool)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| {
+                StepError::terminal(
+                    RpcCode::FailedPrecondition,
+                    "NODE_POOL_NOT_RECORDED",
+                    format!("node pool {pool} has no record any more: it was removed"),
+                )
+            })?;
+        let mut spec = rec.spec;
+        spec.pool_id = pool.to_owned();
+        spec.min_nodes = b.min_nodes;
+        spec.max_nodes = b.max_nodes;
+        let autoscaling = wire::node_pool(&names, &spec)
+            .autoscaling
+            .unwrap_or_default();
+        let gke = &self.env.cloud.gcp.container;
+        let op = match gke
+            .set_node_pool_autoscaling(p, z, c, pool, &autoscaling)
+            .await
+        {
+            Ok(op) => op,
+            Err(e) if e.is_not_found() => {
+                return Err(StepError::terminal(
+                    RpcCode::FailedPrecondition,
+                    "NODE_POOL_NOT_IN_GKE",
+                    format!(
+                        "node pool {pool} is recorded but GKE has no such pool ({e}): create it again from its record with up (PUT the cluster), then resize"
+                    ),
+                )
+                .with("pool", pool));
+            }
+            Err(e) => return Err(gcp_error(e)),
+        };
+        gke.wait_operation(&op, &ctx.cancel, self.env.timing.lro)
+            .await
+            .map_err(gcp_error)?;
+        store::node_pools::set_bounds(
+            &self.env.db,
+            input.cluster_id,
+            pool,
+            b.min_nodes,
+            b.max_nodes,
+            b.estimated_hourly_cost.as_ref(),
+        )
+        .await
+        .map_err(store_error)?;
+        Ok(json!({
+            "poolId": pool,
+            "minNodes": b.min_nodes,
+            "maxNodes": b.max_nodes,
+            "autoscaling": autoscaling,
+        }))
+    }
+}
+
+impl Workflow for ResizeWorkflow {
+    fn op_type(&self) -> &'static str {
+        RESIZE
+    }
+
+    /// Two GKE updates and their waits.
+    fn deadline(&self) -> Duration {
+        Duration::from_secs(3600)
+    }
+
+    fn run_step<'a>(&'a self, ctx: &'a StepCtx) -> BoxFuture<'a, Result<Value, StepError>> {
+        Box::pin(async move {
+            let input: ClusterOpInput = serde_json::from_value(ctx.op.input.clone())
+                .map_err(|e| bad_input(format!("operation input: {e}")))?;
+            let action: Action = serde_json::from_value(ctx.step.input.clone())
+                .map_err(|e| bad_input(format!("step {} input: {e}", ctx.step.id)))?;
+            let resize = ResizeInput::of(&input)?;
+            let StepId::Pool(pool) = &action.id else {
+                return Err(bad_input(format!(
+                    "step {} is not a resize step",
+                    action.id
+                )));
+            };
+            let bounds = resize
+                .pools
+                .iter()
+                .find(|b| &b.pool_id == pool)
+                .ok_or_else(|| bad_input(format!("no bounds for pool {pool}")))?;
+            self.set(&input, bounds, ctx).await
+        })
+    }
+
+    fn response(&self, op: &OperationRow, _steps: &[StepRecord]) -> Value {
+        let input: Option<ClusterOpInput> = serde_json::from_value(op.input.clone()).ok();
+        let resize = input.as_ref().and_then(|i| ResizeInput::of(i).ok());
+        json!({
+            "cluster": input.as_ref().map(|i| format!("projects/{}/zones/{}/clusters/{}", i.project, i.zone, i.cluster)),
+            "nodePools": resize.map(|r| r.pools).unwrap_or_default(),
+        })
+    }
+}

@@ -1,0 +1,121 @@
+//! The reservation check of `pool add` and `up`: before a pool bound to a specific
+//! reservation is accepted (or previewed), the reservation is read from its owner
+//! project and must be in one of the pool's zones, hold the pool's machine type and
+//! accelerators, and have `minNodes` VMs free.
+//!
+//! Invariant: a refusal is a 409 (FAILED_PRECONDITION) with RESERVATION_NOT_FOUND,
+//! RESERVATION_MISMATCH (`field`, `wanted`, `found`) or RESERVATION_EXHAUSTED (`count`,
+//! `inUseCount`, `needed`), the same for a preview and an apply; a reservation that
+//! cannot be read for another reason (403, 5xx) is a warning, not a refusal: the
+//! pool-create step reads it again before creating the pool.
+
+use crate::cloud::Cloud;
+use crate::cloud::gcp::compute::reservations::Verdict;
+use crate::domain::accelerators::Kind;
+use crate::domain::naming::ClusterNames;
+use crate::domain::pools::PoolShape;
+use crate::domain::reservation::{
+    Refusal, ReservationRef, Wanted, not_found_message, not_shared_message, refusal_message,
+};
+
+use super::super::{Error, Result};
+
+/// What a pool of `s` in `zones` (empty: the cluster's zone) needs from its reservation.
+fn wanted(n: &ClusterNames, s: &PoolShape, zones: &[String]) -> Wanted {
+    let a = &s.accelerator;
+    Wanted {
+        zones: if zones.is_empty() {
+            vec![n.zone.clone()]
+        } else {
+            zones.to_vec()
+        },
+        machine_type: a.machine_type.to_owned(),
+        accelerator: (a.kind == Kind::Gpu)
+            .then(|| (a.gke_accelerator_type.to_owned(), i64::from(a.count))),
+        min_nodes: i64::from(s.min_nodes),
+    }
+}
+
+/// The 409 for a refusal.
+pub fn refusal_error(r: &ReservationRef, zone: &str, refusal: &Refusal) -> Error {
+    let e = Error::precondition(refusal.reason(), refusal_message(r, zone, refusal))
+        .with("reservation", r)
+        .with("zone", zone);
+    match refusal {
+        Refusal::Mismatch {
+            field,
+            wanted,
+            found,
+        } => e
+            .with("field", field)
+            .with("wanted", wanted)
+            .with("found", found),
+        Refusal::Exhausted {
+            count,
+            in_use,
+            needed,
+        } => e
+            .with("count", count)
+            .with("inUseCount", in_use)
+            .with("needed", needed),
+    }
+}
+
+/// Check the reservation of each shape that names one; returns warnings for those that
+/// could not be read.
+pub async fn check_reservations(
+    cloud: &Cloud,
+    n: &ClusterNames,
+    shapes: &[PoolShape],
+    zones: &[String],
+) -> Result<Vec<String>> {
+    let mut warnings = Vec::new();
+    for s in shapes {
+        let Some(raw) = s.reservation.as_deref() else {
+            continue;
+        };
+        let Some(r) = ReservationRef::parse(raw) else {
+            continue; // the shape rules refused it already
+        };
+        let w = wanted(n, s, zones);
+        let compute = &cloud.gcp.compute;
+        match compute
+            .check_reservation(&n.project, &n.region, &r, &w)
+            .await
+        {
+            Ok(Verdict::Holds(_)) => {}
+            Ok(Verdict::NotFound { owner, searched }) => {
+                return Err(Error::precondition(
+                    "RESERVATION_NOT_FOUND",
+                    not_found_message(&r, &owner, &n.project, &searched),
+                )
+                .with("reservation", &r)
+                .with("project", &owner));
+            }
+            Ok(Verdict::NotShared { owner, zone }) => {
+                return Err(Error::precondition(
+                    "RESERVATION_NOT_FOUND",
+                    not_shared_message(&r, &owner, &zone, &n.project),
+                )
+                .with("reservation", &r)
+                .with("project", &owner)
+                .with("zone", &zone));
+            }
+            Ok(Verdict::Refused(l, refusal)) => {
+                return Err(refusal_error(&r, &l.zone, &refusal));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, reservation = %r, "reservation check skipped");
+                warnings.push(format!(
+                    "reservation {r} not checked ({e}); the pool-create step checks it again{}",
+                    if r.owner.is_some() {
+                        ": kineticd needs roles/compute.viewer (compute.reservations.get) on the owner project"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+    }
+    Ok(warnings)
+}

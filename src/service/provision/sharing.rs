@@ -1,0 +1,78 @@
+//! `sharing` and `partitionSize` of `pool add`: checked against the pool's GPU model
+//! ([`crate::domain::gpu_sharing`]) and, for a sharing strategy, against the cluster's
+//! GKE version, before anything is planned.
+//!
+//! Invariant: a request that passes carries a [`GpuSharing`] GKE accepts for the pool's
+//! GPU and for the cluster's version as GKE reported it (an unreadable version is a
+//! warning, never a guess).
+
+use crate::cloud::Cloud;
+use crate::domain::accelerators::Resolved;
+use crate::domain::compute_class::GkeVersion;
+use crate::domain::gpu_sharing::{self, GpuSharing, SharingError};
+
+use super::super::{Error, Result};
+use super::Mutation;
+use super::pools::AddPoolRequest;
+
+fn sharing_error(acc: &Resolved, e: SharingError) -> Error {
+    let mut err = Error::invalid(e.reason(), e.to_string()).with("accelerator", acc.base_name());
+    if let Some(valid) = e.valid_sizes() {
+        err = err.with("validPartitionSizes", valid);
+    }
+    err
+}
+
+/// The sharing and partitioning a request asks of a pool of `acc` (None: whole GPUs).
+pub fn check(acc: &Resolved, req: &AddPoolRequest) -> Result<Option<GpuSharing>> {
+    let sharing = req
+        .sharing
+        .as_ref()
+        .map(|s| (s.strategy.as_str(), s.max_clients_per_gpu));
+    gpu_sharing::check(acc, req.partition_size.as_deref(), sharing)
+        .map_err(|e| sharing_error(acc, e))
+}
+
+/// A sharing strategy needs a GKE version that has it: the cluster's
+/// `currentMasterVersion` as GKE reports it now; warnings when it cannot be read.
+pub async fn check_version(
+    cloud: &Cloud,
+    m: &Mutation,
+    gpu: Option<&GpuSharing>,
+) -> Result<Vec<String>> {
+    let Some(s) = gpu.and_then(|g| g.sharing) else {
+        return Ok(Vec::new());
+    };
+    let n = m.names();
+    let cluster = match cloud
+        .gcp
+        .container
+        .get_cluster(&n.project, &n.zone, &n.cluster)
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, cluster = %n.cluster, "GKE version check for GPU sharing skipped");
+            return Ok(vec![format!(
+                "the GKE version of cluster {} was not checked for {} ({e})",
+                n.cluster,
+                s.strategy.as_str()
+            )]);
+        }
+    };
+    let version = cluster.current_master_version.unwrap_or_default();
+    let min = s.strategy.min_version();
+    match GkeVersion::parse(&version) {
+        Some(v) if v >= min => Ok(Vec::new()),
+        _ => Err(Error::invalid(
+            "GKE_VERSION_TOO_OLD",
+            format!(
+                "cluster {} runs GKE {version:?}; GPU sharing with {} needs GKE {min} or later: upgrade the cluster or add the pool without \"sharing\"",
+                m.path.name(),
+                s.strategy.as_str()
+            ),
+        )
+        .with("currentMasterVersion", &version)
+        .with("minimumVersion", min)),
+    }
+}

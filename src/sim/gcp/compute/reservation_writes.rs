@@ -1,0 +1,260 @@
+//! Simulated `reservations.insert` (a zonal operation that adds the reservation when
+//! DONE, `requestId` deduplicated) and `reservations.delete` (gone at once), with
+//! Compute's checks of a new reservation (name, zone, count, machine type and GPUs
+//! offered in the zone, share settings).
+//!
+//! Invariant: a body is parsed strictly and checked before anything changes; a replayed
+//! `requestId` returns the operation it started; a name taken (or being created) is 409.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+
+use crate::cloud::gcp::types::compute::Operation;
+use crate::cloud::gcp::types::reservation::{Reservation, ShareSettings};
+use crate::sim::Sim;
+use crate::sim::body::strict;
+use crate::sim::error::SimError;
+
+use super::catalog;
+use super::handlers::{F, Rq, SVC, base, request_id};
+use super::reservations::{ZoneOp, key, zone_check};
+
+/// Virtual time a reservation takes to be created.
+const CREATE: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn invalid(msg: impl Into<String>) -> SimError {
+    SimError::invalid(F, msg)
+}
+
+/// Compute's checks of a new reservation.
+fn validate(r: &Reservation, zone: &str) -> Result<(), SimError> {
+    if !crate::sim::gcp::is_lowercase_label(&r.name, 63) {
+        return Err(invalid(format!(
+            "Invalid value for field 'resource.name': '{}'. Must be a match of regex '(?:[a-z](?:[-a-z0-9]{{0,61}}[a-z0-9])?)'",
+            r.name
+        )));
+    }
+    if let Some(z) = r.zone.as_deref()
+        && z.rsplit('/').next() != Some(zone)
+    {
+        return Err(invalid(format!(
+            "Invalid value for field 'resource.zone': '{z}'. Zone must match the request zone '{zone}'."
+        )));
+    }
+    let Some(sku) = &r.specific_reservation else {
+        return Err(invalid(
+            "Invalid value for field 'resource.specificReservation': ''. A specific reservation is required.",
+        ));
+    };
+    if sku.count.unwrap_or(0) <= 0 {
+        return Err(invalid(
+            "Invalid value for field 'resource.specificReservation.count': '0'. Must be greater than 0.",
+        ));
+    }
+    let machine = sku
+        .instance_properties
+        .as_ref()
+        .map(|p| p.machine_type.as_str())
+        .unwrap_or("");
+    if sku.source_instance_template.is_none() && !catalog::machine_in_zone(machine, zone) {
+        return Err(invalid(format!(
+            "Invalid value for field 'resource.specificReservation.instanceProperties.machineType': '{machine}'. Machine type with name '{machine}' does not exist in zone '{zone}'."
+        )));
+    }
+    for a in sku
+        .instance_properties
+        .iter()
+        .flat_map(|p| &p.guest_accelerators)
+    {
+        let t = a.accelerator_type.rsplit('/').next().unwrap_or("");
+        if !catalog::gpus_in_zone(zone).iter().any(|g| g.name == t) {
+            return Err(invalid(format!(
+                "Invalid value for field 'resource.specificReservation.instanceProperties.guestAccelerators[0].acceleratorType': '{t}'. Accelerator type '{t}' does not exist in zone '{zone}'."
+            )));
+        }
+    }
+    if let Some(s) = &r.share_settings {
+        match s.share_type.as_deref() {
+            Some("SPECIFIC_PROJECTS") if s.project_map.is_empty() => {
+                return Err(invalid(
+                    "Invalid value for field 'resource.shareSettings.projectMap': ''. SPECIFIC_PROJECTS needs at least one project.",
+                ));
+            }
+            Some("LOCAL") | None if !s.project_map.is_empty() => {
+                return Err(invalid(
+                    "Invalid value for field 'resource.shareSettings.projectMap': a LOCAL reservation is not shared with other projects.",
+                ));
+            }
+            None | Some("LOCAL" | "SPECIFIC_PROJECTS" | "ORGANIZATION") => {}
+            Some(t) => {
+                return Err(invalid(format!(
+                    "Invalid value for field 'resource.shareSettings.shareType': '{t}'."
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn op_name() -> String {
+    format!(
+        "operation-{}-{:013x}-{:08x}",
+        chrono::Utc::now().timestamp_millis(),
+        rand::random::<u64>() & 0x1f_ffff_ffff_ffff,
+        rand::random::<u32>()
+    )
+}
+
+fn do_insert(
+    sim: &Sim,
+    project: &str,
+    zone: &str,
+    q: &Rq,
+    body: &Bytes,
+) -> Result<Operation, SimError> {
+    let mut r: Reservation = strict(F, body)?;
+    let rid = request_id(q)?;
+    let clock = sim.clock();
+    let mut w = sim.world();
+    if let Some(name) = rid
+        .as_ref()
+        .and_then(|id| w.compute.reservations.requests.get(id))
+    {
+        let known = w
+            .compute
+            .reservations
+            .operations
+            .iter()
+            .find(|o| &o.op.name == name);
+        if let Some(o) = known {
+            return Ok(o.op.clone());
+        }
+    }
+    zone_check(project, zone)?;
+    validate(&r, zone)?;
+    let k = key(project, zone, &r.name);
+    let what = format!("projects/{project}/zones/{zone}/reservations/{}", r.name);
+    let pending = w
+        .compute
+        .reservations
+        .operations
+        .iter()
+        .any(|o| o.op.status != "DONE" && o.insert.as_ref().is_some_and(|(ok, _)| *ok == k));
+    if w.compute.reservations.items.contains_key(&k) || pending {
+        return Err(SimError::already_exists(F, &what));
+    }
+    let base = base(sim, project);
+    let zone_url = format!("{base}/zones/{zone}");
+    let now = clock.now();
+    let stamp = w.compute.stamp(clock, now);
+    let id = rand::random::<u64>().to_string();
+    r.id = Some(id.clone());
+    r.kind = Some("compute#reservation".into());
+    r.zone = Some(zone_url.clone());
+    r.self_link = Some(format!("{zone_url}/reservations/{}", r.name));
+    r.creation_timestamp = Some(stamp.clone());
+    r.status = Some("READY".into());
+    r.specific_reservation_required.get_or_insert(false);
+    r.share_settings.get_or_insert_with(|| ShareSettings {
+        share_type: Some("LOCAL".into()),
+        ..ShareSettings::default()
+    });
+    if let Some(s) = r.specific_reservation.as_mut() {
+        s.in_use_count = Some(0);
+        s.assured_count = s.count;
+    }
+    let name = op_name();
+    let op = Operation {
+        id: Some(rand::random::<u64>().to_string()),
+        kind: Some("compute#operation".into()),
+        name: name.clone(),
+        operation_type: "insert".into(),
+        status: "PENDING".into(),
+        progress: Some(0),
+        target_link: r.self_link.clone(),
+        target_id: Some(id),
+        self_link: Some(format!("{zone_url}/operations/{name}")),
+        zone: Some(zone_url),
+        user: Some("kineticd-sim@example.com".into()),
+        insert_time: Some(stamp.clone()),
+        start_time: Some(stamp),
+        ..Operation::default()
+    };
+    w.compute.reservations.operations.push(ZoneOp {
+        op: op.clone(),
+        project: project.to_owned(),
+        zone: zone.to_owned(),
+        done_at: now + CREATE,
+        insert: Some((k, r)),
+    });
+    if let Some(id) = rid {
+        w.compute.reservations.requests.insert(id, name);
+    }
+    Ok(op)
+}
+
+pub async fn insert(
+    State(sim): State<Sim>,
+    Path((project, zone)): Path<(String, String)>,
+    Query(q): Query<Rq>,
+    body: Bytes,
+) -> Response {
+    sim.serve((SVC, F), "reservations.insert", || {
+        do_insert(&sim, &project, &zone, &q, &body).map(Json)
+    })
+    .await
+}
+
+/// `reservations.delete`: gone at once (a DONE zonal operation).
+pub async fn delete(
+    State(sim): State<Sim>,
+    Path((project, zone, name)): Path<(String, String, String)>,
+    Query(q): Query<Rq>,
+) -> Response {
+    sim.serve((SVC, F), "reservations.delete", || {
+        let rid = request_id(&q)?;
+        zone_check(&project, &zone)?;
+        let clock = sim.clock();
+        let mut w = sim.world();
+        let what = format!("projects/{project}/zones/{zone}/reservations/{name}");
+        let r = w
+            .compute
+            .reservations
+            .items
+            .remove(&key(&project, &zone, &name))
+            .ok_or_else(|| SimError::not_found(F, &what))?;
+        let stamp = w.compute.stamp(clock, clock.now());
+        let zone_url = format!("{}/zones/{zone}", base(&sim, &project));
+        let op_name = op_name();
+        let op = Operation {
+            id: Some(rand::random::<u64>().to_string()),
+            kind: Some("compute#operation".into()),
+            name: op_name.clone(),
+            operation_type: "delete".into(),
+            status: "DONE".into(),
+            progress: Some(100),
+            target_link: r.self_link.clone(),
+            target_id: r.id.clone(),
+            self_link: Some(format!("{zone_url}/operations/{op_name}")),
+            zone: Some(zone_url),
+            insert_time: Some(stamp.clone()),
+            start_time: Some(stamp.clone()),
+            end_time: Some(stamp),
+            ..Operation::default()
+        };
+        w.compute.reservations.operations.push(ZoneOp {
+            op: op.clone(),
+            project: project.clone(),
+            zone: zone.clone(),
+            done_at: clock.now(),
+            insert: None,
+        });
+        if let Some(id) = rid {
+            w.compute.reservations.requests.insert(id, op_name);
+        }
+        Ok::<_, SimError>(Json(op))
+    })
+    .await
+}
