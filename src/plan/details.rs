@@ -46,7 +46,7 @@ resources! {
     "iam.binding" => Binding(BindingDetails),
     "artifactregistry.repository" => Repository(Option<RepositoryDetails>),
     "container.cluster" => Cluster(Option<ClusterDetails>),
-    "container.nodePool" => NodePool(Option<PoolDetails>),
+    "container.nodePool" => NodePool(Option<Box<PoolDetails>>),
     // The Kubernetes objects the workflow applies: `ksa`, `lws`, `nvidia-driver`,
     // `compute-class`.
     "kubernetes.object" => KubernetesObject(Option<KubeObjectDetails>),

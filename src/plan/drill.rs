@@ -57,7 +57,7 @@ pub fn plan(i: &DrillInput<'_>) -> Plan {
             Action::new(
                 StepId::Drill(DrillStep::Recreate),
                 ActionKind::Create,
-                Resource::NodePool(Some(pool_details(i.spot))),
+                Resource::NodePool(Some(Box::new(pool_details(i.spot)))),
                 name.clone(),
                 "failover drill: create the spot pool again, exactly as recorded",
                 std::slice::from_ref(&reclaim),

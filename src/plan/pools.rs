@@ -191,7 +191,7 @@ pub fn add(n: &ClusterNames, pools: &[model::NodePool], prices: &PriceTable) -> 
     let (mut at_min, mut at_max, mut priced) = (0.0, 0.0, false);
     for p in pools {
         let mut a = pool_action(n, &p.pool_id, ActionKind::Create, "requested pool");
-        a.resource = Resource::NodePool(Some(pool_details(p)));
+        a.resource = Resource::NodePool(Some(Box::new(pool_details(p))));
         actions.push(a);
         if let Some(c) = &p.estimated_hourly_cost {
             at_min += c.at_min;

@@ -66,7 +66,7 @@ pub fn plan(n: &ClusterNames, pools: &[PoolResize<'_>], currency: &str) -> Plan 
         actions.push(Action::new(
             StepId::pool(&r.pool.pool_id),
             kind,
-            Resource::NodePool(Some(details)),
+            Resource::NodePool(Some(Box::new(details))),
             pool_name(n, &r.pool.pool_id),
             r.reason.clone(),
             &after_previous,

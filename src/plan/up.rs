@@ -268,7 +268,7 @@ impl<'a> Up<'a> {
             ActionKind::Create,
             "first accelerator pool",
         );
-        action.resource = Resource::NodePool(Some(details));
+        action.resource = Resource::NodePool(Some(Box::new(details)));
         action.depends_on = vec![StepId::Cluster];
         out.actions.push(action);
         if s.accelerator.kind == Kind::Gpu
