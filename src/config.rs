@@ -16,7 +16,10 @@ use crate::cloud::kube::manifests::ManifestConfig;
 use crate::domain::Email;
 use crate::domain::pricing::PriceTable;
 
+pub mod limits;
 pub mod reference;
+
+pub use limits::{LimitArgs, Limits};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuthMode {
@@ -107,6 +110,8 @@ pub struct ServeArgs {
     /// Folder for local state (the private PostgreSQL of --dev).
     #[arg(long, env = "KINETIC_DATA_DIR", default_value = ".kineticd")]
     pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 #[derive(Debug, Clone)]
@@ -145,6 +150,8 @@ pub struct Settings {
     pub sim_speed: Option<f64>,
     /// Price estimates (built-in, or from KINETIC_PRICES_FILE).
     pub prices: PriceTable,
+    /// Rate, deadline and size limits (`config::limits`).
+    pub limits: Limits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -175,6 +182,8 @@ pub enum ConfigError {
     TooFewConnections,
     #[error("DATABASE_URL is required without --dev (with --dev a private PostgreSQL is started)")]
     MissingDatabase,
+    #[error(transparent)]
+    Limits(#[from] limits::LimitError),
 }
 
 impl Settings {
@@ -231,6 +240,7 @@ impl Settings {
         }
         let manifests =
             ManifestConfig::from_env().map_err(|e| ConfigError::Manifests(e.to_string()))?;
+        let limits = a.limits.validate()?;
         let database_url = a.database_url.filter(|s| !s.trim().is_empty());
         if database_url.is_none() && !a.dev {
             return Err(ConfigError::MissingDatabase);
@@ -261,6 +271,7 @@ impl Settings {
             gcp,
             gcp_explicit,
             manifests,
+            limits,
         })
     }
 }

@@ -40,6 +40,7 @@ pub mod error;
 pub mod extract;
 pub mod health;
 pub mod idempotency;
+pub mod limits;
 pub mod metrics;
 pub mod openapi;
 pub mod operations;
