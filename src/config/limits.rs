@@ -22,7 +22,7 @@ pub struct LimitArgs {
     pub rate_limit_burst: u32,
     /// Seconds a request may take before it is answered 504 DEADLINE_EXCEEDED
     /// (`:wait` and `:watch` have their own bounds). 0: no limit.
-    #[arg(long, env = "KINETIC_REQUEST_TIMEOUT_SECONDS", default_value_t = 30.0)]
+    #[arg(long, env = "KINETIC_REQUEST_TIMEOUT_SECONDS", default_value_t = 60.0)]
     pub request_timeout_seconds: f64,
     /// Seconds a request waits for a database connection (the database down, or every
     /// connection busy) before it is answered 503 UNAVAILABLE DATABASE_UNAVAILABLE.
