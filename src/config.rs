@@ -334,6 +334,49 @@ mod tests {
     }
 
     #[test]
+    fn limits_default_on_zero_off_and_checked() {
+        let l = parse(&["--dev"]).unwrap().limits;
+        assert_eq!(
+            l.rate,
+            Some(limits::Rate {
+                per_second: 50.0,
+                burst: 200
+            })
+        );
+        assert_eq!(l.request_timeout, Some(Duration::from_secs(60)));
+        assert_eq!(l.db_acquire_timeout, Duration::from_secs(3));
+        assert_eq!(
+            (l.max_operations_per_team, l.max_watches_per_caller),
+            (Some(100), Some(20))
+        );
+        let off = [
+            "--dev",
+            "--rate-limit-per-second",
+            "0",
+            "--request-timeout-seconds",
+            "0",
+            "--max-operations-per-team",
+            "0",
+            "--max-watches-per-caller",
+            "0",
+        ];
+        let l = parse(&off).unwrap().limits;
+        assert_eq!(l.rate, None);
+        assert_eq!(l.request_timeout, None);
+        assert_eq!(
+            (l.max_operations_per_team, l.max_watches_per_caller),
+            (None, None)
+        );
+        let e = parse(&["--dev", "--db-acquire-timeout-seconds", "0"]).unwrap_err();
+        assert!(
+            e.to_string().contains("KINETIC_DB_ACQUIRE_TIMEOUT_SECONDS"),
+            "{e}"
+        );
+        let e = parse(&["--dev", "--rate-limit-burst", "0"]).unwrap_err();
+        assert!(e.to_string().contains("KINETIC_RATE_LIMIT_BURST"), "{e}");
+    }
+
+    #[test]
     fn bad_admin_named() {
         let e = parse(&["--dev", "--admins", "root"]).unwrap_err();
         assert!(e.to_string().contains("\"root\""));

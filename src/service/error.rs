@@ -130,6 +130,8 @@ impl From<StoreError> for Error {
                     "the database is unavailable right now (down, restarting, or every \
                      connection busy); retry shortly",
                 )
+                // The API copies it into `Retry-After`.
+                .with("retryAfterSeconds", 1)
             }
             e @ StoreError::Db(_) => Error::internal(&e),
         }

@@ -307,6 +307,7 @@ async fn an_exhausted_pool_is_503_within_the_acquire_wait() {
         "{:?}",
         started.elapsed()
     );
+    assert_eq!(r.headers["retry-after"], "1");
     assert_eq!(app.get(ALICE, "/healthz").await.status, 200);
     drop(held);
     assert_eq!(app.get(ALICE, "/v1/teams/acme").await.status, 200);
