@@ -73,6 +73,7 @@ impl AppState {
             auth: Arc::new(Authenticator {
                 mode,
                 admins: settings.admins.iter().cloned().collect::<HashSet<_>>(),
+                limits: Arc::new(crate::api::limits::CallerLimits::new(&settings.limits)),
             }),
             metrics: crate::api::metrics::handle(),
             services: Services {
@@ -124,6 +125,10 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(verbs, check_method))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(crate::api::panic::catch_panic))
+        .layer(axum::middleware::from_fn_with_state(
+            state.auth.limits.clone(),
+            crate::api::limits::deadline,
+        ))
         .layer(axum::middleware::from_fn(crate::api::metrics::track))
         .layer(
             TraceLayer::new_for_http().make_span_with(|req: &Request<axum::body::Body>| {

@@ -16,7 +16,10 @@ use crate::cloud::kube::manifests::ManifestConfig;
 use crate::domain::Email;
 use crate::domain::pricing::PriceTable;
 
+pub mod limits;
 pub mod reference;
+
+pub use limits::{LimitArgs, Limits};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuthMode {
@@ -107,6 +110,8 @@ pub struct ServeArgs {
     /// Folder for local state (the private PostgreSQL of --dev).
     #[arg(long, env = "KINETIC_DATA_DIR", default_value = ".kineticd")]
     pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 #[derive(Debug, Clone)]
@@ -145,6 +150,8 @@ pub struct Settings {
     pub sim_speed: Option<f64>,
     /// Price estimates (built-in, or from KINETIC_PRICES_FILE).
     pub prices: PriceTable,
+    /// Rate, deadline and size limits (`config::limits`).
+    pub limits: Limits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -175,6 +182,8 @@ pub enum ConfigError {
     TooFewConnections,
     #[error("DATABASE_URL is required without --dev (with --dev a private PostgreSQL is started)")]
     MissingDatabase,
+    #[error(transparent)]
+    Limits(#[from] limits::LimitError),
 }
 
 impl Settings {
@@ -231,6 +240,7 @@ impl Settings {
         }
         let manifests =
             ManifestConfig::from_env().map_err(|e| ConfigError::Manifests(e.to_string()))?;
+        let limits = a.limits.validate()?;
         let database_url = a.database_url.filter(|s| !s.trim().is_empty());
         if database_url.is_none() && !a.dev {
             return Err(ConfigError::MissingDatabase);
@@ -261,6 +271,7 @@ impl Settings {
             gcp,
             gcp_explicit,
             manifests,
+            limits,
         })
     }
 }
@@ -320,6 +331,49 @@ mod tests {
         assert!(matches!(s.identity, Identity::Iap { .. }));
         assert_eq!(s.admins[0].as_str(), "a@x.io");
         assert_eq!(s.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn limits_default_on_zero_off_and_checked() {
+        let l = parse(&["--dev"]).unwrap().limits;
+        assert_eq!(
+            l.rate,
+            Some(limits::Rate {
+                per_second: 50.0,
+                burst: 200
+            })
+        );
+        assert_eq!(l.request_timeout, Some(Duration::from_secs(60)));
+        assert_eq!(l.db_acquire_timeout, Duration::from_secs(3));
+        assert_eq!(
+            (l.max_operations_per_team, l.max_watches_per_caller),
+            (Some(100), Some(20))
+        );
+        let off = [
+            "--dev",
+            "--rate-limit-per-second",
+            "0",
+            "--request-timeout-seconds",
+            "0",
+            "--max-operations-per-team",
+            "0",
+            "--max-watches-per-caller",
+            "0",
+        ];
+        let l = parse(&off).unwrap().limits;
+        assert_eq!(l.rate, None);
+        assert_eq!(l.request_timeout, None);
+        assert_eq!(
+            (l.max_operations_per_team, l.max_watches_per_caller),
+            (None, None)
+        );
+        let e = parse(&["--dev", "--db-acquire-timeout-seconds", "0"]).unwrap_err();
+        assert!(
+            e.to_string().contains("KINETIC_DB_ACQUIRE_TIMEOUT_SECONDS"),
+            "{e}"
+        );
+        let e = parse(&["--dev", "--rate-limit-burst", "0"]).unwrap_err();
+        assert!(e.to_string().contains("KINETIC_RATE_LIMIT_BURST"), "{e}");
     }
 
     #[test]

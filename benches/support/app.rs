@@ -69,6 +69,7 @@ pub async fn start(
         gcp: kineticd::cloud::gcp::GcpConfig::google(),
         gcp_explicit: false,
         manifests: Default::default(),
+        limits: Default::default(),
     };
     let state = AppState::start(db.clone(), &url, &settings, cloud).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

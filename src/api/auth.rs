@@ -28,6 +28,8 @@ pub enum Mode {
 pub struct Authenticator {
     pub mode: Mode,
     pub admins: HashSet<Email>,
+    /// Per-caller limits, charged once a request is authenticated.
+    pub limits: Arc<super::limits::CallerLimits>,
 }
 
 impl Authenticator {
@@ -95,7 +97,9 @@ where
         if let Some(c) = parts.extensions.get::<Caller>() {
             return Ok(c.clone());
         }
-        let caller = state.authenticator().authenticate(parts).await?;
+        let auth = state.authenticator();
+        let caller = auth.authenticate(parts).await?;
+        auth.limits.charge(&caller.email)?;
         parts.extensions.insert(caller.clone());
         Ok(caller)
     }

@@ -40,6 +40,7 @@ pub mod error;
 pub mod extract;
 pub mod health;
 pub mod idempotency;
+pub mod limits;
 pub mod metrics;
 pub mod openapi;
 pub mod operations;
@@ -122,7 +123,18 @@ pub enum ErrorResponses {
     /// INVALID_ARGUMENT: request body over 1 MiB.
     #[response(status = 413)]
     TooLarge(ErrorBody),
+    /// RESOURCE_EXHAUSTED: RATE_LIMITED (the caller's request rate) or TOO_MANY_WATCHES;
+    /// the `Retry-After` header says how many seconds to wait.
+    #[response(status = 429)]
+    TooManyRequests(ErrorBody),
     /// INTERNAL: the cause is in the server log under the x-request-id.
     #[response(status = 500)]
     Internal(ErrorBody),
+    /// UNAVAILABLE: DATABASE_UNAVAILABLE (PostgreSQL down or every connection busy);
+    /// retry shortly.
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+    /// DEADLINE_EXCEEDED: REQUEST_TIMEOUT, the request outlived the server's deadline.
+    #[response(status = 504)]
+    DeadlineExceeded(ErrorBody),
 }

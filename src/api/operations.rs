@@ -82,8 +82,11 @@ pub async fn watch_operation(
     caller: &Caller,
     id: &str,
 ) -> Result<Response, ApiError> {
+    let permit = s.auth.limits.watch_permit(&caller.email)?;
     let stream = service::operations::watch(s.db.clone(), s.events.clone(), caller, id).await?;
-    let events = stream.map(|e| {
+    let events = stream.map(move |e| {
+        // Held as long as the stream lives: dropping the stream frees the place.
+        let _held = &permit;
         let (name, op) = match e {
             WatchEvent::Progress(op) => ("progress", op),
             WatchEvent::Done(op) => ("done", op),

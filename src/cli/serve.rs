@@ -44,7 +44,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
-    let db = store::connect(url, settings.db_max_connections)
+    let pool = store::db::PoolConfig {
+        max_connections: settings.db_max_connections,
+        acquire_timeout: settings.limits.db_acquire_timeout,
+        max_operations_per_team: settings.limits.max_operations_per_team,
+    };
+    let db = store::db::connect_pool(url, &pool)
         .await
         .context("connecting to PostgreSQL")?;
     store::migrate(&db).await.context("applying migrations")?;

@@ -46,6 +46,8 @@ pub struct Enqueue {
 pub enum EnqueueError {
     #[error("the request id was already used for a different request")]
     KeyReused { operation_id: Uuid },
+    #[error("the team has {} unfinished operations, its cap is {}", .0.unfinished, .0.cap)]
+    TooMany(crate::store::team_queue::OverCap),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -96,6 +98,9 @@ pub async fn enqueue_in(tx: &mut PgConnection, req: &Enqueue) -> Result<Enqueued
                 .ok_or(StoreError::Db(sqlx::Error::RowNotFound))?;
             return Ok(Enqueued { op, created: false });
         }
+    }
+    if let Some(over) = crate::store::team_queue::over_cap(tx, &req.team_id).await? {
+        return Err(EnqueueError::TooMany(over));
     }
     let op = operations::insert(
         tx,

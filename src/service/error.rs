@@ -122,6 +122,17 @@ impl From<StoreError> for Error {
                 );
                 Error::hidden("CORRUPT_RECORD")
             }
+            StoreError::Db(d) if crate::store::db::is_unavailable(&d) => {
+                tracing::warn!(error = %ErrorChain(&d), "database unavailable");
+                Error::new(
+                    RpcCode::Unavailable,
+                    "DATABASE_UNAVAILABLE",
+                    "the database is unavailable right now (down, restarting, or every \
+                     connection busy); retry shortly",
+                )
+                // The API copies it into `Retry-After`.
+                .with("retryAfterSeconds", 1)
+            }
             e @ StoreError::Db(_) => Error::internal(&e),
         }
     }
@@ -158,6 +169,11 @@ mod tests {
         );
         assert!(!e.message.contains("clusters"), "{e}");
         let e = Error::from(StoreError::from(sqlx::Error::PoolTimedOut));
+        assert_eq!(
+            (e.code, e.reason.as_str()),
+            (RpcCode::Unavailable, "DATABASE_UNAVAILABLE")
+        );
+        let e = Error::from(StoreError::from(sqlx::Error::RowNotFound));
         assert_eq!(
             e.to_string(),
             "INTERNAL INTERNAL: internal error; the server log has the cause (search for the x-request-id)"

@@ -25,6 +25,16 @@ pub fn enqueue_error(e: EnqueueError) -> Error {
             ),
         )
         .with("operation", format!("operations/{operation_id}")),
+        EnqueueError::TooMany(over) => Error::precondition(
+            "TOO_MANY_OPERATIONS",
+            format!(
+                "the team already has {} unfinished operations, the most this server allows \
+                 (KINETIC_MAX_OPERATIONS_PER_TEAM={}); wait for some to finish or cancel them, then retry",
+                over.unfinished, over.cap
+            ),
+        )
+        .with("maxOperations", over.cap)
+        .with("unfinishedOperations", over.unfinished),
         EnqueueError::Store(s) => s.into(),
     }
 }

@@ -29,11 +29,40 @@ pub async fn connect_waiting(
     max_connections: u32,
     acquire_timeout: Duration,
 ) -> Result<Db, sqlx::Error> {
+    connect_pool(
+        url,
+        &PoolConfig {
+            max_connections,
+            acquire_timeout,
+            max_operations_per_team: None,
+        },
+    )
+    .await
+}
+
+/// How [`connect_pool`] sizes and bounds the pool.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    pub max_connections: u32,
+    /// How long a caller waits for a free connection (or for the database to accept
+    /// one) before the acquire fails with `PoolTimedOut`.
+    pub acquire_timeout: Duration,
+    /// The cap on a team's unfinished operations, set on every connection as the
+    /// session setting [`crate::store::team_queue::CAP_SETTING`] (read by the enqueue's
+    /// check; `None`: no cap).
+    pub max_operations_per_team: Option<u32>,
+}
+
+/// Open a pool as `cfg` says.
+pub async fn connect_pool(url: &str, cfg: &PoolConfig) -> Result<Db, sqlx::Error> {
     let opts: PgConnectOptions = url.parse()?;
-    let opts = opts.application_name("kineticd");
+    let mut opts = opts.application_name("kineticd");
+    if let Some(cap) = cfg.max_operations_per_team {
+        opts = opts.options([(super::team_queue::CAP_SETTING, cap.to_string())]);
+    }
     PgPoolOptions::new()
-        .max_connections(max_connections)
-        .acquire_timeout(acquire_timeout)
+        .max_connections(cfg.max_connections)
+        .acquire_timeout(cfg.acquire_timeout)
         // A broken connection fails its query and is replaced; a ping before every
         // acquire would cost a round trip on the engine's hot path.
         .test_before_acquire(false)
@@ -102,4 +131,20 @@ pub async fn ready(db: &Db) -> Result<bool, sqlx::Error> {
     .fetch_one(db)
     .await?;
     Ok(applied as usize == MIGRATOR.iter().count())
+}
+
+/// Whether `e` means the database cannot be reached right now (down, restarting, every
+/// connection busy past the acquire wait) rather than a fault of the query: a caller may
+/// retry it later.
+pub fn is_unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
+        sqlx::Error::Tls(_) | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(d) => d.code().is_some_and(|c| {
+            // Class 08: connection exception; 57P01-57P03: admin shutdown, crash
+            // shutdown, cannot connect now (starting up or shutting down).
+            c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03")
+        }),
+        _ => false,
+    }
 }

@@ -15,6 +15,7 @@ pub mod operations;
 pub mod page_key;
 pub mod profiles;
 pub mod records;
+pub mod team_queue;
 pub mod teams;
 
 pub use db::{Db, connect, migrate};

@@ -14,6 +14,7 @@ mod corrupt;
 mod etag_lock;
 mod hostile;
 mod iap_http;
+mod limits;
 mod members;
 mod pagination;
 mod profiles;

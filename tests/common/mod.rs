@@ -175,6 +175,7 @@ pub fn test_settings(url: &str) -> Settings {
         gcp: kineticd::cloud::gcp::GcpConfig::google(),
         gcp_explicit: false,
         manifests: Default::default(),
+        limits: Default::default(),
     }
 }
 

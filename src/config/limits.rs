@@ -1,0 +1,113 @@
+//! The serving process's limits: per-caller request rate, request deadline, database
+//! acquire wait, unfinished operations per team, `:watch` streams per caller.
+//!
+//! Invariant: a zero in a flag turns that limit off (except the acquire wait, which is
+//! always bounded); [`Limits::default`] is every limit off, the acquire wait 3 s (what
+//! tests and embedders get unless they configure one).
+
+use std::time::Duration;
+
+use clap::Args;
+
+/// Flags of `kineticd serve` for its limits (flattened into `ServeArgs`).
+#[derive(Debug, Clone, Args)]
+pub struct LimitArgs {
+    /// Requests per second each caller (identity) may make, refilled continuously (token
+    /// bucket); beyond it 429 RESOURCE_EXHAUSTED RATE_LIMITED with Retry-After. 0: off.
+    /// Health endpoints are exempt.
+    #[arg(long, env = "KINETIC_RATE_LIMIT_PER_SECOND", default_value_t = 50.0)]
+    pub rate_limit_per_second: f64,
+    /// Requests a caller may make at once after being idle (the bucket's size).
+    #[arg(long, env = "KINETIC_RATE_LIMIT_BURST", default_value_t = 200)]
+    pub rate_limit_burst: u32,
+    /// Seconds a request may take before it is answered 504 DEADLINE_EXCEEDED
+    /// (`:wait` and `:watch` have their own bounds). 0: no limit.
+    #[arg(long, env = "KINETIC_REQUEST_TIMEOUT_SECONDS", default_value_t = 60.0)]
+    pub request_timeout_seconds: f64,
+    /// Seconds a request waits for a database connection (the database down, or every
+    /// connection busy) before it is answered 503 UNAVAILABLE DATABASE_UNAVAILABLE.
+    #[arg(
+        long,
+        env = "KINETIC_DB_ACQUIRE_TIMEOUT_SECONDS",
+        default_value_t = 3.0
+    )]
+    pub db_acquire_timeout_seconds: f64,
+    /// Unfinished operations a team may have; a mutation beyond it is refused 409
+    /// FAILED_PRECONDITION TOO_MANY_OPERATIONS. 0: no cap.
+    #[arg(long, env = "KINETIC_MAX_OPERATIONS_PER_TEAM", default_value_t = 100)]
+    pub max_operations_per_team: u32,
+    /// `:watch` streams one caller may hold open at once; beyond it 429
+    /// RESOURCE_EXHAUSTED TOO_MANY_WATCHES. 0: no cap.
+    #[arg(long, env = "KINETIC_MAX_WATCHES_PER_CALLER", default_value_t = 20)]
+    pub max_watches_per_caller: u32,
+}
+
+/// A token bucket: `per_second` tokens a second, at most `burst` saved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub per_second: f64,
+    pub burst: u32,
+}
+
+/// Validated limits (`None`: off).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    pub rate: Option<Rate>,
+    pub request_timeout: Option<Duration>,
+    pub db_acquire_timeout: Duration,
+    pub max_operations_per_team: Option<u32>,
+    pub max_watches_per_caller: Option<u32>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            rate: None,
+            request_timeout: None,
+            db_acquire_timeout: Duration::from_secs(3),
+            max_operations_per_team: None,
+            max_watches_per_caller: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LimitError {
+    #[error(
+        "KINETIC_RATE_LIMIT_PER_SECOND must be a number >= 0 (0 = off) and \
+         KINETIC_RATE_LIMIT_BURST at least 1"
+    )]
+    BadRate,
+    #[error("KINETIC_REQUEST_TIMEOUT_SECONDS must be a number >= 0 (0 = no limit)")]
+    BadTimeout,
+    #[error("KINETIC_DB_ACQUIRE_TIMEOUT_SECONDS must be between 0.1 and 600")]
+    BadAcquire,
+}
+
+impl LimitArgs {
+    pub fn validate(&self) -> Result<Limits, LimitError> {
+        let r = self.rate_limit_per_second;
+        if !r.is_finite() || r < 0.0 || self.rate_limit_burst == 0 {
+            return Err(LimitError::BadRate);
+        }
+        let t = self.request_timeout_seconds;
+        if !t.is_finite() || t < 0.0 {
+            return Err(LimitError::BadTimeout);
+        }
+        let a = self.db_acquire_timeout_seconds;
+        if !(0.1..=600.0).contains(&a) {
+            return Err(LimitError::BadAcquire);
+        }
+        let nonzero = |n: u32| (n > 0).then_some(n);
+        Ok(Limits {
+            rate: (r > 0.0).then_some(Rate {
+                per_second: r,
+                burst: self.rate_limit_burst,
+            }),
+            request_timeout: (t > 0.0).then(|| Duration::from_secs_f64(t)),
+            db_acquire_timeout: Duration::from_secs_f64(a),
+            max_operations_per_team: nonzero(self.max_operations_per_team),
+            max_watches_per_caller: nonzero(self.max_watches_per_caller),
+        })
+    }
+}
