@@ -8,9 +8,9 @@
 use proptest::prelude::*;
 
 use super::accelerators::{self, Choice, GPUS, Resolved, TPUS};
+use super::names::ZoneName;
 use super::names::{ClusterName, Email, OperationTarget, PoolId, ProfileId, ProjectId, TeamId};
 use super::naming::{self, ClusterNames};
-use super::names::ZoneName;
 
 /// proptest's defaults (cases from `PROPTEST_CASES`), without regression files: every
 /// finding becomes a named unit test instead.
@@ -50,7 +50,13 @@ fn accelerator_spelling() -> impl Strategy<Value = String> {
         "-[1-9]x[1-9](x[1-9])?",
     ];
     (
-        prop_oneof![Just(""), Just("gpu-"), Just("tpu-"), Just("gpu:"), Just("tpu:")],
+        prop_oneof![
+            Just(""),
+            Just("gpu-"),
+            Just("tpu-"),
+            Just("gpu:"),
+            Just("tpu:")
+        ],
         prop::sample::select(models),
         selector,
         any::<bool>(),
@@ -92,7 +98,11 @@ fn every_canonical_name_and_alias_round_trips() {
             let r = Resolved { spot, ..r.clone() };
             let name = r.canonical();
             assert_eq!(resolved(&name), Some(r.clone()), "{name}");
-            assert_eq!(resolved(&name.to_ascii_uppercase()), Some(r.clone()), "{name}");
+            assert_eq!(
+                resolved(&name.to_ascii_uppercase()),
+                Some(r.clone()),
+                "{name}"
+            );
             assert_eq!(resolved(&format!("  {name} ")), Some(r), "{name}");
         }
     }
@@ -101,7 +111,11 @@ fn every_canonical_name_and_alias_round_trips() {
         assert_eq!(want.family, m.name);
         for a in m.aliases {
             assert_eq!(resolved(a).as_ref(), Some(&want), "alias {a}");
-            assert_eq!(resolved(&format!("gpu-{a}")).as_ref(), Some(&want), "gpu-{a}");
+            assert_eq!(
+                resolved(&format!("gpu-{a}")).as_ref(),
+                Some(&want),
+                "gpu-{a}"
+            );
         }
     }
     for f in TPUS {

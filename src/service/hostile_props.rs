@@ -34,7 +34,12 @@ fn token_for(scope: &str, key: &ClusterKey) -> String {
 }
 
 fn cluster_key() -> impl Strategy<Value = ClusterKey> {
-    (any::<String>(), "[a-z0-9-]{0,20}", any::<String>(), any::<u128>())
+    (
+        any::<String>(),
+        "[a-z0-9-]{0,20}",
+        any::<String>(),
+        any::<u128>(),
+    )
         .prop_map(|(p, z, c, u)| (p, z, c, Uuid::from_u128(u)))
 }
 
@@ -52,7 +57,12 @@ fn filter_term() -> impl Strategy<Value = String> {
         hostile_string(),
         Just("true".to_owned()),
         Just("false".to_owned()),
-        prop::sample::select(OperationState::ALL.iter().map(|s| s.as_str().to_owned()).collect::<Vec<_>>()),
+        prop::sample::select(
+            OperationState::ALL
+                .iter()
+                .map(|s| s.as_str().to_owned())
+                .collect::<Vec<_>>()
+        ),
         prop::sample::select(TYPES.map(str::to_owned).to_vec()),
         "teams/[a-z][a-z0-9-]{2,39}",
         "\"projects/[a-z0-9-]{1,20}/zones/[a-z0-9-]{1,20}/clusters/[a-z0-9-]{1,20}\"",
