@@ -82,7 +82,7 @@ fn env_or(name: &str, default: &str) -> String {
 async fn schemathesis_finds_no_server_errors_and_no_undocumented_answers() {
     let Some(st) = schemathesis() else { return };
     let server = DevServer::start("openapi-fuzz", |_| {});
-    let http = reqwest::Client::new();
+    let http = kineticd::app::http_client().expect("http client");
     // A team of the caller's, so team-scoped routes reach their logic, not only 404s.
     let r = http
         .post(format!("{}/v1/teams", server.api))
@@ -100,7 +100,7 @@ async fn schemathesis_finds_no_server_errors_and_no_undocumented_answers() {
         .json()
         .await
         .unwrap();
-    let dir = std::env::temp_dir().join(format!("kineticd-openapi-fuzz-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("kineticd-schemathesis-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let schema = dir.join("kineticd-dev.json");
