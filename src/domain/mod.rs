@@ -28,3 +28,6 @@ pub use names::{
 pub use roles::Role;
 pub use rpc::RpcCode;
 pub use states::{ClusterState, OperationState, PoolState, SettledState, StepState};
+
+#[cfg(test)]
+pub(crate) mod hostile_props;

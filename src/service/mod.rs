@@ -29,3 +29,6 @@ pub use page::{Page, PageRequest};
 pub use state::Services;
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod hostile_props;

@@ -4,6 +4,7 @@
 mod common;
 
 mod accelerators;
+mod auth_matrix;
 mod basics;
 mod capacity;
 mod capacity_sharing;
