@@ -37,8 +37,19 @@ pub async fn start(
     tweak: impl FnOnce(&mut SimConfig),
 ) -> Result<App> {
     pg.ensure_database(name).await?;
-    let url = pg.url(name);
-    let db = store::connect(&url, 20).await?;
+    start_at(&pg.url(name), 20, speed, tweak).await
+}
+
+/// The app on the (existing, possibly empty) database at `url`, migrated, with a pool of
+/// `pool` connections; otherwise as [`start`].
+pub async fn start_at(
+    url: &str,
+    pool: u32,
+    speed: f64,
+    tweak: impl FnOnce(&mut SimConfig),
+) -> Result<App> {
+    let url = url.to_owned();
+    let db = store::connect(&url, pool).await?;
     store::migrate(&db).await?;
     let mut config = SimConfig {
         clock: ClockMode::Auto { speed },
@@ -53,7 +64,7 @@ pub async fn start(
         dev: true,
         listen: "127.0.0.1:0".parse()?,
         database_url: Some(url.clone()),
-        db_max_connections: 20,
+        db_max_connections: pool,
         identity: Identity::Dev,
         admins: Vec::new(),
         log_format: LogFormat::Pretty,

@@ -140,6 +140,24 @@ pub async fn record(db: &Db, caller: &Caller, path: &ClusterPath) -> Result<Clus
 }
 
 pub async fn get(db: &Db, caller: &Caller, path: &ClusterPath) -> Result<Cluster> {
+    // One statement on the way to a 200: the record, its pools and the caller's roles.
+    let parts = [
+        path.project.as_str(),
+        path.zone.as_str(),
+        path.cluster.as_str(),
+    ];
+    if let Some(r) = store::reads::cluster(db, parts, caller.email.as_str()).await? {
+        let role = access::role_from(caller, r.project_role)
+            .ok_or_else(|| project_not_found(path.project.as_str()))?;
+        access::check(role, Role::Viewer, "reading clusters", &r.project_team)?;
+        // The project may have changed hands since the record was made.
+        if access::role_from(caller, r.record_role).is_none() {
+            return Err(cluster_not_found(&path.name()));
+        }
+        return render_cluster(r.cluster, r.pools);
+    }
+    // No team owns the project, or no record has the name: the step-by-step reads say
+    // which, in the order a caller may learn it.
     let c = record(db, caller, path).await?;
     let pools = store::node_pools::list(db, c.id, None, 10_000).await?;
     render_cluster(c, pools)
@@ -193,7 +211,8 @@ pub async fn list(
         access::require(db, caller, t.as_str(), Role::Viewer, "listing clusters").await?;
     }
     let filter = ClusterFilter {
-        teams: access::visible_teams(db, caller).await?,
+        teams: None,
+        member: access::visible_member(caller),
         team: q.team.map(|t| t.to_string()),
         state: q.state,
         project: q.project.map(|p| p.to_string()),
@@ -207,22 +226,18 @@ pub async fn list(
         filter.zone
     );
     let after: Option<ClusterKey> = page.after(&scope)?;
-    let rows = store::clusters::list(db, &filter, after.as_ref(), page.limit()? + 1).await?;
+    // One statement: the page (visibility looked up inside it) with its pools.
+    let rows = store::reads::cluster_page(db, &filter, after.as_ref(), page.limit()? + 1).await?;
     let page = page.page(
         &scope,
         rows,
-        |c| (c.project_id.clone(), c.zone.clone(), c.name.clone(), c.id),
-        |c| c,
+        |(c, _)| (c.project_id.clone(), c.zone.clone(), c.name.clone(), c.id),
+        |r| r,
     )?;
-    let ids: Vec<_> = page.items.iter().map(|c| c.id).collect();
-    let mut pools = store::node_pools::list_for_clusters(db, &ids).await?;
     let items = page
         .items
         .into_iter()
-        .map(|c| {
-            let mine: Vec<_> = pools.extract_if(.., |p| p.cluster_id == c.id).collect();
-            render_cluster(c, mine)
-        })
+        .map(|(c, pools)| render_cluster(c, pools))
         .collect::<Result<_>>()?;
     Ok(Page {
         items,

@@ -108,14 +108,13 @@ async fn visible(
     action: &str,
 ) -> Result<OperationRow> {
     let uuid = parse_id(id)?;
-    let row = ops_store::get(db, uuid)
+    // One statement: the row and the caller's role in its team.
+    let (row, stored_role) = crate::store::reads::operation(db, uuid, caller.email.as_str())
         .await?
         .ok_or_else(|| not_found(id))?;
     match &row.team_id {
         Some(team) => {
-            let role = access::team_role(db, caller, team)
-                .await?
-                .ok_or_else(|| not_found(id))?;
+            let role = access::role_from(caller, stored_role).ok_or_else(|| not_found(id))?;
             access::check(role, need, action, team)?;
         }
         None if caller.admin || row.created_by == caller.email.as_str() => {}
@@ -227,7 +226,8 @@ pub async fn list(
     page: &PageRequest,
 ) -> Result<Page<Operation>> {
     let mut f = parse_filter(filter)?;
-    f.teams = access::visible_teams(db, caller).await?;
+    f.teams = None;
+    f.member = access::visible_member(caller);
     let scope = format!("operations?{filter}");
     let after: Option<(DateTime<Utc>, Uuid)> = page.after(&scope)?;
     let rows = ops_store::list(db, &f, after, page.limit()? + 1).await?;

@@ -32,8 +32,8 @@ pub struct ClusterRecord {
 
 /// A row as stored; [`ClusterRow::decode`] checks its state and spec.
 #[derive(sqlx::FromRow)]
-struct ClusterRow {
-    id: Uuid,
+pub(super) struct ClusterRow {
+    pub(super) id: Uuid,
     project_id: String,
     zone: String,
     name: String,
@@ -50,7 +50,7 @@ struct ClusterRow {
 }
 
 impl ClusterRow {
-    fn decode(self) -> Result<ClusterRecord, Corrupt> {
+    pub(super) fn decode(self) -> Result<ClusterRecord, Corrupt> {
         let row = Row {
             table: "clusters",
             id: &self.id,
@@ -95,7 +95,7 @@ pub struct NewCluster<'a> {
     pub created_by: &'a str,
 }
 
-const COLUMNS: &str = "id, project_id, zone, name, team_id, state, spec, resources, endpoint, \
+pub(super) const COLUMNS: &str = "id, project_id, zone, name, team_id, state, spec, resources, endpoint, \
                        reconciling, created_by, create_time, update_time, version";
 
 pub async fn insert(
@@ -160,6 +160,9 @@ async fn by_name(
 pub struct ClusterFilter {
     /// Restrict to these teams (`None`: every team, for service admins).
     pub teams: Option<Vec<String>>,
+    /// Restrict to the teams this email is a member of, looked up in the same statement
+    /// (`None`: no such restriction).
+    pub member: Option<String>,
     pub team: Option<String>,
     pub state: Option<ClusterState>,
     pub project: Option<String>,
@@ -175,9 +178,27 @@ pub async fn list(
     after: Option<&ClusterKey>,
     limit: i64,
 ) -> Result<Vec<ClusterRecord>, StoreError> {
+    let rows: Vec<ClusterRow> = list_rows(ex, f, after, limit, |s| s).await?;
+    rows.into_iter().map(one).collect()
+}
+
+/// The rows of `wrap(the list statement)`: `wrap` may put the page in a CTE and join
+/// more to it (see `reads::cluster_page`); the filter and its parameters stay here.
+pub(super) async fn list_rows<R>(
+    ex: impl PgExecutor<'_>,
+    f: &ClusterFilter,
+    after: Option<&ClusterKey>,
+    limit: i64,
+    wrap: impl FnOnce(String) -> String,
+) -> Result<Vec<R>, StoreError>
+where
+    R: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+{
     let sql = format!(
         "SELECT {COLUMNS} FROM clusters \
          WHERE ($1::text[] IS NULL OR team_id = ANY($1)) \
+           AND ($11::text IS NULL OR team_id IN \
+                (SELECT m.team_id FROM team_members m WHERE m.email = $11)) \
            AND ($2::text IS NULL OR team_id = $2) \
            AND (($3::text IS NULL AND state <> 'DELETED') OR state = $3) \
            AND ($4::text IS NULL OR project_id = $4) \
@@ -194,7 +215,7 @@ pub async fn list(
         ),
         None => (None, None, None, None),
     };
-    let rows: Vec<ClusterRow> = sqlx::query_as(AssertSqlSafe(sql))
+    Ok(sqlx::query_as(AssertSqlSafe(wrap(sql)))
         .bind(f.teams.as_deref())
         .bind(f.team.as_deref())
         .bind(f.state.map(ClusterState::as_str))
@@ -205,9 +226,9 @@ pub async fn list(
         .bind(c)
         .bind(d)
         .bind(limit)
+        .bind(f.member.as_deref())
         .fetch_all(ex)
-        .await?;
-    rows.into_iter().map(one).collect()
+        .await?)
 }
 
 /// Number of live (not DELETED) clusters in any of `projects`.

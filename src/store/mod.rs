@@ -14,6 +14,7 @@ pub mod node_pools;
 pub mod operations;
 pub mod page_key;
 pub mod profiles;
+pub mod reads;
 pub mod records;
 pub mod team_queue;
 pub mod teams;

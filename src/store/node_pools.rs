@@ -25,13 +25,13 @@ pub struct NodePoolRecord {
 
 /// A row as stored; [`PoolRow::decode`] checks its state and spec.
 #[derive(sqlx::FromRow)]
-struct PoolRow {
-    cluster_id: Uuid,
-    pool_id: String,
-    state: String,
-    spec: Value,
-    create_time: DateTime<Utc>,
-    update_time: DateTime<Utc>,
+pub(super) struct PoolRow {
+    pub(super) cluster_id: Uuid,
+    pub(super) pool_id: String,
+    pub(super) state: String,
+    pub(super) spec: Value,
+    pub(super) create_time: DateTime<Utc>,
+    pub(super) update_time: DateTime<Utc>,
 }
 
 /// How a pool row is named in errors: `{cluster id}/{pool id}`.
@@ -40,7 +40,7 @@ fn key(cluster_id: Uuid, pool_id: &str) -> String {
 }
 
 impl PoolRow {
-    fn decode(self) -> Result<NodePoolRecord, Corrupt> {
+    pub(super) fn decode(self) -> Result<NodePoolRecord, Corrupt> {
         let id = key(self.cluster_id, &self.pool_id);
         let row = Row {
             table: "node_pools",

@@ -50,7 +50,7 @@ pub struct OperationRow {
     pub end_time: Option<DateTime<Utc>>,
 }
 
-const COLUMNS: &str = "id, op_type, target, serial_key, team_id, cluster_id, created_by, request_id, \
+pub(super) const COLUMNS: &str = "id, op_type, target, serial_key, team_id, cluster_id, created_by, request_id, \
      state, cancel_requested, attempt, input, plan, steps, response, error, lease_owner, \
      lease_expire_time, generation, deadline, create_time, start_time, update_time, end_time";
 
@@ -120,6 +120,9 @@ pub async fn get(ex: impl PgExecutor<'_>, id: Uuid) -> Result<Option<OperationRo
 pub struct OperationFilter {
     /// Restrict to these teams (`None`: every team, for service admins).
     pub teams: Option<Vec<String>>,
+    /// Restrict to the teams this email is a member of, looked up in the same statement
+    /// (`None`: no such restriction).
+    pub member: Option<String>,
     pub done: Option<bool>,
     pub state: Option<OperationState>,
     pub op_type: Option<String>,
@@ -138,6 +141,8 @@ pub async fn list(
     let sql = format!(
         "SELECT {COLUMNS} FROM operations \
          WHERE ($1::text[] IS NULL OR team_id = ANY($1)) \
+           AND ($11::text IS NULL OR team_id IN \
+                (SELECT m.team_id FROM team_members m WHERE m.email = $11)) \
            AND ($2::bool IS NULL OR (end_time IS NOT NULL) = $2) \
            AND ($3::text IS NULL OR state = $3) \
            AND ($4::text IS NULL OR op_type = $4) \
@@ -158,6 +163,7 @@ pub async fn list(
         .bind(after.map(|a| a.0))
         .bind(after.map(|a| a.1))
         .bind(limit)
+        .bind(f.member.as_deref())
         .fetch_all(ex)
         .await?)
 }

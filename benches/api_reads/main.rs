@@ -1,0 +1,298 @@
+//! API read benchmark beside PostgreSQL (`cargo bench --bench api_reads`; not a test):
+//! issue 15, benchmark 1.
+//!
+//! On the PostgreSQL at `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432`,
+//! the machine's own server) it creates a fresh database, starts the production router
+//! in this process (as `serve --dev`: dev identity header, per-request tracing span
+//! with logs at `warn`), seeds one team (4 projects x 50 clusters x 3 node pools, 1,000
+//! queued operations) through the store, and then, `KBENCH_REPS` times (default 3), runs
+//! the in-repo load generator ([`load`]: `KBENCH_CONNS` = 64 keep-alive connections for
+//! `KBENCH_SECS` = 10 s) against `GET /v1/operations/{id}`, `GET /v1/projects/{p}/zones/
+//! {z}/clusters/{c}` and `GET /v1/clusters?pageSize=50`, and `pgbench -S -c 64 -j 2 -T 10`
+//! on a pgbench database of the same server. It prints the medians as a Markdown table
+//! with the ratio API ÷ pgbench, and the SQL statements each read sends ([`count`]).
+//! `KBENCH_POOL` (default 20, as `serve`) sets the database pool size.
+//!
+//! Invariant: the caller is a VIEWER member (not an admin), so every read pays the same
+//! authorisation as a real member's; both databases are dropped at the end.
+
+#[path = "../support/app.rs"]
+#[allow(dead_code)]
+mod app_support;
+mod count;
+mod load;
+mod pgbench;
+#[path = "../support/mod.rs"]
+#[allow(dead_code)]
+mod support;
+
+use anyhow::{Context, Result};
+use kineticd::domain::{ClusterState, PoolState};
+use kineticd::ops::queue::{self, Enqueue};
+use kineticd::ops::workflows::noop::{self, NoopSpec};
+use kineticd::store::{self, ClusterSpecRecord, Db, PoolSpecRecord, teams};
+use serde_json::json;
+use sqlx::{Connection, Executor, PgConnection};
+
+const TEAM: &str = "bench";
+const OWNER: &str = "owner@example.com";
+const READER: &str = "reader@example.com";
+const ZONE: &str = "us-central1-a";
+const PROJECTS: usize = 4;
+const CLUSTERS_PER_PROJECT: usize = 50;
+const POOLS_PER_CLUSTER: usize = 3;
+const OPERATIONS: usize = 1_000;
+const TARGET_RATIO: f64 = 1.0 / 3.0;
+const TARGET_P99_MS: f64 = 10.0;
+
+fn env_or<T: std::str::FromStr>(key: &str, default: T) -> Result<T> {
+    match std::env::var(key) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{key}={v:?} is not a number")),
+        _ => Ok(default),
+    }
+}
+
+struct Knobs {
+    reps: usize,
+    secs: u32,
+    conns: usize,
+    pool: u32,
+}
+
+fn main() -> Result<()> {
+    if support::bench_args("api_reads").is_none() {
+        return Ok(());
+    }
+    count::init();
+    let knobs = Knobs {
+        reps: env_or("KBENCH_REPS", 3usize)?.max(1),
+        secs: env_or("KBENCH_SECS", 10u32)?.max(1),
+        conns: env_or("KBENCH_CONNS", 64usize)?.max(1),
+        pool: env_or("KBENCH_POOL", 20u32)?.max(2),
+    };
+    let base = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let cut = base
+        .rfind('/')
+        .context("DATABASE_URL has no database part")?;
+    let server = base[..cut].to_owned();
+    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..10];
+    let (api_db, pg_db) = (
+        format!("kbench_api_{suffix}"),
+        format!("kbench_pgbench_{suffix}"),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut admin = PgConnection::connect(&base).await?;
+        for d in [&api_db, &pg_db] {
+            admin
+                .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {d}")))
+                .await?;
+        }
+        let r = run(
+            &knobs,
+            &format!("{server}/{api_db}"),
+            &format!("{server}/{pg_db}"),
+        )
+        .await;
+        for d in [&api_db, &pg_db] {
+            let sql = format!("DROP DATABASE IF EXISTS {d} WITH (FORCE)");
+            if let Err(e) = admin.execute(sqlx::AssertSqlSafe(sql)).await {
+                eprintln!("warning: could not drop {d}: {e}");
+            }
+        }
+        r
+    })
+}
+
+/// Team, members, clusters with pools, and queued NOOP operations; returns the id of
+/// an operation and the (project, cluster) to read.
+async fn seed(db: &Db) -> Result<(String, String, String)> {
+    let projects: Vec<String> = (0..PROJECTS).map(|i| format!("bench-proj-{i}")).collect();
+    let mut tx = db.begin().await?;
+    teams::insert_team(&mut tx, TEAM, "Bench", &projects, OWNER).await?;
+    teams::upsert_member(&mut tx, TEAM, READER, "VIEWER").await?;
+    for p in &projects {
+        for c in 0..CLUSTERS_PER_PROJECT {
+            let name = format!("c-{c:03}");
+            let rec = store::clusters::insert(
+                &mut *tx,
+                store::clusters::NewCluster {
+                    project_id: p,
+                    zone: ZONE,
+                    name: &name,
+                    team_id: TEAM,
+                    state: ClusterState::Running,
+                    spec: ClusterSpecRecord {
+                        accelerator: Some("gpu-l4".into()),
+                        ..Default::default()
+                    },
+                    resources: json!({"gkeCluster": format!("projects/{p}/locations/{ZONE}/clusters/{name}")}),
+                    created_by: OWNER,
+                },
+            )
+            .await?;
+            for k in 0..POOLS_PER_CLUSTER {
+                let id = format!("gpu-l4-{k:04}");
+                let spec: PoolSpecRecord = serde_json::from_value(json!({
+                    "poolId": id, "accelerator": "gpu-l4", "kind": "GPU",
+                    "machineType": "g2-standard-8", "gkeAcceleratorType": "nvidia-l4",
+                    "acceleratorCount": 1, "minNodes": 0, "maxNodes": 4, "spot": false,
+                    "zones": [ZONE], "labels": {}, "taints": []
+                }))?;
+                store::node_pools::insert(&mut *tx, rec.id, &id, PoolState::Running, &spec).await?;
+            }
+        }
+    }
+    tx.commit().await?;
+    let mut middle = String::new();
+    for i in 0..OPERATIONS {
+        let spec = NoopSpec::default();
+        let target = format!(
+            "projects/{}/zones/{ZONE}/clusters/c-{:03}",
+            projects[i % PROJECTS],
+            i % CLUSTERS_PER_PROJECT
+        );
+        let e = queue::enqueue(
+            db,
+            &Enqueue {
+                op_type: noop::OP_TYPE.to_owned(),
+                serial_key: format!("bench-{i}"),
+                target,
+                team_id: TEAM.to_owned(),
+                cluster_id: None,
+                created_by: OWNER.to_owned(),
+                input: serde_json::to_value(&spec)?,
+                plan: None,
+                steps: spec.steps(),
+                idempotency: None,
+            },
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("enqueue: {e}"))?;
+        if i == OPERATIONS / 2 {
+            middle = e.op.id.to_string();
+        }
+    }
+    Ok((middle, projects[1].clone(), "c-025".into()))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+async fn run(k: &Knobs, api_url: &str, pg_url: &str) -> Result<()> {
+    let app = app_support::start_at(api_url, k.pool, 0.0, |_| {}).await?;
+    let (op, project, cluster) = seed(&app.db).await?;
+    pgbench::init(pg_url).await?;
+    let reads = [
+        (
+            "GET /v1/operations/{id}",
+            format!("{}/v1/operations/{op}", app.api),
+        ),
+        (
+            "GET /v1/projects/{p}/zones/{z}/clusters/{c}",
+            format!(
+                "{}/v1/projects/{project}/zones/{ZONE}/clusters/{cluster}",
+                app.api
+            ),
+        ),
+        (
+            "GET /v1/clusters?pageSize=50",
+            format!("{}/v1/clusters?pageSize=50", app.api),
+        ),
+    ];
+    let cpus = std::thread::available_parallelism()?.get();
+    println!(
+        "api_reads: {} reps x {} s, {} connections, DB pool {}, {cpus} CPUs; \
+         seeded {} clusters, {} pools, {OPERATIONS} operations",
+        k.reps,
+        k.secs,
+        k.conns,
+        k.pool,
+        PROJECTS * CLUSTERS_PER_PROJECT,
+        PROJECTS * CLUSTERS_PER_PROJECT * POOLS_PER_CLUSTER
+    );
+
+    // SQL statements per read, sequentially, 20 requests each.
+    let mut per_read = Vec::new();
+    for (_, url) in &reads {
+        let http = reqwest::Client::new();
+        let (r, n) = count::counting(async {
+            for _ in 0..20 {
+                let r = http
+                    .get(url)
+                    .header("x-kinetic-user", READER)
+                    .send()
+                    .await?;
+                anyhow::ensure!(r.status().is_success(), "GET {url}: {}", r.status());
+                r.bytes().await?;
+            }
+            Ok(())
+        })
+        .await;
+        r?;
+        per_read.push(n as f64 / 20.0);
+    }
+
+    let mut api: Vec<Vec<load::Run>> = vec![Vec::new(); reads.len()];
+    let mut tps = Vec::new();
+    for rep in 0..k.reps {
+        for (i, (what, url)) in reads.iter().enumerate() {
+            let (url, conns, secs) = (url.clone(), k.conns, f64::from(k.secs));
+            let r = tokio::task::spawn_blocking(move || load::run(&url, READER, conns, secs, 2))
+                .await??;
+            println!(
+                "  rep {}: {what}: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms",
+                rep + 1,
+                r.rps,
+                r.p50_ms,
+                r.p99_ms
+            );
+            api[i].push(r);
+        }
+        let t = pgbench::select_only(pg_url, k.conns, k.secs).await?;
+        println!(
+            "  rep {}: pgbench -S -c {} -j 2 -T {}: {t:.0} tps",
+            rep + 1,
+            k.conns,
+            k.secs
+        );
+        tps.push(t);
+    }
+
+    let pg = median(tps);
+    println!();
+    println!("| read | SQL statements | req/s | p50 ms | p99 ms | ratio to pgbench -S |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let mut pass = true;
+    for (i, (what, _)) in reads.iter().enumerate() {
+        let rps = median(api[i].iter().map(|r| r.rps).collect());
+        let p50 = median(api[i].iter().map(|r| r.p50_ms).collect());
+        let p99 = median(api[i].iter().map(|r| r.p99_ms).collect());
+        let ratio = rps / pg;
+        pass &= ratio >= TARGET_RATIO && p99 < TARGET_P99_MS;
+        println!(
+            "| `{what}` | {} | {rps:.0} | {p50:.2} | {p99:.2} | {ratio:.3} |",
+            per_read[i]
+        );
+    }
+    println!(
+        "| `pgbench -S -c {} -j 2 -T {}` | 1 | {pg:.0} tps | | | 1 |",
+        k.conns, k.secs
+    );
+    println!();
+    println!(
+        "target (every read >= 1/3 of pgbench -S, p99 < {TARGET_P99_MS} ms): {}",
+        if pass { "PASS" } else { "MISS" }
+    );
+    Ok(())
+}
