@@ -17,6 +17,7 @@
 //!   refused with the fix (send maxNodes, or name it in the mask to reset it).
 
 use super::accelerators::{Kind, Resolved};
+use super::provisioning::Provisioning;
 
 /// The most nodes (per zone) a Kinetic pool may have: GKE's limit of 1,000 nodes per
 /// node pool zone ("Nodes per node pool zone", cloud.google.com/kubernetes-engine/quotas),
@@ -78,6 +79,14 @@ pub enum ResizeError {
         upper: u32,
     },
     #[error(
+        "minNodes {min} asked of a {mode} pool: flex-start pools keep no warm nodes (GKE creates them with 0 nodes and grows them only when workloads ask{queued}), so their minimum stays 0; send minNodes 0 (or leave it out) and change maxNodes only"
+    )]
+    FlexWarm {
+        mode: &'static str,
+        min: u32,
+        queued: &'static str,
+    },
+    #[error(
         "maxNodes {max} of this on-demand fallback pool is below maxNodes {spot_max} of its spot pool {spot_pool}: pods on the spot pool could not all fail over; give maxNodes >= {spot_max}, or resize the spot pool first"
     )]
     FallbackTooSmall {
@@ -103,6 +112,8 @@ impl ResizeError {
             } => "TPU_MIN_NODES_NOT_WHOLE_SLICES",
             ResizeError::NotWholeSlices { .. } => "TPU_MAX_NODES_NOT_WHOLE_SLICES",
             ResizeError::FallbackTooSmall { .. } => "FAILOVER_MAX_TOO_SMALL",
+            // The same reason `pool add` gives for warm nodes on a flex-start pool.
+            ResizeError::FlexWarm { .. } => "PROVISIONING_CONFLICT",
         }
     }
 }
@@ -227,6 +238,25 @@ pub fn target(acc: &Resolved, current: Bounds, u: &Update) -> Result<Bounds, Res
     }
     whole_slices(acc, "maxNodes", max)?;
     Ok(Bounds { min, max })
+}
+
+/// A pool of provisioning `mode` may end at `to`: flex-start pools (FLEX_START, QUEUED)
+/// keep `minNodes` 0, as `pool add` creates them (GKE's flex-start pools are created with
+/// `--num-nodes=0` and scale from zero; their autoscaling is sent as total bounds with a
+/// total minimum of 0 by the workflow's flex-start wire).
+pub fn check_mode(mode: Provisioning, to: Bounds) -> Result<(), ResizeError> {
+    if mode.is_flex_start() && to.min > 0 {
+        return Err(ResizeError::FlexWarm {
+            mode: mode.as_str(),
+            min: to.min,
+            queued: if mode == Provisioning::Queued {
+                ", and a QUEUED pool only for a ProvisioningRequest"
+            } else {
+                ""
+            },
+        });
+    }
+    Ok(())
 }
 
 /// The on-demand fallback's new bounds when its spot pool goes to `spot`: its maximum is
@@ -354,5 +384,25 @@ mod tests {
         assert!(e.to_string().contains("gpu-l4-1a2b"), "{e}");
         assert_eq!(min_growth(B(1, 10), B(3, 10)), 2);
         assert_eq!(min_growth(B(3, 10), B(1, 10)), 0);
+    }
+
+    #[test]
+    fn flex_start_pools_keep_min_nodes_at_zero() {
+        for mode in [Provisioning::FlexStart, Provisioning::Queued] {
+            assert_eq!(check_mode(mode, B(0, 20)), Ok(()));
+            let e = check_mode(mode, B(2, 20)).unwrap_err();
+            assert_eq!(e.reason(), "PROVISIONING_CONFLICT");
+            assert!(e.to_string().contains(mode.as_str()), "{e}");
+            assert!(e.to_string().contains("send minNodes 0"), "{e}");
+        }
+        let e = check_mode(Provisioning::Queued, B(1, 2)).unwrap_err();
+        assert!(e.to_string().contains("ProvisioningRequest"), "{e}");
+        for mode in [
+            Provisioning::OnDemand,
+            Provisioning::Spot,
+            Provisioning::Reservation,
+        ] {
+            assert_eq!(check_mode(mode, B(3, 20)), Ok(()), "{mode:?}");
+        }
     }
 }

@@ -40,7 +40,8 @@ pub struct WorkloadProblem {
     /// MISSING_TOLERATION | NO_MATCHING_POOL | NODE_SELECTOR_MATCHES_NOTHING |
     /// ACCELERATOR_COUNT_TOO_LARGE | GPU_LIMIT_MISSING | TPU_TOPOLOGY_MISMATCH |
     /// ZONE_PINNED | CUDA_DRIVER_MISMATCH | SPOT_ONLY_NO_FALLBACK | POOL_AT_MAX |
-    /// QUOTA_EXHAUSTED
+    /// QUOTA_EXHAUSTED | PROVISIONING_REQUEST_NEEDED (a QUEUED pool must grow: only a
+    /// ProvisioningRequest obtains its nodes)
     #[schema(example = "MISSING_TOLERATION")]
     pub reason: String,
     pub message: String,

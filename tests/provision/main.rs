@@ -20,6 +20,7 @@ mod preview;
 mod records;
 mod reservations;
 mod resize;
+mod resize_modes;
 mod sharing;
 #[path = "../serve_process/journal.rs"]
 mod sim_journal;

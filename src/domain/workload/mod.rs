@@ -15,6 +15,7 @@ pub mod cuda;
 pub mod gke;
 pub mod judge;
 pub mod parse;
+pub mod queued;
 pub mod report;
 pub mod selectors;
 pub mod sharing;
@@ -23,6 +24,8 @@ pub mod sharing;
 mod tests;
 #[cfg(test)]
 mod tests_capacity;
+#[cfg(test)]
+mod tests_queued;
 #[cfg(test)]
 mod tests_sharing;
 

@@ -8,6 +8,7 @@
 
 use super::capacity::consume;
 use super::judge::{Failure, Judgement, judge};
+use super::queued;
 use super::{ClusterFacts, GPU, PodGroup, PoolFacts, TPU, Workload};
 
 /// Workload-check reasons (API.md).
@@ -24,6 +25,8 @@ pub enum Reason {
     QuotaExhausted,
     GpuLimitMissing,
     SpotOnlyNoFallback,
+    /// A QUEUED pool's growth is needed: only a ProvisioningRequest obtains it.
+    ProvisioningRequestNeeded,
 }
 
 impl Reason {
@@ -40,6 +43,7 @@ impl Reason {
             Reason::QuotaExhausted => "QUOTA_EXHAUSTED",
             Reason::GpuLimitMissing => "GPU_LIMIT_MISSING",
             Reason::SpotOnlyNoFallback => "SPOT_ONLY_NO_FALLBACK",
+            Reason::ProvisioningRequestNeeded => "PROVISIONING_REQUEST_NEEDED",
         }
     }
 
@@ -127,8 +131,8 @@ pub fn check(w: &Workload, c: &ClusterFacts) -> Report {
             message: label(g, p.message),
             ..p
         }));
-        for (row, (_, j)) in rows.iter_mut().zip(&judged) {
-            let (f, why) = row_fit(j);
+        for (row, (p, j)) in rows.iter_mut().zip(&judged) {
+            let (f, why) = row_fit(p, j);
             if row.1.is_empty() || f < row.0 {
                 *row = (f, label(g, why));
             }
@@ -201,13 +205,14 @@ fn limit_problems(w: &Workload) -> Vec<Problem> {
     out
 }
 
-fn row_fit(j: &Judgement) -> (Fit, String) {
+fn row_fit(p: &PoolFacts, j: &Judgement) -> (Fit, String) {
     match j {
         Err(f) => (Fit::Never, format!("{}: {}", f.reason.as_str(), f.message)),
         Ok(r) if r.now > 0 => (
             Fit::Now,
             format!("room for {} pod(s) on its nodes now", r.now),
         ),
+        Ok(r) if r.later > 0 && p.is_queued() => (Fit::AfterScaleUp, queued::row_reason(p, r)),
         Ok(r) if r.later > 0 => (
             Fit::AfterScaleUp,
             format!(
@@ -248,6 +253,7 @@ fn group_fit(g: &PodGroup, judged: &[(&PoolFacts, Judgement)]) -> (Fit, Vec<Prob
             &rooms.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
         ));
     }
+    problems.extend(queued::problems(&rooms, need, now));
     let fit = if now >= need {
         Fit::Now
     } else if now + later >= need {

@@ -11,7 +11,7 @@
 
 use crate::cloud::Cloud;
 use crate::cloud::gcp::compute::reservations::Verdict;
-use crate::domain::accelerators::Kind;
+use crate::domain::accelerators::{Kind, Resolved};
 use crate::domain::naming::ClusterNames;
 use crate::domain::pools::PoolShape;
 use crate::domain::reservation::{
@@ -78,44 +78,87 @@ pub async fn check_reservations(
             continue; // the shape rules refused it already
         };
         let w = wanted(n, s, zones);
-        let compute = &cloud.gcp.compute;
-        match compute
-            .check_reservation(&n.project, &n.region, &r, &w)
-            .await
-        {
-            Ok(Verdict::Holds(_)) => {}
-            Ok(Verdict::NotFound { owner, searched }) => {
-                return Err(Error::precondition(
-                    "RESERVATION_NOT_FOUND",
-                    not_found_message(&r, &owner, &n.project, &searched),
-                )
-                .with("reservation", &r)
-                .with("project", &owner));
-            }
-            Ok(Verdict::NotShared { owner, zone }) => {
-                return Err(Error::precondition(
-                    "RESERVATION_NOT_FOUND",
-                    not_shared_message(&r, &owner, &zone, &n.project),
-                )
-                .with("reservation", &r)
-                .with("project", &owner)
-                .with("zone", &zone));
-            }
-            Ok(Verdict::Refused(l, refusal)) => {
-                return Err(refusal_error(&r, &l.zone, &refusal));
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, reservation = %r, "reservation check skipped");
-                warnings.push(format!(
-                    "reservation {r} not checked ({e}); the pool-create step checks it again{}",
-                    if r.owner.is_some() {
-                        ": kineticd needs roles/compute.viewer (compute.reservations.get) on the owner project"
-                    } else {
-                        ""
-                    }
-                ));
-            }
-        }
+        warnings.extend(check_one(cloud, n, &r, &w).await?);
     }
     Ok(warnings)
+}
+
+/// Check one reservation `r` for `w`: Ok(Some(warning)) when it could not be read.
+async fn check_one(
+    cloud: &Cloud,
+    n: &ClusterNames,
+    r: &ReservationRef,
+    w: &Wanted,
+) -> Result<Option<String>> {
+    let compute = &cloud.gcp.compute;
+    match compute.check_reservation(&n.project, &n.region, r, w).await {
+        Ok(Verdict::Holds(_)) => Ok(None),
+        Ok(Verdict::NotFound { owner, searched }) => Err(Error::precondition(
+            "RESERVATION_NOT_FOUND",
+            not_found_message(r, &owner, &n.project, &searched),
+        )
+        .with("reservation", r)
+        .with("project", &owner)),
+        Ok(Verdict::NotShared { owner, zone }) => Err(Error::precondition(
+            "RESERVATION_NOT_FOUND",
+            not_shared_message(r, &owner, &zone, &n.project),
+        )
+        .with("reservation", r)
+        .with("project", &owner)
+        .with("zone", &zone)),
+        Ok(Verdict::Refused(l, refusal)) => Err(refusal_error(r, &l.zone, &refusal)),
+        Err(e) => {
+            tracing::warn!(error = %e, reservation = %r, "reservation check skipped");
+            Ok(Some(format!(
+                "reservation {r} not checked ({e}); the pool-create step checks it again{}",
+                if r.owner.is_some() {
+                    ": kineticd needs roles/compute.viewer (compute.reservations.get) on the owner project"
+                } else {
+                    ""
+                }
+            )))
+        }
+    }
+}
+
+/// The check of a resize of a pool of `acc` in `zones` bound to reservation `raw`
+/// whose minimum grows by `growth` nodes (per zone): the reservation must still hold the
+/// pool's machine type and accelerators and have `growth` more VMs free (the pool's
+/// current nodes are already counted in its `inUseCount`). Same refusals as
+/// [`check_reservations`]; a reservation that cannot be read is a warning.
+pub async fn check_resize_growth(
+    cloud: &Cloud,
+    n: &ClusterNames,
+    acc: &Resolved,
+    raw: &str,
+    zones: &[String],
+    growth: u32,
+) -> Result<Vec<String>> {
+    let Some(r) = ReservationRef::parse(raw) else {
+        return Ok(Vec::new()); // refused when the pool was added
+    };
+    if growth == 0 {
+        return Ok(Vec::new());
+    }
+    let w = Wanted {
+        zones: if zones.is_empty() {
+            vec![n.zone.clone()]
+        } else {
+            zones.to_vec()
+        },
+        machine_type: acc.machine_type.to_owned(),
+        accelerator: (acc.kind == Kind::Gpu)
+            .then(|| (acc.gke_accelerator_type.to_owned(), i64::from(acc.count))),
+        min_nodes: i64::from(growth),
+    };
+    let warning = check_one(cloud, n, &r, &w).await?;
+    Ok(warning
+        .map(|w| {
+            w.replace(
+                "the pool-create step checks it again",
+                "GKE's autoscaler may not find the VMs",
+            )
+        })
+        .into_iter()
+        .collect())
 }

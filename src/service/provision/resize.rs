@@ -1,7 +1,8 @@
 //! `PATCH .../nodePools/{pool}`: a pool resize. The update (AIP-134 `updateMask` and
 //! body) and the new bounds are checked by Kinetic's rules ([`crate::domain::resize`]),
 //! a failover pair's on-demand pool follows its spot pool where it must, the regional
-//! quota is checked for the growth of each pool's minimum, and an UPDATE_NODE_POOL
+//! quota is checked for the growth of each pool's minimum (and a reservation-bound
+//! pool's reservation for as many free VMs), flex-start pools keep minNodes 0, and an UPDATE_NODE_POOL
 //! operation is planned and enqueued on the cluster's queue.
 //!
 //! Invariant: a resize is accepted only for RUNNING pools of a live cluster with no
@@ -18,6 +19,7 @@ use serde_json::json;
 use crate::cloud::Cloud;
 use crate::domain::accelerators::{self, Choice, Resolved};
 use crate::domain::naming::ClusterNames;
+use crate::domain::provisioning::Provisioning;
 use crate::domain::resize::{self, Bounds, ResizeError, Update};
 use crate::domain::{PoolId, PoolState, quota};
 use crate::model::EstimatedCost;
@@ -29,6 +31,7 @@ use crate::store::{self, clusters::ClusterRecord};
 
 use super::super::records::pool_of;
 use super::super::{Error, Result, Services};
+use super::reservations;
 use super::{
     Begin, Mutation, OpRequest, Submitted, begin, live, not_deleting, submit, transaction,
 };
@@ -91,6 +94,15 @@ fn accelerator(rec: &NodePoolRecord) -> Result<Resolved> {
     }
 }
 
+/// The provisioning mode a pool record was made with (none recorded: on demand / spot).
+fn mode(rec: &NodePoolRecord) -> Provisioning {
+    rec.spec
+        .provisioning
+        .as_deref()
+        .and_then(|p| Provisioning::parse(p).ok())
+        .unwrap_or_default()
+}
+
 fn running(rec: &NodePoolRecord) -> Result<()> {
     if rec.state == PoolState::Running {
         return Ok(());
@@ -137,6 +149,7 @@ async fn changes(
     let acc = accelerator(&rec)?;
     let from = bounds(&rec);
     let to = resize::target(&acc, from, u).map_err(resize_error)?;
+    resize::check_mode(mode(&rec), to).map_err(|e| resize_error(e).with("field", "minNodes"))?;
     let partner = match &rec.spec.failover {
         Some(f) => pool(svc, c, &f.paired_pool).await?,
         None => None,
@@ -292,6 +305,20 @@ pub async fn resize(
         .collect();
     for ch in &changes {
         warnings.extend(check_growth(&svc.cloud, &names, ch, m.validate_only).await?);
+        if let Some(r) = ch.rec.spec.reservation.as_deref() {
+            let growth = resize::min_growth(ch.from, ch.to);
+            warnings.extend(
+                reservations::check_resize_growth(
+                    &svc.cloud,
+                    &names,
+                    &ch.acc,
+                    r,
+                    &ch.rec.spec.zones,
+                    growth,
+                )
+                .await?,
+            );
+        }
     }
     let models: Vec<_> = changes
         .iter()
