@@ -73,7 +73,11 @@ impl AppState {
             auth: Arc::new(Authenticator {
                 mode,
                 admins: settings.admins.iter().cloned().collect::<HashSet<_>>(),
-                limits: Arc::new(crate::api::limits::CallerLimits::new(&settings.limits)),
+                limits: Arc::new(crate::api::limits::CallerLimits::new(
+                    settings.limits.rate.map(|r| (r.per_second, r.burst)),
+                    settings.limits.max_watches_per_caller,
+                    settings.limits.request_timeout,
+                )),
             }),
             metrics: crate::api::metrics::handle(),
             services: Services {

@@ -20,7 +20,6 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use super::error::ApiError;
-use crate::config::Limits;
 use crate::domain::Email;
 
 /// The metadata key carrying the seconds to wait; [`deadline`] copies it to `Retry-After`.
@@ -35,17 +34,22 @@ pub struct CallerLimits {
 }
 
 impl CallerLimits {
-    pub fn new(l: &Limits) -> CallerLimits {
-        let rate = l.rate.and_then(|r| {
-            let period = Duration::from_secs_f64(1.0 / r.per_second);
-            let quota = Quota::with_period(period)?.allow_burst(NonZeroU32::new(r.burst)?);
+    /// `rate`: (tokens a second, burst) per caller; `None` turns each limit off.
+    pub fn new(
+        rate: Option<(f64, u32)>,
+        max_watches: Option<u32>,
+        timeout: Option<Duration>,
+    ) -> CallerLimits {
+        let rate = rate.and_then(|(per_second, burst)| {
+            let period = Duration::from_secs_f64(1.0 / per_second);
+            let quota = Quota::with_period(period)?.allow_burst(NonZeroU32::new(burst)?);
             Some(RateLimiter::keyed(quota))
         });
         CallerLimits {
             rate,
-            max_watches: l.max_watches_per_caller,
+            max_watches,
             watches: Arc::default(),
-            timeout: l.request_timeout,
+            timeout,
         }
     }
 

@@ -8,13 +8,13 @@
 
 use crate::cloud::Cloud;
 use crate::domain::accelerators::Resolved;
-use crate::domain::compute_class::GkeVersion;
 use crate::domain::pricing::PriceTable;
 use crate::domain::provisioning::{self, Provisioning, ProvisioningError, Resolution};
 
 use super::super::{Error, Result};
 use super::Mutation;
 use super::pools::AddPoolRequest;
+use super::version::{MasterVersion, master_version};
 
 fn provisioning_error(e: ProvisioningError) -> Error {
     let err = Error::invalid(e.reason(), e.to_string());
@@ -76,35 +76,26 @@ pub async fn check_version(
         return Ok(Vec::new());
     };
     let n = m.names();
-    let cluster = match cloud
-        .gcp
-        .container
-        .get_cluster(&n.project, &n.zone, &n.cluster)
-        .await
-    {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(error = %e, cluster = %n.cluster, "GKE version check skipped");
+    let version = match master_version(cloud, m).await {
+        MasterVersion::Unread(e) => {
             return Ok(vec![format!(
                 "the GKE version of cluster {} was not checked ({e}); {mode} needs GKE {min} or later",
                 n.cluster
             )]);
         }
+        MasterVersion::Read(_, Some(v)) if v >= min => return Ok(Vec::new()),
+        MasterVersion::Read(v, _) => v,
     };
-    let version = cluster.current_master_version.unwrap_or_default();
-    match GkeVersion::parse(&version) {
-        Some(v) if v >= min => Ok(Vec::new()),
-        _ => Err(Error::invalid(
-            "GKE_VERSION_TOO_OLD",
-            format!(
-                "cluster {} runs GKE {version:?}; {mode} pools of {} need GKE {min} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or ask for ON_DEMAND or SPOT",
-                m.path.name(),
-                acc.base_name(),
-                n.cluster
-            ),
-        )
-        .with("currentMasterVersion", &version)
-        .with("minimumVersion", min)
-        .with("provisioning", mode)),
-    }
+    Err(Error::invalid(
+        "GKE_VERSION_TOO_OLD",
+        format!(
+            "cluster {} runs GKE {version:?}; {mode} pools of {} need GKE {min} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or ask for ON_DEMAND or SPOT",
+            m.path.name(),
+            acc.base_name(),
+            n.cluster
+        ),
+    )
+    .with("currentMasterVersion", &version)
+    .with("minimumVersion", min)
+    .with("provisioning", mode))
 }

@@ -22,6 +22,7 @@ pub mod reservations;
 pub mod resize;
 pub mod sharing;
 pub mod up;
+pub mod version;
 
 use serde_json::Value;
 use uuid::Uuid;

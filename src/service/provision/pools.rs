@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cloud::Cloud;
 use crate::domain::accelerators::{Choice, Kind, Resolved};
-use crate::domain::compute_class::{ClassName, GkeVersion, MIN_VERSION, join_class};
+use crate::domain::compute_class::{ClassName, MIN_VERSION, join_class};
 use crate::domain::naming::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolError, PoolShape, shape, spot_of};
 use crate::domain::provisioning::{self, Resolution};
@@ -23,6 +23,7 @@ use super::super::records::spec_of;
 use super::super::{Error, Result, Services};
 use super::flex;
 use super::placement::check_placement;
+use super::version::{MasterVersion, master_version};
 use super::{
     Begin, Mutation, OpRequest, Plan, Submitted, begin, live, not_deleting, parse_accelerator,
     pool_error, submit, transaction,
@@ -330,35 +331,26 @@ async fn pool_records(
 /// the class checks the running cluster's version again.
 async fn check_version(cloud: &Cloud, m: &Mutation) -> Result<Vec<String>> {
     let n = m.names();
-    let cluster = match cloud
-        .gcp
-        .container
-        .get_cluster(&n.project, &n.zone, &n.cluster)
-        .await
-    {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(error = %e, cluster = %n.cluster, "GKE version check skipped");
+    let version = match master_version(cloud, m).await {
+        MasterVersion::Unread(e) => {
             return Ok(vec![format!(
                 "the GKE version of cluster {} was not checked ({e}); the compute class step checks it",
                 n.cluster
             )]);
         }
+        MasterVersion::Read(_, Some(v)) if v.supports_compute_classes() => return Ok(Vec::new()),
+        MasterVersion::Read(v, _) => v,
     };
-    let version = cluster.current_master_version.unwrap_or_default();
-    match GkeVersion::parse(&version) {
-        Some(v) if v.supports_compute_classes() => Ok(Vec::new()),
-        _ => Err(Error::invalid(
-            "GKE_VERSION_TOO_OLD",
-            format!(
-                "cluster {} runs GKE {version:?}; a failover pair needs custom compute classes, which need GKE {MIN_VERSION} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or add a pool without \"failover\"",
-                m.path.name(),
-                n.cluster
-            ),
-        )
-        .with("currentMasterVersion", &version)
-        .with("minimumVersion", MIN_VERSION)),
-    }
+    Err(Error::invalid(
+        "GKE_VERSION_TOO_OLD",
+        format!(
+            "cluster {} runs GKE {version:?}; a failover pair needs custom compute classes, which need GKE {MIN_VERSION} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or add a pool without \"failover\"",
+            m.path.name(),
+            n.cluster
+        ),
+    )
+    .with("currentMasterVersion", &version)
+    .with("minimumVersion", MIN_VERSION))
 }
 
 /// `pool add`: one pool (or a failover pair), checked, named and planned.

@@ -8,12 +8,12 @@
 
 use crate::cloud::Cloud;
 use crate::domain::accelerators::Resolved;
-use crate::domain::compute_class::GkeVersion;
 use crate::domain::gpu_sharing::{self, GpuSharing, SharingError};
 
 use super::super::{Error, Result};
 use super::Mutation;
 use super::pools::AddPoolRequest;
+use super::version::{MasterVersion, master_version};
 
 fn sharing_error(acc: &Resolved, e: SharingError) -> Error {
     let mut err = Error::invalid(e.reason(), e.to_string()).with("accelerator", acc.base_name());
@@ -43,36 +43,26 @@ pub async fn check_version(
     let Some(s) = gpu.and_then(|g| g.sharing) else {
         return Ok(Vec::new());
     };
-    let n = m.names();
-    let cluster = match cloud
-        .gcp
-        .container
-        .get_cluster(&n.project, &n.zone, &n.cluster)
-        .await
-    {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(error = %e, cluster = %n.cluster, "GKE version check for GPU sharing skipped");
+    let min = s.strategy.min_version();
+    let version = match master_version(cloud, m).await {
+        MasterVersion::Unread(e) => {
             return Ok(vec![format!(
                 "the GKE version of cluster {} was not checked for {} ({e})",
-                n.cluster,
+                m.names().cluster,
                 s.strategy.as_str()
             )]);
         }
+        MasterVersion::Read(_, Some(v)) if v >= min => return Ok(Vec::new()),
+        MasterVersion::Read(v, _) => v,
     };
-    let version = cluster.current_master_version.unwrap_or_default();
-    let min = s.strategy.min_version();
-    match GkeVersion::parse(&version) {
-        Some(v) if v >= min => Ok(Vec::new()),
-        _ => Err(Error::invalid(
-            "GKE_VERSION_TOO_OLD",
-            format!(
-                "cluster {} runs GKE {version:?}; GPU sharing with {} needs GKE {min} or later: upgrade the cluster or add the pool without \"sharing\"",
-                m.path.name(),
-                s.strategy.as_str()
-            ),
-        )
-        .with("currentMasterVersion", &version)
-        .with("minimumVersion", min)),
-    }
+    Err(Error::invalid(
+        "GKE_VERSION_TOO_OLD",
+        format!(
+            "cluster {} runs GKE {version:?}; GPU sharing with {} needs GKE {min} or later: upgrade the cluster or add the pool without \"sharing\"",
+            m.path.name(),
+            s.strategy.as_str()
+        ),
+    )
+    .with("currentMasterVersion", &version)
+    .with("minimumVersion", min))
 }
