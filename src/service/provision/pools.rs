@@ -107,6 +107,26 @@ pub fn new_pool_ids(
     ids
 }
 
+/// The region's quota `metric` as Compute reports it now (`regions.get`): its limit and
+/// usage, or the warning to give when it cannot be read (the pre-check is then skipped).
+pub async fn region_quota(
+    cloud: &Cloud,
+    n: &ClusterNames,
+    metric: &str,
+) -> std::result::Result<crate::cloud::gcp::types::compute::Quota, String> {
+    let region = match cloud.gcp.compute.get_region(&n.project, &n.region).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, project = %n.project, region = %n.region, "quota pre-check skipped");
+            return Err(format!("quota {metric} not checked: {e}"));
+        }
+    };
+    region
+        .quota(metric)
+        .cloned()
+        .ok_or_else(|| format!("region {} reports no quota {metric}; not checked", n.region))
+}
+
 /// Check the regional quota for a pool; returns warnings when it could not be checked.
 pub async fn check_quota(
     cloud: &Cloud,
@@ -120,18 +140,9 @@ pub async fn check_quota(
         return Ok(Vec::new());
     };
     let needed = quota::needed(&s.accelerator, s.min_nodes);
-    let region = match cloud.gcp.compute.get_region(&n.project, &n.region).await {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::warn!(error = %e, project = %n.project, region = %n.region, "quota pre-check skipped");
-            return Ok(vec![format!("quota {metric} not checked: {e}")]);
-        }
-    };
-    let Some(q) = region.quota(&metric) else {
-        return Ok(vec![format!(
-            "region {} reports no quota {metric}; not checked",
-            n.region
-        )]);
+    let q = match region_quota(cloud, n, &metric).await {
+        Ok(q) => q,
+        Err(warning) => return Ok(vec![warning]),
     };
     quota::check(&metric, q.limit, q.usage, needed).map_err(|f| {
         Error::precondition(

@@ -31,6 +31,7 @@ use crate::store::{self, clusters::ClusterRecord};
 
 use super::super::records::pool_of;
 use super::super::{Error, Result, Services};
+use super::pools::region_quota;
 use super::reservations;
 use super::{
     Begin, Mutation, OpRequest, Submitted, begin, live, not_deleting, submit, transaction,
@@ -205,18 +206,9 @@ async fn check_growth(
     };
     let zones = ch.rec.spec.zones.len().max(1) as u64;
     let needed = u64::from(growth) * u64::from(ch.acc.per_node()) * zones;
-    let region = match cloud.gcp.compute.get_region(&n.project, &n.region).await {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::warn!(error = %e, project = %n.project, region = %n.region, "quota pre-check skipped");
-            return Ok(vec![format!("quota {metric} not checked: {e}")]);
-        }
-    };
-    let Some(q) = region.quota(&metric) else {
-        return Ok(vec![format!(
-            "region {} reports no quota {metric}; not checked",
-            n.region
-        )]);
+    let q = match region_quota(cloud, n, &metric).await {
+        Ok(q) => q,
+        Err(warning) => return Ok(vec![warning]),
     };
     quota::check(&metric, q.limit, q.usage, needed).map_err(|f| {
         Error::precondition(
