@@ -112,6 +112,30 @@ impl Refusal {
             Refusal::Exhausted { .. } => "RESERVATION_EXHAUSTED",
         }
     }
+
+    /// The error metadata of the refusal (field/wanted/found, or count/inUseCount/needed).
+    pub fn metadata(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Refusal::Mismatch {
+                field,
+                wanted,
+                found,
+            } => vec![
+                ("field", (*field).to_owned()),
+                ("wanted", wanted.clone()),
+                ("found", found.clone()),
+            ],
+            Refusal::Exhausted {
+                count,
+                in_use,
+                needed,
+            } => vec![
+                ("count", count.to_string()),
+                ("inUseCount", in_use.to_string()),
+                ("needed", needed.to_string()),
+            ],
+        }
+    }
 }
 
 /// The refusal's message for reservation `r`, with how to fix it.

@@ -41,24 +41,10 @@ pub fn refusal_error(r: &ReservationRef, zone: &str, refusal: &Refusal) -> Error
     let e = Error::precondition(refusal.reason(), refusal_message(r, zone, refusal))
         .with("reservation", r)
         .with("zone", zone);
-    match refusal {
-        Refusal::Mismatch {
-            field,
-            wanted,
-            found,
-        } => e
-            .with("field", field)
-            .with("wanted", wanted)
-            .with("found", found),
-        Refusal::Exhausted {
-            count,
-            in_use,
-            needed,
-        } => e
-            .with("count", count)
-            .with("inUseCount", in_use)
-            .with("needed", needed),
-    }
+    refusal
+        .metadata()
+        .into_iter()
+        .fold(e, |e, (k, v)| e.with(k, v))
 }
 
 /// Check the reservation of each shape that names one; returns warnings for those that

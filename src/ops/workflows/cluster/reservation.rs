@@ -43,24 +43,10 @@ fn refused(r: &ReservationRef, zone: &str, refusal: &Refusal) -> StepError {
     )
     .with("reservation", r)
     .with("zone", zone);
-    match refusal {
-        Refusal::Mismatch {
-            field,
-            wanted,
-            found,
-        } => e
-            .with("field", field)
-            .with("wanted", wanted)
-            .with("found", found),
-        Refusal::Exhausted {
-            count,
-            in_use,
-            needed,
-        } => e
-            .with("count", count)
-            .with("inUseCount", in_use)
-            .with("needed", needed),
-    }
+    refusal
+        .metadata()
+        .into_iter()
+        .fold(e, |e, (k, v)| e.with(k, v))
 }
 
 /// Check the reservation of pool `p` (nothing to do when it names none).
