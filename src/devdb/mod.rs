@@ -31,7 +31,7 @@ use std::path::PathBuf;
 pub use account::FALLBACK_BASE;
 pub use binaries::DEFAULT_SEARCH_ROOT;
 pub use binaries::PgBinaries;
-pub use server::{INITDB_MARKER, LOG_FILE, PrivatePostgres, StartOptions};
+pub use server::{Halt, INITDB_MARKER, LOG_FILE, PrivatePostgres, StartOptions};
 
 /// Name of the superuser role created by `initdb -U` (and used in [`PrivatePostgres::url`]).
 pub const SUPERUSER: &str = "kineticd";

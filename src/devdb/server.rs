@@ -36,6 +36,18 @@ pub struct PrivatePostgres {
     log_path: PathBuf,
     ran_initdb: bool,
     remove_on_stop: bool,
+    options: StartOptions,
+}
+
+/// How [`PrivatePostgres::halt`] stops the server (PostgreSQL's shutdown modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Halt {
+    /// SIGINT (`pg_ctl stop -m fast`): every client is sent FATAL 57P01 and disconnected,
+    /// a checkpoint is written, the server exits.
+    Fast,
+    /// SIGQUIT (`pg_ctl stop -m immediate`): every process exits at once, no checkpoint
+    /// (the next start recovers from the WAL, as after a crash).
+    Immediate,
 }
 
 impl PrivatePostgres {
@@ -116,6 +128,7 @@ impl PrivatePostgres {
                         log_path,
                         ran_initdb,
                         remove_on_stop: false,
+                        options,
                     });
                 }
                 Err(Launch::PortClash(e)) if attempt < PORT_ATTEMPTS => {
@@ -188,6 +201,42 @@ impl PrivatePostgres {
             }
         }
         let _ = conn.close().await;
+        Ok(())
+    }
+
+    /// Stops the server as `mode` says and waits for it to exit, keeping its data folder
+    /// and port for [`PrivatePostgres::restart`] (a database outage, for fault tests).
+    pub async fn halt(&mut self, mode: Halt) -> Result<(), DevDbError> {
+        if mode == Halt::Immediate && !self.child.has_exited() {
+            self.child.signal(libc::SIGQUIT);
+            self.child.wait(Duration::from_secs(5)).await;
+        }
+        self.shut_down().await
+    }
+
+    /// Starts the server again on the same data folder and port after
+    /// [`PrivatePostgres::halt`] (or after it died); returns once it accepts connections.
+    /// Fails if the port was taken meanwhile (the server cannot move: clients know it).
+    pub async fn restart(&mut self) -> Result<(), DevDbError> {
+        if !self.child.has_exited() {
+            self.shut_down().await?;
+        }
+        let bins = PgBinaries::locate()?;
+        let user = account::run_as()?;
+        let launched = launch(
+            &bins,
+            &self.data_dir,
+            &self.log_path,
+            self.port,
+            user.as_ref(),
+            self.options,
+        )
+        .await;
+        self.child = match launched {
+            Ok(child) => child,
+            Err(Launch::PortClash(e) | Launch::Failed(e)) => return Err(e),
+        };
+        tracing::info!(port = self.port, pid = self.pid(), "private PostgreSQL server restarted");
         Ok(())
     }
 
