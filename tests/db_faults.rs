@@ -31,6 +31,7 @@ mod timeline;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
 use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -47,6 +48,7 @@ const TEAM: &str = "dbfaults-team";
 const STEPS: u32 = 5;
 const STEP_MILLIS: u64 = 700;
 const WORKERS: usize = 2;
+const LEASE: Duration = Duration::from_secs(45);
 /// The request deadline and the wait for a connection the server is configured with.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(4);
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -87,7 +89,9 @@ fn serve_env() -> Vec<(&'static str, String)> {
     vec![
         ("KINETIC_TEST_WORKFLOWS", "true".to_owned()),
         ("KINETIC_WORKERS", WORKERS.to_string()),
-        ("KINETIC_LEASE_SECONDS", "6".to_owned()),
+        // Longer than the short form's outage: the claims taken before it are still
+        // valid after it, so resuming them must not wait for their leases to run out.
+        ("KINETIC_LEASE_SECONDS", LEASE.as_secs().to_string()),
         (
             "KINETIC_REQUEST_TIMEOUT_SECONDS",
             REQUEST_TIMEOUT.as_secs().to_string(),
@@ -148,12 +152,69 @@ async fn states(db: &Db) -> BTreeMap<String, i64> {
 /// Steps DONE so far, over every operation.
 async fn steps_done(db: &Db) -> i64 {
     sqlx::query_scalar(
-        "SELECT count(*) FROM operations, jsonb_array_elements(steps) s \
+        "SELECT count(*) FROM operations, json_array_elements(steps) s \
          WHERE s->>'state' = 'DONE'",
     )
     .fetch_one(db)
     .await
     .expect("count done steps")
+}
+
+/// An operation running under a claim, and how far it had got.
+struct Claim {
+    id: Uuid,
+    lease_expire: DateTime<Utc>,
+    done: i64,
+}
+
+async fn running_claims(db: &Db) -> Vec<Claim> {
+    let rows: Vec<(Uuid, DateTime<Utc>, i64)> = sqlx::query_as(
+        "SELECT id, lease_expire_time, \
+                (SELECT count(*) FROM json_array_elements(steps) s WHERE s->>'state' = 'DONE') \
+         FROM operations WHERE state = 'RUNNING' AND lease_expire_time IS NOT NULL",
+    )
+    .fetch_all(db)
+    .await
+    .expect("running claims");
+    rows.into_iter()
+        .map(|(id, lease_expire, done)| Claim {
+            id,
+            lease_expire,
+            done,
+        })
+        .collect()
+}
+
+/// When (database clock) every one of `claims` had finished another step or ended;
+/// `None` if not within `limit`.
+async fn resumed(db: &Db, claims: &[Claim], limit: Duration) -> Option<DateTime<Utc>> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let mut all = true;
+        for c in claims {
+            let (done, ended): (i64, bool) = sqlx::query_as(
+                "SELECT (SELECT count(*) FROM json_array_elements(steps) s \
+                         WHERE s->>'state' = 'DONE'), end_time IS NOT NULL \
+                 FROM operations WHERE id = $1",
+            )
+            .bind(c.id)
+            .fetch_one(db)
+            .await
+            .expect("progress");
+            all &= ended || done > c.done;
+        }
+        if all {
+            let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
+                .fetch_one(db)
+                .await
+                .expect("now");
+            return Some(now);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Polls `check` every 100 ms until it is true; false after `limit`.
@@ -228,6 +289,7 @@ async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_e
     .await;
     assert!(mid_step, "the workers never got going; log: {log_path}");
     let before = states(&db).await;
+    let claims = running_claims(&db).await;
     tl.note(format!(
         "before the outage: {before:?}, {} steps done",
         steps_done(&db).await
@@ -318,6 +380,14 @@ async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_e
         "reconnected: /readyz 200 at {ready_at:?}, API 200 at {api_at:?} (since start)"
     ));
     let db = connect(&url).await;
+    // The operations running when the outage began go on under a new claim once the
+    // database is back, without waiting for the leases they held to run out.
+    let resumed_at = resumed(&db, &claims, Duration::from_secs(60)).await;
+    let leases_end = claims.iter().map(|c| c.lease_expire).min();
+    tl.note(format!(
+        "operations running at the outage progressed again at {resumed_at:?} (their \
+         leases ran to {leases_end:?})"
+    ));
     let listening = eventually(Duration::from_secs(40), || async {
         let n: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM pg_stat_activity \
@@ -383,6 +453,14 @@ async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_e
     assert!(ready_at.is_some() && api_at.is_some(), "no reconnection; {report}");
     assert!(listening, "the LISTEN connection never came back; {report}");
     assert!(finished, "operations unfinished; {report}");
+    let resumed_at = resumed_at.expect("progress after the restart");
+    let leases_end = leases_end.expect("claims before the outage");
+    assert!(
+        shape.outage + Duration::from_secs(10) > LEASE * 2 / 3 || resumed_at < leases_end,
+        "the running operations waited for their leases to expire ({leases_end}) before \
+         resuming ({resumed_at}): a write that failed during the outage should hand the \
+         operation back once the database answers; {report}"
+    );
 
     // Refused mutations left nothing; the retried request id made one operation.
     assert_eq!(after[0], after[1], "a repeated request id made two operations");

@@ -7,6 +7,7 @@
 //! cluster run one at a time in order, and never wait for another cluster.
 
 pub mod events;
+pub mod outage;
 pub mod queue;
 pub mod retention;
 pub mod runner;

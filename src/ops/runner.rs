@@ -33,6 +33,7 @@ use crate::store::operations::{self, Finish, OperationRow};
 use crate::store::{Db, StoreError};
 
 use super::events::Events;
+use super::outage;
 use super::steps::{
     RetryPolicy, RpcCode, StepError, StepRecord, StepState, cancelled_status, skip_unstarted,
     status_json,
@@ -79,19 +80,27 @@ struct Run {
     wf: Arc<dyn Workflow>,
     op: Arc<OperationRow>,
     steps: Mutex<Vec<StepRecord>>,
+    /// The heartbeat saw the fence move: another worker owns the operation.
+    lost: CancellationToken,
 }
 
 impl Run {
-    /// Persist the steps under the lock (writes stay in order). False: fence moved.
-    async fn save(&self, steps: &[StepRecord]) -> bool {
+    /// Persist the steps under the lock (writes stay in order). `Some`: stop with this
+    /// outcome (the fence moved, or the write failed and the claim was handed back).
+    async fn save(&self, steps: &[StepRecord]) -> Option<Outcome> {
         let json = serde_json::to_value(steps).unwrap_or(Value::Null);
         match operations::save_steps(&self.env.db, self.op.id, self.op.generation, &json).await {
-            Ok(ok) => ok,
-            Err(e) => {
-                tracing::warn!(operation.id = %self.op.id, error = %format_args!("{e:#}"), "saving steps failed; giving up the claim");
-                false
-            }
+            Ok(true) => None,
+            Ok(false) => Some(Outcome::LeaseLost),
+            Err(e) => Some(self.hand_back(&e).await),
         }
+    }
+
+    /// A write failed: hand the operation back once the database answers (see
+    /// [`super::outage`]).
+    async fn hand_back(&self, failed: &StoreError) -> Outcome {
+        let stop = [&self.lost, &self.env.hard_stop];
+        outage::hand_back(&self.env.db, self.op.id, self.op.generation, failed, stop).await
     }
 
     /// One attempt of step `i` (after `delay`), inside its `step` span. The step never
@@ -159,7 +168,10 @@ impl Run {
             response: response.as_ref(),
             error: error.as_ref(),
         };
-        finish(&self.env, self.wf.as_ref(), &self.op, f).await
+        match finish(&self.env, self.wf.as_ref(), &self.op, f).await {
+            Ok(outcome) => outcome,
+            Err(e) => self.hand_back(&e).await,
+        }
     }
 
     /// Mark step `i` done and, when `launch_free > 0`, start the steps it unblocked, all
@@ -284,6 +296,7 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
         wf,
         steps: Mutex::new(steps),
         op: Arc::new(row),
+        lost: lost.clone(),
     });
     let _stop_heartbeat = AbortOnDrop(tokio::spawn(heartbeat(
         env.db.clone(),
@@ -348,26 +361,32 @@ async fn unreadable_steps(
         response: None,
         error: Some(&err),
     };
-    finish(env, wf, row, f).await
-}
-
-/// Write the operation's final state (fenced by its lease) and count it.
-async fn finish(env: &RunEnv, wf: &dyn Workflow, op: &OperationRow, f: Finish<'_>) -> Outcome {
-    let state = f.state;
-    match wf.finish(&env.db, op, f).await {
-        Ok(true) => {
-            metrics::counter!("kineticd_operations_finished_total",
-                "type" => op.op_type.clone(), "state" => state.as_str())
-            .increment(1);
-            tracing::info!(operation.id = %op.id, operation.type = %op.op_type, state = state.as_str(), "operation finished");
-            Outcome::Finished(state)
-        }
-        Ok(false) => Outcome::LeaseLost,
+    match finish(env, wf, row, f).await {
+        Ok(outcome) => outcome,
         Err(e) => {
-            tracing::warn!(operation.id = %op.id, error = %format_args!("{e:#}"), "finishing failed; the lease will expire and another worker resumes");
-            Outcome::LeaseLost
+            let stop = [&env.hard_stop, &env.hard_stop];
+            outage::hand_back(&env.db, row.id, row.generation, &e, stop).await
         }
     }
+}
+
+/// Write the operation's final state (fenced by its lease) and count it. An error is
+/// the caller's to handle (see [`super::outage`]).
+async fn finish(
+    env: &RunEnv,
+    wf: &dyn Workflow,
+    op: &OperationRow,
+    f: Finish<'_>,
+) -> Result<Outcome, StoreError> {
+    let state = f.state;
+    if !wf.finish(&env.db, op, f).await? {
+        return Ok(Outcome::LeaseLost);
+    }
+    metrics::counter!("kineticd_operations_finished_total",
+        "type" => op.op_type.clone(), "state" => state.as_str())
+    .increment(1);
+    tracing::info!(operation.id = %op.id, operation.type = %op.op_type, state = state.as_str(), "operation finished");
+    Ok(Outcome::Finished(state))
 }
 
 /// Fires at the operation's deadline (a year away when it has none).
@@ -569,7 +588,7 @@ impl Driver {
     async fn flush(&mut self) -> Option<Outcome> {
         self.flush_at = None;
         let g = self.run.steps.lock().await;
-        (!self.run.save(&g).await).then_some(Outcome::LeaseLost)
+        self.run.save(&g).await
     }
 
     /// Step `i` is done: persist it with the steps it unblocked, and start those.
@@ -589,14 +608,9 @@ impl Driver {
                 None
             }
             Ok(None) => Some(Outcome::LeaseLost),
-            Err(e) => {
-                let run = &self.run;
-                tracing::warn!(operation.id = %run.op.id, error = %e, "completing a step failed; handing the operation back");
-                // Best effort: let another worker resume now rather than after the
-                // lease runs out (the step re-runs: ensure).
-                let _ = operations::release(&run.env.db, run.op.id, run.op.generation).await;
-                Some(Outcome::LeaseLost)
-            }
+            // Whether it committed or not, the next claim resumes from what is stored
+            // (a step whose completion was lost re-runs: ensure).
+            Err(e) => Some(self.run.hand_back(&e).await),
         }
     }
 
@@ -626,8 +640,8 @@ impl Driver {
             g[i].attempts += 1;
             // Carries unsaved launches too.
             self.flush_at = None;
-            if !self.run.save(&g).await {
-                return Some(Outcome::LeaseLost);
+            if let Some(stop) = self.run.save(&g).await {
+                return Some(stop);
             }
         }
         self.push(i, delay);
@@ -663,12 +677,13 @@ async fn release(run: &Run) -> Outcome {
         s.state = StepState::Pending;
         s.message = Some("interrupted by a server shutdown; will resume".into());
     }
-    if !run.save(&g).await {
-        return Outcome::LeaseLost;
+    if let Some(stop) = run.save(&g).await {
+        return stop;
     }
     match operations::release(&run.env.db, run.op.id, run.op.generation).await {
         Ok(true) => Outcome::Released,
-        _ => Outcome::LeaseLost,
+        Ok(false) => Outcome::LeaseLost,
+        Err(e) => run.hand_back(&e).await,
     }
 }
 
