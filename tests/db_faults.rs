@@ -69,7 +69,10 @@ impl Shape {
         let num = |key: &str, default: u64| {
             std::env::var(key)
                 .ok()
-                .map(|v| v.parse().unwrap_or_else(|_| panic!("{key}={v}: not a number")))
+                .map(|v| {
+                    v.parse()
+                        .unwrap_or_else(|_| panic!("{key}={v}: not a number"))
+                })
                 .unwrap_or(default)
         };
         let halt = match std::env::var("KINETIC_DB_FAULTS_HALT").as_deref() {
@@ -124,7 +127,9 @@ async fn private_server() -> Option<PrivatePostgres> {
     let pg = PrivatePostgres::start_temporary()
         .await
         .expect("start a private PostgreSQL");
-    pg.ensure_database("kineticd").await.expect("create database");
+    pg.ensure_database("kineticd")
+        .await
+        .expect("create database");
     Some(pg)
 }
 
@@ -236,8 +241,7 @@ where
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_every_operation()
-{
+async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_every_operation() {
     let shape = Shape::from_env();
     let Some(mut pg) = private_server().await else {
         return;
@@ -311,30 +315,41 @@ async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_e
     while outage_started.elapsed() < shape.outage {
         round += 1;
         let at = tl.now();
-        let a = ask(Method::GET, api("/healthz"), None).await;
-        tally.expect_status(at, "healthz", &a, 200, limit);
-        let a = ask(Method::GET, api("/readyz"), None).await;
-        tally.expect_unavailable(at, "readyz", &a, "NOT_READY", limit);
-        let a = ask(Method::GET, api(&format!("/v1/operations/{}", ops[0])), None).await;
-        tally.expect_unavailable(at, "GET operation", &a, "DATABASE_UNAVAILABLE", limit);
-        let a = ask(Method::GET, api("/v1/operations?pageSize=5"), None).await;
-        tally.expect_unavailable(at, "list operations", &a, "DATABASE_UNAVAILABLE", limit);
-        let a = ask(Method::GET, api(&format!("/v1/teams/{TEAM}")), None).await;
-        tally.expect_unavailable(at, "GET team", &a, "DATABASE_UNAVAILABLE", limit);
+        // Every probe at once, as independent callers would.
         let request_id = Uuid::new_v4();
-        let body = json!({"team": TEAM, "steps": 1});
-        let path = format!("/v1/testing/noopOperations?requestId={request_id}");
-        let a = ask(Method::POST, api(&path), Some(body)).await;
-        tally.expect_unavailable(at, "POST operation", &a, "DATABASE_UNAVAILABLE", limit);
-        refused_ids.push(request_id);
         let team = format!("dbfaults-outage-{round}");
-        let a = ask(
-            Method::POST,
-            api("/v1/teams"),
-            Some(json!({"teamId": team, "projects": []})),
-        )
-        .await;
-        tally.expect_unavailable(at, "POST team", &a, "DATABASE_UNAVAILABLE", limit);
+        let (health, ready, get_op, list, get_team, post_op, post_team) = tokio::join!(
+            ask(Method::GET, api("/healthz"), None),
+            ask(Method::GET, api("/readyz"), None),
+            ask(
+                Method::GET,
+                api(&format!("/v1/operations/{}", ops[0])),
+                None
+            ),
+            ask(Method::GET, api("/v1/operations?pageSize=5"), None),
+            ask(Method::GET, api(&format!("/v1/teams/{TEAM}")), None),
+            ask(
+                Method::POST,
+                api(&format!(
+                    "/v1/testing/noopOperations?requestId={request_id}"
+                )),
+                Some(json!({"team": TEAM, "steps": 1})),
+            ),
+            ask(
+                Method::POST,
+                api("/v1/teams"),
+                Some(json!({"teamId": team, "projects": []})),
+            ),
+        );
+        let unavailable = "DATABASE_UNAVAILABLE";
+        tally.expect_status(at, "healthz", &health, 200, limit);
+        tally.expect_unavailable(at, "readyz", &ready, "NOT_READY", limit);
+        tally.expect_unavailable(at, "GET operation", &get_op, unavailable, limit);
+        tally.expect_unavailable(at, "list operations", &list, unavailable, limit);
+        tally.expect_unavailable(at, "GET team", &get_team, unavailable, limit);
+        tally.expect_unavailable(at, "POST operation", &post_op, unavailable, limit);
+        tally.expect_unavailable(at, "POST team", &post_team, unavailable, limit);
+        refused_ids.push(request_id);
         refused_teams.push(team);
         if server.child.exited() {
             tally.violations.push(format!(
@@ -345,7 +360,10 @@ async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_e
             break;
         }
         if round == 1 {
-            tl.note(format!("outage: first round answered ({})", tally.summary()));
+            tl.note(format!(
+                "outage: first round answered ({})",
+                tally.summary()
+            ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -369,7 +387,12 @@ async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_e
         } else {
             tally.expect_unavailable(at, "readyz (recovering)", &a, "NOT_READY", limit);
         }
-        let a = ask(Method::GET, api(&format!("/v1/operations/{}", ops[0])), None).await;
+        let a = ask(
+            Method::GET,
+            api(&format!("/v1/operations/{}", ops[0])),
+            None,
+        )
+        .await;
         tally.expect_ok_or_unavailable(at, "GET operation (recovering)", &a, limit);
         if a.status == Some(200) {
             api_at.get_or_insert(at);
@@ -413,13 +436,14 @@ async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_e
     tl.note("requests after the restart accepted");
 
     let all: Vec<Uuid> = ops.iter().chain(&after).copied().collect();
-    let finished = eventually(Duration::from_secs(60), || async {
-        let n: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM operations WHERE id = ANY($1) AND end_time IS NULL")
-                .bind(&all)
-                .fetch_one(&db)
-                .await
-                .expect("count unfinished");
+    let finished = eventually(Duration::from_secs(60 + 2 * all.len() as u64), || async {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM operations WHERE id = ANY($1) AND end_time IS NULL",
+        )
+        .bind(&all)
+        .fetch_one(&db)
+        .await
+        .expect("count unfinished");
         n == 0
     })
     .await;
@@ -449,8 +473,14 @@ async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_e
         .lines()
         .filter(|l| l.starts_with("kineticd_http_requests_total") && l.contains("status=\"500\""))
         .collect();
-    assert!(errors_500.is_empty(), "500s served: {errors_500:?}; {report}");
-    assert!(ready_at.is_some() && api_at.is_some(), "no reconnection; {report}");
+    assert!(
+        errors_500.is_empty(),
+        "500s served: {errors_500:?}; {report}"
+    );
+    assert!(
+        ready_at.is_some() && api_at.is_some(),
+        "no reconnection; {report}"
+    );
     assert!(listening, "the LISTEN connection never came back; {report}");
     assert!(finished, "operations unfinished; {report}");
     let resumed_at = resumed_at.expect("progress after the restart");
@@ -463,7 +493,10 @@ async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_e
     );
 
     // Refused mutations left nothing; the retried request id made one operation.
-    assert_eq!(after[0], after[1], "a repeated request id made two operations");
+    assert_eq!(
+        after[0], after[1],
+        "a repeated request id made two operations"
+    );
     let refused_ops: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM operations WHERE request_id = ANY($1) AND id <> $2",
     )
@@ -473,18 +506,22 @@ async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_e
     .await
     .expect("refused operations");
     assert_eq!(refused_ops, 0, "operations made by refused requests");
-    let refused_team_rows: i64 = sqlx::query_scalar("SELECT count(*) FROM teams WHERE team_id = ANY($1)")
-        .bind(&refused_teams)
-        .fetch_one(&db)
-        .await
-        .expect("refused teams");
+    let refused_team_rows: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM teams WHERE team_id = ANY($1)")
+            .bind(&refused_teams)
+            .fetch_one(&db)
+            .await
+            .expect("refused teams");
     assert_eq!(refused_team_rows, 0, "teams made by refused requests");
     let keys: i64 = sqlx::query_scalar("SELECT count(*) FROM idempotency_keys WHERE key = ANY($1)")
         .bind(refused_ids.iter().map(Uuid::to_string).collect::<Vec<_>>())
         .fetch_one(&db)
         .await
         .expect("refused idempotency keys");
-    assert_eq!(keys, 1, "idempotency keys of refused requests (only the reused one may exist)");
+    assert_eq!(
+        keys, 1,
+        "idempotency keys of refused requests (only the reused one may exist)"
+    );
 
     // Every operation SUCCEEDED, every step DONE with its chain, each effect once.
     let rows: Vec<(Uuid, String, i32, Value)> =
@@ -493,7 +530,11 @@ async fn postgres_stopped_then_restarted_gives_503s_then_recovers_and_finishes_e
             .fetch_all(&db)
             .await
             .expect("read operations");
-    assert_eq!(rows.len(), all.len() - 1, "one duplicate request id expected");
+    assert_eq!(
+        rows.len(),
+        all.len() - 1,
+        "one duplicate request id expected"
+    );
     let mut expected_effects = 0;
     for (id, state, _, steps) in &rows {
         assert_eq!(state, "SUCCEEDED", "operation {id}: {steps}; {report}");

@@ -236,7 +236,11 @@ impl PrivatePostgres {
             Ok(child) => child,
             Err(Launch::PortClash(e) | Launch::Failed(e)) => return Err(e),
         };
-        tracing::info!(port = self.port, pid = self.pid(), "private PostgreSQL server restarted");
+        tracing::info!(
+            port = self.port,
+            pid = self.pid(),
+            "private PostgreSQL server restarted"
+        );
         Ok(())
     }
 
