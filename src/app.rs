@@ -13,7 +13,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request, StatusCode};
 use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::api::auth::{Authenticator, Mode};
@@ -147,7 +147,10 @@ pub fn router(state: AppState) -> Router {
                     .get::<axum::extract::MatchedPath>()
                     .map_or("unmatched", |m| m.as_str());
                 tracing::info_span!("http", method = %req.method(), route, request_id = %id)
-            }),
+            })
+            // A 5xx is logged where it is made (with its reason); this line only notes
+            // the response, so a database outage is not logged twice as an error.
+            .on_failure(DefaultOnFailure::new().level(tracing::Level::WARN)),
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
