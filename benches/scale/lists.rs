@@ -16,7 +16,7 @@ use kineticd::app::{self, AppState};
 use kineticd::domain::Email;
 use serde_json::Value;
 
-use crate::seed::{ADMIN, READER, Target, WIDE};
+use crate::seed::{ADMIN, READER, SMALL, Target, WIDE};
 
 pub struct Knobs {
     /// Requests per page and position.
@@ -36,11 +36,7 @@ pub async fn admin_server(state: &AppState) -> Result<String> {
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    tokio::spawn(app::serve(
-        listener,
-        app::router(s),
-        std::future::pending(),
-    ));
+    tokio::spawn(app::serve(listener, app::router(s), std::future::pending()));
     Ok(format!("http://{addr}"))
 }
 
@@ -75,16 +71,37 @@ pub fn cases(k: &Knobs, t: &Target) -> Vec<Case> {
         t.zone
     );
     vec![
-        c("clusters (1 team)", READER, false, "/v1/clusters", "clusters", 2_000),
-        c("clusters (50 teams)", WIDE, false, "/v1/clusters", "clusters", 1_500),
-        c("clusters (admin)", ADMIN, true, "/v1/clusters", "clusters", 9_000),
+        c(
+            "clusters (1 team)",
+            READER,
+            false,
+            "/v1/clusters",
+            "clusters",
+            1_500,
+        ),
+        c(
+            "clusters (50 teams)",
+            WIDE,
+            false,
+            "/v1/clusters",
+            "clusters",
+            1_500,
+        ),
+        c(
+            "clusters (admin)",
+            ADMIN,
+            true,
+            "/v1/clusters",
+            "clusters",
+            9_000,
+        ),
         c(
             "clusters ?team=&state=",
             READER,
             false,
             "/v1/clusters?team=bench&state=RUNNING",
             "clusters",
-            1_700,
+            1_500,
         ),
         c(
             "project clusters (zone -)",
@@ -92,7 +109,7 @@ pub fn cases(k: &Knobs, t: &Target) -> Vec<Case> {
             false,
             "/v1/projects/bench-proj-x1/zones/-/clusters",
             "clusters",
-            400,
+            300,
         ),
         c("node pools", READER, false, wide, "nodePools", 400),
         c(
@@ -102,6 +119,14 @@ pub fn cases(k: &Knobs, t: &Target) -> Vec<Case> {
             "/v1/operations",
             "operations",
             k.deep_ops,
+        ),
+        c(
+            "operations (3 small teams)",
+            SMALL,
+            false,
+            "/v1/operations",
+            "operations",
+            k.deep_ops.min(5_000),
         ),
         c(
             "operations (50 teams)",
@@ -158,28 +183,33 @@ pub fn url(api: &str, path: &str, size: usize, token: Option<&str>) -> String {
     u
 }
 
-async fn get(http: &reqwest::Client, url: &str, user: &str) -> Result<Value> {
+async fn get(http: &reqwest::Client, url: &str, user: &str) -> Result<(Value, usize)> {
     let r = http.get(url).header("x-kinetic-user", user).send().await?;
     let status = r.status();
     let body = r.bytes().await?;
     if !status.is_success() {
         bail!("GET {url}: {status} {}", String::from_utf8_lossy(&body));
     }
-    Ok(serde_json::from_slice(&body)?)
+    Ok((serde_json::from_slice(&body)?, body.len()))
+}
+
+fn count(page: &Value, items: &str) -> usize {
+    page[items].as_array().map_or(0, Vec::len)
 }
 
 /// Walk to `deep` items; returns the position reached and the token there (`None` if
 /// the list is shorter than one page).
-pub async fn walk(
+async fn walk(
     http: &reqwest::Client,
     api: &str,
     c: &Case,
+    deep: usize,
 ) -> Result<(usize, Option<String>)> {
     let (mut pos, mut token): (usize, Option<String>) = (0, None);
-    while pos < c.deep {
-        let size = (c.deep - pos).min(1000);
-        let page = get(http, &url(api, &c.path, size, token.as_deref()), c.user).await?;
-        let n = page[c.items].as_array().map_or(0, Vec::len);
+    while pos < deep {
+        let size = (deep - pos).min(1000);
+        let (page, _) = get(http, &url(api, &c.path, size, token.as_deref()), c.user).await?;
+        let n = count(&page, c.items);
         match page["nextPageToken"].as_str() {
             Some(t) if n > 0 => {
                 pos += n;
@@ -189,6 +219,26 @@ pub async fn walk(
         }
     }
     Ok((pos, token))
+}
+
+/// The deepest position up to `c.deep` whose page of 50 is full (a list shorter than
+/// `c.deep + 50` gets its last 50 items), and its token; `None`: fewer than 51 items.
+pub async fn deep_token(
+    http: &reqwest::Client,
+    api: &str,
+    c: &Case,
+) -> Result<Option<(usize, String)>> {
+    let (pos, token) = walk(http, api, c, c.deep).await?;
+    let Some(token) = token else {
+        return Ok(None);
+    };
+    let (page, _) = get(http, &url(api, &c.path, 50, Some(&token)), c.user).await?;
+    let n = count(&page, c.items);
+    if n == 50 {
+        return Ok(Some((pos, token)));
+    }
+    let (pos, token) = walk(http, api, c, (pos + n).saturating_sub(50)).await?;
+    Ok(token.map(|t| (pos, t)))
 }
 
 /// One row of the table: milliseconds at the first and the deep page.
@@ -218,16 +268,18 @@ pub async fn run(
     );
     println!();
     println!(
-        "| list | caller | deep page starts at | first p50 ms | deep p50 ms | first p90 ms | deep p90 ms | deep/first p50 |"
+        "| list | caller | deep page starts at | KB first / deep | first p50 ms | deep p50 ms | first p90 ms | deep p90 ms | deep/first p50 |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut walked = Vec::new();
     for c in cases(k, t) {
         let api = if c.admin { admin_api } else { api };
         let started = Instant::now();
-        let (pos, token) = walk(&http, api, &c).await?;
-        let Some(token) = token else {
-            println!("| {} | {} | (shorter than a page) | | | | | |", c.name, c.user);
+        let Some((pos, token)) = deep_token(&http, api, &c).await? else {
+            println!(
+                "| {} | {} | (shorter than two pages) | | | | | | |",
+                c.name, c.user
+            );
             continue;
         };
         let first = url(api, &c.path, 50, None);
@@ -241,27 +293,38 @@ pub async fn run(
             first: Vec::new(),
             deep: Vec::new(),
         };
+        let mut bytes = [0usize; 2];
         for _ in 0..k.samples {
-            for (u, into) in [(&first, &mut tm.first), (&deep, &mut tm.deep)] {
+            for (i, (u, into)) in [(&first, &mut tm.first), (&deep, &mut tm.deep)]
+                .into_iter()
+                .enumerate()
+            {
                 let t0 = Instant::now();
-                let page = get(&http, u, c.user).await?;
+                let (page, len) = get(&http, u, c.user).await?;
                 into.push(t0.elapsed().as_secs_f64() * 1e3);
-                let n = page[c.items].as_array().map_or(0, Vec::len);
+                let n = count(&page, c.items);
                 if n != 50 {
                     bail!("{}: a page of {n} items, not 50 ({u})", c.name);
                 }
+                bytes[i] = len;
             }
         }
         let (f50, d50) = (quantile(&tm.first, 0.5), quantile(&tm.deep, 0.5));
         println!(
-            "| {} | {} | {pos} | {f50:.2} | {d50:.2} | {:.2} | {:.2} | {:.2} |",
+            "| {} | {} | {pos} | {:.0} / {:.0} | {f50:.2} | {d50:.2} | {:.2} | {:.2} | {:.2} |",
             c.name,
             c.user,
+            bytes[0] as f64 / 1024.0,
+            bytes[1] as f64 / 1024.0,
             quantile(&tm.first, 0.9),
             quantile(&tm.deep, 0.9),
             d50 / f50
         );
-        tracing::debug!(list = c.name, secs = started.elapsed().as_secs_f64(), "timed");
+        tracing::debug!(
+            list = c.name,
+            secs = started.elapsed().as_secs_f64(),
+            "timed"
+        );
         walked.push((c, pos, token));
     }
     Ok(walked)

@@ -142,7 +142,10 @@ async fn run(
             "CREATE DATABASE {big} TEMPLATE {small}"
         )))
         .await?;
-    println!("scale: baseline seeded in {:.1} s", t.elapsed().as_secs_f64());
+    println!(
+        "scale: baseline seeded in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     let t = Instant::now();
     seed::bulk(&big_url, &k.sizes).await?;
     println!(

@@ -57,16 +57,16 @@ impl<S: Subscriber> Layer<S> for Capture {
     }
 }
 
-/// Logs at `warn` (or `RUST_LOG`) to stderr, and the notice capture.
+/// Logs at `warn` (or `RUST_LOG`; the seed's slow-statement warnings, which print the whole
+/// seed, at `error` only) to stderr, and the notice capture.
 pub fn init_tracing() {
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,sqlx::query=error")),
         );
-    let capture =
-        Capture.with_filter(filter_fn(|m| m.target() == "sqlx::postgres::notice"));
+    let capture = Capture.with_filter(filter_fn(|m| m.target() == "sqlx::postgres::notice"));
     tracing_subscriber::registry()
         .with(fmt)
         .with(capture)
@@ -81,7 +81,10 @@ async fn capturing<T>(f: impl Future<Output = T>) -> (T, Vec<String>) {
     ON.store(true, Ordering::Relaxed);
     let out = f.await;
     ON.store(false, Ordering::Relaxed);
-    let got = NOTICES.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default();
+    let got = NOTICES
+        .lock()
+        .map(|mut v| std::mem::take(&mut *v))
+        .unwrap_or_default();
     (out, got)
 }
 
@@ -133,7 +136,9 @@ pub async fn run(url: &str, state: &AppState, walked: &[(Case, usize, String)]) 
     let s = explaining(url, state).await?;
     let api = lists::admin_server(&s).await?;
     let http = reqwest::Client::new();
-    println!("\nplans (auto_explain: EXPLAIN (ANALYZE, BUFFERS) of every statement a request sends, 7th execution)");
+    println!(
+        "\nplans (auto_explain: EXPLAIN (ANALYZE, BUFFERS) of every statement a request sends, 7th execution)"
+    );
     for (c, pos, token) in walked {
         for (which, tok) in [("first page", None), ("deep page", Some(token.as_str()))] {
             let u = lists::url(&api, &c.path, 50, tok);

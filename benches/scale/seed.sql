@@ -6,7 +6,8 @@
 -- include the baseline.
 
 -- Teams: team-0001 .. with 4 projects each, 5 members each; wide@ is a VIEWER in the
--- first {WIDE_TEAMS} teams (bench among them); bench gains {BENCH_MEMBERS} members.
+-- first {WIDE_TEAMS} teams (bench among them), small@ in three small teams (about 0.2%
+-- of the rows each); bench gains {BENCH_MEMBERS} members.
 INSERT INTO teams (team_id, display_name)
 SELECT format('team-%s', lpad(g::text, 4, '0')), format('Team %s', g)
 FROM generate_series(1, {TEAMS} - 1) g;
@@ -28,6 +29,9 @@ INSERT INTO team_members (team_id, email, role)
 SELECT team_id, 'wide@example.com', 'VIEWER'
 FROM (SELECT team_id FROM teams ORDER BY team_id LIMIT {WIDE_TEAMS}) t
 ON CONFLICT DO NOTHING;
+INSERT INTO team_members (team_id, email, role)
+SELECT team_id, 'small@example.com', 'VIEWER'
+FROM teams WHERE team_id IN ('team-0100', 'team-0200', 'team-0300');
 INSERT INTO team_members (team_id, email, role)
 SELECT 'bench', format('member%s@example.com', lpad(g::text, 5, '0')), 'VIEWER'
 FROM generate_series(1, {BENCH_MEMBERS}) g;
