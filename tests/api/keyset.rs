@@ -171,7 +171,7 @@ async fn operation_pages_merge_the_teams_newest_first() {
     }
     let expect = |pick: &dyn Fn(&Op) -> bool| {
         let mut v: Vec<&Op> = ops.iter().filter(|o| pick(o)).collect();
-        v.sort_by(|a, b| (b.time, b.id).cmp(&(a.time, a.id)));
+        v.sort_by_key(|o| std::cmp::Reverse((o.time, o.id)));
         v.iter()
             .map(|o| format!("operations/{}", o.id))
             .collect::<Vec<_>>()
