@@ -9,6 +9,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::StoreError;
+use super::keyset::{self, Teams};
 use super::records::{ClusterSpecRecord, Corrupt, Row};
 use crate::domain::{ClusterState, SettledState};
 
@@ -184,6 +185,8 @@ pub async fn list(
 
 /// The rows of `wrap(the list statement)`: `wrap` may put the page in a CTE and join
 /// more to it (see `reads::cluster_page`); the filter and its parameters stay here.
+/// Keyset in `(project_id, zone, name, id)` order, one index range per visible team
+/// (see [`keyset`]); the indexes are `clusters_live_*` and `clusters_*_by_state`.
 pub(super) async fn list_rows<R>(
     ex: impl PgExecutor<'_>,
     f: &ClusterFilter,
@@ -194,17 +197,36 @@ pub(super) async fn list_rows<R>(
 where
     R: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
 {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM clusters \
-         WHERE ($1::text[] IS NULL OR team_id = ANY($1)) \
-           AND ($11::text IS NULL OR team_id IN \
-                (SELECT m.team_id FROM team_members m WHERE m.email = $11)) \
-           AND ($2::text IS NULL OR team_id = $2) \
-           AND (($3::text IS NULL AND state <> 'DELETED') OR state = $3) \
-           AND ($4::text IS NULL OR project_id = $4) \
-           AND ($5::text IS NULL OR zone = $5) \
-           AND ($6::text IS NULL OR (project_id, zone, name, id) > ($6, $7, $8, $9)) \
-         ORDER BY project_id, zone, name, id LIMIT $10"
+    // Live records by default: the partial indexes hold no DELETED history, however
+    // much of it accumulates.
+    let mut conds = vec![match f.state {
+        None => "state <> 'DELETED'".to_owned(),
+        Some(_) => "state = $3".to_owned(),
+    }];
+    for (set, cond) in [
+        (f.project.is_some(), "project_id = $4"),
+        (f.zone.is_some(), "zone = $5"),
+        (
+            after.is_some(),
+            "(project_id, zone, name, id) > ($6, $7, $8, $9)",
+        ),
+    ] {
+        if set {
+            conds.push(cond.to_owned());
+        }
+    }
+    let teams = Teams {
+        member: f.member.as_ref().map(|_| "$11"),
+        team: f.team.as_ref().map(|_| "$2"),
+        any_of: f.teams.as_ref().map(|_| "$1"),
+    };
+    let sql = keyset::page(
+        COLUMNS,
+        "clusters",
+        &conds,
+        "project_id, zone, name, id",
+        "$10",
+        teams,
     );
     let (a, b, c, d) = match after {
         Some((a, b, c, d)) => (

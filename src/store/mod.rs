@@ -9,6 +9,7 @@
 pub mod clusters;
 pub mod db;
 mod keyed;
+mod keyset;
 pub mod manifests;
 pub mod node_pools;
 pub mod operations;

@@ -108,9 +108,14 @@ pub async fn list(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<NodePoolRecord>, StoreError> {
+    let bound = if after.is_some() {
+        " AND pool_id > $2"
+    } else {
+        ""
+    };
     let sql = format!(
-        "SELECT {COLUMNS} FROM node_pools WHERE cluster_id = $1 \
-         AND ($2::text IS NULL OR pool_id > $2) ORDER BY pool_id LIMIT $3"
+        "SELECT {COLUMNS} FROM node_pools WHERE cluster_id = $1{bound} \
+         ORDER BY pool_id LIMIT $3"
     );
     all(sqlx::query_as(AssertSqlSafe(sql))
         .bind(cluster_id)

@@ -15,6 +15,7 @@ use sqlx::{AssertSqlSafe, PgConnection, PgExecutor};
 use uuid::Uuid;
 
 use super::StoreError;
+use super::keyset::{self, Teams};
 use crate::domain::OperationState;
 
 /// The LISTEN/NOTIFY channel for operation events.
@@ -132,25 +133,47 @@ pub struct OperationFilter {
 }
 
 /// Newest first; `after` is the (create_time, id) of the previous page's last row.
+/// Keyset, one index range per visible team (see [`keyset`]): `operations_by_team`,
+/// `operations_unfinished_by_team` for `done=false`, `operations_by_target` for a
+/// target, `operations_by_time` / `operations_claimable` for admins.
 pub async fn list(
     ex: impl PgExecutor<'_>,
     f: &OperationFilter,
     after: Option<(DateTime<Utc>, Uuid)>,
     limit: i64,
 ) -> Result<Vec<OperationRow>, StoreError> {
-    let sql = format!(
-        "SELECT {COLUMNS} FROM operations \
-         WHERE ($1::text[] IS NULL OR team_id = ANY($1)) \
-           AND ($11::text IS NULL OR team_id IN \
-                (SELECT m.team_id FROM team_members m WHERE m.email = $11)) \
-           AND ($2::bool IS NULL OR (end_time IS NOT NULL) = $2) \
-           AND ($3::text IS NULL OR state = $3) \
-           AND ($4::text IS NULL OR op_type = $4) \
-           AND ($5::text IS NULL OR target = $5) \
-           AND ($6::text IS NULL OR team_id = $6) \
-           AND ($7::text IS NULL OR created_by = $7) \
-           AND ($8::timestamptz IS NULL OR (create_time, id) < ($8, $9)) \
-         ORDER BY create_time DESC, id DESC LIMIT $10"
+    let mut conds = Vec::new();
+    for (set, cond) in [
+        (f.done == Some(true), "end_time IS NOT NULL"),
+        (f.done == Some(false), "end_time IS NULL"),
+        (f.state.is_some(), "state = $3"),
+        (f.op_type.is_some(), "op_type = $4"),
+        (f.target.is_some(), "target = $5"),
+        (f.created_by.is_some(), "created_by = $7"),
+        (after.is_some(), "(create_time, id) < ($8, $9)"),
+    ] {
+        if set {
+            conds.push(cond.to_owned());
+        }
+    }
+    let mut teams = Teams {
+        member: f.member.as_ref().map(|_| "$11"),
+        team: f.team.as_ref().map(|_| "$6"),
+        any_of: f.teams.as_ref().map(|_| "$1"),
+    };
+    // One target's history is a few rows of `operations_by_target`, whoever owns it:
+    // read them there and check the teams as a filter.
+    if f.target.is_some() {
+        conds.extend(teams.condition());
+        teams = Teams::default();
+    }
+    let sql = keyset::page(
+        COLUMNS,
+        "operations",
+        &conds,
+        "create_time DESC, id DESC",
+        "$10",
+        teams,
     );
     Ok(sqlx::query_as(AssertSqlSafe(sql))
         .bind(f.teams.as_deref())

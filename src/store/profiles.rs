@@ -69,9 +69,14 @@ pub async fn list(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<ProfileRecord>, StoreError> {
+    let bound = if after.is_some() {
+        " AND profile_id > $2"
+    } else {
+        ""
+    };
     let sql = format!(
-        "SELECT {COLUMNS} FROM profiles WHERE owner_email = $1 \
-         AND ($2::text IS NULL OR profile_id > $2) ORDER BY profile_id LIMIT $3"
+        "SELECT {COLUMNS} FROM profiles WHERE owner_email = $1{bound} \
+         ORDER BY profile_id LIMIT $3"
     );
     keyed::page(ex, AssertSqlSafe(sql), &[Some(owner), after], limit).await
 }

@@ -90,12 +90,23 @@ pub async fn list_teams(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<TeamRecord>, StoreError> {
-    let sql = format!(
-        "SELECT {TEAM_COLUMNS} FROM teams t \
-         WHERE ($1::text IS NULL OR EXISTS (SELECT 1 FROM team_members m WHERE m.team_id = t.team_id AND m.email = $1)) \
-           AND ($2::text IS NULL OR t.team_id > $2) \
-         ORDER BY t.team_id LIMIT $3"
-    );
+    // A member's teams are read from `team_members_by_email` in team order (a page
+    // costs the page, not the number of teams); an admin's from the primary key. The
+    // keyset bound is in the text only when there is one.
+    let bound = if after.is_some() {
+        " AND t.team_id > $2"
+    } else {
+        ""
+    };
+    let sql = match member {
+        Some(_) => format!(
+            "SELECT {TEAM_COLUMNS} FROM team_members m JOIN teams t ON t.team_id = m.team_id \
+             WHERE m.email = $1{bound} ORDER BY m.team_id LIMIT $3"
+        ),
+        None => format!(
+            "SELECT {TEAM_COLUMNS} FROM teams t WHERE true{bound} ORDER BY t.team_id LIMIT $3"
+        ),
+    };
     keyed::page(ex, AssertSqlSafe(sql), &[member, after], limit).await
 }
 
@@ -190,9 +201,14 @@ pub async fn list_members(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<MemberRecord>, StoreError> {
+    let bound = if after.is_some() {
+        " AND email > $2"
+    } else {
+        ""
+    };
     let sql = format!(
         "SELECT {MEMBER_COLUMNS} FROM team_members \
-         WHERE team_id = $1 AND ($2::text IS NULL OR email > $2) ORDER BY email LIMIT $3"
+         WHERE team_id = $1{bound} ORDER BY email LIMIT $3"
     );
     keyed::page(ex, AssertSqlSafe(sql), &[Some(team_id), after], limit).await
 }

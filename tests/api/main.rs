@@ -15,6 +15,7 @@ mod corrupt;
 mod etag_lock;
 mod hostile;
 mod iap_http;
+mod keyset;
 mod limits;
 mod members;
 mod pagination;

@@ -1,0 +1,196 @@
+//! The scale benchmark's data: the baseline (the same shape as `api_reads`: one team,
+//! 4 projects x 50 clusters x 3 pools, 1,000 queued NOOP operations) made through the
+//! store and queue, and the bulk (`seed.sql`) grown around it with set-based SQL.
+//!
+//! Invariant: every row the bulk adds copies its JSON from a baseline row written by the
+//! real code, so the service renders it as it would a real one; the baseline rows the
+//! timed reads touch are identical in both databases.
+
+use anyhow::Result;
+use kineticd::domain::{ClusterState, PoolState};
+use kineticd::ops::queue::{self, Enqueue};
+use kineticd::ops::workflows::noop::{self, NoopSpec};
+use kineticd::store::{self, ClusterSpecRecord, Db, PoolSpecRecord, teams};
+use serde_json::json;
+use sqlx::Executor;
+
+pub const TEAM: &str = "bench";
+pub const OWNER: &str = "owner@example.com";
+/// A VIEWER of `bench` only.
+pub const READER: &str = "reader@example.com";
+/// A VIEWER of the first `wide_teams` teams.
+pub const WIDE: &str = "wide@example.com";
+/// A VIEWER of three small teams (team-0100, -0200, -0300), as most people are.
+pub const SMALL: &str = "small@example.com";
+/// A service admin on the admin server.
+pub const ADMIN: &str = "admin@example.com";
+pub const ZONE: &str = "us-central1-a";
+const PROJECTS: usize = 4;
+const CLUSTERS_PER_PROJECT: usize = 50;
+const POOLS_PER_CLUSTER: usize = 3;
+const OPERATIONS: usize = 1_000;
+
+/// What the big database holds in total (baseline included).
+#[derive(Debug, Clone)]
+pub struct Sizes {
+    pub teams: u32,
+    pub clusters: u32,
+    pub pools: u32,
+    pub ops: u32,
+    pub wide_teams: u32,
+    pub bench_members: u32,
+    pub profiles: u32,
+    pub wide_pools: u32,
+}
+
+/// The records the timed reads name (present in both databases).
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub operation: String,
+    pub project: String,
+    pub zone: String,
+    pub cluster: String,
+}
+
+/// The baseline, through the store; the database at `url` is migrated first and its
+/// pool closed at the end (it becomes a template).
+pub async fn baseline(url: &str) -> Result<Target> {
+    let db = store::connect(url, 4).await?;
+    store::migrate(&db).await?;
+    let t = fill(&db).await?;
+    db.close().await;
+    Ok(t)
+}
+
+async fn fill(db: &Db) -> Result<Target> {
+    let projects: Vec<String> = (0..PROJECTS).map(|i| format!("bench-proj-{i}")).collect();
+    let mut tx = db.begin().await?;
+    teams::insert_team(&mut tx, TEAM, "Bench", &projects, OWNER).await?;
+    teams::upsert_member(&mut tx, TEAM, READER, "VIEWER").await?;
+    for p in &projects {
+        for c in 0..CLUSTERS_PER_PROJECT {
+            let name = format!("c-{c:03}");
+            let rec = store::clusters::insert(
+                &mut *tx,
+                store::clusters::NewCluster {
+                    project_id: p,
+                    zone: ZONE,
+                    name: &name,
+                    team_id: TEAM,
+                    state: ClusterState::Running,
+                    spec: ClusterSpecRecord {
+                        accelerator: Some("gpu-l4".into()),
+                        ..Default::default()
+                    },
+                    resources: json!({"gkeCluster": format!("projects/{p}/locations/{ZONE}/clusters/{name}")}),
+                    created_by: OWNER,
+                },
+            )
+            .await?;
+            for k in 0..POOLS_PER_CLUSTER {
+                let id = format!("gpu-l4-{k:04}");
+                let spec: PoolSpecRecord = serde_json::from_value(json!({
+                    "poolId": id, "accelerator": "gpu-l4", "kind": "GPU",
+                    "machineType": "g2-standard-8", "gkeAcceleratorType": "nvidia-l4",
+                    "acceleratorCount": 1, "minNodes": 0, "maxNodes": 4, "spot": false,
+                    "zones": [ZONE], "labels": {}, "taints": []
+                }))?;
+                store::node_pools::insert(&mut *tx, rec.id, &id, PoolState::Running, &spec).await?;
+            }
+        }
+    }
+    tx.commit().await?;
+    let mut middle = String::new();
+    for i in 0..OPERATIONS {
+        let spec = NoopSpec::default();
+        let target = format!(
+            "projects/{}/zones/{ZONE}/clusters/c-{:03}",
+            projects[i % PROJECTS],
+            i % CLUSTERS_PER_PROJECT
+        );
+        let e = queue::enqueue(
+            db,
+            &Enqueue {
+                op_type: noop::OP_TYPE.to_owned(),
+                serial_key: format!("bench-{i}"),
+                target,
+                team_id: TEAM.to_owned(),
+                cluster_id: None,
+                created_by: OWNER.to_owned(),
+                input: serde_json::to_value(&spec)?,
+                plan: None,
+                steps: spec.steps(),
+                idempotency: None,
+            },
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("enqueue: {e}"))?;
+        if i == OPERATIONS / 2 {
+            middle = e.op.id.to_string();
+        }
+    }
+    Ok(Target {
+        operation: middle,
+        project: projects[1].clone(),
+        zone: ZONE.into(),
+        cluster: "c-025".into(),
+    })
+}
+
+/// `seed.sql` with the sizes filled in, in one transaction, then `VACUUM ANALYZE`.
+pub async fn bulk(url: &str, s: &Sizes) -> Result<()> {
+    let sql = include_str!("seed.sql")
+        .replace("{TEAMS}", &s.teams.to_string())
+        .replace("{CLUSTERS}", &s.clusters.to_string())
+        .replace("{POOLS}", &s.pools.to_string())
+        .replace("{OPS}", &s.ops.to_string())
+        .replace("{WIDE_TEAMS}", &s.wide_teams.to_string())
+        .replace("{BENCH_MEMBERS}", &s.bench_members.to_string())
+        .replace("{PROFILES}", &s.profiles.to_string())
+        .replace("{WIDE_POOLS}", &s.wide_pools.to_string());
+    let db = store::connect(url, 2).await?;
+    let mut tx = db.begin().await?;
+    tx.execute(sqlx::raw_sql(sqlx::AssertSqlSafe(sql))).await?;
+    tx.commit().await?;
+    db.close().await;
+    vacuum(url).await
+}
+
+/// `VACUUM ANALYZE` every table (as autovacuum would have by the time a database is
+/// this big), so plans see real statistics and index-only scans see the visibility map;
+/// then a `CHECKPOINT`, so the seed's dirty pages are not written out during the timed
+/// runs (skipped with a warning where the role may not).
+pub async fn vacuum(url: &str) -> Result<()> {
+    let db = store::connect(url, 1).await?;
+    db.execute("VACUUM ANALYZE").await?;
+    if let Err(e) = db.execute("CHECKPOINT").await {
+        eprintln!("warning: CHECKPOINT: {e}");
+    }
+    db.close().await;
+    Ok(())
+}
+
+/// Row counts of the tables the reads touch.
+pub async fn census(url: &str) -> Result<String> {
+    let db = store::connect(url, 1).await?;
+    let row: (i64, i64, i64, i64, i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM teams), (SELECT count(*) FROM team_members), \
+                (SELECT count(*) FROM clusters), \
+                (SELECT count(*) FROM clusters WHERE state = 'DELETED'), \
+                (SELECT count(*) FROM node_pools), (SELECT count(*) FROM operations), \
+                (SELECT count(*) FROM operations WHERE end_time IS NULL), \
+                (SELECT count(*) FROM profiles)",
+    )
+    .fetch_one(&db)
+    .await?;
+    let size: String =
+        sqlx::query_scalar("SELECT pg_size_pretty(pg_database_size(current_database()))")
+            .fetch_one(&db)
+            .await?;
+    db.close().await;
+    Ok(format!(
+        "{} teams, {} members, {} clusters ({} DELETED), {} node pools, {} operations \
+         ({} unfinished), {} profiles; {size}",
+        row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7
+    ))
+}
