@@ -16,11 +16,12 @@ use crate::run::{Config, Run, Step};
 /// NAT for one VM ($0.0014), rounded up.
 pub const UNESTIMATED_HOURLY_USD: f64 = 0.25;
 
-/// The service's estimate in a plan: (atMin, atMax) in USD, (0, 0) when it has none.
-fn plan_cost(plan: &Value, what: &str) -> Step<(f64, f64)> {
+/// The service's estimate in a plan: (atMin, atMax) in USD; `None` when it has none (it
+/// prices accelerator pools only).
+fn plan_cost(plan: &Value, what: &str) -> Step<Option<(f64, f64)>> {
     let c = &plan["estimatedHourlyCost"];
     if c.is_null() {
-        return Ok((0.0, 0.0));
+        return Ok(None);
     }
     if c["currency"] != "USD" {
         return Err(format!(
@@ -29,19 +30,23 @@ fn plan_cost(plan: &Value, what: &str) -> Step<(f64, f64)> {
         ));
     }
     let num = |f: &str| c[f].as_f64().ok_or(format!("{what}: no {f} in {c}"));
-    Ok((num("atMin")?, num("atMax")?))
+    Ok(Some((num("atMin")?, num("atMax")?)))
 }
 
 /// The cost guard: `hourly` (what runs so far) plus the plan's `atMin` (what it adds,
 /// as created: the test runs no workload, so no autoscaler adds nodes) must stay within
 /// the limit; the new hourly figure. Prints the autoscaling ceiling (`atMax`) too.
 fn cost_guard(cfg: &Config, hourly: f64, plan: &Value, what: &str) -> Step<f64> {
-    let (at_min, at_max) = plan_cost(plan, what)?;
+    let estimate = plan_cost(plan, what)?;
+    let (at_min, at_max) = estimate.unwrap_or_default();
     let expected = hourly + at_min;
+    let said = match estimate {
+        Some(_) => format!("the service estimates {at_min:.2}-{at_max:.2} USD/h"),
+        None => "the service gives no estimate".to_owned(),
+    };
     println!(
-        "  cost guard, {what}: the service estimates {at_min:.2}-{at_max:.2} USD/h; with what \
-         runs already, {expected:.2} USD/h (at most {:.2} if autoscaling filled it); limit \
-         {:.2} (KINETIC_E2E_MAX_HOURLY_USD)",
+        "  cost guard, {what}: {said}; with what runs already, {expected:.2} USD/h (at most \
+         {:.2} if autoscaling filled it); limit {:.2} (KINETIC_E2E_MAX_HOURLY_USD)",
         hourly + at_max,
         cfg.max_hourly_usd
     );
