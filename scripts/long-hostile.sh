@@ -63,7 +63,7 @@ for t in $targets; do
   rc=$?
   set -e
   grep -E '^(Done [0-9]+ runs|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb))' \
-    "$WORK/$t.log" | sed 's/^/    /' || true
+    "$WORK/$t.log" | awk '!seen[$0]++ { print "    " $0 }' || true
   if [ "$rc" != 0 ]; then
     tail -n 40 "$WORK/$t.log" >&2
     echo "FAILED: fuzz target $t exited $rc; the input is in fuzz/artifacts/$t/, the log in $WORK/$t.log" >&2
