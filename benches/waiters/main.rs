@@ -291,7 +291,10 @@ async fn run(k: &Knobs, url: &str) -> Result<()> {
     if std::env::var_os("KBENCH_DEBUG_MEMORY").is_some() {
         let pid = api.pid();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-        for l in status.lines().filter(|l| l.starts_with("Threads") || l.starts_with("Rss")) {
+        for l in status
+            .lines()
+            .filter(|l| l.starts_with("Threads") || l.starts_with("Rss"))
+        {
             println!("  {l}");
         }
         let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps"))?;
@@ -301,7 +304,11 @@ async fn run(k: &Knobs, url: &str) -> Result<()> {
             if let Some(v) = l.strip_prefix("Rss:") {
                 let kib = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
                 maps.push((kib, head.clone()));
-            } else if l.contains('-') && !l.contains(':') || l.split_whitespace().count() >= 5 && l.contains('-') && l.chars().next().is_some_and(|c| c.is_ascii_hexdigit()) {
+            } else if l.contains('-') && !l.contains(':')
+                || l.split_whitespace().count() >= 5
+                    && l.contains('-')
+                    && l.chars().next().is_some_and(|c| c.is_ascii_hexdigit())
+            {
                 head = l.to_owned();
             }
         }
