@@ -12,6 +12,10 @@
 //! on a pgbench database of the same server. It prints the medians as a Markdown table
 //! with the ratio API ÷ pgbench, and the SQL statements each read sends ([`count`]).
 //! `KBENCH_POOL` (default 20, as `serve`) sets the database pool size.
+//! `KBENCH_OUTSIDE=1` runs the server as its own `kineticd serve` process instead, in
+//! four variants (default logs or `RUST_LOG=warn`, unpinned or pinned away from the load
+//! generator), loaded by `wrk` when it is on PATH, with CPU time per request of each
+//! party ([`outside`]).
 //!
 //! Invariant: the caller is a VIEWER member (not an admin), so every read pays the same
 //! authorisation as a real member's; both databases are dropped at the end.
@@ -21,6 +25,7 @@
 mod app_support;
 mod count;
 mod load;
+mod outside;
 mod pgbench;
 #[path = "../support/mod.rs"]
 #[allow(dead_code)]
@@ -56,6 +61,7 @@ fn env_or<T: std::str::FromStr>(key: &str, default: T) -> Result<T> {
 }
 
 struct Knobs {
+    outside: bool,
     reps: usize,
     secs: u32,
     conns: usize,
@@ -68,6 +74,7 @@ fn main() -> Result<()> {
     }
     count::init();
     let knobs = Knobs {
+        outside: env_or("KBENCH_OUTSIDE", 0u8)? != 0,
         reps: env_or("KBENCH_REPS", 3usize)?.max(1),
         secs: env_or("KBENCH_SECS", 10u32)?.max(1),
         conns: env_or("KBENCH_CONNS", 64usize)?.max(1),
@@ -96,12 +103,12 @@ fn main() -> Result<()> {
                 .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {d}")))
                 .await?;
         }
-        let r = run(
-            &knobs,
-            &format!("{server}/{api_db}"),
-            &format!("{server}/{pg_db}"),
-        )
-        .await;
+        let (api_url, pg_url) = (format!("{server}/{api_db}"), format!("{server}/{pg_db}"));
+        let r = if knobs.outside {
+            outside::bench(&knobs, &api_url, &pg_url).await
+        } else {
+            run(&knobs, &api_url, &pg_url).await
+        };
         for d in [&api_db, &pg_db] {
             let sql = format!("DROP DATABASE IF EXISTS {d} WITH (FORCE)");
             if let Err(e) = admin.execute(sqlx::AssertSqlSafe(sql)).await {

@@ -1,5 +1,5 @@
 //! `:wait` (timeout and early return, 1,000 waiters on 10 connections) and `:watch`
-//! (progress events in order, then done).
+//! (progress events in order, then done; 200 streams on 10 connections all end done).
 
 use std::time::{Duration, Instant};
 
@@ -174,4 +174,72 @@ async fn watch_streams_progress_in_order_then_done() {
     );
     // Every event differs from the one before it (one event per change).
     assert!(rest.windows(2).all(|w| w[0].1 != w[1].1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_watch_streams_share_ten_connections() {
+    let app = app_with_team().await; // its pool has 10 connections
+    assert_eq!(app.db.options().get_max_connections(), 10);
+    let op = app.noop(USER, noop(3, json!({"stepMillis": 20}))).await;
+    let name = op["name"].as_str().unwrap().to_owned();
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    // Each stream answers its headers once it is subscribed; all 200 stay open.
+    let mut streams = Vec::new();
+    for _ in 0..200 {
+        let resp = http
+            .get(app.url_of(&format!("/v1/{name}:watch")))
+            .header("x-kinetic-user", USER)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        streams.push(resp);
+    }
+    assert_eq!(app.state.events.subscriber_count(), 200);
+    // Parked on the event hub, not on database connections: the API still answers.
+    let r = app.get(USER, "/v1/me").await;
+    assert_eq!(r.status, StatusCode::OK);
+    let pool = app.workers(test_worker_config(1));
+    let mut readers = tokio::task::JoinSet::new();
+    for resp in streams {
+        readers.spawn(async move {
+            tokio::time::timeout(Duration::from_secs(120), resp.text())
+                .await
+                .expect("stream ended within 120 s")
+                .expect("stream text")
+        });
+    }
+    let mut n = 0;
+    while let Some(text) = readers.join_next().await {
+        let text = text.unwrap();
+        // The last event of every stream is `done` with the final operation.
+        let last = text
+            .split("\n\n")
+            .filter(|b| b.contains("event:"))
+            .last()
+            .expect("events");
+        assert!(last.contains("event: done"), "{last}");
+        let data = last
+            .lines()
+            .find_map(|l| l.strip_prefix("data:"))
+            .expect("data line");
+        let op: Value = serde_json::from_str(data.trim_start()).unwrap();
+        assert_eq!(op["metadata"]["state"], "SUCCEEDED");
+        n += 1;
+    }
+    assert_eq!(n, 200);
+    assert!(app.db.size() <= 10);
+    // Every ended stream gave its subscription back.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while app.state.events.subscriber_count() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "subscriptions left after the streams ended"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    pool.shutdown(Duration::from_secs(5)).await;
 }

@@ -1,0 +1,547 @@
+//! The API server on its own: `kineticd serve` as a separate process (optionally pinned
+//! to CPU 0, the load generator to CPU 1), loaded from outside by `wrk` (when on PATH)
+//! or the in-repo generator in this process, with the CPU time every party spent per
+//! request read from `/proc`: the server, PostgreSQL (the postmaster and its backends),
+//! the load generator, and everything else on the machine.
+//!
+//! Invariant: the server runs the production binary and settings (`serve`, JSON logs,
+//! metrics, request ids) with the per-caller rate limit off (one caller sends all the
+//! load) and no workers; a variant changes only what its label says.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+/// CPU seconds of one process (`/proc/<pid>/stat` utime + stime, and with `children`
+/// also the reaped children's cutime + cstime).
+fn cpu_of(pid: u32, children: bool) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the `(comm)`, which may hold spaces.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    // rest[0] is field 3 (state): utime is field 14 -> index 11.
+    let ticks = f.get(11).copied().unwrap_or(0.0)
+        + f.get(12).copied().unwrap_or(0.0)
+        + if children {
+            f.get(13).copied().unwrap_or(0.0) + f.get(14).copied().unwrap_or(0.0)
+        } else {
+            0.0
+        };
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+fn ppid_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// CPU seconds of the PostgreSQL server whose postmaster is `postmaster`: itself (with
+/// its reaped backends) and its live children.
+pub fn postgres_cpu(postmaster: u32) -> f64 {
+    let mut total = cpu_of(postmaster, true);
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok())
+            && ppid_of(pid) == Some(postmaster)
+        {
+            total += cpu_of(pid, false);
+        }
+    }
+    total
+}
+
+/// The postmaster's pid, from `postmaster.pid` in the server's data directory.
+pub async fn postmaster_pid(db: &kineticd::store::Db) -> Result<u32> {
+    let dir: String = sqlx::query_scalar("SELECT current_setting('data_directory')")
+        .fetch_one(db)
+        .await?;
+    let text = std::fs::read_to_string(format!("{dir}/postmaster.pid"))
+        .with_context(|| format!("reading {dir}/postmaster.pid"))?;
+    text.lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .context("postmaster.pid has no pid")
+}
+
+/// Busy CPU seconds of the whole machine (`/proc/stat`, all but idle and iowait).
+pub fn machine_busy() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<f64> = stat
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    let busy: f64 =
+        f.iter().take(8).sum::<f64>() - f.get(3).unwrap_or(&0.0) - f.get(4).unwrap_or(&0.0);
+    // SAFETY: sysconf has no preconditions.
+    busy / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// CPU seconds of this process's waited-for children.
+pub fn children_cpu() -> f64 {
+    // SAFETY: getrusage writes only the struct we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    s(u.ru_utime) + s(u.ru_stime)
+}
+
+/// This process's own CPU seconds (all threads).
+pub fn self_cpu() -> f64 {
+    cpu_of(std::process::id(), false)
+}
+
+/// Run `cmd` only on `cpu` (sched_setaffinity in the child before exec).
+pub fn pin(cmd: &mut Command, cpu: Option<usize>) {
+    let Some(cpu) = cpu else { return };
+    // SAFETY: sched_setaffinity on the calling (child) process touches only its mask.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A running `kineticd serve`, killed when dropped.
+pub struct Server {
+    child: Child,
+    pub base: String,
+}
+
+impl Server {
+    pub async fn start(
+        db_url: &str,
+        pool: u32,
+        rust_log: &str,
+        cpu: Option<usize>,
+    ) -> Result<Server> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let log =
+            std::env::temp_dir().join(format!("kineticd-api-reads-{}.log", std::process::id()));
+        let out = std::fs::File::create(&log)?;
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kineticd"));
+        pin(&mut cmd, cpu);
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("DATABASE_URL", db_url)
+            .env("KINETIC_AUTH", "dev")
+            .env("KINETIC_WORKERS", "0")
+            .env("KINETIC_DB_MAX_CONNECTIONS", pool.to_string())
+            .env("KINETIC_RATE_LIMIT_PER_SECOND", "0")
+            .env("RUST_LOG", rust_log)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .context("start kineticd serve")?;
+        let mut s = Server {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if s.child.try_wait()?.is_some() {
+                bail!("kineticd serve exited; log: {}", log.display());
+            }
+            if let Ok(r) = http.get(format!("{}/healthz", s.base)).send().await
+                && r.status().is_success()
+            {
+                return Ok(s);
+            }
+            if Instant::now() > deadline {
+                bail!("kineticd serve not healthy in 60 s; log: {}", log.display());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn cpu(&self) -> f64 {
+        cpu_of(self.child.id(), false)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `wrk` on PATH, if any.
+pub fn wrk() -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join("wrk"))
+        .find(|p| p.is_file())
+}
+
+fn wrk_ms(v: &str) -> Option<f64> {
+    let v = v.trim();
+    let (num, scale) = if let Some(n) = v.strip_suffix("us") {
+        (n, 0.001)
+    } else if let Some(n) = v.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        (v, 1.0)
+    };
+    num.parse::<f64>().ok().map(|x| x * scale)
+}
+
+/// `wrk -t2 -c{conns} -d{secs}s --latency` on `url` as `user`, pinned to `cpu`:
+/// (req/s, p50 ms, p99 ms).
+pub fn run_wrk(
+    bin: &std::path::Path,
+    url: &str,
+    user: &str,
+    conns: usize,
+    secs: u32,
+    cpu: Option<usize>,
+) -> Result<(f64, f64, f64)> {
+    let mut cmd = Command::new(bin);
+    pin(&mut cmd, cpu);
+    let out = cmd
+        .args([
+            "-t2",
+            &format!("-c{conns}"),
+            &format!("-d{secs}s"),
+            "--latency",
+            "-H",
+            &format!("x-kinetic-user: {user}"),
+            url,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .context("running wrk")?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        bail!("wrk failed: {text}{}", String::from_utf8_lossy(&out.stderr));
+    }
+    if let Some(l) = text.lines().find(|l| l.contains("Non-2xx")) {
+        bail!("wrk: {l}");
+    }
+    let field = |prefix: &str| -> Option<&str> {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(prefix))
+            .map(str::trim)
+    };
+    let rps = field("Requests/sec:").and_then(|v| v.parse().ok());
+    let p50 = field("50%").and_then(wrk_ms);
+    let p99 = field("99%").and_then(wrk_ms);
+    match (rps, p50, p99) {
+        (Some(r), Some(a), Some(b)) => Ok((r, a, b)),
+        _ => bail!("could not read wrk's output:\n{text}"),
+    }
+}
+
+/// One variant of the server and where each side runs.
+struct Variant {
+    label: &'static str,
+    /// `RUST_LOG` of the server (`None`: its default, `info,sqlx=warn,tower_http=info`).
+    rust_log: Option<&'static str>,
+    server_cpu: Option<usize>,
+    loader_cpu: Option<usize>,
+}
+
+const VARIANTS: [Variant; 4] = [
+    Variant {
+        label: "separate process, default logs (info: a span per request)",
+        rust_log: None,
+        server_cpu: None,
+        loader_cpu: None,
+    },
+    Variant {
+        label: "separate process, RUST_LOG=warn (no request span)",
+        rust_log: Some("warn"),
+        server_cpu: None,
+        loader_cpu: None,
+    },
+    Variant {
+        label: "pinned: server CPU 0, load generator CPU 1, default logs",
+        rust_log: None,
+        server_cpu: Some(0),
+        loader_cpu: Some(1),
+    },
+    Variant {
+        label: "pinned, RUST_LOG=warn",
+        rust_log: Some("warn"),
+        server_cpu: Some(0),
+        loader_cpu: Some(1),
+    },
+];
+
+/// Figures of one load run.
+#[derive(Debug, Clone, Copy, Default)]
+struct Figures {
+    rps: f64,
+    p50: f64,
+    p99: f64,
+    /// CPU microseconds per request: server, PostgreSQL, load generator, everything else.
+    server_us: f64,
+    pg_us: f64,
+    loader_us: f64,
+    other_us: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The whole out-of-process mode: seed, then per repetition every variant x read and
+/// `pgbench -S`, then the medians.
+pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> {
+    kineticd::auth::install_tls_provider();
+    let db = kineticd::store::connect(api_url, 2).await?;
+    kineticd::store::migrate(&db).await?;
+    let (op, project, cluster) = super::seed(&db).await?;
+    super::pgbench::init(pg_url).await?;
+    let postmaster = postmaster_pid(&db).await?;
+    let zone = super::ZONE;
+    let paths = [
+        ("GET /v1/operations/{id}", format!("/v1/operations/{op}")),
+        (
+            "GET /v1/projects/{p}/zones/{z}/clusters/{c}",
+            format!("/v1/projects/{project}/zones/{zone}/clusters/{cluster}"),
+        ),
+        (
+            "GET /v1/clusters?pageSize=50",
+            "/v1/clusters?pageSize=50".to_owned(),
+        ),
+    ];
+    let wrk = wrk();
+    let loader = if wrk.is_some() {
+        "wrk -t2"
+    } else {
+        "in-repo generator (this process)"
+    };
+    println!(
+        "api_reads (server in its own process): {} reps x {} s, {} connections, DB pool {}, \
+         load generator {loader}; load average {}",
+        k.reps,
+        k.secs,
+        k.conns,
+        k.pool,
+        loadavg()
+    );
+    let (span_us, metrics_us) = layer_costs();
+    let mut runs: Vec<Vec<Vec<Figures>>> = vec![vec![Vec::new(); paths.len()]; VARIANTS.len()];
+    let mut pg_runs: Vec<Figures> = Vec::new();
+    for rep in 0..k.reps {
+        for (vi, v) in VARIANTS.iter().enumerate() {
+            let server = Server::start(
+                api_url,
+                k.pool,
+                v.rust_log.unwrap_or("info,sqlx=warn,tower_http=info"),
+                v.server_cpu,
+            )
+            .await?;
+            for (pi, (what, path)) in paths.iter().enumerate() {
+                let url = format!("{}{path}", server.base);
+                // Warm-up (connections, statement cache), not counted.
+                let warm_secs = 2;
+                if let Some(bin) = &wrk {
+                    run_wrk(bin, &url, super::READER, k.conns, warm_secs, v.loader_cpu)?;
+                }
+                let (s0, p0, c0, m0, own0) = (
+                    server.cpu(),
+                    postgres_cpu(postmaster),
+                    children_cpu(),
+                    machine_busy(),
+                    self_cpu(),
+                );
+                let (rps, p50, p99, secs) = match &wrk {
+                    Some(bin) => {
+                        let t = Instant::now();
+                        let (r, a, b) =
+                            run_wrk(bin, &url, super::READER, k.conns, k.secs, v.loader_cpu)?;
+                        (r, a, b, t.elapsed().as_secs_f64())
+                    }
+                    None => {
+                        let (url, conns, secs) = (url.clone(), k.conns, f64::from(k.secs));
+                        let t = Instant::now();
+                        let r = tokio::task::spawn_blocking(move || {
+                            super::load::run(&url, super::READER, conns, secs, 2)
+                        })
+                        .await??;
+                        (r.rps, r.p50_ms, r.p99_ms, t.elapsed().as_secs_f64())
+                    }
+                };
+                let n = rps * secs;
+                let server_s = server.cpu() - s0;
+                let pg_s = postgres_cpu(postmaster) - p0;
+                let loader_s = (children_cpu() - c0) + (self_cpu() - own0);
+                let busy = machine_busy() - m0;
+                let f = Figures {
+                    rps,
+                    p50,
+                    p99,
+                    server_us: server_s / n * 1e6,
+                    pg_us: pg_s / n * 1e6,
+                    loader_us: loader_s / n * 1e6,
+                    other_us: (busy - server_s - pg_s - loader_s).max(0.0) / n * 1e6,
+                };
+                println!(
+                    "  rep {} [{}] {what}: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms; CPU us/req: \
+                     server {:.0}, postgres {:.0}, loader {:.0}, other {:.0}",
+                    rep + 1,
+                    vi + 1,
+                    f.rps,
+                    f.p50,
+                    f.p99,
+                    f.server_us,
+                    f.pg_us,
+                    f.loader_us,
+                    f.other_us
+                );
+                runs[vi][pi].push(f);
+            }
+        }
+        let (p0, c0, m0) = (postgres_cpu(postmaster), children_cpu(), machine_busy());
+        let t = Instant::now();
+        let tps = super::pgbench::select_only(pg_url, k.conns, k.secs).await?;
+        let n = tps * t.elapsed().as_secs_f64();
+        let pg_s = postgres_cpu(postmaster) - p0;
+        let loader_s = children_cpu() - c0;
+        let busy = machine_busy() - m0;
+        let f = Figures {
+            rps: tps,
+            pg_us: pg_s / n * 1e6,
+            loader_us: loader_s / n * 1e6,
+            other_us: (busy - pg_s - loader_s).max(0.0) / n * 1e6,
+            ..Figures::default()
+        };
+        println!(
+            "  rep {}: pgbench -S: {tps:.0} tps; CPU us/tx: postgres {:.0}, pgbench {:.0}, other {:.0}",
+            rep + 1,
+            f.pg_us,
+            f.loader_us,
+            f.other_us
+        );
+        pg_runs.push(f);
+    }
+    let pick = |v: &[Figures], f: fn(&Figures) -> f64| median(v.iter().map(f).collect());
+    let pg_tps = pick(&pg_runs, |f| f.rps);
+    println!();
+    println!("Variants:");
+    for (vi, v) in VARIANTS.iter().enumerate() {
+        println!("{}. {}", vi + 1, v.label);
+    }
+    println!();
+    println!(
+        "| variant | read | req/s | p50 ms | p99 ms | ratio to pgbench -S | CPU us/req: server | postgres | load generator | other processes |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (vi, per_path) in runs.iter().enumerate() {
+        for (pi, (what, _)) in paths.iter().enumerate() {
+            let r = &per_path[pi];
+            let rps = pick(r, |f| f.rps);
+            println!(
+                "| {} | `{what}` | {rps:.0} | {:.2} | {:.2} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} |",
+                vi + 1,
+                pick(r, |f| f.p50),
+                pick(r, |f| f.p99),
+                rps / pg_tps,
+                pick(r, |f| f.server_us),
+                pick(r, |f| f.pg_us),
+                pick(r, |f| f.loader_us),
+                pick(r, |f| f.other_us)
+            );
+        }
+    }
+    println!(
+        "| | `pgbench -S -c {} -j 2 -T {}` | {pg_tps:.0} tps | | | 1 | | {:.0} | {:.0} | {:.0} |",
+        k.conns,
+        k.secs,
+        pick(&pg_runs, |f| f.pg_us),
+        pick(&pg_runs, |f| f.loader_us),
+        pick(&pg_runs, |f| f.other_us)
+    );
+    println!();
+    println!(
+        "per-request cost of the layers, measured in this process (100,000 iterations): \
+         the `http` span with the JSON log layer at info {span_us:.2} us; the metrics \
+         middleware's counter and histogram {metrics_us:.2} us; load average {}",
+        loadavg()
+    );
+    Ok(())
+}
+
+/// The 1-, 5- and 15-minute load averages.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// Microseconds per request of (the request span as `serve` logs it, the metrics
+/// middleware's recording), each timed over 100,000 iterations on this thread.
+fn layer_costs() -> (f64, f64) {
+    const N: u32 = 100_000;
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            "info,sqlx=warn,tower_http=info",
+        ))
+        .with_writer(std::io::sink)
+        .json()
+        .flatten_event(true)
+        .with_current_span(true)
+        .finish();
+    let span_us = tracing::subscriber::with_default(subscriber, || {
+        let t = Instant::now();
+        for _ in 0..N {
+            let id = uuid::Uuid::new_v4();
+            let span = tracing::info_span!("http", method = %"GET", route = "/v1/operations/{operation}", request_id = %id);
+            let _e = span.enter();
+            std::hint::black_box(&span);
+        }
+        t.elapsed().as_secs_f64() * 1e6 / f64::from(N)
+    });
+    let _ = kineticd::api::metrics::handle();
+    let t = Instant::now();
+    for _ in 0..N {
+        let labels = [
+            ("route", "/v1/operations/{operation}".to_owned()),
+            ("method", "GET".to_owned()),
+            ("status", 200u16.to_string()),
+        ];
+        metrics::counter!("kineticd_http_requests_total", &labels).increment(1);
+        metrics::histogram!("kineticd_http_request_duration_seconds", &labels).record(0.001);
+    }
+    let metrics_us = t.elapsed().as_secs_f64() * 1e6 / f64::from(N);
+    (span_us, metrics_us)
+}
