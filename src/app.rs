@@ -16,10 +16,10 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::api::auth::{Authenticator, Mode};
+use crate::api::auth::Authenticator;
 use crate::api::error::ApiError;
 use crate::api::verbs::{VerbRoutes, check_method};
-use crate::auth::{IapConfig, IapVerifier};
+use crate::auth::{IapConfig, IapVerifier, Mode};
 use crate::cloud::Cloud;
 use crate::config::{Identity, Settings};
 use crate::ops::Events;
@@ -71,8 +71,10 @@ impl AppState {
         };
         Ok(AppState {
             auth: Arc::new(Authenticator {
-                mode,
-                admins: settings.admins.iter().cloned().collect::<HashSet<_>>(),
+                identity: Arc::new(crate::auth::Authenticator {
+                    mode,
+                    admins: settings.admins.iter().cloned().collect::<HashSet<_>>(),
+                }),
                 limits: Arc::new(crate::api::limits::CallerLimits::new(
                     settings.limits.rate.map(|r| (r.per_second, r.burst)),
                     settings.limits.max_watches_per_caller,
@@ -123,7 +125,13 @@ pub fn router(state: AppState) -> Router {
     let mut doc = doc;
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     let verbs = VerbRoutes::from_openapi(&doc);
+    // The console is not part of the OpenAPI document: it is merged after the split.
+    let console = crate::console::router(crate::console::ConsoleState::new(
+        state.services.clone(),
+        state.auth.identity.clone(),
+    ));
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+        .merge(console)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(verbs, check_method))

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod cli;
 pub mod cloud;
 pub mod config;
+pub mod console;
 pub mod devdb;
 pub mod domain;
 pub mod model;

@@ -18,6 +18,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The REST surface: handlers call service functions only; `model` is the wire
     // model, `auth` verifies identities, `domain` the typed names.
     ("api", &["service", "model", "domain", "auth"]),
+    // The web console: HTML over the same service functions as the API, the same
+    // authenticator; it never imports `api` (nothing does) and nothing imports it but
+    // the composition roots.
+    ("console", &["service", "model", "domain", "auth"]),
     // Use cases: access checks, validation, plans, records, the queue; live cloud reads
     // (status, zone and quota checks, the bucket check of `down`) but never cloud writes.
     // `ops` here is the queue, its events and step records, and the workflows' input types.

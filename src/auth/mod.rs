@@ -18,9 +18,15 @@
 //! [`install_tls_provider`] before building the `reqwest::Client` handed to
 //! [`IapVerifier::new`]. The JWT crypto provider is selected by [`IapVerifier::new`]
 //! itself via [`install_crypto_provider`].
+//!
+//! [`Authenticator`] turns a request's headers into a [`Principal`] for every HTTP
+//! surface (the API and the console), so both identify callers the same way.
 
+mod caller;
 mod iap;
 mod jwks;
+
+pub use caller::{Authenticator, DEV_DEFAULT_USER, DEV_USER_HEADER, Mode, Principal, Rejected};
 
 pub use iap::{
     AuthError, DEFAULT_LEEWAY, GOOGLE_IAP_JWKS_URL, IAP_HEADER, IAP_ISSUER, IapConfig, IapVerifier,

@@ -33,6 +33,13 @@ impl PageKey {
         PageKey(bytes.into())
     }
 
+    /// A key for another purpose (`label` names it; the console's form tokens use one),
+    /// derived from this one: shared by replicas like it, and a token of one kind never
+    /// passes as another (page-token payloads are JSON; a label starts with a NUL).
+    pub fn derive(&self, label: &str) -> Vec<u8> {
+        self.sign(format!("\0{label}").as_bytes())
+    }
+
     fn mac(&self) -> Hmac<Sha256> {
         // HMAC takes a key of any length.
         <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0).expect("HMAC accepts any key length")

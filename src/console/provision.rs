@@ -1,0 +1,615 @@
+//! Preview and apply: `up` and `pool add` forms show the plan and its cost from
+//! `validateOnly` before a confirm button runs it with a request id; `pool remove` and
+//! `down` show their plan on a confirm page.
+//!
+//! Invariant: previews are GETs and change nothing (the service's `validateOnly`);
+//! applies are POSTs through [`Posted`] (CSRF-checked) and call the same service
+//! functions as the API with the same request-id fingerprint (method, resource, body),
+//! so a preview and its confirm name the same pools and a repeated confirm is the same
+//! operation.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::domain::TeamId;
+use crate::model::TeamRole;
+use crate::service::clusters::ClusterPath;
+use crate::service::provision::pools::AddPoolRequest;
+use crate::service::provision::up::UpRequest;
+use crate::service::provision::{self, Idempotency, Mutation, Plan, Submitted, fingerprint};
+use crate::service::{self, Caller};
+
+use super::ConsoleState;
+use super::error::PageError;
+use super::form::Posted;
+use super::identity::Viewer;
+use super::view::{self, Chrome};
+
+pub struct ActionRow {
+    pub id: String,
+    pub action: String,
+    pub resource_type: String,
+    pub name: String,
+    pub reason: String,
+    pub after: String,
+}
+
+pub struct PlanView {
+    pub actions: Vec<ActionRow>,
+    pub warnings: Vec<String>,
+    pub cost: String,
+}
+
+fn plan_view(plan: &Plan) -> PlanView {
+    let v = serde_json::to_value(plan).unwrap_or_default();
+    let s = |a: &Value, k: &str| a.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let actions = v["actions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| ActionRow {
+            id: s(a, "id"),
+            action: s(a, "action"),
+            resource_type: s(a, "type"),
+            name: s(a, "name"),
+            reason: s(a, "reason"),
+            after: a["dependsOn"]
+                .as_array()
+                .map(|d| {
+                    d.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default(),
+        })
+        .collect();
+    PlanView {
+        actions,
+        warnings: plan.warnings.clone(),
+        cost: plan.estimated_hourly_cost.as_ref().map_or_else(
+            || "no estimate".to_owned(),
+            |c| view::cost_range(&c.currency, c.at_min, c.at_max),
+        ),
+    }
+}
+
+/// The mutation as the API would build it (`method resource body` fingerprinted).
+fn mutation(
+    caller: &Caller,
+    path: ClusterPath,
+    validate_only: bool,
+    request_id: Option<&str>,
+    method: &str,
+    resource: &str,
+    body: &impl Serialize,
+) -> Result<Mutation, PageError> {
+    let body = serde_json::to_value(body).unwrap_or_default();
+    let key = request_id.map(str::trim).filter(|k| !k.is_empty());
+    if let Some(k) = key
+        && !(k.len() <= 128
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')))
+    {
+        return Err(service::Error::invalid(
+            "INVALID_REQUEST_ID",
+            "requestId must be 1-128 characters of letters, digits, - _ . :",
+        )
+        .into());
+    }
+    Ok(Mutation {
+        caller: caller.clone(),
+        path,
+        validate_only,
+        idempotency: key.map(|key| Idempotency {
+            key: key.to_owned(),
+            fingerprint: fingerprint(method, resource, &body),
+        }),
+        if_match: None,
+    })
+}
+
+/// `ClusterPath` is not `Clone`: a copy from its (already valid) parts.
+fn copy_of(p: &ClusterPath) -> ClusterPath {
+    ClusterPath {
+        project: p.project.clone(),
+        zone: p.zone.clone(),
+        cluster: p.cluster.clone(),
+    }
+}
+
+fn new_request_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Where an accepted mutation goes: its operation's page.
+fn accepted(s: Submitted) -> Response {
+    match s {
+        Submitted::Operation(op) => Redirect::to(&view::operation_href(&op.name)).into_response(),
+        // Not asked for (validate_only is false on apply), but harmless: back home.
+        Submitted::Plan(_) => Redirect::to("/console/").into_response(),
+    }
+}
+
+fn status_of(e: &Option<PageError>) -> StatusCode {
+    e.as_ref().map_or(StatusCode::OK, |e| e.status)
+}
+
+fn number(raw: &str, what: &str) -> Result<Option<u32>, PageError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    raw.parse().map(Some).map_err(|_| {
+        service::Error::invalid(
+            "INVALID_NUMBER",
+            format!("{what} must be a whole number of 0 or more, not {raw:?}"),
+        )
+        .into()
+    })
+}
+
+fn flag(q: &HashMap<String, String>, k: &str) -> bool {
+    q.get(k)
+        .is_some_and(|v| !matches!(v.as_str(), "" | "off" | "false"))
+}
+
+fn get<'a>(q: &'a HashMap<String, String>, k: &str) -> &'a str {
+    q.get(k).map_or("", |v| v.trim())
+}
+
+/// The up form's values.
+#[derive(Default, Clone)]
+pub struct UpFields {
+    pub project: String,
+    pub zone: String,
+    pub cluster: String,
+    pub accelerator: String,
+    pub min_nodes: String,
+    pub spot: bool,
+    pub request_id: String,
+}
+
+impl UpFields {
+    fn request(&self) -> Result<UpRequest, PageError> {
+        let acc = self.accelerator.trim();
+        Ok(UpRequest {
+            accelerator: (!acc.is_empty()).then(|| acc.to_owned()),
+            min_nodes: number(&self.min_nodes, "min nodes")?,
+            spot: self.spot.then_some(true),
+            ..UpRequest::default()
+        })
+    }
+
+    fn path(&self) -> Result<ClusterPath, PageError> {
+        Ok(ClusterPath::parse(
+            &self.project,
+            &self.zone,
+            &self.cluster,
+        )?)
+    }
+}
+
+#[derive(Template)]
+#[template(path = "up.html")]
+struct UpPage {
+    chrome: Chrome,
+    f: UpFields,
+    projects: Vec<String>,
+    accelerators: Vec<String>,
+    plan: Option<PlanView>,
+    error: Option<PageError>,
+}
+
+/// The projects of the caller's teams where it may run `up` (MEMBER+), for suggestions.
+async fn projects(s: &ConsoleState, caller: &Caller) -> Vec<String> {
+    let Ok(me) = service::teams::me(&s.services.db, caller).await else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for TeamRole { team, role } in me.teams {
+        if !role.can_operate() {
+            continue;
+        }
+        let Ok(id) = TeamId::parse(team.strip_prefix("teams/").unwrap_or(&team)) else {
+            continue;
+        };
+        if let Ok(t) = service::teams::get(&s.services.db, caller, &id).await {
+            out.extend(t.projects);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn accelerator_names(s: &ConsoleState) -> Vec<String> {
+    let mut names: Vec<String> = service::accelerators::list(&s.services.prices)
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    names.push("cpu".to_owned());
+    names
+}
+
+async fn preview_up(
+    s: &ConsoleState,
+    caller: &Caller,
+    f: &UpFields,
+) -> Result<PlanView, PageError> {
+    let req = f.request()?;
+    let path = f.path()?;
+    let resource = path.name();
+    let m = mutation(
+        caller,
+        path,
+        true,
+        Some(&f.request_id),
+        "PUT",
+        &resource,
+        &req,
+    )?;
+    match provision::up::up(&s.services, &m, req).await? {
+        Submitted::Plan(p) => Ok(plan_view(&p)),
+        Submitted::Operation(_) => Err(PageError::new(
+            StatusCode::CONFLICT,
+            "ALREADY_APPLIED",
+            "this preview's request id has already been applied",
+        )),
+    }
+}
+
+/// `GET /console/up`: the form; with `cluster` filled in, the preview and a confirm form.
+pub async fn up_form(
+    State(s): State<ConsoleState>,
+    v: Viewer,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    let mut f = UpFields {
+        project: get(&q, "project").to_owned(),
+        zone: match get(&q, "zone") {
+            "" => "us-central1-a".to_owned(),
+            z => z.to_owned(),
+        },
+        cluster: get(&q, "cluster").to_owned(),
+        accelerator: get(&q, "accelerator").to_owned(),
+        min_nodes: get(&q, "minNodes").to_owned(),
+        spot: flag(&q, "spot"),
+        request_id: String::new(),
+    };
+    let (mut plan, mut error) = (None, None);
+    if q.contains_key("preview") && !f.cluster.is_empty() {
+        f.request_id = new_request_id();
+        match preview_up(&s, &v.caller, &f).await {
+            Ok(p) => plan = Some(p),
+            Err(e) => error = Some(e),
+        }
+    }
+    let page = UpPage {
+        chrome: Chrome::new(&v, "Up a cluster", "/console/up"),
+        projects: projects(&s, &v.caller).await,
+        accelerators: accelerator_names(&s),
+        f,
+        plan,
+        error,
+    };
+    view::render_with(status_of(&page.error), &page)
+}
+
+/// `POST /console/up`: run the previewed `up` with its request id.
+pub async fn up(State(s): State<ConsoleState>, p: Posted) -> Result<Response, PageError> {
+    let f = UpFields {
+        project: p.field("project").trim().to_owned(),
+        zone: p.field("zone").trim().to_owned(),
+        cluster: p.field("cluster").trim().to_owned(),
+        accelerator: p.field("accelerator").trim().to_owned(),
+        min_nodes: p.field("minNodes").to_owned(),
+        spot: p.checked("spot"),
+        request_id: p.field("requestId").to_owned(),
+    };
+    let req = f.request()?;
+    let path = f.path()?;
+    let resource = path.name();
+    let m = mutation(
+        &p.viewer.caller,
+        path,
+        false,
+        Some(&f.request_id),
+        "PUT",
+        &resource,
+        &req,
+    )?;
+    Ok(accepted(provision::up::up(&s.services, &m, req).await?))
+}
+
+/// The pool-add form's values.
+#[derive(Default, Clone)]
+pub struct PoolFields {
+    pub accelerator: String,
+    pub min_nodes: String,
+    pub spot: bool,
+    pub failover: bool,
+    pub request_id: String,
+}
+
+impl PoolFields {
+    fn request(&self) -> Result<AddPoolRequest, PageError> {
+        let acc = self.accelerator.trim();
+        Ok(AddPoolRequest {
+            accelerator: (!acc.is_empty()).then(|| acc.to_owned()),
+            min_nodes: number(&self.min_nodes, "min nodes")?,
+            spot: self.spot.then_some(true),
+            failover: self.failover.then_some(true),
+            ..AddPoolRequest::default()
+        })
+    }
+}
+
+#[derive(Template)]
+#[template(path = "pool_add.html")]
+struct PoolAddPage {
+    chrome: Chrome,
+    cluster: String,
+    base: String,
+    f: PoolFields,
+    accelerators: Vec<String>,
+    plan: Option<PlanView>,
+    error: Option<PageError>,
+}
+
+fn cluster_base(path: &ClusterPath) -> String {
+    format!(
+        "/console/clusters/{}/{}/{}",
+        path.project.as_str(),
+        path.zone.as_str(),
+        path.cluster.as_str()
+    )
+}
+
+async fn preview_pool(
+    s: &ConsoleState,
+    caller: &Caller,
+    path: &ClusterPath,
+    f: &PoolFields,
+) -> Result<PlanView, PageError> {
+    let req = f.request()?;
+    let resource = format!("{}/nodePools", path.name());
+    let m = mutation(
+        caller,
+        copy_of(path),
+        true,
+        Some(&f.request_id),
+        "POST",
+        &resource,
+        &req,
+    )?;
+    match provision::pools::add_pool(&s.services, &m, req).await? {
+        Submitted::Plan(p) => Ok(plan_view(&p)),
+        Submitted::Operation(_) => Err(PageError::new(
+            StatusCode::CONFLICT,
+            "ALREADY_APPLIED",
+            "this preview's request id has already been applied",
+        )),
+    }
+}
+
+/// `GET .../pools/add`: the form; with `preview`, the plan and a confirm form.
+pub async fn pool_add_form(
+    State(s): State<ConsoleState>,
+    v: Viewer,
+    Path((project, zone, cluster)): Path<(String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    // The record read decides visibility: 404 for outsiders before any form is shown.
+    service::clusters::get(&s.services.db, &v.caller, &path).await?;
+    let base = cluster_base(&path);
+    let mut f = PoolFields {
+        accelerator: get(&q, "accelerator").to_owned(),
+        min_nodes: get(&q, "minNodes").to_owned(),
+        spot: flag(&q, "spot"),
+        failover: flag(&q, "failover"),
+        request_id: String::new(),
+    };
+    let (mut plan, mut error) = (None, None);
+    if q.contains_key("preview") {
+        f.request_id = new_request_id();
+        let result = preview_pool(&s, &v.caller, &path, &f).await;
+        match result {
+            Ok(p) => plan = Some(p),
+            Err(e) => error = Some(e),
+        }
+    }
+    let page = PoolAddPage {
+        chrome: Chrome::new(
+            &v,
+            format!("Add a pool to {}", path.cluster.as_str()),
+            format!("{base}/pools/add"),
+        ),
+        cluster: path.cluster.as_str().to_owned(),
+        base,
+        accelerators: accelerator_names(&s),
+        f,
+        plan,
+        error,
+    };
+    view::render_with(status_of(&page.error), &page)
+}
+
+/// `POST .../pools/add`: run the previewed `pool add` with its request id.
+pub async fn pool_add(
+    State(s): State<ConsoleState>,
+    Path((project, zone, cluster)): Path<(String, String, String)>,
+    p: Posted,
+) -> Result<Response, PageError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    let f = PoolFields {
+        accelerator: p.field("accelerator").to_owned(),
+        min_nodes: p.field("minNodes").to_owned(),
+        spot: p.checked("spot"),
+        failover: p.checked("failover"),
+        request_id: p.field("requestId").to_owned(),
+    };
+    let req = f.request()?;
+    let resource = format!("{}/nodePools", path.name());
+    let m = mutation(
+        &p.viewer.caller,
+        path,
+        false,
+        Some(&f.request_id),
+        "POST",
+        &resource,
+        &req,
+    )?;
+    Ok(accepted(
+        provision::pools::add_pool(&s.services, &m, req).await?,
+    ))
+}
+
+#[derive(Template)]
+#[template(path = "confirm.html")]
+struct ConfirmPage {
+    chrome: Chrome,
+    heading: String,
+    explain: String,
+    action: String,
+    button: String,
+    back: String,
+    request_id: String,
+    plan: Option<PlanView>,
+    error: Option<PageError>,
+}
+
+/// `GET .../pools/{pool}/remove`: the plan of removing the pool, and a confirm button.
+pub async fn pool_remove_confirm(
+    State(s): State<ConsoleState>,
+    v: Viewer,
+    Path((project, zone, cluster, pool)): Path<(String, String, String, String)>,
+) -> Result<Response, PageError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    service::clusters::get(&s.services.db, &v.caller, &path).await?;
+    let base = cluster_base(&path);
+    let resource = format!("{}/nodePools/{pool}", path.name());
+    let m = mutation(
+        &v.caller,
+        copy_of(&path),
+        true,
+        None,
+        "DELETE",
+        &resource,
+        &(),
+    )?;
+    let (plan, error) = match provision::pools::remove_pool(&s.services, &m, &pool).await {
+        Ok(Submitted::Plan(p)) => (Some(plan_view(&p)), None),
+        Ok(Submitted::Operation(_)) => (None, None),
+        Err(e) => (None, Some(PageError::from(e))),
+    };
+    let page = ConfirmPage {
+        chrome: Chrome::new(
+            &v,
+            format!("Remove pool {pool}"),
+            format!("{base}/pools/{pool}/remove"),
+        ),
+        heading: format!("Remove node pool {pool} from {}", path.cluster.as_str()),
+        explain: "Its nodes are drained and deleted; workloads on them are evicted.".to_owned(),
+        action: format!("{base}/pools/{pool}/remove"),
+        button: format!("Remove {pool}"),
+        back: base,
+        request_id: new_request_id(),
+        plan,
+        error,
+    };
+    view::render_with(status_of(&page.error), &page)
+}
+
+/// `POST .../pools/{pool}/remove`.
+pub async fn pool_remove(
+    State(s): State<ConsoleState>,
+    Path((project, zone, cluster, pool)): Path<(String, String, String, String)>,
+    p: Posted,
+) -> Result<Response, PageError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    let resource = format!("{}/nodePools/{pool}", path.name());
+    let m = mutation(
+        &p.viewer.caller,
+        path,
+        false,
+        Some(p.field("requestId")),
+        "DELETE",
+        &resource,
+        &(),
+    )?;
+    Ok(accepted(
+        provision::pools::remove_pool(&s.services, &m, &pool).await?,
+    ))
+}
+
+/// `GET .../down`: the plan of deleting the cluster, and a confirm button.
+pub async fn down_confirm(
+    State(s): State<ConsoleState>,
+    v: Viewer,
+    Path((project, zone, cluster)): Path<(String, String, String)>,
+) -> Result<Response, PageError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    service::clusters::get(&s.services.db, &v.caller, &path).await?;
+    let base = cluster_base(&path);
+    let resource = path.name();
+    let m = mutation(
+        &v.caller,
+        copy_of(&path),
+        true,
+        None,
+        "DELETE",
+        &resource,
+        &(),
+    )?;
+    let (plan, error) = match provision::down::down(&s.services, &m).await {
+        Ok(Submitted::Plan(p)) => (Some(plan_view(&p)), None),
+        Ok(Submitted::Operation(_)) => (None, None),
+        Err(e) => (None, Some(PageError::from(e))),
+    };
+    let page = ConfirmPage {
+        chrome: Chrome::new(
+            &v,
+            format!("Delete {}", path.cluster.as_str()),
+            format!("{base}/down"),
+        ),
+        heading: format!("Delete cluster {} (down)", path.cluster.as_str()),
+        explain: "Every node pool, the GKE cluster and the cluster's network, buckets, \
+                  repository and service accounts are deleted."
+            .to_owned(),
+        action: format!("{base}/down"),
+        button: format!("Delete {}", path.cluster.as_str()),
+        back: base,
+        request_id: new_request_id(),
+        plan,
+        error,
+    };
+    view::render_with(status_of(&page.error), &page)
+}
+
+/// `POST .../down`.
+pub async fn down(
+    State(s): State<ConsoleState>,
+    Path((project, zone, cluster)): Path<(String, String, String)>,
+    p: Posted,
+) -> Result<Response, PageError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    let resource = path.name();
+    let m = mutation(
+        &p.viewer.caller,
+        path,
+        false,
+        Some(p.field("requestId")),
+        "DELETE",
+        &resource,
+        &(),
+    )?;
+    Ok(accepted(provision::down::down(&s.services, &m).await?))
+}
