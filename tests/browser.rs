@@ -50,8 +50,13 @@ impl Run {
     async fn page_checks(&self, name: &str, narrow: bool) {
         let widths: &[u32] = if narrow { &[WIDE, NARROW] } else { &[WIDE] };
         for &w in widths {
-            let path = page::screenshot(self.d(), &self.shots, name, w).await;
+            let (path, sideways) = page::screenshot(self.d(), &self.shots, name, w).await;
             println!("screenshot: {}", path.display());
+            assert!(
+                !sideways,
+                "{name} scrolls sideways at {w} px ({})",
+                path.display()
+            );
         }
         let unlabelled = page::unlabelled_controls(self.d()).await;
         assert!(
@@ -119,6 +124,19 @@ async fn create_team(run: &Run) {
     page::fill(d, &t("team-name-input"), "Web team").await;
     page::fill(d, &t("team-projects-input"), PROJECT).await;
     page::click(d, &t("team-create-submit")).await;
+    // The new team's page, with its owner (us) among the members.
+    page::wait_url(d, "/console/teams/web-team").await;
+    let me = page::find(d, &t("current-user"))
+        .await
+        .text()
+        .await
+        .expect("user");
+    page::find(
+        d,
+        &format!("{}[data-email='{}']", t("member-row"), me.trim()),
+    )
+    .await;
+    run.page_checks("team", false).await;
     d.goto(run.url("/console/teams")).await.expect("teams page");
     page::find(d, &format!("{}[data-team='web-team']", t("team-row"))).await;
     run.page_checks("teams", false).await;
@@ -137,7 +155,9 @@ async fn up(run: &Run) {
     page::click(d, &t("up-preview")).await;
     let actions = preview(run, "preview").await;
     assert!(
-        actions.iter().any(|(id, a)| id == "cluster" && a == "CREATE"),
+        actions
+            .iter()
+            .any(|(id, a)| id == "cluster" && a == "CREATE"),
         "the up preview creates the cluster: {actions:?}"
     );
     confirm_and_watch(run, "operation").await;
@@ -147,15 +167,27 @@ async fn up(run: &Run) {
 async fn preview(run: &Run, shot: &str) -> Vec<(String, String)> {
     let d = run.d();
     page::find(d, &t("plan-preview")).await;
-    let cost = page::find(d, &t("plan-cost")).await.text().await.expect("cost");
+    let cost = page::find(d, &t("plan-cost"))
+        .await
+        .text()
+        .await
+        .expect("cost");
     assert!(
         cost.contains('$') && cost.chars().any(|c| c.is_ascii_digit()),
         "the plan's cost is shown in dollars: {cost:?}"
     );
     let mut actions = Vec::new();
     for row in d.find_all(By::Css(t("plan-action"))).await.expect("rows") {
-        let id = row.attr("data-step").await.expect("attr").unwrap_or_default();
-        let action = row.attr("data-action").await.expect("attr").unwrap_or_default();
+        let id = row
+            .attr("data-step")
+            .await
+            .expect("attr")
+            .unwrap_or_default();
+        let action = row
+            .attr("data-action")
+            .await
+            .expect("attr")
+            .unwrap_or_default();
         actions.push((id, action));
     }
     assert!(!actions.is_empty(), "the preview lists the plan's actions");
@@ -170,8 +202,14 @@ async fn confirm_and_watch(run: &Run, shot: &str) -> String {
     page::click(d, &t("confirm-button")).await;
     let url = page::wait_url(d, "/console/operations/").await;
     // A mark only this page load carries: still there at the end = no reload.
-    d.execute("window.__kineticMark = 1;", vec![]).await.expect("mark");
-    let first = page::find(d, &t("op-state")).await.text().await.unwrap_or_default();
+    d.execute("window.__kineticMark = 1;", vec![])
+        .await
+        .expect("mark");
+    let first = page::find(d, &t("op-state"))
+        .await
+        .text()
+        .await
+        .unwrap_or_default();
     page::wait_text(d, &t("op-state"), "SUCCEEDED").await;
     let mark = d
         .execute("return window.__kineticMark === 1;", vec![])
@@ -183,14 +221,24 @@ async fn confirm_and_watch(run: &Run, shot: &str) -> String {
         "the operation page reloaded instead of updating itself (first state {first})"
     );
     println!("operation page: {first} -> SUCCEEDED in place");
-    page::wait_text(d, &t("op-done"), "true").await;
+    let done = page::find(d, &t("op-done")).await;
+    let done = done.prop("textContent").await.expect("op-done");
+    assert_eq!(done.as_deref().map(str::trim), Some("true"), "op-done");
     let bars = d.find_all(By::Css(t("step-bar"))).await.expect("bars");
     assert!(!bars.is_empty(), "the timeline has a bar per step");
     for bar in &bars {
-        let state = bar.attr("data-state").await.expect("attr").unwrap_or_default();
-        let step = bar.attr("data-step").await.expect("attr").unwrap_or_default();
+        let state = bar
+            .attr("data-state")
+            .await
+            .expect("attr")
+            .unwrap_or_default();
+        let step = bar
+            .attr("data-step")
+            .await
+            .expect("attr")
+            .unwrap_or_default();
         assert!(
-            state.eq_ignore_ascii_case("succeeded") || state.eq_ignore_ascii_case("done"),
+            state == "DONE" || state == "SKIPPED",
             "step {step} is {state} in a SUCCEEDED operation"
         );
     }
@@ -206,13 +254,22 @@ fn cluster_path() -> String {
 /// node of that pool.
 async fn cluster_page(run: &Run) {
     let d = run.d();
-    d.goto(run.url(&cluster_path())).await.expect("cluster page");
+    d.goto(run.url(&cluster_path()))
+        .await
+        .expect("cluster page");
     page::wait_text(d, &t("cluster-state"), "RUNNING").await;
     let pools = pool_ids(d).await;
     assert!(!pools.is_empty(), "the cluster page lists the pools");
     let group = page::find(d, &t("capacity-pool")).await;
-    let pool = group.attr("data-pool").await.expect("attr").unwrap_or_default();
-    assert!(pools.contains(&pool), "capacity group {pool} is a listed pool {pools:?}");
+    let pool = group
+        .attr("data-pool")
+        .await
+        .expect("attr")
+        .unwrap_or_default();
+    assert!(
+        pools.contains(&pool),
+        "capacity group {pool} is a listed pool {pools:?}"
+    );
     let bars = d.find_all(By::Css(t("capacity-bar"))).await.expect("bars");
     assert!(
         bars.len() >= 2,
@@ -237,7 +294,12 @@ async fn num_attr(e: &thirtyfour::WebElement, name: &str) -> u64 {
 async fn pool_ids(d: &WebDriver) -> Vec<String> {
     let mut ids = Vec::new();
     for row in d.find_all(By::Css(t("pool-row"))).await.expect("pool rows") {
-        ids.push(row.attr("data-pool").await.expect("attr").unwrap_or_default());
+        ids.push(
+            row.attr("data-pool")
+                .await
+                .expect("attr")
+                .unwrap_or_default(),
+        );
     }
     ids
 }
@@ -248,7 +310,10 @@ async fn home_page(run: &Run) {
     d.goto(run.url("/console/")).await.expect("home");
     let key = format!("{PROJECT}/{ZONE}/{CLUSTER}");
     let row = page::find(d, &format!("{}[data-cluster='{key}']", t("cluster-row"))).await;
-    let link = row.find(By::Css(t("cluster-link"))).await.expect("cluster link");
+    let link = row
+        .find(By::Css(t("cluster-link")))
+        .await
+        .expect("cluster link");
     let href = link.attr("href").await.expect("attr").unwrap_or_default();
     assert!(href.ends_with(&cluster_path()), "cluster link {href}");
     run.page_checks("home", true).await;
@@ -257,7 +322,9 @@ async fn home_page(run: &Run) {
 /// Pool add from the cluster page: preview, confirm, the new pool listed.
 async fn pool_add(run: &Run) -> String {
     let d = run.d();
-    d.goto(run.url(&cluster_path())).await.expect("cluster page");
+    d.goto(run.url(&cluster_path()))
+        .await
+        .expect("cluster page");
     let before = pool_ids(d).await;
     page::click(d, &t("pool-add")).await;
     page::fill(d, &t("pool-accelerator"), "gpu-t4").await;
@@ -268,20 +335,31 @@ async fn pool_add(run: &Run) -> String {
         "the pool add preview creates something: {actions:?}"
     );
     confirm_and_watch(run, "pool-add-operation").await;
-    d.goto(run.url(&cluster_path())).await.expect("cluster page");
+    d.goto(run.url(&cluster_path()))
+        .await
+        .expect("cluster page");
     page::find(d, &t("pool-row")).await;
     let after = pool_ids(d).await;
     let added: Vec<&String> = after.iter().filter(|p| !before.contains(p)).collect();
-    assert_eq!(added.len(), 1, "one new pool: before {before:?}, after {after:?}");
+    assert_eq!(
+        added.len(),
+        1,
+        "one new pool: before {before:?}, after {after:?}"
+    );
     added[0].clone()
 }
 
 /// Pool remove from the pool's row: preview, confirm, the pool gone from the page.
 async fn pool_remove(run: &Run, pool: &str) {
     let d = run.d();
-    d.goto(run.url(&cluster_path())).await.expect("cluster page");
+    d.goto(run.url(&cluster_path()))
+        .await
+        .expect("cluster page");
     let row = page::find(d, &format!("{}[data-pool='{pool}']", t("pool-row"))).await;
-    let link = row.find(By::Css(t("pool-remove"))).await.expect("remove link");
+    let link = row
+        .find(By::Css(t("pool-remove")))
+        .await
+        .expect("remove link");
     link.click().await.expect("click remove");
     let actions = preview(run, "pool-remove-preview").await;
     assert!(
@@ -289,25 +367,37 @@ async fn pool_remove(run: &Run, pool: &str) {
         "the pool remove preview deletes: {actions:?}"
     );
     confirm_and_watch(run, "pool-remove-operation").await;
-    d.goto(run.url(&cluster_path())).await.expect("cluster page");
+    d.goto(run.url(&cluster_path()))
+        .await
+        .expect("cluster page");
     page::find(d, &t("pool-row")).await;
     let left = pool_ids(d).await;
-    assert!(!left.iter().any(|p| p == pool), "{pool} still listed: {left:?}");
+    assert!(
+        !left.iter().any(|p| p == pool),
+        "{pool} still listed: {left:?}"
+    );
 }
 
 /// The accelerator catalog with prices.
 async fn accelerators_page(run: &Run) {
     let d = run.d();
-    d.goto(run.url("/console/accelerators")).await.expect("accelerators");
+    d.goto(run.url("/console/accelerators"))
+        .await
+        .expect("accelerators");
     let text = page::find(d, "main").await.text().await.expect("text");
-    assert!(text.contains("gpu-l4") && text.contains('$'), "catalog with prices: {text}");
+    assert!(
+        text.contains("gpu-l4") && text.contains('$'),
+        "catalog with prices: {text}"
+    );
     run.page_checks("accelerators", false).await;
 }
 
 /// `down` from the cluster page: preview, confirm, the cluster DELETED.
 async fn down(run: &Run) {
     let d = run.d();
-    d.goto(run.url(&cluster_path())).await.expect("cluster page");
+    d.goto(run.url(&cluster_path()))
+        .await
+        .expect("cluster page");
     page::click(d, &t("cluster-down")).await;
     let actions = preview(run, "down-preview").await;
     assert!(
@@ -315,6 +405,8 @@ async fn down(run: &Run) {
         "the down preview deletes: {actions:?}"
     );
     confirm_and_watch(run, "down-operation").await;
-    d.goto(run.url(&cluster_path())).await.expect("cluster page");
+    d.goto(run.url(&cluster_path()))
+        .await
+        .expect("cluster page");
     page::wait_text(d, &t("cluster-state"), "DELETED").await;
 }

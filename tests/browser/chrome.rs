@@ -34,12 +34,15 @@ impl Binaries {
                 chromedriver,
             }),
             (chromium, driver) => {
-                let missing = [("chromium", chromium.is_none()), ("chromedriver", driver.is_none())]
-                    .iter()
-                    .filter(|(_, m)| *m)
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(" and ");
+                let missing = [
+                    ("chromium", chromium.is_none()),
+                    ("chromedriver", driver.is_none()),
+                ]
+                .iter()
+                .filter(|(_, m)| *m)
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(" and ");
                 let required = std::env::var("KINETIC_REQUIRE_CHROMIUM")
                     .is_ok_and(|v| !v.is_empty() && v != "0");
                 assert!(

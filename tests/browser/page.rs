@@ -33,7 +33,10 @@ pub async fn describe(d: &WebDriver) -> String {
         .await
         .map_or("?".to_owned(), |u| u.to_string());
     let text = d
-        .execute("return document.body ? document.body.innerText : ''", vec![])
+        .execute(
+            "return document.body ? document.body.innerText : ''",
+            vec![],
+        )
         .await
         .ok()
         .and_then(|r| r.json().as_str().map(str::to_owned))
@@ -101,16 +104,6 @@ pub async fn fill(d: &WebDriver, css: &str, value: &str) {
     e.send_keys(value).await.expect("type");
 }
 
-/// Picks the option whose value is `value` in the `<select>` matching `css`.
-pub async fn select(d: &WebDriver, css: &str, value: &str) {
-    let e = find(d, css).await;
-    let option = e
-        .find(By::Css(format!("option[value='{value}']")))
-        .await
-        .unwrap_or_else(|_| panic!("{css} has no option {value:?}"));
-    option.click().await.expect("choose option");
-}
-
 /// Clicks the element matching `css` once it is there.
 pub async fn click(d: &WebDriver, css: &str) {
     let e = find(d, css).await;
@@ -119,12 +112,11 @@ pub async fn click(d: &WebDriver, css: &str) {
 }
 
 /// Saves a full-page PNG of the current page rendered `width` CSS pixels wide as
-/// `<dir>/<name>-<width>.png`; returns its path.
-pub async fn screenshot(d: &WebDriver, dir: &Path, name: &str, width: u32) -> PathBuf {
+/// `<dir>/<name>-<width>.png`; returns its path and whether the page scrolled sideways
+/// at that width.
+pub async fn screenshot(d: &WebDriver, dir: &Path, name: &str, width: u32) -> (PathBuf, bool) {
     let cdp = d.cdp();
-    let metrics = |w: u32, h: u32| {
-        json!({"width": w, "height": h, "deviceScaleFactor": 1, "mobile": width < 600})
-    };
+    let metrics = |w: u32, h: u32| json!({"width": w, "height": h, "deviceScaleFactor": 1, "mobile": width < 600});
     cdp.send_raw("Emulation.setDeviceMetricsOverride", metrics(width, 900))
         .await
         .expect("viewport width");
@@ -147,6 +139,7 @@ pub async fn screenshot(d: &WebDriver, dir: &Path, name: &str, width: u32) -> Pa
         )
         .await
         .expect("screenshot");
+    let sideways = overflows_sideways(d).await;
     cdp.send_raw("Emulation.clearDeviceMetricsOverride", json!({}))
         .await
         .expect("clear viewport override");
@@ -158,12 +151,12 @@ pub async fn screenshot(d: &WebDriver, dir: &Path, name: &str, width: u32) -> Pa
     assert!(png.starts_with(b"\x89PNG"), "not a PNG");
     let path = dir.join(format!("{name}-{width}.png"));
     std::fs::write(&path, png).expect("write screenshot");
-    path
+    (path, sideways)
 }
 
 /// Whether the page scrolls sideways at its current width (content wider than the
-/// viewport: a layout that does not fit a phone).
-pub async fn overflows_sideways(d: &WebDriver) -> bool {
+/// viewport: a layout that does not fit).
+async fn overflows_sideways(d: &WebDriver) -> bool {
     d.execute(
         "const e = document.documentElement; return e.scrollWidth > e.clientWidth + 1;",
         vec![],
@@ -267,7 +260,10 @@ pub async fn unlabelled_controls(d: &WebDriver) -> Vec<String> {
         if !name.is_empty() {
             continue;
         }
-        missing.push(format!("{role} {}", dom_node(d, &node["backendDOMNodeId"]).await));
+        missing.push(format!(
+            "{role} {}",
+            dom_node(d, &node["backendDOMNodeId"]).await
+        ));
     }
     missing
 }
