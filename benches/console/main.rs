@@ -81,7 +81,11 @@ async fn run(pg: &PrivatePostgres, runs: usize) -> Result<()> {
     );
     let pages = [
         ("home `/console/`", "/console/".to_owned(), "c-049"),
-        ("cluster `/console/clusters/{p}/{z}/{c}`", cluster, "capacity-bar"),
+        (
+            "cluster `/console/clusters/{p}/{z}/{c}`",
+            cluster,
+            "capacity-bar",
+        ),
     ];
     let cpus = std::thread::available_parallelism()?.get();
     println!(
