@@ -211,7 +211,7 @@ pub fn capacity_view(c: &ClusterCapacity) -> CapacityView {
                 pod: format!("{}/{}", p.namespace, p.name),
                 resource: p.resource.clone(),
                 requested: p.requested,
-                reason: serde_json::to_value(&p.reason)
+                reason: serde_json::to_value(p.reason)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default(),
@@ -313,7 +313,7 @@ fn status_view(s: &ClusterStatus) -> StatusView {
             .map(|d| DriftRow {
                 resource: d.resource.clone(),
                 resource_type: d.resource_type.clone(),
-                problem: serde_json::to_value(&d.problem)
+                problem: serde_json::to_value(d.problem)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default(),
