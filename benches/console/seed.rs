@@ -1,0 +1,141 @@
+//! The team the console benchmark renders: one cluster made by a real `up` (through the
+//! API and the workers, against the simulator at speed 0) so its page has live status
+//! and nodes for the capacity bars, then clusters with pools written through the store
+//! (as the API read benchmark seeds them) up to [`CLUSTERS`], and one queued operation
+//! per cluster so the home page's "running now" list is full too.
+//!
+//! Invariant: the workers are stopped before the queued operations are written, so
+//! nothing changes while the pages are rendered.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use kineticd::domain::{ClusterState, PoolState};
+use kineticd::ops::queue::{self, Enqueue};
+use kineticd::ops::workflows::noop::{self, NoopSpec};
+use kineticd::ops::{self, WorkerConfig, WorkerPool};
+use kineticd::store::{self, ClusterSpecRecord, PoolSpecRecord};
+use serde_json::{Value, json};
+
+use crate::app_support::App;
+
+pub const TEAM: &str = "bench";
+pub const OWNER: &str = "owner@example.com";
+pub const PROJECT: &str = "bench-console";
+pub const ZONE: &str = "us-central1-a";
+/// The cluster made by `up`, whose page is rendered.
+pub const LIVE: &str = "live";
+pub const CLUSTERS: usize = 50;
+const POOLS_PER_CLUSTER: usize = 3;
+
+/// Seeds the team (see the module documentation).
+pub async fn seed(app: &App) -> Result<()> {
+    let workers = WorkerPool::start(
+        app.db.clone(),
+        app.state.events.clone(),
+        ops::registry(&app.db, &app.state.cloud, false),
+        WorkerConfig::default(),
+    );
+    call(
+        app,
+        reqwest::Method::POST,
+        "/v1/teams",
+        json!({"teamId": TEAM, "projects": [PROJECT]}),
+    )
+    .await?;
+    let op = call(
+        app,
+        reqwest::Method::PUT,
+        &format!("/v1/projects/{PROJECT}/zones/{ZONE}/clusters/{LIVE}"),
+        json!({"accelerator": "gpu-l4x4", "minNodes": 4}),
+    )
+    .await?;
+    let name = op["name"].as_str().context("operation name")?.to_owned();
+    let done = loop {
+        let r = call(
+            app,
+            reqwest::Method::POST,
+            &format!("/v1/{name}:wait?timeout=30s"),
+            json!({}),
+        )
+        .await?;
+        if r["done"] == true {
+            break r;
+        }
+    };
+    if done["metadata"]["state"] != "SUCCEEDED" {
+        bail!("up did not succeed: {done}");
+    }
+    workers.shutdown(Duration::from_secs(5)).await;
+
+    let mut tx = app.db.begin().await?;
+    for c in 1..CLUSTERS {
+        let name = format!("c-{c:03}");
+        let rec = store::clusters::insert(
+            &mut *tx,
+            store::clusters::NewCluster {
+                project_id: PROJECT,
+                zone: ZONE,
+                name: &name,
+                team_id: TEAM,
+                state: ClusterState::Running,
+                spec: ClusterSpecRecord {
+                    accelerator: Some("gpu-l4".into()),
+                    ..Default::default()
+                },
+                resources: json!({"gkeCluster": format!("projects/{PROJECT}/locations/{ZONE}/clusters/{name}")}),
+                created_by: OWNER,
+            },
+        )
+        .await?;
+        for k in 0..POOLS_PER_CLUSTER {
+            let id = format!("gpu-l4-{k:04}");
+            let spec: PoolSpecRecord = serde_json::from_value(json!({
+                "poolId": id, "accelerator": "gpu-l4", "kind": "GPU",
+                "machineType": "g2-standard-8", "gkeAcceleratorType": "nvidia-l4",
+                "acceleratorCount": 1, "minNodes": 0, "maxNodes": 4, "spot": k == 2,
+                "zones": [ZONE], "labels": {}, "taints": []
+            }))?;
+            store::node_pools::insert(&mut *tx, rec.id, &id, PoolState::Running, &spec).await?;
+        }
+    }
+    tx.commit().await?;
+    for c in 0..CLUSTERS {
+        let spec = NoopSpec::default();
+        queue::enqueue(
+            &app.db,
+            &Enqueue {
+                op_type: noop::OP_TYPE.to_owned(),
+                serial_key: format!("bench-{c}"),
+                target: format!("projects/{PROJECT}/zones/{ZONE}/clusters/c-{c:03}"),
+                team_id: TEAM.to_owned(),
+                cluster_id: None,
+                created_by: OWNER.to_owned(),
+                input: serde_json::to_value(&spec)?,
+                plan: None,
+                steps: spec.steps(),
+                idempotency: None,
+            },
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("enqueue: {e}"))?;
+    }
+    Ok(())
+}
+
+/// An API call as OWNER; its JSON body, an error unless 2xx.
+async fn call(app: &App, method: reqwest::Method, path: &str, body: Value) -> Result<Value> {
+    let r = app
+        .http
+        .request(method.clone(), format!("{}{path}", app.api))
+        .header("x-kinetic-user", OWNER)
+        .json(&body)
+        .send()
+        .await?;
+    let status = r.status();
+    let body: Value = r.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        bail!("{method} {path}: {status} {body}");
+    }
+    Ok(body)
+}
