@@ -143,22 +143,23 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(axum::middleware::from_fn(crate::api::metrics::track))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &Request<axum::body::Body>| {
-                let id = req
-                    .headers()
-                    .get(&REQUEST_ID)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("");
-                // The route template, not the path: paths may hold email addresses.
-                let route = req
-                    .extensions()
-                    .get::<axum::extract::MatchedPath>()
-                    .map_or("unmatched", |m| m.as_str());
-                tracing::info_span!("http", method = %req.method(), route, request_id = %id)
-            })
-            // A 5xx is logged where it is made (with its reason); this line only notes
-            // the response, so a database outage is not logged twice as an error.
-            .on_failure(DefaultOnFailure::new().level(tracing::Level::WARN)),
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &Request<axum::body::Body>| {
+                    let id = req
+                        .headers()
+                        .get(&REQUEST_ID)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("");
+                    // The route template, not the path: paths may hold email addresses.
+                    let route = req
+                        .extensions()
+                        .get::<axum::extract::MatchedPath>()
+                        .map_or("unmatched", |m| m.as_str());
+                    tracing::info_span!("http", method = %req.method(), route, request_id = %id)
+                })
+                // A 5xx is logged where it is made (with its reason); this line only notes
+                // the response, so a database outage is not logged twice as an error.
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::WARN)),
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))

@@ -504,6 +504,10 @@ async fn posts_without_the_session_token_are_refused_and_change_nothing() {
     b.post_raw("/console/teams", &f, &[("origin", "https://evil.example")])
         .await
         .assert_status(StatusCode::FORBIDDEN);
+    // An opaque `Origin: null` is refused unless the browser itself says same-origin.
+    b.post_raw("/console/teams", &f, &[("origin", "null")])
+        .await
+        .assert_status(StatusCode::FORBIDDEN);
     // No session cookie at all: the token cannot match.
     let r = env
         .http
@@ -533,6 +537,17 @@ async fn posts_without_the_session_token_are_refused_and_change_nothing() {
         .await;
     r.assert_status(StatusCode::SEE_OTHER);
     assert_eq!(r.location(), "/console/teams/with-token");
+    // What Chromium sends for our own form under a strict referrer policy: accepted.
+    let mut f = create("opaque-origin");
+    f.push(("csrf".into(), b.token().await));
+    let r = b
+        .post_raw(
+            "/console/teams",
+            &f,
+            &[("origin", "null"), ("sec-fetch-site", "same-origin")],
+        )
+        .await;
+    r.assert_status(StatusCode::SEE_OTHER);
     let r = env.app.get(OWNER, "/v1/teams/with-token").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     b.get("/console/teams?teamId=by-get")
@@ -612,7 +627,7 @@ async fn every_console_response_carries_the_csp_and_security_headers() {
         }
         assert!(!csp.contains("unsafe-inline"), "{csp}");
         assert_eq!(h("x-content-type-options"), "nosniff");
-        assert_eq!(h("referrer-policy"), "no-referrer");
+        assert_eq!(h("referrer-policy"), "same-origin");
         assert!(p.headers.get("access-control-allow-origin").is_none());
         // No inline script or style for the CSP to block.
         let doc = p.html();

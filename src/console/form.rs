@@ -55,7 +55,18 @@ impl FromRequest<ConsoleState> for Posted {
         {
             return Err(refused("the form was sent from another site"));
         }
-        if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+        let same_origin = headers
+            .get("sec-fetch-site")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v == "same-origin");
+        // An opaque `Origin: null` (privacy settings, a no-referrer policy) proves
+        // nothing either way: the browser's own `Sec-Fetch-Site: same-origin` decides, and
+        // the form token is checked below in every case.
+        if let Some(origin) = headers
+            .get(header::ORIGIN)
+            .and_then(|v| v.to_str().ok())
+            .filter(|o| !(same_origin && *o == "null"))
+        {
             let host = headers
                 .get(header::HOST)
                 .and_then(|v| v.to_str().ok())

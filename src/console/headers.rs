@@ -22,7 +22,9 @@ pub async fn middleware(req: Request, next: Next) -> Response {
     };
     set(h, header::CONTENT_SECURITY_POLICY, CSP);
     set(h, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
-    set(h, header::REFERRER_POLICY, "no-referrer");
+    // `same-origin`, not `no-referrer`: under `no-referrer` browsers send `Origin: null`
+    // on our own form POSTs, which the cross-site check must then refuse.
+    set(h, header::REFERRER_POLICY, "same-origin");
     set(h, header::X_FRAME_OPTIONS, "DENY");
     set(
         h,

@@ -13,7 +13,7 @@
 //! * every console response carries a Content-Security-Policy that allows only our own
 //!   scripts, styles and images (no inline script or style: JS and CSS are files served
 //!   under `/console/assets/`, embedded in the binary), `frame-ancestors 'none'`,
-//!   `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer` ([`headers`]);
+//!   `X-Content-Type-Options: nosniff` and `Referrer-Policy: same-origin` ([`headers`]);
 //! * an error renders as an HTML page with the service's status, reason and message.
 //!
 //! Routes (all HTML unless noted):
