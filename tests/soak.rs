@@ -170,9 +170,19 @@ async fn sigkills_under_cloud_faults_leave_records_and_cloud_in_agreement() {
     for (name, (_, state, _)) in &records {
         assert_eq!(state, "RUNNING", "cluster {name} recorded {state}");
     }
+    // Every GKE cluster has its default (system) pool, created with it and not a pool
+    // record (as `status` and `diagnose` treat it).
+    let default_pool = kineticd::ops::workflows::cluster::wire::DEFAULT_POOL;
     let cloud_view: BTreeMap<_, _> = cloud
         .iter()
-        .map(|(n, (zone, _, pools))| (n.clone(), (zone.clone(), pools.clone())))
+        .map(|(n, (zone, _, pools))| {
+            let mut pools = pools.clone();
+            assert!(
+                pools.remove(default_pool).is_some(),
+                "GKE cluster {n} has no {default_pool}: {pools:?}"
+            );
+            (n.clone(), (zone.clone(), pools))
+        })
         .collect();
     let record_view: BTreeMap<_, _> = records
         .iter()
