@@ -23,10 +23,10 @@ mod serve_process;
 mod checks;
 #[path = "soak/config.rs"]
 mod config;
-#[path = "soak/run.rs"]
-mod run;
 #[path = "soak/report.rs"]
 mod report;
+#[path = "soak/run.rs"]
+mod run;
 #[path = "soak/script.rs"]
 mod script;
 
@@ -128,15 +128,15 @@ async fn sigkills_under_cloud_faults_leave_records_and_cloud_in_agreement() {
     for (t, e) in &failures {
         println!("soak: FAILED {t}: {e}");
     }
-    assert!(
-        refused.is_empty(),
-        "requests refused at once: {refused:?}"
-    );
+    assert!(refused.is_empty(), "requests refused at once: {refused:?}");
     assert!(
         failures.is_empty(),
         "operations FAILED although only retryable faults were armed: {failures:#?}; log: {log}"
     );
-    assert!(resumed > 0, "no operation was resumed: the kills interrupted nothing");
+    assert!(
+        resumed > 0,
+        "no operation was resumed: the kills interrupted nothing"
+    );
 
     // The journal: nothing created twice, nothing created that no record names.
     let http = kineticd::app::http_client().expect("http client");

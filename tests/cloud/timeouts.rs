@@ -39,7 +39,11 @@ async fn a_hung_call_is_given_up_at_the_configured_timeout_as_retryable() {
     cloud
         .gcp
         .storage
-        .insert_bucket("sim-project-1", &serde_json::from_value(serde_json::json!({"name": "hung-bucket", "location": "US"})).unwrap())
+        .insert_bucket(
+            "sim-project-1",
+            &serde_json::from_value(serde_json::json!({"name": "hung-bucket", "location": "US"}))
+                .unwrap(),
+        )
         .await
         .expect("bucket");
     arm(&sim, "storage", "buckets.get", "TIMEOUT", 1).await;
@@ -51,7 +55,12 @@ async fn a_hung_call_is_given_up_at_the_configured_timeout_as_retryable() {
     assert!(e.message.contains("timed out"), "{e}");
     assert!(e.is_retryable(), "{e}");
     // The fault was spent: the next read answers.
-    let b = cloud.gcp.storage.get_bucket("hung-bucket").await.expect("answered");
+    let b = cloud
+        .gcp
+        .storage
+        .get_bucket("hung-bucket")
+        .await
+        .expect("answered");
     assert_eq!(b.name, "hung-bucket");
 
     // Kubernetes: a cluster's API server that hangs.

@@ -90,7 +90,11 @@ pub async fn lifecycle(http: &reqwest::Client, sim_url: &str) -> Lifecycle {
     for m in CREATES.iter().chain(DELETES.iter()) {
         entries.extend(sim_journal(http, sim_url, &[("method", *m)]).await);
     }
-    entries.retain(|e| e["status"].as_u64().is_some_and(|s| (200..300).contains(&s)));
+    entries.retain(|e| {
+        e["status"]
+            .as_u64()
+            .is_some_and(|s| (200..300).contains(&s))
+    });
     // The journal is in arrival order and its times are RFC 3339 with a fixed width.
     entries.sort_by(|a, b| a["time"].as_str().cmp(&b["time"].as_str()));
     let mut live: BTreeSet<(String, String)> = BTreeSet::new();

@@ -23,7 +23,12 @@ pub async fn steps(db: &kineticd::store::Db) {
         for s in steps.as_array().cloned().unwrap_or_default() {
             let n = s["attempts"].as_u64().unwrap_or(0);
             if n > 1 || s["state"] != "DONE" {
-                let msg: String = s["message"].as_str().unwrap_or("").chars().take(160).collect();
+                let msg: String = s["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .chars()
+                    .take(160)
+                    .collect();
                 println!(
                     "soak:     {} {} x{n}: {msg}",
                     s["id"].as_str().unwrap_or("?"),

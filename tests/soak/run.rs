@@ -175,10 +175,7 @@ pub async fn run(cfg: &SoakConfig) -> Report {
         server.kill();
         kills += 1;
         let done: usize = scripts.iter().map(|s| s.outcomes.len()).sum();
-        progress.push(format!(
-            "{:.1}s:{done}",
-            born.elapsed().as_secs_f64()
-        ));
+        progress.push(format!("{:.1}s:{done}", born.elapsed().as_secs_f64()));
         wait_leases_expired(&db).await;
     }
     println!("soak: processes lived (s:requests ended) {progress:?}");

@@ -111,9 +111,7 @@ pub enum ConfigError {
     BadUrl { var: String, value: String },
     #[error("KINETIC_GCP_AUTH must be `google` or `none`, not {0:?}")]
     BadAuth(String),
-    #[error(
-        "{CALL_TIMEOUT_VAR} must be a number of seconds between 0.1 and 3600, not {0:?}"
-    )]
+    #[error("{CALL_TIMEOUT_VAR} must be a number of seconds between 0.1 and 3600, not {0:?}")]
     BadCallTimeout(String),
 }
 
