@@ -186,7 +186,8 @@ pub async fn cloud_clusters(
 pub async fn recorded_clusters(
     db: &kineticd::store::Db,
 ) -> BTreeMap<String, (String, String, Pools)> {
-    let rows: Vec<(String, String, String, Option<String>, Option<Value>)> = sqlx::query_as(
+    type Row = (String, String, String, Option<String>, Option<Value>);
+    let rows: Vec<Row> = sqlx::query_as(
         "SELECT c.name, c.zone, c.state, p.pool_id, p.spec FROM clusters c \
          LEFT JOIN node_pools p ON p.cluster_id = c.id AND p.state <> 'DELETED' \
          WHERE c.project_id = $1 AND c.state <> 'DELETED' ORDER BY c.name, p.pool_id",

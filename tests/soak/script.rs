@@ -127,7 +127,7 @@ impl Script {
     pub fn new(index: usize, rounds: usize, rng: &mut Rng) -> Script {
         let mut todo = Vec::new();
         for round in 0..rounds {
-            let keep = round + 1 == rounds && index % 2 == 0;
+            let keep = round + 1 == rounds && index.is_multiple_of(2);
             todo.push((Kind::Up, json!({"accelerator": "cpu"})));
             todo.push((
                 Kind::AddPool,
