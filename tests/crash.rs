@@ -23,6 +23,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use serve_process::chaos::{Rng, unfinished, wait_leases_expired};
 use serve_process::{LogPath, Server};
 
 const OWNER: &str = "crash-owner@example.com";
@@ -59,23 +60,6 @@ async fn start_server(
     Server::start_healthy(db_url, log, log_path, http, &crash_env(workers, extra)).await
 }
 
-/// Deterministic pseudo-random numbers (SplitMix64), so a failing run can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
-}
-
 async fn post(http: &reqwest::Client, server: &Server, path: &str, body: Value) -> Value {
     let r = http
         .post(server.url(path))
@@ -109,32 +93,6 @@ async fn lease_rescues(http: &reqwest::Client, server: &Server) -> f64 {
         .find_map(|l| l.strip_prefix("kineticd_lease_rescues_total "))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no kineticd_lease_rescues_total:\n{text}"))
-}
-
-async fn unfinished(db: &kineticd::store::Db) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM operations WHERE end_time IS NULL")
-        .fetch_one(db)
-        .await
-        .expect("count unfinished")
-}
-
-/// Wait until no unfinished operation holds a live lease (the killed process's leases
-/// expired), so the next process can claim at once instead of waiting for its poll.
-async fn wait_leases_expired(db: &kineticd::store::Db) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let live: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM operations WHERE end_time IS NULL \
-             AND lease_expire_time >= now())",
-        )
-        .fetch_one(db)
-        .await
-        .expect("lease query");
-        if !live || Instant::now() > deadline {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,7 +30,9 @@ pub async fn start_sim(settings: &mut Settings) -> anyhow::Result<Option<Sim>> {
     let (sim, _) = Sim::start(config, settings.sim_listen)
         .await
         .with_context(|| format!("starting the cloud simulator on {}", settings.sim_listen))?;
+    let call_timeout = settings.gcp.call_timeout;
     (settings.gcp, settings.manifests) = sim_config(&sim.url(), speed)?;
+    settings.gcp.call_timeout = call_timeout;
     Ok(Some(sim))
 }
 

@@ -26,8 +26,11 @@ pub struct Cloud {
 
 impl Cloud {
     pub fn new(config: GcpConfig, manifests: ManifestConfig, http: reqwest::Client) -> Cloud {
+        // One call timeout for Google's and the clusters' APIs: a hung call of either
+        // kind is given up after it and retried by its step.
+        let timeout = config.call_timeout;
         let gcp = GcpClients::new(config, http.clone());
-        let kube = KubeClients::new(gcp.http.tokens().clone());
+        let kube = KubeClients::with_timeout(gcp.http.tokens().clone(), timeout);
         Cloud {
             gcp,
             kube,

@@ -85,6 +85,14 @@ pub fn env_only() -> Vec<Variable> {
         "Credentials of Google calls: `google` (Application Default Credentials: Workload \
          Identity on GKE) or `none` (emulators). Default `none` when KINETIC_GCP_URL is set",
     ));
+    out.push(env(
+        crate::cloud::gcp::config::CALL_TIMEOUT_VAR,
+        &crate::cloud::gcp::config::DEFAULT_CALL_TIMEOUT
+            .as_secs()
+            .to_string(),
+        "Seconds one call to a Google API or a cluster's Kubernetes API may take before it \
+         is given up (a retryable timeout: its step tries again with backoff)",
+    ));
     let manifests = ManifestConfig::default().env();
     for (url_var, url) in manifests.iter().filter(|(n, _)| n.ends_with("_URL")) {
         let what = if url_var.contains("LWS") {

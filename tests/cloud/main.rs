@@ -18,3 +18,4 @@ mod sim;
 #[path = "../serve_process/journal.rs"]
 mod sim_journal;
 mod storage;
+mod timeouts;

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod chaos;
 pub mod journal;
 
 /// A log file in the temporary folder, named after the test and this process.

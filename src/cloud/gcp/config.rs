@@ -97,7 +97,9 @@ pub struct GcpConfig {
     pub service_usage: Url,
     pub artifact_registry: Url,
     pub auth: AuthMode,
-    /// Timeout of one HTTP call (LRO waits have their own deadlines).
+    /// Timeout of one HTTP call, Google's and the clusters' Kubernetes APIs alike
+    /// (`KINETIC_CLOUD_CALL_TIMEOUT_SECONDS`; LRO waits have their own deadlines). A call
+    /// that hangs costs this long before its step retries it.
     pub call_timeout: Duration,
     /// How long-running operations are polled.
     pub poll: super::lro::PollSchedule,
@@ -109,6 +111,25 @@ pub enum ConfigError {
     BadUrl { var: String, value: String },
     #[error("KINETIC_GCP_AUTH must be `google` or `none`, not {0:?}")]
     BadAuth(String),
+    #[error("{CALL_TIMEOUT_VAR} must be a number of seconds between 0.1 and 3600, not {0:?}")]
+    BadCallTimeout(String),
+}
+
+/// The variable that sets [`GcpConfig::call_timeout`].
+pub const CALL_TIMEOUT_VAR: &str = "KINETIC_CLOUD_CALL_TIMEOUT_SECONDS";
+
+/// The default [`GcpConfig::call_timeout`].
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A call timeout as written in [`CALL_TIMEOUT_VAR`]: seconds, 0.1 to 3600.
+fn parse_call_timeout(value: &str) -> Result<Duration, ConfigError> {
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| (0.1..=3600.0).contains(s))
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| ConfigError::BadCallTimeout(value.to_owned()))
 }
 
 fn with_slash(mut u: Url) -> Url {
@@ -143,7 +164,7 @@ impl GcpConfig {
             service_usage: u(Service::ServiceUsage),
             artifact_registry: u(Service::ArtifactRegistry),
             auth: AuthMode::Google,
-            call_timeout: Duration::from_secs(60),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
             poll: Default::default(),
         }
     }
@@ -162,13 +183,14 @@ impl GcpConfig {
             service_usage: j(Service::ServiceUsage),
             artifact_registry: j(Service::ArtifactRegistry),
             auth: AuthMode::None,
-            call_timeout: Duration::from_secs(60),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
             poll: Default::default(),
         }
     }
 
     /// From the environment: `KINETIC_GCP_URL` (one root for all), then per-service
-    /// `KINETIC_GCP_<SERVICE>_URL`, `STORAGE_EMULATOR_HOST`, `KINETIC_GCP_AUTH`.
+    /// `KINETIC_GCP_<SERVICE>_URL`, `STORAGE_EMULATOR_HOST`, `KINETIC_GCP_AUTH`,
+    /// `KINETIC_CLOUD_CALL_TIMEOUT_SECONDS`.
     pub fn from_env() -> Result<GcpConfig, ConfigError> {
         Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
     }
@@ -201,6 +223,9 @@ impl GcpConfig {
                 "none" => AuthMode::None,
                 other => return Err(ConfigError::BadAuth(other.to_owned())),
             };
+        }
+        if let Some(t) = get(CALL_TIMEOUT_VAR) {
+            cfg.call_timeout = parse_call_timeout(&t)?;
         }
         Ok(cfg)
     }
@@ -262,5 +287,17 @@ mod tests {
         assert_eq!(c.iam.as_str(), "http://iam.local/v1/");
         assert_eq!(c.auth, AuthMode::None);
         assert!(GcpConfig::from_lookup(env(&[("KINETIC_GCP_AUTH", "maybe")])).is_err());
+        assert_eq!(c.call_timeout, DEFAULT_CALL_TIMEOUT);
+    }
+
+    #[test]
+    fn call_timeout_from_env() {
+        let one = |v: &'static str| move |k: &str| (k == CALL_TIMEOUT_VAR).then(|| v.to_owned());
+        let c = GcpConfig::from_lookup(one("2.5")).unwrap();
+        assert_eq!(c.call_timeout, Duration::from_millis(2500));
+        for bad in ["0", "-1", "soon", "4000", "NaN"] {
+            let e = GcpConfig::from_lookup(one(bad)).unwrap_err();
+            assert!(e.to_string().contains(CALL_TIMEOUT_VAR), "{bad}: {e}");
+        }
     }
 }

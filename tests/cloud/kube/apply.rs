@@ -2,6 +2,7 @@
 
 use kineticd::cloud::gcp::RetryClass;
 use kineticd::cloud::kube::KubeError;
+use kineticd::cloud::kube::apply::APPLY_TRIES;
 use kineticd::sim::faults::{FaultKind, FaultSpec};
 
 use super::sim_cluster;
@@ -229,14 +230,37 @@ async fn unknown_kind_and_invalid_objects_are_terminal() {
     assert!(matches!(e, KubeError::Manifest(_)), "{e}");
 }
 
+/// Fewer transient errors than [`APPLY_TRIES`] on one object are ridden out inside the
+/// apply (each object sent again), so a long manifest is not started over for them.
 #[tokio::test]
-async fn server_errors_are_retryable() {
+async fn transient_errors_of_one_object_are_sent_again() {
     let (sim, cluster) = sim_cluster().await;
+    let before = apply_count(&sim);
     sim.faults().arm(FaultSpec {
         service: "kube".into(),
         method: "kube.apply".into(),
         kind: FaultKind::Http503,
-        count: Some(1),
+        count: Some(APPLY_TRIES - 1),
+        probability: None,
+    });
+    let applied = cluster.apply_yaml(MANIFEST).await.expect("ridden out");
+    assert_eq!(applied.len(), 5);
+    assert_eq!(
+        apply_count(&sim) - before,
+        5 + (APPLY_TRIES - 1) as usize,
+        "each faulted apply sent again, nothing else"
+    );
+}
+
+#[tokio::test]
+async fn server_errors_are_retryable() {
+    let (sim, cluster) = sim_cluster().await;
+    // More in a row than one apply rides out: the error reaches the step.
+    sim.faults().arm(FaultSpec {
+        service: "kube".into(),
+        method: "kube.apply".into(),
+        kind: FaultKind::Http503,
+        count: Some(APPLY_TRIES),
         probability: None,
     });
     let e = cluster.apply_yaml(MANIFEST).await.expect_err("fault");
