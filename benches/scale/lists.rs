@@ -30,8 +30,10 @@ pub struct Knobs {
 pub async fn admin_server(state: &AppState) -> Result<String> {
     let mut s = state.clone();
     s.auth = Arc::new(Authenticator {
-        mode: Mode::Dev,
-        admins: HashSet::from([Email::parse(ADMIN)?]),
+        identity: Arc::new(kineticd::auth::Authenticator {
+            mode: Mode::Dev,
+            admins: HashSet::from([Email::parse(ADMIN)?]),
+        }),
         limits: state.auth.limits.clone(),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
