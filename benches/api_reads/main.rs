@@ -27,6 +27,8 @@ mod count;
 mod load;
 mod outside;
 mod pgbench;
+#[path = "../support/records.rs"]
+mod records;
 #[path = "../support/mod.rs"]
 #[allow(dead_code)]
 mod support;
@@ -127,65 +129,34 @@ async fn seed(db: &Db) -> Result<(String, String, String)> {
     teams::insert_team(&mut tx, TEAM, "Bench", &projects, OWNER).await?;
     teams::upsert_member(&mut tx, TEAM, READER, "VIEWER").await?;
     for p in &projects {
+        let at = records::Place {
+            project: p,
+            zone: ZONE,
+            team: TEAM,
+            owner: OWNER,
+        };
         for c in 0..CLUSTERS_PER_PROJECT {
-            let name = format!("c-{c:03}");
-            let rec = store::clusters::insert(
-                &mut *tx,
-                store::clusters::NewCluster {
-                    project_id: p,
-                    zone: ZONE,
-                    name: &name,
-                    team_id: TEAM,
-                    state: ClusterState::Running,
-                    spec: ClusterSpecRecord {
-                        accelerator: Some("gpu-l4".into()),
-                        ..Default::default()
-                    },
-                    resources: json!({"gkeCluster": format!("projects/{p}/locations/{ZONE}/clusters/{name}")}),
-                    created_by: OWNER,
-                },
+            records::insert_cluster(
+                &mut tx,
+                &at,
+                &format!("c-{c:03}"),
+                POOLS_PER_CLUSTER,
+                |_| false,
             )
             .await?;
-            for k in 0..POOLS_PER_CLUSTER {
-                let id = format!("gpu-l4-{k:04}");
-                let spec: PoolSpecRecord = serde_json::from_value(json!({
-                    "poolId": id, "accelerator": "gpu-l4", "kind": "GPU",
-                    "machineType": "g2-standard-8", "gkeAcceleratorType": "nvidia-l4",
-                    "acceleratorCount": 1, "minNodes": 0, "maxNodes": 4, "spot": false,
-                    "zones": [ZONE], "labels": {}, "taints": []
-                }))?;
-                store::node_pools::insert(&mut *tx, rec.id, &id, PoolState::Running, &spec).await?;
-            }
         }
     }
     tx.commit().await?;
     let mut middle = String::new();
     for i in 0..OPERATIONS {
-        let spec = NoopSpec::default();
         let target = format!(
             "projects/{}/zones/{ZONE}/clusters/c-{:03}",
             projects[i % PROJECTS],
             i % CLUSTERS_PER_PROJECT
         );
-        let e = queue::enqueue(
-            db,
-            &Enqueue {
-                op_type: noop::OP_TYPE.to_owned(),
-                serial_key: format!("bench-{i}"),
-                target,
-                team_id: TEAM.to_owned(),
-                cluster_id: None,
-                created_by: OWNER.to_owned(),
-                input: serde_json::to_value(&spec)?,
-                plan: None,
-                steps: spec.steps(),
-                idempotency: None,
-            },
-        )
-        .await
-        .map_err(|e| anyhow::anyhow!("enqueue: {e}"))?;
+        let id = records::enqueue_noop(db, TEAM, OWNER, format!("bench-{i}"), target).await?;
         if i == OPERATIONS / 2 {
-            middle = e.op.id.to_string();
+            middle = id;
         }
     }
     Ok((middle, projects[1].clone(), "c-025".into()))

@@ -19,6 +19,8 @@
 mod app_support;
 #[path = "../api_reads/count.rs"]
 mod count;
+#[path = "../support/records.rs"]
+mod records;
 mod seed;
 #[path = "../support/mod.rs"]
 #[allow(dead_code)]

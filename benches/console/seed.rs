@@ -7,6 +7,7 @@
 //! Invariant: the workers are stopped before the queued operations are written, so
 //! nothing changes while the pages are rendered.
 
+use crate::records;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -69,56 +70,22 @@ pub async fn seed(app: &App) -> Result<()> {
     workers.shutdown(Duration::from_secs(5)).await;
 
     let mut tx = app.db.begin().await?;
+    let at = records::Place {
+        project: PROJECT,
+        zone: ZONE,
+        team: TEAM,
+        owner: OWNER,
+    };
     for c in 1..CLUSTERS {
-        let name = format!("c-{c:03}");
-        let rec = store::clusters::insert(
-            &mut *tx,
-            store::clusters::NewCluster {
-                project_id: PROJECT,
-                zone: ZONE,
-                name: &name,
-                team_id: TEAM,
-                state: ClusterState::Running,
-                spec: ClusterSpecRecord {
-                    accelerator: Some("gpu-l4".into()),
-                    ..Default::default()
-                },
-                resources: json!({"gkeCluster": format!("projects/{PROJECT}/locations/{ZONE}/clusters/{name}")}),
-                created_by: OWNER,
-            },
-        )
+        records::insert_cluster(&mut tx, &at, &format!("c-{c:03}"), POOLS_PER_CLUSTER, |k| {
+            k == 2
+        })
         .await?;
-        for k in 0..POOLS_PER_CLUSTER {
-            let id = format!("gpu-l4-{k:04}");
-            let spec: PoolSpecRecord = serde_json::from_value(json!({
-                "poolId": id, "accelerator": "gpu-l4", "kind": "GPU",
-                "machineType": "g2-standard-8", "gkeAcceleratorType": "nvidia-l4",
-                "acceleratorCount": 1, "minNodes": 0, "maxNodes": 4, "spot": k == 2,
-                "zones": [ZONE], "labels": {}, "taints": []
-            }))?;
-            store::node_pools::insert(&mut *tx, rec.id, &id, PoolState::Running, &spec).await?;
-        }
     }
     tx.commit().await?;
     for c in 0..CLUSTERS {
-        let spec = NoopSpec::default();
-        queue::enqueue(
-            &app.db,
-            &Enqueue {
-                op_type: noop::OP_TYPE.to_owned(),
-                serial_key: format!("bench-{c}"),
-                target: format!("projects/{PROJECT}/zones/{ZONE}/clusters/c-{c:03}"),
-                team_id: TEAM.to_owned(),
-                cluster_id: None,
-                created_by: OWNER.to_owned(),
-                input: serde_json::to_value(&spec)?,
-                plan: None,
-                steps: spec.steps(),
-                idempotency: None,
-            },
-        )
-        .await
-        .map_err(|e| anyhow::anyhow!("enqueue: {e}"))?;
+        let target = format!("projects/{PROJECT}/zones/{ZONE}/clusters/c-{c:03}");
+        records::enqueue_noop(&app.db, TEAM, OWNER, format!("bench-{c}"), target).await?;
     }
     Ok(())
 }

@@ -29,6 +29,8 @@ mod lists;
 #[path = "../api_reads/load.rs"]
 mod load;
 mod plans;
+#[path = "../support/records.rs"]
+mod records;
 mod seed;
 #[path = "../support/mod.rs"]
 #[allow(dead_code)]

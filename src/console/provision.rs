@@ -255,14 +255,7 @@ async fn preview_up(
         &resource,
         &req,
     )?;
-    match provision::up::up(&s.services, &m, req).await? {
-        Submitted::Plan(p) => Ok(plan_view(&p)),
-        Submitted::Operation(_) => Err(PageError::new(
-            StatusCode::CONFLICT,
-            "ALREADY_APPLIED",
-            "this preview's request id has already been applied",
-        )),
-    }
+    preview_only(provision::up::up(&s.services, &m, req).await?)
 }
 
 /// `GET /console/up`: the form; with `cluster` filled in, the preview and a confirm form.
@@ -389,14 +382,7 @@ async fn preview_pool(
         &resource,
         &req,
     )?;
-    match provision::pools::add_pool(&s.services, &m, req).await? {
-        Submitted::Plan(p) => Ok(plan_view(&p)),
-        Submitted::Operation(_) => Err(PageError::new(
-            StatusCode::CONFLICT,
-            "ALREADY_APPLIED",
-            "this preview's request id has already been applied",
-        )),
-    }
+    preview_only(provision::pools::add_pool(&s.services, &m, req).await?)
 }
 
 /// `GET .../pools/add`: the form; with `preview`, the plan and a confirm form.
@@ -612,4 +598,17 @@ pub async fn down(
         &(),
     )?;
     Ok(accepted(provision::down::down(&s.services, &m).await?))
+}
+
+/// A preview's answer as a page: the plan, or 409 ALREADY_APPLIED when the preview's
+/// request id was already used for a real run (the service answered with its operation).
+fn preview_only(submitted: Submitted) -> Result<PlanView, PageError> {
+    match submitted {
+        Submitted::Plan(p) => Ok(plan_view(&p)),
+        Submitted::Operation(_) => Err(PageError::new(
+            StatusCode::CONFLICT,
+            "ALREADY_APPLIED",
+            "this preview's request id has already been applied",
+        )),
+    }
 }

@@ -454,6 +454,8 @@ pub fn unknown_fields(kind: &str, obj: &Value) -> Vec<String> {
     fields.push(("status", "any"));
     let mut out = Vec::new();
     unknown_in(&fields, obj, "", &mut out);
+    // Sorted: the same message whatever order the JSON map keeps its keys in.
+    out.sort();
     out
 }
 
