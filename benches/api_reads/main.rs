@@ -34,11 +34,7 @@ mod records;
 mod support;
 
 use anyhow::{Context, Result};
-use kineticd::domain::{ClusterState, PoolState};
-use kineticd::ops::queue::{self, Enqueue};
-use kineticd::ops::workflows::noop::{self, NoopSpec};
-use kineticd::store::{self, ClusterSpecRecord, Db, PoolSpecRecord, teams};
-use serde_json::json;
+use kineticd::store::{Db, teams};
 use sqlx::{Connection, Executor, PgConnection};
 
 const TEAM: &str = "bench";

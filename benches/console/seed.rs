@@ -11,11 +11,7 @@ use crate::records;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use kineticd::domain::{ClusterState, PoolState};
-use kineticd::ops::queue::{self, Enqueue};
-use kineticd::ops::workflows::noop::{self, NoopSpec};
 use kineticd::ops::{self, WorkerConfig, WorkerPool};
-use kineticd::store::{self, ClusterSpecRecord, PoolSpecRecord};
 use serde_json::{Value, json};
 
 use crate::app_support::App;

@@ -8,10 +8,7 @@
 
 use crate::records;
 use anyhow::Result;
-use kineticd::domain::{ClusterState, PoolState};
-use kineticd::ops::queue::{self, Enqueue};
-use kineticd::ops::workflows::noop::{self, NoopSpec};
-use kineticd::store::{self, ClusterSpecRecord, Db, PoolSpecRecord, teams};
+use kineticd::store::{Db, teams};
 use sqlx::Executor;
 
 pub const TEAM: &str = "bench";
