@@ -8,7 +8,7 @@
 
 use crate::records;
 use anyhow::Result;
-use kineticd::store::{Db, teams};
+use kineticd::store::{self, Db, teams};
 use sqlx::Executor;
 
 pub const TEAM: &str = "bench";
