@@ -23,40 +23,28 @@
 #[path = "../support/app.rs"]
 #[allow(dead_code)]
 mod app_support;
+#[path = "../support/baseline.rs"]
+mod baseline;
 mod count;
 mod load;
 mod outside;
 mod pgbench;
 #[path = "../support/records.rs"]
 mod records;
+#[path = "../support/serve.rs"]
+mod serve;
 #[path = "../support/mod.rs"]
 #[allow(dead_code)]
 mod support;
 
-use anyhow::{Context, Result};
-use kineticd::store::{Db, teams};
+use anyhow::Result;
 use sqlx::{Connection, Executor, PgConnection};
+use support::{PgServer, env_or, median};
 
-const TEAM: &str = "bench";
-const OWNER: &str = "owner@example.com";
-const READER: &str = "reader@example.com";
-const ZONE: &str = "us-central1-a";
-const PROJECTS: usize = 4;
-const CLUSTERS_PER_PROJECT: usize = 50;
-const POOLS_PER_CLUSTER: usize = 3;
-const OPERATIONS: usize = 1_000;
+use baseline::{CLUSTERS_PER_PROJECT, OPERATIONS, POOLS_PER_CLUSTER, PROJECTS, READER, ZONE};
+
 const TARGET_RATIO: f64 = 1.0 / 3.0;
 const TARGET_P99_MS: f64 = 10.0;
-
-fn env_or<T: std::str::FromStr>(key: &str, default: T) -> Result<T> {
-    match std::env::var(key) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{key}={v:?} is not a number")),
-        _ => Ok(default),
-    }
-}
 
 struct Knobs {
     outside: bool,
@@ -78,94 +66,33 @@ fn main() -> Result<()> {
         conns: env_or("KBENCH_CONNS", 64usize)?.max(1),
         pool: env_or("KBENCH_POOL", 20u32)?.max(2),
     };
-    let base = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let cut = base
-        .rfind('/')
-        .context("DATABASE_URL has no database part")?;
-    let server = base[..cut].to_owned();
-    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..10];
+    let pg = PgServer::from_env()?;
     let (api_db, pg_db) = (
-        format!("kbench_api_{suffix}"),
-        format!("kbench_pgbench_{suffix}"),
+        PgServer::scratch_name("kbench_api"),
+        PgServer::scratch_name("kbench_pgbench"),
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let mut admin = PgConnection::connect(&base).await?;
+    support::runtime()?.block_on(async {
+        let mut admin = PgConnection::connect(&pg.admin).await?;
         for d in [&api_db, &pg_db] {
             admin
                 .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {d}")))
                 .await?;
         }
-        let (api_url, pg_url) = (format!("{server}/{api_db}"), format!("{server}/{pg_db}"));
+        let (api_url, pg_url) = (pg.url(&api_db), pg.url(&pg_db));
         let r = if knobs.outside {
             outside::bench(&knobs, &api_url, &pg_url).await
         } else {
             run(&knobs, &api_url, &pg_url).await
         };
-        for d in [&api_db, &pg_db] {
-            let sql = format!("DROP DATABASE IF EXISTS {d} WITH (FORCE)");
-            if let Err(e) = admin.execute(sqlx::AssertSqlSafe(sql)).await {
-                eprintln!("warning: could not drop {d}: {e}");
-            }
-        }
+        support::drop_databases(&mut admin, &[&api_db, &pg_db]).await;
         r
     })
 }
 
-/// Team, members, clusters with pools, and queued NOOP operations; returns the id of
-/// an operation and the (project, cluster) to read.
-async fn seed(db: &Db) -> Result<(String, String, String)> {
-    let projects: Vec<String> = (0..PROJECTS).map(|i| format!("bench-proj-{i}")).collect();
-    let mut tx = db.begin().await?;
-    teams::insert_team(&mut tx, TEAM, "Bench", &projects, OWNER).await?;
-    teams::upsert_member(&mut tx, TEAM, READER, "VIEWER").await?;
-    for p in &projects {
-        let at = records::Place {
-            project: p,
-            zone: ZONE,
-            team: TEAM,
-            owner: OWNER,
-        };
-        for c in 0..CLUSTERS_PER_PROJECT {
-            records::insert_cluster(
-                &mut tx,
-                &at,
-                &format!("c-{c:03}"),
-                POOLS_PER_CLUSTER,
-                |_| false,
-            )
-            .await?;
-        }
-    }
-    tx.commit().await?;
-    let mut middle = String::new();
-    for i in 0..OPERATIONS {
-        let target = format!(
-            "projects/{}/zones/{ZONE}/clusters/c-{:03}",
-            projects[i % PROJECTS],
-            i % CLUSTERS_PER_PROJECT
-        );
-        let id = records::enqueue_noop(db, TEAM, OWNER, format!("bench-{i}"), target).await?;
-        if i == OPERATIONS / 2 {
-            middle = id;
-        }
-    }
-    Ok((middle, projects[1].clone(), "c-025".into()))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 async fn run(k: &Knobs, api_url: &str, pg_url: &str) -> Result<()> {
     let app = app_support::start_at(api_url, k.pool, 0.0, |_| {}).await?;
-    let (op, project, cluster) = seed(&app.db).await?;
+    let t = baseline::fill(&app.db).await?;
+    let (op, project, cluster) = (t.operation, t.project, t.cluster);
     pgbench::init(pg_url).await?;
     let reads = [
         (

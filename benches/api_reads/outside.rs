@@ -8,11 +8,13 @@
 //! metrics, request ids) with the per-caller rate limit off (one caller sends all the
 //! load) and no workers; a variant changes only what its label says.
 
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+
+use crate::serve::{Serve, pin};
+use crate::support::{loadavg, median};
 
 /// CPU seconds of one process (`/proc/<pid>/stat` utime + stime, and with `children`
 /// also the reaped children's cutime + cstime).
@@ -106,99 +108,6 @@ pub fn children_cpu() -> f64 {
 /// This process's own CPU seconds (all threads).
 pub fn self_cpu() -> f64 {
     cpu_of(std::process::id(), false)
-}
-
-/// Run `cmd` only on `cpu` (sched_setaffinity in the child before exec).
-pub fn pin(cmd: &mut Command, cpu: Option<usize>) {
-    let Some(cpu) = cpu else { return };
-    // SAFETY: sched_setaffinity on the calling (child) process touches only its mask.
-    unsafe {
-        cmd.pre_exec(move || {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-/// A running `kineticd serve`, killed when dropped.
-pub struct Server {
-    child: Child,
-    pub base: String,
-}
-
-impl Server {
-    pub async fn start(
-        db_url: &str,
-        pool: u32,
-        rust_log: &str,
-        cpu: Option<usize>,
-    ) -> Result<Server> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let log =
-            std::env::temp_dir().join(format!("kineticd-api-reads-{}.log", std::process::id()));
-        let out = std::fs::File::create(&log)?;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kineticd"));
-        pin(&mut cmd, cpu);
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let child = cmd
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("DATABASE_URL", db_url)
-            .env("KINETIC_AUTH", "dev")
-            .env("KINETIC_WORKERS", "0")
-            .env("KINETIC_DB_MAX_CONNECTIONS", pool.to_string())
-            .env("KINETIC_RATE_LIMIT_PER_SECOND", "0")
-            .env("RUST_LOG", rust_log)
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            .spawn()
-            .context("start kineticd serve")?;
-        let mut s = Server {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        };
-        let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if s.child.try_wait()?.is_some() {
-                bail!("kineticd serve exited; log: {}", log.display());
-            }
-            if let Ok(r) = http.get(format!("{}/healthz", s.base)).send().await
-                && r.status().is_success()
-            {
-                return Ok(s);
-            }
-            if Instant::now() > deadline {
-                bail!("kineticd serve not healthy in 60 s; log: {}", log.display());
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    pub fn cpu(&self) -> f64 {
-        cpu_of(self.child.id(), false)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// `wrk` on PATH, if any.
@@ -317,21 +226,18 @@ struct Figures {
     other_us: f64,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 /// The whole out-of-process mode: seed, then per repetition every variant x read and
 /// `pgbench -S`, then the medians.
 pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> {
     kineticd::auth::install_tls_provider();
+    let http = reqwest::Client::new();
     let db = kineticd::store::connect(api_url, 2).await?;
     kineticd::store::migrate(&db).await?;
-    let (op, project, cluster) = super::seed(&db).await?;
+    let t = crate::baseline::fill(&db).await?;
+    let (op, project, cluster) = (t.operation, t.project, t.cluster);
     super::pgbench::init(pg_url).await?;
     let postmaster = postmaster_pid(&db).await?;
-    let zone = super::ZONE;
+    let zone = crate::baseline::ZONE;
     let paths = [
         ("GET /v1/operations/{id}", format!("/v1/operations/{op}")),
         (
@@ -363,22 +269,30 @@ pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> 
     let mut pg_runs: Vec<Figures> = Vec::new();
     for rep in 0..k.reps {
         for (vi, v) in VARIANTS.iter().enumerate() {
-            let server = Server::start(
-                api_url,
-                k.pool,
-                v.rust_log.unwrap_or("info,sqlx=warn,tower_http=info"),
-                v.server_cpu,
-            )
-            .await?;
+            let rust_log = v.rust_log.unwrap_or("info,sqlx=warn,tower_http=info");
+            let env = [
+                ("KINETIC_WORKERS", "0".to_owned()),
+                ("KINETIC_DB_MAX_CONNECTIONS", k.pool.to_string()),
+                ("KINETIC_RATE_LIMIT_PER_SECOND", "0".to_owned()),
+                ("RUST_LOG", rust_log.to_owned()),
+            ];
+            let server = Serve::start("api-reads", api_url, &env, v.server_cpu, &http).await?;
             for (pi, (what, path)) in paths.iter().enumerate() {
-                let url = format!("{}{path}", server.base);
+                let url = server.url(path);
                 // Warm-up (connections, statement cache), not counted.
                 let warm_secs = 2;
                 if let Some(bin) = &wrk {
-                    run_wrk(bin, &url, super::READER, k.conns, warm_secs, v.loader_cpu)?;
+                    run_wrk(
+                        bin,
+                        &url,
+                        crate::baseline::READER,
+                        k.conns,
+                        warm_secs,
+                        v.loader_cpu,
+                    )?;
                 }
                 let (s0, p0, c0, m0, own0) = (
-                    server.cpu(),
+                    cpu_of(server.pid(), false),
                     postgres_cpu(postmaster),
                     children_cpu(),
                     machine_busy(),
@@ -387,22 +301,28 @@ pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> 
                 let (rps, p50, p99, secs) = match &wrk {
                     Some(bin) => {
                         let t = Instant::now();
-                        let (r, a, b) =
-                            run_wrk(bin, &url, super::READER, k.conns, k.secs, v.loader_cpu)?;
+                        let (r, a, b) = run_wrk(
+                            bin,
+                            &url,
+                            crate::baseline::READER,
+                            k.conns,
+                            k.secs,
+                            v.loader_cpu,
+                        )?;
                         (r, a, b, t.elapsed().as_secs_f64())
                     }
                     None => {
                         let (url, conns, secs) = (url.clone(), k.conns, f64::from(k.secs));
                         let t = Instant::now();
                         let r = tokio::task::spawn_blocking(move || {
-                            super::load::run(&url, super::READER, conns, secs, 2)
+                            super::load::run(&url, crate::baseline::READER, conns, secs, 2)
                         })
                         .await??;
                         (r.rps, r.p50_ms, r.p99_ms, t.elapsed().as_secs_f64())
                     }
                 };
                 let n = rps * secs;
-                let server_s = server.cpu() - s0;
+                let server_s = cpu_of(server.pid(), false) - s0;
                 let pg_s = postgres_cpu(postmaster) - p0;
                 let loader_s = (children_cpu() - c0) + (self_cpu() - own0);
                 let busy = machine_busy() - m0;
@@ -433,20 +353,21 @@ pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> 
         }
         let (p0, c0, m0) = (postgres_cpu(postmaster), children_cpu(), machine_busy());
         let t = Instant::now();
-        let tps = super::pgbench::select_only(pg_url, k.conns, k.secs).await?;
+        let (tps, latency) = super::pgbench::select_only_latency(pg_url, k.conns, k.secs).await?;
         let n = tps * t.elapsed().as_secs_f64();
         let pg_s = postgres_cpu(postmaster) - p0;
         let loader_s = children_cpu() - c0;
         let busy = machine_busy() - m0;
         let f = Figures {
             rps: tps,
+            p50: latency,
             pg_us: pg_s / n * 1e6,
             loader_us: loader_s / n * 1e6,
             other_us: (busy - pg_s - loader_s).max(0.0) / n * 1e6,
             ..Figures::default()
         };
         println!(
-            "  rep {}: pgbench -S: {tps:.0} tps; CPU us/tx: postgres {:.0}, pgbench {:.0}, other {:.0}",
+            "  rep {}: pgbench -S: {tps:.0} tps, latency average {latency:.2} ms; CPU us/tx: postgres {:.0}, pgbench {:.0}, other {:.0}",
             rep + 1,
             f.pg_us,
             f.loader_us,
@@ -484,14 +405,23 @@ pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> 
         }
     }
     println!(
-        "| | `pgbench -S -c {} -j 2 -T {}` | {pg_tps:.0} tps | | | 1 | | {:.0} | {:.0} | {:.0} |",
+        "| | `pgbench -S -c {} -j 2 -T {}` | {pg_tps:.0} tps | {:.2} (average) | | 1 | | {:.0} | {:.0} | {:.0} |",
         k.conns,
         k.secs,
+        pick(&pg_runs, |f| f.p50),
         pick(&pg_runs, |f| f.pg_us),
         pick(&pg_runs, |f| f.loader_us),
         pick(&pg_runs, |f| f.other_us)
     );
     println!();
+    println!(
+        "Little's law at {} connections: mean latency = connections / throughput, so a \
+         mean under {:.0} ms needs at least {:.0} req/s (pgbench's own: {:.2} ms at {pg_tps:.0} tps)",
+        k.conns,
+        super::TARGET_P99_MS,
+        k.conns as f64 / (super::TARGET_P99_MS / 1000.0),
+        k.conns as f64 / pg_tps * 1000.0
+    );
     println!(
         "per-request cost of the layers, measured in this process (100,000 iterations): \
          the `http` span with the JSON log layer at info {span_us:.2} us; the metrics \
@@ -499,13 +429,6 @@ pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> 
         loadavg()
     );
     Ok(())
-}
-
-/// The 1-, 5- and 15-minute load averages.
-pub fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
 }
 
 /// Microseconds per request of (the request span as `serve` logs it, the metrics

@@ -46,6 +46,12 @@ pub async fn init(url: &str) -> Result<()> {
 
 /// `pgbench -S -c {clients} -j 2 -T {secs}`: transactions per second.
 pub async fn select_only(url: &str, clients: usize, secs: u32) -> Result<f64> {
+    Ok(select_only_latency(url, clients, secs).await?.0)
+}
+
+/// As [`select_only`], with pgbench's own `latency average` in ms (per transaction,
+/// as its clients saw it).
+pub async fn select_only_latency(url: &str, clients: usize, secs: u32) -> Result<(f64, f64)> {
     let bin = binary();
     let (c, t) = (clients.to_string(), secs.to_string());
     let out = tokio::process::Command::new(&bin)
@@ -60,11 +66,14 @@ pub async fn select_only(url: &str, clients: usize, secs: u32) -> Result<f64> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    stdout
-        .lines()
-        .find_map(|l| {
-            let rest = l.trim().strip_prefix("tps = ")?;
+    let number_after = |prefix: &str| {
+        stdout.lines().find_map(|l| {
+            let rest = l.trim().strip_prefix(prefix)?;
             rest.split_whitespace().next()?.parse::<f64>().ok()
         })
-        .ok_or_else(|| anyhow!("no `tps = ` line in pgbench output:\n{stdout}"))
+    };
+    let tps = number_after("tps = ")
+        .ok_or_else(|| anyhow!("no `tps = ` line in pgbench output:\n{stdout}"))?;
+    let latency = number_after("latency average = ").unwrap_or(f64::NAN);
+    Ok((tps, latency))
 }

@@ -42,21 +42,8 @@ fn main() -> Result<()> {
         return Ok(());
     }
     count::init();
-    let runs: usize = match std::env::var("KBENCH_RUNS") {
-        Ok(v) if !v.trim().is_empty() => v.trim().parse().context("KBENCH_RUNS")?,
-        _ => 200,
-    };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let pg = PrivatePostgres::start_temporary()
-            .await
-            .context("starting a private PostgreSQL")?;
-        let r = run(&pg, runs.max(1)).await;
-        let _ = pg.stop().await;
-        r
-    })
+    let runs: usize = support::env_or("KBENCH_RUNS", 200)?;
+    support::on_private_postgres(async |pg| run(pg, runs.max(1)).await)
 }
 
 /// One page's figures.

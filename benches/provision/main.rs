@@ -44,6 +44,7 @@ use kineticd::ops::{self, WorkerConfig, WorkerPool};
 use kineticd::plan::Plan;
 use kineticd::sim::Sim;
 use serde_json::{Value, json};
+use support::env_or;
 
 const DEFAULT_SPEED: f64 = 100.0;
 const DEFAULT_RUNS: usize = 7;
@@ -62,27 +63,7 @@ fn main() -> Result<()> {
     if speed <= 0.0 || runs == 0 {
         bail!("KBENCH_SIM_SPEED must be > 0 and KBENCH_RUNS >= 1");
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let pg = PrivatePostgres::start_temporary()
-            .await
-            .context("starting a private PostgreSQL")?;
-        let r = run(&pg, speed, runs).await;
-        let _ = pg.stop().await;
-        r
-    })
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> Result<T> {
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{name}={v} is not a valid value")),
-        _ => Ok(default),
-    }
+    support::on_private_postgres(async |pg| run(pg, speed, runs).await)
 }
 
 /// The app, its workers and the simulator, all in this process.
@@ -335,17 +316,11 @@ fn spread(mut v: Vec<f64>) -> (f64, f64, f64) {
     (median, v[0], v[n - 1])
 }
 
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "n/a".into())
-}
-
 async fn run(pg: &PrivatePostgres, speed: f64, runs: usize) -> Result<()> {
     let cpus = std::thread::available_parallelism()?.get();
     println!(
         "== provision: up gpu-l4, simulator speed {speed} (virtual s per real s), {runs} runs, {cpus} CPUs, load {}",
-        loadavg()
+        support::loadavg()
     );
     let bench = start(pg, speed).await?;
     // One warm-up `up` (connections, manifest cache, first-request costs), not counted.

@@ -25,6 +25,8 @@
 #[path = "../support/app.rs"]
 #[allow(dead_code)]
 mod app_support;
+#[path = "../support/baseline.rs"]
+mod baseline;
 mod lists;
 #[path = "../api_reads/load.rs"]
 mod load;
@@ -38,21 +40,12 @@ mod support;
 
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use sqlx::{Connection, Executor, PgConnection};
+use support::{PgServer, env_or, median};
 
 /// The p99 target: the big database's within this factor of the small one's.
 const TARGET_P99_RATIO: f64 = 1.5;
-
-pub fn env_or<T: std::str::FromStr>(key: &str, default: T) -> Result<T> {
-    match std::env::var(key) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{key}={v:?} is not a number")),
-        _ => Ok(default),
-    }
-}
 
 struct Knobs {
     reps: usize,
@@ -92,48 +85,27 @@ fn main() -> Result<()> {
     }
     plans::init_tracing();
     let k = knobs()?;
-    let base = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let cut = base
-        .rfind('/')
-        .context("DATABASE_URL has no database part")?;
-    let server = base[..cut].to_owned();
-    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..10];
+    let pg = PgServer::from_env()?;
     let (small, big) = (
-        format!("kscale_small_{suffix}"),
-        format!("kscale_big_{suffix}"),
+        PgServer::scratch_name("kscale_small"),
+        PgServer::scratch_name("kscale_big"),
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let mut admin = PgConnection::connect(&base).await?;
-        let r = run(&k, &mut admin, &server, &small, &big).await;
-        for d in [&small, &big] {
-            let sql = format!("DROP DATABASE IF EXISTS {d} WITH (FORCE)");
-            if let Err(e) = admin.execute(sqlx::AssertSqlSafe(sql)).await {
-                eprintln!("warning: could not drop {d}: {e}");
-            }
-        }
+    support::runtime()?.block_on(async {
+        let mut admin = PgConnection::connect(&pg.admin).await?;
+        let r = run(&k, &mut admin, &pg, &small, &big).await;
+        support::drop_databases(&mut admin, &[&small, &big]).await;
         r
     })
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 async fn run(
     k: &Knobs,
     admin: &mut PgConnection,
-    server: &str,
+    pg: &PgServer,
     small: &str,
     big: &str,
 ) -> Result<()> {
-    let (small_url, big_url) = (format!("{server}/{small}"), format!("{server}/{big}"));
+    let (small_url, big_url) = (pg.url(small), pg.url(big));
     let t = Instant::now();
     admin
         .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {small}")))

@@ -6,26 +6,17 @@
 //! real code, so the service renders it as it would a real one; the baseline rows the
 //! timed reads touch are identical in both databases.
 
-use crate::records;
 use anyhow::Result;
-use kineticd::store::{self, Db, teams};
+use kineticd::store;
 use sqlx::Executor;
 
-pub const TEAM: &str = "bench";
-pub const OWNER: &str = "owner@example.com";
-/// A VIEWER of `bench` only.
-pub const READER: &str = "reader@example.com";
+pub use crate::baseline::{READER, Target};
 /// A VIEWER of the first `wide_teams` teams.
 pub const WIDE: &str = "wide@example.com";
 /// A VIEWER of three small teams (team-0100, -0200, -0300), as most people are.
 pub const SMALL: &str = "small@example.com";
 /// A service admin on the admin server.
 pub const ADMIN: &str = "admin@example.com";
-pub const ZONE: &str = "us-central1-a";
-const PROJECTS: usize = 4;
-const CLUSTERS_PER_PROJECT: usize = 50;
-const POOLS_PER_CLUSTER: usize = 3;
-const OPERATIONS: usize = 1_000;
 
 /// What the big database holds in total (baseline included).
 #[derive(Debug, Clone)]
@@ -40,67 +31,14 @@ pub struct Sizes {
     pub wide_pools: u32,
 }
 
-/// The records the timed reads name (present in both databases).
-#[derive(Debug, Clone)]
-pub struct Target {
-    pub operation: String,
-    pub project: String,
-    pub zone: String,
-    pub cluster: String,
-}
-
 /// The baseline, through the store; the database at `url` is migrated first and its
 /// pool closed at the end (it becomes a template).
 pub async fn baseline(url: &str) -> Result<Target> {
     let db = store::connect(url, 4).await?;
     store::migrate(&db).await?;
-    let t = fill(&db).await?;
+    let t = crate::baseline::fill(&db).await?;
     db.close().await;
     Ok(t)
-}
-
-async fn fill(db: &Db) -> Result<Target> {
-    let projects: Vec<String> = (0..PROJECTS).map(|i| format!("bench-proj-{i}")).collect();
-    let mut tx = db.begin().await?;
-    teams::insert_team(&mut tx, TEAM, "Bench", &projects, OWNER).await?;
-    teams::upsert_member(&mut tx, TEAM, READER, "VIEWER").await?;
-    for p in &projects {
-        let at = records::Place {
-            project: p,
-            zone: ZONE,
-            team: TEAM,
-            owner: OWNER,
-        };
-        for c in 0..CLUSTERS_PER_PROJECT {
-            records::insert_cluster(
-                &mut tx,
-                &at,
-                &format!("c-{c:03}"),
-                POOLS_PER_CLUSTER,
-                |_| false,
-            )
-            .await?;
-        }
-    }
-    tx.commit().await?;
-    let mut middle = String::new();
-    for i in 0..OPERATIONS {
-        let target = format!(
-            "projects/{}/zones/{ZONE}/clusters/c-{:03}",
-            projects[i % PROJECTS],
-            i % CLUSTERS_PER_PROJECT
-        );
-        let id = records::enqueue_noop(db, TEAM, OWNER, format!("bench-{i}"), target).await?;
-        if i == OPERATIONS / 2 {
-            middle = id;
-        }
-    }
-    Ok(Target {
-        operation: middle,
-        project: projects[1].clone(),
-        zone: ZONE.into(),
-        cluster: "c-025".into(),
-    })
 }
 
 /// `seed.sql` with the sizes filled in, in one transaction, then `VACUUM ANALYZE`.

@@ -1,7 +1,10 @@
 //! What every benchmark binary does before it measures anything: it runs only under
 //! `cargo bench` (`--bench` among its arguments; `cargo test --benches` runs it without,
 //! and then it does nothing), and it logs warnings and worse to stderr (`RUST_LOG`
-//! overrides), so stdout holds the figures alone.
+//! overrides), so stdout holds the figures alone. Also the small helpers they share
+//! (knobs from the environment, medians, scratch databases).
+
+#![allow(dead_code)]
 
 /// The arguments after the program name when run by `cargo bench`; `None` (after saying
 /// how to run it) otherwise.
@@ -23,4 +26,97 @@ pub fn init_tracing() {
         )
         .with_writer(std::io::stderr)
         .init();
+}
+
+/// `key` from the environment, parsed; `default` when unset or blank.
+pub fn env_or<T: std::str::FromStr>(key: &str, default: T) -> anyhow::Result<T> {
+    match std::env::var(key) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{key}={v:?} is not a number")),
+        _ => Ok(default),
+    }
+}
+
+/// The middle value (NaN for none).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// A multi-threaded runtime for the bench's own work.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// The PostgreSQL server of `DATABASE_URL` (default the machine's own,
+/// `postgres://postgres@127.0.0.1:5432/postgres`), on which a bench makes scratch
+/// databases with unique names and drops them at the end.
+pub struct PgServer {
+    /// The URL to connect to for `CREATE/DROP DATABASE`.
+    pub admin: String,
+    server: String,
+}
+
+impl PgServer {
+    pub fn from_env() -> anyhow::Result<PgServer> {
+        let admin = std::env::var("DATABASE_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into());
+        let cut = admin
+            .rfind('/')
+            .ok_or_else(|| anyhow::anyhow!("DATABASE_URL has no database part"))?;
+        let server = admin[..cut].to_owned();
+        Ok(PgServer { admin, server })
+    }
+
+    /// `{prefix}_{10 random hex digits}`: a database name no other run uses.
+    pub fn scratch_name(prefix: &str) -> String {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        format!("{prefix}_{}", &id[..10])
+    }
+
+    /// The URL of database `name` on this server.
+    pub fn url(&self, name: &str) -> String {
+        format!("{}/{name}", self.server)
+    }
+}
+
+/// `DROP DATABASE .. WITH (FORCE)` for each of `names`, warning (not failing) when one
+/// cannot be dropped.
+pub async fn drop_databases(admin: &mut sqlx::PgConnection, names: &[&str]) {
+    use sqlx::Executor;
+    for d in names {
+        let sql = format!("DROP DATABASE IF EXISTS {d} WITH (FORCE)");
+        if let Err(e) = admin.execute(sqlx::AssertSqlSafe(sql)).await {
+            eprintln!("warning: could not drop {d}: {e}");
+        }
+    }
+}
+
+/// The 1-, 5- and 15-minute load averages.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// `f` on a private PostgreSQL (a temporary data directory from the installed server
+/// binaries), on a fresh [`runtime`]; the server is stopped afterwards, whatever `f`
+/// returned.
+pub fn on_private_postgres<T>(
+    f: impl AsyncFnOnce(&kineticd::devdb::PrivatePostgres) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    runtime()?.block_on(async {
+        let pg = kineticd::devdb::PrivatePostgres::start_temporary()
+            .await
+            .map_err(|e| anyhow::anyhow!("starting a private PostgreSQL: {e}"))?;
+        let r = f(&pg).await;
+        let _ = pg.stop().await;
+        r
+    })
 }

@@ -21,6 +21,8 @@
 
 mod clients;
 mod process;
+#[path = "../support/serve.rs"]
+mod serve;
 #[path = "../support/mod.rs"]
 #[allow(dead_code)]
 mod support;
@@ -34,22 +36,13 @@ use serde_json::{Value, json};
 use sqlx::{Connection, Executor, PgConnection};
 
 use clients::Seen;
-use process::Serve;
+use serve::Serve;
+use support::{PgServer, env_or};
 
 const TEAM: &str = "waiters";
 const OWNER: &str = "owner@example.com";
 const TARGET_MS: f64 = 100.0;
 const TARGET_RSS_MIB: f64 = 200.0;
-
-fn env_or<T: std::str::FromStr>(key: &str, default: T) -> Result<T> {
-    match std::env::var(key) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{key}={v:?} is not a number")),
-        _ => Ok(default),
-    }
-}
 
 struct Knobs {
     waits: usize,
@@ -82,35 +75,20 @@ fn main() -> Result<()> {
     if after < want {
         bail!("open-files limit {after} < {want} and the hard limit allows no more");
     }
-    let base = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let cut = base
-        .rfind('/')
-        .context("DATABASE_URL has no database part")?;
-    let db_name = format!(
-        "kbench_waiters_{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..10]
-    );
-    let url = format!("{}/{db_name}", &base[..cut]);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let mut admin = PgConnection::connect(&base).await?;
+    let pg = PgServer::from_env()?;
+    let db_name = PgServer::scratch_name("kbench_waiters");
+    let url = pg.url(&db_name);
+    support::runtime()?.block_on(async {
+        let mut admin = PgConnection::connect(&pg.admin).await?;
         admin
             .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db_name}")))
             .await?;
         println!(
             "waiters: open-files soft limit {before} -> {after}; load average {} at start",
-            process::loadavg()
+            support::loadavg()
         );
         let r = run(&k, &url).await;
-        let sql = format!("DROP DATABASE IF EXISTS {db_name} WITH (FORCE)");
-        if let Err(e) = admin.execute(sqlx::AssertSqlSafe(sql)).await {
-            eprintln!("warning: could not drop {db_name}: {e}");
-        }
+        support::drop_databases(&mut admin, &[&db_name]).await;
         r
     })
 }
@@ -215,7 +193,7 @@ async fn run(k: &Knobs, url: &str) -> Result<()> {
         ("KINETIC_MAX_OPERATIONS_PER_TEAM", "0".to_owned()),
         ("RUST_LOG", "warn".to_owned()),
     ];
-    let api = Serve::start("api", url, &api_env, &http).await?;
+    let api = Serve::start("waiters-api", url, &api_env, None, &http).await?;
     let db = kineticd::store::connect(url, 1).await?;
     let (callers, ops) = seed(k, &http, &api, &db).await?;
     let (rss_before, _) = api.memory_mib()?;
@@ -334,7 +312,7 @@ async fn run(k: &Knobs, url: &str) -> Result<()> {
         ("RUST_LOG", "warn".to_owned()),
     ];
     let run_started = Instant::now();
-    let _workers = Serve::start("workers", url, &worker_env, &http).await?;
+    let _workers = Serve::start("waiters-workers", url, &worker_env, None, &http).await?;
     let (mut waits, mut watches) = (Seen::default(), Seen::default());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
     while let Some(r) = tokio::time::timeout_at(deadline, tasks.join_next())
@@ -352,7 +330,7 @@ async fn run(k: &Knobs, url: &str) -> Result<()> {
     sampler.abort();
     let (rss_end, hwm) = api.memory_mib()?;
     let peak = peak_kib.load(Ordering::Relaxed) as f64 / 1024.0;
-    let load = process::loadavg();
+    let load = support::loadavg();
 
     println!();
     println!(

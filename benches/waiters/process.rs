@@ -1,117 +1,9 @@
-//! `kineticd serve` as a child process of the bench (so its memory is its own and can be
-//! read from `/proc/<pid>/status`), killed when dropped; and the file-descriptor limit
-//! raised for the 1,200 connections on each side.
+//! The file-descriptor limit raised for the waiters bench's 1,200 connections on each
+//! side (its `kineticd serve` children inherit it).
 //!
-//! Invariant: the child gets a cleared environment (PATH, then only what the bench
-//! passes), dev identity on loopback, and dies with the bench (PR_SET_PDEATHSIG).
+//! Invariant: only the soft limit moves, never past the hard limit.
 
-use std::fs::File;
-use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-use anyhow::{Context, Result, bail};
-
-/// A running `kineticd serve`.
-pub struct Serve {
-    child: Child,
-    pub port: u16,
-    pub log: PathBuf,
-}
-
-impl Serve {
-    /// `kineticd serve --listen 127.0.0.1:PORT` on `db_url` with `env`; returns once
-    /// `/healthz` answers 200.
-    pub async fn start(
-        name: &str,
-        db_url: &str,
-        env: &[(&str, String)],
-        http: &reqwest::Client,
-    ) -> Result<Serve> {
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let log = std::env::temp_dir().join(format!(
-            "kineticd-bench-waiters-{name}-{}.log",
-            std::process::id()
-        ));
-        let out = File::create(&log)?;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kineticd"));
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let child = cmd
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("DATABASE_URL", db_url)
-            .env("KINETIC_AUTH", "dev")
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            .spawn()
-            .context("start kineticd serve")?;
-        let mut s = Serve { child, port, log };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if s.child.try_wait()?.is_some() {
-                bail!("kineticd serve ({name}) exited; log: {}", s.log.display());
-            }
-            if let Ok(r) = http.get(s.url("/healthz")).send().await
-                && r.status().is_success()
-            {
-                return Ok(s);
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "kineticd serve ({name}) not healthy in 60 s; log: {}",
-                    s.log.display()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// `(VmRSS, VmHWM)` in MiB from `/proc/<pid>/status`.
-    pub fn memory_mib(&self) -> Result<(f64, f64)> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
-        let kib = |key: &str| -> Result<f64> {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-                .with_context(|| format!("no {key} in /proc/{}/status", self.pid()))
-        };
-        Ok((kib("VmRSS:")? / 1024.0, kib("VmHWM:")? / 1024.0))
-    }
-
-    /// Open file descriptors of the process (its sockets, mostly).
-    pub fn open_fds(&self) -> usize {
-        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
-            .map(|d| d.count())
-            .unwrap_or(0)
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use anyhow::{Result, bail};
 
 /// Raise the soft limit of open files to at least `want` (up to the hard limit); the
 /// children inherit it. Returns (before, after).
@@ -134,11 +26,4 @@ pub fn raise_nofile(want: u64) -> Result<(u64, u64)> {
         }
         Ok((before, lim.rlim_cur))
     }
-}
-
-/// The 1-, 5- and 15-minute load averages.
-pub fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
 }
