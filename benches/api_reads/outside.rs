@@ -8,7 +8,7 @@
 //! metrics, request ids) with the per-caller rate limit off (one caller sends all the
 //! load) and no workers; a variant changes only what its label says.
 
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};

@@ -28,7 +28,7 @@ mod support;
 
 use std::time::Instant;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Result, ensure};
 use axum::body::Body;
 use axum::http::Request;
 use kineticd::devdb::PrivatePostgres;

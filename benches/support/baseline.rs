@@ -6,6 +6,8 @@
 //! Invariant: the same records every time, so figures from different benches compare;
 //! [`Target`] names records that exist once [`fill`] returns.
 
+#![allow(dead_code)]
+
 use anyhow::Result;
 use kineticd::store::{Db, teams};
 

@@ -4,6 +4,8 @@
 //! Invariant: the child gets a cleared environment (PATH, then only what the bench
 //! passes), dev identity on loopback, and dies with the bench (PR_SET_PDEATHSIG).
 
+#![allow(dead_code)]
+
 use std::fs::File;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
