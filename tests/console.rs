@@ -227,6 +227,14 @@ fn operation_of(page: &Page) -> String {
         .to_owned()
 }
 
+/// The id of a finished operation (`name` without `operations/`).
+fn op_id(done: &Value) -> String {
+    let name = done["name"].as_str().expect("operation name");
+    name.strip_prefix("operations/")
+        .expect("operations/ prefix")
+        .to_owned()
+}
+
 /// Preview and confirm an `up` as OWNER; the finished operation (JSON API).
 async fn console_up(env: &Env, name: &str) -> Value {
     let b = Browser::new(env, OWNER);
@@ -303,12 +311,7 @@ async fn up_preview_shows_the_plan_and_cost_and_confirm_runs_it_with_its_request
 async fn pages_render_for_members_with_their_content() {
     let env = env().await;
     let done = console_up(&env, "kc").await;
-    let op_id = done["name"]
-        .as_str()
-        .unwrap()
-        .strip_prefix("operations/")
-        .unwrap()
-        .to_owned();
+    let op_id = op_id(&done);
     let cluster = env
         .app
         .get(
@@ -390,12 +393,7 @@ async fn pages_render_for_members_with_their_content() {
 async fn outsiders_get_404_pages_for_team_cluster_and_operation() {
     let env = env().await;
     let done = console_up(&env, "kc").await;
-    let op_id = done["name"]
-        .as_str()
-        .unwrap()
-        .strip_prefix("operations/")
-        .unwrap()
-        .to_owned();
+    let op_id = op_id(&done);
     let b = Browser::new(&env, OUTSIDER);
     for path in [
         format!("/console/teams/{TEAM}"),
@@ -563,12 +561,7 @@ const ADMIN_USER: &str = common::ADMIN;
 async fn every_console_response_carries_the_csp_and_security_headers() {
     let env = env().await;
     let done = console_up(&env, "kc").await;
-    let op = done["name"]
-        .as_str()
-        .unwrap()
-        .strip_prefix("operations/")
-        .unwrap()
-        .to_owned();
+    let op = op_id(&done);
     let b = Browser::new(&env, OWNER);
     let pool = env
         .app
@@ -828,12 +821,7 @@ fn unlabelled(page: &Page) -> Vec<String> {
 async fn every_control_has_a_label() {
     let env = env().await;
     let done = console_up(&env, "kc").await;
-    let op = done["name"]
-        .as_str()
-        .unwrap()
-        .strip_prefix("operations/")
-        .unwrap()
-        .to_owned();
+    let op = op_id(&done);
     let b = Browser::new(&env, OWNER);
     let paths = [
         "/console/".to_owned(),

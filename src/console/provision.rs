@@ -472,6 +472,74 @@ struct ConfirmPage {
     error: Option<PageError>,
 }
 
+/// What a removal's confirm page says, and where its confirm posts.
+struct Removal {
+    title: String,
+    heading: String,
+    explain: &'static str,
+    action: String,
+    button: String,
+}
+
+/// A removal's confirm page: `submit` as a preview (`validateOnly`, nothing changes),
+/// its plan, and a confirm button that posts a fresh request id to `texts.action`.
+async fn confirm_removal(
+    s: &ConsoleState,
+    v: &Viewer,
+    path: &ClusterPath,
+    resource: &str,
+    texts: Removal,
+    submit: impl AsyncFnOnce(&Mutation) -> service::Result<Submitted>,
+) -> Result<Response, PageError> {
+    service::clusters::get(&s.services.db, &v.caller, path).await?;
+    let m = mutation(
+        &v.caller,
+        copy_of(path),
+        true,
+        None,
+        "DELETE",
+        resource,
+        &(),
+    )?;
+    let (plan, error) = match submit(&m).await {
+        Ok(Submitted::Plan(p)) => (Some(plan_view(&p)), None),
+        Ok(Submitted::Operation(_)) => (None, None),
+        Err(e) => (None, Some(PageError::from(e))),
+    };
+    let page = ConfirmPage {
+        chrome: Chrome::new(v, texts.title, texts.action.clone()),
+        heading: texts.heading,
+        explain: texts.explain.to_owned(),
+        action: texts.action,
+        button: texts.button,
+        back: cluster_base(path),
+        request_id: new_request_id(),
+        plan,
+        error,
+    };
+    view::render_with(status_of(&page.error), &page)
+}
+
+/// A removal's confirm (POST): `submit` with the posted request id, then its operation.
+async fn run_removal(
+    p: &Posted,
+    path: ClusterPath,
+    resource: &str,
+    submit: impl AsyncFnOnce(&Mutation) -> service::Result<Submitted>,
+) -> Result<Response, PageError> {
+    let request_id = Some(p.field("requestId"));
+    let m = mutation(
+        &p.viewer.caller,
+        path,
+        false,
+        request_id,
+        "DELETE",
+        resource,
+        &(),
+    )?;
+    Ok(accepted(submit(&m).await?))
+}
+
 /// `GET .../pools/{pool}/remove`: the plan of removing the pool, and a confirm button.
 pub async fn pool_remove_confirm(
     State(s): State<ConsoleState>,
@@ -479,39 +547,16 @@ pub async fn pool_remove_confirm(
     Path((project, zone, cluster, pool)): Path<(String, String, String, String)>,
 ) -> Result<Response, PageError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
-    service::clusters::get(&s.services.db, &v.caller, &path).await?;
-    let base = cluster_base(&path);
     let resource = format!("{}/nodePools/{pool}", path.name());
-    let m = mutation(
-        &v.caller,
-        copy_of(&path),
-        true,
-        None,
-        "DELETE",
-        &resource,
-        &(),
-    )?;
-    let (plan, error) = match provision::pools::remove_pool(&s.services, &m, &pool).await {
-        Ok(Submitted::Plan(p)) => (Some(plan_view(&p)), None),
-        Ok(Submitted::Operation(_)) => (None, None),
-        Err(e) => (None, Some(PageError::from(e))),
-    };
-    let page = ConfirmPage {
-        chrome: Chrome::new(
-            &v,
-            format!("Remove pool {pool}"),
-            format!("{base}/pools/{pool}/remove"),
-        ),
+    let texts = Removal {
+        title: format!("Remove pool {pool}"),
         heading: format!("Remove node pool {pool} from {}", path.cluster.as_str()),
-        explain: "Its nodes are drained and deleted; workloads on them are evicted.".to_owned(),
-        action: format!("{base}/pools/{pool}/remove"),
+        explain: "Its nodes are drained and deleted; workloads on them are evicted.",
+        action: format!("{}/pools/{pool}/remove", cluster_base(&path)),
         button: format!("Remove {pool}"),
-        back: base,
-        request_id: new_request_id(),
-        plan,
-        error,
     };
-    view::render_with(status_of(&page.error), &page)
+    let submit = async |m: &Mutation| provision::pools::remove_pool(&s.services, m, &pool).await;
+    confirm_removal(&s, &v, &path, &resource, texts, submit).await
 }
 
 /// `POST .../pools/{pool}/remove`.
@@ -522,18 +567,8 @@ pub async fn pool_remove(
 ) -> Result<Response, PageError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = format!("{}/nodePools/{pool}", path.name());
-    let m = mutation(
-        &p.viewer.caller,
-        path,
-        false,
-        Some(p.field("requestId")),
-        "DELETE",
-        &resource,
-        &(),
-    )?;
-    Ok(accepted(
-        provision::pools::remove_pool(&s.services, &m, &pool).await?,
-    ))
+    let submit = async |m: &Mutation| provision::pools::remove_pool(&s.services, m, &pool).await;
+    run_removal(&p, path, &resource, submit).await
 }
 
 /// `GET .../down`: the plan of deleting the cluster, and a confirm button.
@@ -543,41 +578,17 @@ pub async fn down_confirm(
     Path((project, zone, cluster)): Path<(String, String, String)>,
 ) -> Result<Response, PageError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
-    service::clusters::get(&s.services.db, &v.caller, &path).await?;
-    let base = cluster_base(&path);
-    let resource = path.name();
-    let m = mutation(
-        &v.caller,
-        copy_of(&path),
-        true,
-        None,
-        "DELETE",
-        &resource,
-        &(),
-    )?;
-    let (plan, error) = match provision::down::down(&s.services, &m).await {
-        Ok(Submitted::Plan(p)) => (Some(plan_view(&p)), None),
-        Ok(Submitted::Operation(_)) => (None, None),
-        Err(e) => (None, Some(PageError::from(e))),
-    };
-    let page = ConfirmPage {
-        chrome: Chrome::new(
-            &v,
-            format!("Delete {}", path.cluster.as_str()),
-            format!("{base}/down"),
-        ),
-        heading: format!("Delete cluster {} (down)", path.cluster.as_str()),
+    let name = path.cluster.as_str();
+    let texts = Removal {
+        title: format!("Delete {name}"),
+        heading: format!("Delete cluster {name} (down)"),
         explain: "Every node pool, the GKE cluster and the cluster's network, buckets, \
-                  repository and service accounts are deleted."
-            .to_owned(),
-        action: format!("{base}/down"),
-        button: format!("Delete {}", path.cluster.as_str()),
-        back: base,
-        request_id: new_request_id(),
-        plan,
-        error,
+                  repository and service accounts are deleted.",
+        action: format!("{}/down", cluster_base(&path)),
+        button: format!("Delete {name}"),
     };
-    view::render_with(status_of(&page.error), &page)
+    let submit = async |m: &Mutation| provision::down::down(&s.services, m).await;
+    confirm_removal(&s, &v, &path, &path.name(), texts, submit).await
 }
 
 /// `POST .../down`.
@@ -588,16 +599,8 @@ pub async fn down(
 ) -> Result<Response, PageError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = path.name();
-    let m = mutation(
-        &p.viewer.caller,
-        path,
-        false,
-        Some(p.field("requestId")),
-        "DELETE",
-        &resource,
-        &(),
-    )?;
-    Ok(accepted(provision::down::down(&s.services, &m).await?))
+    let submit = async |m: &Mutation| provision::down::down(&s.services, m).await;
+    run_removal(&p, path, &resource, submit).await
 }
 
 /// A preview's answer as a page: the plan, or 409 ALREADY_APPLIED when the preview's
