@@ -88,7 +88,7 @@ impl AppState {
                 prices: Arc::new(settings.prices.clone()),
                 page_key: page_key(&db).await?,
                 db,
-                cloud,
+                cloud: Arc::new(cloud),
             },
         })
     }

@@ -43,19 +43,23 @@ pub fn run(url: &str, user: &str, conns: usize, secs: f64, threads: usize) -> Re
         for t in tasks {
             us.extend(t.await??);
         }
-        let wall = start.elapsed().as_secs_f64();
-        us.sort_unstable();
-        let at = |q: f64| {
-            let rank = ((q * us.len() as f64).ceil() as usize).clamp(1, us.len().max(1));
-            us.get(rank - 1)
-                .map_or(f64::NAN, |v| f64::from(*v) / 1000.0)
-        };
-        Ok(Run {
-            rps: us.len() as f64 / wall,
-            p50_ms: at(0.5),
-            p99_ms: at(0.99),
-        })
+        Ok(summarise(us, start.elapsed().as_secs_f64()))
     })
+}
+
+/// Rate and percentiles of `us` (microseconds per request) completed in `wall` seconds.
+pub fn summarise(mut us: Vec<u32>, wall: f64) -> Run {
+    us.sort_unstable();
+    let at = |q: f64| {
+        let rank = ((q * us.len() as f64).ceil() as usize).clamp(1, us.len().max(1));
+        us.get(rank - 1)
+            .map_or(f64::NAN, |v| f64::from(*v) / 1000.0)
+    };
+    Run {
+        rps: us.len() as f64 / wall,
+        p50_ms: at(0.5),
+        p99_ms: at(0.99),
+    }
 }
 
 async fn get(http: &reqwest::Client, url: &str, user: &str) -> Result<()> {

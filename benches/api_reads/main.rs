@@ -33,6 +33,7 @@ mod pgbench;
 mod records;
 #[path = "../support/serve.rs"]
 mod serve;
+mod store_only;
 #[path = "../support/mod.rs"]
 #[allow(dead_code)]
 mod support;

@@ -14,6 +14,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use crate::serve::{Serve, pin};
+use crate::store_only;
 use crate::support::{loadavg, median};
 
 /// CPU seconds of one process (`/proc/<pid>/stat` utime + stime, and with `children`
@@ -213,6 +214,13 @@ const VARIANTS: [Variant; 4] = [
     },
 ];
 
+/// The store function behind each read of `paths`, in the same order.
+const STORE_READS: [store_only::Read; 3] = [
+    store_only::Read::Operation,
+    store_only::Read::Cluster,
+    store_only::Read::ClusterPage,
+];
+
 /// Figures of one load run.
 #[derive(Debug, Clone, Copy, Default)]
 struct Figures {
@@ -267,6 +275,14 @@ pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> 
     let (span_us, metrics_us) = layer_costs();
     let mut runs: Vec<Vec<Vec<Figures>>> = vec![vec![Vec::new(); paths.len()]; VARIANTS.len()];
     let mut pg_runs: Vec<Figures> = Vec::new();
+    let mut store_runs: Vec<Vec<Figures>> = vec![Vec::new(); paths.len()];
+    let names = store_only::Names {
+        operation: op.parse()?,
+        project: project.clone(),
+        zone: zone.to_owned(),
+        cluster: cluster.clone(),
+        reader: crate::baseline::READER.to_owned(),
+    };
     for rep in 0..k.reps {
         for (vi, v) in VARIANTS.iter().enumerate() {
             let rust_log = v.rust_log.unwrap_or("info,sqlx=warn,tower_http=info");
@@ -351,6 +367,34 @@ pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> 
                 runs[vi][pi].push(f);
             }
         }
+        for (pi, ((what, _), read)) in paths.iter().zip(STORE_READS).enumerate() {
+            let (p0, m0, own0) = (postgres_cpu(postmaster), machine_busy(), self_cpu());
+            let r = store_only::run(api_url, k.pool, k.conns, k.secs, read, &names).await?;
+            let n = r.rps * f64::from(k.secs);
+            let (pg_s, own_s) = (postgres_cpu(postmaster) - p0, self_cpu() - own0);
+            let busy = machine_busy() - m0;
+            let f = Figures {
+                rps: r.rps,
+                p50: r.p50_ms,
+                p99: r.p99_ms,
+                server_us: own_s / n * 1e6,
+                pg_us: pg_s / n * 1e6,
+                other_us: (busy - pg_s - own_s).max(0.0) / n * 1e6,
+                ..Figures::default()
+            };
+            println!(
+                "  rep {} [store] {what}: {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms; CPU us/call: \
+                 bench (sqlx) {:.0}, postgres {:.0}, other {:.0}",
+                rep + 1,
+                f.rps,
+                f.p50,
+                f.p99,
+                f.server_us,
+                f.pg_us,
+                f.other_us
+            );
+            store_runs[pi].push(f);
+        }
         let (p0, c0, m0) = (postgres_cpu(postmaster), children_cpu(), machine_busy());
         let t = Instant::now();
         let (tps, latency) = super::pgbench::select_only_latency(pg_url, k.conns, k.secs).await?;
@@ -382,6 +426,11 @@ pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> 
     for (vi, v) in VARIANTS.iter().enumerate() {
         println!("{}. {}", vi + 1, v.label);
     }
+    println!(
+        "store. the handler's store function (same SQL, same decoding) from {} tasks in \
+         this process over a pool of {}: no HTTP, identity, service checks or JSON",
+        k.conns, k.pool
+    );
     println!();
     println!(
         "| variant | read | req/s | p50 ms | p99 ms | ratio to pgbench -S | CPU us/req: server | postgres | load generator | other processes |"
@@ -403,6 +452,19 @@ pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> 
                 pick(r, |f| f.other_us)
             );
         }
+    }
+    for (pi, (what, _)) in paths.iter().enumerate() {
+        let r = &store_runs[pi];
+        let rps = pick(r, |f| f.rps);
+        println!(
+            "| store | `{what}`: its store function only | {rps:.0} | {:.2} | {:.2} | {:.3} | {:.0} (sqlx, in the bench) | {:.0} | | {:.0} |",
+            pick(r, |f| f.p50),
+            pick(r, |f| f.p99),
+            rps / pg_tps,
+            pick(r, |f| f.server_us),
+            pick(r, |f| f.pg_us),
+            pick(r, |f| f.other_us)
+        );
     }
     println!(
         "| | `pgbench -S -c {} -j 2 -T {}` | {pg_tps:.0} tps | {:.2} (average) | | 1 | | {:.0} | {:.0} | {:.0} |",

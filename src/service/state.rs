@@ -25,7 +25,8 @@ pub struct Services {
     /// Price estimates for plans and pools.
     pub prices: Arc<PriceTable>,
     /// Google and Kubernetes clients (live reads and checks; workflows make the changes).
-    pub cloud: Cloud,
+    /// Behind an `Arc`: handlers get a clone of `Services` per request.
+    pub cloud: Arc<Cloud>,
     /// Signs and checks page tokens (the database's key: shared by replicas).
     pub page_key: PageKey,
 }
