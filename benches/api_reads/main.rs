@@ -35,7 +35,6 @@ mod records;
 mod serve;
 mod store_only;
 #[path = "../support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use anyhow::Result;

@@ -23,7 +23,6 @@ mod count;
 mod records;
 mod seed;
 #[path = "../support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::time::Instant;

@@ -35,7 +35,6 @@ mod plans;
 mod records;
 mod seed;
 #[path = "../support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::time::Instant;

@@ -24,7 +24,6 @@ mod process;
 #[path = "../support/serve.rs"]
 mod serve;
 #[path = "../support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::sync::Arc;

@@ -60,35 +60,47 @@ fn check_namespace(ns: &str) -> Result<()> {
 }
 
 async fn render(db: &Db, caller: &Caller, p: ProfileRecord) -> Result<Profile> {
-    let teams = access::visible_teams(db, caller).await?;
-    render_with(db, teams.as_deref(), p).await
+    Ok(render_all(db, caller, vec![p]).await?.remove(0))
 }
 
-/// Render with the caller's visible teams already resolved (once per list page).
-async fn render_with(db: &Db, teams: Option<&[String]>, p: ProfileRecord) -> Result<Profile> {
-    let live = match ClusterRef::parse(&p.cluster) {
-        Ok(c) => {
-            store::clusters::live_exists(
-                db,
-                c.project.as_str(),
-                c.zone.as_str(),
-                c.cluster.as_str(),
-                teams,
-            )
-            .await?
-        }
-        Err(_) => false,
+/// Render a page: the caller's visible teams and which of the profiles' clusters are
+/// live among them are read once for the whole page (two statements, whatever its size).
+async fn render_all(db: &Db, caller: &Caller, ps: Vec<ProfileRecord>) -> Result<Vec<Profile>> {
+    let teams = access::visible_teams(db, caller).await?;
+    let refs: Vec<Option<ClusterRef>> = ps
+        .iter()
+        .map(|p| ClusterRef::parse(&p.cluster).ok())
+        .collect();
+    let names: Vec<(&str, &str, &str)> = refs
+        .iter()
+        .flatten()
+        .map(|c| (c.project.as_str(), c.zone.as_str(), c.cluster.as_str()))
+        .collect();
+    let live = store::clusters::live_among(db, &names, teams.as_deref()).await?;
+    let is_live = |c: &Option<ClusterRef>| {
+        c.as_ref().is_some_and(|c| {
+            let key = (
+                c.project.to_string(),
+                c.zone.to_string(),
+                c.cluster.to_string(),
+            );
+            live.contains(&key)
+        })
     };
-    Ok(Profile {
-        name: format!("profiles/{}", p.profile_id),
-        profile_id: p.profile_id,
-        cluster: p.cluster,
-        namespace: p.namespace,
-        active: p.active,
-        stale: !live,
-        create_time: model::timestamp(p.create_time),
-        update_time: model::timestamp(p.update_time),
-    })
+    Ok(ps
+        .into_iter()
+        .zip(&refs)
+        .map(|(p, c)| Profile {
+            name: format!("profiles/{}", p.profile_id),
+            stale: !is_live(c),
+            profile_id: p.profile_id,
+            cluster: p.cluster,
+            namespace: p.namespace,
+            active: p.active,
+            create_time: model::timestamp(p.create_time),
+            update_time: model::timestamp(p.update_time),
+        })
+        .collect())
 }
 
 fn not_found(id: &str) -> Error {
@@ -116,11 +128,7 @@ pub async fn list(db: &Db, caller: &Caller, page: &PageRequest) -> Result<Page<P
     )
     .await?;
     let page = page.page("profiles", rows, |p| p.profile_id.clone(), |p| p)?;
-    let teams = access::visible_teams(db, caller).await?;
-    let mut items = Vec::with_capacity(page.items.len());
-    for p in page.items {
-        items.push(render_with(db, teams.as_deref(), p).await?);
-    }
+    let items = render_all(db, caller, page.items).await?;
     Ok(Page {
         items,
         next_page_token: page.next_page_token,

@@ -1,6 +1,8 @@
 //! Cluster records. At most one non-DELETED record holds a (project, zone, name); deleted
 //! records stay for history, so a later `up` of the same name creates a new record.
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
@@ -276,24 +278,30 @@ pub async fn count_live_in_team(ex: impl PgExecutor<'_>, team: &str) -> Result<i
     .await?)
 }
 
-/// True when a live cluster with this full name exists in one of `teams` (any team when `None`).
-pub async fn live_exists(
+/// Which of `names` (project, zone, name) are live clusters of one of `teams` (any team
+/// when `None`): one statement for a whole list page.
+pub async fn live_among(
     ex: impl PgExecutor<'_>,
-    project: &str,
-    zone: &str,
-    name: &str,
+    names: &[(&str, &str, &str)],
     teams: Option<&[String]>,
-) -> Result<bool, StoreError> {
-    Ok(sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM clusters WHERE project_id = $1 AND zone = $2 AND name = $3 \
-         AND state <> 'DELETED' AND ($4::text[] IS NULL OR team_id = ANY($4)))",
+) -> Result<HashSet<(String, String, String)>, StoreError> {
+    if names.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let column = |i: usize| -> Vec<&str> { names.iter().map(|n| [n.0, n.1, n.2][i]).collect() };
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT DISTINCT c.project_id, c.zone, c.name \
+         FROM unnest($1::text[], $2::text[], $3::text[]) AS n(project_id, zone, name) \
+         JOIN clusters c ON c.project_id = n.project_id AND c.zone = n.zone AND c.name = n.name \
+         WHERE c.state <> 'DELETED' AND ($4::text[] IS NULL OR c.team_id = ANY($4))",
     )
-    .bind(project)
-    .bind(zone)
-    .bind(name)
+    .bind(column(0))
+    .bind(column(1))
+    .bind(column(2))
     .bind(teams)
-    .fetch_one(ex)
-    .await?)
+    .fetch_all(ex)
+    .await?;
+    Ok(rows.into_iter().collect())
 }
 
 /// States a record rests in once no operation holds it (the others show an intent), as
