@@ -19,7 +19,8 @@
 //!    worker's claim, is printed as `EXPLAIN (ANALYZE, BUFFERS)` output, captured by
 //!    `auto_explain` from the statements the server really sends ([`plans`]).
 //!
-//! Invariant: both databases are dropped at the end, whatever happened; nothing here
+//! Invariant: both databases are dropped at the end, whatever happened (unless
+//! `KSCALE_KEEP=1` asks to keep them for a look with psql); nothing here
 //! writes outside them.
 
 #[path = "../support/app.rs"]
@@ -92,7 +93,15 @@ fn main() -> Result<()> {
     support::runtime()?.block_on(async {
         let mut admin = PgConnection::connect(&pg.admin).await?;
         let r = run(&k, &mut admin, &pg, &small, &big).await;
-        support::drop_databases(&mut admin, &[&small, &big]).await;
+        if env_or("KSCALE_KEEP", 0u8).unwrap_or(0) != 0 {
+            println!(
+                "KSCALE_KEEP: kept {} and {} (drop them when done)",
+                pg.url(&small),
+                pg.url(&big)
+            );
+        } else {
+            support::drop_databases(&mut admin, &[&small, &big]).await;
+        }
         r
     })
 }
