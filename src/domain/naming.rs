@@ -44,6 +44,9 @@ pub struct ClusterNames {
     pub repository_location: String,
     /// Location of the jobs bucket (the zone's region).
     pub jobs_bucket_location: String,
+    /// Location of the builds bucket: the registry's, as Cloud Storage names it (the
+    /// multi-region `us`, `eu` or `asia`, or the region).
+    pub builds_bucket_location: String,
     pub workload_pool: String,
 }
 
@@ -75,6 +78,16 @@ pub fn repository_location(region: &str) -> String {
     region.to_owned()
 }
 
+/// Cloud Storage's name for an Artifact Registry location: the registry's multi-region
+/// `europe` is the bucket multi-region `eu` (Cloud Storage has `us`, `eu` and `asia`;
+/// it refuses `europe`); regions are the same in both.
+pub fn bucket_location_for_registry(registry_location: &str) -> String {
+    match registry_location {
+        "europe" => "eu".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
 impl ClusterNames {
     pub fn new(project: &ProjectId, zone: &ZoneName, cluster: &ClusterName) -> ClusterNames {
         let p = project.as_str();
@@ -95,6 +108,7 @@ impl ClusterNames {
             builds_bucket: fit(&format!("{p}-kn-"), c, "-builds", 63),
             repository: fit("kn-", c, "", 63),
             jobs_bucket_location: region.clone(),
+            builds_bucket_location: bucket_location_for_registry(&repository_location),
             repository_location,
             region,
             workload_pool: format!("{p}.svc.id.goog"),
@@ -212,6 +226,7 @@ mod tests {
         assert_eq!(n.repository, "kn-kinetic-cluster");
         assert_eq!(n.repository_location, "us");
         assert_eq!(n.jobs_bucket_location, "us-central1");
+        assert_eq!(n.builds_bucket_location, "us");
         assert_eq!(n.region, "us-central1");
         assert_eq!(n.workload_pool, "my-project.svc.id.goog");
         assert_eq!(
@@ -226,14 +241,21 @@ mod tests {
 
     #[test]
     fn repository_locations() {
-        for (zone, location) in [
-            ("europe-west4-b", "europe"),
-            ("asia-east1-a", "asia"),
-            ("me-west1-a", "me-west1"),
-            ("australia-southeast1-a", "australia-southeast1"),
+        for (zone, location, bucket) in [
+            ("europe-west4-b", "europe", "eu"),
+            ("asia-east1-a", "asia", "asia"),
+            ("us-east4-c", "us", "us"),
+            ("me-west1-a", "me-west1", "me-west1"),
+            (
+                "australia-southeast1-a",
+                "australia-southeast1",
+                "australia-southeast1",
+            ),
         ] {
             let n = names("my-project", zone, "c");
             assert_eq!(n.repository_location, location, "{zone}");
+            // Found by the long soak: `EUROPE` is no Cloud Storage location.
+            assert_eq!(n.builds_bucket_location, bucket, "{zone}");
         }
     }
 

@@ -408,6 +408,40 @@ async fn up_with_cpu_makes_a_cluster_without_accelerator_pools() {
     );
 }
 
+/// Found by the long soak: in a European zone the registry's multi-region is `europe`,
+/// which Cloud Storage refuses as a bucket location (its multi-region is `EU`); every
+/// `up` there failed at the builds bucket.
+#[tokio::test]
+async fn up_in_a_european_zone_puts_the_builds_bucket_in_eu() {
+    let env = env().await;
+    let path = format!("/v1/projects/{PROJECT}/zones/europe-west4-a/clusters/eu");
+    let r = env
+        .app
+        .put(OWNER, &path, json!({"accelerator": "cpu"}))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let done = env.done(&r.body).await;
+    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    let inserts = env.ok_calls("storage", "buckets.insert").await;
+    let location = |suffix: &str| {
+        inserts
+            .iter()
+            .find(|e| e["body"]["name"].as_str().unwrap().ends_with(suffix))
+            .map(|e| e["body"]["location"].clone())
+            .unwrap_or_else(|| panic!("no {suffix} bucket in {inserts:?}"))
+    };
+    assert_eq!(location("-builds"), "EU");
+    assert_eq!(location("-jobs"), "EUROPE-WEST4");
+    let repo = only_call(&env, "artifactregistry", "repositories.create").await;
+    assert!(
+        repo["path"]
+            .as_str()
+            .unwrap()
+            .contains("/locations/europe/"),
+        "{repo}"
+    );
+}
+
 #[tokio::test]
 async fn a_second_up_repairs_a_deleted_bucket() {
     let env = env().await;

@@ -37,7 +37,7 @@ impl Up<'_> {
             BucketKind::Jobs => (&n.jobs_bucket, cluster_bucket_spec(&n.jobs_bucket_location)),
             BucketKind::Builds => (
                 &n.builds_bucket,
-                cluster_bucket_spec(&n.repository_location),
+                cluster_bucket_spec(&n.builds_bucket_location),
             ),
         };
         self.ensure(

@@ -60,7 +60,7 @@ pub fn bucket(n: &ClusterNames, kind: BucketKind) -> Bucket {
         ),
         BucketKind::Builds => (
             &n.builds_bucket,
-            n.repository_location.to_uppercase(),
+            n.builds_bucket_location.to_uppercase(),
             Some(n.cluster.as_str()),
         ),
     };
