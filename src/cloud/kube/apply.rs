@@ -7,7 +7,8 @@
 //! namespaced object without a namespace lands in `default` and a cluster-scoped one
 //! never carries a namespace. Applying the same manifest twice changes nothing, so one
 //! object's apply that fails with a retryable error (429, 5xx, a timeout) is sent again
-//! at once, a few times with short backoff ([`APPLY_TRIES`]): a manifest of many
+//! at once, a few times with short backoff ([`APPLY_TRIES`], through
+//! [`KubeCluster::idempotent`]): a manifest of many
 //! objects is not started over for one transient error (the crash soak, tests/soak.rs,
 //! found the LeaderWorkerSet step needing a dozen attempts at 25% transient faults).
 
@@ -27,10 +28,9 @@ pub const FIELD_MANAGER: &str = "kineticd";
 /// How long to wait for the kinds of freshly applied CRDs to be served.
 const CUSTOM_KIND_WAIT: Duration = Duration::from_secs(30);
 
-/// Tries of one object's apply when it fails with a retryable error, and the first
-/// delay between them (doubling).
-pub const APPLY_TRIES: u32 = 4;
-const APPLY_FIRST_DELAY: Duration = Duration::from_millis(100);
+/// Tries of one object's apply when it fails with a retryable error (every idempotent
+/// call's, [`super::CALL_TRIES`]).
+pub const APPLY_TRIES: u32 = super::CALL_TRIES;
 
 /// One applied object, as the API server returned it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,34 +287,18 @@ impl KubeCluster {
             None => format!("apply {} {} {name}", ar.api_version, ar.kind),
         };
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        let mut delay = APPLY_FIRST_DELAY;
-        let mut tries = 1;
-        loop {
-            match api.patch(&name, &params, &Patch::Apply(&obj)).await {
-                Ok(applied) => {
-                    return Ok(Applied {
-                        api_version: ar.api_version.clone(),
-                        kind: ar.kind.clone(),
-                        namespace,
-                        name,
-                        resource_version: applied.metadata.resource_version,
-                        generation: applied.metadata.generation,
-                    });
-                }
-                Err(e) => {
-                    let err = self.fail(action.clone(), e).await;
-                    if tries >= APPLY_TRIES
-                        || err.retry() != crate::cloud::gcp::RetryClass::Retryable
-                    {
-                        return Err(err);
-                    }
-                    tracing::debug!(error = %err, tries, "apply failed; sending it again");
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                    tries += 1;
-                }
-            }
-        }
+        let patch = Patch::Apply(&obj);
+        let applied = self
+            .idempotent(&action, || api.patch(&name, &params, &patch))
+            .await?;
+        Ok(Applied {
+            api_version: ar.api_version.clone(),
+            kind: ar.kind.clone(),
+            namespace,
+            name,
+            resource_version: applied.metadata.resource_version,
+            generation: applied.metadata.generation,
+        })
     }
 }
 

@@ -247,10 +247,9 @@ impl Inventory {
 impl KubeCluster {
     pub async fn nodes(&self) -> Result<Vec<NodeInfo>, KubeError> {
         let api: Api<Node> = Api::all(self.client().await?);
-        match api.list(&ListParams::default()).await {
-            Ok(l) => Ok(l.items.iter().map(NodeInfo::from_node).collect()),
-            Err(e) => Err(self.fail("list nodes", e).await),
-        }
+        let params = ListParams::default();
+        let l = self.idempotent("list nodes", || api.list(&params)).await?;
+        Ok(l.items.iter().map(NodeInfo::from_node).collect())
     }
 
     /// Pods of `namespace`, or of every namespace.
@@ -260,10 +259,9 @@ impl KubeCluster {
             Some(ns) => Api::namespaced(client, ns),
             None => Api::all(client),
         };
-        match api.list(&ListParams::default()).await {
-            Ok(l) => Ok(l.items.iter().map(PodInfo::from_pod).collect()),
-            Err(e) => Err(self.fail("list pods", e).await),
-        }
+        let params = ListParams::default();
+        let l = self.idempotent("list pods", || api.list(&params)).await?;
+        Ok(l.items.iter().map(PodInfo::from_pod).collect())
     }
 
     /// Pending pods of every namespace, with the scheduler's reason when it gave one.
@@ -271,10 +269,10 @@ impl KubeCluster {
         let client = self.client().await?;
         let api: Api<Pod> = Api::all(client);
         let params = ListParams::default().fields("status.phase=Pending");
-        match api.list(&params).await {
-            Ok(l) => Ok(l.items.iter().map(PodInfo::from_pod).collect()),
-            Err(e) => Err(self.fail("list pending pods", e).await),
-        }
+        let l = self
+            .idempotent("list pending pods", || api.list(&params))
+            .await?;
+        Ok(l.items.iter().map(PodInfo::from_pod).collect())
     }
 
     pub async fn inventory(&self) -> Result<Inventory, KubeError> {

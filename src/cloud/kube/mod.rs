@@ -28,6 +28,14 @@ pub use manifests::{
 pub use objects::ObjectKind;
 pub use wait::{WaitFor, WaitOptions};
 
+/// Tries of one idempotent call (an object's apply, a list) that fails with a retryable
+/// error (429, 5xx, a timeout), and the first delay between them (doubling): a step of
+/// many calls is not started over for one transient error. The crash soak (tests/soak.rs)
+/// found a manifest step needing a dozen attempts, and a drill's reclaim step (an
+/// inventory and five Google calls) giving up after twelve, at 25% transient faults.
+pub const CALL_TRIES: u32 = 4;
+const CALL_FIRST_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// One cluster's API server, reached through the shared client cache; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct KubeCluster {
@@ -56,6 +64,37 @@ impl KubeCluster {
             self.clients.unauthorized(&self.access.key).await;
         }
         err
+    }
+
+    /// `call` (idempotent), sent again at once on a retryable error, up to [`CALL_TRIES`]
+    /// times with short backoff; the last error, classified for `action`.
+    pub(crate) async fn idempotent<T, Fut>(
+        &self,
+        action: &str,
+        mut call: impl FnMut() -> Fut,
+    ) -> Result<T, KubeError>
+    where
+        Fut: std::future::Future<Output = Result<T, kube::Error>>,
+    {
+        let mut delay = CALL_FIRST_DELAY;
+        let mut tries = 1;
+        loop {
+            match call().await {
+                Ok(v) => return Ok(v),
+                Err(e) => {
+                    let err = self.fail(action, e).await;
+                    if tries >= CALL_TRIES
+                        || err.retry() != crate::cloud::gcp::RetryClass::Retryable
+                    {
+                        return Err(err);
+                    }
+                    tracing::debug!(error = %err, tries, "{action} failed; sending it again");
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                    tries += 1;
+                }
+            }
+        }
     }
 
     /// The API server's version (`/version`): a cheap reachability check.

@@ -110,3 +110,47 @@ async fn nodes_pools_and_pods() {
     assert_eq!(only_pending.len(), 1);
     assert_eq!(only_pending[0].name, "gpu-too-large");
 }
+
+fn list_count(sim: &kineticd::sim::Sim) -> usize {
+    sim.journal()
+        .entries()
+        .iter()
+        .filter(|e| e.method == "kube.list")
+        .count()
+}
+
+fn fail_lists(sim: &kineticd::sim::Sim, count: u32) {
+    sim.faults().arm(kineticd::sim::faults::FaultSpec {
+        service: "kube".into(),
+        method: "kube.list".into(),
+        kind: kineticd::sim::faults::FaultKind::Http503,
+        count: Some(count),
+        probability: None,
+    });
+}
+
+/// A list is idempotent: fewer transient errors in a row than
+/// [`kineticd::cloud::kube::CALL_TRIES`] are ridden out inside the call, so a step that
+/// reads the inventory among other calls (a drill's reclaim) is not started over for
+/// one of them (the long crash soak saw a reclaim give up after twelve attempts).
+#[tokio::test]
+async fn transient_list_errors_are_sent_again() {
+    use kineticd::cloud::kube::CALL_TRIES;
+    let (sim, cluster) = sim_cluster().await;
+    add_pools(&sim, [gpu_pool("gpu-l4-1a2b", 2, 10)]);
+    let before = list_count(&sim);
+    fail_lists(&sim, CALL_TRIES - 1);
+    let inv = cluster.inventory().await.expect("ridden out");
+    assert!(inv.nodes.iter().any(|n| n.gpus > 0), "{:?}", inv.nodes);
+    assert_eq!(
+        list_count(&sim) - before,
+        2 + (CALL_TRIES - 1) as usize,
+        "nodes and pods, each faulted list sent again, nothing else"
+    );
+    // More in a row than one call rides out: the error reaches the step, retryable.
+    fail_lists(&sim, CALL_TRIES);
+    let e = cluster.nodes().await.expect_err("fault");
+    assert_eq!(e.http_status(), Some(503), "{e}");
+    assert_eq!(e.retry(), kineticd::cloud::gcp::RetryClass::Retryable);
+    cluster.nodes().await.expect("the next call succeeds");
+}
