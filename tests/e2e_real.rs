@@ -132,7 +132,7 @@ async fn rehearsal_the_cost_guard_refuses_before_anything_is_created() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rehearsal_the_cleanup_deletes_the_cluster_with_gcloud_when_the_service_is_gone() {
-    if !gcloud_installed() {
+    if !common::shell::gcloud_installed() {
         return;
     }
     let sim = SimProcess::start(&[]);
@@ -172,19 +172,6 @@ async fn deleted(run: &Run, sim: &SimProcess, part: &str) -> bool {
         .any(|d| d["path"].as_str().is_some_and(|p| p.contains(part)));
     if !found {
         println!("no DELETE of {part}: {deletes:#?}");
-    }
-    found
-}
-
-/// Whether `gcloud` is on the PATH; panics when it is not and CI requires it.
-fn gcloud_installed() -> bool {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path).any(|dir| dir.join("gcloud").is_file());
-    if !found && std::env::var("KINETIC_REQUIRE_GCLOUD").as_deref() == Ok("1") {
-        panic!("gcloud is required (KINETIC_REQUIRE_GCLOUD=1) but is not on the PATH");
-    }
-    if !found {
-        eprintln!("SKIPPED: gcloud is not installed (set KINETIC_REQUIRE_GCLOUD=1 to require it)");
     }
     found
 }

@@ -33,19 +33,6 @@ const CLUSTER: &str = "gc";
 /// The prefix of the lines `kineticd sim` prints for gcloud.
 const GCLOUD_LINE: &str = "#   gcloud config set ";
 
-/// Whether `gcloud` is on the PATH; panics when it is not and CI requires it.
-fn gcloud_installed() -> bool {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path).any(|dir| dir.join("gcloud").is_file());
-    if !found && std::env::var("KINETIC_REQUIRE_GCLOUD").as_deref() == Ok("1") {
-        panic!("gcloud is required (KINETIC_REQUIRE_GCLOUD=1) but is not on the PATH");
-    }
-    if !found {
-        eprintln!("SKIPPED: gcloud is not installed (set KINETIC_REQUIRE_GCLOUD=1 to require it)");
-    }
-    found
-}
-
 /// gcloud with a configuration directory of its own (removed when dropped).
 struct Gcloud {
     config: PathBuf,
@@ -345,7 +332,7 @@ fn check_iam_and_services(a: &Answers, resources: &Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcloud_lists_and_describes_what_up_created() {
-    if !gcloud_installed() {
+    if !common::shell::gcloud_installed() {
         return;
     }
     let sim = SimProcess::start(&["--speed", "0"]);
@@ -410,7 +397,7 @@ async fn gcloud_lists_and_describes_what_up_created() {
 /// in one zone): the simulator's reservations speak Google's wire format.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcloud_creates_describes_and_lists_a_reservation() {
-    if !gcloud_installed() {
+    if !common::shell::gcloud_installed() {
         return;
     }
     let sim = SimProcess::start(&["--speed", "0"]);

@@ -31,6 +31,19 @@ pub fn jq_or_skip(what: &str) -> bool {
     found
 }
 
+/// Whether `gcloud` is on the PATH; panics when it is not and CI requires it.
+pub fn gcloud_installed() -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).any(|dir| dir.join("gcloud").is_file());
+    if !found && std::env::var("KINETIC_REQUIRE_GCLOUD").as_deref() == Ok("1") {
+        panic!("gcloud is required (KINETIC_REQUIRE_GCLOUD=1) but is not on the PATH");
+    }
+    if !found {
+        eprintln!("SKIPPED: gcloud is not installed (set KINETIC_REQUIRE_GCLOUD=1 to require it)");
+    }
+    found
+}
+
 /// The bodies of the blocks of `doc` whose opening fence line is exactly `fence`, in order.
 pub fn fenced_blocks(doc: &str, fence: &str) -> Vec<String> {
     let mut blocks = Vec::new();
