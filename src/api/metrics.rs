@@ -98,6 +98,14 @@ fn describe() {
         "Operations not yet finished (all processes), by operation type and state; \
          refreshed every few seconds"
     );
+    describe_counter!(
+        "kineticd_project_claims_total",
+        "Checks that a caller may bind a GCP project to a team, by outcome (ALLOWED, \
+         REFUSED, UNAVAILABLE); registered at 0 at start"
+    );
+    for outcome in ["ALLOWED", "REFUSED", "UNAVAILABLE"] {
+        metrics::counter!("kineticd_project_claims_total", "outcome" => outcome).increment(0);
+    }
     describe_gauge!(
         "kineticd_queue_depth",
         "Operations QUEUED for a worker (all processes); refreshed every few seconds"

@@ -44,7 +44,11 @@ pub struct CreateTeamRequest {
     pub projects: Vec<String>,
 }
 
-/// Create a team; the caller becomes its OWNER.
+/// Create a team; the caller becomes its OWNER. Each project it names must be one the
+/// caller may bind: a service admin, or a caller whom the project's IAM policy grants
+/// `roles/owner` (or `resourcemanager.projects.setIamPolicy`); otherwise 403
+/// PROJECT_OWNERSHIP_REQUIRED (PROJECT_POLICY_UNREADABLE when kineticd may not read
+/// the policy) and nothing is created.
 #[utoipa::path(post, path = "/v1/teams", tag = "teams", request_body = CreateTeamRequest,
     responses((status = 201, description = "The created team", body = Team), ErrorResponses, BodyErrorResponses))]
 async fn create_team(
@@ -54,6 +58,7 @@ async fn create_team(
 ) -> Result<(StatusCode, Json<Team>), ApiError> {
     let team = service::teams::create(
         &s.db,
+        &s.cloud,
         &caller,
         service::teams::NewTeam {
             team_id: req.team_id,
@@ -112,7 +117,9 @@ pub struct UpdateTeamQuery {
     pub update_mask: Option<String>,
 }
 
-/// Change a team's display name or projects (ADMIN or more).
+/// Change a team's display name or projects (ADMIN or more). A project added must be
+/// one the caller may bind, as for create (403 PROJECT_OWNERSHIP_REQUIRED otherwise);
+/// projects the team holds already are not checked again.
 #[utoipa::path(patch, path = "/v1/teams/{team}", tag = "teams", request_body = UpdateTeamRequest,
     params(("team" = String, Path, description = "team id"), UpdateTeamQuery, IfMatchHeader),
     responses((status = 200, description = "The updated team", body = Team), ErrorResponses, BodyErrorResponses))]
@@ -132,7 +139,7 @@ async fn update_team(
     }
     .masked(q.update_mask.as_deref())?;
     Ok(Json(
-        service::teams::update(&s.db, &caller, &team, patch).await?,
+        service::teams::update(&s.db, &s.cloud, &caller, &team, patch).await?,
     ))
 }
 

@@ -65,6 +65,7 @@ pub async fn create(State(s): State<ConsoleState>, p: Posted) -> Result<Response
     let display = p.field("displayName").trim();
     let team = service::teams::create(
         &s.services.db,
+        &s.services.cloud,
         &p.viewer.caller,
         service::teams::NewTeam {
             team_id: p.field("teamId").trim().to_owned(),

@@ -15,6 +15,7 @@ pub mod live;
 pub mod operations;
 pub mod page;
 pub mod profiles;
+pub mod project_authority;
 pub mod provision;
 pub mod records;
 pub mod state;

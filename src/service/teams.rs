@@ -1,16 +1,19 @@
 //! Teams and members: creation (the caller becomes OWNER), project claims, role changes.
 //!
-//! Invariant: a team always has at least one OWNER, and a project with live clusters
-//! never leaves its team.
+//! Invariant: a team always has at least one OWNER, a project with live clusters never
+//! leaves its team, and a project joins a team only after [`project_authority`] found
+//! the caller may bind it (checked before the transaction that claims it; a refusal
+//! changes nothing). Projects a team already holds are not checked again.
 
 use std::collections::BTreeSet;
 
+use crate::cloud::Cloud;
 use crate::domain::{Email, ProjectId, Role, TeamId};
 use crate::model::{self, Member, Team};
 use crate::store::{self, Db, teams::MemberRecord, teams::TeamRecord};
 
 use super::access::{self, Caller, team_not_found};
-use super::{Error, Page, PageRequest, Result};
+use super::{Error, Page, PageRequest, Result, project_authority};
 
 pub fn render_team(t: TeamRecord) -> Team {
     Team {
@@ -59,11 +62,12 @@ pub struct NewTeam {
     pub projects: Vec<String>,
 }
 
-pub async fn create(db: &Db, caller: &Caller, req: NewTeam) -> Result<Team> {
+pub async fn create(db: &Db, cloud: &Cloud, caller: &Caller, req: NewTeam) -> Result<Team> {
     let team_id = TeamId::parse(&req.team_id)?;
     let display = req.display_name.unwrap_or_default();
     check_display_name(&display)?;
     let projects = parse_projects(&req.projects)?;
+    project_authority::check_all(cloud, caller, team_id.as_str(), &projects).await?;
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
     let t = store::teams::insert_team(
         &mut tx,
@@ -153,19 +157,57 @@ async fn lock_checked(
     Ok(current)
 }
 
-pub async fn update(db: &Db, caller: &Caller, team: &TeamId, patch: TeamPatch) -> Result<Team> {
+/// The projects in `wanted` that `current` does not hold yet.
+fn added(current: &[String], wanted: &[String]) -> Vec<String> {
+    wanted
+        .iter()
+        .filter(|p| !current.contains(p))
+        .cloned()
+        .collect()
+}
+
+pub async fn update(
+    db: &Db,
+    cloud: &Cloud,
+    caller: &Caller,
+    team: &TeamId,
+    patch: TeamPatch,
+) -> Result<Team> {
     let team = team.as_str();
     access::require(db, caller, team, Role::Admin, "changing the team").await?;
     if let Some(d) = &patch.display_name {
         check_display_name(d)?;
     }
     let projects = patch.projects.as_deref().map(parse_projects).transpose()?;
+    // New claims are checked against Google before the transaction (no transaction is
+    // held across a cloud call); under the lock, a claim that was not checked refuses.
+    let checked = match &projects {
+        Some(wanted) => {
+            let before = store::teams::get_team(db, team)
+                .await?
+                .ok_or_else(|| team_not_found(team))?;
+            let new = added(&before.projects, wanted);
+            project_authority::check_all(cloud, caller, team, &new).await?;
+            Some((render_team(before).etag, new))
+        }
+        None => None,
+    };
     let mut tx = db.begin().await.map_err(store::StoreError::from)?;
     let current = lock_checked(&mut tx, team, patch.etag.as_deref()).await?;
     if let Some(d) = &patch.display_name {
         store::teams::update_display_name(&mut tx, team, d).await?;
     }
     if let Some(projects) = &projects {
+        // The team changed between the check and the lock so that another project
+        // would be added: refuse as a stale read (409 ABORTED ETAG_MISMATCH).
+        if let Some((seen, checked)) = &checked
+            && added(&current.projects, projects)
+                .iter()
+                .any(|p| !checked.contains(p))
+        {
+            let now = render_team(current.clone());
+            super::etag::check(Some(seen), &now.etag, &now.name)?;
+        }
         let removed: Vec<String> = current
             .projects
             .into_iter()

@@ -22,6 +22,9 @@ pub enum FaultKind {
     /// 401 UNAUTHENTICATED (an expired token): the client refreshes once and retries.
     #[serde(rename = "HTTP_401")]
     Http401,
+    /// 403 PERMISSION_DENIED: the caller (kineticd's service account) lacks a permission.
+    #[serde(rename = "HTTP_403")]
+    Http403,
     #[serde(rename = "HTTP_500")]
     Http500,
     #[serde(rename = "HTTP_503")]
@@ -156,6 +159,13 @@ pub async fn respond(kind: FaultKind, flavor: Flavor) -> Response {
             "UNAUTHENTICATED",
             flavor.reason("ACCESS_TOKEN_EXPIRED", "authError"),
             "Request had invalid authentication credentials. Expected OAuth 2 access token.",
+        ),
+        FaultKind::Http403 => SimError::new(
+            flavor,
+            403,
+            "PERMISSION_DENIED",
+            flavor.reason("IAM_PERMISSION_DENIED", "forbidden"),
+            "The caller does not have permission",
         ),
         FaultKind::Http500 => SimError::new(
             flavor,

@@ -20,6 +20,7 @@ mod limits;
 mod members;
 mod pagination;
 mod profiles;
+mod project_claims;
 mod roles;
 mod service;
 mod status;

@@ -231,8 +231,20 @@ impl TestApp {
         url: String,
         tweak: impl FnOnce(Settings) -> Settings,
     ) -> TestApp {
-        // No simulator unless a test starts one: cloud calls would go nowhere.
-        Self::spawn_on(db, url, "http://127.0.0.1:9", tweak).await
+        // No simulated Compute, GKE, Storage, IAM, ... unless a test starts a simulator:
+        // those calls go to a closed port. Resource Manager's projects and their IAM
+        // policies (what binding a project to a team reads) come from a simulator of
+        // their own, whose projects every caller owns.
+        let (sim, _) = start_sim().await;
+        let projects = kineticd::cloud::gcp::GcpConfig::single_root(
+            &url::Url::parse(&sim.url()).expect("simulator URL"),
+        );
+        let (mut gcp, manifests) =
+            kineticd::cli::dev::sim_config("http://127.0.0.1:9", 0.0).expect("config");
+        gcp.resource_manager = projects.resource_manager;
+        let http = app::http_client().expect("http");
+        let cloud = kineticd::cloud::Cloud::new(gcp, manifests, http);
+        Self::spawn_cloud(db, url, cloud, tweak).await
     }
 
     /// The app on a fresh database with its cloud clients pointed at a new simulator
@@ -259,9 +271,19 @@ impl TestApp {
         sim_url: &str,
         tweak: impl FnOnce(Settings) -> Settings,
     ) -> TestApp {
-        let settings = tweak(test_settings(&url));
         let cloud = kineticd::cli::dev::simulated_cloud(sim_url, app::http_client().expect("http"))
             .expect("cloud");
+        Self::spawn_cloud(db, url, cloud, tweak).await
+    }
+
+    /// The app with the cloud clients `cloud`.
+    pub async fn spawn_cloud(
+        db: Db,
+        url: String,
+        cloud: kineticd::cloud::Cloud,
+        tweak: impl FnOnce(Settings) -> Settings,
+    ) -> TestApp {
+        let settings = tweak(test_settings(&url));
         let state = AppState::start(db.clone(), &url, &settings, cloud)
             .await
             .expect("state");

@@ -11,7 +11,9 @@ use super::config::Service;
 use super::error::{GcpError, RetryClass};
 use super::http::{Call, GcpHttp};
 use super::policy::{IamResource, PolicyCollection, RmwPolicy};
-use super::types::iam::{CreateServiceAccountRequest, Policy, ServiceAccount, validate_account_id};
+use super::types::iam::{
+    CreateServiceAccountRequest, Policy, Role, ServiceAccount, is_custom_role, validate_account_id,
+};
 
 pub use super::types::iam::service_account_email;
 
@@ -85,6 +87,26 @@ impl Iam {
                 sa_path(project, email),
             ))
             .await
+    }
+
+    /// A custom role's definition (`projects/{p}/roles/{r}` or
+    /// `organizations/{o}/roles/{r}`): `projects.roles.get` / `organizations.roles.get`.
+    /// Anything else is refused here, before Google sees it.
+    pub async fn get_custom_role(&self, name: &str) -> Result<Role, GcpError> {
+        let method = if name.starts_with("organizations/") {
+            "organizations.roles.get"
+        } else {
+            "projects.roles.get"
+        };
+        if !is_custom_role(name) {
+            return Err(invalid(
+                method,
+                format!(
+                    "{name:?} is not a custom role name (projects/P/roles/R or organizations/O/roles/R)"
+                ),
+            ));
+        }
+        self.http.call(Call::get(S, method, name.to_owned())).await
     }
 
     /// The service account's own IAM policy (who may act as it).

@@ -1,5 +1,6 @@
 //! Simulated IAM v1: service accounts (`{accountId}@{project}.iam.gserviceaccount.com`,
-//! 21-digit unique IDs, listed per project) and their own IAM policies.
+//! 21-digit unique IDs, listed per project), their own IAM policies, and projects'
+//! custom roles ([`roles`]).
 //!
 //! Invariant: an account ID is unique within its project while the account exists; a
 //! deleted account's grants on project policies turn into the `deleted:` form; every
@@ -7,6 +8,7 @@
 
 mod list;
 pub mod policy;
+mod roles;
 
 use std::collections::BTreeMap;
 
@@ -18,8 +20,8 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::gcp::types::iam::{
-    CreateServiceAccountRequest, GetIamPolicyRequest, Policy, ServiceAccount, SetIamPolicyRequest,
-    service_account_email, validate_account_id,
+    CreateServiceAccountRequest, GetIamPolicyRequest, Policy, Role, ServiceAccount,
+    SetIamPolicyRequest, service_account_email, validate_account_id,
 };
 use crate::sim::body::strict;
 use crate::sim::clock::Clock;
@@ -35,6 +37,8 @@ const F: Flavor = Flavor::Aip193;
 pub struct State {
     /// By email.
     pub accounts: BTreeMap<String, Account>,
+    /// Custom roles by full name (`projects/{p}/roles/{r}`), deleted ones included.
+    pub roles: BTreeMap<String, Role>,
     #[serde(skip)]
     next_id: u64,
 }
@@ -76,6 +80,7 @@ pub fn routes() -> Router<Sim> {
             "/iam/v1/projects/{project}/serviceAccounts/{sa}",
             get(get_account).delete(delete_account).post(verb),
         )
+        .merge(roles::routes())
 }
 
 /// IAM has nothing that changes with time.

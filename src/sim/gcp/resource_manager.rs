@@ -2,8 +2,13 @@
 //!
 //! Every well-formed project ID (6-30 characters, `[a-z][-a-z0-9]*[a-z0-9]`) exists: it
 //! comes into being, ACTIVE, on first reference, with a deterministic 12-digit project
-//! number and a policy granting `roles/owner` to [`OWNER`]. Anything else answers 403
-//! "(or it may not exist)", as Google does for projects the caller cannot see.
+//! number and a policy granting `roles/owner` to [`OWNER`] and to [`EVERY_CALLER`]
+//! (`allAuthenticatedUsers`): a development convenience, so that whoever uses
+//! `serve --dev` owns the projects they name and may bind them to a team. Google never
+//! lets a project policy name `allAuthenticatedUsers`; a test that needs real ownership
+//! rules sets the policy it wants through `setIamPolicy`, which is kept exactly as
+//! written. Anything else answers 403 "(or it may not exist)", as Google does for
+//! projects the caller cannot see.
 //!
 //! Invariant: a project's policy etag changes on every successful set; a set with a
 //! stale etag is refused with 409 ABORTED and changes nothing.
@@ -32,6 +37,9 @@ const F: Flavor = Flavor::Aip193;
 
 /// The member every simulated project policy starts with, as owner.
 pub const OWNER: &str = "user:owner@example.com";
+/// The member that makes every caller an owner of a project the simulator created on
+/// first use (see the module docs).
+pub const EVERY_CALLER: &str = "allAuthenticatedUsers";
 
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -98,7 +106,7 @@ impl State {
                 policy: policy::Stored::new(
                     vec![Binding {
                         role: "roles/owner".into(),
-                        members: vec![OWNER.into()],
+                        members: vec![EVERY_CALLER.into(), OWNER.into()],
                         condition: None,
                     }],
                     1,

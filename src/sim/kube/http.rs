@@ -180,6 +180,11 @@ async fn fault(kind: FaultKind) -> Response {
         ),
         FaultKind::QuotaExceeded => KStatus::new(403, "Forbidden", "exceeded quota (simulated)"),
         FaultKind::Http401 => KStatus::new(401, "Unauthorized", "Unauthorized (simulated)"),
+        FaultKind::Http403 => KStatus::new(
+            403,
+            "Forbidden",
+            "the caller is forbidden to do this (simulated)",
+        ),
     };
     s.into_response()
 }

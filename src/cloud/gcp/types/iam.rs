@@ -170,6 +170,62 @@ pub struct CreateServiceAccountRequest {
     pub service_account: Option<ServiceAccount>,
 }
 
+/// `Role`: a predefined (`roles/...`) or custom (`projects/{p}/roles/{r}`,
+/// `organizations/{o}/roles/{r}`) role and the permissions it grants.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Role {
+    /// The role's full name (output; never set in a create request).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub title: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub included_permissions: Vec<String>,
+    /// ALPHA (omitted on output) | BETA | GA | DEPRECATED | DISABLED | EAP. A DISABLED
+    /// role grants nothing.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub stage: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub etag: String,
+    /// A deleted custom role (kept for 7 days) grants nothing.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
+}
+
+impl Role {
+    /// Whether a binding of this role grants `permission` now (not deleted, not
+    /// DISABLED, and listed).
+    pub fn grants(&self, permission: &str) -> bool {
+        !self.deleted
+            && self.stage != "DISABLED"
+            && self.included_permissions.iter().any(|p| p == permission)
+    }
+}
+
+/// `CreateRoleRequest`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CreateRoleRequest {
+    pub role_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+}
+
+/// Whether `role` names a custom role (`projects/{p}/roles/{r}` or
+/// `organizations/{o}/roles/{r}`), which only IAM's `roles.get` can describe.
+pub fn is_custom_role(role: &str) -> bool {
+    ["projects/", "organizations/"].iter().any(|scope| {
+        role.strip_prefix(scope)
+            .and_then(|r| r.split_once("/roles/"))
+            .is_some_and(|(owner, name)| {
+                !owner.is_empty() && !owner.contains('/') && !name.is_empty() && !name.contains('/')
+            })
+    })
+}
+
 /// Email of the service account `account_id` in `project`.
 pub fn service_account_email(account_id: &str, project: &str) -> String {
     format!("{account_id}@{project}.iam.gserviceaccount.com")
