@@ -482,3 +482,66 @@ async fn gcloud_creates_describes_and_lists_a_reservation() {
         );
     }
 }
+
+/// gcloud makes custom roles in a project (`projects.roles.create`), describes them
+/// (`projects.roles.get`: the role kineticd reads to learn whether a custom role lets
+/// its holder bind a project to a team) and deletes one (`projects.roles.delete`): the
+/// simulator's custom roles speak IAM's wire format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gcloud_creates_describes_and_deletes_a_custom_role() {
+    if !common::shell::gcloud_installed() {
+        return;
+    }
+    let sim = SimProcess::start(&["--speed", "0"]);
+    let g = Gcloud::configure(&sim.printed).await;
+    let permissions = "resourcemanager.projects.setIamPolicy,resourcemanager.projects.getIamPolicy";
+    // `--quiet`: without it gcloud first asks `permissions.queryTestablePermissions`
+    // for warnings, which the simulator does not serve.
+    let create = |role: &str, extra: &str| {
+        format!("iam roles create {role} --project {PROJECT} --quiet {extra}")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<String>>()
+    };
+    let args = create(
+        "binder",
+        &format!("--permissions {permissions} --stage GA --title Binder"),
+    );
+    g.run(&args.iter().map(String::as_str).collect::<Vec<_>>())
+        .await;
+    let args = format!("iam roles describe binder --project {PROJECT}");
+    let r = g
+        .json(args.split_whitespace().map(str::to_owned).collect())
+        .await;
+    assert_eq!(r["name"], format!("projects/{PROJECT}/roles/binder"), "{r}");
+    assert_eq!(r["title"], "Binder", "{r}");
+    assert_eq!(r["stage"], "GA", "{r}");
+    assert_eq!(
+        r["includedPermissions"],
+        json!([
+            "resourcemanager.projects.getIamPolicy",
+            "resourcemanager.projects.setIamPolicy"
+        ]),
+        "{r}"
+    );
+    // Without a stage, a role is ALPHA (Google omits the field; gcloud shows it).
+    let reader = create(
+        "reader",
+        "--permissions resourcemanager.projects.getIamPolicy",
+    );
+    g.run(&reader.iter().map(String::as_str).collect::<Vec<_>>())
+        .await;
+    let args = format!("iam roles delete reader --project {PROJECT}");
+    let gone = g
+        .json(args.split_whitespace().map(str::to_owned).collect())
+        .await;
+    assert_eq!(gone["deleted"], true, "{gone}");
+    assert_ne!(gone["etag"], r["etag"], "{gone}");
+    // A deleted role's ID stays taken.
+    let out = g
+        .command(&reader.iter().map(String::as_str).collect::<Vec<_>>())
+        .output()
+        .await
+        .expect("run gcloud");
+    assert!(!out.status.success(), "a deleted role's ID was reused");
+}

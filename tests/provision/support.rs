@@ -44,6 +44,14 @@ pub async fn env() -> Env {
 pub async fn env_with(cfg: kineticd::sim::SimConfig) -> Env {
     let (app, sim) = TestApp::spawn_sim_with(cfg).await;
     app.team(OWNER, "ml-team", &[PROJECT]).await;
+    // Binding the project read its IAM policy: the journal starts after the set-up.
+    let cleared = app
+        .http
+        .delete(format!("{}/sim/v1/journal", sim.url()))
+        .send()
+        .await
+        .expect("clear the journal");
+    assert!(cleared.status().is_success(), "{}", cleared.status());
     let workers = app.workers(test_worker_config(WORKERS));
     Env {
         app,

@@ -178,6 +178,7 @@ async fn delete(
             ));
         }
         r.deleted = true;
+        r.etag = policy::etag(2);
         Ok(Json(shown(r)))
     })
     .await
