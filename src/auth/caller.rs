@@ -3,8 +3,11 @@
 //! `Settings`). Each surface adds only how it reads the dev user and how it renders a
 //! refusal; the decision is made here once.
 //!
-//! Invariant: no [`Principal`] is produced in IAP mode without a verified IAP assertion
-//! ([`IapVerifier::verify`]); in dev mode the named user must be a valid email address.
+//! Invariant: no [`Principal`] is produced in IAP mode without exactly one
+//! `x-goog-iap-jwt-assertion` header holding a verified IAP assertion
+//! ([`IapVerifier::verify`]); a request with two is refused (`TOKEN_DUPLICATED`), never
+//! resolved to the first or the last. In dev mode the named user must be a valid email
+//! address.
 
 use std::collections::HashSet;
 
@@ -94,9 +97,13 @@ impl Authenticator {
                 Email::parse(raw).map_err(|_| Rejected::BadDevUser)?
             }
             Mode::Iap(v) => {
-                let token = headers
-                    .get(IAP_HEADER)
-                    .map(|h| h.to_str().unwrap_or("\u{0}"));
+                let mut values = headers.get_all(IAP_HEADER).iter();
+                let token = values.next().map(|h| h.to_str().unwrap_or("\u{0}"));
+                if values.next().is_some() {
+                    let e = AuthError::Duplicated;
+                    tracing::warn!(reason = e.reason(), "request not authenticated");
+                    return Err(Rejected::Token(e));
+                }
                 let id = v.verify(token).await.map_err(|e| {
                     if e.is_unavailable() {
                         // The detail (key URL, network error) goes to the log, never

@@ -11,6 +11,10 @@
 //! 4. signature, `exp`, `nbf` (if present), `iss`, `aud` via `jsonwebtoken`;
 //! 5. `iat` not in the future beyond the leeway;
 //! 6. `email` present (lowercased into [`Identity::email`]).
+//!
+//! One header only: a request with two assertion headers is refused before any of this
+//! (`TOKEN_DUPLICATED`, see [`AuthError::Duplicated`]; the check is in
+//! [`super::Authenticator`], which reads the headers).
 
 use std::fmt;
 use std::sync::Arc;
@@ -101,6 +105,11 @@ pub enum AuthError {
     BadIssuer,
     #[error("IAP assertion carries no email claim")]
     MissingEmail,
+    #[error(
+        "the request carries more than one `x-goog-iap-jwt-assertion` header; exactly one is \
+         accepted (does something between Identity-Aware Proxy and kineticd add its own?)"
+    )]
+    Duplicated,
     #[error("cannot verify IAP assertion: signing keys are unavailable ({0})")]
     KeysUnavailable(String),
 }
@@ -130,6 +139,7 @@ impl AuthError {
             AuthError::BadAudience => "TOKEN_BAD_AUDIENCE",
             AuthError::BadIssuer => "TOKEN_BAD_ISSUER",
             AuthError::MissingEmail => "TOKEN_MISSING_EMAIL",
+            AuthError::Duplicated => "TOKEN_DUPLICATED",
             AuthError::KeysUnavailable(_) => "KEYS_UNAVAILABLE",
         }
     }
@@ -349,5 +359,12 @@ mod tests {
             map_jwt_error(ErrorKind::InvalidSignature).reason(),
             "TOKEN_BAD_SIGNATURE"
         );
+        assert_eq!(AuthError::Duplicated.reason(), "TOKEN_DUPLICATED");
+        assert!(
+            AuthError::Duplicated
+                .to_string()
+                .contains(crate::auth::IAP_HEADER)
+        );
+        assert!(!AuthError::Duplicated.is_unavailable());
     }
 }
