@@ -17,6 +17,7 @@ use kineticd::auth::{
     AuthError, IAP_HEADER, IAP_ISSUER, IapConfig, IapVerifier, Identity, JwksClock, JwksPolicy,
     install_tls_provider,
 };
+use kineticd::domain::Email;
 use serde_json::{Value, json};
 
 #[path = "common/iap_keys.rs"]
@@ -165,7 +166,7 @@ async fn expect_reason(v: &IapVerifier, token: Option<&str>, reason: &str) -> Au
 
 fn alice() -> Identity {
     Identity {
-        email: "alice@example.com".into(),
+        email: Email::parse("alice@example.com").unwrap(),
         subject: Some("accounts.google.com:1234567890".into()),
     }
 }
@@ -505,4 +506,40 @@ async fn stale_keys_survive_a_failed_refresh() {
     assert_eq!(srv.hits(), 3);
     v.verify(Some(&t)).await.unwrap();
     assert_eq!(srv.hits(), 3, "fresh again after a successful refresh");
+}
+
+/// Issue 24: the `email` claim follows the one address rule ([`kineticd::domain::Email`]):
+/// printable ASCII, lower-cased by ASCII rules. Unicode case folding made the Kelvin sign
+/// (U+212A) act as `k` (`kevin@`), and invisible or right-to-left characters made an
+/// address that reads like someone else's.
+#[tokio::test]
+async fn email_claims_must_be_printable_ascii() {
+    let (k1, _srv, v) = one_key_verifier().await;
+    for email in [
+        "\u{212A}evin@example.com",
+        "ali\u{200B}ce@example.com",
+        "alice@\u{202E}moc.elpmaxe",
+        "\u{2067}alice@example.com",
+        "\u{0430}lice@example.com",
+        "\u{FEFF}alice@example.com",
+        "alice\u{FF20}example.com",
+        "not-an-address",
+    ] {
+        let err = rejects(
+            &v,
+            &k1,
+            &with(claims(), "email", json!(email)),
+            "TOKEN_BAD_EMAIL",
+        )
+        .await;
+        let msg = err.to_string();
+        assert!(msg.contains("ASCII"), "{email:?}: {msg}");
+        assert!(!msg.contains(email), "the raw claim is not echoed: {msg:?}");
+    }
+    // Upper case ASCII is still folded, and only ASCII is.
+    let t = sign(&k1, &with(claims(), "email", json!("KEVIN@Example.com")));
+    assert_eq!(
+        v.verify(Some(&t)).await.unwrap().email.to_string(),
+        "kevin@example.com"
+    );
 }

@@ -1,4 +1,5 @@
-//! Identity input the API refuses (issue 24): a duplicated IAP assertion header.
+//! Identity input the API refuses (issue 24): a duplicated IAP assertion header, and
+//! addresses that are not printable ASCII, in tokens, dev headers and member paths alike.
 
 use axum::Router;
 use axum::routing::get;
@@ -8,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::common::iap_keys::{AUD, TestKey, new_key, now, sign};
 use crate::common::{Resp, TestApp, fresh_db};
-use crate::support::{expect_error, message};
+use crate::support::{expect_error, message, meta, ok};
 
 fn claims(email: &str) -> Value {
     let n = now();
@@ -67,4 +68,85 @@ async fn a_duplicated_assertion_header_is_refused() {
         let r = get_with(&app, "/v1/me", &tokens).await;
         expect_error(&r, 401, "UNAUTHENTICATED", "TOKEN_DUPLICATED");
     }
+}
+
+/// A token whose email is not printable ASCII is refused: no Unicode case folding (the
+/// Kelvin sign U+212A acted as `k`), no invisible, right-to-left or look-alike characters.
+#[tokio::test]
+async fn token_emails_must_be_printable_ascii() {
+    let key = new_key("k1");
+    let app = iap_app(&[&key]).await;
+    let kevin = sign(&key, &claims("kevin@example.com"));
+    assert_eq!(
+        get_with(&app, "/v1/me", &[kevin.as_str()]).await.body["email"],
+        "kevin@example.com"
+    );
+    for email in [
+        "\u{212A}evin@example.com",
+        "ke\u{200B}vin@example.com",
+        "kevin@\u{202E}moc.elpmaxe",
+        "k\u{0435}vin@example.com",
+    ] {
+        let t = sign(&key, &claims(email));
+        let r = get_with(&app, "/v1/me", &[t.as_str()]).await;
+        expect_error(&r, 401, "UNAUTHENTICATED", "TOKEN_BAD_EMAIL");
+        assert!(message(&r).contains("ASCII"), "{}", message(&r));
+    }
+}
+
+/// `PUT /v1/teams/{team}/members/{email}` refuses an address that is not printable ASCII
+/// with 400 INVALID_NAME (field `email`) and changes nothing; so does DELETE.
+#[tokio::test]
+async fn member_emails_must_be_printable_ascii() {
+    const ALICE: &str = "alice@example.com";
+    let app = TestApp::spawn().await;
+    app.team(ALICE, "acme", &[]).await;
+    let members =
+        || async { ok(app.get(ALICE, "/v1/teams/acme/members").await)["members"].clone() };
+    let before = members().await;
+    for email in [
+        "%E2%84%AAevin@example.com", // Kelvin sign
+        "%E2%80%8Bbob@example.com",  // zero-width space
+        "bob%E2%80%8D@example.com",  // zero-width joiner
+        "bob@%E2%80%AEmoc.elpmaxe",  // right-to-left override
+        "%E2%81%A7bob@example.com",  // right-to-left isolate
+        "b%D0%BEb@example.com",      // Cyrillic o
+        "bob%EF%BC%A0example.com",   // fullwidth @
+        "bob%C2%A0@example.com",     // no-break space
+    ] {
+        let path = format!("/v1/teams/acme/members/{email}");
+        let r = app.put(ALICE, &path, json!({"role": "OWNER"})).await;
+        expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_NAME");
+        assert_eq!(meta(&r, "field"), "email");
+        assert!(message(&r).contains("ASCII"), "{}", message(&r));
+        let r = app.delete(ALICE, &path).await;
+        expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_NAME");
+    }
+    assert_eq!(members().await, before, "nothing changed");
+}
+
+/// The dev identity header follows the same rule.
+#[tokio::test]
+async fn dev_users_must_be_printable_ascii() {
+    let app = TestApp::spawn().await;
+    for user in [
+        "\u{212A}evin@example.com",
+        "ke\u{200B}vin@example.com",
+        "k\u{0435}vin@example.com",
+    ] {
+        let value = reqwest::header::HeaderValue::from_bytes(user.as_bytes()).unwrap();
+        let r = app
+            .http
+            .get(app.url_of("/v1/me"))
+            .header("x-kinetic-user", value)
+            .send()
+            .await
+            .expect("request");
+        let r = TestApp::read(r).await;
+        expect_error(&r, 401, "UNAUTHENTICATED", "BAD_DEV_USER");
+    }
+    assert_eq!(
+        app.get("KEVIN@example.com", "/v1/me").await.body["email"],
+        "kevin@example.com"
+    );
 }
