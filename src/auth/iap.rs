@@ -232,6 +232,13 @@ impl IapVerifier {
         &self.inner.cfg
     }
 
+    /// Resolves once no background refresh of the signing keys is in flight (at once
+    /// when none is). Requests never wait for a refresh; this lets a test observe a
+    /// refresh's outcome without guessing how long it takes.
+    pub async fn key_refresh_settled(&self) {
+        self.inner.jwks.refresh_settled().await
+    }
+
     /// Verify the value of the [`IAP_HEADER`] header (`None` if the header is absent).
     pub async fn verify(&self, token: Option<&str>) -> Result<Identity, AuthError> {
         let token = token

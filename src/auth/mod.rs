@@ -11,7 +11,9 @@
 //! * requires the `email` claim and returns it as an [`crate::domain::Email`]: printable
 //!   ASCII, lower-cased by ASCII rules only (invisible, bidi and other non-ASCII
 //!   characters are refused, never folded);
-//! * reads exactly one assertion header ([`Authenticator`] refuses a request with two).
+//! * reads exactly one assertion header ([`Authenticator`] refuses a request with two);
+//! * never makes a token signed with a cached key wait for the key server: a stale set is
+//!   served while it is refreshed in the background (see `jwks`).
 //!
 //! Errors are [`AuthError`]s with stable [`AuthError::reason`] codes. Every variant is a
 //! 401-class rejection except [`AuthError::KeysUnavailable`] (keys could not be fetched),
