@@ -17,6 +17,7 @@ use kineticd::auth::{
     AuthError, IAP_HEADER, IAP_ISSUER, IapConfig, IapVerifier, Identity, JwksClock, JwksPolicy,
     install_tls_provider,
 };
+use kineticd::domain::Email;
 use serde_json::{Value, json};
 
 #[path = "common/iap_keys.rs"]
@@ -165,7 +166,7 @@ async fn expect_reason(v: &IapVerifier, token: Option<&str>, reason: &str) -> Au
 
 fn alice() -> Identity {
     Identity {
-        email: "alice@example.com".into(),
+        email: Email::parse("alice@example.com").unwrap(),
         subject: Some("accounts.google.com:1234567890".into()),
     }
 }
@@ -473,10 +474,15 @@ async fn jwks_unavailable() {
     assert_eq!(srv.hits(), 2);
 }
 
+/// A stale set is served while its refresh runs in the background; a failed refresh
+/// keeps the old keys trusted and backs off; a successful one replaces the set whole (a
+/// withdrawn key stops verifying). [`IapVerifier::key_refresh_settled`] lets the test see
+/// each refresh's outcome without timing it.
 #[tokio::test]
 async fn stale_keys_survive_a_failed_refresh() {
     let k1 = new_key("k1");
-    let (srv, url) = JwksServer::start(&[&k1]).await;
+    let k2 = new_key("k2");
+    let (srv, url) = JwksServer::start(&[&k1, &k2]).await;
     let policy = JwksPolicy {
         max_age: Duration::from_secs(3600),
         retry_backoff: Duration::from_secs(2),
@@ -488,6 +494,7 @@ async fn stale_keys_survive_a_failed_refresh() {
     assert_eq!(srv.hits(), 1);
     clock.advance(Duration::from_secs(3599));
     v.verify(Some(&t)).await.unwrap();
+    v.key_refresh_settled().await;
     assert_eq!(srv.hits(), 1, "fresh until max_age");
     clock.advance(Duration::from_secs(1));
     srv.set_failing(true);
@@ -496,13 +503,257 @@ async fn stale_keys_survive_a_failed_refresh() {
         alice(),
         "stale key still trusted"
     );
+    v.key_refresh_settled().await;
     assert_eq!(srv.hits(), 2, "the stale set triggered one refresh");
     v.verify(Some(&t)).await.unwrap();
+    v.key_refresh_settled().await;
     assert_eq!(srv.hits(), 2, "no new attempt within the back-off");
+    clock.advance(Duration::from_millis(1999));
+    v.verify(Some(&t)).await.unwrap();
+    v.key_refresh_settled().await;
+    assert_eq!(srv.hits(), 2, "still within the back-off");
+    clock.advance(Duration::from_millis(1));
+    v.verify(Some(&t)).await.unwrap();
+    v.key_refresh_settled().await;
+    assert_eq!(
+        srv.hits(),
+        3,
+        "a failed refresh is tried again after the back-off"
+    );
+
+    // The key server recovers, without k1 (withdrawn).
     srv.set_failing(false);
+    srv.keys.lock().unwrap().retain(|k| k["kid"] != "k1");
     clock.advance(Duration::from_secs(2));
     v.verify(Some(&t)).await.unwrap();
-    assert_eq!(srv.hits(), 3);
-    v.verify(Some(&t)).await.unwrap();
-    assert_eq!(srv.hits(), 3, "fresh again after a successful refresh");
+    v.key_refresh_settled().await;
+    assert_eq!(srv.hits(), 4);
+    let t2 = sign(&k2, &claims());
+    v.verify(Some(&t2)).await.unwrap();
+    v.key_refresh_settled().await;
+    assert_eq!(srv.hits(), 4, "fresh again after a successful refresh");
+    // k1 is gone from the refreshed set: unknown now (its refetch doesn't bring it back).
+    rejects(&v, &k1, &claims(), "TOKEN_UNKNOWN_KEY").await;
+    assert_eq!(srv.hits(), 5);
+}
+
+/// Issue 24: the `email` claim follows the one address rule ([`kineticd::domain::Email`]):
+/// printable ASCII, lower-cased by ASCII rules. Unicode case folding made the Kelvin sign
+/// (U+212A) act as `k` (`kevin@`), and invisible or right-to-left characters made an
+/// address that reads like someone else's.
+#[tokio::test]
+async fn email_claims_must_be_printable_ascii() {
+    let (k1, _srv, v) = one_key_verifier().await;
+    for email in [
+        "\u{212A}evin@example.com",
+        "ali\u{200B}ce@example.com",
+        "alice@\u{202E}moc.elpmaxe",
+        "\u{2067}alice@example.com",
+        "\u{0430}lice@example.com",
+        "\u{FEFF}alice@example.com",
+        "alice\u{FF20}example.com",
+        "not-an-address",
+    ] {
+        let err = rejects(
+            &v,
+            &k1,
+            &with(claims(), "email", json!(email)),
+            "TOKEN_BAD_EMAIL",
+        )
+        .await;
+        let msg = err.to_string();
+        assert!(msg.contains("ASCII"), "{email:?}: {msg}");
+        assert!(!msg.contains(email), "the raw claim is not echoed: {msg:?}");
+    }
+    // Upper case ASCII is still folded, and only ASCII is.
+    let t = sign(&k1, &with(claims(), "email", json!("KEVIN@Example.com")));
+    assert_eq!(
+        v.verify(Some(&t)).await.unwrap().email.to_string(),
+        "kevin@example.com"
+    );
+}
+
+/// Counts of what a [`HoldingJwks`] server has seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Seen {
+    /// Requests read.
+    requests: usize,
+    /// Requests read and not answered yet (held).
+    held: usize,
+    /// Held requests whose client hung up before the server answered (a timed-out fetch).
+    abandoned: usize,
+}
+
+/// A key server on a bare socket. It answers with its keys at once until told to hold;
+/// then it reads each request and answers nothing until released, like a key server that
+/// accepts connections and hangs. It counts requests, held ones, and abandoned ones.
+#[derive(Clone)]
+struct HoldingJwks {
+    url: String,
+    keys: Arc<Mutex<Vec<Value>>>,
+    holding: Arc<tokio::sync::watch::Sender<bool>>,
+    seen: Arc<tokio::sync::watch::Sender<Seen>>,
+}
+
+impl HoldingJwks {
+    async fn start(keys: &[&TestKey]) -> HoldingJwks {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let srv = HoldingJwks {
+            url: format!("http://{}/jwks", listener.local_addr().unwrap()),
+            keys: Arc::new(Mutex::new(keys.iter().map(|k| k.jwk.clone()).collect())),
+            holding: Arc::new(tokio::sync::watch::channel(false).0),
+            seen: Arc::new(tokio::sync::watch::channel(Seen::default()).0),
+        };
+        let s = srv.clone();
+        tokio::spawn(async move {
+            loop {
+                let (conn, _) = listener.accept().await.unwrap();
+                tokio::spawn(s.clone().answer(conn));
+            }
+        });
+        srv
+    }
+
+    async fn answer(self, mut conn: tokio::net::TcpStream) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut req = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => req.extend_from_slice(&buf[..n]),
+            }
+        }
+        let mut holding = self.holding.subscribe();
+        let held = *holding.borrow_and_update();
+        self.seen.send_modify(|s| {
+            s.requests += 1;
+            s.held += usize::from(held);
+        });
+        if held {
+            tokio::select! {
+                _ = holding.wait_for(|h| !*h) => self.seen.send_modify(|s| s.held -= 1),
+                _ = conn.read(&mut buf) => {
+                    // The client hung up (or sent more): it gave up waiting.
+                    self.seen.send_modify(|s| {
+                        s.held -= 1;
+                        s.abandoned += 1;
+                    });
+                    return;
+                }
+            }
+        }
+        let body = json!({"keys": *self.keys.lock().unwrap()}).to_string();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = conn.write_all(head.as_bytes()).await;
+        let _ = conn.write_all(body.as_bytes()).await;
+        let _ = conn.shutdown().await;
+    }
+
+    fn add(&self, key: &TestKey) {
+        self.keys.lock().unwrap().push(key.jwk.clone());
+    }
+
+    /// Hold requests from now on (`true`), or answer held and new ones (`false`).
+    fn hold(&self, on: bool) {
+        self.holding.send_replace(on);
+    }
+
+    fn seen(&self) -> Seen {
+        *self.seen.borrow()
+    }
+
+    /// Wait until what the server has seen satisfies `cond` (a condition, not a time).
+    async fn until(&self, cond: impl Fn(&Seen) -> bool) -> Seen {
+        *self.seen.subscribe().wait_for(|s| cond(s)).await.unwrap()
+    }
+}
+
+/// Issue 24: once the cached keys were past `max_age`, every request waited for the
+/// refresh, so a hanging key server stalled requests for the whole fetch timeout. A
+/// stale key must be served at once while one refresh runs in the background.
+///
+/// No timing is measured: the key server holds the refresh request, and the
+/// verifications must all return while it is still held (the fetch timeout is a minute,
+/// so before the fix they could only return once the fetch had given up, which the
+/// server sees as an abandoned request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_keys_are_served_at_once_while_the_key_server_hangs() {
+    let k1 = new_key("k1");
+    let k2 = new_key("k2");
+    let srv = HoldingJwks::start(&[&k1]).await;
+    let policy = JwksPolicy {
+        max_age: Duration::from_secs(3600),
+        fetch_timeout: Duration::from_secs(60),
+        ..JwksPolicy::default()
+    };
+    let (v, clock) = manual_verifier(&srv.url, policy);
+    let t1 = sign(&k1, &claims());
+    // The first load waits for its fetch, as before.
+    assert_eq!(v.verify(Some(&t1)).await.unwrap(), alice());
+    assert_eq!(srv.seen().requests, 1);
+
+    // The key server hangs from now on, and the cached set goes stale.
+    srv.hold(true);
+    clock.advance(Duration::from_secs(3600));
+    let verifications = tokio::spawn({
+        let (v, t1) = (v.clone(), t1.clone());
+        async move {
+            for _ in 0..20 {
+                assert_eq!(v.verify(Some(&t1)).await?, alice());
+            }
+            let concurrent: Vec<_> = (0..20)
+                .map(|_| {
+                    let (v, t1) = (v.clone(), t1.clone());
+                    tokio::spawn(async move { v.verify(Some(&t1)).await })
+                })
+                .collect();
+            for c in concurrent {
+                assert_eq!(c.await.unwrap()?, alice());
+            }
+            Ok::<_, AuthError>(())
+        }
+    });
+    // The refresh has reached the key server, which holds it.
+    srv.until(|s| s.held == 1).await;
+    tokio::select! {
+        biased;
+        _ = srv.until(|s| s.abandoned > 0) => {
+            panic!("a verification waited for the hanging key server until the fetch gave up")
+        }
+        done = verifications => done.unwrap().expect("stale keys still verify"),
+    }
+    // All 40 verifications returned while the refresh was still held; it is the only
+    // request made since the first load (one refresh in flight, not one per request).
+    assert_eq!(
+        srv.seen(),
+        Seen {
+            requests: 2,
+            held: 1,
+            abandoned: 0
+        }
+    );
+
+    // The key server comes back with a rotated set and answers the held refresh.
+    srv.add(&k2);
+    srv.hold(false);
+    // k2 is not in the cached set, so its lookup waits for the fetch in flight (fetches
+    // are one at a time) and finds k2 in what it brought: no fetch of its own.
+    assert_eq!(
+        v.verify(Some(&sign(&k2, &claims()))).await.unwrap(),
+        alice()
+    );
+    v.verify(Some(&t1)).await.unwrap();
+    assert_eq!(
+        srv.seen(),
+        Seen {
+            requests: 2,
+            held: 0,
+            abandoned: 0
+        },
+        "the background refresh brought the new set; it is fresh again"
+    );
 }

@@ -3,8 +3,12 @@
 //! `Settings`). Each surface adds only how it reads the dev user and how it renders a
 //! refusal; the decision is made here once.
 //!
-//! Invariant: no [`Principal`] is produced in IAP mode without a verified IAP assertion
-//! ([`IapVerifier::verify`]); in dev mode the named user must be a valid email address.
+//! Invariant: no [`Principal`] is produced in IAP mode without exactly one
+//! `x-goog-iap-jwt-assertion` header holding a verified IAP assertion
+//! ([`IapVerifier::verify`]); a request with two is refused (`TOKEN_DUPLICATED`), never
+//! resolved to the first or the last. In dev mode the named user must be a valid
+//! [`Email`]. Either way the identity is an [`Email`]: printable ASCII, lower-cased by
+//! ASCII rules.
 
 use std::collections::HashSet;
 
@@ -40,7 +44,7 @@ pub struct Principal {
 /// Why a request is not authenticated.
 #[derive(Debug, thiserror::Error)]
 pub enum Rejected {
-    #[error("{DEV_USER_HEADER} must be an email address such as alice@example.com")]
+    #[error("{DEV_USER_HEADER} must be a printable-ASCII email address such as alice@example.com")]
     BadDevUser,
     /// The signing keys could not be fetched: our failure (a 503), not the caller's.
     #[error(
@@ -50,8 +54,6 @@ pub enum Rejected {
     Unavailable { reason: &'static str },
     #[error("{0}")]
     Token(AuthError),
-    #[error("the identity token's email claim is not an email address")]
-    MissingEmail,
 }
 
 impl Rejected {
@@ -61,7 +63,6 @@ impl Rejected {
             Rejected::BadDevUser => "BAD_DEV_USER",
             Rejected::Unavailable { reason } => reason,
             Rejected::Token(e) => e.reason(),
-            Rejected::MissingEmail => "TOKEN_MISSING_EMAIL",
         }
     }
 
@@ -94,9 +95,13 @@ impl Authenticator {
                 Email::parse(raw).map_err(|_| Rejected::BadDevUser)?
             }
             Mode::Iap(v) => {
-                let token = headers
-                    .get(IAP_HEADER)
-                    .map(|h| h.to_str().unwrap_or("\u{0}"));
+                let mut values = headers.get_all(IAP_HEADER).iter();
+                let token = values.next().map(|h| h.to_str().unwrap_or("\u{0}"));
+                if values.next().is_some() {
+                    let e = AuthError::Duplicated;
+                    tracing::warn!(reason = e.reason(), "request not authenticated");
+                    return Err(Rejected::Token(e));
+                }
                 let id = v.verify(token).await.map_err(|e| {
                     if e.is_unavailable() {
                         // The detail (key URL, network error) goes to the log, never
@@ -107,7 +112,7 @@ impl Authenticator {
                     tracing::info!(reason = e.reason(), "request not authenticated");
                     Rejected::Token(e)
                 })?;
-                Email::parse(&id.email).map_err(|_| Rejected::MissingEmail)?
+                id.email
             }
         };
         let admin = self.admins.contains(&email);

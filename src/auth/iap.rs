@@ -10,7 +10,13 @@
 //!    header fields are ignored;
 //! 4. signature, `exp`, `nbf` (if present), `iss`, `aud` via `jsonwebtoken`;
 //! 5. `iat` not in the future beyond the leeway;
-//! 6. `email` present (lowercased into [`Identity::email`]).
+//! 6. `email` present and an [`Email`]: printable ASCII, lower-cased by ASCII rules only
+//!    (a token whose email has invisible, right-to-left or other non-ASCII characters is
+//!    refused with `TOKEN_BAD_EMAIL`, never folded: the Kelvin sign is not `k`).
+//!
+//! One header only: a request with two assertion headers is refused before any of this
+//! (`TOKEN_DUPLICATED`, see [`AuthError::Duplicated`]; the check is in
+//! [`super::Authenticator`], which reads the headers).
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,6 +29,7 @@ use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 
 use super::jwks::{JwksCache, JwksPolicy};
+use crate::domain::Email;
 
 /// HTTP header carrying the IAP-signed JWT.
 pub const IAP_HEADER: &str = "x-goog-iap-jwt-assertion";
@@ -63,8 +70,8 @@ impl IapConfig {
 /// Who the verified assertion says the caller is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
-    /// The `email` claim, lowercased.
-    pub email: String,
+    /// The `email` claim as an [`Email`] (printable ASCII, lower-cased by ASCII rules).
+    pub email: Email,
     /// The `sub` claim (e.g. `accounts.google.com:1234567890`), if present and non-empty.
     pub subject: Option<String>,
 }
@@ -101,6 +108,15 @@ pub enum AuthError {
     BadIssuer,
     #[error("IAP assertion carries no email claim")]
     MissingEmail,
+    /// The `email` claim is not an address [`Email`] accepts; the rule it broke is given,
+    /// the claim itself is not echoed.
+    #[error("IAP assertion's email claim is not an address kineticd accepts: it {0}")]
+    BadEmail(&'static str),
+    #[error(
+        "the request carries more than one `x-goog-iap-jwt-assertion` header; exactly one is \
+         accepted (does something between Identity-Aware Proxy and kineticd add its own?)"
+    )]
+    Duplicated,
     #[error("cannot verify IAP assertion: signing keys are unavailable ({0})")]
     KeysUnavailable(String),
 }
@@ -130,6 +146,8 @@ impl AuthError {
             AuthError::BadAudience => "TOKEN_BAD_AUDIENCE",
             AuthError::BadIssuer => "TOKEN_BAD_ISSUER",
             AuthError::MissingEmail => "TOKEN_MISSING_EMAIL",
+            AuthError::BadEmail(_) => "TOKEN_BAD_EMAIL",
+            AuthError::Duplicated => "TOKEN_DUPLICATED",
             AuthError::KeysUnavailable(_) => "KEYS_UNAVAILABLE",
         }
     }
@@ -214,6 +232,13 @@ impl IapVerifier {
         &self.inner.cfg
     }
 
+    /// Resolves once no background refresh of the signing keys is in flight (at once
+    /// when none is). Requests never wait for a refresh; this lets a test observe a
+    /// refresh's outcome without guessing how long it takes.
+    pub async fn key_refresh_settled(&self) {
+        self.inner.jwks.refresh_settled().await
+    }
+
     /// Verify the value of the [`IAP_HEADER`] header (`None` if the header is absent).
     pub async fn verify(&self, token: Option<&str>) -> Result<Identity, AuthError> {
         let token = token
@@ -280,9 +305,11 @@ impl IapVerifier {
 
         let email = claims
             .email
-            .map(|e| e.trim().to_lowercase())
-            .filter(|e| !e.is_empty());
-        let email = email.ok_or(AuthError::MissingEmail)?;
+            .as_deref()
+            .map(|e| e.trim_matches(|c: char| c.is_ascii_whitespace()))
+            .filter(|e| !e.is_empty())
+            .ok_or(AuthError::MissingEmail)?;
+        let email = Email::parse(email).map_err(|e| AuthError::BadEmail(e.rule))?;
         let subject = claims.sub.filter(|s| !s.is_empty());
         Ok(Identity { email, subject })
     }
@@ -349,5 +376,16 @@ mod tests {
             map_jwt_error(ErrorKind::InvalidSignature).reason(),
             "TOKEN_BAD_SIGNATURE"
         );
+        assert_eq!(AuthError::Duplicated.reason(), "TOKEN_DUPLICATED");
+        assert!(
+            AuthError::Duplicated
+                .to_string()
+                .contains(crate::auth::IAP_HEADER)
+        );
+        let rule = Email::parse("\u{212A}evin@example.com").unwrap_err().rule;
+        let e = AuthError::BadEmail(rule);
+        assert_eq!(e.reason(), "TOKEN_BAD_EMAIL");
+        assert!(e.to_string().contains("ASCII"), "{e}");
+        assert!(!e.is_unavailable() && !AuthError::Duplicated.is_unavailable());
     }
 }

@@ -1,17 +1,35 @@
 //! Cached JSON Web Key Set (JWKS) holding the ES256 public keys IAP signs with.
 //!
-//! Fetch policy (all fetches go through one async mutex, so concurrent callers that
-//! need a fetch share a single request instead of stampeding the key server):
+//! **Invariant: a token whose `kid` is in the cached set never waits for the key
+//! server.** Only the first load and an unknown `kid` wait for a fetch; a set that is
+//! merely old is served at once and refreshed in the background.
 //!
-//! * **First use**: the set is fetched when the first token arrives. If that fails, the
-//!   error is remembered and callers get [`AuthError::KeysUnavailable`] without a new
-//!   request until [`JwksPolicy::retry_backoff`] has passed.
-//! * **Unknown `kid`**: one refetch, then no further refetch for an unknown `kid` until
-//!   [`JwksPolicy::refetch_interval`] (30 s) has passed; in between, unknown kids are
-//!   rejected at once with [`AuthError::UnknownKey`]. This is what makes a key rotation
-//!   visible quickly while a flood of made-up kids costs the key server one request.
-//! * **Age**: a set older than [`JwksPolicy::max_age`] is refreshed on the next lookup;
-//!   if that refresh fails, the old (still trusted) keys keep being used.
+//! Fetch policy (every fetch holds one async mutex, so concurrent callers that need a
+//! fetch share a single request instead of stampeding the key server):
+//!
+//! * **First use**: the set is fetched when the first token arrives, and that token waits
+//!   for it. If it fails, the error is remembered and callers get
+//!   [`AuthError::KeysUnavailable`] without a new request until
+//!   [`JwksPolicy::retry_backoff`] has passed.
+//! * **Unknown `kid`**: one refetch, which the token waits for; then no further refetch
+//!   for an unknown `kid` until [`JwksPolicy::refetch_interval`] (30 s) has passed; in
+//!   between, unknown kids are rejected at once with [`AuthError::UnknownKey`]. This is
+//!   what makes a key rotation visible quickly while a flood of made-up kids costs the
+//!   key server one request.
+//! * **Age (stale-while-revalidate)**: a set older than [`JwksPolicy::max_age`] is stale.
+//!   A known `kid` in a stale set is returned at once, and one background refresh is
+//!   started: never more than one in flight, and none within
+//!   [`JwksPolicy::retry_backoff`] of a failed attempt. A hanging key server therefore
+//!   costs one pending request at a time, never a waiting caller. Until a refresh
+//!   succeeds the old keys stay trusted; the first successful refresh (or unknown-`kid`
+//!   refetch) replaces the whole set, so a key the server withdrew stops verifying then.
+//!
+//! There is deliberately no hard upper bound on staleness: the keys came from the
+//! configured URL and verified tokens before; refusing them after some age would turn an
+//! outage of the key server (or of our egress to it) into an outage of kineticd, while it
+//! would only protect against a withdrawn key that an attacker holds *and* a key server
+//! we cannot reach at the same time. Each failed refresh is logged at `warn` with the
+//! set's age (`age_secs`), which is what to alert on.
 //!
 //! Only keys that are `kty: EC`, `crv: P-256`, with `alg` absent or `ES256` and `use`
 //! absent or `sig` are kept; anything else in the document is skipped.
@@ -24,6 +42,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, DecodingKey};
 use serde::Deserialize;
+use tokio::sync::watch;
 
 use super::iap::AuthError;
 use crate::domain::report::error_chain;
@@ -74,10 +93,12 @@ impl Eq for JwksClock {}
 pub struct JwksPolicy {
     /// Minimum time between two refetches caused by unknown `kid`s. Default 30 s.
     pub refetch_interval: Duration,
-    /// After a failed fetch while no keys are cached, how long callers are failed fast
-    /// before the next attempt. Default 2 s.
+    /// After a failed fetch, how long until the next attempt: while no keys are cached,
+    /// callers are failed fast meanwhile; while stale keys are cached, they are served and
+    /// no background refresh starts meanwhile. Default 2 s.
     pub retry_backoff: Duration,
-    /// Age after which a cached set is refreshed on the next lookup. Default 1 h.
+    /// Age after which a cached set is stale: its keys are still served at once, and one
+    /// background refresh is started. Default 1 h.
     pub max_age: Duration,
     /// Timeout for one JWKS HTTP request. Default 5 s.
     pub fetch_timeout: Duration,
@@ -97,6 +118,9 @@ impl Default for JwksPolicy {
     }
 }
 
+/// A fetched key set, or the (user-facing) reason the fetch failed.
+type Fetched = Result<HashMap<String, Arc<DecodingKey>>, String>;
+
 #[derive(Default)]
 struct State {
     keys: HashMap<String, Arc<DecodingKey>>,
@@ -109,12 +133,52 @@ struct State {
     last_unknown_kid_refetch: Option<Instant>,
 }
 
+impl State {
+    /// Record the outcome of a fetch that ended at `at`: a fetched set replaces the cached
+    /// one whole; a failure leaves the cached keys as they are.
+    fn record(&mut self, at: Instant, fetched: Fetched) -> Result<(), String> {
+        self.last_attempt = Some(at);
+        match fetched {
+            Ok(keys) => {
+                self.keys = keys;
+                self.loaded_at = Some(at);
+                self.last_error = None;
+                Ok(())
+            }
+            Err(msg) => {
+                self.last_error = Some(msg.clone());
+                Err(msg)
+            }
+        }
+    }
+}
+
+/// The key cache. Cheap to clone; clones share the cache (a background refresh holds a
+/// clone of the shared part while it runs).
+#[derive(Clone)]
 pub(crate) struct JwksCache {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
     url: String,
     http: reqwest::Client,
     policy: JwksPolicy,
     state: RwLock<State>,
+    /// Held for the whole of every fetch: one fetch at a time.
     fetch_lock: tokio::sync::Mutex<()>,
+    /// `true` while a background refresh is in flight (at most one).
+    refreshing: watch::Sender<bool>,
+}
+
+/// Marks a background refresh in flight; clears the mark when dropped, whether the
+/// refresh finished or its task was dropped unfinished (runtime shutdown).
+struct Refreshing(Arc<Shared>);
+
+impl Drop for Refreshing {
+    fn drop(&mut self) {
+        self.0.refreshing.send_replace(false);
+    }
 }
 
 fn within(at: Option<Instant>, window: Duration, now: Instant) -> bool {
@@ -124,18 +188,117 @@ fn within(at: Option<Instant>, window: Duration, now: Instant) -> bool {
 impl JwksCache {
     pub(crate) fn new(url: String, http: reqwest::Client, policy: JwksPolicy) -> Self {
         Self {
-            url,
-            http,
-            policy,
-            state: RwLock::new(State::default()),
-            fetch_lock: Default::default(),
+            shared: Arc::new(Shared {
+                url,
+                http,
+                policy,
+                state: RwLock::new(State::default()),
+                fetch_lock: Default::default(),
+                refreshing: watch::Sender::new(false),
+            }),
         }
     }
 
     pub(crate) fn url(&self) -> &str {
-        &self.url
+        &self.shared.url
     }
 
+    /// Resolves once no background refresh is in flight (at once when none is).
+    pub(crate) async fn refresh_settled(&self) {
+        let mut rx = self.shared.refreshing.subscribe();
+        // The sender lives in `shared`, which `self` keeps alive: this cannot fail.
+        let _ = rx.wait_for(|refreshing| !*refreshing).await;
+    }
+
+    /// The cached key for `kid`, fresh or stale, without waiting; a stale set gets a
+    /// background refresh (see [`JwksCache::refresh_in_background`]).
+    fn cached(&self, kid: &str, now: Instant) -> Option<Arc<DecodingKey>> {
+        let (key, stale) = {
+            let st = self.shared.read();
+            let key = st.keys.get(kid).cloned()?;
+            (key, !within(st.loaded_at, self.shared.policy.max_age, now))
+        };
+        if stale {
+            self.refresh_in_background(now);
+        }
+        Some(key)
+    }
+
+    /// Start one background refresh unless one is in flight or the last attempt failed
+    /// less than [`JwksPolicy::retry_backoff`] ago. Never waits.
+    fn refresh_in_background(&self, now: Instant) {
+        {
+            let st = self.shared.read();
+            if st.last_error.is_some()
+                && within(st.last_attempt, self.shared.policy.retry_backoff, now)
+            {
+                return;
+            }
+        }
+        let started = self
+            .shared
+            .refreshing
+            .send_if_modified(|refreshing| !std::mem::replace(refreshing, true));
+        if !started {
+            return;
+        }
+        let mark = Refreshing(Arc::clone(&self.shared));
+        tokio::spawn(async move {
+            let mark = mark;
+            mark.0.refresh().await;
+        });
+    }
+
+    /// The verification key for `kid`: at once when the cached set has it (fresh or
+    /// stale); otherwise after a fetch, if the policy allows one.
+    pub(crate) async fn key_for(&self, kid: &str) -> Result<Arc<DecodingKey>, AuthError> {
+        let policy = &self.shared.policy;
+        if let Some(k) = self.cached(kid, policy.clock.now()) {
+            return Ok(k);
+        }
+        // Slow path (first load or unknown kid): one fetch at a time; whoever waited
+        // re-checks what the last fetch left.
+        let _guard = self.shared.fetch_lock.lock().await;
+        let now = policy.clock.now();
+        if let Some(k) = self.cached(kid, now) {
+            return Ok(k);
+        }
+        {
+            let mut st = self.shared.write();
+            if st.loaded_at.is_none() {
+                if within(st.last_attempt, policy.retry_backoff, now) {
+                    let err = st
+                        .last_error
+                        .clone()
+                        .unwrap_or_else(|| "key fetch failed".into());
+                    return Err(AuthError::KeysUnavailable(err));
+                }
+            } else {
+                if within(st.last_unknown_kid_refetch, policy.refetch_interval, now) {
+                    return Err(AuthError::UnknownKey(kid.to_owned()));
+                }
+                st.last_unknown_kid_refetch = Some(now);
+            }
+        }
+
+        let fetched = self.shared.fetch().await;
+        let mut st = self.shared.write();
+        if let Err(msg) = st.record(policy.clock.now(), fetched) {
+            tracing::warn!(url = %self.shared.url, error = %msg, "fetching IAP signing keys failed");
+            return Err(AuthError::KeysUnavailable(msg));
+        }
+        tracing::info!(url = %self.shared.url, keys = st.keys.len(), "fetched IAP signing keys");
+        let found = st.keys.get(kid).cloned();
+        if found.is_none() {
+            // A fresh set without this kid counts as its refetch: don't ask again right
+            // away just because this was the first load.
+            st.last_unknown_kid_refetch = Some(now);
+        }
+        found.ok_or_else(|| AuthError::UnknownKey(kid.to_owned()))
+    }
+}
+
+impl Shared {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
         self.state.read().unwrap_or_else(|e| e.into_inner())
     }
@@ -144,93 +307,39 @@ impl JwksCache {
         self.state.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Cached key for `kid` if present and the set is fresh.
-    fn fresh_key(&self, kid: &str, now: Instant) -> Option<Arc<DecodingKey>> {
-        let st = self.read();
-        if within(st.loaded_at, self.policy.max_age, now) {
-            st.keys.get(kid).cloned()
-        } else {
-            None
-        }
-    }
-
-    /// The verification key for `kid`, fetching the set if the policy allows.
-    pub(crate) async fn key_for(&self, kid: &str) -> Result<Arc<DecodingKey>, AuthError> {
-        if let Some(k) = self.fresh_key(kid, self.policy.clock.now()) {
-            return Ok(k);
-        }
-        // Slow path: one fetch at a time; whoever waited re-checks what the last fetch left.
+    /// The background refresh of a stale set: waits its turn for the fetch lock (no
+    /// caller waits for it), then fetches unless another fetch refreshed the set
+    /// meanwhile. On failure the cached keys stay as they are, still trusted.
+    async fn refresh(&self) {
         let _guard = self.fetch_lock.lock().await;
-        let now = self.policy.clock.now();
-        if let Some(k) = self.fresh_key(kid, now) {
-            return Ok(k);
+        if within(
+            self.read().loaded_at,
+            self.policy.max_age,
+            self.policy.clock.now(),
+        ) {
+            return;
         }
-        enum Why {
-            FirstLoad,
-            Stale(Arc<DecodingKey>),
-            UnknownKid,
-        }
-        let why = {
-            let mut st = self.write();
-            if st.loaded_at.is_none() {
-                if within(st.last_attempt, self.policy.retry_backoff, now) {
-                    let err = st
-                        .last_error
-                        .clone()
-                        .unwrap_or_else(|| "key fetch failed".into());
-                    return Err(AuthError::KeysUnavailable(err));
-                }
-                Why::FirstLoad
-            } else if let Some(k) = st.keys.get(kid).cloned() {
-                // Known kid, but the set is past max_age.
-                if within(st.last_attempt, self.policy.retry_backoff, now) {
-                    return Ok(k);
-                }
-                Why::Stale(k)
-            } else {
-                if within(
-                    st.last_unknown_kid_refetch,
-                    self.policy.refetch_interval,
-                    now,
-                ) {
-                    return Err(AuthError::UnknownKey(kid.to_owned()));
-                }
-                st.last_unknown_kid_refetch = Some(now);
-                Why::UnknownKid
-            }
-        };
-
         let fetched = self.fetch().await;
         let mut st = self.write();
-        st.last_attempt = Some(self.policy.clock.now());
-        match fetched {
-            Ok(keys) => {
-                tracing::info!(url = %self.url, keys = keys.len(), "fetched IAP signing keys");
-                st.keys = keys;
-                st.loaded_at = st.last_attempt;
-                st.last_error = None;
-                let found = st.keys.get(kid).cloned();
-                if found.is_none() {
-                    // A fresh set without this kid counts as its refetch: don't ask again
-                    // right away just because this was the first load.
-                    st.last_unknown_kid_refetch = Some(now);
-                }
-                found.ok_or_else(|| AuthError::UnknownKey(kid.to_owned()))
+        let now = self.policy.clock.now();
+        let age_secs = st
+            .loaded_at
+            .map(|t| now.saturating_duration_since(t).as_secs());
+        match st.record(now, fetched) {
+            Ok(()) => {
+                tracing::info!(url = %self.url, keys = st.keys.len(), "refreshed IAP signing keys");
             }
-            Err(msg) => {
-                tracing::warn!(url = %self.url, error = %msg, "fetching IAP signing keys failed");
-                st.last_error = Some(msg.clone());
-                match why {
-                    // Keep trusting the keys we already verified against before.
-                    Why::Stale(k) => Ok(k),
-                    Why::FirstLoad | Why::UnknownKid => Err(AuthError::KeysUnavailable(msg)),
-                }
-            }
+            Err(msg) => tracing::warn!(
+                url = %self.url,
+                error = %msg,
+                age_secs,
+                "refreshing IAP signing keys failed; the cached keys stay trusted until a refresh succeeds"
+            ),
         }
     }
 
     /// One HTTP fetch + parse. The error string is user-facing (no secrets in it).
-    async fn fetch(&self) -> Result<HashMap<String, Arc<DecodingKey>>, String> {
+    async fn fetch(&self) -> Fetched {
         let what = format!("fetching signing keys from {}", self.url);
         let mut resp = self
             .http

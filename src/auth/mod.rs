@@ -8,7 +8,12 @@
 //!   `none`, `HS256` & co. are rejected and an HMAC key is never derived from a public key);
 //! * takes keys only from the configured JWKS URL (never from `jwk`/`jku`/`x5u` in the token);
 //! * enforces `iss`, `aud`, `exp`, `nbf` and `iat` with a configurable leeway (30 s default);
-//! * requires the `email` claim and returns it lowercased.
+//! * requires the `email` claim and returns it as an [`crate::domain::Email`]: printable
+//!   ASCII, lower-cased by ASCII rules only (invisible, bidi and other non-ASCII
+//!   characters are refused, never folded);
+//! * reads exactly one assertion header ([`Authenticator`] refuses a request with two);
+//! * never makes a token signed with a cached key wait for the key server: a stale set is
+//!   served while it is refreshed in the background (see `jwks`).
 //!
 //! Errors are [`AuthError`]s with stable [`AuthError::reason`] codes. Every variant is a
 //! 401-class rejection except [`AuthError::KeysUnavailable`] (keys could not be fetched),

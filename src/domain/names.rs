@@ -204,10 +204,60 @@ impl ProfileId {
 }
 
 name_type!(
-    /// A user's email, lowercased: `local@domain` with a dot-free or dotted domain,
-    /// no whitespace, at most 254 characters.
+    /// A person's email address: printable ASCII only, lower-cased by ASCII rules. This
+    /// is the one address rule: IAP tokens, the dev identity header, member paths, the
+    /// console and the admin list all parse through [`Email::parse`].
+    ///
+    /// Accepted grammar, after trimming ASCII whitespace (space, tab, CR, LF, form feed)
+    /// at both ends and mapping `A-Z` to `a-z` (nothing else is mapped):
+    ///
+    /// ```text
+    /// address = local "@" domain      ; at most 254 characters in all
+    /// local   = 1*64 lchar
+    /// lchar   = a-z / 0-9 / "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "."
+    ///         / "=" / "?" / "^" / "_" / "`" / "{" / "|" / "}" / "~"
+    /// domain  = label *("." label)    ; at most 253 characters; one label (`localhost`) is fine
+    /// label   = 1*63 (a-z / 0-9 / "-")
+    /// ```
+    ///
+    /// The local part is RFC 5322's dot-atom alphabet without `/` (addresses are URL path
+    /// segments); dots may stand anywhere in it, as before (a leniency, not a hazard).
+    /// Quoted local parts, comments, address literals and internationalised addresses are
+    /// refused. So is anything that is not printable ASCII: invisible characters
+    /// (zero-width space and joiners, BOM), bidirectional controls (right-to-left
+    /// override, isolates, marks), non-ASCII look-alikes (Cyrillic `а`, fullwidth `＠`)
+    /// and characters that Unicode case mapping would turn into ASCII (the Kelvin sign
+    /// U+212A is not `k`, U+0130 is not `i`): refused, never folded, so one address has
+    /// one spelling and it reads as what it is.
     Email
 );
+
+/// Why an address with a character outside printable ASCII (or with a space) is refused.
+const EMAIL_NOT_ASCII: &str = "must be printable ASCII without spaces: invisible, right-to-left, \
+     look-alike and other non-ASCII characters are refused, not folded (write it like \
+     alice@example.com)";
+/// Why any other malformed address is refused.
+const EMAIL_RULE: &str = "must be a printable-ASCII address like alice@example.com: one @, a \
+     local part of at most 64 letters, digits and !#$%&'*+-.=?^_`{|}~, and a domain of \
+     dot-separated labels of letters, digits and hyphens";
+
+/// The grammar of [`Email`] on an already lower-cased address.
+fn is_email(s: &str) -> bool {
+    let local_char =
+        |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"!#$%&'*+-.=?^_`{|}~".contains(&b);
+    let label_char = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
+    let Some((local, domain)) = s.split_once('@') else {
+        return false;
+    };
+    s.len() <= 254
+        && (1..=64).contains(&local.len())
+        && local.bytes().all(local_char)
+        && domain.len() <= 253
+        && domain
+            .split('.')
+            .all(|l| (1..=63).contains(&l.len()) && l.bytes().all(label_char))
+}
+
 impl Email {
     /// The stable id under which this person appears in logs: `u-` and the first 16 hex
     /// digits of the SHA-256 of the (lower-cased) address. The same person always maps
@@ -219,27 +269,16 @@ impl Email {
         format!("u-{hex}")
     }
 
+    /// Parse an address by the grammar above; the refusal says which rule it broke (the
+    /// value is quoted escaped, so invisible and bidi characters show as `\u{..}`).
     pub fn parse(s: &str) -> Result<Self, NameError> {
-        let lower = s.trim().to_ascii_lowercase();
-        check(
-            "email",
-            "must be an address like alice@example.com",
-            &lower,
-            |s| {
-                s.len() <= 254
-                    && s.split_once('@').is_some_and(|(local, domain)| {
-                        !local.is_empty()
-                            && !domain.is_empty()
-                            && !domain.contains('@')
-                            && !domain.starts_with('.')
-                            && !domain.ends_with('.')
-                    })
-                    && !s
-                        .chars()
-                        .any(|c| c.is_whitespace() || c.is_control() || c == '/')
-            },
-        )
-        .map(Self)
+        let trimmed = s.trim_matches(|c: char| c.is_ascii_whitespace());
+        let rule = if trimmed.bytes().all(|b| b.is_ascii_graphic()) {
+            EMAIL_RULE
+        } else {
+            EMAIL_NOT_ASCII
+        };
+        check("email", rule, &trimmed.to_ascii_lowercase(), is_email).map(Self)
     }
 }
 
@@ -331,5 +370,69 @@ mod tests {
         for bad in ["", "a b", "a\0b", &"t".repeat(513)] {
             assert!(OperationTarget::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// Issue 24: only printable-ASCII addresses, lower-cased by ASCII rules. Unicode
+    /// case folding made the Kelvin sign (U+212A) act as `k`; invisible, right-to-left
+    /// and look-alike characters made addresses that read like someone else's.
+    #[test]
+    fn emails_are_printable_ascii_and_lowercased_by_ascii_rules() {
+        for (raw, want) in [
+            ("Alice@Example.COM", "alice@example.com"),
+            ("  bob@example.com\t", "bob@example.com"),
+            ("dev@localhost", "dev@localhost"),
+            ("o'brien+ml@sub.example.co", "o'brien+ml@sub.example.co"),
+            ("a.b_c-d@x-y.example", "a.b_c-d@x-y.example"),
+            (
+                "robot@my-project.iam.gserviceaccount.com",
+                "robot@my-project.iam.gserviceaccount.com",
+            ),
+        ] {
+            assert_eq!(
+                Email::parse(raw).map(|e| e.to_string()),
+                Ok(want.to_owned()),
+                "{raw:?}"
+            );
+        }
+        let refused = [
+            "\u{212A}evin@example.com", // Kelvin sign: Unicode lower-cases it to `k`
+            "\u{212a}evin@example.com",
+            "ali\u{200B}ce@example.com", // zero-width space
+            "alice\u{200D}@example.com", // zero-width joiner
+            "\u{FEFF}alice@example.com", // byte-order mark / zero-width no-break space
+            "alice@\u{202E}moc.elpmaxe", // right-to-left override
+            "\u{2067}alice@example.com", // right-to-left isolate
+            "alice\u{200F}@example.com", // right-to-left mark
+            "\u{0430}lice@example.com",  // Cyrillic a
+            "alice@ex\u{0430}mple.com",
+            "alice\u{FF20}example.com",  // fullwidth @
+            "\u{00A0}alice@example.com", // no-break space (not trimmed: not ASCII)
+            "alic\u{00E9}@example.com",  // accented letter
+            "ALICE@EXAMPLE.CO\u{0130}",  // dotted capital I: Unicode lower-cases it to i + U+0307
+            "alice@example.com\u{0}",
+            "alice@exa mple.com",
+            "a/b@example.com",
+            "a\"b@example.com",
+            "a;b@example.com",
+            "a@b@example.com",
+            "alice@",
+            "@example.com",
+            "alice@.example.com",
+            "alice@example.com.",
+            "alice@example..com",
+            "alice@exam_ple.com",
+        ];
+        for raw in refused {
+            let err = Email::parse(raw).expect_err(raw);
+            let msg = err.to_string();
+            assert!(msg.contains("ASCII"), "{raw:?}: {msg}");
+            // The refusal quotes the value escaped: no invisible or bidi character is
+            // echoed raw.
+            assert!(!msg.chars().any(|c| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')), "{msg:?}");
+        }
+        let long_local = format!("{}@example.com", "a".repeat(65));
+        assert!(Email::parse(&long_local).is_err());
+        let long = format!("a@{}.com", "b".repeat(250));
+        assert!(Email::parse(&long).is_err());
     }
 }

@@ -15,6 +15,7 @@ mod corrupt;
 mod etag_lock;
 mod hostile;
 mod iap_http;
+mod identity_input;
 mod keyset;
 mod limits;
 mod members;
