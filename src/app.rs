@@ -75,9 +75,13 @@ impl AppState {
                     mode,
                     admins: settings.admins.iter().cloned().collect::<HashSet<_>>(),
                 }),
-                limits: Arc::new(crate::api::limits::CallerLimits::new(
-                    settings.limits.rate.map(|r| (r.per_second, r.burst)),
-                    settings.limits.max_watches_per_caller,
+                // One bucket and one count of event streams per caller, charged by the
+                // API and the console alike.
+                limits: Arc::new(crate::api::limits::ApiLimits::new(
+                    Arc::new(crate::auth::limits::CallerLimits::new(
+                        settings.limits.rate.map(|r| (r.per_second, r.burst)),
+                        settings.limits.max_watches_per_caller,
+                    )),
                     settings.limits.request_timeout,
                 )),
             }),
@@ -129,6 +133,7 @@ pub fn router(state: AppState) -> Router {
     let console = crate::console::router(crate::console::ConsoleState::new(
         state.services.clone(),
         state.auth.identity.clone(),
+        state.auth.limits.caller.clone(),
     ));
     api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
         .merge(console)

@@ -36,8 +36,9 @@ pub struct LimitArgs {
     /// FAILED_PRECONDITION TOO_MANY_OPERATIONS. 0: no cap.
     #[arg(long, env = "KINETIC_MAX_OPERATIONS_PER_TEAM", default_value_t = 100)]
     pub max_operations_per_team: u32,
-    /// `:watch` streams one caller may hold open at once; beyond it 429
-    /// RESOURCE_EXHAUSTED TOO_MANY_WATCHES. 0: no cap.
+    /// Event streams one caller may hold open at once (API `:watch` streams and console
+    /// operation pages together); beyond it 429 RESOURCE_EXHAUSTED TOO_MANY_WATCHES.
+    /// 0: no cap.
     #[arg(long, env = "KINETIC_MAX_WATCHES_PER_CALLER", default_value_t = 20)]
     pub max_watches_per_caller: u32,
 }

@@ -10,6 +10,7 @@ mod capacity;
 mod capacity_sharing;
 mod check_workload;
 mod clusters;
+mod console_limits;
 mod conventions;
 mod corrupt;
 mod etag_lock;
