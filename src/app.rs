@@ -14,9 +14,9 @@ use axum::http::{HeaderName, Request, StatusCode};
 use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
-use utoipa_swagger_ui::SwaggerUi;
 
 use crate::api::auth::Authenticator;
+use crate::api::cross_site::BodylessPosts;
 use crate::api::error::ApiError;
 use crate::api::verbs::{VerbRoutes, check_method};
 use crate::auth::{IapConfig, IapVerifier, Mode};
@@ -129,16 +129,21 @@ pub fn router(state: AppState) -> Router {
     let mut doc = doc;
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     let verbs = VerbRoutes::from_openapi(&doc);
+    let bodyless = BodylessPosts::from_openapi(&doc);
     // The console is not part of the OpenAPI document: it is merged after the split.
     let console = crate::console::router(crate::console::ConsoleState::new(
         state.services.clone(),
         state.auth.identity.clone(),
         state.auth.limits.caller.clone(),
     ));
-    api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+    api.merge(crate::api::docs::router(doc))
         .merge(console)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            bodyless,
+            crate::api::cross_site::refuse,
+        ))
         .layer(axum::middleware::from_fn_with_state(verbs, check_method))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(crate::api::panic::catch_panic))

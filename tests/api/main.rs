@@ -13,6 +13,7 @@ mod clusters;
 mod console_limits;
 mod conventions;
 mod corrupt;
+mod cross_site;
 mod etag_lock;
 mod hostile;
 mod iap_http;
