@@ -4,6 +4,10 @@
 //! Invariant: every response passes through the same middleware stack (request id,
 //! metrics, tracing, body limit, panic catching), including errors and unmatched routes.
 
+mod connections;
+
+pub use connections::ConnectionLimits;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -176,18 +180,33 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serve `router` on `listener` until `shutdown` resolves, then drain in-flight requests.
+/// Serve `router` on `listener` until `shutdown` resolves, then drain in-flight requests;
+/// connections have no header-read or idle bound (see [`serve_with`]).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // `into_make_service` builds the routes once; serving the `Router` itself rebuilds
-    // (deep-clones) every route for each accepted connection, about 0.8 MiB apiece,
-    // which 1,200 parked `:wait`/`:watch` connections turned into 1.1 GiB (benches/waiters).
-    axum::serve(listener, router.into_make_service())
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with(listener, router, ConnectionLimits::default(), shutdown).await
+}
+
+/// [`serve`] with bounds on a request head's arrival and on idle keep-alive connections.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    connections::serve(listener, router, limits, shutdown).await
+}
+
+/// The connection bounds of `limits` (the `KINETIC_HEADER_READ_TIMEOUT_SECONDS` and
+/// `KINETIC_IDLE_TIMEOUT_SECONDS` settings).
+pub fn connection_limits(limits: &crate::config::Limits) -> ConnectionLimits {
+    ConnectionLimits {
+        header_read: limits.header_read_timeout,
+        idle: limits.idle_timeout,
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT.

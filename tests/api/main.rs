@@ -10,6 +10,7 @@ mod capacity;
 mod capacity_sharing;
 mod check_workload;
 mod clusters;
+mod connections;
 mod console_limits;
 mod conventions;
 mod corrupt;
