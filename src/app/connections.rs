@@ -6,7 +6,8 @@
 //! * a connection with no request in flight is closed once it has spent
 //!   [`ConnectionLimits::header_read`] on a request's head (counted from the head's first
 //!   byte; for a new connection, from accept), or [`ConnectionLimits::idle`] waiting for
-//!   the next request to start;
+//!   the next request to start (bytes of a pipelined request that arrive while another
+//!   is in flight are not seen as a head starting: that one is held to the idle bound);
 //! * a connection with a request in flight (its handler running, or its response body
 //!   still being sent: `:wait`, `:watch`, the console's event streams) is never closed by
 //!   these bounds (the request deadline of `api::limits` is the handler's bound);
