@@ -4,6 +4,10 @@
 //! Invariant: every response passes through the same middleware stack (request id,
 //! metrics, tracing, body limit, panic catching), including errors and unmatched routes.
 
+mod connections;
+
+pub use connections::ConnectionLimits;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,9 +18,9 @@ use axum::http::{HeaderName, Request, StatusCode};
 use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
-use utoipa_swagger_ui::SwaggerUi;
 
 use crate::api::auth::Authenticator;
+use crate::api::cross_site::BodylessPosts;
 use crate::api::error::ApiError;
 use crate::api::verbs::{VerbRoutes, check_method};
 use crate::auth::{IapConfig, IapVerifier, Mode};
@@ -75,9 +79,13 @@ impl AppState {
                     mode,
                     admins: settings.admins.iter().cloned().collect::<HashSet<_>>(),
                 }),
-                limits: Arc::new(crate::api::limits::CallerLimits::new(
-                    settings.limits.rate.map(|r| (r.per_second, r.burst)),
-                    settings.limits.max_watches_per_caller,
+                // One bucket and one count of event streams per caller, charged by the
+                // API and the console alike.
+                limits: Arc::new(crate::api::limits::ApiLimits::new(
+                    Arc::new(crate::auth::limits::CallerLimits::new(
+                        settings.limits.rate.map(|r| (r.per_second, r.burst)),
+                        settings.limits.max_watches_per_caller,
+                    )),
                     settings.limits.request_timeout,
                 )),
             }),
@@ -125,15 +133,21 @@ pub fn router(state: AppState) -> Router {
     let mut doc = doc;
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     let verbs = VerbRoutes::from_openapi(&doc);
+    let bodyless = BodylessPosts::from_openapi(&doc);
     // The console is not part of the OpenAPI document: it is merged after the split.
     let console = crate::console::router(crate::console::ConsoleState::new(
         state.services.clone(),
         state.auth.identity.clone(),
+        state.auth.limits.caller.clone(),
     ));
-    api.merge(SwaggerUi::new("/docs").url("/openapi.json", doc))
+    api.merge(crate::api::docs::router(doc))
         .merge(console)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            bodyless,
+            crate::api::cross_site::refuse,
+        ))
         .layer(axum::middleware::from_fn_with_state(verbs, check_method))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(crate::api::panic::catch_panic))
@@ -166,18 +180,33 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serve `router` on `listener` until `shutdown` resolves, then drain in-flight requests.
+/// Serve `router` on `listener` until `shutdown` resolves, then drain in-flight requests;
+/// connections have no header-read or idle bound (see [`serve_with`]).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // `into_make_service` builds the routes once; serving the `Router` itself rebuilds
-    // (deep-clones) every route for each accepted connection, about 0.8 MiB apiece,
-    // which 1,200 parked `:wait`/`:watch` connections turned into 1.1 GiB (benches/waiters).
-    axum::serve(listener, router.into_make_service())
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with(listener, router, ConnectionLimits::default(), shutdown).await
+}
+
+/// [`serve`] with bounds on a request head's arrival and on idle keep-alive connections.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    connections::serve(listener, router, limits, shutdown).await
+}
+
+/// The connection bounds of `limits` (the `KINETIC_HEADER_READ_TIMEOUT_SECONDS` and
+/// `KINETIC_IDLE_TIMEOUT_SECONDS` settings).
+pub fn connection_limits(limits: &crate::config::Limits) -> ConnectionLimits {
+    ConnectionLimits {
+        header_read: limits.header_read_timeout,
+        idle: limits.idle_timeout,
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT.

@@ -349,6 +349,13 @@ mod tests {
             (l.max_operations_per_team, l.max_watches_per_caller),
             (Some(100), Some(20))
         );
+        assert_eq!(
+            (l.header_read_timeout, l.idle_timeout),
+            (
+                Some(Duration::from_secs(30)),
+                Some(Duration::from_secs(620))
+            )
+        );
         let off = [
             "--dev",
             "--rate-limit-per-second",
@@ -359,10 +366,15 @@ mod tests {
             "0",
             "--max-watches-per-caller",
             "0",
+            "--header-read-timeout-seconds",
+            "0",
+            "--idle-timeout-seconds",
+            "0",
         ];
         let l = parse(&off).unwrap().limits;
         assert_eq!(l.rate, None);
         assert_eq!(l.request_timeout, None);
+        assert_eq!((l.header_read_timeout, l.idle_timeout), (None, None));
         assert_eq!(
             (l.max_operations_per_team, l.max_watches_per_caller),
             (None, None)
@@ -370,6 +382,11 @@ mod tests {
         let e = parse(&["--dev", "--db-acquire-timeout-seconds", "0"]).unwrap_err();
         assert!(
             e.to_string().contains("KINETIC_DB_ACQUIRE_TIMEOUT_SECONDS"),
+            "{e}"
+        );
+        let e = parse(&["--dev", "--idle-timeout-seconds=-1"]).unwrap_err();
+        assert!(
+            e.to_string().contains("KINETIC_IDLE_TIMEOUT_SECONDS"),
             "{e}"
         );
         let e = parse(&["--dev", "--rate-limit-burst", "0"]).unwrap_err();

@@ -20,8 +20,9 @@ use super::error::ApiError;
 /// The shared authenticator, plus what only the API charges per caller.
 pub struct Authenticator {
     pub identity: Arc<crate::auth::Authenticator>,
-    /// Per-caller limits, charged once a request is authenticated.
-    pub limits: Arc<super::limits::CallerLimits>,
+    /// Per-caller limits (shared with the console), charged once a request is
+    /// authenticated, and the request deadline.
+    pub limits: Arc<super::limits::ApiLimits>,
 }
 
 impl Authenticator {

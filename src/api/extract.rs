@@ -136,7 +136,7 @@ where
 }
 
 /// `application/json` or `application/*+json` (parameters allowed), as axum's `Json`.
-fn json_content_type(headers: &HeaderMap) -> bool {
+pub(super) fn json_content_type(headers: &HeaderMap) -> bool {
     let Some(ct) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
         return false;
     };

@@ -34,7 +34,9 @@ pub mod auth;
 pub mod capacity;
 pub mod check_workload;
 pub mod clusters;
+pub mod cross_site;
 pub mod diagnose;
+pub mod docs;
 pub mod drill;
 pub mod error;
 pub mod extract;
@@ -111,7 +113,9 @@ pub enum ErrorResponses {
     /// UNAUTHENTICATED: TOKEN_MISSING, TOKEN_EXPIRED, TOKEN_BAD_SIGNATURE, TOKEN_BAD_AUDIENCE, ...
     #[response(status = 401)]
     Unauthenticated(ErrorBody),
-    /// PERMISSION_DENIED: a team member whose role is too small.
+    /// PERMISSION_DENIED: a team member whose role is too small; or CROSS_SITE_REQUEST:
+    /// a change that a browser marked as another site's (`Sec-Fetch-Site`, `Origin`), or
+    /// a POST that takes no body sent with a form's content type.
     #[response(status = 403)]
     PermissionDenied(ErrorBody),
     /// NOT_FOUND: absent, or owned by a team the caller is not in.

@@ -52,7 +52,9 @@ async fn deliberate_panic(
 pub struct NoopRequest {
     /// Team the operation belongs to (MEMBER or more).
     pub team: String,
-    /// Serialisation key: operations with the same target run one at a time.
+    /// The operation's target. The team's NOOPs with the same target run one at a
+    /// time; a target naming a cluster in one of the team's projects also queues with
+    /// that cluster's own operations (any other team's target never does).
     pub target: Option<String>,
     /// Number of steps (1-100).
     pub steps: u32,

@@ -30,6 +30,7 @@
 mod caller;
 mod iap;
 mod jwks;
+pub mod limits;
 
 pub use caller::{Authenticator, DEV_DEFAULT_USER, DEV_USER_HEADER, Mode, Principal, Rejected};
 

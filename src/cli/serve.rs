@@ -109,9 +109,12 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
     let events = state.events.clone();
     let stop = CancellationToken::new();
     let stop_http = stop.clone();
-    let server = tokio::spawn(app::serve(listener, app::router(state), async move {
-        stop_http.cancelled().await
-    }));
+    let server = tokio::spawn(app::serve_with(
+        listener,
+        app::router(state),
+        app::connection_limits(&settings.limits),
+        async move { stop_http.cancelled().await },
+    ));
     app::shutdown_signal().await;
     stop.cancel();
     // Long polls answer now rather than hold the drain until the grace cuts them off.

@@ -1,5 +1,6 @@
 //! The serving process's limits: per-caller request rate, request deadline, database
-//! acquire wait, unfinished operations per team, `:watch` streams per caller.
+//! acquire wait, unfinished operations per team, event streams per caller, and how long
+//! a connection may take to send a request's head or sit idle between requests.
 //!
 //! Invariant: a zero in a flag turns that limit off (except the acquire wait, which is
 //! always bounded); [`Limits::default`] is every limit off, the acquire wait 3 s (what
@@ -36,10 +37,27 @@ pub struct LimitArgs {
     /// FAILED_PRECONDITION TOO_MANY_OPERATIONS. 0: no cap.
     #[arg(long, env = "KINETIC_MAX_OPERATIONS_PER_TEAM", default_value_t = 100)]
     pub max_operations_per_team: u32,
-    /// `:watch` streams one caller may hold open at once; beyond it 429
-    /// RESOURCE_EXHAUSTED TOO_MANY_WATCHES. 0: no cap.
+    /// Event streams one caller may hold open at once (API `:watch` streams and console
+    /// operation pages together); beyond it 429 RESOURCE_EXHAUSTED TOO_MANY_WATCHES.
+    /// 0: no cap.
     #[arg(long, env = "KINETIC_MAX_WATCHES_PER_CALLER", default_value_t = 20)]
     pub max_watches_per_caller: u32,
+    /// Seconds a connection may take to send a request's head (request line and
+    /// headers), counted from its first byte (from accept for a new connection); then
+    /// it is closed. A request being served is never cut (`:wait`, `:watch`). 0: no
+    /// limit.
+    #[arg(
+        long,
+        env = "KINETIC_HEADER_READ_TIMEOUT_SECONDS",
+        default_value_t = 30.0
+    )]
+    pub header_read_timeout_seconds: f64,
+    /// Seconds a keep-alive connection may wait for its next request before it is
+    /// closed. Keep it above the load balancer's own keep-alive to its backends (600 s
+    /// on Google Cloud's Application Load Balancers), or it may reuse a connection
+    /// kineticd is closing and answer 502. 0: no limit.
+    #[arg(long, env = "KINETIC_IDLE_TIMEOUT_SECONDS", default_value_t = 620.0)]
+    pub idle_timeout_seconds: f64,
 }
 
 /// A token bucket: `per_second` tokens a second, at most `burst` saved.
@@ -57,6 +75,10 @@ pub struct Limits {
     pub db_acquire_timeout: Duration,
     pub max_operations_per_team: Option<u32>,
     pub max_watches_per_caller: Option<u32>,
+    /// The bound on a request's head, from its first byte.
+    pub header_read_timeout: Option<Duration>,
+    /// The bound on a connection's wait for its next request.
+    pub idle_timeout: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -67,6 +89,8 @@ impl Default for Limits {
             db_acquire_timeout: Duration::from_secs(3),
             max_operations_per_team: None,
             max_watches_per_caller: None,
+            header_read_timeout: None,
+            idle_timeout: None,
         }
     }
 }
@@ -82,6 +106,11 @@ pub enum LimitError {
     BadTimeout,
     #[error("KINETIC_DB_ACQUIRE_TIMEOUT_SECONDS must be between 0.1 and 600")]
     BadAcquire,
+    #[error(
+        "KINETIC_HEADER_READ_TIMEOUT_SECONDS and KINETIC_IDLE_TIMEOUT_SECONDS must be \
+         numbers >= 0 (0 = no limit)"
+    )]
+    BadConnectionTimeout,
 }
 
 impl LimitArgs {
@@ -98,6 +127,14 @@ impl LimitArgs {
         if !(0.1..=600.0).contains(&a) {
             return Err(LimitError::BadAcquire);
         }
+        let seconds = |t: f64| {
+            if !t.is_finite() || t < 0.0 {
+                return Err(LimitError::BadConnectionTimeout);
+            }
+            Ok((t > 0.0).then(|| Duration::from_secs_f64(t)))
+        };
+        let header_read_timeout = seconds(self.header_read_timeout_seconds)?;
+        let idle_timeout = seconds(self.idle_timeout_seconds)?;
         let nonzero = |n: u32| (n > 0).then_some(n);
         Ok(Limits {
             rate: (r > 0.0).then_some(Rate {
@@ -108,6 +145,8 @@ impl LimitArgs {
             db_acquire_timeout: Duration::from_secs_f64(a),
             max_operations_per_team: nonzero(self.max_operations_per_team),
             max_watches_per_caller: nonzero(self.max_watches_per_caller),
+            header_read_timeout,
+            idle_timeout,
         })
     }
 }

@@ -2,12 +2,14 @@
 //! would send them, in a page a person can read.
 //!
 //! Invariant: a console error is never JSON and never carries more than the service's
-//! error does (an INTERNAL error's cause stays in the log).
+//! error does (an INTERNAL error's cause stays in the log); a refusal that names a wait
+//! (the per-caller limits) says it in `Retry-After`, as the API does.
 
 use askama::Template;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 
+use crate::auth::limits::Refused;
 use crate::domain::{NameError, RpcCode};
 use crate::service;
 
@@ -16,6 +18,8 @@ pub struct PageError {
     pub status: StatusCode,
     pub reason: String,
     pub message: String,
+    /// Seconds to wait before trying again (`Retry-After`).
+    pub retry_after: Option<u64>,
 }
 
 impl PageError {
@@ -24,6 +28,7 @@ impl PageError {
             status,
             reason: reason.to_owned(),
             message: message.into(),
+            retry_after: None,
         }
     }
 
@@ -46,6 +51,17 @@ impl From<service::Error> for PageError {
             status: http_status(e.code),
             reason: e.reason,
             message: e.message,
+            retry_after: None,
+        }
+    }
+}
+
+/// A per-caller limit's refusal: 429, as the API answers it.
+impl From<Refused> for PageError {
+    fn from(r: Refused) -> PageError {
+        PageError {
+            retry_after: Some(r.retry_after()),
+            ..PageError::new(StatusCode::TOO_MANY_REQUESTS, r.reason(), r.to_string())
         }
     }
 }
@@ -75,13 +91,18 @@ impl IntoResponse for PageError {
             message: &self.message,
             version: super::assets::VERSION,
         };
-        match page.render() {
+        let mut resp = match page.render() {
             Ok(html) => (self.status, Html(html)).into_response(),
             Err(e) => {
                 tracing::error!(error = %e, "rendering the error page");
                 (self.status, self.message).into_response()
             }
+        };
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
+        resp
     }
 }
 

@@ -2,7 +2,9 @@
 //! dev mode the console reads the acting user from a cookie the user switcher sets, then
 //! the API's `X-Kinetic-User` header, then the default dev user.
 //!
-//! Invariant: the dev cookie is read in dev mode only; in IAP mode it changes nothing.
+//! Invariants: the dev cookie is read in dev mode only; in IAP mode it changes nothing.
+//! A request is charged to its caller's token bucket (the API's) once, when its
+//! [`Viewer`] is first extracted, before any handler reads anything.
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -55,6 +57,7 @@ impl FromRequestParts<ConsoleState> for Viewer {
                 };
                 PageError::new(status, r.reason(), r.to_string())
             })?;
+        s.limits.charge(&p.email)?;
         let session = parts
             .extensions
             .get::<Session>()

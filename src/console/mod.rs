@@ -14,7 +14,13 @@
 //!   scripts, styles and images (no inline script or style: JS and CSS are files served
 //!   under `/console/assets/`, embedded in the binary), `frame-ancestors 'none'`,
 //!   `X-Content-Type-Options: nosniff` and `Referrer-Policy: same-origin` ([`headers`]);
-//! * an error renders as an HTML page with the service's status, reason and message.
+//! * an error renders as an HTML page with the service's status, reason and message;
+//! * every request that identifies its caller (the [`identity::Viewer`] extractor: every
+//!   page, fragment, event stream and form) is charged to the caller's token bucket, the
+//!   one the API charges (429 RATE_LIMITED page with `Retry-After` when it is empty), and
+//!   each live-event stream holds one of the caller's event-stream places, the ones the
+//!   API's `:watch` takes (429 TOO_MANY_WATCHES at the cap). Assets and redirects
+//!   identify nobody and are not charged.
 //!
 //! Routes (all HTML unless noted):
 //! * `GET /` redirects to `/console/`;
@@ -86,24 +92,33 @@ use axum::response::Redirect;
 use axum::routing::{any, get, post};
 
 use crate::auth::Authenticator;
+use crate::auth::limits::CallerLimits;
 use crate::service::Services;
 
 /// What console handlers are given: the service layer's handles, the shared
-/// authenticator, and the key that signs form tokens.
+/// authenticator, the per-caller limits the API charges too, and the key that signs
+/// form tokens.
 #[derive(Clone)]
 pub struct ConsoleState {
     pub services: Services,
     pub identity: Arc<Authenticator>,
+    /// The API's own instance: one bucket and one count of event streams per caller.
+    pub limits: Arc<CallerLimits>,
     form_key: Arc<[u8]>,
 }
 
 impl ConsoleState {
-    pub fn new(services: Services, identity: Arc<Authenticator>) -> ConsoleState {
+    pub fn new(
+        services: Services,
+        identity: Arc<Authenticator>,
+        limits: Arc<CallerLimits>,
+    ) -> ConsoleState {
         // Derived from the page-token key: shared by replicas, kept across restarts.
         let form_key = services.page_key.derive("console form token v1").into();
         ConsoleState {
             services,
             identity,
+            limits,
             form_key,
         }
     }

@@ -290,12 +290,15 @@ pub async fn live(
 }
 
 /// `text/event-stream`: one `progress` event per change and a final `done`, each
-/// carrying the operation's state (the page fetches the fragment to show it).
+/// carrying the operation's state (the page fetches the fragment to show it). The
+/// stream holds one of the caller's event-stream places (the API's `:watch` takes them
+/// too) for as long as it lives.
 pub async fn events(
     State(s): State<ConsoleState>,
     v: Viewer,
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
+    let permit = s.limits.watch_permit(&v.caller.email)?;
     let stream = service::operations::watch(
         s.services.db.clone(),
         s.services.events.clone(),
@@ -303,7 +306,9 @@ pub async fn events(
         &id,
     )
     .await?;
-    let events = stream.map(|e| {
+    let events = stream.map(move |e| {
+        // Held as long as the stream lives: dropping the stream frees the place.
+        let _held = &permit;
         let (name, op) = match e {
             WatchEvent::Progress(op) => ("progress", op),
             WatchEvent::Done(op) => ("done", op),

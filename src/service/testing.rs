@@ -1,5 +1,10 @@
 //! The NOOP test workflow's enqueue (development and test mode only): lets the engine be
 //! exercised end to end through the API before real workflows exist.
+//!
+//! Invariant: the caller chooses a NOOP's `target`, never its serialisation key. A NOOP
+//! queues behind (and holds back) a cluster's real operations only when its target names
+//! a cluster in a project of the NOOP's own team; any other target gets a key scoped to
+//! that team (`teams/{team}/noop/{target}`), which no other team's operation can share.
 
 use serde_json::Value;
 
@@ -7,9 +12,10 @@ use crate::domain::{Role, TeamId};
 use crate::model::Operation;
 use crate::ops::queue::{self, Enqueue, EnqueueError, Idempotency};
 use crate::ops::workflows::noop;
-use crate::store::Db;
+use crate::store::{self, Db};
 
 use super::access::{self, Caller};
+use super::clusters::ClusterPath;
 
 use super::{Error, Result};
 /// What the NOOP workflow is asked to do (its steps, timings and faults).
@@ -63,7 +69,7 @@ pub async fn enqueue_noop(
     let target = target.unwrap_or_else(|| format!("noop/{}", uuid::Uuid::new_v4()));
     let req = Enqueue {
         op_type: noop::OP_TYPE.to_owned(),
-        serial_key: target.clone(),
+        serial_key: serial_key(db, &team, &target).await?,
         target,
         team_id: team.to_string(),
         cluster_id: None,
@@ -75,4 +81,21 @@ pub async fn enqueue_noop(
     };
     let r = queue::enqueue(db, &req).await.map_err(enqueue_error)?;
     Ok((super::operations::render(&r.op)?, r.created))
+}
+
+/// The queue key of a NOOP of `team` on `target`: the cluster's own key (its name, as
+/// `up` and `down` use) when `target` names a cluster in one of `team`'s projects,
+/// otherwise a key of the team's own.
+async fn serial_key(db: &Db, team: &TeamId, target: &str) -> Result<String> {
+    let cluster = match target.split('/').collect::<Vec<_>>()[..] {
+        ["projects", p, "zones", z, "clusters", c] => ClusterPath::parse(p, z, c).ok(),
+        _ => None,
+    };
+    if let Some(path) = cluster {
+        let owner = store::teams::project_team(db, path.project.as_str()).await?;
+        if owner.as_deref() == Some(team.as_str()) {
+            return Ok(path.name());
+        }
+    }
+    Ok(format!("teams/{team}/noop/{target}"))
 }

@@ -155,6 +155,35 @@ async fn docs_page_is_served_locally() {
     assert!(initializer.contains("/openapi.json"), "{initializer}");
 }
 
+/// The docs page cannot be framed by another site (clickjacking its "Try it out"
+/// buttons, which act with the viewer's IAP session).
+#[tokio::test]
+async fn docs_pages_refuse_to_be_framed() {
+    let app = TestApp::spawn().await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for path in [
+        "/docs",
+        "/docs/",
+        "/docs/index.html",
+        "/docs/swagger-ui.css",
+    ] {
+        let resp = http.get(app.url_of(path)).send().await.unwrap();
+        assert!(
+            resp.status().is_success() || resp.status().is_redirection(),
+            "{path}: {}",
+            resp.status()
+        );
+        let h = resp.headers();
+        assert_eq!(h["x-frame-options"], "DENY", "{path}: {h:?}");
+        let csp = h["content-security-policy"].to_str().unwrap();
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}: {h:?}");
+    }
+}
+
 #[tokio::test]
 async fn service_endpoints_need_no_identity() {
     let app = TestApp::spawn().await;

@@ -289,9 +289,10 @@ impl TestApp {
             .expect("state");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(app::serve(
+        tokio::spawn(app::serve_with(
             listener,
             app::router(state.clone()),
+            app::connection_limits(&settings.limits),
             std::future::pending(),
         ));
         TestApp {

@@ -145,3 +145,61 @@ async fn enqueue_order_on_one_cluster_is_commit_order() {
         "B must wait for A"
     );
 }
+
+/// A NOOP's target is the caller's choice; its serialisation key must not be (issue 24):
+/// another team naming this team's cluster queues behind nothing of ours and holds
+/// nothing of ours back, while our own NOOPs on the cluster keep the cluster's key.
+#[tokio::test]
+async fn a_noop_naming_another_teams_cluster_never_blocks_it() {
+    const MALLORY: &str = "mallory@example.com";
+    let app = app_with_team().await;
+    app.team(MALLORY, "intruders", &["mallory-project"]).await;
+    let target = "projects/engine-project/zones/us-central1-a/clusters/prod";
+    let mallorys = |hang: bool| {
+        let mut body = json!({"team": "intruders", "steps": 1, "target": target});
+        if hang {
+            body["hangAt"] = json!(0);
+        }
+        body
+    };
+    let m1 = app.noop(MALLORY, mallorys(true)).await;
+    let u1 = app.noop(USER, noop(1, json!({"target": target}))).await;
+    let m2 = app.noop(MALLORY, mallorys(false)).await;
+    let u2 = app.noop(USER, noop(1, json!({"target": target}))).await;
+    let id = |op: &serde_json::Value| crate::op_id(op);
+    // The target is shown as given.
+    assert_eq!(m1["metadata"]["target"], target, "{m1}");
+
+    let deadlines = vec![("NOOP".to_string(), 600.0)];
+    let claim = |owner: &'static str| {
+        let db = app.db.clone();
+        let deadlines = deadlines.clone();
+        async move {
+            kineticd::store::operations::claim(&db, owner, 30.0, &deadlines)
+                .await
+                .unwrap()
+                .map(|o| o.id.to_string())
+        }
+    };
+    // Mallory's hanging NOOP runs first (it is the oldest)...
+    assert_eq!(claim("w1").await, Some(id(&m1)));
+    // ...and our own operation on the cluster runs beside it, not behind it.
+    assert_eq!(
+        claim("w2").await,
+        Some(id(&u1)),
+        "another team's NOOP held back an operation on our cluster"
+    );
+    // Each team's NOOPs still run one at a time per target.
+    assert_eq!(
+        claim("w3").await,
+        None,
+        "{m2} or {u2} ran beside its predecessor"
+    );
+    // Ours share the key of the cluster's real operations (up, down, pools).
+    let key: String = sqlx::query_scalar("SELECT serial_key FROM operations WHERE id::text = $1")
+        .bind(id(&u1))
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(key, target);
+}
