@@ -15,8 +15,8 @@
 #      a `gcloud iam roles create --file` role file, each permission once, sorted;
 #   6. checkov's Kubernetes checks on the rendered objects; a finding fails unless the
 #      object waives that check with a `checkov.io/skipN: CHECK=reason` annotation;
-#   and the shell scripts deploy/kn.sh (docs/curl.md's helper) and deploy/release.sh
-#   parse (`bash -n`, shellcheck if installed).
+#   and the shell scripts deploy/kn.sh (docs/curl.md's helper), deploy/release.sh and
+#   deploy/iap-audience.sh parse (`bash -n`, shellcheck if installed).
 # The tools live in one venv outside the clone, built from deploy/requirements.txt
 # and rebuilt only when that file changes.
 set -euo pipefail
@@ -56,8 +56,8 @@ for p in "${allowed[@]}"; do cp -r "${p%/}" "$work/context/"; done
 (cd "$work/context" && cargo metadata --locked --offline --format-version 1 --no-deps >/dev/null)
 echo "context: ${allowed[*]}"
 
-echo "--- deploy/kn.sh, deploy/release.sh (bash -n; shellcheck where installed)"
-for script in deploy/kn.sh deploy/release.sh; do
+echo "--- deploy/kn.sh, deploy/release.sh, deploy/iap-audience.sh (bash -n; shellcheck where installed)"
+for script in deploy/kn.sh deploy/release.sh deploy/iap-audience.sh; do
   bash -n "$script"
   if command -v shellcheck >/dev/null; then shellcheck "$script"; else echo "$script: shellcheck not installed, syntax only"; fi
 done
