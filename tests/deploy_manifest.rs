@@ -3,7 +3,9 @@
 //! database, then its Deployment's container starts with exactly the manifest's
 //! command (the image's entry point, replaced by this build's binary), args, env and
 //! port, and answers every probe the Deployment declares; SIGTERM then stops it cleanly
-//! within the pod's termination grace.
+//! within the pod's termination grace. Both environments' load balancers let a `:watch`
+//! outlive the longest operation deadline the code has, serve HTTPS only (TLS 1.2+
+//! through the Gateway's SSL policy) and answer plain HTTP with a redirect.
 //!
 //! Test values, where the manifest refers to objects the cluster supplies:
 //! - `secretKeyRef kineticd-database/url` (created by the operator): the URL of a fresh
@@ -356,4 +358,76 @@ async fn the_release_job_and_the_deployment_run_this_binary_as_written() {
         std::fs::read_to_string(&log).unwrap_or_default()
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The load balancer cuts a response at the GCPBackendPolicy's `timeoutSec`, streams
+/// included: an operation's `:watch` lives as long as the operation, so the timeout must
+/// exceed the longest deadline any operation kind has (in both environments).
+#[tokio::test]
+async fn the_load_balancer_lets_a_watch_outlive_every_operation() {
+    let (Some(prod), Some(staging)) = (render(OVERLAY), render("deploy/overlays/staging")) else {
+        return;
+    };
+    let app = common::TestApp::spawn().await;
+    let deadlines = kineticd::ops::registry(&app.db, &app.state.cloud, false).deadlines();
+    let (kind, longest) = deadlines
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("operation kinds");
+    assert!(*longest >= 3600.0, "{deadlines:?}");
+    for docs in [&prod, &staging] {
+        let policy = object(docs, "GCPBackendPolicy", "kineticd");
+        let timeout = seconds(&policy["spec"]["default"]["timeoutSec"], "timeoutSec");
+        assert!(
+            timeout as f64 > *longest,
+            "timeoutSec {timeout} cuts a :watch of {kind} (deadline {longest} s)"
+        );
+    }
+}
+
+/// HTTPS only with TLS 1.2+ (an SSL policy on the Gateway), plain HTTP answered with a
+/// redirect and nothing else, and the service's route on the HTTPS listener alone.
+#[test]
+fn the_gateway_serves_https_only_and_redirects_http() {
+    for overlay in [OVERLAY, "deploy/overlays/staging"] {
+        let Some(docs) = render(overlay) else { return };
+        let gateway = object(&docs, "Gateway", "kineticd");
+        let listeners = gateway["spec"]["listeners"].as_array().expect("listeners");
+        let by_name = |n: &str| {
+            listeners
+                .iter()
+                .find(|l| l["name"] == n)
+                .unwrap_or_else(|| panic!("{overlay}: no listener {n}"))
+        };
+        assert_eq!(by_name("https")["protocol"], "HTTPS", "{overlay}");
+        assert_eq!(by_name("http")["protocol"], "HTTP", "{overlay}");
+        let tls = object(&docs, "GCPGatewayPolicy", "kineticd");
+        assert_eq!(tls["spec"]["targetRef"]["kind"], "Gateway", "{overlay}");
+        assert_eq!(
+            tls["spec"]["default"]["sslPolicy"], "kineticd-tls",
+            "{overlay}"
+        );
+
+        let service = object(&docs, "HTTPRoute", "kineticd");
+        assert_eq!(
+            service["spec"]["parentRefs"][0]["sectionName"], "https",
+            "{overlay}: the service is reached over HTTPS only"
+        );
+        let redirect = object(&docs, "HTTPRoute", "kineticd-redirect");
+        assert_eq!(redirect["spec"]["parentRefs"][0]["sectionName"], "http");
+        assert_eq!(
+            redirect["spec"]["hostnames"], service["spec"]["hostnames"],
+            "{overlay}: the redirect covers the service's host"
+        );
+        let rules = redirect["spec"]["rules"].as_array().expect("rules");
+        assert_eq!(rules.len(), 1, "{overlay}");
+        assert!(
+            rules[0].get("backendRefs").is_none(),
+            "{overlay}: nothing served over HTTP"
+        );
+        let filter = &rules[0]["filters"][0];
+        assert_eq!(filter["type"], "RequestRedirect");
+        assert_eq!(filter["requestRedirect"]["scheme"], "https");
+        assert_eq!(filter["requestRedirect"]["statusCode"], 301);
+    }
 }

@@ -4,7 +4,11 @@
 //! a GPU pool at 0 nodes, reads the live status, removes the pool and runs `down`, all
 //! through the REST API. Ignored by default; with `KINETIC_E2E_PROJECT` and ADC set,
 //! `cargo test --test e2e_real -- --ignored --nocapture` runs it (README, "Real-cloud
-//! end-to-end test", says what it creates and costs).
+//! end-to-end test", says what it creates and costs). With `KINETIC_E2E_IMPERSONATE`
+//! naming kineticd's own service account, `serve` calls Google as that account, which
+//! holds only the least-privilege team-project grants (docs/deploying.md, "The
+//! real-cloud test as kineticd's service account"); the test checks whose token it is
+//! before anything is created.
 //!
 //! Invariants: nothing is created before the cost guard has passed (the `up` preview's
 //! estimate plus the cost the service does not estimate, against
@@ -51,11 +55,21 @@ async fn real_cloud_up_pool_status_remove_down() {
         }
     };
     kineticd::auth::install_tls_provider();
-    if let Err(e) = gcp_auth::provider().await {
+    // Impersonating, serve's credentials are gcloud's (checked below), not this process's.
+    if cfg.impersonated().is_none()
+        && let Err(e) = gcp_auth::provider().await
+    {
         eprintln!(
             "SKIPPED: no Application Default Credentials ({e}); run `gcloud auth application-default login`"
         );
         return;
+    }
+    // Before anything exists: with KINETIC_E2E_IMPERSONATE, serve acts as that service
+    // account and no other (docs/deploying.md, "The real-cloud test as kineticd's
+    // service account").
+    let http = kineticd::app::http_client().expect("http client");
+    if let Err(why) = run::check_identity(&cfg, &http).await {
+        panic!("{why}");
     }
     let run = Arc::new(Run::start(cfg, "e2e-real").await);
     let (outcome, left) = scenario_then_cleanup(run, Until::Down).await;
@@ -70,7 +84,13 @@ fn rehearsal(sim: &SimProcess, max_hourly_usd: f64, gcloud_dir: &Path) -> Config
         zone: "us-central1-a".into(),
         accelerator: "nvidia-tesla-t4".into(),
         max_hourly_usd,
-        serve_env: sim.exports(),
+        // As in the real run: the caller is a service admin (its team claims a project
+        // it does not own on Google's side).
+        serve_env: sim
+            .exports()
+            .into_iter()
+            .chain([("KINETIC_ADMINS".to_owned(), run::CALLER.to_owned())])
+            .collect(),
         gcloud_env: vec![
             ("CLOUDSDK_CONFIG".into(), gcloud_dir.display().to_string()),
             ("CLOUDSDK_CORE_DISABLE_PROMPTS".into(), "1".into()),

@@ -1,5 +1,6 @@
 //! deploy/README.md's IAM table ("Roles on each team project") lists every Google
-//! method kineticd calls, with a role and the steps that need it. A day's workflows run
+//! method kineticd calls, with the grant that allows it, the IAM permissions it needs
+//! and the steps that call it. A day's workflows run
 //! through the production clients against the simulator (an up refused for its zone, up
 //! with forceDestroy, status, previews of a second up, of a TPU pool and of a pool bound
 //! to a reservation that does not exist, pool add with failover, pool list, a drill, a
@@ -8,6 +9,14 @@
 //! method the workflows called (or one of the operation polls the simulator makes
 //! unnecessary, checked against its client), so a new call without a role, or a row no
 //! workflow needs, fails here.
+//!
+//! The least-privilege grants are checked against the files an operator applies:
+//! deploy/iam/team-project-role.yaml (the one custom role) holds exactly the
+//! permissions of the rows it grants, every Kubernetes permission the journal's
+//! requests to the team's cluster need, and none of the permissions that would let
+//! kineticd act as, or re-grant, an arbitrary service account; the two IAM conditions
+//! (deploy/iam/*-condition.yaml) name exactly the roles kineticd grants and the prefix
+//! of every service account it creates.
 
 mod common;
 
@@ -21,6 +30,42 @@ const OWNER: &str = "owner@example.com";
 const PROJECT: &str = "ml-proj";
 const CLUSTER: &str = "/v1/projects/ml-proj/zones/us-central1-a/clusters/kc";
 const SECTION: &str = "### Roles on each team project";
+/// The custom role as the table names it (created in each team project, or once for the
+/// organization: then `organizations/ORG_ID/roles/...`).
+const CUSTOM_ROLE: &str = "projects/TEAM_PROJECT/roles/kineticdTeamProject";
+/// Permissions the unconditional custom role must never hold: with any of them kineticd
+/// could act as, or grant itself, any service account of a team project (its default
+/// Compute Engine account has Editor), or grant any role on the project.
+/// Permissions kineticd holds only through a conditioned predefined role, and which.
+const CONDITIONED: [(&str, &str); 6] = [
+    ("iam.serviceAccounts.actAs", "roles/iam.serviceAccountUser"),
+    ("iam.serviceAccounts.get", "roles/iam.serviceAccountAdmin"),
+    (
+        "iam.serviceAccounts.delete",
+        "roles/iam.serviceAccountAdmin",
+    ),
+    (
+        "iam.serviceAccounts.getIamPolicy",
+        "roles/iam.serviceAccountAdmin",
+    ),
+    (
+        "iam.serviceAccounts.setIamPolicy",
+        "roles/iam.serviceAccountAdmin",
+    ),
+    (
+        "resourcemanager.projects.setIamPolicy",
+        "roles/resourcemanager.projectIamAdmin",
+    ),
+];
+const NEVER_UNCONDITIONAL: [&str; 7] = [
+    "iam.serviceAccounts.actAs",
+    "iam.serviceAccounts.setIamPolicy",
+    "iam.serviceAccounts.getAccessToken",
+    "iam.serviceAccounts.signBlob",
+    "iam.serviceAccounts.signJwt",
+    "iam.serviceAccounts.implicitDelegation",
+    "resourcemanager.projects.setIamPolicy",
+];
 /// Long-running-operation polls the simulator never needs (its Service Usage and
 /// Artifact Registry operations are done when returned) but Google does: they have rows
 /// although the journal cannot show them.
@@ -30,12 +75,31 @@ const UNSEEN_POLLS: [&str; 2] = [
 ];
 
 fn readme() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/README.md"))
-        .expect("deploy/README.md")
+    repo_file("deploy/README.md")
 }
 
-/// The table's rows: method -> (roles, steps).
-fn table(readme: &str) -> BTreeMap<String, (Vec<String>, String)> {
+fn repo_file(path: &str) -> String {
+    std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// One row of the table: what grants the method, the permissions it needs, the steps.
+struct Row {
+    grants: Vec<String>,
+    permissions: Vec<String>,
+}
+
+/// The code spans of a table cell.
+fn spans(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The table's rows: method -> row.
+fn table(readme: &str) -> BTreeMap<String, Row> {
     let section = readme
         .split(SECTION)
         .nth(1)
@@ -44,23 +108,61 @@ fn table(readme: &str) -> BTreeMap<String, (Vec<String>, String)> {
     let mut rows = BTreeMap::new();
     for line in section.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-        assert_eq!(cells.len(), 3, "row {line:?}: method | role | steps");
+        assert_eq!(
+            cells.len(),
+            4,
+            "row {line:?}: method | grant | permissions | steps"
+        );
         let method = cells[0].trim_matches('`').to_owned();
-        let roles: Vec<String> = cells[1]
-            .split('`')
-            .filter(|s| s.starts_with("roles/"))
-            .map(str::to_owned)
+        let grants: Vec<String> = spans(cells[1])
+            .into_iter()
+            .filter(|g| g.starts_with("roles/") || g.starts_with("projects/"))
             .collect();
-        assert!(!roles.is_empty(), "row {method}: no role");
-        assert!(!cells[2].is_empty(), "row {method}: no steps");
+        assert!(!grants.is_empty(), "row {method}: no grant");
+        let permissions = spans(cells[2]);
         assert!(
-            rows.insert(method.clone(), (roles, cells[2].to_owned()))
-                .is_none(),
+            !permissions.is_empty() || cells[2].starts_with("none"),
+            "row {method}: no permission (or \"none ...\" saying why)"
+        );
+        assert!(!cells[3].is_empty(), "row {method}: no steps");
+        let row = Row {
+            grants,
+            permissions,
+        };
+        assert!(
+            rows.insert(method.clone(), row).is_none(),
             "row {method} twice"
         );
     }
     assert!(!rows.is_empty(), "no rows under {SECTION:?}");
     rows
+}
+
+/// deploy/iam/team-project-role.yaml's `includedPermissions`.
+fn custom_role_permissions() -> BTreeSet<String> {
+    let role: serde_json::Value =
+        serde_saphyr::from_str(&repo_file("deploy/iam/team-project-role.yaml"))
+            .expect("deploy/iam/team-project-role.yaml is YAML");
+    role["includedPermissions"]
+        .as_array()
+        .expect("includedPermissions")
+        .iter()
+        .map(|p| p.as_str().expect("a permission").to_owned())
+        .collect()
+}
+
+/// The `expression` of a condition file in deploy/iam/.
+fn condition(file: &str) -> String {
+    let c: serde_json::Value = serde_saphyr::from_str(&repo_file(&format!("deploy/iam/{file}")))
+        .unwrap_or_else(|e| panic!("deploy/iam/{file}: {e}"));
+    assert!(
+        c["title"].as_str().is_some_and(|t| !t.is_empty()),
+        "{file}: a title"
+    );
+    c["expression"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{file}: an expression"))
+        .to_owned()
 }
 
 /// Whether the Google client of `service` makes a call named `method`.
@@ -99,8 +201,14 @@ async fn succeed(app: &TestApp, op: Value) {
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
 }
 
-/// `service.method` of every call kineticd made in a day's workflows.
-async fn methods_a_day_calls() -> BTreeSet<String> {
+/// One request kineticd made: `service.method` and, for the Kubernetes API, its path.
+struct Call {
+    method: String,
+    path: String,
+}
+
+/// Every call kineticd made in a day's workflows.
+async fn calls_of_a_day() -> Vec<Call> {
     let (app, sim) = TestApp::spawn_sim_with(kineticd::sim::SimConfig {
         clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
         ..Default::default()
@@ -219,7 +327,10 @@ async fn methods_a_day_calls() -> BTreeSet<String> {
         .into_iter()
         .enumerate()
         .filter(|(i, _)| !ours.contains(i))
-        .map(|(_, e)| qualified(&e.service, &e.method))
+        .map(|(_, e)| Call {
+            method: qualified(&e.service, &e.method),
+            path: e.path,
+        })
         .collect()
 }
 
@@ -231,10 +342,94 @@ fn qualified(service: &str, method: &str) -> String {
     }
 }
 
+/// The Kubernetes API resource (plural, lowercase) and group a request's path names:
+/// `/api/v1/namespaces/ns/pods` is ("", "pods"), `/apis/apps/v1/namespaces/ns/deployments/x`
+/// is ("apps", "deployments"); `/api/v1/namespaces/x` is ("", "namespaces").
+fn kube_resource(path: &str) -> Option<(String, String)> {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let at = parts.iter().position(|p| *p == "api" || *p == "apis")?;
+    let (group, rest) = if parts[at] == "api" {
+        ("", parts.get(at + 2..)?)
+    } else {
+        (*parts.get(at + 1)?, parts.get(at + 3..)?)
+    };
+    let resource = match rest {
+        ["namespaces", _, resource, ..] => resource,
+        [resource, ..] => resource,
+        [] => return None,
+    };
+    Some((group.to_owned(), (*resource).to_owned()))
+}
+
+/// GKE's IAM name of a Kubernetes resource (`container.<name>.<verb>`). Objects of
+/// custom resource definitions (ComputeClass, in cloud.google.com) are
+/// `thirdPartyObjects`.
+fn iam_resource(group: &str, resource: &str) -> String {
+    const BUILT_IN: [(&str, &str); 18] = [
+        ("namespaces", "namespaces"),
+        ("serviceaccounts", "serviceAccounts"),
+        ("configmaps", "configMaps"),
+        ("secrets", "secrets"),
+        ("services", "services"),
+        ("pods", "pods"),
+        ("nodes", "nodes"),
+        ("deployments", "deployments"),
+        ("daemonsets", "daemonSets"),
+        ("roles", "roles"),
+        ("rolebindings", "roleBindings"),
+        ("clusterroles", "clusterRoles"),
+        ("clusterrolebindings", "clusterRoleBindings"),
+        ("customresourcedefinitions", "customResourceDefinitions"),
+        (
+            "mutatingwebhookconfigurations",
+            "mutatingWebhookConfigurations",
+        ),
+        (
+            "validatingwebhookconfigurations",
+            "validatingWebhookConfigurations",
+        ),
+        ("selfsubjectaccessreviews", "selfSubjectAccessReviews"),
+        ("events", "events"),
+    ];
+    let built_in_group = group.is_empty() || group.ends_with(".k8s.io") || group == "apps";
+    match BUILT_IN.iter().find(|(plural, _)| *plural == resource) {
+        Some((_, iam)) if built_in_group => (*iam).to_owned(),
+        _ if !built_in_group => "thirdPartyObjects".to_owned(),
+        _ => panic!("{group}/{resource}: add its GKE IAM name to iam_resource"),
+    }
+}
+
+/// The IAM permissions GKE checks for a Kubernetes request kineticd made. Server-side
+/// apply is a PATCH (GKE's `update`) that creates the object when it is absent
+/// (`create`); a watch is authorized as `list`.
+fn kube_permissions(call: &Call) -> Vec<String> {
+    let verbs: &[&str] = match call.method.as_str() {
+        "kube.apply" => &["create", "update"],
+        "kube.create" => &["create"],
+        "kube.update" | "kube.patch" => &["update"],
+        "kube.get" => &["get"],
+        "kube.list" | "kube.watch" => &["list"],
+        "kube.delete" => &["delete"],
+        // Discovery, version and OpenAPI documents: open to every authenticated caller.
+        _ => &[],
+    };
+    if verbs.is_empty() {
+        return Vec::new();
+    }
+    let (group, resource) = kube_resource(&call.path)
+        .unwrap_or_else(|| panic!("{} {}: no resource in the path", call.method, call.path));
+    let iam = iam_resource(&group, &resource);
+    verbs
+        .iter()
+        .map(|v| format!("container.{iam}.{v}"))
+        .collect()
+}
+
 #[tokio::test]
-async fn every_google_method_a_day_calls_has_a_role_in_the_deploy_readme() {
+async fn every_google_method_a_day_calls_has_a_row_and_the_custom_role_allows_it() {
     let rows = table(&readme());
-    let called = methods_a_day_calls().await;
+    let calls = calls_of_a_day().await;
+    let called: BTreeSet<String> = calls.iter().map(|c| c.method.clone()).collect();
     assert!(called.contains("container.clusters.create"), "{called:?}");
     assert!(
         called.contains("storage.objects.delete"),
@@ -245,7 +440,7 @@ async fn every_google_method_a_day_calls_has_a_role_in_the_deploy_readme() {
     assert!(
         missing.is_empty(),
         "kineticd calls {missing:?} but deploy/README.md ({SECTION}) lists no role for it: \
-         add a row with the least-privileged role and the steps that call it"
+         add a row with the least-privileged grant, its permissions and the steps that call it"
     );
     let stale: Vec<&String> = rows
         .keys()
@@ -266,17 +461,122 @@ async fn every_google_method_a_day_calls_has_a_role_in_the_deploy_readme() {
             "{m}: waiting on a real operation needs a row"
         );
     }
+
+    // Every Kubernetes request the journal shows is allowed by the custom role, and the
+    // kube.* rows say so.
+    let role = custom_role_permissions();
+    let mut kube_needed = BTreeSet::new();
+    for call in calls.iter().filter(|c| c.method.starts_with("kube.")) {
+        for p in kube_permissions(call) {
+            assert!(
+                role.contains(&p),
+                "{} {} needs {p}, which deploy/iam/team-project-role.yaml lacks",
+                call.method,
+                call.path
+            );
+            let row = &rows[&call.method];
+            assert!(
+                row.permissions.contains(&p),
+                "{} {} needs {p}: list it in the {} row of deploy/README.md",
+                call.method,
+                call.path,
+                call.method
+            );
+            kube_needed.insert(p);
+        }
+    }
+    assert!(
+        kube_needed.contains("container.customResourceDefinitions.create"),
+        "up applied the LeaderWorkerSet manifest: {kube_needed:?}"
+    );
+}
+
+#[test]
+fn the_custom_role_is_exactly_the_permissions_of_the_rows_it_grants() {
+    let rows = table(&readme());
+    let role = custom_role_permissions();
+    let mut listed = BTreeSet::new();
+    for (method, row) in &rows {
+        for p in &row.permissions {
+            match CONDITIONED.iter().find(|(c, _)| c == p) {
+                Some((_, grant)) => {
+                    assert!(
+                        row.grants.iter().any(|g| g == grant),
+                        "{method} needs {p}: its row must name {grant} (with its condition)"
+                    );
+                    assert!(
+                        !role.contains(p),
+                        "{p} comes only from {grant} with its condition, never the custom role"
+                    );
+                }
+                None => {
+                    assert!(
+                        row.grants.iter().any(|g| g == CUSTOM_ROLE),
+                        "{method} needs {p}, which only the custom role grants: name it"
+                    );
+                    listed.insert(p.clone());
+                }
+            }
+        }
+    }
+    // RBAC objects of the LeaderWorkerSet manifest (its ClusterRoles and bindings hold
+    // rules kineticd itself does not hold through RBAC): Kubernetes asks for `escalate`
+    // and `bind` on them. Listed in the kube.apply row.
+    for p in [
+        "container.clusterRoles.bind",
+        "container.clusterRoles.escalate",
+        "container.roles.bind",
+        "container.roles.escalate",
+    ] {
+        assert!(listed.contains(p), "the kube.apply row lists {p}");
+    }
+    let extra: Vec<&String> = role.difference(&listed).collect();
+    let lacking: Vec<&String> = listed.difference(&role).collect();
+    assert!(
+        extra.is_empty() && lacking.is_empty(),
+        "deploy/iam/team-project-role.yaml and the rows granted by {CUSTOM_ROLE} differ: \
+         only in the role {extra:?}; only in the rows {lacking:?}"
+    );
+    for p in NEVER_UNCONDITIONAL {
+        assert!(
+            !role.contains(p),
+            "{p} in the unconditional custom role would let kineticd act as, or grant \
+             itself, any service account or role"
+        );
+    }
+    // Acting as the node service account, and the policies, come only through the
+    // conditioned grants.
+    for (method, grant) in [
+        ("container.clusters.create", "roles/iam.serviceAccountUser"),
+        ("container.nodePools.create", "roles/iam.serviceAccountUser"),
+        (
+            "iam.serviceAccounts.setIamPolicy",
+            "roles/iam.serviceAccountAdmin",
+        ),
+        (
+            "cloudresourcemanager.projects.setIamPolicy",
+            "roles/resourcemanager.projectIamAdmin",
+        ),
+    ] {
+        assert!(
+            rows[method].grants.iter().any(|g| g == grant),
+            "{method}: granted by {grant} (with its condition)"
+        );
+    }
+    // kineticd reads a team project's policy when the project is claimed and before it
+    // changes a binding.
+    assert!(role.contains("resourcemanager.projects.getIamPolicy"));
 }
 
 #[test]
 fn the_grant_condition_names_exactly_the_roles_kineticd_grants() {
-    let readme = readme();
-    let condition = readme
+    let expression = condition("grants-condition.yaml");
+    let listed = expression
         .split("hasOnly([")
         .nth(1)
         .and_then(|s| s.split("])").next())
-        .expect("the projectIamAdmin condition in deploy/README.md");
-    let listed: BTreeSet<&str> = condition
+        .expect("hasOnly([...]) in deploy/iam/grants-condition.yaml");
+    let listed: BTreeSet<&str> = listed
         .split(',')
         .map(|r| r.trim().trim_matches('"'))
         .collect();
@@ -285,5 +585,44 @@ fn the_grant_condition_names_exactly_the_roles_kineticd_grants() {
         .chain(kineticd::plan::up::BUILD_ROLES.iter())
         .copied()
         .collect();
-    assert_eq!(listed, granted, "update the condition in deploy/README.md");
+    assert_eq!(
+        listed, granted,
+        "update the condition in deploy/iam/grants-condition.yaml"
+    );
+}
+
+#[test]
+fn the_service_account_condition_covers_every_account_kineticd_creates_and_no_other() {
+    let expression = condition("service-accounts-condition.yaml");
+    let prefix = expression
+        .split(".startsWith(\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("startsWith(\"PREFIX\") in deploy/iam/service-accounts-condition.yaml");
+    assert!(
+        expression.contains("resource.name.extract(\"serviceAccounts/{account}@\")"),
+        "the condition compares the account id (before the @), whatever the project: {expression}"
+    );
+    use kineticd::domain::naming::ClusterNames;
+    use kineticd::domain::{ClusterName, ProjectId, ZoneName};
+    let project = ProjectId::parse("team-project-1").expect("project");
+    let zone = ZoneName::parse("us-central1-a").expect("zone");
+    for cluster in ["kc", "a-cluster-name-of-forty-characters-long"] {
+        let n = ClusterNames::new(
+            &project,
+            &zone,
+            &ClusterName::parse(cluster).expect("cluster"),
+        );
+        for id in [&n.node_sa_id, &n.build_sa_id] {
+            assert!(
+                id.starts_with(prefix),
+                "{id} (cluster {cluster}) does not start with {prefix:?}: kineticd could not act as it"
+            );
+        }
+    }
+    // The project's own accounts: the Compute Engine and App Engine defaults and
+    // kineticd's own.
+    for default in ["123456789012-compute", "team-project-1", "kineticd"] {
+        assert!(!default.starts_with(prefix), "{default} matches {prefix:?}");
+    }
 }

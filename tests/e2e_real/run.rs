@@ -1,6 +1,12 @@
 //! The scenario's configuration (from `KINETIC_E2E_*`, or a simulator's exports) and its
 //! running `serve`: requests as the test's caller, and long-polls of operations.
 //!
+//! With `KINETIC_E2E_IMPERSONATE=SA_EMAIL`, `serve` calls Google as that service account
+//! (kineticd's own, holding only the team-project grants of docs/deploying.md): it gets
+//! an empty home (no Application Default Credentials file of the caller's is found), no
+//! `GOOGLE_APPLICATION_CREDENTIALS`, and gcloud's impersonation setting, so its
+//! credentials are `gcloud auth print-access-token` as that account.
+//!
 //! Invariant: every request failure is a `Step` error naming the request and the serve
 //! log, never a panic, so the cleanup always gets its turn.
 
@@ -15,7 +21,9 @@ use serde_json::Value;
 use crate::common;
 use crate::serve_process::{LogPath, Server};
 
-const CALLER: &str = "e2e@example.com";
+/// The test's identity towards `serve`; a service admin there (`KINETIC_ADMINS`), so its
+/// team may claim the project without owning it on Google's side.
+pub const CALLER: &str = "e2e@example.com";
 /// `KINETIC_E2E_MAX_HOURLY_USD` when unset.
 pub const DEFAULT_MAX_HOURLY_USD: f64 = 0.50;
 
@@ -36,8 +44,8 @@ pub struct Config {
 }
 
 impl Config {
-    /// From `KINETIC_E2E_*` and the ADC variables; `None` (with why) when the project is
-    /// not set.
+    /// From `KINETIC_E2E_*` and the ADC variables; `Err` (why) when the project is not
+    /// set. Panics on an impossible impersonation setting.
     pub fn from_env() -> Result<Config, String> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let project = var("KINETIC_E2E_PROJECT").ok_or("KINETIC_E2E_PROJECT is not set")?;
@@ -60,18 +68,135 @@ impl Config {
             "no_proxy",
             "RUST_LOG",
         ];
+        let mut serve_env: Vec<(String, String)> = passed
+            .iter()
+            .filter_map(|k| var(k).map(|v| (k.to_string(), v)))
+            .collect();
+        if let Some(sa) = var("KINETIC_E2E_IMPERSONATE") {
+            // A misconfiguration here fails the test (nothing exists yet); only a missing
+            // project skips it.
+            serve_env = impersonating(&sa, serve_env)
+                .unwrap_or_else(|why| panic!("KINETIC_E2E_IMPERSONATE: {why}"));
+        }
+        serve_env.push(("KINETIC_ADMINS".into(), CALLER.into()));
         Ok(Config {
             project,
             zone: var("KINETIC_E2E_ZONE").unwrap_or_else(|| "us-central1-a".into()),
             accelerator: var("KINETIC_E2E_ACCELERATOR").unwrap_or_else(|| "nvidia-tesla-t4".into()),
             max_hourly_usd,
-            serve_env: passed
-                .iter()
-                .filter_map(|k| var(k).map(|v| (k.to_string(), v)))
-                .collect(),
+            serve_env,
             gcloud_env: Vec::new(),
             op_deadline: Duration::from_secs(45 * 60),
         })
+    }
+}
+
+impl Config {
+    /// The service account `serve` impersonates (`KINETIC_E2E_IMPERSONATE`), if any.
+    pub fn impersonated(&self) -> Option<&str> {
+        self.serve_env
+            .iter()
+            .find(|(k, _)| k == "CLOUDSDK_AUTH_IMPERSONATE_SERVICE_ACCOUNT")
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// `serve`'s environment for calling Google as the service account `sa` through gcloud's
+/// impersonation: the caller's gcloud configuration (their signed-in account mints the
+/// tokens), an empty home instead of theirs, and nothing else that gcp_auth would pick
+/// first (a key file, an ADC file).
+fn impersonating(sa: &str, env: Vec<(String, String)>) -> Result<Vec<(String, String)>, String> {
+    if !sa.ends_with(".iam.gserviceaccount.com") {
+        return Err(format!(
+            "KINETIC_E2E_IMPERSONATE={sa:?} is not a service account email"
+        ));
+    }
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    if get("GOOGLE_APPLICATION_CREDENTIALS").is_some() {
+        return Err(
+            "KINETIC_E2E_IMPERSONATE and GOOGLE_APPLICATION_CREDENTIALS are both set: serve \
+             would use the key file, not the service account; unset it"
+                .into(),
+        );
+    }
+    let gcloud_config = match (get("CLOUDSDK_CONFIG"), get("HOME")) {
+        (Some(dir), _) => dir,
+        (None, Some(home)) => format!("{home}/.config/gcloud"),
+        (None, None) => return Err("neither CLOUDSDK_CONFIG nor HOME is set".into()),
+    };
+    let home = std::env::temp_dir().join(format!(
+        "kineticd-e2e-home-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+    let mut out: Vec<(String, String)> = env
+        .into_iter()
+        .filter(|(k, _)| k != "HOME" && k != "CLOUDSDK_CONFIG")
+        .collect();
+    out.push(("HOME".into(), home.display().to_string()));
+    out.push(("CLOUDSDK_CONFIG".into(), gcloud_config));
+    out.push((
+        "CLOUDSDK_AUTH_IMPERSONATE_SERVICE_ACCOUNT".into(),
+        sa.to_owned(),
+    ));
+    Ok(out)
+}
+
+/// With `KINETIC_E2E_IMPERSONATE` set: fails unless `serve`'s credentials (gcloud's,
+/// with `serve`'s environment) are that service account's, as Google's tokeninfo says,
+/// and unless no metadata server could answer first (gcp_auth asks it before gcloud).
+pub async fn check_identity(cfg: &Config, http: &reqwest::Client) -> Result<(), String> {
+    let Some(sa) = cfg.impersonated() else {
+        return Ok(());
+    };
+    let lookup = tokio::time::timeout(
+        Duration::from_secs(3),
+        tokio::net::lookup_host("metadata.google.internal:80"),
+    )
+    .await;
+    if matches!(lookup, Ok(Ok(_))) {
+        return Err(
+            "metadata.google.internal resolves here: serve would call Google as this \
+             machine's service account, not KINETIC_E2E_IMPERSONATE's; run from a workstation"
+                .into(),
+        );
+    }
+    let out = tokio::process::Command::new("gcloud")
+        .args(["auth", "print-access-token", "--quiet"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(cfg.serve_env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| format!("gcloud auth print-access-token: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "gcloud auth print-access-token as {sa}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let info: Value = http
+        .get("https://oauth2.googleapis.com/tokeninfo")
+        .query(&[("access_token", token.as_str())])
+        .send()
+        .await
+        .map_err(|e| format!("tokeninfo: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("tokeninfo: {e}"))?;
+    match info["email"].as_str() {
+        Some(email) if email == sa => {
+            println!("e2e: serve calls Google as {email} (KINETIC_E2E_IMPERSONATE)");
+            Ok(())
+        }
+        Some(other) => Err(format!(
+            "serve's credentials are {other}'s, not KINETIC_E2E_IMPERSONATE={sa}"
+        )),
+        None => Err(format!(
+            "tokeninfo does not name the account of serve's token ({info}); cannot check it is {sa}"
+        )),
     }
 }
 
