@@ -5,12 +5,12 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use kineticd::config::limits::Rate;
 
 use crate::common::{TestApp, fresh_db};
-use crate::support::expect_error;
+use crate::support::{cancel_frees_the_stream, expect_error};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -135,23 +135,6 @@ async fn console_event_streams_take_the_callers_watch_places() {
     assert_eq!(bobs.status(), 200);
 
     // The operation ends: the console stream sends `done` and closes, freeing the place.
-    let r = app
-        .post(ALICE, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
-    assert_eq!(r.status, 200, "{:#}", r.body);
-    let text = tokio::time::timeout(Duration::from_secs(20), streaming.text())
-        .await
-        .expect("the stream ends with its operation")
-        .unwrap();
-    assert!(text.contains("event: done"), "{text}");
     drop(bobs);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let again = api_watch(ALICE).await.unwrap();
-        if again.status() == 200 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the place was never released");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    cancel_frees_the_stream(&app, ALICE, &name, streaming, || api_watch(ALICE)).await;
 }

@@ -11,13 +11,14 @@ use crate::common::iap_keys::{AUD, TestKey, new_key, now, sign, unreachable_port
 use crate::common::{ADMIN, Resp, TestApp, fresh_db};
 use crate::support::{expect_error, expect_not_found, message};
 
-fn claims(email: &str) -> Value {
+/// Claims IAP would sign for `email`, valid for ten minutes.
+pub fn claims(email: &str) -> Value {
     let n = now();
     json!({"iss": IAP_ISSUER, "aud": AUD, "email": email, "sub": "accounts.google.com:1", "iat": n, "exp": n + 600})
 }
 
 /// Serve `keys` as a JWKS; returns its URL.
-async fn jwks_server(keys: &[&TestKey]) -> String {
+pub async fn jwks_server(keys: &[&TestKey]) -> String {
     let body = json!({"keys": keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>()});
     let app = Router::new().route("/jwks", get(move || async move { axum::Json(body) }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -26,7 +27,8 @@ async fn jwks_server(keys: &[&TestKey]) -> String {
     format!("http://{addr}/jwks")
 }
 
-async fn iap_app(jwks_url: String) -> TestApp {
+/// The app in IAP mode with its keys at `jwks_url`.
+pub async fn iap_app(jwks_url: String) -> TestApp {
     let (db, url) = fresh_db().await;
     TestApp::spawn_with(db, url, move |mut s| {
         s.identity = Identity::Iap {

@@ -1,37 +1,17 @@
 //! Identity input the API refuses (issue 24): a duplicated IAP assertion header, and
 //! addresses that are not printable ASCII, in tokens, dev headers and member paths alike.
 
-use axum::Router;
-use axum::routing::get;
-use kineticd::auth::{IAP_HEADER, IAP_ISSUER};
-use kineticd::config::Identity;
-use serde_json::{Value, json};
+use kineticd::auth::IAP_HEADER;
+use serde_json::json;
 
-use crate::common::iap_keys::{AUD, TestKey, new_key, now, sign};
-use crate::common::{Resp, TestApp, fresh_db};
+use crate::common::iap_keys::{TestKey, new_key, sign};
+use crate::common::{Resp, TestApp};
+use crate::iap_http::{claims, jwks_server};
 use crate::support::{expect_error, message, meta, ok};
-
-fn claims(email: &str) -> Value {
-    let n = now();
-    json!({"iss": IAP_ISSUER, "aud": AUD, "email": email, "sub": "accounts.google.com:1", "iat": n, "exp": n + 600})
-}
 
 /// The app in IAP mode with `keys` served by a local JWKS endpoint.
 async fn iap_app(keys: &[&TestKey]) -> TestApp {
-    let body = json!({"keys": keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>()});
-    let jwks = Router::new().route("/jwks", get(move || async move { axum::Json(body) }));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let jwks_url = format!("http://{}/jwks", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, jwks).await.unwrap() });
-    let (db, url) = fresh_db().await;
-    TestApp::spawn_with(db, url, move |mut s| {
-        s.identity = Identity::Iap {
-            jwks_url,
-            audience: AUD.to_owned(),
-        };
-        s
-    })
-    .await
+    crate::iap_http::iap_app(jwks_server(keys).await).await
 }
 
 /// `GET path` carrying each of `tokens` as its own assertion header.

@@ -16,7 +16,7 @@ use kineticd::config::limits::Rate;
 use kineticd::store::db::{PoolConfig, connect_pool};
 
 use crate::common::{ADMIN, TestApp, fresh_db};
-use crate::support::{expect_error, message, meta};
+use crate::support::{cancel_frees_the_stream, expect_error, message, meta};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -170,25 +170,8 @@ async fn watch_streams_per_caller_are_capped_and_released_when_a_stream_ends() {
     let bobs = watch(BOB).await.unwrap();
     assert_eq!(bobs.status(), 200);
     // The operation ends: the stream sends `done` and closes, freeing the place.
-    let r = app
-        .post(ALICE, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
-    assert_eq!(r.status, 200, "{:#}", r.body);
-    let text = tokio::time::timeout(Duration::from_secs(20), open.text())
-        .await
-        .expect("the stream ends with its operation")
-        .unwrap();
-    assert!(text.contains("event: done"), "{text}");
     drop(bobs);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let again = watch(ALICE).await.unwrap();
-        if again.status() == 200 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the place was never released");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    cancel_frees_the_stream(&app, ALICE, &name, open, || watch(ALICE)).await;
 }
 
 /// A TCP relay to PostgreSQL that can be cut (every connection closed, the port

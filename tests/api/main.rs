@@ -2,6 +2,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../serve_process/journal.rs"]
+mod sim_journal;
 
 mod accelerators;
 mod auth_matrix;

@@ -85,20 +85,14 @@ fn refused(r: &Resp, project: &str) {
 
 /// How many times kineticd read `project`'s policy.
 async fn policy_reads(sim: &Sim, project: &str) -> usize {
-    let entries: Value = kineticd::app::http_client()
-        .unwrap()
-        .get(format!(
-            "{}/sim/v1/journal?service=cloudresourcemanager&method=projects.getIamPolicy",
-            sim.url()
-        ))
-        .send()
+    let query = [
+        ("service", "cloudresourcemanager"),
+        ("method", "projects.getIamPolicy"),
+    ];
+    let http = kineticd::app::http_client().unwrap();
+    crate::sim_journal::sim_journal(&http, &sim.url(), &query)
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let list = entries["entries"].as_array().cloned().unwrap_or_default();
-    list.iter()
+        .iter()
         .filter(|e| {
             e["path"]
                 .as_str()

@@ -267,3 +267,36 @@ pub async fn anonymous_get(app: &TestApp, path: &str) -> Resp {
     )
     .await
 }
+
+/// Cancel operation `name` as `user`: `stream`, an event stream of it, sends `done` and
+/// closes, which frees its place: `open_again` is served (200) within 10 s.
+pub async fn cancel_frees_the_stream<F, Fut>(
+    app: &TestApp,
+    user: &str,
+    name: &str,
+    stream: reqwest::Response,
+    open_again: F,
+) where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = reqwest::Result<reqwest::Response>>,
+{
+    use std::time::{Duration, Instant};
+    let r = app
+        .post(user, &format!("/v1/{name}:cancel"), Value::Null)
+        .await;
+    assert_eq!(r.status, 200, "{:#}", r.body);
+    let text = tokio::time::timeout(Duration::from_secs(20), stream.text())
+        .await
+        .expect("the stream ends with its operation")
+        .unwrap();
+    assert!(text.contains("event: done"), "{text}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let again = open_again().await.unwrap();
+        if again.status() == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the place was never released");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
