@@ -198,3 +198,180 @@ async fn an_up_and_a_pool_add_stored_before_typed_plans_are_claimed_and_finished
     assert_eq!(add.status, StatusCode::ACCEPTED, "{}", add.body);
     run_as_stored_before(&app, &add.body, "pool-add", Some(with_compute_class)).await;
 }
+
+/// One stored operation as the code that queued it wrote it: its type, target, input,
+/// plan and steps, with the values a run makes up (the cluster's id, the pools' ids)
+/// replaced by placeholders (`{{cluster}}`, `{{pool:N}}`), so that one captured run
+/// stands for any later one.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct StoredRow {
+    op_type: String,
+    target: String,
+    input: Value,
+    plan: Option<Value>,
+    steps: Value,
+}
+
+/// The values a run makes up, in order of first appearance in the operation's input:
+/// the cluster id, then every pool id.
+fn made_up(input: &Value) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    if let Some(id) = input["clusterId"].as_str() {
+        out.push(("{{cluster}}".into(), id.to_owned()));
+    }
+    let mut pools: Vec<String> = Vec::new();
+    let mut note = |p: Option<&str>| {
+        if let Some(p) = p
+            && !pools.iter().any(|q| q == p)
+        {
+            pools.push(p.to_owned());
+        }
+    };
+    for p in input["pools"].as_array().into_iter().flatten() {
+        note(p.as_str());
+    }
+    let req = &input["request"];
+    for p in req["pools"].as_array().into_iter().flatten() {
+        note(p["poolId"].as_str());
+    }
+    note(req["spotPool"].as_str());
+    note(req["fallbackPool"].as_str());
+    for (i, p) in pools.into_iter().enumerate() {
+        out.push((format!("{{{{pool:{i}}}}}"), p));
+    }
+    out
+}
+
+/// `text` with every `(placeholder, value)` applied one way or the other.
+fn substitute(text: &str, pairs: &[(String, String)], to_placeholder: bool) -> String {
+    pairs.iter().fold(text.to_owned(), |t, (ph, v)| {
+        if to_placeholder {
+            t.replace(v.as_str(), ph)
+        } else {
+            t.replace(ph.as_str(), v)
+        }
+    })
+}
+
+/// The queued operation `op` as stored now.
+async fn row_of(app: &TestApp, op: &Value) -> StoredRow {
+    let (op_type, target, input, plan, steps): (String, String, Value, Option<Value>, Value) =
+        sqlx::query_as(
+            "SELECT op_type, target, input, plan, steps::jsonb FROM operations WHERE id = $1",
+        )
+        .bind(op_id(op))
+        .fetch_one(&app.db)
+        .await
+        .expect("operation row");
+    StoredRow {
+        op_type,
+        target,
+        input,
+        plan,
+        steps,
+    }
+}
+
+/// Check the queued `op` stores what the old code stored for it (the fixture
+/// `kinds/{name}.json`, or write that fixture when `KINETIC_CAPTURE_STORED_OPERATIONS`
+/// is set), put the old row in verbatim, and run it to SUCCEEDED.
+async fn old_row_runs(app: &TestApp, op: &Value, name: &str) -> Value {
+    let now = row_of(app, op).await;
+    let pairs = made_up(&now.input);
+    let file = format!("{FIXTURES}/kinds/{name}.json");
+    if std::env::var_os("KINETIC_CAPTURE_STORED_OPERATIONS").is_some() {
+        let text = serde_json::to_string_pretty(&now).expect("row JSON");
+        std::fs::create_dir_all(format!("{FIXTURES}/kinds")).expect("fixture dir");
+        std::fs::write(&file, substitute(&text, &pairs, true) + "\n").expect("write fixture");
+    }
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let old: StoredRow =
+        serde_json::from_str(&substitute(&text, &pairs, false)).expect("fixture row");
+    assert_eq!(now, old, "{name}: stored as the old code stored it");
+    let updated = sqlx::query(
+        "UPDATE operations SET input = $2, plan = $3, steps = $4::json WHERE id = $1 AND state = 'QUEUED'",
+    )
+    .bind(op_id(op))
+    .bind(&old.input)
+    .bind(&old.plan)
+    .bind(old.steps.to_string())
+    .execute(&app.db)
+    .await
+    .expect("store the old operation");
+    assert_eq!(updated.rows_affected(), 1, "{name}: still queued");
+    let workers: WorkerPool = app.workers(test_worker_config(2));
+    let done = app
+        .wait_done(OWNER, op["name"].as_str().expect("operation name"))
+        .await;
+    assert!(done["error"].is_null(), "{name} failed: {}", done["error"]);
+    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    workers.shutdown(Duration::from_secs(60)).await;
+    done
+}
+
+/// Accepted (202): the operation.
+fn accepted(r: crate::common::Resp) -> Value {
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    r.body
+}
+
+/// Every kind of operation, queued by the code before operation kinds were types
+/// (fixtures `tests/fixtures/stored_operations/kinds/`, captured from commit 6b02ebd),
+/// is stored the same way now and runs to the end: UP_CLUSTER, ADD_NODE_POOL (a
+/// failover pair), UPDATE_NODE_POOL, FAILOVER_DRILL, REMOVE_NODE_POOL, DOWN_CLUSTER and
+/// NOOP.
+#[tokio::test]
+async fn every_kind_stored_by_the_old_code_runs_to_the_end() {
+    let (app, _sim) = TestApp::spawn_sim().await;
+    app.team(OWNER, "ml-team", &[PROJECT]).await;
+    let path = cluster_path("kinds");
+    let up = accepted(app.put(OWNER, &path, json!({"accelerator": "cpu"})).await);
+    old_row_runs(&app, &up, "up").await;
+    let add = app
+        .post(
+            OWNER,
+            &format!("{path}/nodePools"),
+            json!({"accelerator": "l4", "failover": true, "minNodes": 1}),
+        )
+        .await;
+    let add = accepted(add);
+    old_row_runs(&app, &add, "pool-add").await;
+    let pools = app.get(OWNER, &format!("{path}/nodePools")).await.body;
+    let spot = pools["nodePools"]
+        .as_array()
+        .expect("pools")
+        .iter()
+        .find(|p| p["spot"] == true)
+        .and_then(|p| p["poolId"].as_str())
+        .expect("the spot pool")
+        .to_owned();
+    let pool_path = format!("{path}/nodePools/{spot}");
+    let resize = app
+        .patch(
+            OWNER,
+            &format!("{pool_path}?updateMask=minNodes,maxNodes"),
+            json!({"minNodes": 0, "maxNodes": 5}),
+        )
+        .await;
+    old_row_runs(&app, &accepted(resize), "resize").await;
+    let drill = app
+        .post(
+            OWNER,
+            &format!("{pool_path}:drill"),
+            json!({"deadline": "1s"}),
+        )
+        .await;
+    old_row_runs(&app, &accepted(drill), "drill").await;
+    let remove = accepted(app.delete(OWNER, &pool_path).await);
+    old_row_runs(&app, &remove, "pool-remove").await;
+    let down = accepted(app.delete(OWNER, &path).await);
+    old_row_runs(&app, &down, "down").await;
+    let noop = app
+        .post(
+            OWNER,
+            "/v1/testing/noopOperations",
+            json!({"team": "ml-team", "target": "noop/kinds", "steps": 3, "failRetryable": {"1": 1}}),
+        )
+        .await;
+    old_row_runs(&app, &accepted(noop), "noop").await;
+}
