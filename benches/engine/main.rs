@@ -37,11 +37,10 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use kineticd::cli::dev::simulated_cloud;
-use kineticd::ops::queue::Enqueue;
+use kineticd::ops::queue::{self, Enqueue};
 use kineticd::ops::workflows::noop::{self, NoopSpec};
 use kineticd::ops::{self, Events, WorkerConfig, WorkerPool};
 use kineticd::store::Db;
-use serde_json::Value;
 
 use server::Server;
 
@@ -218,13 +217,13 @@ fn noop_request(target: String) -> Enqueue {
         ..NoopSpec::default()
     };
     Enqueue {
-        op_type: noop::OP_TYPE.to_owned(),
+        op_type: kineticd::domain::OperationType::Noop,
         serial_key: target.clone(),
         target,
         team_id: TEAM.to_owned(),
         cluster_id: None,
         created_by: OWNER.to_owned(),
-        input: serde_json::to_value(&spec).unwrap_or(Value::Null),
+        input: queue::input_of::<noop::Noop>(&spec).expect("a NOOP input serializes"),
         plan: None,
         steps: spec.steps(),
         idempotency: None,

@@ -5,7 +5,7 @@
 //! measured see exactly what the service would have written.
 
 use anyhow::Result;
-use kineticd::domain::{ClusterState, PoolState};
+use kineticd::domain::{ClusterState, OperationType, PoolState};
 use kineticd::ops::queue::{self, Enqueue};
 use kineticd::ops::workflows::noop::{self, NoopSpec};
 use kineticd::store::{self, ClusterSpecRecord, Db, PoolSpecRecord};
@@ -71,13 +71,14 @@ pub async fn enqueue_noop(
     let e = queue::enqueue(
         db,
         &Enqueue {
-            op_type: noop::OP_TYPE.to_owned(),
+            op_type: OperationType::Noop,
             serial_key,
             target,
             team_id: team.to_owned(),
             cluster_id: None,
             created_by: owner.to_owned(),
-            input: serde_json::to_value(&spec)?,
+            input: queue::input_of::<noop::Noop>(&spec)
+                .map_err(|e| anyhow::anyhow!("NOOP input: {e}"))?,
             plan: None,
             steps: spec.steps(),
             idempotency: None,

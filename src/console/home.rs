@@ -89,7 +89,7 @@ impl OpRow {
                 .unwrap_or(&o.name)
                 .to_owned(),
             href: view::operation_href(&o.name),
-            op_type: m.op_type.clone(),
+            op_type: m.op_type.to_string(),
             target: m.target.clone(),
             target_href: view::cluster_href(&m.target),
             state: m.state.as_str().to_owned(),

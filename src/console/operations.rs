@@ -254,7 +254,7 @@ pub async fn page(
             format!("Operation {}", live.id),
             view::operation_href(&op.name),
         ),
-        op_type: m.op_type.clone(),
+        op_type: m.op_type.to_string(),
         target: m.target.clone(),
         target_href: view::cluster_href(&m.target),
         team: m.team.clone().unwrap_or_default(),

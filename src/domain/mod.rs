@@ -27,7 +27,7 @@ pub use names::{
 };
 pub use roles::Role;
 pub use rpc::RpcCode;
-pub use states::{ClusterState, OperationState, PoolState, SettledState, StepState};
+pub use states::{ClusterState, OperationState, OperationType, PoolState, SettledState, StepState};
 
 #[cfg(test)]
 pub(crate) mod hostile_props;

@@ -1,4 +1,5 @@
-//! The states of clusters, node pools, operations and their steps: one enum each, with
+//! The states of clusters, node pools, operations and their steps, and the types of
+//! operations: one enum each, with
 //! the exact SCREAMING_SNAKE strings the API shows and the database stores.
 //!
 //! Invariant: `as_str` and `parse` are inverses over each enum's `ALL`, and serde uses
@@ -123,6 +124,29 @@ states!(
         Skipped = "SKIPPED",
         Failed = "FAILED",
         Cancelled = "CANCELLED",
+    }
+);
+
+// One variant per kind of operation the engine runs, each registered once in
+// `ops::kinds` with its typed input, steps, records and response; the `type=` filter,
+// the OpenAPI enum and the worker registry all read this list.
+states!(
+    /// The kind of change an operation carries out.
+    OperationType, "operation type" {
+        /// `up`: create or repair a cluster.
+        UpCluster = "UP_CLUSTER",
+        /// `down`: delete a cluster and what `up` made for it.
+        DownCluster = "DOWN_CLUSTER",
+        /// Add a node pool (a failover pair counts as one).
+        AddNodePool = "ADD_NODE_POOL",
+        /// Remove a node pool (with its failover pair).
+        RemoveNodePool = "REMOVE_NODE_POOL",
+        /// Resize a node pool in place.
+        UpdateNodePool = "UPDATE_NODE_POOL",
+        /// Reclaim a spot pool and time its failover.
+        FailoverDrill = "FAILOVER_DRILL",
+        /// The engine's test workflow (development and test mode only).
+        Noop = "NOOP",
     }
 );
 

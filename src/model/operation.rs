@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::domain::{OperationState, StepState};
+use crate::domain::{OperationState, OperationType, StepState};
 
 /// google.rpc.Status of a failed or cancelled operation; `code` is a google.rpc.Code
 /// (1 = CANCELLED), and `details[0].metadata.step` names the failed step.
@@ -42,9 +42,9 @@ pub struct Progress {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationMetadata {
-    /// UP_CLUSTER | DOWN_CLUSTER | ADD_NODE_POOL | REMOVE_NODE_POOL | UPDATE_NODE_POOL | FAILOVER_DRILL | NOOP
+    /// The kind of operation.
     #[serde(rename = "type")]
-    pub op_type: String,
+    pub op_type: OperationType,
     /// The resource the operation changes.
     pub target: String,
     /// `teams/{teamId}`.

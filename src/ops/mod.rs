@@ -7,8 +7,10 @@
 //! cluster run one at a time in order, and never wait for another cluster.
 
 pub mod events;
+pub mod kinds;
 pub mod outage;
 pub mod queue;
+pub mod records;
 pub mod retention;
 pub mod runner;
 pub mod steps;
@@ -32,18 +34,8 @@ pub fn registry(
     )
 }
 
-/// [`registry`] with a prepared provisioning environment (custom timings in tests).
+/// [`registry`] with a prepared provisioning environment (custom timings in tests):
+/// every kind registered in [`kinds`].
 pub fn registry_with(env: workflows::cluster::Env, test_workflows: bool) -> Registry {
-    let env = std::sync::Arc::new(env);
-    let mut r = Registry::new();
-    for w in workflows::cluster::all(env.clone()) {
-        r = r.with(w);
-    }
-    r = r.with(workflows::cluster::drill::DrillWorkflow::new(env.clone()));
-    r = r.with(workflows::cluster::resize::ResizeWorkflow::new(env));
-    if test_workflows {
-        r.with(workflows::noop::Noop)
-    } else {
-        r
-    }
+    kinds::registry(std::sync::Arc::new(env), test_workflows)
 }

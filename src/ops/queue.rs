@@ -5,17 +5,18 @@
 //! Invariant: a mutation is acknowledged only after its operation row is committed; two
 //! identical requests with the same key, even concurrent, yield one operation. A queued
 //! operation cancelled ends together with the undoing of the record changes its
-//! enqueue made (see `workflows::cluster::records`).
+//! enqueue made (what its kind declared: [`super::kinds::withdrawn`]).
 
 use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::domain::OperationType;
 use crate::store::operations::{self, NewOperation, OperationRow};
 use crate::store::{Db, StoreError};
 
+use super::kinds::{self, OperationKind};
 use super::steps::{StepRecord, cancelled_status, skip_unstarted_json};
-use super::workflows::cluster::records;
 
 /// Keys are remembered this long (AIP-155 suggests at least an hour; the API says 24 h).
 pub const IDEMPOTENCY_TTL_HOURS: i64 = 24;
@@ -29,13 +30,14 @@ pub struct Idempotency {
 
 #[derive(Debug, Clone)]
 pub struct Enqueue {
-    pub op_type: String,
+    pub op_type: OperationType,
     pub target: String,
     /// Operations with the same key run one at a time, in creation order.
     pub serial_key: String,
     pub team_id: String,
     pub cluster_id: Option<Uuid>,
     pub created_by: String,
+    /// The kind's typed input, serialized ([`input_of`]).
     pub input: Value,
     pub plan: Option<Value>,
     pub steps: Vec<StepRecord>,
@@ -106,7 +108,7 @@ pub async fn enqueue_in(tx: &mut PgConnection, req: &Enqueue) -> Result<Enqueued
         tx,
         &NewOperation {
             id,
-            op_type: &req.op_type,
+            op_type: req.op_type.as_str(),
             target: &req.target,
             serial_key: &req.serial_key,
             team_id: &req.team_id,
@@ -120,6 +122,13 @@ pub async fn enqueue_in(tx: &mut PgConnection, req: &Enqueue) -> Result<Enqueued
     )
     .await?;
     Ok(Enqueued { op, created: true })
+}
+
+/// The `input` an operation of kind `K` stores: its typed input, serialized (plain data:
+/// it always serializes; a failure is an internal error, never an empty input).
+pub fn input_of<K: OperationKind>(input: &K::Input) -> Result<Value, EnqueueError> {
+    serde_json::to_value(input)
+        .map_err(|e| EnqueueError::Store(StoreError::Db(sqlx::Error::Encode(Box::new(e)))))
 }
 
 /// Enqueue with no other record change.
@@ -175,7 +184,7 @@ pub async fn cancel(db: &Db, id: Uuid) -> Result<Option<OperationRow>, StoreErro
         return Ok(None);
     };
     if c.ended {
-        records::withdrawn(&mut tx, &c.row).await?;
+        kinds::withdrawn(&mut tx, &c.row).await?;
     }
     tx.commit().await?;
     Ok(Some(c.row))

@@ -552,10 +552,17 @@ impl Driver {
             return release(run).await;
         }
         if g.iter().all(|s| s.state.finished_ok()) {
-            let response = run.wf.response(&run.op, &g);
-            return run
-                .finish(OperationState::Succeeded, &g, Some(response), None)
-                .await;
+            return match run.wf.response(&run.op, &g) {
+                Ok(response) => {
+                    run.finish(OperationState::Succeeded, &g, Some(response), None)
+                        .await
+                }
+                Err(e) => {
+                    let err = status_json(e.code, &e.message, &e.reason, &e.metadata);
+                    run.finish(OperationState::Failed, &g, None, Some(err))
+                        .await
+                }
+            };
         }
         let err = status_json(
             RpcCode::Internal,

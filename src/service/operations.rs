@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use futures::Stream;
 use uuid::Uuid;
 
-use crate::domain::{Email, OperationState, OperationTarget, Role, TeamId};
+use crate::domain::{Email, OperationState, OperationTarget, OperationType, Role, TeamId};
 use crate::model::{self, Operation, OperationError, OperationMetadata, Progress, Step};
 use crate::ops::events::{Events, OpEvent};
 use crate::ops::steps::{StepRecord, StepState};
@@ -49,7 +49,9 @@ pub fn render(row: &OperationRow) -> Result<Operation> {
             .and_then(|e| serde_json::from_value::<OperationError>(e).ok()),
         response: row.response.clone(),
         metadata: OperationMetadata {
-            op_type: row.op_type.clone(),
+            op_type: stored
+                .state("op_type", &row.op_type)
+                .map_err(StoreError::from)?,
             target: row.target.clone(),
             team: row.team_id.as_ref().map(|t| format!("teams/{t}")),
             created_by: row.created_by.clone(),
@@ -127,17 +129,6 @@ pub async fn get(db: &Db, caller: &Caller, id: &str) -> Result<Operation> {
     render(&visible(db, caller, id, Role::Viewer, "reading operations").await?)
 }
 
-/// Every operation type (`metadata.type`), as `type=` filters accept them.
-pub const TYPES: [&str; 7] = [
-    "UP_CLUSTER",
-    "DOWN_CLUSTER",
-    "ADD_NODE_POOL",
-    "REMOVE_NODE_POOL",
-    "UPDATE_NODE_POOL",
-    "FAILOVER_DRILL",
-    "NOOP",
-];
-
 fn filter_error(why: String) -> Error {
     Error::invalid(
         "INVALID_FILTER",
@@ -168,12 +159,10 @@ fn filter_term(f: &mut OperationFilter, key: &str, v: String) -> Result<()> {
                     .map_err(|e| filter_error(format!("state {v:?} is not one of {}", e.known)))?,
             )
         }
-        "type" if TYPES.contains(&v.as_str()) => f.op_type = Some(v),
         "type" => {
-            return Err(filter_error(format!(
-                "type {v:?} is not one of {}",
-                TYPES.join(", ")
-            )));
+            let t = OperationType::parse(&v)
+                .map_err(|e| filter_error(format!("type {v:?} is not one of {}", e.known)))?;
+            f.op_type = Some(t.as_str().to_owned())
         }
         "target" => f.target = Some(OperationTarget::parse(&v).map_err(named)?.to_string()),
         "team" => {
@@ -419,16 +408,14 @@ mod tests {
     }
 
     #[test]
-    fn every_workflow_type_is_filterable() {
-        use crate::ops::workflows::{cluster, noop};
-        for t in [
-            cluster::UP,
-            cluster::DOWN,
-            cluster::ADD_POOL,
-            cluster::REMOVE_POOL,
-            noop::OP_TYPE,
-        ] {
-            assert!(TYPES.contains(&t), "{t}");
+    fn every_operation_type_is_filterable() {
+        for t in OperationType::ALL {
+            let f = parse_filter(&format!("type={t}")).unwrap();
+            assert_eq!(f.op_type.as_deref(), Some(t.as_str()));
+        }
+        let e = parse_filter("type=BOGUS").unwrap_err();
+        for t in OperationType::ALL {
+            assert!(e.message.contains(t.as_str()), "{}", e.message);
         }
     }
 

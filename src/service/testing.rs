@@ -6,9 +6,7 @@
 //! a cluster in a project of the NOOP's own team; any other target gets a key scoped to
 //! that team (`teams/{team}/noop/{target}`), which no other team's operation can share.
 
-use serde_json::Value;
-
-use crate::domain::{Role, TeamId};
+use crate::domain::{OperationType, Role, TeamId};
 use crate::model::Operation;
 use crate::ops::queue::{self, Enqueue, EnqueueError, Idempotency};
 use crate::ops::workflows::noop;
@@ -68,13 +66,13 @@ pub async fn enqueue_noop(
         .map_err(|m| Error::invalid("INVALID_NOOP_SPEC", m))?;
     let target = target.unwrap_or_else(|| format!("noop/{}", uuid::Uuid::new_v4()));
     let req = Enqueue {
-        op_type: noop::OP_TYPE.to_owned(),
+        op_type: OperationType::Noop,
         serial_key: serial_key(db, &team, &target).await?,
         target,
         team_id: team.to_string(),
         cluster_id: None,
         created_by: caller.email.to_string(),
-        input: serde_json::to_value(&spec).unwrap_or(Value::Null),
+        input: queue::input_of::<noop::Noop>(&spec).map_err(enqueue_error)?,
         plan: None,
         steps: spec.steps(),
         idempotency,

@@ -447,14 +447,33 @@ pub async fn request_cancel(
 pub async fn unfinished_on_cluster(
     ex: impl PgExecutor<'_>,
     cluster_id: Uuid,
-) -> Result<Vec<(String, Value)>, StoreError> {
+) -> Result<Vec<Unfinished>, StoreError> {
     Ok(sqlx::query_as(
-        "SELECT op_type, input FROM operations WHERE cluster_id = $1 AND end_time IS NULL \
+        "SELECT id, op_type, input FROM operations WHERE cluster_id = $1 AND end_time IS NULL \
          ORDER BY create_time, id",
     )
     .bind(cluster_id)
     .fetch_all(ex)
     .await?)
+}
+
+/// An unfinished operation on a cluster: its id, type and input as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Unfinished {
+    pub id: Uuid,
+    pub op_type: String,
+    pub input: Value,
+}
+
+impl Unfinished {
+    /// The input decoded as `T` (a corrupt row when it does not decode).
+    pub fn input_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, StoreError> {
+        let row = super::Row {
+            table: "operations",
+            id: &self.id,
+        };
+        Ok(row.json("input", self.input.clone())?)
+    }
 }
 
 async fn lock(tx: &mut PgConnection, id: Uuid) -> Result<Option<OperationRow>, StoreError> {

@@ -84,7 +84,7 @@ async fn enqueue_order_on_one_cluster_is_commit_order() {
     use kineticd::ops::steps::StepRecord;
     let app = app_with_team().await;
     let req = |n: u32| Enqueue {
-        op_type: "NOOP".into(),
+        op_type: kineticd::domain::OperationType::Noop,
         target: "projects/engine-project/zones/us-central1-a/clusters/same".into(),
         serial_key: "projects/engine-project/zones/us-central1-a/clusters/same".into(),
         team_id: crate::TEAM.into(),

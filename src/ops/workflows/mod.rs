@@ -67,8 +67,9 @@ pub trait Workflow: Send + Sync + 'static {
         Box::pin(operations::finish(db, op.id, op.generation, f))
     }
 
-    /// The operation's `response` once every step is done.
-    fn response(&self, op: &OperationRow, steps: &[StepRecord]) -> Value;
+    /// The operation's `response` once every step is done (an error fails the
+    /// operation: its input could not be read).
+    fn response(&self, op: &OperationRow, steps: &[StepRecord]) -> Result<Value, StepError>;
 }
 
 /// Workflows by operation type.

@@ -3,19 +3,22 @@
 //! terminally, or hanging like a long cloud call; each step's effect is a row in
 //! `noop_effects` committed with the step's completion.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::domain::OperationType;
+use crate::ops::kinds::OperationKind;
+use crate::ops::records::Records;
 use crate::ops::steps::{RpcCode, StepError, StepRecord};
-use crate::store::operations::{self, OperationRow};
+use crate::store::operations;
 use crate::store::{Db, StoreError};
 
-use super::{StepCtx, Workflow};
-
-pub const OP_TYPE: &str = "NOOP";
+use super::StepCtx;
+use super::cluster::Env;
 
 /// What the test asks of each NOOP step.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -78,22 +81,53 @@ impl NoopSpec {
     }
 }
 
+/// What one NOOP step was asked to do (its stored input).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NoopStep {
+    pub index: u32,
+    pub millis: u64,
+    pub fail_retryable: u32,
+    pub fail_terminal: bool,
+    pub hang: bool,
+}
+
+/// The NOOP response: how many steps ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct NoopResponse {
+    pub steps: usize,
+}
+
 pub struct Noop;
 
-impl Workflow for Noop {
-    fn op_type(&self) -> &'static str {
-        OP_TYPE
+impl OperationKind for Noop {
+    const TYPE: OperationType = OperationType::Noop;
+    const RECORDS: Records = Records::Untouched;
+    const TEST_ONLY: bool = true;
+    type Input = NoopSpec;
+    type Step = NoopStep;
+    type Response = NoopResponse;
+
+    fn build(_env: &Arc<Env>) -> Self {
+        Noop
     }
 
     fn deadline(&self) -> Duration {
         Duration::from_secs(600)
     }
 
-    fn run_step<'a>(&'a self, ctx: &'a StepCtx) -> BoxFuture<'a, Result<Value, StepError>> {
+    fn step(&self, stored: &StepRecord) -> Result<NoopStep, String> {
+        NoopStep::deserialize(&stored.input).map_err(|e| e.to_string())
+    }
+
+    fn run_step<'a>(
+        &'a self,
+        _spec: &'a NoopSpec,
+        step: &'a NoopStep,
+        ctx: &'a StepCtx,
+    ) -> BoxFuture<'a, Result<Value, StepError>> {
         Box::pin(async move {
-            let input = &ctx.step.input;
-            let millis = input["millis"].as_u64().unwrap_or(0);
-            if input["hang"].as_bool().unwrap_or(false) {
+            if step.hang {
                 // A long cloud call: only cancellation ends it.
                 ctx.cancel.cancelled().await;
                 return Err(StepError::terminal(
@@ -102,10 +136,10 @@ impl Workflow for Noop {
                     "cancelled",
                 ));
             }
-            if millis > 0 {
-                tokio::time::sleep(Duration::from_millis(millis)).await;
+            if step.millis > 0 {
+                tokio::time::sleep(Duration::from_millis(step.millis)).await;
             }
-            let fail = input["failRetryable"].as_u64().unwrap_or(0) as u32;
+            let fail = step.fail_retryable;
             // `attempts` counts this attempt (1-based, across resumes).
             if ctx.step.attempts <= fail {
                 return Err(StepError::retryable(
@@ -114,7 +148,7 @@ impl Workflow for Noop {
                     format!("injected retryable failure {} of {fail}", ctx.step.attempts),
                 ));
             }
-            if input["failTerminal"].as_bool().unwrap_or(false) {
+            if step.fail_terminal {
                 return Err(StepError::terminal(
                     RpcCode::ResourceExhausted,
                     "QUOTA_EXCEEDED",
@@ -148,7 +182,7 @@ impl Workflow for Noop {
         ))
     }
 
-    fn response(&self, _op: &OperationRow, steps: &[StepRecord]) -> Value {
-        json!({ "steps": steps.len() })
+    fn response(&self, _spec: &NoopSpec, steps: &[StepRecord]) -> Result<NoopResponse, StepError> {
+        Ok(NoopResponse { steps: steps.len() })
     }
 }

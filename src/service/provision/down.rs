@@ -5,7 +5,7 @@
 use crate::cloud::Cloud;
 use crate::cloud::gcp::storage::ListObjects;
 use crate::domain::ClusterState;
-use crate::ops::workflows::cluster::DOWN;
+use crate::ops::workflows::cluster::{Down, Provisioning};
 use crate::plan::down::{DownInput, plan};
 use crate::store::{self, clusters::ClusterRecord};
 
@@ -54,7 +54,6 @@ pub async fn down(svc: &Services, m: &Mutation) -> Result<Submitted> {
     let c = super::lock(&mut tx, m).await?;
     store::clusters::set_state(&mut *tx, c.id, ClusterState::Deleting, false).await?;
     let op = OpRequest {
-        op_type: DOWN,
         target: m.path.name(),
         team: &team,
         cluster_id: c.id,
@@ -62,7 +61,7 @@ pub async fn down(svc: &Services, m: &Mutation) -> Result<Submitted> {
         new_cluster: false,
         request: serde_json::json!({"forceDestroy": force_destroy}),
     };
-    submit(tx, m, op, &p).await
+    submit::<Provisioning<Down>, _>(tx, m, op, &p).await
 }
 
 /// With `forceDestroy: false`, refuse at once while a bucket holds objects, naming them.

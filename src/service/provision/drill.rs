@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{PoolId, PoolState, duration};
 use crate::model::drill::DrillMode;
-use crate::ops::workflows::cluster::drill::{DRILL, DrillInput as OpInput};
+use crate::ops::workflows::cluster::drill::{Drill, DrillInput as OpInput};
 use crate::plan::drill::{DrillInput, plan};
 use crate::plan::{DrillStep, StepId};
 use crate::store::{self, clusters::ClusterRecord};
@@ -158,15 +158,14 @@ pub async fn drill(
         deadline_seconds: deadline.as_secs_f64(),
     };
     let op = OpRequest {
-        op_type: DRILL,
         target: format!("{}/nodePools/{}", m.path.name(), spot.pool_id),
         team: &team,
         cluster_id: c.id,
         pools: vec![spot.pool_id.clone(), fallback.pool_id.clone()],
         new_cluster: false,
-        request: serde_json::to_value(&input).unwrap_or_default(),
+        request: input,
     };
-    let mut e = operation(m, op, &p);
+    let mut e = operation::<Drill, _>(m, op, &p)?;
     // The watch reads what the reclaim saw before it deleted anything.
     let reclaim = StepId::Drill(DrillStep::Reclaim).to_string();
     for s in e

@@ -24,13 +24,13 @@ pub mod sharing;
 pub mod up;
 pub mod version;
 
-use serde_json::Value;
 use uuid::Uuid;
 
 use crate::domain::accelerators::{self, Choice};
 use crate::domain::naming::ClusterNames;
 use crate::domain::{ClusterState, Role};
 use crate::model::{self, Operation};
+use crate::ops::kinds::OperationKind;
 use crate::ops::queue::{self, Enqueue};
 use crate::ops::workflows::cluster::ClusterOpInput;
 use crate::store::clusters::ClusterRecord;
@@ -206,19 +206,22 @@ pub async fn lock(tx: &mut sqlx::PgConnection, m: &Mutation) -> Result<ClusterRe
     Ok(c)
 }
 
-/// Everything an operation of this module needs besides the mutation and its plan.
-pub struct OpRequest<'a> {
-    pub op_type: &'static str,
+/// Everything an operation of this module needs besides the mutation and its plan;
+/// `request` is the kind's own part of its input.
+pub struct OpRequest<'a, R> {
     pub target: String,
     pub team: &'a str,
     pub cluster_id: Uuid,
     pub pools: Vec<String>,
     pub new_cluster: bool,
-    pub request: Value,
+    pub request: R,
 }
 
-/// The operation for `plan`, ready for [`queue::enqueue_in`].
-pub fn operation(m: &Mutation, r: OpRequest<'_>, plan: &Plan) -> Enqueue {
+/// The operation of kind `K` for `plan`, ready for [`queue::enqueue_in`].
+pub fn operation<K, R>(m: &Mutation, r: OpRequest<'_, R>, plan: &Plan) -> Result<Enqueue>
+where
+    K: OperationKind<Input = ClusterOpInput<R>>,
+{
     let path = &m.path;
     let input = ClusterOpInput {
         project: path.project.to_string(),
@@ -229,28 +232,31 @@ pub fn operation(m: &Mutation, r: OpRequest<'_>, plan: &Plan) -> Enqueue {
         new_cluster: r.new_cluster,
         request: r.request,
     };
-    Enqueue {
-        op_type: r.op_type.to_owned(),
+    Ok(Enqueue {
+        op_type: K::TYPE,
         target: r.target,
         serial_key: path.name(),
         team_id: r.team.to_owned(),
         cluster_id: Some(r.cluster_id),
         created_by: m.caller.email.to_string(),
-        input: serde_json::to_value(&input).unwrap_or(Value::Null),
+        input: queue::input_of::<K>(&input).map_err(enqueue_error)?,
         plan: serde_json::to_value(plan).ok(),
         steps: crate::ops::workflows::cluster::steps(plan),
         idempotency: m.idempotency.clone(),
-    }
+    })
 }
 
 /// Enqueue the operation for `plan` in `tx` and commit (or roll back for a repeat).
-pub async fn submit(
+pub async fn submit<K, R>(
     tx: sqlx::Transaction<'static, sqlx::Postgres>,
     m: &Mutation,
-    r: OpRequest<'_>,
+    r: OpRequest<'_, R>,
     plan: &Plan,
-) -> Result<Submitted> {
-    let op = enqueue(tx, &operation(m, r, plan)).await?;
+) -> Result<Submitted>
+where
+    K: OperationKind<Input = ClusterOpInput<R>>,
+{
+    let op = enqueue(tx, &operation::<K, R>(m, r, plan)?).await?;
     Ok(Submitted::Operation(Box::new(op)))
 }
 

@@ -13,7 +13,7 @@ use crate::domain::pools::{FailoverRole, PoolError, PoolShape, shape, spot_of};
 use crate::domain::provisioning::{self, Resolution};
 use crate::domain::{PoolId, PoolState, ZoneName, quota};
 use crate::model;
-use crate::ops::workflows::cluster::{ADD_POOL, REMOVE_POOL};
+use crate::ops::workflows::cluster::{AddPool, Provisioning, RemovePool};
 use crate::plan::computeclass::class_of;
 use crate::plan::pools::{PoolToAdd, add, pool_record, remove};
 use crate::store::{self, Db, clusters::ClusterRecord};
@@ -405,7 +405,6 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
     }
     let ids: Vec<String> = records.iter().map(|r| r.pool_id.clone()).collect();
     let op = OpRequest {
-        op_type: ADD_POOL,
         target: format!("{}/nodePools/{}", m.path.name(), ids[0]),
         team: &team,
         cluster_id: c.id,
@@ -413,7 +412,7 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
         new_cluster: false,
         request: serde_json::to_value(&req).unwrap_or_default(),
     };
-    submit(tx, m, op, &p).await
+    submit::<Provisioning<AddPool>, _>(tx, m, op, &p).await
 }
 
 /// What a removal takes: the pool and its failover partner if it has one, and the
@@ -478,7 +477,6 @@ pub async fn remove_pool(svc: &Services, m: &Mutation, pool: &str) -> Result<Sub
     not_deleting(&c, &m.path)?;
     store::node_pools::set_state(&mut *tx, c.id, Some(&ids), PoolState::Stopping, &[]).await?;
     let op = OpRequest {
-        op_type: REMOVE_POOL,
         target: format!("{}/nodePools/{pool}", m.path.name()),
         team: &team,
         cluster_id: c.id,
@@ -486,5 +484,5 @@ pub async fn remove_pool(svc: &Services, m: &Mutation, pool: &str) -> Result<Sub
         new_cluster: false,
         request: serde_json::Value::Null,
     };
-    submit(tx, m, op, &p).await
+    submit::<Provisioning<RemovePool>, _>(tx, m, op, &p).await
 }

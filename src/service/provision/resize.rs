@@ -23,7 +23,9 @@ use crate::domain::provisioning::Provisioning;
 use crate::domain::resize::{self, Bounds, ResizeError, Update};
 use crate::domain::{PoolId, PoolState, quota};
 use crate::model::EstimatedCost;
-use crate::ops::workflows::cluster::resize::{PoolBounds, RESIZE, ResizeInput};
+use crate::ops::kinds::OperationKind;
+use crate::ops::workflows::cluster::ClusterOpInput;
+use crate::ops::workflows::cluster::resize::{PoolBounds, Resize, ResizeInput};
 use crate::plan::resize::{PoolResize, plan};
 use crate::store::node_pools::NodePoolRecord;
 use crate::store::records::CostRecord;
@@ -237,12 +239,12 @@ async fn not_resizing(
     cluster_id: uuid::Uuid,
     pools: &[String],
 ) -> Result<()> {
-    for (op_type, input) in store::operations::unfinished_on_cluster(&mut *ex, cluster_id).await? {
-        if op_type != RESIZE {
+    for op in store::operations::unfinished_on_cluster(&mut *ex, cluster_id).await? {
+        if op.op_type != Resize::TYPE.as_str() {
             continue;
         }
-        let named: Vec<String> = serde_json::from_value(input["pools"].clone()).unwrap_or_default();
-        if let Some(p) = pools.iter().find(|p| named.contains(p)) {
+        let resize: ClusterOpInput<ResizeInput> = op.input_as()?;
+        if let Some(p) = pools.iter().find(|p| resize.pools.contains(p)) {
             return Err(Error::precondition(
                 "NODE_POOL_BUSY",
                 format!(
@@ -372,13 +374,12 @@ pub async fn resize(
             .collect(),
     };
     let op = OpRequest {
-        op_type: RESIZE,
         target: format!("{}/nodePools/{pool_id}", m.path.name()),
         team: &team,
         cluster_id: c.id,
         pools: ids,
         new_cluster: false,
-        request: serde_json::to_value(&input).unwrap_or_default(),
+        request: input,
     };
-    submit(tx, m, op, &p).await
+    submit::<Resize, _>(tx, m, op, &p).await
 }

@@ -8,7 +8,7 @@ use crate::domain::naming::ClusterNames;
 use crate::domain::pools::{PoolShape, shape, spot_of};
 use crate::domain::{ClusterState, PoolState};
 use crate::model;
-use crate::ops::workflows::cluster::UP;
+use crate::ops::workflows::cluster::{Provisioning, Up};
 use crate::plan::pools::{PoolToAdd, needs_driver_installer, pool_record};
 use crate::plan::resources::cluster_resources;
 use crate::plan::up::{NewPool, UpInput, plan};
@@ -87,7 +87,7 @@ async fn reconcile(
     store::clusters::set_spec(&mut *tx, c.id, &spec).await?;
     store::clusters::set_state(&mut *tx, c.id, ClusterState::Reconciling, true).await?;
     let op = up_operation(m, team, c.id, Vec::new(), false, &req);
-    submit(tx, m, op, &p).await
+    submit::<Provisioning<Up>, _>(tx, m, op, &p).await
 }
 
 /// The reconcile plan, from the records and the resources checked live (as a status is):
@@ -127,9 +127,8 @@ fn up_operation<'a>(
     pools: Vec<String>,
     new_cluster: bool,
     req: &UpRequest,
-) -> OpRequest<'a> {
+) -> OpRequest<'a, serde_json::Value> {
     OpRequest {
-        op_type: UP,
         target: m.path.name(),
         team,
         cluster_id,
@@ -183,7 +182,7 @@ async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Res
         pools.push(f.id.clone());
     }
     let op = up_operation(m, team, record.id, pools, true, &req);
-    submit(tx, m, op, &p).await
+    submit::<Provisioning<Up>, _>(tx, m, op, &p).await
 }
 
 /// The accelerator a new cluster asks for (required; pool options only with one).

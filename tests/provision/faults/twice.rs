@@ -35,7 +35,7 @@ async fn run_again(env: &Env, op: &Value) -> Value {
     let r = queue::enqueue(
         &env.app.db,
         &Enqueue {
-            op_type: row.op_type.clone(),
+            op_type: row.op_type.parse().expect("a known operation type"),
             target: row.target.clone(),
             serial_key: row.serial_key.clone(),
             team_id: row.team_id.clone().expect("team"),

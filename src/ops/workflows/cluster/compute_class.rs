@@ -59,7 +59,7 @@ async fn kind_of(s: &Step<'_>, class: &ComputeClass) -> Result<Kind, StepError> 
     let Some(spot) = spot else {
         return Ok(Kind::Gpu);
     };
-    let rec = store::node_pools::get(&s.env.db, s.input.cluster_id, spot)
+    let rec = store::node_pools::get(&s.env.db, s.cluster_id, spot)
         .await
         .map_err(store_error)?;
     Ok(match rec.map(|r| r.spec.kind) {

@@ -11,11 +11,14 @@ use crate::ops::steps::{RpcCode, StepError};
 use crate::ops::workflows::StepCtx;
 use crate::plan::{Action, ActionKind, StepId};
 
-use super::{ClusterOpInput, Env, compute_class, gke, infra, kube};
+use uuid::Uuid;
+
+use super::{Env, compute_class, gke, infra, kube};
 
 pub struct Step<'a> {
     pub env: &'a Env,
-    pub input: &'a ClusterOpInput,
+    /// The record of the cluster the operation works on.
+    pub cluster_id: Uuid,
     pub names: &'a ClusterNames,
     pub action: &'a Action,
     pub ctx: &'a StepCtx,

@@ -200,7 +200,7 @@ pub async fn ensure_cluster(s: &Step<'_>) -> Result<Value, StepError> {
     let cluster = s.settle_cluster().await?;
     let status = running(c, &cluster)?;
     if let Some(endpoint) = &cluster.endpoint {
-        store::clusters::set_endpoint(&s.env.db, s.input.cluster_id, endpoint)
+        store::clusters::set_endpoint(&s.env.db, s.cluster_id, endpoint)
             .await
             .map_err(store_error)?;
     }
@@ -245,7 +245,7 @@ pub async fn delete_cluster(s: &Step<'_>) -> Result<Value, StepError> {
 }
 
 async fn pool_record(s: &Step<'_>, pool: &str) -> Result<PoolSpecRecord, StepError> {
-    let rec = store::node_pools::get(&s.env.db, s.input.cluster_id, pool)
+    let rec = store::node_pools::get(&s.env.db, s.cluster_id, pool)
         .await
         .map_err(store_error)?
         .ok_or_else(|| {

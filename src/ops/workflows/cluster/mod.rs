@@ -6,7 +6,7 @@
 //! present and ours, wait if in progress, fail clearly if present and foreign; delete if
 //! present, succeed if gone), so a step run twice, or resumed after a crash, creates
 //! nothing twice. Record states change together with the operation's end, in one
-//! transaction ([`records`]).
+//! transaction (`ops::records`), as each kind's [`Provision::RECORDS`] declares.
 
 mod compute_class;
 pub mod drill;
@@ -18,7 +18,6 @@ mod kube;
 pub mod manifest_cache;
 mod plan_steps;
 pub mod queued;
-pub mod records;
 mod reservation;
 pub mod resize;
 pub mod results;
@@ -26,12 +25,13 @@ pub mod wire;
 
 pub use plan_steps::steps;
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::cloud::Cloud;
@@ -39,54 +39,25 @@ use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::lro::{LroPolicy, PollSchedule};
 use crate::cloud::kube::{KubeError, WaitOptions};
 use crate::domain::naming::ClusterNames;
-use crate::domain::{ClusterName, ProjectId, ZoneName};
+use crate::domain::{ClusterName, OperationType, ProjectId, ZoneName};
+use crate::ops::kinds::OperationKind;
+use crate::ops::records::Records;
 use crate::ops::steps::{ErrorClass, RpcCode, StepError, StepRecord};
-use crate::store::operations::{Finish, OperationRow};
-use crate::store::{Db, StoreError};
+use crate::store::Db;
+use crate::store::StoreError;
 
-use super::{StepCtx, Workflow};
+use super::StepCtx;
 use manifest_cache::ManifestStore;
 
-pub const UP: &str = "UP_CLUSTER";
-pub const DOWN: &str = "DOWN_CLUSTER";
-pub const ADD_POOL: &str = "ADD_NODE_POOL";
-pub const REMOVE_POOL: &str = "REMOVE_NODE_POOL";
+mod kinds;
+pub use kinds::{AddPool, Down, Provision, RemovePool, Up};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpKind {
-    Up,
-    Down,
-    AddPool,
-    RemovePool,
-}
-
-impl OpKind {
-    /// The kind of a provisioning operation type; `None` for other types.
-    pub fn of_type(op_type: &str) -> Option<OpKind> {
-        [
-            OpKind::Up,
-            OpKind::Down,
-            OpKind::AddPool,
-            OpKind::RemovePool,
-        ]
-        .into_iter()
-        .find(|k| k.op_type() == op_type)
-    }
-
-    pub fn op_type(self) -> &'static str {
-        match self {
-            OpKind::Up => UP,
-            OpKind::Down => DOWN,
-            OpKind::AddPool => ADD_POOL,
-            OpKind::RemovePool => REMOVE_POOL,
-        }
-    }
-}
-
-/// What every provisioning operation stores as its `input`.
+/// What every operation on a cluster stores as its `input`; `request` is the kind's
+/// own part (the request body as received for `up`, pool add and remove, and `down`;
+/// typed for a resize and a drill).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ClusterOpInput {
+pub struct ClusterOpInput<R = Value> {
     pub project: String,
     pub zone: String,
     pub cluster: String,
@@ -98,12 +69,19 @@ pub struct ClusterOpInput {
     /// The record was created by this operation (a first `up`).
     #[serde(default)]
     pub new_cluster: bool,
-    /// The request body as received (for the record of what was asked).
-    #[serde(default)]
-    pub request: Value,
+    /// The kind's own part of the input.
+    pub request: R,
 }
 
-impl ClusterOpInput {
+impl<R> ClusterOpInput<R> {
+    /// `projects/{p}/zones/{z}/clusters/{c}`.
+    pub fn cluster_name(&self) -> String {
+        format!(
+            "projects/{}/zones/{}/clusters/{}",
+            self.project, self.zone, self.cluster
+        )
+    }
+
     pub fn names(&self) -> Result<ClusterNames, StepError> {
         let bad = |e: crate::domain::NameError| {
             StepError::terminal(RpcCode::Internal, "BAD_OPERATION_INPUT", e.to_string())
@@ -178,90 +156,62 @@ impl Env {
     }
 }
 
-/// One of the four provisioning workflows.
-pub struct ClusterWorkflow {
-    kind: OpKind,
+/// One of the four provisioning kinds (`P` says which): each step is one action of the
+/// operation's plan.
+pub struct Provisioning<P> {
     env: Arc<Env>,
+    kind: PhantomData<P>,
 }
 
-impl ClusterWorkflow {
-    pub fn new(kind: OpKind, env: Arc<Env>) -> ClusterWorkflow {
-        ClusterWorkflow { kind, env }
-    }
-}
+impl<P: Provision> OperationKind for Provisioning<P> {
+    const TYPE: OperationType = P::TYPE;
+    const RECORDS: Records = Records::Cluster(P::RECORDS);
+    const TEST_ONLY: bool = false;
+    type Input = ClusterOpInput;
+    type Step = crate::plan::Action;
+    type Response = results::ClusterResponse;
 
-/// The four workflows sharing one environment.
-pub fn all(env: Arc<Env>) -> [ClusterWorkflow; 4] {
-    [
-        OpKind::Up,
-        OpKind::Down,
-        OpKind::AddPool,
-        OpKind::RemovePool,
-    ]
-    .map(|k| ClusterWorkflow::new(k, env.clone()))
-}
-
-impl Workflow for ClusterWorkflow {
-    fn op_type(&self) -> &'static str {
-        self.kind.op_type()
-    }
-
-    fn deadline(&self) -> Duration {
-        match self.kind {
-            OpKind::Up | OpKind::Down => Duration::from_secs(3 * 3600),
-            OpKind::AddPool | OpKind::RemovePool => Duration::from_secs(2 * 3600),
+    fn build(env: &Arc<Env>) -> Self {
+        Provisioning {
+            env: env.clone(),
+            kind: PhantomData,
         }
     }
 
-    fn run_step<'a>(&'a self, ctx: &'a StepCtx) -> BoxFuture<'a, Result<Value, StepError>> {
+    fn deadline(&self) -> Duration {
+        P::DEADLINE
+    }
+
+    fn step(&self, stored: &StepRecord) -> Result<crate::plan::Action, String> {
+        serde_json::from_value(stored.input.clone()).map_err(|e| e.to_string())
+    }
+
+    fn run_step<'a>(
+        &'a self,
+        input: &'a ClusterOpInput,
+        action: &'a crate::plan::Action,
+        ctx: &'a StepCtx,
+    ) -> BoxFuture<'a, Result<Value, StepError>> {
         Box::pin(async move {
-            let input: ClusterOpInput = serde_json::from_value(ctx.op.input.clone())
-                .map_err(|e| bad_input(format!("operation input: {e}")))?;
-            let action: crate::plan::Action = serde_json::from_value(ctx.step.input.clone())
-                .map_err(|e| bad_input(format!("step {} input: {e}", ctx.step.id)))?;
             let names = input.names()?;
             let step = exec::Step {
                 env: &self.env,
-                input: &input,
+                cluster_id: input.cluster_id,
                 names: &names,
-                action: &action,
+                action,
                 ctx,
             };
             step.run().await
         })
     }
 
-    fn finish<'a>(
-        &'a self,
-        db: &'a Db,
-        op: &'a OperationRow,
-        f: Finish<'a>,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(records::finish(db, self.kind, op, f))
+    fn response(
+        &self,
+        input: &ClusterOpInput,
+        steps: &[StepRecord],
+    ) -> Result<results::ClusterResponse, StepError> {
+        Ok(results::ClusterResponse::of(input, steps))
     }
-
-    fn response(&self, op: &OperationRow, steps: &[StepRecord]) -> Value {
-        let input: Option<ClusterOpInput> = serde_json::from_value(op.input.clone()).ok();
-        let outcomes: serde_json::Map<String, Value> = steps
-            .iter()
-            .filter_map(|s| {
-                let outcome = results::outcome_of(s.result.as_ref()?)?;
-                Some((s.id.clone(), serde_json::to_value(outcome).ok()?))
-            })
-            .collect();
-        let mut response = json!({
-            "cluster": input.as_ref().map(|i| format!("projects/{}/zones/{}/clusters/{}", i.project, i.zone, i.cluster)),
-            "nodePools": input.as_ref().map(|i| i.pools.clone()).unwrap_or_default(),
-            "outcomes": outcomes,
-        });
-        results::add_workload(&mut response, steps);
-        results::add_queued(&mut response, steps);
-        response
-    }
-}
-
-fn bad_input(message: String) -> StepError {
-    StepError::terminal(RpcCode::Internal, "BAD_OPERATION_INPUT", message)
 }
 
 /// A Google error as a step error: its retry class, canonical code and reason (kept for

@@ -18,16 +18,16 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::domain::OperationType;
+use crate::ops::kinds::OperationKind;
+use crate::ops::records::Records;
 use crate::ops::steps::{RpcCode, StepError, StepRecord};
-use crate::ops::workflows::{StepCtx, Workflow};
+use crate::ops::workflows::StepCtx;
 use crate::plan::{Action, StepId};
-use crate::store::operations::OperationRow;
 use crate::store::records::CostRecord;
 use crate::store::{self};
 
 use super::{ClusterOpInput, Env, gcp_error, store_error, wire};
-
-pub const RESIZE: &str = "UPDATE_NODE_POOL";
 
 /// One pool's new bounds (per zone) and its estimate at them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,30 +51,23 @@ pub struct ResizeInput {
     pub pools: Vec<PoolBounds>,
 }
 
-impl ResizeInput {
-    fn of(input: &ClusterOpInput) -> Result<ResizeInput, StepError> {
-        serde_json::from_value(input.request.clone())
-            .map_err(|e| bad_input(format!("resize request: {e}")))
-    }
+/// The response of a resize: the cluster and every pool's new bounds.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResizeResponse {
+    pub cluster: String,
+    pub node_pools: Vec<PoolBounds>,
 }
 
-fn bad_input(message: String) -> StepError {
-    StepError::terminal(RpcCode::Internal, "BAD_OPERATION_INPUT", message)
-}
-
-/// The UPDATE_NODE_POOL workflow on the provisioning environment.
-pub struct ResizeWorkflow {
+/// The UPDATE_NODE_POOL kind on the provisioning environment.
+pub struct Resize {
     env: Arc<Env>,
 }
 
-impl ResizeWorkflow {
-    pub fn new(env: Arc<Env>) -> ResizeWorkflow {
-        ResizeWorkflow { env }
-    }
-
+impl Resize {
     async fn set(
         &self,
-        input: &ClusterOpInput,
+        input: &ClusterOpInput<ResizeInput>,
         b: &PoolBounds,
         ctx: &StepCtx,
     ) -> Result<Value, StepError> {
@@ -138,9 +131,17 @@ impl ResizeWorkflow {
     }
 }
 
-impl Workflow for ResizeWorkflow {
-    fn op_type(&self) -> &'static str {
-        RESIZE
+impl OperationKind for Resize {
+    const TYPE: OperationType = OperationType::UpdateNodePool;
+    const RECORDS: Records = Records::Untouched;
+    const TEST_ONLY: bool = false;
+    type Input = ClusterOpInput<ResizeInput>;
+    /// The pool a step resizes.
+    type Step = String;
+    type Response = ResizeResponse;
+
+    fn build(env: &Arc<Env>) -> Self {
+        Resize { env: env.clone() }
     }
 
     /// Two GKE updates and their waits.
@@ -148,34 +149,46 @@ impl Workflow for ResizeWorkflow {
         Duration::from_secs(3600)
     }
 
-    fn run_step<'a>(&'a self, ctx: &'a StepCtx) -> BoxFuture<'a, Result<Value, StepError>> {
+    fn step(&self, stored: &StepRecord) -> Result<String, String> {
+        let action: Action =
+            serde_json::from_value(stored.input.clone()).map_err(|e| e.to_string())?;
+        match action.id {
+            StepId::Pool(pool) => Ok(pool),
+            other => Err(format!("{other} is not a resize step")),
+        }
+    }
+
+    fn run_step<'a>(
+        &'a self,
+        input: &'a Self::Input,
+        pool: &'a String,
+        ctx: &'a StepCtx,
+    ) -> BoxFuture<'a, Result<Value, StepError>> {
         Box::pin(async move {
-            let input: ClusterOpInput = serde_json::from_value(ctx.op.input.clone())
-                .map_err(|e| bad_input(format!("operation input: {e}")))?;
-            let action: Action = serde_json::from_value(ctx.step.input.clone())
-                .map_err(|e| bad_input(format!("step {} input: {e}", ctx.step.id)))?;
-            let resize = ResizeInput::of(&input)?;
-            let StepId::Pool(pool) = &action.id else {
-                return Err(bad_input(format!(
-                    "step {} is not a resize step",
-                    action.id
-                )));
-            };
-            let bounds = resize
+            let bounds = input
+                .request
                 .pools
                 .iter()
                 .find(|b| &b.pool_id == pool)
-                .ok_or_else(|| bad_input(format!("no bounds for pool {pool}")))?;
-            self.set(&input, bounds, ctx).await
+                .ok_or_else(|| {
+                    StepError::terminal(
+                        RpcCode::Internal,
+                        "BAD_OPERATION_INPUT",
+                        format!("no bounds for pool {pool}"),
+                    )
+                })?;
+            self.set(input, bounds, ctx).await
         })
     }
 
-    fn response(&self, op: &OperationRow, _steps: &[StepRecord]) -> Value {
-        let input: Option<ClusterOpInput> = serde_json::from_value(op.input.clone()).ok();
-        let resize = input.as_ref().and_then(|i| ResizeInput::of(i).ok());
-        json!({
-            "cluster": input.as_ref().map(|i| format!("projects/{}/zones/{}/clusters/{}", i.project, i.zone, i.cluster)),
-            "nodePools": resize.map(|r| r.pools).unwrap_or_default(),
+    fn response(
+        &self,
+        input: &Self::Input,
+        _steps: &[StepRecord],
+    ) -> Result<ResizeResponse, StepError> {
+        Ok(ResizeResponse {
+            cluster: input.cluster_name(),
+            node_pools: input.request.pools.clone(),
         })
     }
 }

@@ -3,8 +3,10 @@
 //! structs with the JSON the steps have always stored.
 //!
 //! Invariant: a step result is written through these types and read back through
-//! [`outcome_of`] (or, for the compute class's workload selection, [`add_workload`])
+//! [`outcome_of`] (or, for what a workload needs, [`ClusterResponse::of`])
 //! as these types, never by indexing its JSON.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -13,6 +15,7 @@ use crate::ops::steps::{RpcCode, StepError, StepRecord};
 use crate::plan::StepId;
 use crate::plan::computeclass::WorkloadSelection;
 
+use super::ClusterOpInput;
 use super::queued::QueuedTemplate;
 
 /// What a step found and did.
@@ -105,41 +108,59 @@ pub struct ClassApplied {
     pub workload: WorkloadSelection,
 }
 
-/// Put the workload selection of an applied compute class (if the operation applied
-/// one) into the operation's `response`: `computeClass`, `nodeSelector`, `tolerations`
-/// and `snippet`.
-pub fn add_workload(response: &mut Value, steps: &[StepRecord]) {
-    let applied = steps
-        .iter()
-        .filter(|s| s.id == StepId::ComputeClass.to_string())
-        .filter_map(|s| ClassApplied::deserialize(s.result.as_ref()?).ok())
-        .next();
-    let (Some(a), Some(obj)) = (applied, response.as_object_mut()) else {
-        return;
-    };
-    if let Ok(Value::Object(w)) = serde_json::to_value(&a.workload) {
-        obj.extend(w);
+/// The `response` of a provisioning operation: the cluster, the pools it named, each
+/// step's outcome, and what a workload needs from it: the selection of a compute class
+/// it applied (`computeClass`, `nodeSelector`, `tolerations`, `snippet`) and the template
+/// of a queued-provisioning pool it created (`provisioningRequest`, `podTemplate`,
+/// `podAnnotations`, `nodeSelector`, `tolerations`, `snippet`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterResponse {
+    pub cluster: String,
+    pub node_pools: Vec<String>,
+    pub outcomes: BTreeMap<String, Outcome>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadSelection>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<QueuedTemplate>,
+}
+
+impl ClusterResponse {
+    pub fn of(input: &ClusterOpInput, steps: &[StepRecord]) -> ClusterResponse {
+        let outcomes = steps
+            .iter()
+            .filter_map(|s| Some((s.id.clone(), outcome_of(s.result.as_ref()?)?)))
+            .collect();
+        ClusterResponse {
+            cluster: input.cluster_name(),
+            node_pools: input.pools.clone(),
+            outcomes,
+            workload: workload(steps),
+            queued: queued(steps),
+        }
     }
 }
 
-/// Put the template of a queued-provisioning pool the operation created (if any) into
-/// its `response`: `provisioningRequest`, `podTemplate`, `podAnnotations`,
-/// `nodeSelector`, `tolerations` and `snippet`.
-pub fn add_queued(response: &mut Value, steps: &[StepRecord]) {
-    let queued = steps
+/// The workload selection of the compute class the operation applied, if any.
+fn workload(steps: &[StepRecord]) -> Option<WorkloadSelection> {
+    steps
+        .iter()
+        .filter(|s| s.id == StepId::ComputeClass.to_string())
+        .filter_map(|s| ClassApplied::deserialize(s.result.as_ref()?).ok())
+        .map(|a| a.workload)
+        .next()
+}
+
+/// The template of the queued-provisioning pool the operation created, if any.
+fn queued(steps: &[StepRecord]) -> Option<QueuedTemplate> {
+    steps
         .iter()
         .filter(|s| {
             s.id.parse::<StepId>()
                 .is_ok_and(|id| id.pool_id().is_some())
         })
         .filter_map(|s| PoolReady::deserialize(s.result.as_ref()?).ok()?.queued)
-        .next();
-    let (Some(q), Some(obj)) = (queued, response.as_object_mut()) else {
-        return;
-    };
-    if let Ok(Value::Object(fields)) = serde_json::to_value(&q) {
-        obj.extend(fields);
-    }
+        .next()
 }
 
 /// A step's result as stored.

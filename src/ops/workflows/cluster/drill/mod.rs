@@ -19,16 +19,16 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::drill::DrillMode;
+use crate::domain::OperationType;
+use crate::model::drill::{DrillMode, DrillReport};
+use crate::ops::kinds::OperationKind;
+use crate::ops::records::Records;
 use crate::ops::steps::{RpcCode, StepError, StepRecord};
-use crate::ops::workflows::{StepCtx, Workflow};
+use crate::ops::workflows::StepCtx;
 use crate::plan::{Action, DrillStep, StepId};
-use crate::store::operations::OperationRow;
 
 use super::exec::Step;
 use super::{ClusterOpInput, Env, gke};
-
-pub const DRILL: &str = "FAILOVER_DRILL";
 
 /// What a drill operation stores in its input's `request`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -41,34 +41,32 @@ pub struct DrillInput {
 }
 
 impl DrillInput {
-    fn of(input: &ClusterOpInput) -> Result<DrillInput, StepError> {
-        serde_json::from_value(input.request.clone())
-            .map_err(|e| bad_input(format!("drill request: {e}")))
-    }
-
     fn deadline(&self) -> Duration {
         Duration::try_from_secs_f64(self.deadline_seconds).unwrap_or(Duration::ZERO)
     }
 }
 
-fn bad_input(message: String) -> StepError {
-    StepError::terminal(RpcCode::Internal, "BAD_OPERATION_INPUT", message)
+fn bad_result(message: String) -> StepError {
+    StepError::terminal(RpcCode::Internal, "BAD_STEP_RESULT", message)
 }
 
-/// The FAILOVER_DRILL workflow on the provisioning environment.
-pub struct DrillWorkflow {
+/// The FAILOVER_DRILL kind on the provisioning environment.
+pub struct Drill {
     env: Arc<Env>,
 }
 
-impl DrillWorkflow {
-    pub fn new(env: Arc<Env>) -> DrillWorkflow {
-        DrillWorkflow { env }
-    }
-}
+impl OperationKind for Drill {
+    const TYPE: OperationType = OperationType::FailoverDrill;
+    const RECORDS: Records = Records::Untouched;
+    const TEST_ONLY: bool = false;
+    type Input = ClusterOpInput<DrillInput>;
+    /// One of the drill's steps, with the plan action it carries out.
+    type Step = (DrillStep, Action);
+    /// The watch step's report.
+    type Response = DrillReport;
 
-impl Workflow for DrillWorkflow {
-    fn op_type(&self) -> &'static str {
-        DRILL
+    fn build(env: &Arc<Env>) -> Self {
+        Drill { env: env.clone() }
     }
 
     /// The longest watch (6 h) plus a pool's deletion and re-creation.
@@ -76,38 +74,51 @@ impl Workflow for DrillWorkflow {
         Duration::from_secs(8 * 3600)
     }
 
-    fn run_step<'a>(&'a self, ctx: &'a StepCtx) -> BoxFuture<'a, Result<Value, StepError>> {
+    fn step(&self, stored: &StepRecord) -> Result<(DrillStep, Action), String> {
+        let action: Action =
+            serde_json::from_value(stored.input.clone()).map_err(|e| e.to_string())?;
+        match action.id {
+            StepId::Drill(d) => Ok((d, action)),
+            ref other => Err(format!("{other} is not a drill step")),
+        }
+    }
+
+    fn run_step<'a>(
+        &'a self,
+        input: &'a Self::Input,
+        (id, action): &'a (DrillStep, Action),
+        ctx: &'a StepCtx,
+    ) -> BoxFuture<'a, Result<Value, StepError>> {
         Box::pin(async move {
-            let input: ClusterOpInput = serde_json::from_value(ctx.op.input.clone())
-                .map_err(|e| bad_input(format!("operation input: {e}")))?;
-            let action: Action = serde_json::from_value(ctx.step.input.clone())
-                .map_err(|e| bad_input(format!("step {} input: {e}", ctx.step.id)))?;
-            let drill = DrillInput::of(&input)?;
+            let drill = &input.request;
             let names = input.names()?;
             let step = Step {
                 env: &self.env,
-                input: &input,
+                cluster_id: input.cluster_id,
                 names: &names,
-                action: &action,
+                action,
                 ctx,
             };
-            match &action.id {
-                StepId::Drill(DrillStep::Reclaim) => reclaim::reclaim(&step, &drill).await,
-                StepId::Drill(DrillStep::Recreate) => {
-                    gke::ensure_pool(&step, &drill.spot_pool).await
-                }
-                StepId::Drill(DrillStep::Watch) => watch::watch(&step, &drill).await,
-                other => Err(bad_input(format!("step {other} is not a drill step"))),
+            match id {
+                DrillStep::Reclaim => reclaim::reclaim(&step, drill).await,
+                DrillStep::Recreate => gke::ensure_pool(&step, &drill.spot_pool).await,
+                DrillStep::Watch => watch::watch(&step, drill).await,
             }
         })
     }
 
-    fn response(&self, _op: &OperationRow, steps: &[StepRecord]) -> Value {
+    fn response(
+        &self,
+        _input: &Self::Input,
+        steps: &[StepRecord],
+    ) -> Result<DrillReport, StepError> {
         let watch = StepId::Drill(DrillStep::Watch).to_string();
-        steps
+        let result = steps
             .iter()
             .find(|s| s.id == watch)
             .and_then(|s| s.result.clone())
-            .unwrap_or(Value::Null)
+            .ok_or_else(|| bad_result("the drill ended without its watch step's report".into()))?;
+        serde_json::from_value(result)
+            .map_err(|e| bad_result(format!("the watch step's report does not read: {e}")))
     }
 }

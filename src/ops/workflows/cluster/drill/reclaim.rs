@@ -25,7 +25,7 @@ use super::track::Before;
 
 /// The spot pool's minimum over all its zones, from its record.
 async fn spot_min(s: &Step<'_>, pool: &str) -> Result<u32, StepError> {
-    let rec = store::node_pools::get(&s.env.db, s.input.cluster_id, pool)
+    let rec = store::node_pools::get(&s.env.db, s.cluster_id, pool)
         .await
         .map_err(store_error)?;
     Ok(rec.map_or(0, |r| {

@@ -37,7 +37,7 @@ fn before(s: &Step<'_>) -> Result<Before, StepError> {
 
 /// The on-demand price of one fallback node, from the pool's record.
 async fn fallback_price(s: &Step<'_>, pool: &str) -> Result<Option<HourlyCost>, StepError> {
-    let rec = store::node_pools::get(&s.env.db, s.input.cluster_id, pool)
+    let rec = store::node_pools::get(&s.env.db, s.cluster_id, pool)
         .await
         .map_err(store_error)?;
     Ok(rec
