@@ -43,6 +43,19 @@ pub trait OperationKind: Send + Sync + Sized + 'static {
     type Step: Send + Sync;
     /// Its `response` once every step is done.
     type Response: Serialize;
+    /// What its steps are made from when it is enqueued (a provisioning plan; NOOP's
+    /// spec).
+    type Plan: Serialize;
+
+    /// Its steps, as enqueued for `plan` (stored with the operation; the runner orders
+    /// them by their dependencies).
+    fn steps(plan: &Self::Plan) -> Vec<StepRecord>;
+
+    /// The `plan` stored with the operation (what a preview showed); none by default.
+    fn stored_plan(plan: &Self::Plan) -> Option<Value> {
+        let _ = plan;
+        None
+    }
 
     /// The kind on this process's environment.
     fn build(env: &Arc<Env>) -> Self;

@@ -8,6 +8,7 @@
 
 use crate::domain::{OperationType, Role, TeamId};
 use crate::model::Operation;
+use crate::ops::kinds::OperationKind;
 use crate::ops::queue::{self, Enqueue, EnqueueError, Idempotency};
 use crate::ops::workflows::noop;
 use crate::store::{self, Db};
@@ -74,7 +75,7 @@ pub async fn enqueue_noop(
         created_by: caller.email.to_string(),
         input: queue::input_of::<noop::Noop>(&spec).map_err(enqueue_error)?,
         plan: None,
-        steps: spec.steps(),
+        steps: noop::Noop::steps(&spec),
         idempotency,
     };
     let r = queue::enqueue(db, &req).await.map_err(enqueue_error)?;

@@ -107,6 +107,12 @@ impl OperationKind for Noop {
     type Input = NoopSpec;
     type Step = NoopStep;
     type Response = NoopResponse;
+    /// The spec makes the steps; NOOP stores no plan.
+    type Plan = NoopSpec;
+
+    fn steps(spec: &NoopSpec) -> Vec<StepRecord> {
+        spec.steps()
+    }
 
     fn build(_env: &Arc<Env>) -> Self {
         Noop

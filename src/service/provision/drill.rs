@@ -15,7 +15,6 @@ use crate::domain::{PoolId, PoolState, duration};
 use crate::model::drill::DrillMode;
 use crate::ops::workflows::cluster::drill::{Drill, DrillInput as OpInput};
 use crate::plan::drill::{DrillInput, plan};
-use crate::plan::{DrillStep, StepId};
 use crate::store::{self, clusters::ClusterRecord};
 
 use super::super::records::pool_of;
@@ -165,16 +164,7 @@ pub async fn drill(
         new_cluster: false,
         request: input,
     };
-    let mut e = operation::<Drill, _>(m, op, &p)?;
-    // The watch reads what the reclaim saw before it deleted anything.
-    let reclaim = StepId::Drill(DrillStep::Reclaim).to_string();
-    for s in e
-        .steps
-        .iter_mut()
-        .filter(|s| s.id == StepId::Drill(DrillStep::Watch).to_string())
-    {
-        s.reads = vec![reclaim.clone()];
-    }
+    let e = operation::<Drill, _>(m, op, &p)?;
     Ok(Submitted::Operation(Box::new(enqueue(tx, &e).await?)))
 }
 

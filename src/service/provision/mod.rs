@@ -220,7 +220,7 @@ pub struct OpRequest<'a, R> {
 /// The operation of kind `K` for `plan`, ready for [`queue::enqueue_in`].
 pub fn operation<K, R>(m: &Mutation, r: OpRequest<'_, R>, plan: &Plan) -> Result<Enqueue>
 where
-    K: OperationKind<Input = ClusterOpInput<R>>,
+    K: OperationKind<Input = ClusterOpInput<R>, Plan = Plan>,
 {
     let path = &m.path;
     let input = ClusterOpInput {
@@ -240,8 +240,8 @@ where
         cluster_id: Some(r.cluster_id),
         created_by: m.caller.email.to_string(),
         input: queue::input_of::<K>(&input).map_err(enqueue_error)?,
-        plan: serde_json::to_value(plan).ok(),
-        steps: crate::ops::workflows::cluster::steps(plan),
+        plan: K::stored_plan(plan),
+        steps: K::steps(plan),
         idempotency: m.idempotency.clone(),
     })
 }
@@ -254,7 +254,7 @@ pub async fn submit<K, R>(
     plan: &Plan,
 ) -> Result<Submitted>
 where
-    K: OperationKind<Input = ClusterOpInput<R>>,
+    K: OperationKind<Input = ClusterOpInput<R>, Plan = Plan>,
 {
     let op = enqueue(tx, &operation::<K, R>(m, r, plan)?).await?;
     Ok(Submitted::Operation(Box::new(op)))

@@ -170,6 +170,15 @@ impl<P: Provision> OperationKind for Provisioning<P> {
     type Input = ClusterOpInput;
     type Step = crate::plan::Action;
     type Response = results::ClusterResponse;
+    type Plan = crate::plan::Plan;
+
+    fn steps(plan: &crate::plan::Plan) -> Vec<StepRecord> {
+        steps(plan)
+    }
+
+    fn stored_plan(plan: &crate::plan::Plan) -> Option<Value> {
+        serde_json::to_value(plan).ok()
+    }
 
     fn build(env: &Arc<Env>) -> Self {
         Provisioning {

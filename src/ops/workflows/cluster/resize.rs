@@ -139,6 +139,15 @@ impl OperationKind for Resize {
     /// The pool a step resizes.
     type Step = String;
     type Response = ResizeResponse;
+    type Plan = crate::plan::Plan;
+
+    fn steps(plan: &crate::plan::Plan) -> Vec<StepRecord> {
+        super::steps(plan)
+    }
+
+    fn stored_plan(plan: &crate::plan::Plan) -> Option<Value> {
+        serde_json::to_value(plan).ok()
+    }
 
     fn build(env: &Arc<Env>) -> Self {
         Resize { env: env.clone() }

@@ -64,6 +64,23 @@ impl OperationKind for Drill {
     type Step = (DrillStep, Action);
     /// The watch step's report.
     type Response = DrillReport;
+    type Plan = crate::plan::Plan;
+
+    /// One step per action; the watch reads what the reclaim saw before it deleted
+    /// anything.
+    fn steps(plan: &crate::plan::Plan) -> Vec<StepRecord> {
+        let reclaim = StepId::Drill(DrillStep::Reclaim).to_string();
+        let watch = StepId::Drill(DrillStep::Watch).to_string();
+        let mut steps = super::steps(plan);
+        for s in steps.iter_mut().filter(|s| s.id == watch) {
+            s.reads = vec![reclaim.clone()];
+        }
+        steps
+    }
+
+    fn stored_plan(plan: &crate::plan::Plan) -> Option<Value> {
+        serde_json::to_value(plan).ok()
+    }
 
     fn build(env: &Arc<Env>) -> Self {
         Drill { env: env.clone() }
