@@ -109,7 +109,7 @@ pub fn new_pool_ids(
 
 /// The region's quota `metric` as Compute reports it now (`regions.get`): its limit and
 /// usage, or the warning to give when it cannot be read (the pre-check is then skipped).
-pub async fn region_quota(
+async fn region_quota(
     cloud: &Cloud,
     n: &ClusterNames,
     metric: &str,
@@ -127,6 +127,52 @@ pub async fn region_quota(
         .ok_or_else(|| format!("region {} reports no quota {metric}; not checked", n.region))
 }
 
+/// What a quota pre-check is for: the request that needs `needed` more of `metric`, as
+/// the refusal says it (`need(needed)`: "this pool needs 8 to start") and what else the
+/// caller can do (`instead`: "choose another accelerator or region").
+pub struct QuotaAsk<'a> {
+    pub metric: &'a str,
+    pub needed: u64,
+    pub need: &'a (dyn Fn(u64) -> String + Sync),
+    pub instead: &'a str,
+    pub preview: bool,
+}
+
+/// Check `ask` against the region's quota: warnings when it could not be read; 409
+/// QUOTA_INSUFFICIENT (metric, limit, usage, needed and region in its metadata) when it
+/// does not fit.
+pub async fn check_region_quota(
+    cloud: &Cloud,
+    n: &ClusterNames,
+    ask: QuotaAsk<'_>,
+) -> Result<Vec<String>> {
+    let q = match region_quota(cloud, n, ask.metric).await {
+        Ok(q) => q,
+        Err(warning) => return Ok(vec![warning]),
+    };
+    quota::check(ask.metric, q.limit, q.usage, ask.needed).map_err(|f| {
+        Error::precondition(
+            "QUOTA_INSUFFICIENT",
+            format!(
+                "quota {} in {} is {} with {} in use, and {}{}: request more (console.cloud.google.com/iam-admin/quotas), free some, or {}",
+                f.metric,
+                n.region,
+                f.limit,
+                f.usage,
+                (ask.need)(f.needed),
+                if ask.preview { " (preview)" } else { "" },
+                ask.instead
+            ),
+        )
+        .with("metric", &f.metric)
+        .with("limit", f.limit)
+        .with("usage", f.usage)
+        .with("needed", f.needed)
+        .with("region", &n.region)
+    })?;
+    Ok(Vec::new())
+}
+
 /// Check the regional quota for a pool; returns warnings when it could not be checked.
 pub async fn check_quota(
     cloud: &Cloud,
@@ -139,27 +185,14 @@ pub async fn check_quota(
     let Some(metric) = quota::metric_for(&s.accelerator, s.provisioning) else {
         return Ok(Vec::new());
     };
-    let needed = quota::needed(&s.accelerator, s.min_nodes);
-    let q = match region_quota(cloud, n, &metric).await {
-        Ok(q) => q,
-        Err(warning) => return Ok(vec![warning]),
+    let ask = QuotaAsk {
+        metric: &metric,
+        needed: quota::needed(&s.accelerator, s.min_nodes),
+        need: &|n| format!("this pool needs {n} to start"),
+        instead: "choose another accelerator or region",
+        preview: validate_only,
     };
-    quota::check(&metric, q.limit, q.usage, needed).map_err(|f| {
-        Error::precondition(
-            "QUOTA_INSUFFICIENT",
-            format!(
-                "quota {} in {} is {} with {} in use, and this pool needs {} to start{}: request more (console.cloud.google.com/iam-admin/quotas), free some, or choose another accelerator or region",
-                f.metric, n.region, f.limit, f.usage, f.needed,
-                if validate_only { " (preview)" } else { "" }
-            ),
-        )
-        .with("metric", &f.metric)
-        .with("limit", f.limit)
-        .with("usage", f.usage)
-        .with("needed", f.needed)
-        .with("region", &n.region)
-    })?;
-    Ok(Vec::new())
+    check_region_quota(cloud, n, ask).await
 }
 
 fn zones(path: &ClusterPath, req: &AddPoolRequest) -> Result<Vec<String>> {

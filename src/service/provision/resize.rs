@@ -33,7 +33,7 @@ use crate::store::{self, clusters::ClusterRecord};
 
 use super::super::records::pool_of;
 use super::super::{Error, Result, Services};
-use super::pools::region_quota;
+use super::pools::{QuotaAsk, check_region_quota};
 use super::reservations;
 use super::{
     Begin, Mutation, OpRequest, Submitted, begin, live, not_deleting, submit, transaction,
@@ -207,28 +207,26 @@ async fn check_growth(
         return Ok(Vec::new());
     };
     let zones = ch.rec.spec.zones.len().max(1) as u64;
-    let needed = u64::from(growth) * u64::from(ch.acc.per_node()) * zones;
-    let q = match region_quota(cloud, n, &metric).await {
-        Ok(q) => q,
-        Err(warning) => return Ok(vec![warning]),
-    };
-    quota::check(&metric, q.limit, q.usage, needed).map_err(|f| {
-        Error::precondition(
-            "QUOTA_INSUFFICIENT",
-            format!(
-                "quota {} in {} is {} with {} in use, and raising minNodes of {} from {} to {} needs {} more{}: request more (console.cloud.google.com/iam-admin/quotas), free some, or resize less",
-                f.metric, n.region, f.limit, f.usage, ch.rec.pool_id, ch.from.min, ch.to.min, f.needed,
-                if preview { " (preview)" } else { "" }
-            ),
+    let pool = &ch.rec.pool_id;
+    let need = |needed: u64| {
+        format!(
+            "raising minNodes of {pool} from {} to {} needs {needed} more",
+            ch.from.min, ch.to.min
         )
-        .with("metric", &f.metric)
-        .with("limit", f.limit)
-        .with("usage", f.usage)
-        .with("needed", f.needed)
-        .with("region", &n.region)
-        .with("pool", &ch.rec.pool_id)
-    })?;
-    Ok(Vec::new())
+    };
+    let ask = QuotaAsk {
+        metric: &metric,
+        needed: u64::from(growth) * u64::from(ch.acc.per_node()) * zones,
+        need: &need,
+        instead: "resize less",
+        preview,
+    };
+    check_region_quota(cloud, n, ask)
+        .await
+        .map_err(|e| match e.reason.as_str() {
+            "QUOTA_INSUFFICIENT" => e.with("pool", pool),
+            _ => e,
+        })
 }
 
 /// 409 NODE_POOL_BUSY when an unfinished resize already sets one of `pools`: its bounds

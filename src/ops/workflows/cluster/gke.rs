@@ -245,19 +245,13 @@ pub async fn delete_cluster(s: &Step<'_>) -> Result<Value, StepError> {
 }
 
 async fn pool_record(s: &Step<'_>, pool: &str) -> Result<PoolSpecRecord, StepError> {
-    let rec = store::node_pools::get(&s.env.db, s.cluster_id, pool)
-        .await
-        .map_err(store_error)?
-        .ok_or_else(|| {
-            StepError::terminal(
-                RpcCode::FailedPrecondition,
-                "NODE_POOL_NOT_RECORDED",
-                format!("node pool {pool} has no record: add it with POST .../nodePools"),
-            )
-        })?;
-    let mut spec = rec.spec;
-    spec.pool_id = pool.to_owned();
-    Ok(spec)
+    super::recorded_pool(
+        s.env,
+        s.cluster_id,
+        pool,
+        ": add it with POST .../nodePools",
+    )
+    .await
 }
 
 pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {

@@ -223,6 +223,29 @@ impl<P: Provision> OperationKind for Provisioning<P> {
     }
 }
 
+/// The record of pool `pool` of cluster `cluster_id`, its id set (terminal
+/// NODE_POOL_NOT_RECORDED, `missing` saying what to do, when there is none).
+pub async fn recorded_pool(
+    env: &Env,
+    cluster_id: Uuid,
+    pool: &str,
+    missing: &str,
+) -> Result<crate::store::PoolSpecRecord, StepError> {
+    let rec = crate::store::node_pools::get(&env.db, cluster_id, pool)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| {
+            StepError::terminal(
+                RpcCode::FailedPrecondition,
+                "NODE_POOL_NOT_RECORDED",
+                format!("node pool {pool} has no record{missing}"),
+            )
+        })?;
+    let mut spec = rec.spec;
+    spec.pool_id = pool.to_owned();
+    Ok(spec)
+}
+
 /// A Google error as a step error: its retry class, canonical code and reason (kept for
 /// the operation's `error.details`), and which call failed.
 pub fn gcp_error(e: GcpError) -> StepError {

@@ -74,18 +74,13 @@ impl Resize {
         let names = input.names()?;
         let (p, z, c) = (&names.project, &names.zone, &names.cluster);
         let pool = b.pool_id.as_str();
-        let rec = store::node_pools::get(&self.env.db, input.cluster_id, pool)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(|| {
-                StepError::terminal(
-                    RpcCode::FailedPrecondition,
-                    "NODE_POOL_NOT_RECORDED",
-                    format!("node pool {pool} has no record any more: it was removed"),
-                )
-            })?;
-        let mut spec = rec.spec;
-        spec.pool_id = pool.to_owned();
+        let mut spec = super::recorded_pool(
+            &self.env,
+            input.cluster_id,
+            pool,
+            " any more: it was removed",
+        )
+        .await?;
         spec.min_nodes = b.min_nodes;
         spec.max_nodes = b.max_nodes;
         let autoscaling = wire::node_pool(&names, &spec)
