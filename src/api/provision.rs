@@ -38,7 +38,7 @@ pub struct MutateQuery {
     pub request_id: Option<String>,
 }
 
-pub(super) fn respond(s: Submitted) -> Response {
+pub(super) fn respond<P: serde::Serialize>(s: Submitted<P>) -> Response {
     match s {
         Submitted::Plan(p) => (StatusCode::OK, Json(p)).into_response(),
         Submitted::Operation(op) => (StatusCode::ACCEPTED, Json(op)).into_response(),

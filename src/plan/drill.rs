@@ -13,7 +13,7 @@ use crate::model::{self, drill::DrillMode, drill::duration_json};
 
 use super::details::{DrillDetails, NoDetails};
 use super::pools::{pool_details, pool_name};
-use super::{Action, ActionKind, DrillStep, Plan, Resource, StepId};
+use super::{Action, ActionKind, DrillStep, Plan, Resource};
 
 /// What a drill is about.
 pub struct DrillInput<'a> {
@@ -32,13 +32,13 @@ fn mode_name(m: DrillMode) -> &'static str {
     }
 }
 
-pub fn plan(i: &DrillInput<'_>) -> Plan {
+pub fn plan(i: &DrillInput<'_>) -> Plan<DrillStep> {
     let spot = &i.spot.pool_id;
     let name = pool_name(i.names, spot);
-    let reclaim = StepId::Drill(DrillStep::Reclaim);
+    let reclaim = DrillStep::Reclaim;
     let mut actions = match i.mode {
         DrillMode::ReclaimNodes => vec![Action::new(
-            reclaim.clone(),
+            reclaim,
             ActionKind::Delete,
             Resource::Instances(NoDetails),
             format!("{name}/instances"),
@@ -47,7 +47,7 @@ pub fn plan(i: &DrillInput<'_>) -> Plan {
         )],
         DrillMode::DeletePool => vec![
             Action::new(
-                reclaim.clone(),
+                reclaim,
                 ActionKind::Delete,
                 Resource::NodePool(None),
                 name.clone(),
@@ -55,17 +55,17 @@ pub fn plan(i: &DrillInput<'_>) -> Plan {
                 &[],
             ),
             Action::new(
-                StepId::Drill(DrillStep::Recreate),
+                DrillStep::Recreate,
                 ActionKind::Create,
                 Resource::NodePool(Some(Box::new(pool_details(i.spot)))),
                 name.clone(),
                 "failover drill: create the spot pool again, exactly as recorded",
-                std::slice::from_ref(&reclaim),
+                &[reclaim],
             ),
         ],
     };
     actions.push(Action::new(
-        StepId::Drill(DrillStep::Watch),
+        DrillStep::Watch,
         ActionKind::Keep,
         Resource::Drill(DrillDetails {
             mode: mode_name(i.mode).into(),
@@ -106,7 +106,7 @@ mod tests {
         p.validate().unwrap();
         let ids: Vec<String> = p.actions.iter().map(|a| a.id.to_string()).collect();
         assert_eq!(ids, ["drill-reclaim", "drill-recreate", "drill-watch"]);
-        assert_eq!(p.actions[2].depends_on, [StepId::Drill(DrillStep::Reclaim)]);
+        assert_eq!(p.actions[2].depends_on, [DrillStep::Reclaim]);
         input.mode = DrillMode::ReclaimNodes;
         let p = plan(&input);
         assert_eq!(p.actions.len(), 2);

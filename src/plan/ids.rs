@@ -1,9 +1,11 @@
-//! Step ids: the names plan actions carry (`network`, `pool:gpu-l4-1a2b`, ...), typed.
-//! A plan names its actions and their dependencies with them, and the workflow picks
-//! the handler of a step by matching on them.
+//! Step ids: the names plan actions carry, typed: a provisioning plan's [`StepId`]
+//! (`network`, `pool:gpu-l4-1a2b`, ...) and a drill plan's [`DrillStep`]
+//! (`drill-reclaim`, ...). A plan names its actions and their dependencies with them,
+//! and a kind picks the handler of a step by matching on its own id type, so a step of
+//! another kind cannot reach it.
 //!
-//! Invariant: every [`StepId`] has exactly one text form, and parsing that text gives
-//! the same id back, so ids stored in operations before this type existed still decode.
+//! Invariant: every id has exactly one text form, and parsing that text gives the same
+//! id back, so ids stored in operations before these types existed still decode.
 
 use std::fmt;
 use std::str::FromStr;
@@ -45,7 +47,8 @@ pub enum Account {
 }
 
 /// A step of a failover drill.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum DrillStep {
     /// `drill-reclaim`: the spot pool's VMs (or the pool) deleted.
     Reclaim,
@@ -84,8 +87,6 @@ pub enum StepId {
     NvidiaDriver,
     /// `compute-class`: the ComputeClass of a failover pair.
     ComputeClass,
-    /// `drill-reclaim`, `drill-recreate`, `drill-watch`.
-    Drill(DrillStep),
     /// `pool:{id}`: an accelerator node pool.
     Pool(String),
     Profile,
@@ -99,7 +100,7 @@ pub struct UnknownStepId(pub String);
 const POOL_PREFIX: &str = "pool:";
 
 /// Every id but pools (what text is parsed against).
-const FIXED: [StepId; 24] = [
+const FIXED: [StepId; 21] = [
     StepId::Apis,
     StepId::Bucket(BucketKind::State),
     StepId::Bucket(BucketKind::Jobs),
@@ -121,9 +122,6 @@ const FIXED: [StepId; 24] = [
     StepId::NvidiaDriver,
     StepId::ComputeClass,
     StepId::Profile,
-    StepId::Drill(DrillStep::Reclaim),
-    StepId::Drill(DrillStep::Recreate),
-    StepId::Drill(DrillStep::Watch),
 ];
 
 impl StepId {
@@ -169,9 +167,6 @@ impl StepId {
             StepId::NvidiaDriver => "nvidia-driver",
             StepId::ComputeClass => "compute-class",
             StepId::Profile => "profile",
-            StepId::Drill(DrillStep::Reclaim) => "drill-reclaim",
-            StepId::Drill(DrillStep::Recreate) => "drill-recreate",
-            StepId::Drill(DrillStep::Watch) => "drill-watch",
         };
         Some(text)
     }
@@ -230,6 +225,49 @@ impl PartialEq<&str> for StepId {
     }
 }
 
+impl DrillStep {
+    pub const ALL: [DrillStep; 3] = [DrillStep::Reclaim, DrillStep::Recreate, DrillStep::Watch];
+
+    fn text(self) -> &'static str {
+        match self {
+            DrillStep::Reclaim => "drill-reclaim",
+            DrillStep::Recreate => "drill-recreate",
+            DrillStep::Watch => "drill-watch",
+        }
+    }
+}
+
+impl fmt::Display for DrillStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
+impl FromStr for DrillStep {
+    type Err = UnknownStepId;
+
+    fn from_str(s: &str) -> Result<DrillStep, UnknownStepId> {
+        DrillStep::ALL
+            .into_iter()
+            .find(|d| d.text() == s)
+            .ok_or_else(|| UnknownStepId(s.to_owned()))
+    }
+}
+
+impl From<DrillStep> for String {
+    fn from(id: DrillStep) -> String {
+        id.to_string()
+    }
+}
+
+impl TryFrom<String> for DrillStep {
+    type Error = UnknownStepId;
+
+    fn try_from(s: String) -> Result<DrillStep, UnknownStepId> {
+        s.parse()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,5 +286,12 @@ mod tests {
         assert_eq!(StepId::pool("p").to_string(), "pool:p");
         assert!("pool:".parse::<StepId>().is_err());
         assert!("netwrok".parse::<StepId>().is_err());
+        // A drill's steps are not a provisioning plan's, and the other way round.
+        for d in DrillStep::ALL {
+            let text = d.to_string();
+            assert_eq!(text.parse::<DrillStep>(), Ok(d));
+            assert!(text.parse::<StepId>().is_err(), "{text}");
+        }
+        assert!("network".parse::<DrillStep>().is_err());
     }
 }

@@ -34,14 +34,48 @@ pub enum ActionKind {
     Delete,
 }
 
+/// What names the actions of a plan: a provisioning plan's [`StepId`] or a drill's
+/// [`DrillStep`] (one text form each).
+pub trait ActionId:
+    Clone
+    + Eq
+    + std::hash::Hash
+    + Ord
+    + std::fmt::Display
+    + Serialize
+    + serde::de::DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<T> ActionId for T where
+    T: Clone
+        + Eq
+        + std::hash::Hash
+        + Ord
+        + std::fmt::Display
+        + Serialize
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// One action on one typed resource. On the wire (and in stored operations) its fields
 /// come in this order: `id`, `action`, `type`, `name`, `reason`, `details`, `dependsOn`.
 /// Its OpenAPI schema is built in `plan/schema.rs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(into = "ActionWire", try_from = "ActionWire")]
-pub struct Action {
+#[serde(
+    into = "ActionWire<Id>",
+    try_from = "ActionWire<Id>",
+    bound = "Id: ActionId"
+)]
+pub struct Action<Id: ActionId = StepId> {
     /// Step id (stable within the plan), e.g. `network`, `pool:gpu-l4-1a2b`.
-    pub id: StepId,
+    pub id: Id,
     pub action: ActionKind,
     /// Full resource name.
     pub name: String,
@@ -49,18 +83,18 @@ pub struct Action {
     /// `type` (`storage.bucket`, `compute.network`, `container.cluster`, ...) and
     /// `details`.
     pub resource: Resource,
-    pub depends_on: Vec<StepId>,
+    pub depends_on: Vec<Id>,
 }
 
-impl Action {
+impl<Id: ActionId> Action<Id> {
     pub fn new(
-        id: StepId,
+        id: Id,
         action: ActionKind,
         resource: Resource,
         name: String,
         reason: impl Into<String>,
-        depends_on: &[StepId],
-    ) -> Action {
+        depends_on: &[Id],
+    ) -> Action<Id> {
         Action {
             id,
             action,
@@ -74,9 +108,9 @@ impl Action {
 
 /// An action as serialized: the resource's tag and content between the other fields.
 #[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ActionWire {
-    id: StepId,
+#[serde(rename_all = "camelCase", bound = "Id: ActionId")]
+struct ActionWire<Id> {
+    id: Id,
     action: ActionKind,
     #[serde(rename = "type")]
     resource_type: Value,
@@ -84,12 +118,12 @@ struct ActionWire {
     reason: String,
     #[serde(default)]
     details: Value,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    depends_on: Vec<StepId>,
+    #[serde(default = "Vec::new", skip_serializing_if = "Vec::is_empty")]
+    depends_on: Vec<Id>,
 }
 
-impl From<Action> for ActionWire {
-    fn from(a: Action) -> ActionWire {
+impl<Id: ActionId> From<Action<Id>> for ActionWire<Id> {
+    fn from(a: Action<Id>) -> ActionWire<Id> {
         // A `Resource` is a tag and a content of plain data: it always serializes.
         let mut tagged = serde_json::to_value(&a.resource).unwrap_or_default();
         ActionWire {
@@ -104,10 +138,10 @@ impl From<Action> for ActionWire {
     }
 }
 
-impl TryFrom<ActionWire> for Action {
+impl<Id: ActionId> TryFrom<ActionWire<Id>> for Action<Id> {
     type Error = serde_json::Error;
 
-    fn try_from(w: ActionWire) -> Result<Action, serde_json::Error> {
+    fn try_from(w: ActionWire<Id>) -> Result<Action<Id>, serde_json::Error> {
         let tagged = serde_json::json!({"type": w.resource_type, "details": w.details});
         Ok(Action {
             id: w.id,
@@ -130,13 +164,25 @@ pub struct Cost {
     pub at_max: f64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Plan {
-    pub actions: Vec<Action>,
+/// A plan: its actions (named by `Id`), warnings and cost estimate. Its OpenAPI schema
+/// is the same whatever names its actions (`plan/schema.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", bound = "Id: ActionId")]
+pub struct Plan<Id: ActionId = StepId> {
+    pub actions: Vec<Action<Id>>,
     pub warnings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub estimated_hourly_cost: Option<Cost>,
+}
+
+impl<Id: ActionId> Default for Plan<Id> {
+    fn default() -> Self {
+        Plan {
+            actions: Vec::new(),
+            warnings: Vec::new(),
+            estimated_hourly_cost: None,
+        }
+    }
 }
 
 /// Why a set of actions is not a runnable plan.
@@ -150,7 +196,7 @@ pub enum PlanError {
     Cycle(String),
 }
 
-impl Plan {
+impl<Id: ActionId> Plan<Id> {
     /// Check ids are unique, dependencies exist, and there is no cycle.
     pub fn validate(&self) -> Result<(), PlanError> {
         let mut index = HashMap::new();
@@ -174,7 +220,7 @@ impl Plan {
 
     /// A topological order of the actions (indices).
     fn order(&self) -> Result<Vec<usize>, PlanError> {
-        let index: HashMap<&StepId, usize> = self
+        let index: HashMap<&Id, usize> = self
             .actions
             .iter()
             .enumerate()
@@ -183,10 +229,10 @@ impl Plan {
         // 0 = unvisited, 1 = on the stack, 2 = done.
         let mut mark = vec![0u8; self.actions.len()];
         let mut out = Vec::with_capacity(self.actions.len());
-        fn visit(
+        fn visit<Id: ActionId>(
             i: usize,
-            plan: &Plan,
-            index: &HashMap<&StepId, usize>,
+            plan: &Plan<Id>,
+            index: &HashMap<&Id, usize>,
             mark: &mut [u8],
             out: &mut Vec<usize>,
         ) -> Result<(), PlanError> {
@@ -212,9 +258,9 @@ impl Plan {
     }
 
     /// The longest chain of dependent actions, weighting each with `duration`.
-    pub fn critical_path(&self, duration: impl Fn(&Action) -> f64) -> Result<f64, PlanError> {
+    pub fn critical_path(&self, duration: impl Fn(&Action<Id>) -> f64) -> Result<f64, PlanError> {
         let order = self.order()?;
-        let mut finish: BTreeMap<&StepId, f64> = BTreeMap::new();
+        let mut finish: BTreeMap<&Id, f64> = BTreeMap::new();
         let mut longest = 0.0f64;
         for i in order {
             let a = &self.actions[i];

@@ -11,7 +11,7 @@ use utoipa::openapi::schema::Schema;
 use utoipa::openapi::{RefOr, schema::OneOf};
 use utoipa::{PartialSchema, ToSchema};
 
-use super::{Action, ActionKind, Resource};
+use super::{Action, ActionId, ActionKind, Cost, Resource};
 
 /// The fields of every action besides `type` and `details` (for the schema only).
 #[derive(Serialize, ToSchema)]
@@ -29,7 +29,7 @@ struct ActionFields {
     depends_on: Vec<String>,
 }
 
-impl PartialSchema for Action {
+impl<Id: ActionId> PartialSchema for Action<Id> {
     fn schema() -> RefOr<Schema> {
         let RefOr::T(Schema::Object(common)) = ActionFields::schema() else {
             return Resource::schema();
@@ -58,7 +58,7 @@ impl PartialSchema for Action {
     }
 }
 
-impl ToSchema for Action {
+impl<Id: ActionId> ToSchema for Action<Id> {
     fn name() -> Cow<'static, str> {
         Cow::Borrowed("Action")
     }
@@ -66,5 +66,33 @@ impl ToSchema for Action {
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
         <ActionFields as ToSchema>::schemas(schemas);
         <Resource as ToSchema>::schemas(schemas);
+    }
+}
+
+// A plan's fields, for the schema only: a plan's schema is the same whatever names its
+// actions (a plain comment: a doc comment would become the schema's description).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // never built: only its schema is used
+struct PlanFields {
+    actions: Vec<Action>,
+    warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    estimated_hourly_cost: Option<Cost>,
+}
+
+impl<Id: ActionId> PartialSchema for super::Plan<Id> {
+    fn schema() -> RefOr<Schema> {
+        PlanFields::schema()
+    }
+}
+
+impl<Id: ActionId> ToSchema for super::Plan<Id> {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("Plan")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        <PlanFields as ToSchema>::schemas(schemas);
     }
 }

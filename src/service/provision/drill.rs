@@ -15,6 +15,7 @@ use crate::domain::{PoolId, PoolState, duration};
 use crate::model::drill::DrillMode;
 use crate::ops::workflows::cluster::drill::{Drill, DrillInput as OpInput};
 use crate::plan::drill::{DrillInput, plan};
+use crate::plan::{DrillStep, Plan};
 use crate::store::{self, clusters::ClusterRecord};
 
 use super::super::records::pool_of;
@@ -125,7 +126,7 @@ pub async fn drill(
     m: &Mutation,
     pool: &str,
     req: DrillRequest,
-) -> Result<Submitted> {
+) -> Result<Submitted<Plan<DrillStep>>> {
     let pool = PoolId::parse(pool)?;
     let mode = mode(&req)?;
     let deadline = deadline(&req)?;

@@ -80,8 +80,8 @@ impl Mutation {
 }
 
 /// What a mutation produced: a preview, or an accepted operation.
-pub enum Submitted {
-    Plan(Plan),
+pub enum Submitted<P = Plan> {
+    Plan(P),
     Operation(Box<Operation>),
 }
 
@@ -218,9 +218,9 @@ pub struct OpRequest<'a, R> {
 }
 
 /// The operation of kind `K` for `plan`, ready for [`queue::enqueue_in`].
-pub fn operation<K, R>(m: &Mutation, r: OpRequest<'_, R>, plan: &Plan) -> Result<Enqueue>
+pub fn operation<K, R>(m: &Mutation, r: OpRequest<'_, R>, plan: &K::Plan) -> Result<Enqueue>
 where
-    K: OperationKind<Input = ClusterOpInput<R>, Plan = Plan>,
+    K: OperationKind<Input = ClusterOpInput<R>>,
 {
     let path = &m.path;
     let input = ClusterOpInput {

@@ -1,34 +1,51 @@
 //! One plan action carried out: the dispatch from the action's step id (and whether it
 //! deletes) to the ensure function that handles it.
 //!
-//! Invariant: every step id a plan can hold has exactly one handler here: the match on
-//! [`StepId`] is exhaustive, so a new kind of action without a handler does not compile.
+//! Invariant: every step id a provisioning plan can hold has exactly one handler here:
+//! the match on [`StepId`] is exhaustive (and holds no other kind's steps), so a new kind
+//! of action without a handler does not compile.
 
 use serde_json::Value;
 
 use crate::domain::naming::ClusterNames;
 use crate::ops::steps::{RpcCode, StepError};
 use crate::ops::workflows::StepCtx;
-use crate::plan::{Action, ActionKind, StepId};
+use crate::plan::{Action, ActionId, ActionKind, StepId};
 
 use uuid::Uuid;
 
 use super::{Env, compute_class, gke, infra, kube};
 
-pub struct Step<'a> {
+/// A step of an operation on a cluster: the plan action it carries out (named by `Id`: a
+/// provisioning plan's [`StepId`] by default, a drill's step for a drill).
+pub struct Step<'a, Id: ActionId = StepId> {
     pub env: &'a Env,
     /// The record of the cluster the operation works on.
     pub cluster_id: Uuid,
     pub names: &'a ClusterNames,
-    pub action: &'a Action,
+    pub action: &'a Action<Id>,
     pub ctx: &'a StepCtx,
 }
 
-impl Step<'_> {
+impl<Id: ActionId> Step<'_, Id> {
     pub fn deleting(&self) -> bool {
         self.action.action == ActionKind::Delete
     }
 
+    /// A resource with our name that we did not create.
+    pub fn foreign(&self, what: &str, name: &str, why: &str) -> StepError {
+        StepError::terminal(
+            RpcCode::FailedPrecondition,
+            "RESOURCE_NOT_OURS",
+            format!(
+                "{what} {name} already exists but was not created by kinetic ({why}): delete or rename it, or use another cluster name"
+            ),
+        )
+        .with("resource", name)
+    }
+}
+
+impl Step<'_> {
     pub async fn run(&self) -> Result<Value, StepError> {
         let del = self.deleting();
         match &self.action.id {
@@ -57,26 +74,6 @@ impl Step<'_> {
             StepId::ComputeClass if del => compute_class::delete(self).await,
             StepId::ComputeClass => compute_class::ensure(self).await,
             StepId::Profile => infra::save_profile(self).await,
-            StepId::Drill(step) => Err(StepError::terminal(
-                RpcCode::Internal,
-                "BAD_OPERATION_INPUT",
-                format!(
-                    "step {step:?} belongs to a FAILOVER_DRILL, not to {}",
-                    self.ctx.op.op_type
-                ),
-            )),
         }
-    }
-
-    /// A resource with our name that we did not create.
-    pub fn foreign(&self, what: &str, name: &str, why: &str) -> StepError {
-        StepError::terminal(
-            RpcCode::FailedPrecondition,
-            "RESOURCE_NOT_OURS",
-            format!(
-                "{what} {name} already exists but was not created by kinetic ({why}): delete or rename it, or use another cluster name"
-            ),
-        )
-        .with("resource", name)
     }
 }

@@ -15,6 +15,7 @@ use crate::store::{self, PoolSpecRecord};
 use super::exec::Step;
 use super::results::{ClusterReady, Outcome, PoolReady, outcome, result};
 use super::{gcp_error, store_error, wire};
+use crate::plan::ActionId;
 
 fn in_progress(status: Option<&str>) -> bool {
     matches!(status, Some("PROVISIONING" | "RECONCILING"))
@@ -32,7 +33,7 @@ fn broken(what: &str, name: &str, status: &str, message: Option<&str>) -> StepEr
     .with("resource", name)
 }
 
-impl Step<'_> {
+impl<Id: ActionId> Step<'_, Id> {
     fn location(&self) -> (&str, &str, &str) {
         (&self.names.project, &self.names.zone, &self.names.cluster)
     }
@@ -132,7 +133,7 @@ fn running<T: Resource>(name: &str, settled: &T) -> Result<String, StepError> {
     Ok(status.to_owned())
 }
 
-impl Step<'_> {
+impl<Id: ActionId> Step<'_, Id> {
     /// What an ensure step does about what `get` found: `None` to adopt it (ours and
     /// usable); else the outcome creating it will have: `Created` when it is missing,
     /// `Recreated` when it is ours but failed in GKE (`remove` deletes it first).
@@ -244,7 +245,10 @@ pub async fn delete_cluster(s: &Step<'_>) -> Result<Value, StepError> {
     }
 }
 
-async fn pool_record(s: &Step<'_>, pool: &str) -> Result<PoolSpecRecord, StepError> {
+async fn pool_record<Id: ActionId>(
+    s: &Step<'_, Id>,
+    pool: &str,
+) -> Result<PoolSpecRecord, StepError> {
     super::recorded_pool(
         s.env,
         s.cluster_id,
@@ -254,7 +258,7 @@ async fn pool_record(s: &Step<'_>, pool: &str) -> Result<PoolSpecRecord, StepErr
     .await
 }
 
-pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
+pub async fn ensure_pool<Id: ActionId>(s: &Step<'_, Id>, pool: &str) -> Result<Value, StepError> {
     let (p, z, c) = s.location();
     let gke = &s.env.cloud.gcp.container;
     let spec = pool_record(s, pool).await?;
@@ -279,7 +283,7 @@ pub async fn ensure_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
     })
 }
 
-pub async fn delete_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
+pub async fn delete_pool<Id: ActionId>(s: &Step<'_, Id>, pool: &str) -> Result<Value, StepError> {
     let existed = remove_pool(s, pool).await?;
     outcome(if existed {
         Outcome::Deleted
@@ -289,7 +293,7 @@ pub async fn delete_pool(s: &Step<'_>, pool: &str) -> Result<Value, StepError> {
 }
 
 /// Delete the pool and wait until it is gone; false when it was not there.
-async fn remove_pool(s: &Step<'_>, pool: &str) -> Result<bool, StepError> {
+async fn remove_pool<Id: ActionId>(s: &Step<'_, Id>, pool: &str) -> Result<bool, StepError> {
     let (p, z, c) = s.location();
     let gke = &s.env.cloud.gcp.container;
     match gke.get_node_pool(p, z, c, pool).await {

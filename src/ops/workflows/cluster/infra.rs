@@ -16,7 +16,7 @@ use crate::domain::hash::fnv1a;
 use crate::domain::naming::APIS;
 use crate::ops::steps::{RpcCode, StepError};
 use crate::plan::up::project_roles as roles_of;
-use crate::plan::{Account, BucketKind};
+use crate::plan::{Account, ActionId, BucketKind};
 use crate::store;
 
 use super::exec::Step;
@@ -29,7 +29,7 @@ const BUCKET_ROLES: [&str; 2] = [
     "roles/storage.legacyBucketReader",
 ];
 
-impl Step<'_> {
+impl<Id: ActionId> Step<'_, Id> {
     fn lro(&self) -> LroPolicy {
         self.env.timing.lro_policy()
     }

@@ -15,13 +15,16 @@ use crate::ops::steps::{RpcCode, StepError};
 use super::exec::Step;
 use super::kube_error;
 use super::results::{ManifestApplied, ManifestRef, ObjectsApplied, Outcome, result};
+use crate::plan::ActionId;
 
-pub(super) async fn cluster(s: &Step<'_>) -> Result<KubeCluster, StepError> {
+pub(super) async fn cluster<Id: ActionId>(s: &Step<'_, Id>) -> Result<KubeCluster, StepError> {
     cluster_and_version(s).await.map(|(_, k)| k)
 }
 
 /// The running cluster's API server and its GKE version (`currentMasterVersion`).
-pub async fn cluster_and_version(s: &Step<'_>) -> Result<(Option<String>, KubeCluster), StepError> {
+pub async fn cluster_and_version<Id: ActionId>(
+    s: &Step<'_, Id>,
+) -> Result<(Option<String>, KubeCluster), StepError> {
     let gke = s.running_cluster().await?;
     let access = ClusterAccess::for_gke(&gke).ok_or_else(|| {
         StepError::retryable(

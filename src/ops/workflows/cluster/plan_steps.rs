@@ -8,14 +8,14 @@
 use serde_json::Value;
 
 use crate::ops::steps::StepRecord;
-use crate::plan::{Action, Plan};
+use crate::plan::{Action, ActionId, Plan};
 
 /// The operation's steps for `plan`.
-pub fn steps(plan: &Plan) -> Vec<StepRecord> {
+pub fn steps<Id: ActionId>(plan: &Plan<Id>) -> Vec<StepRecord> {
     plan.actions.iter().map(step).collect()
 }
 
-fn step(a: &Action) -> StepRecord {
+fn step<Id: ActionId>(a: &Action<Id>) -> StepRecord {
     let deps: Vec<String> = a.depends_on.iter().map(ToString::to_string).collect();
     let deps: Vec<&str> = deps.iter().map(String::as_str).collect();
     let verb = format!("{:?}", a.action).to_lowercase();

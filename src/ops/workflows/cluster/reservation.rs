@@ -17,6 +17,7 @@ use crate::store::PoolSpecRecord;
 
 use super::exec::Step;
 use super::gcp_error;
+use crate::plan::ActionId;
 
 /// What the pool of record `p` needs from its reservation.
 fn wanted(zone: &str, p: &PoolSpecRecord) -> Wanted {
@@ -50,7 +51,7 @@ fn refused(r: &ReservationRef, zone: &str, refusal: &Refusal) -> StepError {
 }
 
 /// Check the reservation of pool `p` (nothing to do when it names none).
-pub async fn check(s: &Step<'_>, p: &PoolSpecRecord) -> Result<(), StepError> {
+pub async fn check<Id: ActionId>(s: &Step<'_, Id>, p: &PoolSpecRecord) -> Result<(), StepError> {
     let Some(r) = p.reservation.as_deref().and_then(ReservationRef::parse) else {
         return Ok(());
     };

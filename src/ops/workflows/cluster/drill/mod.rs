@@ -25,10 +25,12 @@ use crate::ops::kinds::OperationKind;
 use crate::ops::records::Records;
 use crate::ops::steps::{RpcCode, StepError, StepRecord};
 use crate::ops::workflows::StepCtx;
-use crate::plan::{Action, DrillStep, StepId};
+use crate::plan::{Action, DrillStep, Plan};
 
-use super::exec::Step;
 use super::{ClusterOpInput, Env, gke};
+
+/// A step of a drill: the drill action it carries out.
+type Step<'a> = super::exec::Step<'a, DrillStep>;
 
 /// What a drill operation stores in its input's `request`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -60,17 +62,17 @@ impl OperationKind for Drill {
     const RECORDS: Records = Records::Untouched;
     const TEST_ONLY: bool = false;
     type Input = ClusterOpInput<DrillInput>;
-    /// One of the drill's steps, with the plan action it carries out.
-    type Step = (DrillStep, Action);
+    /// One of the drill's steps: the plan action it carries out.
+    type Step = Action<DrillStep>;
     /// The watch step's report.
     type Response = DrillReport;
-    type Plan = crate::plan::Plan;
+    type Plan = Plan<DrillStep>;
 
     /// One step per action; the watch reads what the reclaim saw before it deleted
     /// anything.
-    fn steps(plan: &crate::plan::Plan) -> Vec<StepRecord> {
-        let reclaim = StepId::Drill(DrillStep::Reclaim).to_string();
-        let watch = StepId::Drill(DrillStep::Watch).to_string();
+    fn steps(plan: &Plan<DrillStep>) -> Vec<StepRecord> {
+        let reclaim = DrillStep::Reclaim.to_string();
+        let watch = DrillStep::Watch.to_string();
         let mut steps = super::steps(plan);
         for s in steps.iter_mut().filter(|s| s.id == watch) {
             s.reads = vec![reclaim.clone()];
@@ -78,7 +80,7 @@ impl OperationKind for Drill {
         steps
     }
 
-    fn stored_plan(plan: &crate::plan::Plan) -> Option<Value> {
+    fn stored_plan(plan: &Plan<DrillStep>) -> Option<Value> {
         serde_json::to_value(plan).ok()
     }
 
@@ -91,19 +93,14 @@ impl OperationKind for Drill {
         Duration::from_secs(8 * 3600)
     }
 
-    fn step(&self, stored: &StepRecord) -> Result<(DrillStep, Action), String> {
-        let action: Action =
-            serde_json::from_value(stored.input.clone()).map_err(|e| e.to_string())?;
-        match action.id {
-            StepId::Drill(d) => Ok((d, action)),
-            ref other => Err(format!("{other} is not a drill step")),
-        }
+    fn step(&self, stored: &StepRecord) -> Result<Action<DrillStep>, String> {
+        serde_json::from_value(stored.input.clone()).map_err(|e| e.to_string())
     }
 
     fn run_step<'a>(
         &'a self,
         input: &'a Self::Input,
-        (id, action): &'a (DrillStep, Action),
+        action: &'a Action<DrillStep>,
         ctx: &'a StepCtx,
     ) -> BoxFuture<'a, Result<Value, StepError>> {
         Box::pin(async move {
@@ -116,7 +113,7 @@ impl OperationKind for Drill {
                 action,
                 ctx,
             };
-            match id {
+            match action.id {
                 DrillStep::Reclaim => reclaim::reclaim(&step, drill).await,
                 DrillStep::Recreate => gke::ensure_pool(&step, &drill.spot_pool).await,
                 DrillStep::Watch => watch::watch(&step, drill).await,
@@ -129,7 +126,7 @@ impl OperationKind for Drill {
         _input: &Self::Input,
         steps: &[StepRecord],
     ) -> Result<DrillReport, StepError> {
-        let watch = StepId::Drill(DrillStep::Watch).to_string();
+        let watch = DrillStep::Watch.to_string();
         let result = steps
             .iter()
             .find(|s| s.id == watch)

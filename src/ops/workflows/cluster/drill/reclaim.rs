@@ -16,11 +16,11 @@ use crate::model::drill::DrillMode;
 use crate::ops::steps::{RpcCode, StepError};
 use crate::store;
 
-use super::super::exec::Step;
 use super::super::kube::cluster;
 use super::super::results::result;
 use super::super::{gcp_error, gke, kube_error, store_error};
 use super::DrillInput;
+use super::Step;
 use super::track::Before;
 
 /// The spot pool's minimum over all its zones, from its record.

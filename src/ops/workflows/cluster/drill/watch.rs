@@ -12,19 +12,19 @@ use serde_json::Value;
 
 use crate::model::drill::{DrillReport, HourlyCost};
 use crate::ops::steps::{RpcCode, StepError};
-use crate::plan::{DrillStep, StepId};
+use crate::plan::DrillStep;
 use crate::store;
 
-use super::super::exec::Step;
 use super::super::kube::cluster;
 use super::super::results::result;
 use super::super::{kube_error, store_error};
 use super::DrillInput;
+use super::Step;
 use super::track::{Before, Tracker};
 
 /// The reclaim step's observation (this step reads it).
 fn before(s: &Step<'_>) -> Result<Before, StepError> {
-    let id = StepId::Drill(DrillStep::Reclaim).to_string();
+    let id = DrillStep::Reclaim.to_string();
     let v = s.ctx.results.get(&id).cloned().unwrap_or(Value::Null);
     serde_json::from_value(v).map_err(|e| {
         StepError::terminal(
