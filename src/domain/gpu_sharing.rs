@@ -17,7 +17,7 @@
 //! .../how-to/nvidia-mps-gpus) and the ComputeClass `gpuSharing` reference.
 
 use super::accelerators::{Kind, Resolved};
-use super::compute_class::GkeVersion;
+use super::gke_version::GkeVersion;
 
 /// Fewest containers that may share one GPU (or one partition).
 pub const MIN_CLIENTS: u32 = 2;

@@ -6,6 +6,7 @@
 pub mod accelerators;
 pub mod compute_class;
 pub mod duration;
+pub mod gke_version;
 pub mod gpu_sharing;
 pub mod hash;
 pub mod names;

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use super::accelerators::{Kind, Resolved};
 use super::gpu_sharing::GpuSharing;
 use super::naming::LABELS;
-use super::provisioning::Provisioning;
+use super::provisioning::{Provisioning, Resolution, default_max_run};
 
 /// Why a requested pool is refused (each maps to an API reason).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -92,6 +92,22 @@ pub struct PoolShape {
 /// A reservation name, or GKE's shared form `projects/OWNER/reservations/NAME`.
 fn valid_reservation(r: &str) -> bool {
     super::reservation::ReservationRef::parse(r).is_some()
+}
+
+impl PoolShape {
+    /// Give a shaped pool its resolved mode: the mode itself, and the run duration asked
+    /// for (flex-start: seven days unless asked otherwise). Spot and the reservation were
+    /// already shaped from the same [`Resolution`].
+    pub fn apply_provisioning(&mut self, r: &Resolution) {
+        self.provisioning = r.mode;
+        if let Some(d) = r
+            .max_run_duration
+            .clone()
+            .or_else(|| default_max_run(r.mode))
+        {
+            self.max_run_duration = Some(d);
+        }
+    }
 }
 
 /// Whether a pool of `acc` is spot: an explicit `spot` must agree with an accelerator

@@ -25,8 +25,7 @@
 use std::fmt;
 
 use super::accelerators::{Kind, Resolved};
-use super::compute_class::GkeVersion;
-use super::pools::PoolShape;
+use super::gke_version::GkeVersion;
 
 /// The longest run a flex-start VM may have: seven days.
 pub const FLEX_MAX_RUN_SECONDS: u64 = 7 * 24 * 3600;
@@ -388,20 +387,6 @@ pub fn resolve(acc: &Resolved, req: &Request<'_>) -> Result<Resolution, Provisio
 pub fn default_max_run(mode: Provisioning) -> Option<String> {
     mode.is_flex_start()
         .then(|| format!("{FLEX_MAX_RUN_SECONDS}s"))
-}
-
-/// Give a shaped pool its resolved mode: the mode itself, and the run duration asked
-/// for (flex-start: seven days unless asked otherwise). Spot and the reservation were
-/// already shaped from the same [`Resolution`].
-pub fn apply(shape: &mut PoolShape, r: &Resolution) {
-    shape.provisioning = r.mode;
-    if let Some(d) = r
-        .max_run_duration
-        .clone()
-        .or_else(|| default_max_run(r.mode))
-    {
-        shape.max_run_duration = Some(d);
-    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 pub mod events;
 pub mod kinds;
 pub mod outage;
+pub mod outcome;
 pub mod queue;
 pub mod records;
 pub mod retention;

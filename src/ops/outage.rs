@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::store::{Db, StoreError, operations};
 
-use super::runner::Outcome;
+use super::outcome::Outcome;
 
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 const MAX_RETRY: Duration = Duration::from_secs(2);

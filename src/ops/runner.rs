@@ -34,6 +34,7 @@ use crate::store::{Db, StoreError};
 
 use super::events::Events;
 use super::outage;
+pub use super::outcome::Outcome;
 use super::steps::{
     RetryPolicy, RpcCode, StepError, StepRecord, StepState, cancelled_status, skip_unstarted,
     status_json,
@@ -56,16 +57,6 @@ pub struct RunEnv {
     pub drain: CancellationToken,
     /// Grace is over: stop now and release the lease.
     pub hard_stop: CancellationToken,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Ended in this state (SUCCEEDED, FAILED, CANCELLED).
-    Finished(OperationState),
-    /// Another worker owns the operation now; nothing more was written.
-    LeaseLost,
-    /// Shutdown: the lease was handed back for another worker to resume.
-    Released,
 }
 
 enum StepOutcome {

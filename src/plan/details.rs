@@ -241,7 +241,7 @@ pub struct KubeObjectDetails {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub compute_class: Option<super::computeclass::ComputeClass>,
+    pub compute_class: Option<super::class_object::ComputeClass>,
 }
 
 impl Resource {

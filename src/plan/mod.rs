@@ -6,6 +6,7 @@
 //! step ([`StepId`]) and resource ([`Resource`]) with types, never with strings, and an
 //! action's JSON is the one plans have always stored.
 
+mod class_object;
 pub mod computeclass;
 pub mod details;
 pub mod down;

@@ -7,8 +7,8 @@
 //! Ready or is cordoned offers nothing, and a new node never takes the pool above its
 //! maximum (GKE's per-zone maximum times its zones).
 
-use super::judge::{Failure, zones_allowed};
-use super::report::Reason;
+use super::reasons::{Failure, Reason};
+use super::selectors::zones_allowed;
 use super::{Amounts, ClusterFacts, GPU, NodeFacts, PodFacts, PoolFacts, PoolKind, TPU};
 
 /// kubelet's default pod limit per node: the ceiling for pods that request nothing.

@@ -10,25 +10,15 @@ use std::collections::BTreeMap;
 use super::admission::admitted_tolerations;
 use super::capacity::{Room, room};
 use super::cuda::{image_cuda, pool_max_cuda, show};
-use super::report::Reason;
+pub use super::reasons::Failure;
+use super::reasons::Reason;
 use super::selectors::{Keys, mentions, selects, untolerated, wanted};
+pub use super::selectors::{ZONE_LABELS, zones_allowed};
 use super::{ClusterFacts, GPU, PodFacts, PoolFacts, PoolKind, TPU};
 
 pub const GPU_LABEL: &str = "cloud.google.com/gke-accelerator";
 pub const TPU_LABEL: &str = "cloud.google.com/gke-tpu-accelerator";
 pub const TOPOLOGY_LABEL: &str = "cloud.google.com/gke-tpu-topology";
-pub const ZONE_LABELS: [&str; 2] = [
-    "topology.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/zone",
-];
-
-/// Why a pool can never hold the pods.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
-    pub reason: Reason,
-    pub message: String,
-    pub fix: String,
-}
 
 fn fail(reason: Reason, message: String, fix: String) -> Result<(), Failure> {
     Err(Failure {
@@ -240,20 +230,6 @@ fn tpu_shape(pod: &PodFacts, tpus: u64, pool: &PoolFacts) -> Result<(), Failure>
         );
     }
     Ok(())
-}
-
-/// The pool's zones the pod's selector and affinity allow.
-pub fn zones_allowed<'a>(
-    pod: &'a PodFacts,
-    pool: &'a PoolFacts,
-) -> impl Iterator<Item = &'a String> + 'a {
-    pool.zones.iter().filter(move |z| {
-        let mut labels = pool.labels.clone();
-        for k in ZONE_LABELS {
-            labels.insert(k.to_owned(), (*z).clone());
-        }
-        selects(pod, &labels, Keys::All)
-    })
 }
 
 fn cuda_fits(pod: &PodFacts, pool: &PoolFacts, cluster: &ClusterFacts) -> Result<(), Failure> {

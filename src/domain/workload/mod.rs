@@ -16,6 +16,7 @@ pub mod gke;
 pub mod judge;
 pub mod parse;
 pub mod queued;
+pub mod reasons;
 pub mod report;
 pub mod selectors;
 pub mod sharing;

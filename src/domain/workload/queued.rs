@@ -11,7 +11,7 @@
 
 use super::PoolFacts;
 use super::capacity::Room;
-use super::report::{Problem, Reason};
+use super::reasons::{Problem, Reason};
 use crate::domain::provisioning::QUEUED_KEY;
 
 impl PoolFacts {

@@ -7,60 +7,10 @@
 //! matters, and a problem is never reported for a group that fits.
 
 use super::capacity::consume;
-use super::judge::{Failure, Judgement, judge};
+use super::judge::{Judgement, judge};
 use super::queued;
+pub use super::reasons::{Failure, Problem, Reason};
 use super::{ClusterFacts, GPU, PodGroup, PoolFacts, TPU, Workload};
-
-/// Workload-check reasons (API.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Reason {
-    NoMatchingPool,
-    TpuTopologyMismatch,
-    NodeSelectorMatchesNothing,
-    ZonePinned,
-    MissingToleration,
-    AcceleratorCountTooLarge,
-    CudaDriverMismatch,
-    PoolAtMax,
-    QuotaExhausted,
-    GpuLimitMissing,
-    SpotOnlyNoFallback,
-    /// A QUEUED pool's growth is needed: only a ProvisioningRequest obtains it.
-    ProvisioningRequestNeeded,
-}
-
-impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::NoMatchingPool => "NO_MATCHING_POOL",
-            Reason::TpuTopologyMismatch => "TPU_TOPOLOGY_MISMATCH",
-            Reason::NodeSelectorMatchesNothing => "NODE_SELECTOR_MATCHES_NOTHING",
-            Reason::ZonePinned => "ZONE_PINNED",
-            Reason::MissingToleration => "MISSING_TOLERATION",
-            Reason::AcceleratorCountTooLarge => "ACCELERATOR_COUNT_TOO_LARGE",
-            Reason::CudaDriverMismatch => "CUDA_DRIVER_MISMATCH",
-            Reason::PoolAtMax => "POOL_AT_MAX",
-            Reason::QuotaExhausted => "QUOTA_EXHAUSTED",
-            Reason::GpuLimitMissing => "GPU_LIMIT_MISSING",
-            Reason::SpotOnlyNoFallback => "SPOT_ONLY_NO_FALLBACK",
-            Reason::ProvisioningRequestNeeded => "PROVISIONING_REQUEST_NEEDED",
-        }
-    }
-
-    /// How far a pool got before this rule stopped it.
-    fn depth(self) -> u8 {
-        match self {
-            Reason::NoMatchingPool => 1,
-            Reason::TpuTopologyMismatch => 2,
-            Reason::NodeSelectorMatchesNothing => 3,
-            Reason::ZonePinned => 4,
-            Reason::MissingToleration => 5,
-            Reason::AcceleratorCountTooLarge => 6,
-            Reason::CudaDriverMismatch => 7,
-            _ => 8,
-        }
-    }
-}
 
 /// When the pods can run on a pool (or at all); best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -85,13 +35,6 @@ pub struct PoolFit {
     pub pool_id: String,
     pub fits: Fit,
     pub reason: String,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Problem {
-    pub reason: Reason,
-    pub message: String,
-    pub fix: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{PodFacts, Requirement, Taint, Toleration};
+use super::{PodFacts, PoolFacts, Requirement, Taint, Toleration};
 
 /// Which selector keys a match considers.
 #[derive(Debug, Clone, Copy)]
@@ -115,4 +115,24 @@ pub fn untolerated<'a>(tolerations: &[Toleration], taints: &'a [Taint]) -> Vec<&
         .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
         .filter(|t| !tolerations.iter().any(|tol| tolerates(tol, t)))
         .collect()
+}
+
+/// The node labels that name a node's zone.
+pub const ZONE_LABELS: [&str; 2] = [
+    "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/zone",
+];
+
+/// The pool's zones the pod's selector and affinity allow.
+pub fn zones_allowed<'a>(
+    pod: &'a PodFacts,
+    pool: &'a PoolFacts,
+) -> impl Iterator<Item = &'a String> + 'a {
+    pool.zones.iter().filter(move |z| {
+        let mut labels = pool.labels.clone();
+        for k in ZONE_LABELS {
+            labels.insert(k.to_owned(), (*z).clone());
+        }
+        selects(pod, &labels, Keys::All)
+    })
 }

@@ -5,8 +5,7 @@
 //! Invariant: only those three keys are judged here; a pod that does not mention them
 //! passes (GKE Standard does not require the selectors).
 
-use super::judge::Failure;
-use super::report::Reason;
+use super::reasons::{Failure, Reason};
 use super::selectors::{Keys, selects, wanted};
 use super::{GPU, PodFacts, PoolFacts, PoolKind};
 use crate::domain::gpu_sharing::{MAX_CLIENTS_LABEL, PARTITION_LABEL, STRATEGY_LABEL};

@@ -13,7 +13,7 @@ use crate::domain::provisioning::{self, Provisioning, ProvisioningError, Resolut
 
 use super::super::{Error, Result};
 use super::Mutation;
-use super::pools::AddPoolRequest;
+use super::pool_request::AddPoolRequest;
 use super::version::{MasterVersion, master_version};
 
 fn provisioning_error(e: ProvisioningError) -> Error {

@@ -17,6 +17,7 @@ pub mod down;
 pub mod drill;
 pub mod flex;
 pub mod placement;
+pub mod pool_request;
 pub mod pools;
 pub mod reservations;
 pub mod resize;

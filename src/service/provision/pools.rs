@@ -3,14 +3,12 @@
 //! checked before anything is created, and a failover pair tied to its compute class
 //! (refused on GKE versions without custom compute classes; removed with the pair).
 
-use serde::{Deserialize, Serialize};
-
 use crate::cloud::Cloud;
 use crate::domain::accelerators::{Choice, Kind, Resolved};
 use crate::domain::compute_class::{ClassName, MIN_VERSION, join_class};
 use crate::domain::naming::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolError, PoolShape, shape, spot_of};
-use crate::domain::provisioning::{self, Resolution};
+use crate::domain::provisioning::Resolution;
 use crate::domain::{PoolId, PoolState, ZoneName, quota};
 use crate::model;
 use crate::ops::workflows::cluster::{AddPool, Provisioning, RemovePool};
@@ -23,6 +21,7 @@ use super::super::records::spec_of;
 use super::super::{Error, Result, Services};
 use super::flex;
 use super::placement::check_placement;
+pub use super::pool_request::AddPoolRequest;
 use super::version::{MasterVersion, master_version};
 use super::{
     Begin, Mutation, OpRequest, Plan, Submitted, begin, live, not_deleting, parse_accelerator,
@@ -31,45 +30,6 @@ use super::{
 
 /// GKE's `gpuDriverVersion` values a pool may ask for.
 const DRIVER_VERSIONS: [&str; 3] = ["DEFAULT", "LATEST", "INSTALLATION_DISABLED"];
-
-/// The body of `POST .../nodePools`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AddPoolRequest {
-    /// `gpu-l4`, `a100x4`, `tpu-v5litepod-16`, `l4:spot`, ... (not `cpu`).
-    pub accelerator: Option<String>,
-    /// Nodes kept warm (default 0). Multi-host TPU: a multiple of the slice's hosts.
-    pub min_nodes: Option<u32>,
-    pub spot: Option<bool>,
-    /// Consume this specific reservation (not with spot).
-    pub reservation: Option<String>,
-    /// Zones of the cluster's region to spread the pool over (default: the cluster's zone).
-    pub zones: Option<Vec<String>>,
-    /// GKE-managed driver: DEFAULT, LATEST or INSTALLATION_DISABLED (GPU pools only);
-    /// unset: the NVIDIA driver installer DaemonSet is applied.
-    pub driver_version: Option<String>,
-    /// Add a spot pool plus an on-demand pool of the same machine at 0 nodes that
-    /// pending pods fail over to.
-    pub failover: Option<bool>,
-    /// ON_DEMAND (default), SPOT (= `spot: true`), RESERVATION (with `reservation`),
-    /// FLEX_START (flex-start VMs, Dynamic Workload Scheduler) or QUEUED (flex-start with
-    /// queued provisioning: nodes only for a ProvisioningRequest).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(example = "FLEX_START")]
-    pub provisioning: Option<String>,
-    /// How long a node may run, e.g. `"86400s"` (flex-start: at most `"604800s"`, 7 days,
-    /// the default there).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_run_duration: Option<String>,
-    /// Share each GPU (or partition) between containers: TIME_SHARING or MPS, with
-    /// 2..48 clients per GPU (GPU pools only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sharing: Option<model::GpuSharing>,
-    /// Split each GPU into multi-instance GPU partitions of this size (`1g.5gb`; A100,
-    /// H100, H200 and B200 only: the 400 lists the sizes of the pool's GPU).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partition_size: Option<String>,
-}
 
 fn random_suffix() -> u16 {
     (uuid::Uuid::new_v4().as_u128() & 0xffff) as u16
@@ -282,7 +242,7 @@ fn shapes(acc: &Resolved, req: &AddPoolRequest, r: &Resolution) -> Result<Vec<Po
     let reservation = r.reservation.as_deref();
     if !req.failover.unwrap_or(false) {
         let mut s = shape(acc, min, spot, reservation, None).map_err(pool_error)?;
-        provisioning::apply(&mut s, r);
+        s.apply_provisioning(r);
         return Ok(vec![s]);
     }
     if reservation.is_some() && spot {

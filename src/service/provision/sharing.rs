@@ -12,7 +12,7 @@ use crate::domain::gpu_sharing::{self, GpuSharing, SharingError};
 
 use super::super::{Error, Result};
 use super::Mutation;
-use super::pools::AddPoolRequest;
+use super::pool_request::AddPoolRequest;
 use super::version::{MasterVersion, master_version};
 
 fn sharing_error(acc: &Resolved, e: SharingError) -> Error {

@@ -15,8 +15,8 @@ use crate::plan::Resource;
 use crate::plan::computeclass::{self, ComputeClass};
 use crate::store;
 
-use super::exec::Step;
 use super::results::{ClassApplied, Outcome, outcome, result};
+use super::step::Step;
 use super::{kube, kube_error, store_error};
 
 fn class_of(s: &Step<'_>) -> Result<ComputeClass, StepError> {

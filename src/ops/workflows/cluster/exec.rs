@@ -7,43 +7,11 @@
 
 use serde_json::Value;
 
-use crate::domain::naming::ClusterNames;
-use crate::ops::steps::{RpcCode, StepError};
-use crate::ops::workflows::StepCtx;
-use crate::plan::{Action, ActionId, ActionKind, StepId};
+use crate::ops::steps::StepError;
+use crate::plan::StepId;
 
-use uuid::Uuid;
-
-use super::{Env, compute_class, gke, infra, kube};
-
-/// A step of an operation on a cluster: the plan action it carries out (named by `Id`: a
-/// provisioning plan's [`StepId`] by default, a drill's step for a drill).
-pub struct Step<'a, Id: ActionId = StepId> {
-    pub env: &'a Env,
-    /// The record of the cluster the operation works on.
-    pub cluster_id: Uuid,
-    pub names: &'a ClusterNames,
-    pub action: &'a Action<Id>,
-    pub ctx: &'a StepCtx,
-}
-
-impl<Id: ActionId> Step<'_, Id> {
-    pub fn deleting(&self) -> bool {
-        self.action.action == ActionKind::Delete
-    }
-
-    /// A resource with our name that we did not create.
-    pub fn foreign(&self, what: &str, name: &str, why: &str) -> StepError {
-        StepError::terminal(
-            RpcCode::FailedPrecondition,
-            "RESOURCE_NOT_OURS",
-            format!(
-                "{what} {name} already exists but was not created by kinetic ({why}): delete or rename it, or use another cluster name"
-            ),
-        )
-        .with("resource", name)
-    }
-}
+use super::step::Step;
+use super::{compute_class, gke, infra, kube};
 
 impl Step<'_> {
     pub async fn run(&self) -> Result<Value, StepError> {

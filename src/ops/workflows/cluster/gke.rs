@@ -12,8 +12,8 @@ use crate::cloud::gcp::types::container::{Cluster, NodePool, Operation};
 use crate::ops::steps::{RpcCode, StepError};
 use crate::store::{self, PoolSpecRecord};
 
-use super::exec::Step;
 use super::results::{ClusterReady, Outcome, PoolReady, outcome, result};
+use super::step::Step;
 use super::{gcp_error, store_error, wire};
 use crate::plan::ActionId;
 

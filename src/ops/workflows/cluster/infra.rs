@@ -19,8 +19,8 @@ use crate::plan::up::project_roles as roles_of;
 use crate::plan::{Account, ActionId, BucketKind};
 use crate::store;
 
-use super::exec::Step;
 use super::results::{BucketDeleted, Outcome, ProfileSaved, outcome, result};
+use super::step::Step;
 use super::wire;
 use super::{gcp_error, store_error};
 

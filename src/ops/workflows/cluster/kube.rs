@@ -12,9 +12,9 @@ use crate::cloud::kube::{ClusterAccess, KubeCluster, WaitFor};
 use crate::domain::naming::{KSA_NAME, KSA_NAMESPACE};
 use crate::ops::steps::{RpcCode, StepError};
 
-use super::exec::Step;
 use super::kube_error;
 use super::results::{ManifestApplied, ManifestRef, ObjectsApplied, Outcome, result};
+use super::step::Step;
 use crate::plan::ActionId;
 
 pub(super) async fn cluster<Id: ActionId>(s: &Step<'_, Id>) -> Result<KubeCluster, StepError> {

@@ -21,6 +21,7 @@ pub mod queued;
 mod reservation;
 pub mod resize;
 pub mod results;
+mod step;
 pub mod wire;
 
 pub use plan_steps::steps;
@@ -203,7 +204,7 @@ impl<P: Provision> OperationKind for Provisioning<P> {
     ) -> BoxFuture<'a, Result<Value, StepError>> {
         Box::pin(async move {
             let names = input.names()?;
-            let step = exec::Step {
+            let step = step::Step {
                 env: &self.env,
                 cluster_id: input.cluster_id,
                 names: &names,

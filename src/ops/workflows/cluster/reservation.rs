@@ -15,8 +15,8 @@ use crate::domain::reservation::{
 use crate::ops::steps::{RpcCode, StepError};
 use crate::store::PoolSpecRecord;
 
-use super::exec::Step;
 use super::gcp_error;
+use super::step::Step;
 use crate::plan::ActionId;
 
 /// What the pool of record `p` needs from its reservation.

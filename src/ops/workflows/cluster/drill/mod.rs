@@ -30,7 +30,7 @@ use crate::plan::{Action, DrillStep, Plan};
 use super::{ClusterOpInput, Env, gke};
 
 /// A step of a drill: the drill action it carries out.
-type Step<'a> = super::exec::Step<'a, DrillStep>;
+type Step<'a> = super::step::Step<'a, DrillStep>;
 
 /// What a drill operation stores in its input's `request`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
