@@ -11,8 +11,15 @@ use sqlx::{Connection, PgConnection};
 
 use super::account::RunAs;
 use super::process::{self, Supervised, live_server_pid};
-use super::server::StartOptions;
 use super::{DevDbError, PgBinaries, SUPERUSER};
+
+/// How to run the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StartOptions {
+    /// Throw-away data (tests): `initdb --no-sync`, `fsync=off`, `synchronous_commit=off`,
+    /// `full_page_writes=off`. Never for data you want to keep across a crash.
+    pub ephemeral: bool,
+}
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use sqlx::{Connection, PgConnection};
 
 use super::account;
+pub use super::launch::StartOptions;
 use super::launch::{Launch, append_log, connect_options, free_port, initdb, launch};
 use super::process::{Supervised, live_server_pid, pid_running};
 use super::{DevDbError, PgBinaries, SUPERUSER};
@@ -18,14 +19,6 @@ pub const INITDB_MARKER: &str = "kineticd: initdb created this data folder";
 
 const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 const PORT_ATTEMPTS: u32 = 5;
-
-/// How to run the server.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StartOptions {
-    /// Throw-away data (tests): `initdb --no-sync`, `fsync=off`, `synchronous_commit=off`,
-    /// `full_page_writes=off`. Never for data you want to keep across a crash.
-    pub ephemeral: bool,
-}
 
 /// A PostgreSQL server we started; it never outlives this process (see the module docs).
 #[derive(Debug)]
