@@ -178,7 +178,7 @@ fn resource(resources: &Value, key: &str) -> String {
 fn commands(cluster: &Value) -> Vec<String> {
     let r = |k: &str| resource(&cluster["resources"], k);
     let pool = cluster["nodePools"][0]["poolId"].as_str().unwrap_or("none");
-    let repo_location = kineticd::domain::naming::repository_location(REGION);
+    let repo_location = kineticd::domain::resource_names::repository_location(REGION);
     vec![
         "container clusters list".into(),
         format!("container clusters describe {CLUSTER} --location {ZONE}"),
@@ -325,7 +325,7 @@ fn check_iam_and_services(a: &Answers, resources: &Value) {
         .filter(|s| s["state"] == "ENABLED")
         .filter_map(|s| s["config"]["name"].as_str())
         .collect();
-    for api in kineticd::domain::naming::APIS {
+    for api in kineticd::domain::resource_names::APIS {
         assert!(enabled.contains(&api), "{api} not enabled: {services}");
     }
 }

@@ -603,7 +603,7 @@ fn the_service_account_condition_covers_every_account_kineticd_creates_and_no_ot
         expression.contains("resource.name.extract(\"serviceAccounts/{account}@\")"),
         "the condition compares the account id (before the @), whatever the project: {expression}"
     );
-    use kineticd::domain::naming::ClusterNames;
+    use kineticd::domain::resource_names::ClusterNames;
     use kineticd::domain::{ClusterName, ProjectId, ZoneName};
     let project = ProjectId::parse("team-project-1").expect("project");
     let zone = ZoneName::parse("us-central1-a").expect("zone");

@@ -4,7 +4,8 @@
 #![no_main]
 
 use kineticd::domain::TeamId;
-use kineticd::service::operations::{TYPES, parse_filter};
+use kineticd::domain::OperationType;
+use kineticd::service::operations::parse_filter;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let Some(f) = kineticd_fuzz::text(data) else {
@@ -13,7 +14,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     match parse_filter(f) {
         Ok(p) => {
             if let Some(t) = &p.op_type {
-                assert!(TYPES.contains(&t.as_str()), "{f:?}: type {t:?}");
+                assert!(OperationType::parse(t).is_ok(), "{f:?}: type {t:?}");
             }
             if let Some(t) = &p.team {
                 assert!(TeamId::parse(t).is_ok(), "{f:?}: team {t:?}");

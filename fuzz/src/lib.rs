@@ -9,7 +9,7 @@ use std::fmt::{Debug, Display};
 use std::str::FromStr;
 
 use kineticd::domain::accelerators::{self, Choice, Resolved};
-use kineticd::domain::{NameError, PoolId, RpcCode, naming};
+use kineticd::domain::{NameError, PoolId, RpcCode, resource_names};
 use kineticd::service::Error;
 use kineticd::service::page::{PageKey, PageRequest};
 use kineticd::store::clusters::ClusterKey;
@@ -52,7 +52,7 @@ pub fn accelerator(s: &str) {
                     .any(|a| a.base_name() == r.base_name()),
                 "{s:?} -> {name} is not in the catalog"
             );
-            let id = naming::pool_id(&r.pool_prefix(), 0xbeef);
+            let id = resource_names::pool_id(&r.pool_prefix(), 0xbeef);
             assert!(PoolId::parse(&id).is_ok(), "{s:?} -> pool id {id}");
         }
     }

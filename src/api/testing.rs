@@ -14,7 +14,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::state::AppState;
 use crate::domain::OperationTarget;
 use crate::model::Operation;
-use crate::service::testing::NoopSpec;
+use crate::service::noop_operations::NoopSpec;
 use crate::service::{self, Caller};
 
 use super::error::ApiError;
@@ -114,6 +114,7 @@ async fn create_noop(
         .transpose()?
         .map(|t| t.to_string());
     let (op, _) =
-        service::testing::enqueue_noop(&s.db, &caller, &req.team, target, spec, idem).await?;
+        service::noop_operations::enqueue_noop(&s.db, &caller, &req.team, target, spec, idem)
+            .await?;
     Ok((StatusCode::ACCEPTED, Json(op)))
 }

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use super::accelerators::{self, Choice, GPUS, Resolved, TPUS};
 use super::names::ZoneName;
 use super::names::{ClusterName, Email, OperationTarget, PoolId, ProfileId, ProjectId, TeamId};
-use super::naming::{self, ClusterNames};
+use super::resource_names::{self, ClusterNames};
 
 /// proptest's defaults (cases from `PROPTEST_CASES`), without regression files: every
 /// finding becomes a named unit test instead.
@@ -150,7 +150,7 @@ proptest! {
             prop_assert_eq!(r.spot, s.to_ascii_lowercase().trim().ends_with(":spot"));
             prop_assert!(accelerators::all().iter().any(|a| a.base_name() == r.base_name()));
             // The pool id built from it is a valid node pool id.
-            let id = naming::pool_id(&r.pool_prefix(), 0xbeef);
+            let id = resource_names::pool_id(&r.pool_prefix(), 0xbeef);
             prop_assert!(PoolId::parse(&id).is_ok(), "{}", id);
         }
     }

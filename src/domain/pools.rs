@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use super::accelerators::{Kind, Resolved};
 use super::gpu_sharing::GpuSharing;
-use super::naming::LABELS;
 use super::provisioning::{Provisioning, Resolution, default_max_run};
+use super::resource_names::LABELS;
 
 /// Why a requested pool is refused (each maps to an API reason).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

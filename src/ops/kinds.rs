@@ -24,7 +24,7 @@ use crate::domain::OperationType;
 use crate::store::operations::{self, Finish, OperationRow};
 use crate::store::{Db, StoreError};
 
-use super::records::{self, End, Records};
+use super::record_states::{self, End, Records};
 use super::steps::{RpcCode, StepError, StepRecord};
 use super::workflows::cluster::{self, Env, drill, resize};
 use super::workflows::{Registry, StepCtx, Workflow, noop};
@@ -145,7 +145,7 @@ impl<K: OperationKind> Workflow for Typed<K> {
         match K::RECORDS {
             Records::Untouched => Box::pin(operations::finish(db, op.id, op.generation, f)),
             Records::Cluster(r) => {
-                Box::pin(async move { records::finish(db, &r, records_of, op, f).await })
+                Box::pin(async move { record_states::finish(db, &r, records_of, op, f).await })
             }
         }
     }
@@ -209,7 +209,7 @@ pub async fn withdrawn(tx: &mut sqlx::PgConnection, op: &OperationRow) -> Result
     };
     let t: OperationType = row.state("op_type", &op.op_type)?;
     match records_of(t) {
-        Records::Cluster(r) => records::settle(tx, &r, records_of, op, End::Withdrawn).await,
+        Records::Cluster(r) => record_states::settle(tx, &r, records_of, op, End::Withdrawn).await,
         Records::Untouched => Ok(()),
     }
 }

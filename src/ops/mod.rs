@@ -11,7 +11,7 @@ pub mod kinds;
 pub mod outage;
 pub mod outcome;
 pub mod queue;
-pub mod records;
+pub mod record_states;
 pub mod retention;
 pub mod runner;
 pub mod steps;

@@ -5,7 +5,7 @@
 //! Invariant: every action is an "ensure absent": a resource that is already gone (a
 //! half-created cluster, a rerun) is a success, so `down` cleans exactly what exists.
 
-use crate::domain::naming::ClusterNames;
+use crate::domain::resource_names::ClusterNames;
 
 use super::details::{
     BindingDetails, BucketDelete, BucketDetails, MemberRoles, NoDetails, RouterDetails,

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::domain::naming::ClusterNames;
+use crate::domain::resource_names::ClusterNames;
 use crate::model::{self, drill::DrillMode, drill::duration_json};
 
 use super::details::{DrillDetails, NoDetails};

@@ -280,9 +280,9 @@ impl<Id: ActionId> Plan<Id> {
 
 /// The names of cluster `kc` in zone `us-central1-a` of `project`, for tests.
 #[cfg(test)]
-pub(crate) fn test_names(project: &str) -> crate::domain::naming::ClusterNames {
+pub(crate) fn test_names(project: &str) -> crate::domain::resource_names::ClusterNames {
     use crate::domain::names::{ClusterName, ProjectId, ZoneName};
-    crate::domain::naming::ClusterNames::new(
+    crate::domain::resource_names::ClusterNames::new(
         &ProjectId::parse(project).unwrap(),
         &ZoneName::parse("us-central1-a").unwrap(),
         &ClusterName::parse("kc").unwrap(),

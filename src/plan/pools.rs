@@ -5,9 +5,9 @@
 //! pool is added; every later plan and step rebuilds the pool from it.
 
 use crate::domain::accelerators::Kind;
-use crate::domain::naming::{ClusterNames, is_pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolShape};
 use crate::domain::pricing::PriceTable;
+use crate::domain::resource_names::{ClusterNames, is_pool_id_placeholder};
 use crate::model::{self, EstimatedCost, FailoverRef, GpuSharing};
 
 use super::computeclass;

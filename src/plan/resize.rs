@@ -8,8 +8,8 @@
 //! sets GKE's autoscaling to the recorded bounds (a repeat repairs drift, changes nothing
 //! else).
 
-use crate::domain::naming::ClusterNames;
 use crate::domain::resize::Bounds;
+use crate::domain::resource_names::ClusterNames;
 use crate::model::{self, EstimatedCost};
 
 use super::details::NodeBounds;

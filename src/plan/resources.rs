@@ -2,7 +2,7 @@
 //! (`Cluster.resources`): derived from [`ClusterNames`] alone, so they are known (and
 //! recorded) before anything is created.
 
-use crate::domain::naming::ClusterNames;
+use crate::domain::resource_names::ClusterNames;
 use crate::model::ClusterResources;
 
 pub fn cluster_resources(n: &ClusterNames) -> ClusterResources {

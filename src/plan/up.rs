@@ -13,9 +13,9 @@ mod project;
 use std::collections::BTreeMap;
 
 use crate::domain::accelerators::Kind;
-use crate::domain::naming::{APIS, ClusterNames, KSA_NAME, KSA_NAMESPACE};
 use crate::domain::pools::PoolShape;
 use crate::domain::pricing::PriceTable;
+use crate::domain::resource_names::{APIS, ClusterNames, KSA_NAME, KSA_NAMESPACE};
 
 use super::details::{
     BindingDetails, ClusterDetails, DefaultPool, KubeObjectDetails, MemberRole, NoDetails,

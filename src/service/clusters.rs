@@ -13,7 +13,7 @@ use crate::store::{
 };
 
 use super::access::{self, Caller};
-use super::records::pool_of;
+use super::pool_view::pool_of;
 use super::{Error, Page, PageRequest, Result};
 
 pub fn cluster_name(project: &str, zone: &str, name: &str) -> String {

@@ -14,7 +14,7 @@ use crate::cloud::Cloud;
 use crate::cloud::gcp::types::compute::Region;
 use crate::cloud::gcp::types::container::Cluster as GkeCluster;
 use crate::cloud::kube::{ClusterAccess, NodeInfo, PodInfo};
-use crate::domain::naming::ClusterNames;
+use crate::domain::resource_names::ClusterNames;
 use crate::domain::{PoolState, RpcCode};
 use crate::store::{self, Db, PoolSpecRecord};
 

@@ -12,16 +12,16 @@ pub mod diagnose;
 pub mod error;
 pub mod etag;
 pub mod live;
+pub mod noop_operations;
 pub mod operations;
 pub mod page;
+pub mod pool_view;
 pub mod profiles;
 pub mod project_authority;
 pub mod provision;
-pub mod records;
 pub mod state;
 pub mod status;
 pub mod teams;
-pub mod testing;
 pub mod workload;
 
 pub use access::Caller;

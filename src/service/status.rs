@@ -21,8 +21,8 @@ use crate::cloud::gcp::types::iam::ServiceAccount;
 use crate::cloud::gcp::types::storage::Bucket;
 use crate::cloud::kube::manifests::NVIDIA_DRIVER_DAEMONSET;
 use crate::cloud::kube::{ClusterAccess, ObjectKind};
-use crate::domain::naming::{APIS, ClusterNames, KSA_NAME, KSA_NAMESPACE};
 use crate::domain::pricing::PriceTable;
+use crate::domain::resource_names::{APIS, ClusterNames, KSA_NAME, KSA_NAMESPACE};
 use crate::domain::{ClusterState, RpcCode};
 use crate::model;
 use crate::model::status::{

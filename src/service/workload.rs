@@ -17,9 +17,9 @@ use crate::cloud::gcp::types::compute::Region;
 use crate::cloud::kube::{NodeInfo, PodInfo, quantity};
 use crate::domain::accelerators::{self, Choice};
 use crate::domain::gpu_sharing::GpuSharing;
-use crate::domain::naming::ClusterNames;
 use crate::domain::provisioning::Provisioning;
 use crate::domain::quota;
+use crate::domain::resource_names::ClusterNames;
 use crate::domain::workload::{
     self, Amounts, ClusterFacts, GPU, NodeFacts, ParseError, PoolFacts, PoolKind, QuotaFacts, TPU,
     Taint,

@@ -11,7 +11,7 @@ use kineticd::cloud::gcp::types::artifact_registry::Repository;
 use kineticd::cloud::gcp::types::compute::{Network, Router, RouterNat};
 use kineticd::cloud::gcp::types::container::{Cluster, NodePool};
 use kineticd::cloud::gcp::types::storage::Bucket;
-use kineticd::domain::naming::ClusterNames;
+use kineticd::domain::resource_names::ClusterNames;
 use kineticd::domain::{ClusterName, ClusterState, PoolState, ProjectId, ZoneName};
 use kineticd::store;
 use reqwest::StatusCode;

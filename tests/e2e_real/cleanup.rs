@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use kineticd::domain::naming::ClusterNames;
+use kineticd::domain::resource_names::ClusterNames;
 use reqwest::Method;
 
 use crate::run::{Run, Step};

@@ -13,7 +13,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kineticd::domain::naming::ClusterNames;
+use kineticd::domain::resource_names::ClusterNames;
 use kineticd::domain::{ClusterName, ProjectId, ZoneName};
 use reqwest::Method;
 use serde_json::Value;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::domain::OperationType;
 use crate::ops::kinds::OperationKind;
-use crate::ops::records::Records;
+use crate::ops::record_states::Records;
 use crate::ops::steps::{RpcCode, StepError, StepRecord};
 use crate::store::operations;
 use crate::store::{Db, StoreError};

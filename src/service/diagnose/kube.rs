@@ -10,7 +10,7 @@ use crate::cloud::Cloud;
 use crate::cloud::kube::manifests::NVIDIA_DRIVER_DAEMONSET;
 use crate::cloud::kube::wait::{crd_check, daemonset_check, deployment_check};
 use crate::cloud::kube::{KubeError, PoolAccelerator, needs_nvidia_driver_installer};
-use crate::domain::naming::{KSA_NAME, KSA_NAMESPACE};
+use crate::domain::resource_names::{KSA_NAME, KSA_NAMESPACE};
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 
 use super::{Read, Shared, check, ok, read, unread};

@@ -30,7 +30,7 @@ use crate::cloud::gcp::types::container::Cluster as GkeCluster;
 use crate::cloud::kube::health::NodeHealth;
 use crate::cloud::kube::{ClusterAccess, KubeCluster, KubeError, PodInfo};
 use crate::domain::PoolState;
-use crate::domain::naming::ClusterNames;
+use crate::domain::resource_names::ClusterNames;
 use crate::model;
 use crate::model::diagnose::{CHECK_IDS, CheckStatus, Diagnosis, DiagnosisCheck, DiagnosisSummary};
 use crate::store::node_pools::NodePoolRecord;

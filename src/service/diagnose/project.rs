@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::cloud::Cloud;
 use crate::cloud::gcp::types::storage::Bucket;
-use crate::domain::naming::{APIS, ClusterNames};
+use crate::domain::resource_names::{APIS, ClusterNames};
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 use crate::plan::Account;
 use crate::plan::up::project_roles;

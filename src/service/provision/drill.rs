@@ -18,7 +18,7 @@ use crate::plan::drill::{DrillInput, plan};
 use crate::plan::{DrillStep, Plan};
 use crate::store::{self, clusters::ClusterRecord};
 
-use super::super::records::pool_of;
+use super::super::pool_view::pool_of;
 use super::super::{Error, Result, Services};
 use super::{
     Begin, Mutation, OpRequest, Submitted, begin, enqueue, live, not_deleting, operation,

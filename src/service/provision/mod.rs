@@ -28,7 +28,7 @@ pub mod version;
 use uuid::Uuid;
 
 use crate::domain::accelerators::{self, Choice};
-use crate::domain::naming::ClusterNames;
+use crate::domain::resource_names::ClusterNames;
 use crate::domain::{ClusterState, Role};
 use crate::model::{self, Operation};
 use crate::ops::kinds::OperationKind;
@@ -38,7 +38,7 @@ use crate::store::clusters::ClusterRecord;
 use crate::store::{Db, StoreError};
 
 use super::clusters::{ClusterPath, project_team};
-use super::testing::enqueue_error;
+use super::noop_operations::enqueue_error;
 use super::{Caller, Error, Result, etag};
 
 /// A mutation's request id (AIP-155) bound to its request's fingerprint, as the queue

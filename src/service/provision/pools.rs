@@ -6,9 +6,9 @@
 use crate::cloud::Cloud;
 use crate::domain::accelerators::{Choice, Kind, Resolved};
 use crate::domain::compute_class::{ClassName, MIN_VERSION, join_class};
-use crate::domain::naming::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
 use crate::domain::pools::{FailoverRole, PoolError, PoolShape, shape, spot_of};
 use crate::domain::provisioning::Resolution;
+use crate::domain::resource_names::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
 use crate::domain::{PoolId, PoolState, ZoneName, quota};
 use crate::model;
 use crate::ops::workflows::cluster::{AddPool, Provisioning, RemovePool};
@@ -17,7 +17,7 @@ use crate::plan::pools::{PoolToAdd, add, pool_record, remove};
 use crate::store::{self, Db, clusters::ClusterRecord};
 
 use super::super::clusters::ClusterPath;
-use super::super::records::spec_of;
+use super::super::pool_view::spec_of;
 use super::super::{Error, Result, Services};
 use super::flex;
 use super::placement::check_placement;

@@ -12,11 +12,11 @@
 use crate::cloud::Cloud;
 use crate::cloud::gcp::compute::reservations::Verdict;
 use crate::domain::accelerators::{Kind, Resolved};
-use crate::domain::naming::ClusterNames;
 use crate::domain::pools::PoolShape;
 use crate::domain::reservation::{
     Refusal, ReservationRef, Wanted, not_found_message, not_shared_message, refusal_message,
 };
+use crate::domain::resource_names::ClusterNames;
 
 use super::super::{Error, Result};
 

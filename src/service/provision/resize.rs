@@ -18,9 +18,9 @@ use serde_json::json;
 
 use crate::cloud::Cloud;
 use crate::domain::accelerators::{self, Choice, Resolved};
-use crate::domain::naming::ClusterNames;
 use crate::domain::provisioning::Provisioning;
 use crate::domain::resize::{self, Bounds, ResizeError, Update};
+use crate::domain::resource_names::ClusterNames;
 use crate::domain::{PoolId, PoolState, quota};
 use crate::model::EstimatedCost;
 use crate::ops::kinds::OperationKind;
@@ -31,7 +31,7 @@ use crate::store::node_pools::NodePoolRecord;
 use crate::store::records::CostRecord;
 use crate::store::{self, clusters::ClusterRecord};
 
-use super::super::records::pool_of;
+use super::super::pool_view::pool_of;
 use super::super::{Error, Result, Services};
 use super::pools::{QuotaAsk, check_region_quota};
 use super::reservations;

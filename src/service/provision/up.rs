@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::accelerators::{Choice, Resolved};
-use crate::domain::naming::ClusterNames;
 use crate::domain::pools::{PoolShape, shape, spot_of};
+use crate::domain::resource_names::ClusterNames;
 use crate::domain::{ClusterState, PoolState};
 use crate::model;
 use crate::ops::workflows::cluster::{Provisioning, Up};
@@ -14,7 +14,7 @@ use crate::plan::resources::cluster_resources;
 use crate::plan::up::{NewPool, UpInput, plan};
 use crate::store::{self, ClusterSpecRecord, clusters::ClusterRecord, clusters::NewCluster};
 
-use super::super::records::{pool_of, spec_of};
+use super::super::pool_view::{pool_of, spec_of};
 
 use super::super::status::up_live_state;
 use super::super::{Error, Result, Services};

@@ -12,7 +12,7 @@ use crate::cloud::gcp::types::container::{Cluster as GkeCluster, NodeConfig, Nod
 use crate::cloud::kube::{ClusterAccess, Inventory};
 use crate::domain::PoolState;
 use crate::domain::accelerators::{self, Kind};
-use crate::domain::naming::ClusterNames;
+use crate::domain::resource_names::ClusterNames;
 use crate::model::status::{Drift, DriftProblem, KubernetesStatus, NodeCounts};
 use crate::store::PoolSpecRecord;
 

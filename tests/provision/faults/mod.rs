@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use kineticd::domain::naming::ClusterNames;
+use kineticd::domain::resource_names::ClusterNames;
 use kineticd::domain::{ClusterName, ProjectId, ZoneName};
 use kineticd::ops::queue::{self, Enqueue};
 use kineticd::ops::workflows::cluster::wire::{self, BucketKind};

@@ -13,7 +13,7 @@ use crate::cloud::gcp::iam::is_unknown_service_account;
 use crate::cloud::gcp::lro::LroPolicy;
 use crate::cloud::gcp::storage::is_bucket_not_empty;
 use crate::domain::hash::fnv1a;
-use crate::domain::naming::APIS;
+use crate::domain::resource_names::APIS;
 use crate::ops::steps::{RpcCode, StepError};
 use crate::plan::up::project_roles as roles_of;
 use crate::plan::{Account, ActionId, BucketKind};

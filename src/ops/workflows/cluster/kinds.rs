@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::domain::OperationType;
-use crate::ops::records::{ClusterRecords, DELETED, ERROR, End, Intent, RUNNING, Settled};
+use crate::ops::record_states::{ClusterRecords, DELETED, ERROR, End, Intent, RUNNING, Settled};
 
 /// One provisioning kind (a type parameter of [`super::Provisioning`]).
 pub trait Provision: Send + Sync + 'static {

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::domain::{ClusterState, PoolState};
-use crate::ops::records::{Intents, cluster_shown, pool_shown};
+use crate::ops::record_states::{Intents, cluster_shown, pool_shown};
 
 fn intents(down: bool, up: bool, adding: &[&str], removing: &[&str]) -> Intents {
     Intents {

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::cloud::kube::manifests::NVIDIA_DRIVER_DAEMONSET;
 use crate::cloud::kube::{ClusterAccess, KubeCluster, WaitFor};
-use crate::domain::naming::{KSA_NAME, KSA_NAMESPACE};
+use crate::domain::resource_names::{KSA_NAME, KSA_NAMESPACE};
 use crate::ops::steps::{RpcCode, StepError};
 
 use super::kube_error;

@@ -6,7 +6,7 @@
 //! present and ours, wait if in progress, fail clearly if present and foreign; delete if
 //! present, succeed if gone), so a step run twice, or resumed after a crash, creates
 //! nothing twice. Record states change together with the operation's end, in one
-//! transaction (`ops::records`), as each kind's [`Provision::RECORDS`] declares.
+//! transaction (`ops::record_states`), as each kind's [`Provision::RECORDS`] declares.
 
 mod compute_class;
 pub mod drill;
@@ -39,10 +39,10 @@ use crate::cloud::Cloud;
 use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::lro::{LroPolicy, PollSchedule};
 use crate::cloud::kube::{KubeError, WaitOptions};
-use crate::domain::naming::ClusterNames;
+use crate::domain::resource_names::ClusterNames;
 use crate::domain::{ClusterName, OperationType, ProjectId, ZoneName};
 use crate::ops::kinds::OperationKind;
-use crate::ops::records::Records;
+use crate::ops::record_states::Records;
 use crate::ops::steps::{ErrorClass, RpcCode, StepError, StepRecord};
 use crate::store::Db;
 use crate::store::StoreError;

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::domain::OperationType;
 use crate::ops::kinds::OperationKind;
-use crate::ops::records::Records;
+use crate::ops::record_states::Records;
 use crate::ops::steps::{RpcCode, StepError, StepRecord};
 use crate::ops::workflows::StepCtx;
 use crate::plan::{Action, StepId};

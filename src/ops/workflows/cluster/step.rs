@@ -8,7 +8,7 @@
 
 use uuid::Uuid;
 
-use crate::domain::naming::ClusterNames;
+use crate::domain::resource_names::ClusterNames;
 use crate::ops::steps::{RpcCode, StepError};
 use crate::ops::workflows::StepCtx;
 use crate::plan::{Action, ActionId, ActionKind, StepId};

@@ -19,8 +19,8 @@ use crate::cloud::gcp::types::container::{
 use crate::cloud::gcp::types::storage::{
     Bucket, IamConfiguration, Lifecycle, LifecycleRule, UniformBucketLevelAccess, Versioning,
 };
-use crate::domain::naming::{ClusterNames, LABELS};
 use crate::domain::provisioning::Provisioning;
+use crate::domain::resource_names::{ClusterNames, LABELS};
 use crate::plan::Account;
 use crate::store::PoolSpecRecord;
 

@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::domain::OperationType;
 use crate::model::drill::{DrillMode, DrillReport};
 use crate::ops::kinds::OperationKind;
-use crate::ops::records::Records;
+use crate::ops::record_states::Records;
 use crate::ops::steps::{RpcCode, StepError, StepRecord};
 use crate::ops::workflows::StepCtx;
 use crate::plan::{Action, DrillStep, Plan};
