@@ -22,13 +22,13 @@ pub mod selectors;
 pub mod sharing;
 
 #[cfg(test)]
-mod tests;
+mod capacity_tests;
 #[cfg(test)]
-mod tests_capacity;
+mod check_tests;
 #[cfg(test)]
-mod tests_queued;
+mod queued_tests;
 #[cfg(test)]
-mod tests_sharing;
+mod sharing_tests;
 
 pub use parse::{ParseError, SUPPORTED_KINDS, parse};
 pub use report::{Fit, PoolFit, Problem, Reason, Report, check};

@@ -4,13 +4,13 @@
 
 use serde_json::json;
 
-use super::tests::{amounts, cluster, node, pod, run};
+use super::check_tests::{amounts, cluster, node, pod, run};
 use super::*;
 use crate::domain::gpu_sharing::{MAX_CLIENTS_LABEL, PARTITION_LABEL, STRATEGY_LABEL};
 
 /// An A100 pool in `1g.5gb` slices: 1 GPU a node, 7 units, `nodes` nodes all free.
 fn mig(nodes: usize, max: u32) -> PoolFacts {
-    let mut p = super::tests::l4("gpu-a100-mig", nodes, max);
+    let mut p = super::check_tests::l4("gpu-a100-mig", nodes, max);
     p.machine_type = "a2-highgpu-1g".into();
     p.accelerator_type = Some("nvidia-tesla-a100".into());
     p.labels
@@ -93,7 +93,7 @@ fn a_new_node_is_seven_slices_but_one_gpu_of_quota() {
 #[test]
 fn shared_gpus_take_one_unit_per_container_on_multi_gpu_nodes() {
     // Two L4s a node, each shared by 4: 8 units.
-    let mut p = super::tests::l4("gpu-l4-ts", 1, 1);
+    let mut p = super::check_tests::l4("gpu-l4-ts", 1, 1);
     p.accelerators_per_node = 2;
     p.units_per_gpu = 4;
     p.labels

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::tests::{amounts, cluster, gpus, l4, node, pod, run};
+use super::check_tests::{amounts, cluster, gpus, l4, node, pod, run};
 use super::*;
 
 fn deployment(replicas: u32, gpus_each: u32) -> serde_json::Value {

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::report::{Fit, Reason};
-use super::tests::{cluster, gpus, l4, pod, run};
+use super::check_tests::{cluster, gpus, l4, pod, run};
 use super::{PoolFacts, Taint};
 use crate::domain::provisioning::{Provisioning, QUEUED_KEY};
 
