@@ -2,8 +2,8 @@
 
 use serde_json::json;
 
-use super::report::{Fit, Reason};
 use super::check_tests::{cluster, gpus, l4, pod, run};
+use super::report::{Fit, Reason};
 use super::{PoolFacts, Taint};
 use crate::domain::provisioning::{Provisioning, QUEUED_KEY};
 
