@@ -8,52 +8,19 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use serde_json::Value;
-use utoipa_axum::router::OpenApiRouter;
 
 use super::error::{ApiError, ErrorBody};
-use super::extract::{ApiJson, ApiPath, split_verb, unknown_verb};
+use super::extract::ApiJson;
 use super::state::AppState;
 use super::{BodyErrorResponses, ErrorResponses};
 use crate::model::workload::WorkloadCheck;
 use crate::service::clusters::ClusterPath;
 use crate::service::{self, Caller};
-
-pub fn router() -> OpenApiRouter<AppState> {
-    // Custom methods share the cluster's path segment (`{cluster}:checkWorkload`).
-    OpenApiRouter::new().route(
-        "/v1/projects/{project}/zones/{zone}/clusters/{cluster}",
-        post(cluster_verb),
-    )
-}
-
-async fn cluster_verb(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath((project, zone, segment)): ApiPath<(String, String, String)>,
-    req: Request,
-) -> Result<Response, ApiError> {
-    match split_verb(&segment) {
-        Some((cluster, "checkWorkload")) => {
-            let path = ClusterPath::parse(&project, &zone, cluster)?;
-            let body = manifest(req, &s).await?;
-            check_workload(&s, &caller, &path, &body).await
-        }
-        Some((cluster, "diagnose")) => {
-            let path = ClusterPath::parse(&project, &zone, cluster)?;
-            let q = super::diagnose::query(&req)?;
-            super::diagnose::diagnose_cluster(&s, &caller, &path, &q).await
-        }
-        _ => Err(unknown_verb(&format!(
-            "POST /v1/projects/{project}/zones/{zone}/clusters/{segment}"
-        ))),
-    }
-}
 
 /// Judge a Pod, Deployment, StatefulSet, Job, JobSet (`jobset.x-k8s.io/v1alpha2`) or
 /// LeaderWorkerSet (`leaderworkerset.x-k8s.io/v1`) against the cluster's pools, nodes,
@@ -94,7 +61,7 @@ fn media(req: &Request) -> String {
 }
 
 /// The manifest: a YAML body when declared so, JSON otherwise (415 for anything else).
-async fn manifest(req: Request, s: &AppState) -> Result<Value, ApiError> {
+pub(super) async fn manifest(req: Request, s: &AppState) -> Result<Value, ApiError> {
     let ct = media(&req);
     let yaml = matches!(
         ct.as_str(),

@@ -1,6 +1,6 @@
 //! `POST .../clusters/{cluster}:diagnose`: Kinetic's `doctor` for a shared cluster, a
 //! list of checks with OK / WARN / FAIL, a message and a fix each. Dispatched by the
-//! cluster's custom-method route (see [`super::check_workload`]); documented here.
+//! cluster's custom-method route (see [`super::cluster_verbs`]); documented here.
 //!
 //! Invariant: read-only and bounded in time (the service's contract); the time spent in
 //! the shared cloud and Kubernetes reads and in the checks is in `Server-Timing`.

@@ -33,6 +33,7 @@ pub mod accelerators;
 pub mod auth;
 pub mod capacity;
 pub mod check_workload;
+pub mod cluster_verbs;
 pub mod clusters;
 pub mod cross_site;
 pub mod diagnose;

@@ -72,7 +72,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::accelerators::router())
         .merge(super::status::router())
         .merge(super::capacity::router())
-        .merge(super::check_workload::router())
+        .merge(super::cluster_verbs::router())
         .merge(super::operations::router())
         .merge(super::testing::router())
 }

@@ -44,7 +44,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use serde::Deserialize;
 use tokio::sync::watch;
 
-use super::iap::AuthError;
+use super::error::AuthError;
 use crate::domain::report::error_chain;
 
 /// Largest JWKS document accepted (Google's is about 2 KiB).

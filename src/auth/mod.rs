@@ -28,15 +28,16 @@
 //! surface (the API and the console), so both identify callers the same way.
 
 mod caller;
+mod error;
 mod iap;
 mod jwks;
 pub mod limits;
 
 pub use caller::{Authenticator, DEV_DEFAULT_USER, DEV_USER_HEADER, Mode, Principal, Rejected};
 
+pub use error::AuthError;
 pub use iap::{
-    AuthError, DEFAULT_LEEWAY, GOOGLE_IAP_JWKS_URL, IAP_HEADER, IAP_ISSUER, IapConfig, IapVerifier,
-    Identity,
+    DEFAULT_LEEWAY, GOOGLE_IAP_JWKS_URL, IAP_HEADER, IAP_ISSUER, IapConfig, IapVerifier, Identity,
 };
 pub use jwks::{JwksClock, JwksPolicy};
 

@@ -2,16 +2,13 @@
 //! fetched at run time) and served under `/console/assets/`.
 //!
 //! Invariant: only the files listed here are served, each with its exact content type;
-//! pages link them with `?v=VERSION`, so they may be cached for a day.
+//! pages link them with `?v=` [`super::ASSETS_VERSION`], so they may be cached for a day.
 
 use axum::extract::Path;
 use axum::http::header;
 use axum::response::IntoResponse;
 
 use super::error::PageError;
-
-/// The cache-busting tag pages put on asset URLs.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 const FILES: &[(&str, &str, &str)] = &[
     (

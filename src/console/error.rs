@@ -89,7 +89,7 @@ impl IntoResponse for PageError {
             title: self.status.canonical_reason().unwrap_or("Error"),
             reason: &self.reason,
             message: &self.message,
-            version: super::assets::VERSION,
+            version: super::ASSETS_VERSION,
         };
         let mut resp = match page.render() {
             Ok(html) => (self.status, Html(html)).into_response(),

@@ -72,8 +72,12 @@
 //!   `data-state`), step rows `step-row`, error `op-error` with `failed-step`, cancel
 //!   form `cancel-form` and button `cancel-button`.
 
+/// The cache-busting tag pages put on asset URLs (`/console/assets/x?v=...`).
+pub const ASSETS_VERSION: &str = env!("CARGO_PKG_VERSION");
+
 mod assets;
 mod clusters;
+mod dev_user;
 mod error;
 mod form;
 mod headers;
@@ -153,7 +157,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ConsoleState) -> Router<S
         .route("/console/operations/{id}/live", get(operations::live))
         .route("/console/operations/{id}/events", get(operations::events))
         .route("/console/operations/{id}/cancel", post(operations::cancel))
-        .route("/console/dev/user", post(identity::switch_user))
+        .route("/console/dev/user", post(dev_user::switch_user))
         .route("/console/assets/{file}", get(assets::serve))
         .route("/console/{*rest}", any(error::not_found))
         .layer(axum::middleware::from_fn_with_state(

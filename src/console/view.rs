@@ -32,7 +32,7 @@ impl Chrome {
             dev: v.dev,
             csrf: v.csrf.clone(),
             here: here.into(),
-            version: super::assets::VERSION,
+            version: super::ASSETS_VERSION,
         }
     }
 }

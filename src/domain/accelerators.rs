@@ -8,8 +8,9 @@
 
 use std::fmt;
 
-/// GPU or TPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// GPU or TPU (stored and shown as `GPU` / `TPU`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum Kind {
     Gpu,
     Tpu,

@@ -10,7 +10,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use super::pools::{PoolShape, Taint};
+use super::pools::{PoolShape, Taint, TaintEffect};
 
 /// The node label and taint key that ties nodes (and pods' node selectors) to a class.
 pub const CLASS_KEY: &str = "cloud.google.com/compute-class";
@@ -64,7 +64,7 @@ pub fn class_taint(class: &ClassName) -> Taint {
     Taint {
         key: CLASS_KEY.into(),
         value: class.to_string(),
-        effect: "NO_SCHEDULE",
+        effect: TaintEffect::NoSchedule,
     }
 }
 

@@ -101,8 +101,9 @@ pub fn partitions_per_gpu(gke_accelerator_type: &str, size: &str) -> Option<u32>
         .map(|(_, n)| *n)
 }
 
-/// GKE's GPU sharing strategies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// GKE's GPU sharing strategies (`TIME_SHARING` / `MPS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Strategy {
     TimeSharing,
     Mps,
@@ -209,7 +210,7 @@ impl GpuSharing {
     pub fn from_stored(
         gke_accelerator_type: &str,
         partition_size: Option<&str>,
-        strategy: Option<&str>,
+        strategy: Option<Strategy>,
         clients: Option<u32>,
     ) -> Option<GpuSharing> {
         let partition = match partition_size {
@@ -222,8 +223,8 @@ impl GpuSharing {
             }
         };
         let sharing = match (strategy, clients) {
-            (Some(s), Some(c)) => Some(Sharing {
-                strategy: Strategy::parse(s)?,
+            (Some(strategy), Some(c)) => Some(Sharing {
+                strategy,
                 max_clients_per_gpu: c,
             }),
             _ => None,
@@ -242,7 +243,6 @@ impl GpuSharing {
             Strategy::ALL
                 .into_iter()
                 .find(|v| v.label_value() == s.as_str())
-                .map(Strategy::as_str)
         });
         GpuSharing::from_stored(
             accelerator_type,

@@ -52,11 +52,50 @@ impl PoolError {
     }
 }
 
-/// Role of a pool in a spot/on-demand failover pair (seed 003).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Role of a pool in a spot/on-demand failover pair (seed 003); `SPOT` / `ON_DEMAND`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FailoverRole {
     Spot,
     OnDemand,
+}
+
+impl FailoverRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailoverRole::Spot => "SPOT",
+            FailoverRole::OnDemand => "ON_DEMAND",
+        }
+    }
+}
+
+/// A taint's effect; serialised in GKE's spelling (`NO_SCHEDULE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl TaintEffect {
+    /// GKE's spelling: NO_SCHEDULE | PREFER_NO_SCHEDULE | NO_EXECUTE.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NO_SCHEDULE",
+            TaintEffect::PreferNoSchedule => "PREFER_NO_SCHEDULE",
+            TaintEffect::NoExecute => "NO_EXECUTE",
+        }
+    }
+
+    /// Kubernetes' spelling: NoSchedule | PreferNoSchedule | NoExecute.
+    pub fn kube_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
 }
 
 /// A Kubernetes taint.
@@ -64,8 +103,7 @@ pub enum FailoverRole {
 pub struct Taint {
     pub key: String,
     pub value: String,
-    /// GKE's spelling: NO_SCHEDULE | PREFER_NO_SCHEDULE | NO_EXECUTE.
-    pub effect: &'static str,
+    pub effect: TaintEffect,
 }
 
 /// Everything that defines a pool beyond its name.

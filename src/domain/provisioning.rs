@@ -52,8 +52,9 @@ pub const FLEX_START_LABEL: &str = "cloud.google.com/gke-flex-start";
 /// only pods that tolerate it (a ProvisioningRequest's) land there.
 pub const QUEUED_KEY: &str = "cloud.google.com/gke-queued";
 
-/// A pool's provisioning mode (the API's `provisioning`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// A pool's provisioning mode (the API's `provisioning`), `ON_DEMAND` ... `QUEUED`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Provisioning {
     #[default]
     OnDemand,

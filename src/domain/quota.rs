@@ -49,10 +49,8 @@ pub fn metric_for(acc: &Resolved, mode: Provisioning) -> Option<String> {
 
 /// Whether a recorded pool (its `spot` flag and stored mode) is charged to the
 /// PREEMPTIBLE_ metrics: spot and flex-start pools are.
-pub fn preemptible(spot: bool, mode: Option<&str>) -> bool {
-    spot || mode
-        .and_then(|m| Provisioning::parse(m).ok())
-        .is_some_and(Provisioning::is_flex_start)
+pub fn preemptible(spot: bool, mode: Option<Provisioning>) -> bool {
+    spot || mode.is_some_and(Provisioning::is_flex_start)
 }
 
 /// Accelerators (GPUs or TPU chips) a pool with `min_nodes` needs to start.
@@ -116,8 +114,8 @@ mod tests {
             metric_for(&acc("l4"), Provisioning::Reservation).as_deref(),
             Some("NVIDIA_L4_GPUS")
         );
-        assert!(preemptible(false, Some("QUEUED")) && preemptible(true, None));
-        assert!(!preemptible(false, None) && !preemptible(false, Some("ON_DEMAND")));
+        assert!(preemptible(false, Some(Provisioning::Queued)) && preemptible(true, None));
+        assert!(!preemptible(false, None) && !preemptible(false, Some(Provisioning::OnDemand)));
         assert!(check("M", 8.0, 4.0, 4).is_ok());
         assert_eq!(check("M", 8.0, 5.0, 4).unwrap_err().needed, 4);
     }

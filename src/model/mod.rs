@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod diagnose;
 pub mod drill;
 pub mod operation;
+mod pool_view;
 pub mod profile;
 pub mod status;
 pub mod team;

@@ -8,8 +8,9 @@
 
 use std::time::Duration;
 
+use crate::domain::pool_record::PoolSpecRecord;
 use crate::domain::resource_names::ClusterNames;
-use crate::model::{self, drill::DrillMode, drill::duration_json};
+use crate::model::drill::{DrillMode, duration_json};
 
 use super::details::{DrillDetails, NoDetails};
 use super::pools::{pool_details, pool_name};
@@ -20,7 +21,7 @@ pub struct DrillInput<'a> {
     pub names: &'a ClusterNames,
     pub mode: DrillMode,
     /// The spot pool's record (its shape, for DELETE_POOL's re-creation).
-    pub spot: &'a model::NodePool,
+    pub spot: &'a PoolSpecRecord,
     pub fallback_pool: &'a str,
     pub deadline: Duration,
 }
@@ -91,7 +92,7 @@ mod tests {
     #[test]
     fn delete_pool_recreates_while_the_watch_runs() {
         let n = crate::plan::test_names("proj-1");
-        let spot = model::NodePool {
+        let spot = PoolSpecRecord {
             pool_id: "gpu-l4-1a2b".into(),
             ..Default::default()
         };

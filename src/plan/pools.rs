@@ -4,11 +4,13 @@
 //! Invariant: a pool's record ([`pool_record`]) holds its whole shape, fixed when the
 //! pool is added; every later plan and step rebuilds the pool from it.
 
-use crate::domain::accelerators::Kind;
-use crate::domain::pools::{FailoverRole, PoolShape};
+use crate::domain::pool_record::{
+    CostRecord, FailoverRecord, PoolSpecRecord, SharingRecord, TaintRecord,
+};
+use crate::domain::pools::PoolShape;
 use crate::domain::pricing::PriceTable;
 use crate::domain::resource_names::{ClusterNames, is_pool_id_placeholder};
-use crate::model::{self, EstimatedCost, FailoverRef, GpuSharing};
+use crate::model;
 
 use super::computeclass;
 use super::details::{PoolDetails, PoolTaint};
@@ -24,19 +26,16 @@ pub struct PoolToAdd<'a> {
     pub paired_pool: Option<&'a str>,
 }
 
-/// The record (API shape) of a pool; `name`, `state` and `createTime` are filled when read.
-pub fn pool_record(p: &PoolToAdd<'_>, prices: &PriceTable) -> model::NodePool {
+/// The record of a pool being added: its whole shape, the one source every later plan,
+/// step and view reads.
+pub fn pool_record(p: &PoolToAdd<'_>, prices: &PriceTable) -> PoolSpecRecord {
     let s = p.shape;
     let a = &s.accelerator;
     let estimate = prices.estimate_in(a, s.provisioning, s.min_nodes, s.max_nodes);
-    model::NodePool {
+    PoolSpecRecord {
         pool_id: p.id.to_owned(),
         accelerator: a.base_name(),
-        kind: match a.kind {
-            Kind::Gpu => "GPU",
-            Kind::Tpu => "TPU",
-        }
-        .into(),
+        kind: a.kind,
         machine_type: a.machine_type.into(),
         gke_accelerator_type: Some(a.gke_accelerator_type.into()),
         accelerator_count: Some(i64::from(a.count)),
@@ -50,28 +49,25 @@ pub fn pool_record(p: &PoolToAdd<'_>, prices: &PriceTable) -> model::NodePool {
         taints: s
             .taints
             .iter()
-            .map(|t| model::Taint {
+            .map(|t| TaintRecord {
                 key: t.key.clone(),
                 value: t.value.clone(),
-                effect: t.effect.to_owned(),
+                effect: t.effect,
             })
             .collect(),
         labels: s.labels.clone(),
         max_run_duration: s.max_run_duration.clone(),
         driver_version: p.driver_version.map(str::to_owned),
-        provisioning: Some(s.provisioning.as_str().to_owned()),
-        failover: match (s.failover, p.paired_pool) {
-            (Some(role), Some(other)) => Some(FailoverRef {
-                role: match role {
-                    FailoverRole::Spot => "SPOT",
-                    FailoverRole::OnDemand => "ON_DEMAND",
-                }
-                .into(),
+        // Only the flex-start modes are stored: the others follow from spot and reservation.
+        provisioning: s.provisioning.is_flex_start().then_some(s.provisioning),
+        failover: s
+            .failover
+            .zip(p.paired_pool)
+            .map(|(role, other)| FailoverRecord {
+                role,
                 paired_pool: other.to_owned(),
             }),
-            _ => None,
-        },
-        estimated_hourly_cost: estimate.map(|e| EstimatedCost {
+        estimated_hourly_cost: estimate.map(|e| CostRecord {
             currency: prices.currency.clone(),
             per_node: e.per_node,
             at_min: e.at_min,
@@ -81,8 +77,8 @@ pub fn pool_record(p: &PoolToAdd<'_>, prices: &PriceTable) -> model::NodePool {
             .gpu_sharing
             .as_ref()
             .and_then(|g| g.sharing)
-            .map(|x| GpuSharing {
-                strategy: x.strategy.as_str().to_owned(),
+            .map(|x| SharingRecord {
+                strategy: x.strategy,
                 max_clients_per_gpu: x.max_clients_per_gpu,
             }),
         partition_size: s
@@ -90,16 +86,11 @@ pub fn pool_record(p: &PoolToAdd<'_>, prices: &PriceTable) -> model::NodePool {
             .as_ref()
             .and_then(|g| g.partition)
             .map(|(size, _)| size.to_owned()),
-        gpu_units_per_node: s
-            .gpu_sharing
-            .as_ref()
-            .map(|g| i64::from(a.count * g.units_per_gpu())),
-        ..Default::default()
     }
 }
 
 /// The plan details of a pool (what a preview shows).
-pub fn pool_details(p: &model::NodePool) -> PoolDetails {
+pub fn pool_details(p: &PoolSpecRecord) -> PoolDetails {
     let multi_host = p.hosts_per_slice.unwrap_or(1) > 1;
     PoolDetails {
         accelerator: p.accelerator.clone(),
@@ -112,16 +103,16 @@ pub fn pool_details(p: &model::NodePool) -> PoolDetails {
         min_nodes: p.min_nodes,
         partition_size: p.partition_size.clone(),
         placement_topology: p.tpu_topology.clone().filter(|_| multi_host),
-        provisioning: flex_mode(p),
+        provisioning: p.provisioning.map(|m| m.as_str().to_owned()),
         reservation: p.reservation.clone(),
-        sharing: p.sharing.clone(),
+        sharing: p.sharing.as_ref().map(model::GpuSharing::from),
         resized_from: None,
         spot: p.spot,
         taints: Some(
             p.taints
                 .iter()
                 .map(|t| PoolTaint {
-                    effect: t.effect.clone(),
+                    effect: t.effect.as_str().to_owned(),
                     key: t.key.clone(),
                     value: t.value.clone(),
                 })
@@ -129,19 +120,6 @@ pub fn pool_details(p: &model::NodePool) -> PoolDetails {
         ),
         zones: Some(p.zones.clone()),
     }
-}
-
-/// The pool's mode when it is a flex-start one (the only modes plans and records name:
-/// the others follow from `spot` and `reservation`).
-pub fn flex_mode(p: &model::NodePool) -> Option<String> {
-    p.provisioning
-        .clone()
-        .filter(|m| m == "FLEX_START" || m == "QUEUED")
-}
-
-/// Whether a pool needs the NVIDIA driver installer (a GPU pool without GKE-managed drivers).
-pub fn needs_driver_installer(p: &model::NodePool) -> bool {
-    p.kind == "GPU" && !matches!(p.driver_version.as_deref(), Some("DEFAULT" | "LATEST"))
 }
 
 /// Why a previewed pool shows a stand-in id.
@@ -186,7 +164,7 @@ pub fn driver_action(after: &[StepId]) -> Action {
 
 /// `pool add`: create each new pool (a failover pair is two), then the driver installer
 /// when a GPU pool needs it.
-pub fn add(n: &ClusterNames, pools: &[model::NodePool], prices: &PriceTable) -> Plan {
+pub fn add(n: &ClusterNames, pools: &[PoolSpecRecord], prices: &PriceTable) -> Plan {
     let mut actions = Vec::new();
     let (mut at_min, mut at_max, mut priced) = (0.0, 0.0, false);
     for p in pools {
@@ -201,7 +179,7 @@ pub fn add(n: &ClusterNames, pools: &[model::NodePool], prices: &PriceTable) -> 
     }
     let gpu: Vec<StepId> = pools
         .iter()
-        .filter(|p| needs_driver_installer(p))
+        .filter(|p| p.needs_driver_installer())
         .map(|p| StepId::pool(&p.pool_id))
         .collect();
     if !gpu.is_empty() {
@@ -223,11 +201,10 @@ pub fn add(n: &ClusterNames, pools: &[model::NodePool], prices: &PriceTable) -> 
 
 /// The (spot, on-demand) pools of `pools` that form a failover pair tied to a compute
 /// class (pairs added before classes existed have no class label: `None`).
-pub fn class_pair(pools: &[model::NodePool]) -> Option<(&str, &str)> {
-    let spot = pools.iter().find(|p| {
-        p.failover.as_ref().is_some_and(|f| f.role == "SPOT")
-            && computeclass::class_of(&p.labels).is_some()
-    })?;
+pub fn class_pair(pools: &[PoolSpecRecord]) -> Option<(&str, &str)> {
+    let spot = pools
+        .iter()
+        .find(|p| p.is_spot_of_pair() && computeclass::class_of(&p.labels).is_some())?;
     let paired = &spot.failover.as_ref()?.paired_pool;
     let on_demand = pools.iter().find(|p| &p.pool_id == paired)?;
     Some((&spot.pool_id, &on_demand.pool_id))
@@ -256,13 +233,13 @@ mod tests {
     use super::*;
     use crate::domain::accelerators::{Choice, parse};
     use crate::domain::compute_class::{ClassName, join_class};
-    use crate::domain::pools::shape;
+    use crate::domain::pools::{FailoverRole, shape};
 
     fn names() -> ClusterNames {
         crate::plan::test_names("proj-1")
     }
 
-    fn record(acc: &str, id: &str, driver: Option<&str>) -> model::NodePool {
+    fn record(acc: &str, id: &str, driver: Option<&str>) -> PoolSpecRecord {
         let Choice::Accelerator(r) = parse(acc).unwrap() else {
             panic!()
         };
@@ -291,7 +268,7 @@ mod tests {
         let class = ClassName::for_pair(ids[0]);
         join_class(&mut spot, &class);
         join_class(&mut od, &class);
-        let records: Vec<model::NodePool> = [(&spot, 0), (&od, 1)]
+        let records: Vec<PoolSpecRecord> = [(&spot, 0), (&od, 1)]
             .into_iter()
             .map(|(s, i)| {
                 pool_record(

@@ -8,9 +8,9 @@
 //! sets GKE's autoscaling to the recorded bounds (a repeat repairs drift, changes nothing
 //! else).
 
+use crate::domain::pool_record::{CostRecord, PoolSpecRecord};
 use crate::domain::resize::Bounds;
 use crate::domain::resource_names::ClusterNames;
-use crate::model::{self, EstimatedCost};
 
 use super::details::NodeBounds;
 use super::pools::{pool_details, pool_name};
@@ -18,16 +18,16 @@ use super::{Action, ActionKind, Cost, Plan, Resource, StepId};
 
 /// One pool to resize: its record as it is, its new bounds, and why.
 pub struct PoolResize<'a> {
-    pub pool: &'a model::NodePool,
+    pub pool: &'a PoolSpecRecord,
     pub to: Bounds,
     /// The pool's estimate at `to` (none when the accelerator has no price).
-    pub cost: Option<EstimatedCost>,
+    pub cost: Option<CostRecord>,
     pub reason: String,
 }
 
 /// The pool's record with its new bounds and estimate.
-pub fn resized(r: &PoolResize<'_>) -> model::NodePool {
-    model::NodePool {
+pub fn resized(r: &PoolResize<'_>) -> PoolSpecRecord {
+    PoolSpecRecord {
         min_nodes: i64::from(r.to.min),
         max_nodes: i64::from(r.to.max),
         estimated_hourly_cost: r.cost.clone(),
@@ -35,7 +35,7 @@ pub fn resized(r: &PoolResize<'_>) -> model::NodePool {
     }
 }
 
-fn bounds_of(p: &model::NodePool) -> NodeBounds {
+fn bounds_of(p: &PoolSpecRecord) -> NodeBounds {
     NodeBounds {
         max_nodes: p.max_nodes,
         min_nodes: p.min_nodes,
@@ -55,7 +55,7 @@ pub fn plan(n: &ClusterNames, pools: &[PoolResize<'_>], currency: &str) -> Plan 
         };
         let mut details = pool_details(&after);
         details.resized_from = Some(bounds_of(r.pool));
-        details.estimated_hourly_cost = r.cost.clone();
+        details.estimated_hourly_cost = r.cost.as_ref().map(Into::into);
         if let Some(c) = &r.cost {
             at_min += c.at_min;
             at_max += c.at_max;
@@ -87,19 +87,18 @@ pub fn plan(n: &ClusterNames, pools: &[PoolResize<'_>], currency: &str) -> Plan 
 mod tests {
     use super::*;
 
-    fn pool(id: &str, min: i64, max: i64) -> model::NodePool {
-        model::NodePool {
+    fn pool(id: &str, min: i64, max: i64) -> PoolSpecRecord {
+        PoolSpecRecord {
             pool_id: id.into(),
             accelerator: "gpu-l4".into(),
-            kind: "GPU".into(),
             min_nodes: min,
             max_nodes: max,
             ..Default::default()
         }
     }
 
-    fn cost(min: u32, max: u32) -> EstimatedCost {
-        EstimatedCost {
+    fn cost(min: u32, max: u32) -> CostRecord {
+        CostRecord {
             currency: "USD".into(),
             per_node: 0.71,
             at_min: 0.71 * f64::from(min),

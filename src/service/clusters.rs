@@ -13,7 +13,6 @@ use crate::store::{
 };
 
 use super::access::{self, Caller};
-use super::pool_view::pool_of;
 use super::{Error, Page, PageRequest, Result};
 
 pub fn cluster_name(project: &str, zone: &str, name: &str) -> String {
@@ -21,7 +20,7 @@ pub fn cluster_name(project: &str, zone: &str, name: &str) -> String {
 }
 
 pub fn render_pool(c: &ClusterRecord, p: NodePoolRecord) -> NodePool {
-    let mut pool = pool_of(p.spec);
+    let mut pool = NodePool::from(&p.spec);
     pool.name = format!(
         "{}/nodePools/{}",
         cluster_name(&c.project_id, &c.zone, &c.name),

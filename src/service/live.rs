@@ -150,14 +150,3 @@ async fn timed<T, E: std::fmt::Display>(
 fn unavailable(reason: &str, message: String) -> Error {
     Error::new(RpcCode::Unavailable, reason, message)
 }
-
-/// Kubernetes' spelling (`NoSchedule`) of a GKE taint effect (`NO_SCHEDULE`).
-pub fn kube_effect(gke: &str) -> String {
-    match gke {
-        "NO_SCHEDULE" => "NoSchedule",
-        "PREFER_NO_SCHEDULE" => "PreferNoSchedule",
-        "NO_EXECUTE" => "NoExecute",
-        other => other,
-    }
-    .to_owned()
-}

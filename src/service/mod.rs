@@ -15,7 +15,6 @@ pub mod live;
 pub mod noop_operations;
 pub mod operations;
 pub mod page;
-pub mod pool_view;
 pub mod profiles;
 pub mod project_authority;
 pub mod provision;

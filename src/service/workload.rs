@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::cloud::Cloud;
 use crate::cloud::gcp::types::compute::Region;
 use crate::cloud::kube::{NodeInfo, PodInfo, quantity};
-use crate::domain::accelerators::{self, Choice};
+use crate::domain::accelerators::{self, Choice, Kind};
 use crate::domain::gpu_sharing::GpuSharing;
 use crate::domain::provisioning::Provisioning;
 use crate::domain::quota;
@@ -83,10 +83,7 @@ fn resolved(p: &PoolSpecRecord) -> Option<accelerators::Resolved> {
 
 /// The quota metric a pool's nodes are charged to.
 fn metric(p: &PoolSpecRecord) -> Option<String> {
-    quota::metric(
-        &resolved(p)?,
-        quota::preemptible(p.spot, p.provisioning.as_deref()),
-    )
+    quota::metric(&resolved(p)?, quota::preemptible(p.spot, p.provisioning))
 }
 
 /// The region's accelerator quotas the pools are charged to (empty when unread).
@@ -241,7 +238,7 @@ fn recorded_pool(
         GpuSharing::from_stored(
             t,
             p.partition_size.as_deref(),
-            p.sharing.as_ref().map(|s| s.strategy.as_str()),
+            p.sharing.as_ref().map(|s| s.strategy),
             p.sharing.as_ref().map(|s| s.max_clients_per_gpu),
         )
     });
@@ -253,7 +250,7 @@ fn recorded_pool(
         let t = Taint {
             key: t.key.clone(),
             value: t.value.clone(),
-            effect: live::kube_effect(&t.effect),
+            effect: t.effect.kube_str().to_owned(),
         };
         if !taints.contains(&t) {
             taints.push(t);
@@ -261,10 +258,7 @@ fn recorded_pool(
     }
     // What GKE adds to flex-start nodes: a queued pool's taint keeps every pod but a
     // ProvisioningRequest's (which tolerates it) off its nodes.
-    let mode = p
-        .provisioning
-        .as_deref()
-        .and_then(|m| Provisioning::parse(m).ok());
+    let mode = p.provisioning;
     for (k, v) in mode.map(Provisioning::node_labels).unwrap_or_default() {
         labels.entry(k.to_owned()).or_insert_with(|| v.to_owned());
     }
@@ -279,10 +273,9 @@ fn recorded_pool(
         }
     }
     let r = resolved(p);
-    let kind = match p.kind.as_str() {
-        "GPU" => PoolKind::Gpu,
-        "TPU" => PoolKind::Tpu,
-        _ => PoolKind::Cpu,
+    let kind = match p.kind {
+        Kind::Gpu => PoolKind::Gpu,
+        Kind::Tpu => PoolKind::Tpu,
     };
     let per_node = r
         .as_ref()

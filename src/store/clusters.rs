@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::keyset::{self, Teams};
-use super::records::{ClusterSpecRecord, Corrupt, Row};
+use super::persisted::{ClusterSpecRecord, Corrupt, Row};
 use crate::domain::{ClusterState, SettledState};
 
 #[derive(Debug, Clone)]

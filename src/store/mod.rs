@@ -14,14 +14,14 @@ pub mod manifests;
 pub mod node_pools;
 pub mod operations;
 pub mod page_key;
+pub mod persisted;
 pub mod profiles;
 pub mod reads;
-pub mod records;
 pub mod team_queue;
 pub mod teams;
 
 pub use db::{Db, connect, migrate};
-pub use records::{ClusterSpecRecord, Corrupt, PoolSpecRecord, Row};
+pub use persisted::{ClusterSpecRecord, Corrupt, PoolSpecRecord, Row};
 
 /// A store failure. Conflicts the caller can act on are typed; a row that does not
 /// decode is `Corrupt`; everything else is `Db`, keeping the driver's error as its

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::clusters::settled_strings;
-use super::records::{Corrupt, PoolSpecRecord, Row};
+use super::persisted::{Corrupt, PoolSpecRecord, Row};
 use crate::domain::{PoolState, SettledState};
 
 #[derive(Debug, Clone)]
@@ -238,7 +238,7 @@ pub async fn set_bounds(
     pool_id: &str,
     min_nodes: i64,
     max_nodes: i64,
-    cost: Option<&super::records::CostRecord>,
+    cost: Option<&super::persisted::CostRecord>,
 ) -> Result<bool, StoreError> {
     let mut patch = serde_json::json!({"minNodes": min_nodes, "maxNodes": max_nodes});
     if let Some(c) = cost {

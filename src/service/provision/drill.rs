@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::pools::FailoverRole;
 use crate::domain::{PoolId, PoolState, duration};
 use crate::model::drill::DrillMode;
 use crate::ops::workflows::cluster::drill::{Drill, DrillInput as OpInput};
@@ -18,7 +19,6 @@ use crate::plan::drill::{DrillInput, plan};
 use crate::plan::{DrillStep, Plan};
 use crate::store::{self, clusters::ClusterRecord};
 
-use super::super::pool_view::pool_of;
 use super::super::{Error, Result, Services};
 use super::{
     Begin, Mutation, OpRequest, Submitted, begin, enqueue, live, not_deleting, operation,
@@ -100,7 +100,7 @@ async fn pair(
     };
     let f = rec.spec.failover.clone().ok_or_else(no_pair)?;
     let other = get(f.paired_pool.clone()).await?.ok_or_else(no_pair)?;
-    let (spot, fallback) = if f.role == "SPOT" {
+    let (spot, fallback) = if f.role == FailoverRole::Spot {
         (rec, other)
     } else {
         (other, rec)
@@ -137,11 +137,10 @@ pub async fn drill(
     not_deleting(&c, &m.path)?;
     let (spot, fallback) = pair(svc, m, &c, &pool).await?;
     let names = m.names();
-    let spot_model = pool_of(spot.spec.clone());
     let p = plan(&DrillInput {
         names: &names,
         mode,
-        spot: &spot_model,
+        spot: &spot.spec,
         fallback_pool: &fallback.pool_id,
         deadline,
     });

@@ -10,14 +10,12 @@ use crate::domain::pools::{FailoverRole, PoolError, PoolShape, shape, spot_of};
 use crate::domain::provisioning::Resolution;
 use crate::domain::resource_names::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
 use crate::domain::{PoolId, PoolState, ZoneName, quota};
-use crate::model;
 use crate::ops::workflows::cluster::{AddPool, Provisioning, RemovePool};
 use crate::plan::computeclass::class_of;
 use crate::plan::pools::{PoolToAdd, add, pool_record, remove};
-use crate::store::{self, Db, clusters::ClusterRecord};
+use crate::store::{self, Db, PoolSpecRecord, clusters::ClusterRecord};
 
 use super::super::clusters::ClusterPath;
-use super::super::pool_view::spec_of;
 use super::super::{Error, Result, Services};
 use super::flex;
 use super::placement::check_placement;
@@ -290,7 +288,7 @@ async fn pool_records(
     shapes: &[PoolShape],
     zones: &[String],
     req: &AddPoolRequest,
-) -> Result<Vec<model::NodePool>> {
+) -> Result<Vec<PoolSpecRecord>> {
     let existing: Vec<String> = store::node_pools::list(&svc.db, c.id, None, 10_000)
         .await?
         .into_iter()
@@ -387,14 +385,7 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
     let c = super::lock(&mut tx, m).await?;
     not_deleting(&c, &m.path)?;
     for r in &records {
-        store::node_pools::insert(
-            &mut *tx,
-            c.id,
-            &r.pool_id,
-            PoolState::Provisioning,
-            &spec_of(r),
-        )
-        .await?;
+        store::node_pools::insert(&mut *tx, c.id, &r.pool_id, PoolState::Provisioning, r).await?;
     }
     let ids: Vec<String> = records.iter().map(|r| r.pool_id.clone()).collect();
     let op = OpRequest {
@@ -442,7 +433,7 @@ async fn pools_to_remove(
         // Pairs added before compute classes carry no class label: nothing to delete.
         if class_of(&rec.spec.labels).is_some() {
             let (me, other) = (pool.to_string(), f.paired_pool.clone());
-            class = Some(if f.role == "SPOT" {
+            class = Some(if f.role == FailoverRole::Spot {
                 (me, other)
             } else {
                 (other, me)

@@ -22,16 +22,14 @@ use crate::domain::provisioning::Provisioning;
 use crate::domain::resize::{self, Bounds, ResizeError, Update};
 use crate::domain::resource_names::ClusterNames;
 use crate::domain::{PoolId, PoolState, quota};
-use crate::model::EstimatedCost;
 use crate::ops::kinds::OperationKind;
 use crate::ops::workflows::cluster::ClusterOpInput;
 use crate::ops::workflows::cluster::resize::{PoolBounds, Resize, ResizeInput};
 use crate::plan::resize::{PoolResize, plan};
 use crate::store::node_pools::NodePoolRecord;
-use crate::store::records::CostRecord;
+use crate::store::persisted::CostRecord;
 use crate::store::{self, clusters::ClusterRecord};
 
-use super::super::pool_view::pool_of;
 use super::super::{Error, Result, Services};
 use super::pools::{QuotaAsk, check_region_quota};
 use super::reservations;
@@ -99,11 +97,7 @@ fn accelerator(rec: &NodePoolRecord) -> Result<Resolved> {
 
 /// The provisioning mode a pool record was made with (none recorded: on demand / spot).
 fn mode(rec: &NodePoolRecord) -> Provisioning {
-    rec.spec
-        .provisioning
-        .as_deref()
-        .and_then(|p| Provisioning::parse(p).ok())
-        .unwrap_or_default()
+    rec.spec.provisioning.unwrap_or_default()
 }
 
 fn running(rec: &NodePoolRecord) -> Result<()> {
@@ -157,7 +151,7 @@ async fn changes(
         Some(f) => pool(svc, c, &f.paired_pool).await?,
         None => None,
     };
-    let spot = rec.spec.failover.as_ref().is_some_and(|f| f.role == "SPOT");
+    let spot = rec.spec.is_spot_of_pair();
     let first = Change {
         reason: describe(from, to),
         rec,
@@ -255,9 +249,9 @@ async fn not_resizing(
     Ok(())
 }
 
-fn estimate(svc: &Services, ch: &Change) -> Option<EstimatedCost> {
+fn estimate(svc: &Services, ch: &Change) -> Option<CostRecord> {
     let e = svc.prices.estimate(&ch.acc, ch.to.min, ch.to.max)?;
-    Some(EstimatedCost {
+    Some(CostRecord {
         currency: svc.prices.currency.clone(),
         per_node: e.per_node,
         at_min: e.at_min,
@@ -312,17 +306,12 @@ pub async fn resize(
             );
         }
     }
-    let models: Vec<_> = changes
-        .iter()
-        .map(|ch| pool_of(ch.rec.spec.clone()))
-        .collect();
     let costs: Vec<_> = changes.iter().map(|ch| estimate(svc, ch)).collect();
     let resizes: Vec<PoolResize<'_>> = changes
         .iter()
-        .zip(&models)
         .zip(&costs)
-        .map(|((ch, model), cost)| PoolResize {
-            pool: model,
+        .map(|(ch, cost)| PoolResize {
+            pool: &ch.rec.spec,
             to: ch.to,
             cost: cost.clone(),
             reason: ch.reason.clone(),
@@ -362,12 +351,7 @@ pub async fn resize(
                 pool_id: ch.rec.pool_id.clone(),
                 min_nodes: i64::from(ch.to.min),
                 max_nodes: i64::from(ch.to.max),
-                estimated_hourly_cost: cost.as_ref().map(|c| CostRecord {
-                    currency: c.currency.clone(),
-                    per_node: c.per_node,
-                    at_min: c.at_min,
-                    at_max: c.at_max,
-                }),
+                estimated_hourly_cost: cost.clone(),
             })
             .collect(),
     };

@@ -7,14 +7,13 @@ use crate::domain::accelerators::{Choice, Resolved};
 use crate::domain::pools::{PoolShape, shape, spot_of};
 use crate::domain::resource_names::ClusterNames;
 use crate::domain::{ClusterState, PoolState};
-use crate::model;
 use crate::ops::workflows::cluster::{Provisioning, Up};
-use crate::plan::pools::{PoolToAdd, needs_driver_installer, pool_record};
+use crate::plan::pools::{PoolToAdd, pool_record};
 use crate::plan::resources::cluster_resources;
 use crate::plan::up::{NewPool, UpInput, plan};
-use crate::store::{self, ClusterSpecRecord, clusters::ClusterRecord, clusters::NewCluster};
-
-use super::super::pool_view::{pool_of, spec_of};
+use crate::store::{
+    self, ClusterSpecRecord, PoolSpecRecord, clusters::ClusterRecord, clusters::NewCluster,
+};
 
 use super::super::status::up_live_state;
 use super::super::{Error, Result, Services};
@@ -102,9 +101,7 @@ async fn reconcile_plan(
     let n = m.names();
     let pools = store::node_pools::list(&svc.db, c.id, None, 10_000).await?;
     let ids: Vec<String> = pools.iter().map(|p| p.pool_id.clone()).collect();
-    let need_driver = pools
-        .iter()
-        .any(|p| needs_driver_installer(&pool_of(p.spec.clone())));
+    let need_driver = pools.iter().any(|p| p.spec.needs_driver_installer());
     let live = up_live_state(&svc.cloud, &n, &ids).await;
     Ok(plan(&UpInput {
         names: &n,
@@ -141,7 +138,7 @@ fn up_operation<'a>(
 /// A new cluster's first accelerator pool: its id, record and shape.
 struct FirstPool {
     id: String,
-    record: model::NodePool,
+    record: PoolSpecRecord,
     shape: PoolShape,
 }
 
@@ -176,7 +173,7 @@ async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Res
             record.id,
             &f.id,
             PoolState::Provisioning,
-            &spec_of(&f.record),
+            &f.record,
         )
         .await?;
         pools.push(f.id.clone());

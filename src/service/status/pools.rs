@@ -159,7 +159,7 @@ fn sharing_differences(spec: &PoolSpecRecord, cfg: &NodeConfig) -> Vec<String> {
     let recorded = spec
         .sharing
         .as_ref()
-        .map(|s| format!("{} x{}", s.strategy, s.max_clients_per_gpu));
+        .map(|s| format!("{} x{}", s.strategy.as_str(), s.max_clients_per_gpu));
     if live != recorded {
         out.push(format!(
             "gpuSharingConfig: recorded {}, GKE {}",
@@ -328,8 +328,8 @@ mod tests {
             min_nodes: 0,
             max_nodes: 10,
             partition_size: Some("1g.5gb".into()),
-            sharing: Some(crate::store::records::SharingRecord {
-                strategy: "TIME_SHARING".into(),
+            sharing: Some(crate::store::persisted::SharingRecord {
+                strategy: crate::domain::gpu_sharing::Strategy::TimeSharing,
                 max_clients_per_gpu: 3,
             }),
             ..Default::default()

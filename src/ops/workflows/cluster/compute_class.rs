@@ -62,10 +62,7 @@ async fn kind_of(s: &Step<'_>, class: &ComputeClass) -> Result<Kind, StepError> 
     let rec = store::node_pools::get(&s.env.db, s.cluster_id, spot)
         .await
         .map_err(store_error)?;
-    Ok(match rec.map(|r| r.spec.kind) {
-        Some(k) if k == "TPU" => Kind::Tpu,
-        _ => Kind::Gpu,
-    })
+    Ok(rec.map_or(Kind::Gpu, |r| r.spec.kind))
 }
 
 pub async fn ensure(s: &Step<'_>) -> Result<Value, StepError> {

@@ -12,6 +12,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::domain::accelerators::Kind;
+use crate::domain::provisioning::Provisioning;
 use crate::store::PoolSpecRecord;
 
 /// GKE's provisioning class for flex-start with queued provisioning.
@@ -35,11 +37,11 @@ pub struct QueuedTemplate {
 
 /// The template for queued pool `p` (None for any other pool).
 pub fn template(p: &PoolSpecRecord) -> Option<QueuedTemplate> {
-    if p.provisioning.as_deref() != Some("QUEUED") {
+    if p.provisioning != Some(Provisioning::Queued) {
         return None;
     }
     let pool = &p.pool_id;
-    let (resource, per_node, taint) = if p.kind == "TPU" {
+    let (resource, per_node, taint) = if p.kind == Kind::Tpu {
         let hosts = p.hosts_per_slice.unwrap_or(1).max(1);
         let chips = p.accelerator_count.unwrap_or(1) / hosts;
         ("google.com/tpu", chips.max(1), "google.com/tpu")
@@ -118,13 +120,12 @@ mod tests {
     fn only_queued_pools_get_a_template_and_it_names_the_pool() {
         let mut p = PoolSpecRecord {
             pool_id: "gpu-h100-1a2b".into(),
-            kind: "GPU".into(),
             accelerator_count: Some(8),
             max_run_duration: Some("86400s".into()),
             ..Default::default()
         };
         assert!(template(&p).is_none());
-        p.provisioning = Some("QUEUED".into());
+        p.provisioning = Some(Provisioning::Queued);
         let t = template(&p).unwrap();
         let spec = &t.provisioning_request["spec"];
         assert_eq!(spec["provisioningClassName"], QUEUED_CLASS);

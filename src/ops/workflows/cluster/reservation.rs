@@ -9,6 +9,7 @@
 //! other read errors are the step's error (retryable ones are retried).
 
 use crate::cloud::gcp::compute::reservations::Verdict;
+use crate::domain::accelerators::Kind;
 use crate::domain::reservation::{
     Refusal, ReservationRef, Wanted, not_found_message, not_shared_message, refusal_message,
 };
@@ -28,8 +29,8 @@ fn wanted(zone: &str, p: &PoolSpecRecord) -> Wanted {
             p.zones.clone()
         },
         machine_type: p.machine_type.clone(),
-        accelerator: match (p.kind.as_str(), &p.gke_accelerator_type) {
-            ("GPU", Some(t)) => Some((t.clone(), p.accelerator_count.unwrap_or(1))),
+        accelerator: match (p.kind, &p.gke_accelerator_type) {
+            (Kind::Gpu, Some(t)) => Some((t.clone(), p.accelerator_count.unwrap_or(1))),
             _ => None,
         },
         min_nodes: p.min_nodes,

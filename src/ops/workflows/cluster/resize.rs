@@ -24,7 +24,7 @@ use crate::ops::record_states::Records;
 use crate::ops::steps::{RpcCode, StepError, StepRecord};
 use crate::ops::workflows::StepCtx;
 use crate::plan::{Action, StepId};
-use crate::store::records::CostRecord;
+use crate::store::persisted::CostRecord;
 use crate::store::{self};
 
 use super::{ClusterOpInput, Env, gcp_error, store_error, wire};

@@ -19,7 +19,7 @@ use crate::cloud::gcp::types::container::{
 use crate::cloud::gcp::types::storage::{
     Bucket, IamConfiguration, Lifecycle, LifecycleRule, UniformBucketLevelAccess, Versioning,
 };
-use crate::domain::provisioning::Provisioning;
+use crate::domain::accelerators::Kind;
 use crate::domain::resource_names::{ClusterNames, LABELS};
 use crate::plan::Account;
 use crate::store::PoolSpecRecord;
@@ -222,15 +222,15 @@ pub fn cluster(n: &ClusterNames) -> Cluster {
 /// An accelerator pool from its record (a flex-start one through [`flex_pool`]).
 pub fn node_pool(n: &ClusterNames, p: &PoolSpecRecord) -> NodePool {
     let pool = base_pool(n, p);
-    match p.provisioning.as_deref().map(Provisioning::parse) {
-        Some(Ok(mode)) if mode.is_flex_start() => flex_pool(pool, p, mode),
+    match p.provisioning {
+        Some(mode) if mode.is_flex_start() => flex_pool(pool, p, mode),
         _ => pool,
     }
 }
 
 fn base_pool(n: &ClusterNames, p: &PoolSpecRecord) -> NodePool {
-    let accelerators = match (p.kind.as_str(), &p.gke_accelerator_type) {
-        ("GPU", Some(t)) => vec![AcceleratorConfig {
+    let accelerators = match (p.kind, &p.gke_accelerator_type) {
+        (Kind::Gpu, Some(t)) => vec![AcceleratorConfig {
             accelerator_count: p.accelerator_count.unwrap_or(1),
             accelerator_type: t.clone(),
             gpu_driver_installation_config: p.driver_version.as_ref().map(|v| {
@@ -240,7 +240,7 @@ fn base_pool(n: &ClusterNames, p: &PoolSpecRecord) -> NodePool {
             }),
             gpu_partition_size: p.partition_size.clone(),
             gpu_sharing_config: p.sharing.as_ref().map(|s| GpuSharingConfig {
-                gpu_sharing_strategy: s.strategy.clone(),
+                gpu_sharing_strategy: s.strategy.as_str().to_owned(),
                 max_shared_clients_per_gpu: i64::from(s.max_clients_per_gpu),
             }),
         }],
@@ -262,7 +262,7 @@ fn base_pool(n: &ClusterNames, p: &PoolSpecRecord) -> NodePool {
                 .map(|t| NodeTaint {
                     key: t.key.clone(),
                     value: t.value.clone(),
-                    effect: t.effect.clone(),
+                    effect: t.effect.as_str().to_owned(),
                 })
                 .collect(),
             reservation_affinity: p.reservation.as_ref().map(|r| ReservationAffinity {

@@ -133,7 +133,7 @@ fn headroom(rec: &PoolSpecRecord, region: Option<&Region>) -> Option<u64> {
     let Ok(Choice::Accelerator(acc)) = accelerators::parse(&rec.accelerator) else {
         return None;
     };
-    let preemptible = quota::preemptible(rec.spot, rec.provisioning.as_deref());
+    let preemptible = quota::preemptible(rec.spot, rec.provisioning);
     let q = region?.quota(&quota::metric(&acc, preemptible)?)?;
     Some((q.limit - q.usage).max(0.0) as u64)
 }
@@ -147,7 +147,7 @@ fn template(id: &str, rec: &PoolSpecRecord) -> Option<NodeInfo> {
     let sharing = GpuSharing::from_stored(
         acc.gke_accelerator_type,
         rec.partition_size.as_deref(),
-        rec.sharing.as_ref().map(|s| s.strategy.as_str()),
+        rec.sharing.as_ref().map(|s| s.strategy),
         rec.sharing.as_ref().map(|s| s.max_clients_per_gpu),
     )
     .filter(|_| acc.kind == Kind::Gpu);
@@ -172,7 +172,7 @@ fn template(id: &str, rec: &PoolSpecRecord) -> Option<NodeInfo> {
         .map(|t| Taint {
             key: t.key.clone(),
             value: Some(t.value.clone()),
-            effect: live::kube_effect(&t.effect),
+            effect: t.effect.kube_str().to_owned(),
         })
         .collect();
     taints.push(Taint {
@@ -205,7 +205,7 @@ fn template(id: &str, rec: &PoolSpecRecord) -> Option<NodeInfo> {
 mod tests {
     use super::*;
     use crate::cloud::gcp::types::container::NodePoolAutoscaling;
-    use crate::store::records::TaintRecord;
+    use crate::store::persisted::TaintRecord;
 
     fn gke(locations: usize, autoscaling: Option<(Option<i32>, Option<i32>)>) -> GkePool {
         GkePool {
@@ -253,7 +253,7 @@ mod tests {
             taints: vec![TaintRecord {
                 key: "gpu-pool-type".into(),
                 value: "spot".into(),
-                effect: "NO_SCHEDULE".into(),
+                effect: crate::domain::pools::TaintEffect::NoSchedule,
             }],
             ..Default::default()
         };

@@ -4,9 +4,10 @@
 //! Invariant: a stored value that does not decode is a [`Corrupt`] error naming its
 //! table, row and column; it never becomes a default. Every spec ever written decodes:
 //! a cluster spec's fields all have defaults (the column defaults to `{}`); a pool spec
-//! needs the fields that make the pool (accelerator, kind, machine type, bounds, spot).
+//! ([`PoolSpecRecord`], a domain type: the one source of a pool's API view and GKE
+//! wire form) needs the fields that make the pool (accelerator, kind, machine type,
+//! bounds, spot).
 
-use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::str::FromStr;
 
@@ -14,6 +15,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::domain::pool_record::{
+    CostRecord, FailoverRecord, PoolSpecRecord, SharingRecord, TaintRecord,
+};
 use crate::domain::states::UnknownState;
 
 /// A stored value that does not decode: which row, which column, what it holds and why.
@@ -113,98 +117,6 @@ impl Default for ClusterSpecRecord {
     }
 }
 
-/// A node taint as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TaintRecord {
-    pub key: String,
-    pub value: String,
-    /// NO_SCHEDULE | PREFER_NO_SCHEDULE | NO_EXECUTE
-    pub effect: String,
-}
-
-/// A spot/on-demand pair's link, as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct FailoverRecord {
-    /// SPOT | ON_DEMAND
-    pub role: String,
-    pub paired_pool: String,
-}
-
-/// A pool's GPU sharing, as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SharingRecord {
-    /// TIME_SHARING | MPS
-    pub strategy: String,
-    pub max_clients_per_gpu: u32,
-}
-
-/// The price estimate made when the pool was added.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CostRecord {
-    pub currency: String,
-    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
-    pub per_node: f64,
-    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
-    pub at_min: f64,
-    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
-    pub at_max: f64,
-}
-
-/// `node_pools.spec`: the pool's full desired shape, fixed when it was added. Rows
-/// written before this type also hold the API's presentation fields (`name`, `state`,
-/// `createTime`, empty there); they are ignored.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PoolSpecRecord {
-    #[serde(default)]
-    pub pool_id: String,
-    pub accelerator: String,
-    /// GPU | TPU
-    pub kind: String,
-    pub machine_type: String,
-    #[serde(default)]
-    pub gke_accelerator_type: Option<String>,
-    #[serde(default)]
-    pub accelerator_count: Option<i64>,
-    #[serde(default)]
-    pub tpu_topology: Option<String>,
-    #[serde(default)]
-    pub hosts_per_slice: Option<i64>,
-    pub min_nodes: i64,
-    pub max_nodes: i64,
-    pub spot: bool,
-    #[serde(default)]
-    pub reservation: Option<String>,
-    #[serde(default)]
-    pub zones: Vec<String>,
-    #[serde(default)]
-    pub taints: Vec<TaintRecord>,
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
-    #[serde(default)]
-    pub max_run_duration: Option<String>,
-    #[serde(default)]
-    pub driver_version: Option<String>,
-    #[serde(default)]
-    pub failover: Option<FailoverRecord>,
-    #[serde(default)]
-    pub estimated_hourly_cost: Option<CostRecord>,
-    /// FLEX_START | QUEUED; absent for every other mode (they follow from `spot` and
-    /// `reservation`), so rows written before flex-start stay byte-identical.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provisioning: Option<String>,
-    /// GPU time-sharing or MPS (absent in rows written before sharing existed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sharing: Option<SharingRecord>,
-    /// MIG partition size (`1g.5gb`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partition_size: Option<String>,
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -247,16 +159,5 @@ mod tests {
         assert!(ROW.json::<ClusterSpecRecord>("spec", json!("x")).is_err());
         let s = ROW.state::<ClusterState>("state", "RUNNNING").unwrap_err();
         assert!(s.why.contains("RUNNING"), "{s}");
-    }
-
-    #[test]
-    fn pool_specs_round_trip() {
-        let v = json!({"name": "", "poolId": "p", "accelerator": "gpu-l4", "kind": "GPU",
-            "machineType": "g2-standard-8", "minNodes": 0, "maxNodes": 4, "spot": true,
-            "state": "", "createTime": "", "taints": [{"key": "k", "value": "v", "effect": "NO_SCHEDULE"}],
-            "estimatedHourlyCost": {"currency": "USD", "perNode": 0.85, "atMin": 0.0, "atMax": 3.4}});
-        let s: PoolSpecRecord = ROW.json("spec", v).unwrap();
-        let back: PoolSpecRecord = ROW.json("spec", serde_json::to_value(&s).unwrap()).unwrap();
-        assert_eq!(back, s);
     }
 }

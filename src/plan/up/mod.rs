@@ -342,5 +342,4 @@ fn recreate_missing(actions: &mut [Action], live: &LiveState) {
 }
 
 #[cfg(test)]
-#[path = "up_tests.rs"]
 mod tests;

@@ -1,0 +1,49 @@
+//! The cluster's custom methods that are POSTs on `{cluster}:verb` (AIP-136):
+//! `:checkWorkload` and `:diagnose` share one route, since the router sees one path
+//! segment; this module only dispatches, each verb's handler is documented in its own
+//! module ([`super::check_workload`], [`super::diagnose`]).
+//!
+//! Invariant: an unknown verb is 404 `METHOD_NOT_FOUND`, never a
+//! handler; the cluster path is validated before any handler runs.
+
+use axum::extract::{Request, State};
+use axum::response::Response;
+use axum::routing::post;
+use utoipa_axum::router::OpenApiRouter;
+
+use super::error::ApiError;
+use super::extract::{ApiPath, split_verb, unknown_verb};
+use super::state::AppState;
+use crate::service::Caller;
+use crate::service::clusters::ClusterPath;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    // Custom methods share the cluster's path segment (`{cluster}:checkWorkload`).
+    OpenApiRouter::new().route(
+        "/v1/projects/{project}/zones/{zone}/clusters/{cluster}",
+        post(cluster_verb),
+    )
+}
+
+async fn cluster_verb(
+    State(s): State<AppState>,
+    caller: Caller,
+    ApiPath((project, zone, segment)): ApiPath<(String, String, String)>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    match split_verb(&segment) {
+        Some((cluster, "checkWorkload")) => {
+            let path = ClusterPath::parse(&project, &zone, cluster)?;
+            let body = super::check_workload::manifest(req, &s).await?;
+            super::check_workload::check_workload(&s, &caller, &path, &body).await
+        }
+        Some((cluster, "diagnose")) => {
+            let path = ClusterPath::parse(&project, &zone, cluster)?;
+            let q = super::diagnose::query(&req)?;
+            super::diagnose::diagnose_cluster(&s, &caller, &path, &q).await
+        }
+        _ => Err(unknown_verb(&format!(
+            "POST /v1/projects/{project}/zones/{zone}/clusters/{segment}"
+        ))),
+    }
+}
