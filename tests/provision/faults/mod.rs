@@ -259,10 +259,14 @@ async fn remove_pool(env: &Env, pool: &str) -> Value {
 
 /// The cluster record (the newest, DELETED included).
 pub(crate) async fn cluster_record(env: &Env) -> store::clusters::ClusterRecord {
-    store::clusters::get(&env.app.db, PROJECT, ZONE, CLUSTER)
-        .await
-        .unwrap()
-        .expect("cluster record")
+    store::clusters::by_name(
+        &env.app.db,
+        store::clusters::Pick::LiveOrLastDeleted,
+        [PROJECT, ZONE, CLUSTER],
+    )
+    .await
+    .unwrap()
+    .expect("cluster record")
 }
 
 pub(crate) async fn cluster_state(env: &Env) -> String {
