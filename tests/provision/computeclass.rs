@@ -5,23 +5,18 @@
 //! removes both and the class; and through the simulator's autoscaler, pods that select
 //! the class run on spot, fail over to on-demand after a reclaim, and return to spot.
 
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
-use kineticd::cloud::kube::{
-    AccessToken, ClusterAccess, KubeClients, KubeCluster, KubeError, PodInfo,
-};
+use kineticd::cloud::kube::{KubeCluster, PodInfo};
 use kube::Api;
 use kube::api::PostParams;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Env, OWNER, PROJECT, ZONE, cluster_path, env, env_with, explicit_clock};
+use crate::support::{
+    Env, OWNER, cluster_path, created_pool, env, env_with, explicit_clock, kube, kube_key,
+};
 
 const CLASS_KEY: &str = "cloud.google.com/compute-class";
-
-fn kube_key(cluster: &str) -> String {
-    format!("{PROJECT}.{ZONE}.{cluster}")
-}
 
 /// The pair's (spot, on-demand) pool ids from the pool list.
 async fn pair(env: &Env, cluster: &str) -> (String, String) {
@@ -49,14 +44,6 @@ fn stored_class(env: &Env, cluster: &str, name: &str) -> Option<Value> {
         .api
         .get(&key)
         .cloned()
-}
-
-fn created_pool(calls: &[Value], pool: &str) -> Value {
-    calls
-        .iter()
-        .find(|e| e["body"]["nodePool"]["name"] == pool)
-        .unwrap_or_else(|| panic!("no nodePools.create for {pool}"))["body"]["nodePool"]
-        .clone()
 }
 
 #[tokio::test]
@@ -238,18 +225,6 @@ async fn removing_either_pool_removes_both_and_the_class_even_when_it_is_gone() 
     let done = remove(&env, "kr", &spot).await;
     assert_eq!(done["response"]["outcomes"]["compute-class"], "absent");
     assert_eq!(env.pools("kr").await["nodePools"], json!([]));
-}
-
-type TokenFuture = BoxFuture<'static, Result<Option<AccessToken>, KubeError>>;
-
-/// The production Kubernetes client on the simulated cluster (no authentication).
-fn kube(env: &Env, cluster: &str) -> KubeCluster {
-    let clients = KubeClients::new(|| -> TokenFuture { Box::pin(async { Ok(None) }) });
-    clients.cluster(ClusterAccess {
-        key: format!("test/{cluster}"),
-        endpoint: format!("{}/kube/{}", env.sim.url(), kube_key(cluster)),
-        ca_certificate: None,
-    })
 }
 
 async fn pod(k: &KubeCluster, name: &str) -> PodInfo {

@@ -9,7 +9,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{OWNER, PROJECT, ZONE, cluster_path, env, env_with};
+use crate::support::{OWNER, PROJECT, ZONE, cluster_path, env, env_with, pool_of};
 
 const SCHEMAS: &str = include_str!("../fixtures/discovery/container.v1.nodepool.json");
 
@@ -70,14 +70,6 @@ fn created(calls: &[Value], pool: &str) -> Value {
         .clone()
 }
 
-pub fn pool_id(op: &Value) -> String {
-    op["metadata"]["target"]
-        .as_str()
-        .and_then(|t| t.rsplit('/').next())
-        .expect("target")
-        .to_owned()
-}
-
 #[tokio::test]
 async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
     let env = env().await;
@@ -97,7 +89,7 @@ async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
         .await;
     env.ok(&flex).await;
     let done = env.ok(&queued).await;
-    let (flex_id, queued_id) = (pool_id(&flex), pool_id(&queued));
+    let (flex_id, queued_id) = (pool_of(&flex), pool_of(&queued));
     let calls = env.ok_calls("container", "nodePools.create").await;
 
     let body = created(&calls, &flex_id);
@@ -312,7 +304,7 @@ async fn contradictions_and_limits_are_refused_before_anything_is_queued() {
         .app
         .get(
             OWNER,
-            &format!("{}/nodePools/{}", cluster_path("kx"), pool_id(&op)),
+            &format!("{}/nodePools/{}", cluster_path("kx"), pool_of(&op)),
         )
         .await;
     assert_eq!(

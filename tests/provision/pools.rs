@@ -7,23 +7,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-fn pool_of(op: &Value) -> String {
-    op["metadata"]["target"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_owned()
-}
-
-fn created_pool<'a>(calls: &'a [Value], pool: &str) -> &'a Value {
-    &calls
-        .iter()
-        .find(|e| e["body"]["nodePool"]["name"] == pool)
-        .unwrap_or_else(|| panic!("no nodePools.create for {pool}"))["body"]["nodePool"]
-}
-
 #[tokio::test]
 async fn pools_are_named_at_once_and_shaped_per_the_reference() {
     let env = env().await;
@@ -50,15 +33,9 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
     assert_eq!(rec.body["poolId"], spot.as_str(), "{}", rec.body);
     env.ok(&op).await;
     // Reservation GPU, two zones (the reservation in the first).
-    crate::reservations::reserve(
-        &env,
-        crate::reservations::Res {
-            machine: "a2-highgpu-2g",
-            gpus: Some(("nvidia-tesla-a100", 2)),
-            ..crate::reservations::l4("team-res", 2)
-        },
-    )
-    .await;
+    let a100s = Some(("nvidia-tesla-a100", 2));
+    let team_res = crate::reservations::l4("team-res", 2).of("a2-highgpu-2g", a100s);
+    crate::reservations::reserve(&env, team_res).await;
     let op = env
         .add_pool("kp", json!({"accelerator": "a100x2", "reservation": "team-res", "zones": ["us-central1-a", "us-central1-b"], "driverVersion": "LATEST"}))
         .await;

@@ -3,32 +3,13 @@
 //! the simulated nodes' allocatable units and GKE's labels, and every refusal before
 //! any operation exists (and the simulated GKE's own refusals of bad wire values).
 
-use futures::future::BoxFuture;
 use kineticd::cloud::gcp::types::container::{
     AcceleratorConfig, GpuSharingConfig, NodeConfig, NodePool,
 };
-use kineticd::cloud::kube::{AccessToken, ClusterAccess, KubeClients, KubeCluster, KubeError};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::support::*;
-
-fn pool_of(op: &Value) -> String {
-    op["metadata"]["target"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_owned()
-}
-
-fn created_pool<'a>(calls: &'a [Value], pool: &str) -> &'a Value {
-    &calls
-        .iter()
-        .find(|e| e["body"]["nodePool"]["name"] == pool)
-        .unwrap_or_else(|| panic!("no nodePools.create for {pool}"))["body"]["nodePool"]
-}
 
 /// The plan details of the pool the add operation `op` creates.
 fn planned(op: &Value) -> &Value {
@@ -37,18 +18,6 @@ fn planned(op: &Value) -> &Value {
         .and_then(|a| a.iter().find(|a| a["type"] == "container.nodePool"))
         .map(|a| &a["details"])
         .unwrap_or_else(|| panic!("no pool action in {op:#}"))
-}
-
-type TokenFuture = BoxFuture<'static, Result<Option<AccessToken>, KubeError>>;
-
-/// The production Kubernetes client on the simulated cluster (no authentication).
-fn kube(env: &Env, cluster: &str) -> KubeCluster {
-    let clients = KubeClients::new(|| -> TokenFuture { Box::pin(async { Ok(None) }) });
-    clients.cluster(ClusterAccess {
-        key: format!("test/{cluster}"),
-        endpoint: format!("{}/kube/{PROJECT}.{ZONE}.{cluster}", env.sim.url()),
-        ca_certificate: None,
-    })
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! Shared set-up: an app on a simulator with workers, a team owning a project, and
 //! helpers to run provisioning requests to their end and read the simulator's journal.
 
+use kineticd::cloud::kube::{AccessToken, ClusterAccess, KubeClients, KubeCluster, KubeError};
 use kineticd::ops::WorkerPool;
 use kineticd::sim::Sim;
 use reqwest::StatusCode;
@@ -88,6 +89,45 @@ pub fn cluster_path(name: &str) -> String {
     format!("/v1/projects/{PROJECT}/zones/{ZONE}/clusters/{name}")
 }
 
+/// The simulator's key of `cluster` (`project.zone.cluster`).
+pub fn kube_key(cluster: &str) -> String {
+    format!("{PROJECT}.{ZONE}.{cluster}")
+}
+
+/// The id of the pool an add operation `op` targets (the last segment of its target).
+pub fn pool_of(op: &Value) -> String {
+    op["metadata"]["target"]
+        .as_str()
+        .and_then(|t| t.rsplit('/').next())
+        .expect("target")
+        .to_owned()
+}
+
+/// The path of node pool `id` of `cluster`.
+pub fn pool_path(cluster: &str, id: &str) -> String {
+    format!("{}/nodePools/{id}", cluster_path(cluster))
+}
+
+/// The node pool of the `nodePools.create` call (among `calls`) that created `pool`.
+pub fn created_pool<'a>(calls: &'a [Value], pool: &str) -> &'a Value {
+    &calls
+        .iter()
+        .find(|e| e["body"]["nodePool"]["name"] == pool)
+        .unwrap_or_else(|| panic!("no nodePools.create for {pool}"))["body"]["nodePool"]
+}
+
+type TokenFuture = futures::future::BoxFuture<'static, Result<Option<AccessToken>, KubeError>>;
+
+/// The production Kubernetes client on the simulated cluster (no authentication).
+pub fn kube(env: &Env, cluster: &str) -> KubeCluster {
+    let clients = KubeClients::new(|| -> TokenFuture { Box::pin(async { Ok(None) }) });
+    clients.cluster(ClusterAccess {
+        key: format!("test/{cluster}"),
+        endpoint: format!("{}/kube/{}", env.sim.url(), kube_key(cluster)),
+        ca_certificate: None,
+    })
+}
+
 #[allow(dead_code)] // each test binary module uses a subset
 impl Env {
     /// PUT the cluster (`up`), asserting 202; returns the operation.
@@ -168,6 +208,19 @@ impl Env {
         let r = self.post_pool(cluster, body).await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
         r.body
+    }
+
+    /// The record of node pool `id` of `cluster`, as the owner (asserting 200).
+    pub async fn pool(&self, cluster: &str, id: &str) -> Value {
+        let r = self.app.get(OWNER, &pool_path(cluster, id)).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body
+    }
+
+    /// `PATCH` pool `id` of `cluster` with `query` (`?updateMask=...`, may be empty).
+    pub async fn patch_pool(&self, cluster: &str, id: &str, query: &str, body: Value) -> Resp {
+        let path = format!("{}{query}", pool_path(cluster, id));
+        self.app.patch(OWNER, &path, body).await
     }
 
     /// The node pools of `cluster` (the list response), as the owner.
