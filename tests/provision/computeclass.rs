@@ -13,7 +13,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::support::{
-    Env, OWNER, cluster_path, created_pool, env, env_with, explicit_clock, kube, kube_key,
+    Env, OWNER, cluster_path, created_pool, env_up, env_with, explicit_clock, kube, kube_key,
 };
 
 const CLASS_KEY: &str = "cloud.google.com/compute-class";
@@ -48,8 +48,7 @@ fn stored_class(env: &Env, cluster: &str, name: &str) -> Option<Value> {
 
 #[tokio::test]
 async fn a_pair_is_created_tied_to_its_compute_class_and_the_response_says_how_to_use_it() {
-    let env = env().await;
-    env.up_ok("kc", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kc").await;
     let op = env
         .add_pool("kc", json!({"accelerator": "l4", "failover": true}))
         .await;
@@ -181,8 +180,7 @@ async fn remove(env: &Env, cluster: &str, pool: &str) -> Value {
 
 #[tokio::test]
 async fn removing_either_pool_removes_both_and_the_class_even_when_it_is_gone() {
-    let env = env().await;
-    env.up_ok("kr", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kr").await;
     let body = json!({"accelerator": "l4", "failover": true});
     env.ok(&env.add_pool("kr", body.clone()).await).await;
     let (spot, od) = pair(&env, "kr").await;

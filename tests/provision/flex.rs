@@ -9,7 +9,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{OWNER, PROJECT, ZONE, cluster_path, env, env_with, pool_of};
+use crate::support::{OWNER, PROJECT, ZONE, cluster_path, env_up, env_with, pool_of};
 
 const SCHEMAS: &str = include_str!("../fixtures/discovery/container.v1.nodepool.json");
 
@@ -72,8 +72,7 @@ fn created(calls: &[Value], pool: &str) -> Value {
 
 #[tokio::test]
 async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
-    let env = env().await;
-    env.up_ok("kf", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kf").await;
     let flex = env
         .add_pool(
             "kf",
@@ -188,8 +187,7 @@ async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
 
 #[tokio::test]
 async fn contradictions_and_limits_are_refused_before_anything_is_queued() {
-    let env = env().await;
-    env.up_ok("kx", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kx").await;
     let cases = [
         (
             json!({"accelerator": "l4", "provisioning": "SPOT", "spot": false}),
@@ -385,8 +383,7 @@ async fn an_old_gke_version_is_refused_with_the_version_found_and_the_minimum() 
 
 #[tokio::test]
 async fn the_simulated_gke_refuses_flex_start_with_spot_or_a_reservation() {
-    let env = env().await;
-    env.up_ok("kg", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kg").await;
     let ok = serde_json::from_value::<kineticd::cloud::gcp::types::container::NodePool>(json!({
         "name": "flex",
         "initialNodeCount": 0,

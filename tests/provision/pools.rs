@@ -9,8 +9,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn pools_are_named_at_once_and_shaped_per_the_reference() {
-    let env = env().await;
-    env.up_ok("kp", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kp").await;
 
     // Spot GPU: named now, spot, keeps the 24 h limit.
     let op = env
@@ -208,8 +207,7 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
 
 #[tokio::test]
 async fn bad_pools_are_refused_before_any_operation_exists() {
-    let env = env().await;
-    env.up_ok("kb", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kb").await;
     let path = format!("{}/nodePools", cluster_path("kb"));
     let cases = [
         (json!({"accelerator": "cpu"}), "CPU_POOL_NOT_ALLOWED"),
@@ -312,8 +310,7 @@ async fn the_quota_pre_check_names_metric_limit_usage_and_need() {
 
 #[tokio::test]
 async fn a_failover_pair_is_added_and_removed_together() {
-    let env = env().await;
-    env.up_ok("kf", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kf").await;
     let op = env
         .add_pool("kf", json!({"accelerator": "l4", "failover": true}))
         .await;
@@ -359,8 +356,7 @@ async fn a_failover_pair_is_added_and_removed_together() {
 
 #[tokio::test]
 async fn a_stockout_fails_the_pool_step_with_googles_reason_and_leaves_records_consistent() {
-    let env = env().await;
-    env.up_ok("ks", json!({"accelerator": "cpu"})).await;
+    let env = env_up("ks").await;
     env.arm("container", "nodePools.create", "STOCKOUT", 1)
         .await;
     let op = env.add_pool("ks", json!({"accelerator": "h100x8"})).await;

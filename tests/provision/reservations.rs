@@ -26,8 +26,7 @@ fn t4s(n: i32) -> Option<(&'static str, i32)> {
 
 #[tokio::test]
 async fn a_pool_bound_to_a_matching_reservation_is_accepted_and_its_nodes_consume_it() {
-    let env = env().await;
-    env.up_ok("kr", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kr").await;
     let made = reserve(&env, l4("l4-res", 3)).await;
     let sku = made.specific_reservation.as_ref().unwrap();
     assert_eq!((sku.count, sku.in_use_count), (Some(3), Some(0)));
@@ -77,8 +76,7 @@ async fn a_pool_bound_to_a_matching_reservation_is_accepted_and_its_nodes_consum
 
 #[tokio::test]
 async fn each_mismatch_and_a_missing_reservation_are_refused_before_anything_is_queued() {
-    let env = env().await;
-    env.up_ok("km", json!({"accelerator": "cpu"})).await;
+    let env = env_up("km").await;
     reserve(&env, l4("in-b", 2).in_zone("us-central1-b")).await;
     reserve(&env, l4("bigger", 2).of("g2-standard-8", L4_GPU)).await;
     reserve(&env, l4("t4s", 2).of("n1-standard-4", t4s(1))).await;
@@ -133,8 +131,7 @@ async fn each_mismatch_and_a_missing_reservation_are_refused_before_anything_is_
 
 #[tokio::test]
 async fn a_shared_reservation_of_another_project_is_used_only_when_shared() {
-    let env = env().await;
-    env.up_ok("ks", json!({"accelerator": "cpu"})).await;
+    let env = env_up("ks").await;
     reserve(&env, l4("shared", 2).owned_by(OWNER_PROJECT, &[PROJECT])).await;
     let theirs = l4("theirs", 2).owned_by(OWNER_PROJECT, &["someone-else"]);
     reserve(&env, theirs).await;

@@ -47,8 +47,7 @@ async fn set_autoscaling_bodies(env: &Env, pool: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn flex_start_and_queued_pools_resize_with_total_bounds_and_keep_min_zero() {
-    let env = env().await;
-    env.up_ok("kq", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kq").await;
     let flex = env
         .add_pool(
             "kq",
@@ -152,8 +151,7 @@ async fn flex_start_and_queued_pools_resize_with_total_bounds_and_keep_min_zero(
 
 #[tokio::test]
 async fn gkes_set_autoscaling_refuses_per_zone_bounds_mixed_with_total_ones() {
-    let env = env().await;
-    env.up_ok("km", json!({"accelerator": "cpu"})).await;
+    let env = env_up("km").await;
     let op = env
         .add_pool(
             "km",
@@ -191,8 +189,7 @@ async fn gkes_set_autoscaling_refuses_per_zone_bounds_mixed_with_total_ones() {
 
 #[tokio::test]
 async fn a_reservation_bound_pool_grows_its_minimum_only_into_free_reserved_vms() {
-    let env = env().await;
-    env.up_ok("kv", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kv").await;
     reserve(&env, l4("l4-res", 3)).await;
     let op = env
         .add_pool(

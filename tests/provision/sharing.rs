@@ -22,8 +22,7 @@ fn planned(op: &Value) -> &Value {
 
 #[tokio::test]
 async fn mig_time_sharing_and_mps_pools_reach_gke_field_by_field() {
-    let env = env().await;
-    env.up_ok("ks", json!({"accelerator": "cpu"})).await;
+    let env = env_up("ks").await;
     let mig_op = env
         .add_pool(
             "ks",
@@ -169,8 +168,7 @@ async fn mig_time_sharing_and_mps_pools_reach_gke_field_by_field() {
 
 #[tokio::test]
 async fn bad_sharing_and_partitions_are_refused_before_any_operation_exists() {
-    let env = env().await;
-    env.up_ok("kr", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kr").await;
     let path = format!("{}/nodePools", cluster_path("kr"));
     let ts = |n: u32| json!({"strategy": "TIME_SHARING", "maxClientsPerGpu": n});
     let cases = [
@@ -260,8 +258,7 @@ async fn bad_sharing_and_partitions_are_refused_before_any_operation_exists() {
 /// The simulated GKE refuses what GKE refuses, whoever sends it.
 #[tokio::test]
 async fn the_simulated_gke_refuses_bad_partitions_and_sharing_on_the_wire() {
-    let env = env().await;
-    env.up_ok("kw", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kw").await;
     let gcp = env.gcp();
     let pool = |accel: AcceleratorConfig, machine: &str| NodePool {
         name: "raw-pool".into(),

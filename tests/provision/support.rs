@@ -41,6 +41,13 @@ pub async fn env() -> Env {
     .await
 }
 
+/// [`env`] with a cluster `name` up (no accelerator, asserting success).
+pub async fn env_up(name: &str) -> Env {
+    let env = env().await;
+    env.up_ok(name, json!({"accelerator": "cpu"})).await;
+    env
+}
+
 /// [`env`] on a simulator configured by `cfg` (quotas, stockouts, an explicit clock).
 pub async fn env_with(cfg: kineticd::sim::SimConfig) -> Env {
     let (app, sim) = TestApp::spawn_sim_with(cfg).await;

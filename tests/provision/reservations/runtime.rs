@@ -15,8 +15,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn the_pool_step_checks_again_and_creates_no_pool_when_the_reservation_is_gone() {
-    let mut env = env().await;
-    env.up_ok("kg", json!({"accelerator": "cpu"})).await;
+    let mut env = env_up("kg").await;
     reserve(&env, l4("going", 2)).await;
     reserve(&env, l4("taken", 1)).await;
     env.pause().await;
@@ -125,8 +124,7 @@ async fn the_autoscaler_stops_at_the_reservations_free_vms() {
 
 #[tokio::test]
 async fn a_reservation_that_cannot_be_read_is_a_warning_not_a_refusal() {
-    let env = env().await;
-    env.up_ok("kw", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kw").await;
     env.arm("compute", "reservations.get", "HTTP_500", 1000)
         .await;
     let path = format!("{}/nodePools?validateOnly=true", cluster_path("kw"));
