@@ -280,11 +280,7 @@ async fn every_route_refuses_strangers_and_viewers() {
         .unwrap()
         .to_owned();
     let r = dev
-        .post(
-            OWNER,
-            &format!("/v1/operations/{op_id}:cancel"),
-            Value::Null,
-        )
+        .op_action(OWNER, &format!("operations/{op_id}"), "cancel")
         .await;
     assert_eq!(r.status, 200, "{:#}", r.body);
     let r = dev

@@ -20,20 +20,14 @@ async fn wait_timeouts_are_bounded_not_panics() {
     let name = op["name"].as_str().unwrap();
     for bad in ["1e20", "1e300s", "61s", "NaN", "inf", "-1s", "-0.5"] {
         let r = app
-            .post(
-                ALICE,
-                &format!("/v1/{name}:wait?timeout={bad}"),
-                Value::Null,
-            )
+            .op_action(ALICE, name, &format!("wait?timeout={bad}"))
             .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_TIMEOUT");
         assert!(message(&r).contains("60s"), "{bad}: {}", message(&r));
         assert_eq!(meta(&r, "limit"), "60s");
     }
     // The server is still serving.
-    let r = app
-        .post(ALICE, &format!("/v1/{name}:wait?timeout=10ms"), Value::Null)
-        .await;
+    let r = app.op_action(ALICE, name, "wait?timeout=10ms").await;
     assert_eq!(r.status, 200, "{:#}", r.body);
 }
 

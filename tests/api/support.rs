@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use reqwest::StatusCode;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use kineticd::store::clusters::ClusterRecord;
 
@@ -100,6 +100,46 @@ pub async fn acme_app(owner: &str) -> TestApp {
     let app = TestApp::spawn().await;
     app.team(owner, "acme", &["acme-project"]).await;
     app
+}
+
+/// A fresh app whose callers each get `burst` requests, refilled at `per_second`.
+pub async fn app_with_rate(per_second: f64, burst: u32) -> TestApp {
+    TestApp::spawn_tweaked(|mut s| {
+        s.limits.rate = Some(kineticd::config::limits::Rate { per_second, burst });
+        s
+    })
+    .await
+}
+
+/// A fresh app where a caller holds one event stream at most; `owner` owns team `acme`,
+/// `member` is a MEMBER; with the name of a queued operation of the team (no workers).
+pub async fn one_watch_app(owner: &str, member: &str) -> (TestApp, String) {
+    let app = TestApp::spawn_tweaked(|mut s| {
+        s.limits.max_watches_per_caller = Some(1);
+        s
+    })
+    .await;
+    app.team(owner, "acme", &["acme-project"]).await;
+    app.member(owner, "acme", member, "MEMBER").await;
+    let name = queued_noop(&app, owner).await;
+    (app, name)
+}
+
+/// The name of a one-step NOOP operation of team `acme` started by `user` (it stays
+/// queued where no workers run).
+pub async fn queued_noop(app: &TestApp, user: &str) -> String {
+    let op = app.noop(user, json!({"team": "acme", "steps": 1})).await;
+    op["name"].as_str().unwrap().to_owned()
+}
+
+/// A `:wait` of 1.5 s on the queued operation `name` is answered by its own timeout:
+/// 200, not done, after 1.4 s at least.
+pub async fn wait_runs_its_timeout(app: &TestApp, user: &str, name: &str) {
+    let started = std::time::Instant::now();
+    let r = app.op_action(user, name, "wait?timeout=1500ms").await;
+    assert_eq!(r.status, 200, "{:#}", r.body);
+    assert_ne!(r.body["done"], true, "{:#}", r.body);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1400));
 }
 
 /// The cluster most tests work on: `kc` of team `acme` in `acme-project`, `us-central1-a`.
@@ -281,9 +321,7 @@ pub async fn cancel_frees_the_stream<F, Fut>(
     Fut: std::future::Future<Output = reqwest::Result<reqwest::Response>>,
 {
     use std::time::{Duration, Instant};
-    let r = app
-        .post(user, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let r = app.op_action(user, name, "cancel").await;
     assert_eq!(r.status, 200, "{:#}", r.body);
     let text = tokio::time::timeout(Duration::from_secs(20), stream.text())
         .await

@@ -226,6 +226,12 @@ impl TestApp {
         Self::spawn_with(db, url, |s| s).await
     }
 
+    /// The app on a fresh database, its settings changed by `tweak`.
+    pub async fn spawn_tweaked(tweak: impl FnOnce(Settings) -> Settings) -> TestApp {
+        let (db, url) = fresh_db().await;
+        Self::spawn_with(db, url, tweak).await
+    }
+
     pub async fn spawn_with(
         db: Db,
         url: String,
@@ -321,13 +327,31 @@ impl TestApp {
         r.body
     }
 
+    /// `POST /v1/{name}:{action}` (`cancel`, `wait?timeout=...`) on operation `name`
+    /// (`operations/ID`), without a body.
+    pub async fn op_action(&self, user: &str, name: &str, action: &str) -> Resp {
+        self.post(user, &format!("/v1/{name}:{action}"), Value::Null)
+            .await
+    }
+
+    /// A GET of `path` as `user` (the dev identity header), as the raw response: for the
+    /// event streams a test holds open.
+    pub fn stream_as(
+        &self,
+        user: &str,
+        path: &str,
+    ) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> + use<> {
+        self.http
+            .get(self.url_of(path))
+            .header("x-kinetic-user", user)
+            .send()
+    }
+
     /// `:wait` on an operation name (`operations/ID`) until done (deadline 60 s).
     pub async fn wait_done(&self, user: &str, name: &str) -> Value {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
-            let r = self
-                .post(user, &format!("/v1/{name}:wait?timeout=10s"), Value::Null)
-                .await;
+            let r = self.op_action(user, name, "wait?timeout=10s").await;
             assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
             if r.body["done"] == true {
                 return r.body;

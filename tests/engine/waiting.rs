@@ -15,15 +15,11 @@ async fn wait_times_out_on_an_unfinished_operation() {
     let op = app.noop(USER, noop(1, json!({}))).await;
     let name = op["name"].as_str().unwrap();
     let start = Instant::now();
-    let r = app
-        .post(USER, &format!("/v1/{name}:wait?timeout=300ms"), Value::Null)
-        .await;
+    let r = app.op_action(USER, name, "wait?timeout=300ms").await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body["done"], false);
     assert!(start.elapsed() >= Duration::from_millis(300));
-    let r = app
-        .post(USER, &format!("/v1/{name}:wait?timeout=soon"), Value::Null)
-        .await;
+    let r = app.op_action(USER, name, "wait?timeout=soon").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert_eq!(r.reason(), "INVALID_TIMEOUT");
 }
@@ -34,9 +30,7 @@ async fn wait_returns_as_soon_as_the_operation_is_done() {
     let op = app.noop(USER, noop(3, json!({"stepMillis": 20}))).await;
     let name = op["name"].as_str().unwrap();
     let start = Instant::now();
-    let r = app
-        .post(USER, &format!("/v1/{name}:wait?timeout=60s"), Value::Null)
-        .await;
+    let r = app.op_action(USER, name, "wait?timeout=60s").await;
     assert_eq!(r.body["done"], true, "{}", r.body);
     assert_eq!(r.body["metadata"]["state"], "SUCCEEDED");
     assert!(
@@ -98,9 +92,7 @@ async fn a_thousand_waiters_share_ten_connections() {
     let r = app.get(USER, "/v1/me").await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(app.db.size() <= 10);
-    let r = app
-        .post(USER, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let r = app.op_action(USER, &name, "cancel").await;
     assert_eq!(r.status, StatusCode::OK);
     let mut n = 0;
     while let Some(res) = waiters.join_next().await {

@@ -568,10 +568,7 @@ async fn a_running_drill_is_cancelled_at_once_and_the_groups_answer_as_compute_d
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     watching(&env, &r.body).await;
     let name = r.body["name"].as_str().unwrap();
-    let c = env
-        .app
-        .post(OWNER, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let c = env.app.op_action(OWNER, name, "cancel").await;
     assert_eq!(c.status, StatusCode::OK, "{}", c.body);
     let done = env.done(&r.body).await;
     assert_eq!(done["metadata"]["state"], "CANCELLED", "{done}");

@@ -546,10 +546,7 @@ async fn a_resize_in_flight_holds_the_next_and_a_cancel_leaves_the_record() {
     assert_eq!(busy.status, StatusCode::CONFLICT, "{}", busy.body);
     assert_eq!(busy.reason(), "NODE_POOL_BUSY");
     let name = r.body["name"].as_str().unwrap();
-    let c = env
-        .app
-        .post(OWNER, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let c = env.app.op_action(OWNER, name, "cancel").await;
     assert_eq!(c.status, StatusCode::OK, "{}", c.body);
     let done = env.done(&r.body).await;
     assert_eq!(done["metadata"]["state"], "CANCELLED", "{done}");
