@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::common::{TestApp, start_sim};
 use crate::support::{
     acme_app, acme_cluster, expect_error, expect_invalid, expect_not_found, message, meta, raw,
-    raw_json,
+    raw_json, work_profile,
 };
 
 const ALICE: &str = "alice@example.com";
@@ -186,13 +186,7 @@ async fn every_path_and_query_parameter_refuses_hostile_values() {
     let app = acme_app(ALICE).await;
     app.member(ALICE, "acme", "bob@example.com", "VIEWER").await;
     acme_cluster(&app).await;
-    let r = app
-        .put(
-            ALICE,
-            "/v1/profiles/work",
-            json!({"cluster": "projects/acme-project/zones/us-central1-a/clusters/kc"}),
-        )
-        .await;
+    let r = work_profile(&app, ALICE).await;
     assert_eq!(r.status, 200, "{:#}", r.body);
     let op = app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
     let operation = op["name"]

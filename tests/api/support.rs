@@ -142,6 +142,33 @@ pub async fn wait_runs_its_timeout(app: &TestApp, user: &str, name: &str) {
     assert!(started.elapsed() >= std::time::Duration::from_millis(1400));
 }
 
+/// The resource name of [`acme_cluster`].
+pub const ACME_KC: &str = "projects/acme-project/zones/us-central1-a/clusters/kc";
+
+/// `PUT /v1/profiles/work` pointing at [`ACME_KC`], as `user`.
+pub async fn work_profile(app: &TestApp, user: &str) -> Resp {
+    app.put(user, "/v1/profiles/work", json!({ "cluster": ACME_KC }))
+        .await
+}
+
+/// Assert `r` is the 415 of a route that takes a JSON body, saying so.
+#[track_caller]
+pub fn expect_json_only(r: &Resp) {
+    expect_error_saying(
+        r,
+        415,
+        "INVALID_ARGUMENT",
+        "UNSUPPORTED_MEDIA_TYPE",
+        "application/json",
+    );
+}
+
+/// `PUT` member `email` of team `acme` with `role`, as `by`.
+pub async fn put_role(app: &TestApp, by: &str, email: &str, role: impl Into<Value>) -> Resp {
+    let path = format!("/v1/teams/acme/members/{email}");
+    app.put(by, &path, json!({ "role": role.into() })).await
+}
+
 /// The cluster most tests work on: `kc` of team `acme` in `acme-project`, `us-central1-a`.
 pub async fn acme_cluster(app: &TestApp) -> ClusterRecord {
     app.cluster("acme", "acme-project", "us-central1-a", "kc")
