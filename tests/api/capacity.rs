@@ -15,8 +15,8 @@ use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::common::TestApp;
 use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
+use crate::common::{TestApp, entry};
 use crate::support::{expect_not_found, ok, pool};
 
 const ALICE: &str = "alice@example.com";
@@ -254,14 +254,7 @@ async fn fragmented_cluster_counted_by_hand() {
         ],
         "{c:#}"
     );
-    let by = |n: &str| {
-        c["pendingPods"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == n)
-            .unwrap()
-    };
+    let by = |n: &str| entry(&c, "pendingPods", "name", n);
     assert!(
         by("spot-only")["message"]
             .as_str()

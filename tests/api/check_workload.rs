@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::gke::{autoscaled_pool, default_pool};
-use crate::common::{Resp, TestApp};
+use crate::common::{Resp, TestApp, entry};
 use crate::support::{expect_error, expect_not_found, ok, raw};
 
 const ALICE: &str = "alice@example.com";
@@ -134,13 +134,9 @@ fn reasons(v: &Value) -> Vec<&str> {
 }
 
 fn pool_fit<'a>(v: &'a Value, id: &str) -> &'a str {
-    v["pools"]
-        .as_array()
-        .expect("pools")
-        .iter()
-        .find(|p| p["poolId"] == id)
-        .and_then(|p| p["fits"].as_str())
-        .unwrap_or_else(|| panic!("pool {id} not in {v:#}"))
+    entry(v, "pools", "poolId", id)["fits"]
+        .as_str()
+        .unwrap_or_else(|| panic!("pool {id} fits no string in {v:#}"))
 }
 
 async fn create_pod(kube: &KubeCluster, body: &Value) {
@@ -156,11 +152,9 @@ async fn waits_for(app: &TestApp, name: &str) -> String {
     let path = format!("/v1/projects/{P}/zones/{Z}/clusters/{C}/capacity");
     let r = app.get(ALICE, &path).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    r.body["pendingPods"]
-        .as_array()
-        .and_then(|a| a.iter().find(|p| p["name"] == name))
-        .and_then(|p| p["reason"].as_str())
-        .unwrap_or_else(|| panic!("{name} is not pending in {:#}", r.body))
+    entry(&r.body, "pendingPods", "name", name)["reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{name} is pending for no reason in {:#}", r.body))
         .to_owned()
 }
 

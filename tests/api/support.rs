@@ -187,16 +187,14 @@ pub fn meta<'a>(r: &'a Resp, key: &str) -> &'a str {
         .unwrap_or("")
 }
 
-/// Assert a 200 and return the body.
-#[track_caller]
 /// The entry of `body["nodePools"]` whose `poolId` is `id` (status, capacity).
+#[track_caller]
 pub fn pool<'a>(body: &'a Value, id: &str) -> &'a Value {
-    body["nodePools"]
-        .as_array()
-        .and_then(|a| a.iter().find(|p| p["poolId"] == id))
-        .unwrap_or_else(|| panic!("pool {id} not in {body:#}"))
+    crate::common::entry(body, "nodePools", "poolId", id)
 }
 
+/// Assert a 200 and return the body.
+#[track_caller]
 pub fn ok(r: Resp) -> Value {
     assert_eq!(r.status, StatusCode::OK, "{:#}", r.body);
     r.body

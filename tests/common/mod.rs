@@ -203,6 +203,16 @@ pub fn test_worker_config(workers: usize) -> WorkerConfig {
     }
 }
 
+/// The entry of the array `body[items]` whose `key` is `value`; panics, showing `body`,
+/// when there is none.
+#[track_caller]
+pub fn entry<'a>(body: &'a Value, items: &str, key: &str, value: &str) -> &'a Value {
+    body[items]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e[key] == value))
+        .unwrap_or_else(|| panic!("no {items} entry with {key} {value} in {body:#}"))
+}
+
 /// A response: status, JSON body (Null when empty), headers.
 #[derive(Debug)]
 pub struct Resp {

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::common::{TestApp, test_worker_config};
-use crate::support::{OWNER, PROJECT, cluster_path};
+use crate::support::*;
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -170,11 +170,7 @@ async fn run_as_stored_before(
 
 #[tokio::test]
 async fn an_up_and_a_pool_add_stored_before_typed_plans_are_claimed_and_finished() {
-    let (app, _sim) = TestApp::spawn_sim_with(kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        ..Default::default()
-    })
-    .await;
+    let (app, _sim) = TestApp::spawn_sim_with(speed_zero()).await;
     app.team(OWNER, "ml-team", &[PROJECT]).await;
     let path = cluster_path("compat");
     let up_body = json!({"accelerator": "l4"});

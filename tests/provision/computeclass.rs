@@ -12,9 +12,7 @@ use kube::api::PostParams;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{
-    Env, OWNER, cluster_path, created_pool, env_up, env_with, explicit_clock, kube, kube_key,
-};
+use crate::support::*;
 
 const CLASS_KEY: &str = "cloud.google.com/compute-class";
 
@@ -142,23 +140,10 @@ async fn a_pair_is_created_tied_to_its_compute_class_and_the_response_says_how_t
 
 #[tokio::test]
 async fn a_gke_version_without_compute_classes_is_refused_before_anything_is_queued() {
-    let env = env_with(kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        gke_version: "1.30.3-gke.1400000".into(),
-        ..Default::default()
-    })
-    .await;
-    env.up_ok("ko", json!({"accelerator": "cpu"})).await;
+    let env = env_up_on_gke("1.30.3-gke.1400000", "ko").await;
     let body = json!({"accelerator": "l4", "failover": true});
-    for path in [
-        format!("{}/nodePools", cluster_path("ko")),
-        format!("{}/nodePools?validateOnly=true", cluster_path("ko")),
-    ] {
-        let r = env.app.post(OWNER, &path, body.clone()).await;
-        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
-        assert_eq!(r.reason(), "GKE_VERSION_TOO_OLD", "{}", r.body);
-        let meta = &r.body["error"]["details"][0]["metadata"];
-        assert_eq!(meta["currentMasterVersion"], "1.30.3-gke.1400000");
+    for q in ["", "?validateOnly=true"] {
+        let meta = gke_too_old(&env, "ko", q, body.clone(), "1.30.3-gke.1400000").await;
         assert_eq!(meta["minimumVersion"], "1.30.3-gke.1451000");
     }
     assert_eq!(

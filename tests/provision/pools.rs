@@ -267,12 +267,7 @@ async fn bad_pools_are_refused_before_any_operation_exists() {
 
 #[tokio::test]
 async fn the_quota_pre_check_names_metric_limit_usage_and_need() {
-    let mut cfg = kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        ..Default::default()
-    };
-    cfg.quotas.insert("NVIDIA_A100_GPUS".into(), 6.0);
-    let env = env_with(cfg).await;
+    let env = env_with_quota("NVIDIA_A100_GPUS", 6.0).await;
     env.up_ok("kq", json!({"accelerator": "cpu"})).await;
     let path = format!("{}/nodePools", cluster_path("kq"));
     // Preview and real request answer the same.
@@ -281,9 +276,7 @@ async fn the_quota_pre_check_names_metric_limit_usage_and_need() {
             .app
             .post(OWNER, &p, json!({"accelerator": "a100x8"}))
             .await;
-        assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-        assert_eq!(r.reason(), "QUOTA_INSUFFICIENT");
-        let m = &r.body["error"]["details"][0]["metadata"];
+        let m = quota_refusal(&r);
         assert_eq!(m["metric"], "NVIDIA_A100_GPUS");
         assert_eq!(m["limit"], "6");
         assert_eq!(m["usage"], "0");
@@ -374,12 +367,7 @@ async fn a_stockout_fails_the_pool_step_with_googles_reason_and_leaves_records_c
         .body;
     assert_eq!(rec["state"], "ERROR");
     // Removing the failed pool works, whatever GKE kept of it.
-    let r = env
-        .app
-        .delete(OWNER, &format!("{}/nodePools/{pool}", cluster_path("ks")))
-        .await;
-    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
-    env.ok(&r.body).await;
+    env.remove_pool("ks", &pool).await;
     let pools = env.pools("ks").await;
     assert_eq!(pools["nodePools"], json!([]));
 }

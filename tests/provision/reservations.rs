@@ -63,12 +63,7 @@ async fn a_pool_bound_to_a_matching_reservation_is_accepted_and_its_nodes_consum
     assert_eq!(m["reservation"], "l4-res");
     // Removing the pool gives the VMs back.
     let pool = pool_of(&op);
-    let r = env
-        .app
-        .delete(OWNER, &format!("{}/nodePools/{pool}", cluster_path("kr")))
-        .await;
-    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
-    env.ok(&r.body).await;
+    env.remove_pool("kr", &pool).await;
     assert_eq!(in_use(&env, PROJECT, ZONE, "l4-res").await, 0);
     // The check read the reservation with reservations.get.
     assert!(!env.ok_calls("compute", "reservations.get").await.is_empty());

@@ -7,7 +7,8 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Env, OWNER, assert_message_has, env, env_with, explicit_clock, pool_of};
+use crate::common::entry;
+use crate::support::*;
 
 /// `PATCH`, asserting 202, and run the operation to success.
 async fn resize_ok(env: &Env, cluster: &str, pool: &str, query: &str, body: Value) -> Value {
@@ -182,20 +183,13 @@ async fn a_preview_returns_the_plan_and_queues_nothing() {
 
 #[tokio::test]
 async fn growth_beyond_the_regions_quota_is_refused_before_anything_is_queued() {
-    let mut cfg = kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        ..Default::default()
-    };
-    cfg.quotas.insert("NVIDIA_L4_GPUS".into(), 2.0);
-    let env = env_with(cfg).await;
+    let env = env_with_quota("NVIDIA_L4_GPUS", 2.0).await;
     let ids = cluster_with_pool(&env, "kq", json!({"accelerator": "l4"})).await;
     for q in ["?validateOnly=true", ""] {
         let r = env
             .patch_pool("kq", &ids[0], q, json!({"minNodes": 3}))
             .await;
-        assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-        assert_eq!(r.reason(), "QUOTA_INSUFFICIENT");
-        let m = &r.body["error"]["details"][0]["metadata"];
+        let m = quota_refusal(&r);
         assert_eq!(m["metric"], "NVIDIA_L4_GPUS");
         assert_eq!(m["limit"], "2");
         assert_eq!(m["needed"], "3");
@@ -213,17 +207,7 @@ async fn a_failover_pair_is_resized_together_where_the_fallback_must_follow() {
     let env = env().await;
     let ids = cluster_with_pool(&env, "kf", json!({"accelerator": "l4", "failover": true})).await;
     let listed = env.pools("kf").await;
-    let role = |id: &str| {
-        listed["nodePools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["poolId"] == id)
-            .unwrap()["failover"]["role"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let role = |id: &str| entry(&listed, "nodePools", "poolId", id)["failover"]["role"].clone();
     let (spot, od) = if role(&ids[0]) == "SPOT" {
         (ids[0].clone(), ids[1].clone())
     } else {

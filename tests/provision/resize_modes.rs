@@ -152,14 +152,12 @@ async fn flex_start_and_queued_pools_resize_with_total_bounds_and_keep_min_zero(
 #[tokio::test]
 async fn gkes_set_autoscaling_refuses_per_zone_bounds_mixed_with_total_ones() {
     let env = env_up("km").await;
-    let op = env
-        .add_pool(
+    let pool = env
+        .added_pool(
             "km",
             json!({"accelerator": "l4", "provisioning": "FLEX_START"}),
         )
         .await;
-    env.ok(&op).await;
-    let pool = pool_of(&op);
     let gke = &env.gcp().container;
     let mixed = NodePoolAutoscaling {
         enabled: Some(true),
@@ -191,14 +189,12 @@ async fn gkes_set_autoscaling_refuses_per_zone_bounds_mixed_with_total_ones() {
 async fn a_reservation_bound_pool_grows_its_minimum_only_into_free_reserved_vms() {
     let env = env_up("kv").await;
     reserve(&env, l4("l4-res", 3)).await;
-    let op = env
-        .add_pool(
+    let pool = env
+        .added_pool(
             "kv",
             json!({"accelerator": "l4", "minNodes": 1, "reservation": "l4-res"}),
         )
         .await;
-    env.ok(&op).await;
-    let pool = pool_of(&op);
     // One VM in use, two free: growing the minimum by three is refused.
     let m = refused(
         &env,

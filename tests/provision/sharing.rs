@@ -9,6 +9,7 @@ use kineticd::cloud::gcp::types::container::{
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::common::entry;
 use crate::support::*;
 
 /// The plan details of the pool the add operation `op` creates.
@@ -49,25 +50,13 @@ async fn mig_time_sharing_and_mps_pools_reach_gke_field_by_field() {
     );
     assert!(d.get("partitionSize").is_none(), "{d:#}");
     env.ok(&ts_op).await;
-    let mps_op = env
-        .add_pool(
-            "ks",
-            json!({"accelerator": "t4x2", "driverVersion": "LATEST",
-                   "sharing": {"strategy": "MPS", "maxClientsPerGpu": 8}}),
-        )
-        .await;
-    let mps = pool_of(&mps_op);
-    env.ok(&mps_op).await;
+    let mps = json!({"accelerator": "t4x2", "driverVersion": "LATEST",
+                     "sharing": {"strategy": "MPS", "maxClientsPerGpu": 8}});
+    let mps = env.added_pool("ks", mps).await;
     // Time-sharing on partitions: 7 slices of each of 2 GPUs, 3 containers a slice.
-    let both_op = env
-        .add_pool(
-            "ks",
-            json!({"accelerator": "h100x2", "partitionSize": "1g.20gb",
-                   "sharing": {"strategy": "TIME_SHARING", "maxClientsPerGpu": 3}}),
-        )
-        .await;
-    let both = pool_of(&both_op);
-    env.ok(&both_op).await;
+    let both = json!({"accelerator": "h100x2", "partitionSize": "1g.20gb",
+                      "sharing": {"strategy": "TIME_SHARING", "maxClientsPerGpu": 3}});
+    let both = env.added_pool("ks", both).await;
 
     // What GKE received: AcceleratorConfig's gpuPartitionSize (a string) and
     // gpuSharingConfig {gpuSharingStrategy (enum), maxSharedClientsPerGpu (int64, so a
@@ -107,15 +96,7 @@ async fn mig_time_sharing_and_mps_pools_reach_gke_field_by_field() {
 
     // The records say it, with the units a node advertises.
     let list = env.pools("ks").await;
-    let rec = |id: &str| {
-        list["nodePools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["poolId"] == id)
-            .unwrap_or_else(|| panic!("{id} in {list:#}"))
-            .clone()
-    };
+    let rec = |id: &str| entry(&list, "nodePools", "poolId", id).clone();
     let m = rec(&mig);
     assert_eq!(
         (&m["partitionSize"], &m["gpuUnitsPerNode"]),
@@ -324,23 +305,10 @@ async fn the_simulated_gke_refuses_bad_partitions_and_sharing_on_the_wire() {
 /// (1.23.7-gke.1400) is not.
 #[tokio::test]
 async fn mps_on_a_gke_version_without_it_is_refused_before_anything_is_queued() {
-    let env = env_with(kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        gke_version: "1.27.6-gke.1000".into(),
-        ..Default::default()
-    })
-    .await;
-    env.up_ok("ko", json!({"accelerator": "cpu"})).await;
+    let env = env_up_on_gke("1.27.6-gke.1000", "ko").await;
     let mps = json!({"accelerator": "l4", "sharing": {"strategy": "MPS", "maxClientsPerGpu": 2}});
-    for path in [
-        format!("{}/nodePools", cluster_path("ko")),
-        format!("{}/nodePools?validateOnly=true", cluster_path("ko")),
-    ] {
-        let r = env.app.post(OWNER, &path, mps.clone()).await;
-        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
-        assert_eq!(r.reason(), "GKE_VERSION_TOO_OLD", "{}", r.body);
-        let meta = &r.body["error"]["details"][0]["metadata"];
-        assert_eq!(meta["currentMasterVersion"], "1.27.6-gke.1000");
+    for q in ["", "?validateOnly=true"] {
+        let meta = gke_too_old(&env, "ko", q, mps.clone(), "1.27.6-gke.1000").await;
         assert_eq!(meta["minimumVersion"], "1.27.7-gke.1088000");
     }
     assert_eq!(env.pools("ko").await["nodePools"], json!([]));

@@ -34,11 +34,59 @@ pub struct Env {
 }
 
 pub async fn env() -> Env {
-    env_with(kineticd::sim::SimConfig {
+    env_with(speed_zero()).await
+}
+
+/// The simulator configuration of [`env`]: the clock at speed 0 (work is instant).
+pub fn speed_zero() -> kineticd::sim::SimConfig {
+    kineticd::sim::SimConfig {
         clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
         ..Default::default()
+    }
+}
+
+/// [`env_up`] on a simulator whose GKE runs `version`.
+pub async fn env_up_on_gke(version: &str, name: &str) -> Env {
+    let env = env_with(kineticd::sim::SimConfig {
+        gke_version: version.into(),
+        ..speed_zero()
     })
-    .await
+    .await;
+    env.up_ok(name, json!({"accelerator": "cpu"})).await;
+    env
+}
+
+/// [`env`] on a simulator with a regional quota of `limit` for `metric`.
+pub async fn env_with_quota(metric: &str, limit: f64) -> Env {
+    let mut cfg = speed_zero();
+    cfg.quotas.insert(metric.into(), limit);
+    env_with(cfg).await
+}
+
+/// Asserts `r` is the 409 QUOTA_INSUFFICIENT of the quota pre-check; its metadata.
+#[track_caller]
+pub fn quota_refusal(r: &Resp) -> &Value {
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(r.reason(), "QUOTA_INSUFFICIENT");
+    &r.body["error"]["details"][0]["metadata"]
+}
+
+/// POST `body` as a pool of `cluster` (`query`: `?validateOnly=true` for the preview):
+/// 400 GKE_VERSION_TOO_OLD, naming the `current` version; the metadata.
+pub async fn gke_too_old(
+    env: &Env,
+    cluster: &str,
+    query: &str,
+    body: Value,
+    current: &str,
+) -> Value {
+    let path = format!("{}/nodePools{query}", cluster_path(cluster));
+    let r = env.app.post(OWNER, &path, body).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.reason(), "GKE_VERSION_TOO_OLD", "{}", r.body);
+    let meta = r.body["error"]["details"][0]["metadata"].clone();
+    assert_eq!(meta["currentMasterVersion"], current);
+    meta
 }
 
 /// [`env`] with a cluster `name` up (no accelerator, asserting success).
@@ -208,6 +256,20 @@ impl Env {
     pub async fn post_pool(&self, cluster: &str, body: Value) -> Resp {
         let path = format!("{}/nodePools", cluster_path(cluster));
         self.app.post(OWNER, &path, body).await
+    }
+
+    /// Add a node pool to `cluster` and run the operation to success; the pool's id.
+    pub async fn added_pool(&self, cluster: &str, body: Value) -> String {
+        let op = self.add_pool(cluster, body).await;
+        self.ok(&op).await;
+        pool_of(&op)
+    }
+
+    /// DELETE node pool `id` of `cluster`, asserting 202, and run it to success.
+    pub async fn remove_pool(&self, cluster: &str, id: &str) -> Value {
+        let r = self.app.delete(OWNER, &pool_path(cluster, id)).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+        self.ok(&r.body).await
     }
 
     /// POST a node pool, asserting 202; returns the operation.
