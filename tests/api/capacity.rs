@@ -17,14 +17,8 @@ use uuid::Uuid;
 
 use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
 use crate::common::{TestApp, entry};
-use crate::support::{expect_not_found, ok, pool};
+use crate::support::{ALICE, BOB, C, EVE, P, Z, counts, expect_not_found, ok, pool};
 
-const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
-const EVE: &str = "eve@example.com";
-const P: &str = "acme-project";
-const Z: &str = "us-central1-a";
-const C: &str = "kc";
 const CAPACITY: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/capacity";
 const L4X4: &str = "gpu-l4x4-aa11";
 const SPOT: &str = "gpu-l4-spot-bb22";
@@ -106,17 +100,6 @@ fn gpus(n: &str) -> Value {
     json!({"limits": {"nvidia.com/gpu": n}})
 }
 
-fn counts(v: &Value) -> [u64; 5] {
-    [
-        "allocatable",
-        "requested",
-        "free",
-        "stranded",
-        "largestPlaceableRequest",
-    ]
-    .map(|k| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v:#}")))
-}
-
 #[tokio::test]
 async fn fragmented_cluster_counted_by_hand() {
     let (app, _sim) = TestApp::spawn_sim().await;
@@ -168,16 +151,7 @@ async fn fragmented_cluster_counted_by_hand() {
     }
 
     let r = app.get(BOB, CAPACITY).await;
-    let timing = r.headers["server-timing"].to_str().unwrap().to_owned();
-    for part in [
-        "cloud;dur=",
-        "kube;dur=",
-        "nodes;dur=",
-        "pods;dur=",
-        "compute;dur=",
-    ] {
-        assert!(timing.contains(part), "{timing}");
-    }
+    crate::common::assert_live_read_timings(&r);
     let c = ok(r);
     assert_eq!(
         c["name"],

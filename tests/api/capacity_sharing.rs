@@ -17,12 +17,8 @@ use serde_json::{Value, json};
 
 use crate::common::TestApp;
 use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
-use crate::support::{ok, pool};
+use crate::support::{ALICE, C, P, Z, counts, ok, pool, reasons};
 
-const ALICE: &str = "alice@example.com";
-const P: &str = "acme-project";
-const Z: &str = "us-central1-a";
-const C: &str = "kc";
 const CAPACITY: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/capacity";
 const CHECK: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc:checkWorkload";
 const MIG: &str = "gpu-a100-mig1";
@@ -140,28 +136,8 @@ async fn phases(kube: &KubeCluster, prefix: &str) -> (usize, usize) {
     (running, mine.len() - running)
 }
 
-fn counts(v: &Value) -> [u64; 5] {
-    [
-        "allocatable",
-        "requested",
-        "free",
-        "stranded",
-        "largestPlaceableRequest",
-    ]
-    .map(|k| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v:#}")))
-}
-
 async fn check(app: &TestApp, body: Value) -> Value {
     ok(app.post(ALICE, CHECK, body).await)
-}
-
-fn reasons(v: &Value) -> Vec<&str> {
-    v["problems"]
-        .as_array()
-        .expect("problems")
-        .iter()
-        .filter_map(|p| p["reason"].as_str())
-        .collect()
 }
 
 #[tokio::test]

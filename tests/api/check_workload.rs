@@ -20,13 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::gke::{autoscaled_pool, default_pool};
 use crate::common::{Resp, TestApp, entry};
-use crate::support::{expect_error, expect_not_found, ok, raw};
+use crate::support::{ALICE, C, EVE, P, Z, expect_error, expect_not_found, ok, raw, reasons};
 
-const ALICE: &str = "alice@example.com";
-const EVE: &str = "eve@example.com";
-const P: &str = "acme-project";
-const Z: &str = "us-central1-a";
-const C: &str = "kc";
 const CHECK: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc:checkWorkload";
 const POOL: &str = "gpu-l4-ab12";
 
@@ -118,19 +113,20 @@ async fn check_yaml(app: &TestApp, yaml: &str) -> Resp {
     .await
 }
 
+/// Asserts the check `v` says `verdict` for `problems` (their reasons, in order).
+#[track_caller]
+fn assert_verdict(v: &Value, want: &str, problems: &[&str]) {
+    assert_eq!(
+        (verdict(v), reasons(v)),
+        (want, problems.to_vec()),
+        "{v:#}"
+    );
+}
+
 fn verdict(v: &Value) -> &str {
     v["verdict"]
         .as_str()
         .unwrap_or_else(|| panic!("no verdict: {v:#}"))
-}
-
-fn reasons(v: &Value) -> Vec<&str> {
-    v["problems"]
-        .as_array()
-        .expect("problems")
-        .iter()
-        .filter_map(|p| p["reason"].as_str())
-        .collect()
 }
 
 fn pool_fit<'a>(v: &'a Value, id: &str) -> &'a str {
@@ -204,11 +200,7 @@ async fn verdicts_agree_with_the_simulated_cluster() {
 
     // And now the pool is at its maximum with both nodes busy.
     let v = check_json(&app, pod("full", 1)).await;
-    assert_eq!(
-        (verdict(&v), reasons(&v)),
-        ("NEVER", vec!["POOL_AT_MAX"]),
-        "{v:#}"
-    );
+    assert_verdict(&v, "NEVER", &["POOL_AT_MAX"]);
 }
 
 #[tokio::test]
@@ -267,11 +259,7 @@ async fn reasons_through_the_api_and_their_fixes() {
     let mut req_only = pod("r", 1);
     req_only["spec"]["containers"][0]["resources"] = json!({"requests": {"nvidia.com/gpu": "1"}});
     let v = check_json(&app, req_only.clone()).await;
-    assert_eq!(
-        (verdict(&v), reasons(&v)),
-        ("NEVER", vec!["GPU_LIMIT_MISSING"]),
-        "{v:#}"
-    );
+    assert_verdict(&v, "NEVER", &["GPU_LIMIT_MISSING"]);
     req_only["spec"]["containers"][0]["resources"]["limits"] = json!({"nvidia.com/gpu": "1"});
     assert_eq!(verdict(&check_json(&app, req_only).await), "NOW");
 
@@ -398,11 +386,7 @@ async fn quota_read_from_the_region_decides_scale_up() {
     create_pod(&kube, &pod("first", 1)).await;
     assert_eq!(phase(&kube, "first").await, "Running");
     let v = check_json(&app, pod("second", 1)).await;
-    assert_eq!(
-        (verdict(&v), reasons(&v)),
-        ("NEVER", vec!["QUOTA_EXHAUSTED"]),
-        "{v:#}"
-    );
+    assert_verdict(&v, "NEVER", &["QUOTA_EXHAUSTED"]);
     let fix = v["problems"][0]["fix"].as_str().unwrap();
     assert!(fix.contains("NVIDIA_L4_GPUS"), "{fix}");
     // The simulated cluster agrees: the autoscaler cannot add the node the pod needs.
@@ -421,11 +405,7 @@ async fn quota_read_from_the_region_decides_scale_up() {
         .expect("set quota");
     assert!(r.status().is_success());
     let v = check_json(&app, pod("third", 1)).await;
-    assert_eq!(
-        (verdict(&v), reasons(&v)),
-        ("AFTER_SCALE_UP", vec![]),
-        "{v:#}"
-    );
+    assert_verdict(&v, "AFTER_SCALE_UP", &[]);
     // And the waiting pod gets its node once the quota allows it.
     assert_eq!(waits_for(&app, "second").await, "SCALE_UP_PENDING");
     sim.clock().advance(Duration::from_secs(61));

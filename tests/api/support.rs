@@ -142,6 +142,38 @@ pub async fn wait_runs_its_timeout(app: &TestApp, user: &str, name: &str) {
     assert!(started.elapsed() >= std::time::Duration::from_millis(1400));
 }
 
+/// The callers of the cluster tests: alice owns `acme`, bob is a member, eve is not.
+pub const ALICE: &str = "alice@example.com";
+pub const BOB: &str = "bob@example.com";
+pub const EVE: &str = "eve@example.com";
+/// [`acme_cluster`]'s project, zone and name.
+pub const P: &str = "acme-project";
+pub const Z: &str = "us-central1-a";
+pub const C: &str = "kc";
+
+/// The counts of a capacity entry (a pool's, a node's), in the order of the reference.
+#[track_caller]
+pub fn counts(v: &Value) -> [u64; 5] {
+    [
+        "allocatable",
+        "requested",
+        "free",
+        "stranded",
+        "largestPlaceableRequest",
+    ]
+    .map(|k| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v:#}")))
+}
+
+/// The reasons of a workload check's problems, in order.
+pub fn reasons(v: &Value) -> Vec<&str> {
+    v["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter_map(|p| p["reason"].as_str())
+        .collect()
+}
+
 /// The resource name of [`acme_cluster`].
 pub const ACME_KC: &str = "projects/acme-project/zones/us-central1-a/clusters/kc";
 

@@ -206,11 +206,40 @@ pub fn test_worker_config(workers: usize) -> WorkerConfig {
 /// The entry of the array `body[items]` whose `key` is `value`; panics, showing `body`,
 /// when there is none.
 #[track_caller]
-pub fn entry<'a>(body: &'a Value, items: &str, key: &str, value: &str) -> &'a Value {
+pub fn entry<'a, V>(body: &'a Value, items: &str, key: &str, value: V) -> &'a Value
+where
+    Value: PartialEq<V>,
+    V: std::fmt::Display + Copy,
+{
     body[items]
         .as_array()
         .and_then(|a| a.iter().find(|e| e[key] == value))
         .unwrap_or_else(|| panic!("no {items} entry with {key} {value} in {body:#}"))
+}
+
+/// Asserts that `r`'s `Server-Timing` header times each live read of a cluster (GKE,
+/// the Kubernetes API's nodes and pods, Compute).
+#[track_caller]
+pub fn assert_live_read_timings(r: &Resp) {
+    let timing = r.headers["server-timing"].to_str().unwrap().to_owned();
+    for part in [
+        "cloud;dur=",
+        "kube;dur=",
+        "nodes;dur=",
+        "pods;dur=",
+        "compute;dur=",
+    ] {
+        assert!(timing.contains(part), "{timing}");
+    }
+}
+
+/// The id of the spot pool of a pool list (a failover pair's first).
+#[track_caller]
+pub fn spot_pool(list: &Value) -> String {
+    entry(list, "nodePools", "spot", true)["poolId"]
+        .as_str()
+        .expect("the spot pool")
+        .to_owned()
 }
 
 /// A response: status, JSON body (Null when empty), headers.

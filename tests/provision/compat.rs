@@ -18,7 +18,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::common::{TestApp, test_worker_config};
+use crate::common::{TestApp, spot_pool, test_worker_config};
 use crate::support::*;
 
 const FIXTURES: &str = concat!(
@@ -158,6 +158,17 @@ async fn run_as_stored_before(
     .execute(&app.db)
     .await
     .expect("store the old operation");
+    runs_to_success(app, op, name, updated).await;
+}
+
+/// `updated` put the old row of `op` back while it was still queued; a fresh worker pool
+/// runs it to SUCCEEDED: the final operation.
+async fn runs_to_success(
+    app: &TestApp,
+    op: &Value,
+    name: &str,
+    updated: sqlx::postgres::PgQueryResult,
+) -> Value {
     assert_eq!(updated.rows_affected(), 1, "{name}: still queued");
     let workers: WorkerPool = app.workers(test_worker_config(2));
     let done = app
@@ -166,6 +177,7 @@ async fn run_as_stored_before(
     assert!(done["error"].is_null(), "{name} failed: {}", done["error"]);
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
     workers.shutdown(Duration::from_secs(60)).await;
+    done
 }
 
 #[tokio::test]
@@ -294,15 +306,7 @@ async fn old_row_runs(app: &TestApp, op: &Value, name: &str) -> Value {
     .execute(&app.db)
     .await
     .expect("store the old operation");
-    assert_eq!(updated.rows_affected(), 1, "{name}: still queued");
-    let workers: WorkerPool = app.workers(test_worker_config(2));
-    let done = app
-        .wait_done(OWNER, op["name"].as_str().expect("operation name"))
-        .await;
-    assert!(done["error"].is_null(), "{name} failed: {}", done["error"]);
-    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
-    workers.shutdown(Duration::from_secs(60)).await;
-    done
+    runs_to_success(app, op, name, updated).await
 }
 
 /// Accepted (202): the operation.
@@ -333,14 +337,7 @@ async fn every_kind_stored_by_the_old_code_runs_to_the_end() {
     let add = accepted(add);
     old_row_runs(&app, &add, "pool-add").await;
     let pools = app.get(OWNER, &format!("{path}/nodePools")).await.body;
-    let spot = pools["nodePools"]
-        .as_array()
-        .expect("pools")
-        .iter()
-        .find(|p| p["spot"] == true)
-        .and_then(|p| p["poolId"].as_str())
-        .expect("the spot pool")
-        .to_owned();
+    let spot = spot_pool(&pools);
     let pool_path = format!("{path}/nodePools/{spot}");
     let resize = app
         .patch(
