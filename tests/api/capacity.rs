@@ -17,9 +17,8 @@ use uuid::Uuid;
 
 use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
 use crate::common::{TestApp, entry};
-use crate::support::{ALICE, BOB, C, EVE, P, Z, counts, expect_not_found, ok, pool};
+use crate::support::{ALICE, BOB, C, CAPACITY, EVE, P, Z, counts, expect_not_found, ok, pool};
 
-const CAPACITY: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/capacity";
 const L4X4: &str = "gpu-l4x4-aa11";
 const SPOT: &str = "gpu-l4-spot-bb22";
 

@@ -17,10 +17,8 @@ use serde_json::{Value, json};
 
 use crate::common::TestApp;
 use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
-use crate::support::{ALICE, C, P, Z, counts, ok, pool, reasons};
+use crate::support::{ALICE, C, CAPACITY, CHECK, P, Z, counts, ok, pool, reasons};
 
-const CAPACITY: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/capacity";
-const CHECK: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc:checkWorkload";
 const MIG: &str = "gpu-a100-mig1";
 const SHARED: &str = "gpu-l4-ts01";
 const PARTITION: &str = "cloud.google.com/gke-gpu-partition-size";

@@ -20,9 +20,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::gke::{autoscaled_pool, default_pool};
 use crate::common::{Resp, TestApp, entry};
-use crate::support::{ALICE, C, EVE, P, Z, expect_error, expect_not_found, ok, raw, reasons};
+use crate::support::{
+    ALICE, C, CHECK, EVE, P, Z, expect_error, expect_not_found, ok, raw, reasons,
+};
 
-const CHECK: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc:checkWorkload";
 const POOL: &str = "gpu-l4-ab12";
 
 /// A team, a cluster record with one L4 pool (1 node now, at most 2), and the same
@@ -116,11 +117,7 @@ async fn check_yaml(app: &TestApp, yaml: &str) -> Resp {
 /// Asserts the check `v` says `verdict` for `problems` (their reasons, in order).
 #[track_caller]
 fn assert_verdict(v: &Value, want: &str, problems: &[&str]) {
-    assert_eq!(
-        (verdict(v), reasons(v)),
-        (want, problems.to_vec()),
-        "{v:#}"
-    );
+    assert_eq!((verdict(v), reasons(v)), (want, problems.to_vec()), "{v:#}");
 }
 
 fn verdict(v: &Value) -> &str {

@@ -150,6 +150,9 @@ pub const EVE: &str = "eve@example.com";
 pub const P: &str = "acme-project";
 pub const Z: &str = "us-central1-a";
 pub const C: &str = "kc";
+/// Its capacity view and workload check.
+pub const CAPACITY: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/capacity";
+pub const CHECK: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc:checkWorkload";
 
 /// The counts of a capacity entry (a pool's, a node's), in the order of the reference.
 #[track_caller]
