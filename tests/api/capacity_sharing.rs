@@ -16,13 +16,13 @@ use kube::api::PostParams;
 use serde_json::{Value, json};
 
 use crate::common::TestApp;
-use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
+use crate::common::gke::{
+    PARTITION, STRATEGY, autoscaled_pool, create_cluster_and_wait, default_pool,
+};
 use crate::support::{ALICE, C, CAPACITY, CHECK, P, Z, counts, ok, pool, reasons};
 
 const MIG: &str = "gpu-a100-mig1";
 const SHARED: &str = "gpu-l4-ts01";
-const PARTITION: &str = "cloud.google.com/gke-gpu-partition-size";
-const STRATEGY: &str = "cloud.google.com/gke-gpu-sharing-strategy";
 
 /// A pool of exactly one node (autoscaling 1..1).
 fn one_node(mut pool: NodePool) -> NodePool {

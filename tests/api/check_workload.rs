@@ -316,36 +316,14 @@ async fn bad_bodies_get_clear_errors() {
         .await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_WORKLOAD");
     let big = format!("{{\"kind\": \"Pod\", \"x\": \"{}\"}}", "a".repeat(10 << 20));
-    let r = raw(
-        &app,
-        ALICE,
-        Method::POST,
-        CHECK,
-        Some("application/json"),
-        big.clone(),
-    )
-    .await;
-    expect_error(&r, 413, "INVALID_ARGUMENT", "BODY_TOO_LARGE");
-    let r = raw(
-        &app,
-        ALICE,
-        Method::POST,
-        CHECK,
-        Some("application/yaml"),
-        big,
-    )
-    .await;
-    expect_error(&r, 413, "INVALID_ARGUMENT", "BODY_TOO_LARGE");
-    let r = raw(
-        &app,
-        ALICE,
-        Method::POST,
-        CHECK,
-        Some("text/plain"),
-        "kind: Pod",
-    )
-    .await;
-    expect_error(&r, 415, "INVALID_ARGUMENT", "UNSUPPORTED_MEDIA_TYPE");
+    for (ct, body, code, reason) in [
+        ("application/json", big.as_str(), 413, "BODY_TOO_LARGE"),
+        ("application/yaml", big.as_str(), 413, "BODY_TOO_LARGE"),
+        ("text/plain", "kind: Pod", 415, "UNSUPPORTED_MEDIA_TYPE"),
+    ] {
+        let r = raw(&app, ALICE, Method::POST, CHECK, Some(ct), body.to_owned()).await;
+        expect_error(&r, code, "INVALID_ARGUMENT", reason);
+    }
     let r = app.get(ALICE, CHECK).await;
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{:#}", r.body);
     let r = app

@@ -142,6 +142,29 @@ pub async fn wait_runs_its_timeout(app: &TestApp, user: &str, name: &str) {
     assert!(started.elapsed() >= std::time::Duration::from_millis(1400));
 }
 
+/// `method path` as IAP mode sees it: the dev identity header of `dev_user` (which IAP
+/// mode must ignore), the IAP assertion `token` when given, a JSON `body` when given.
+pub fn iap_request(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    dev_user: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> reqwest::RequestBuilder {
+    let mut req = app
+        .http
+        .request(method, app.url_of(path))
+        .header("x-kinetic-user", dev_user);
+    if let Some(t) = token {
+        req = req.header(kineticd::auth::IAP_HEADER, t);
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    req
+}
+
 /// The callers of the cluster tests: alice owns `acme`, bob is a member, eve is not.
 pub const ALICE: &str = "alice@example.com";
 pub const BOB: &str = "bob@example.com";

@@ -154,6 +154,12 @@ pub async fn fresh_db() -> (Db, String) {
 
 pub const ADMIN: &str = "admin@example.com";
 
+/// The callers of the tests that need one per role of a seeded team: its OWNER, a
+/// VIEWER, and someone outside it.
+pub const OWNER: &str = "owner@example.com";
+pub const VIEWER: &str = "viewer@example.com";
+pub const OUTSIDER: &str = "outsider@example.com";
+
 pub fn test_settings(url: &str) -> Settings {
     Settings {
         dev: true,

@@ -10,6 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::common::entry;
+use crate::common::gke::{MAX_CLIENTS, PARTITION, STRATEGY};
 use crate::support::*;
 
 /// The plan details of the pool the add operation `op` creates.
@@ -123,28 +124,13 @@ async fn mig_time_sharing_and_mps_pools_reach_gke_field_by_field() {
     };
     let n = node(&mig);
     assert_eq!(n.gpus, 7, "one A100 in 7 slices");
-    assert_eq!(
-        n.labels["cloud.google.com/gke-gpu-partition-size"],
-        "1g.5gb"
-    );
-    assert!(
-        !n.labels
-            .contains_key("cloud.google.com/gke-gpu-sharing-strategy")
-    );
+    assert_eq!(n.labels[PARTITION], "1g.5gb");
+    assert!(!n.labels.contains_key(STRATEGY));
     let n = node(&ts);
     assert_eq!(n.gpus, 4, "one L4 shared by 4");
-    assert_eq!(
-        n.labels["cloud.google.com/gke-gpu-sharing-strategy"],
-        "time-sharing"
-    );
-    assert_eq!(
-        n.labels["cloud.google.com/gke-max-shared-clients-per-gpu"],
-        "4"
-    );
-    assert!(
-        !n.labels
-            .contains_key("cloud.google.com/gke-gpu-partition-size")
-    );
+    assert_eq!(n.labels[STRATEGY], "time-sharing");
+    assert_eq!(n.labels[MAX_CLIENTS], "4");
+    assert!(!n.labels.contains_key(PARTITION));
 }
 
 #[tokio::test]
