@@ -156,12 +156,7 @@ async fn fragmented_cluster_counted_by_hand() {
         c["name"],
         "projects/acme-project/zones/us-central1-a/clusters/kc"
     );
-    let ids: Vec<&str> = c["nodePools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["poolId"].as_str().unwrap())
-        .collect();
+    let ids = crate::common::ids(&c, "nodePools", "poolId");
     assert_eq!(
         ids,
         [SPOT, L4X4],

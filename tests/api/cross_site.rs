@@ -23,10 +23,7 @@ async fn send(
     headers: &[(&str, &str)],
     body: Option<&str>,
 ) -> Resp {
-    let mut req = app
-        .http
-        .request(method, app.url_of(path))
-        .header("x-kinetic-user", ALICE);
+    let mut req = app.request_as(ALICE, method, path);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }

@@ -152,10 +152,7 @@ pub fn iap_request(
     token: Option<&str>,
     body: Option<Value>,
 ) -> reqwest::RequestBuilder {
-    let mut req = app
-        .http
-        .request(method, app.url_of(path))
-        .header("x-kinetic-user", dev_user);
+    let mut req = app.request_as(dev_user, method, path);
     if let Some(t) = token {
         req = req.header(kineticd::auth::IAP_HEADER, t);
     }
@@ -369,10 +366,7 @@ pub async fn raw(
     content_type: Option<&str>,
     body: impl Into<reqwest::Body>,
 ) -> Resp {
-    let mut req = app
-        .http
-        .request(method, app.url_of(path))
-        .header("x-kinetic-user", user);
+    let mut req = app.request_as(user, method, path);
     if let Some(ct) = content_type {
         req = req.header(reqwest::header::CONTENT_TYPE, ct);
     }

@@ -16,11 +16,7 @@ async fn if_match(
     etag: &str,
     body: Option<serde_json::Value>,
 ) -> crate::common::Resp {
-    let mut req = app
-        .http
-        .request(method, app.url_of(path))
-        .header("x-kinetic-user", ALICE)
-        .header("if-match", etag);
+    let mut req = app.request_as(ALICE, method, path).header("if-match", etag);
     if let Some(b) = body {
         req = req.json(&b);
     }

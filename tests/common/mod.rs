@@ -239,6 +239,22 @@ pub fn assert_live_read_timings(r: &Resp) {
     }
 }
 
+/// The string `key` of every entry of the array `body[items]`, in order (panics, showing
+/// `body`, when there is no such array or an entry has no such string).
+#[track_caller]
+pub fn ids<'a>(body: &'a Value, items: &str, key: &str) -> Vec<&'a str> {
+    body[items]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {items} in {body:#}"))
+        .iter()
+        .map(|e| {
+            e[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {key} in {e:#}"))
+        })
+        .collect()
+}
+
 /// The id of the spot pool of a pool list (a failover pair's first).
 #[track_caller]
 pub fn spot_pool(list: &Value) -> String {
@@ -386,10 +402,7 @@ impl TestApp {
         user: &str,
         path: &str,
     ) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> + use<> {
-        self.http
-            .get(self.url_of(path))
-            .header("x-kinetic-user", user)
-            .send()
+        self.request_as(user, Method::GET, path).send()
     }
 
     /// `:wait` on an operation name (`operations/ID`) until done (deadline 60 s).
@@ -413,12 +426,16 @@ impl TestApp {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// A request of `method path` as `user` (the dev identity header), to finish and send.
+    pub fn request_as(&self, user: &str, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, self.url_of(path))
+            .header("x-kinetic-user", user)
+    }
+
     /// Send `method path` as `user` (dev identity header), with an optional JSON body.
     pub async fn call(&self, user: &str, method: Method, path: &str, body: Option<Value>) -> Resp {
-        let mut req = self
-            .http
-            .request(method, self.url_of(path))
-            .header("x-kinetic-user", user);
+        let mut req = self.request_as(user, method, path);
         if let Some(b) = body {
             req = req.json(&b);
         }

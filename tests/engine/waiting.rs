@@ -118,10 +118,7 @@ async fn watch_streams_progress_in_order_then_done() {
     let op = app.noop(USER, noop(4, json!({"stepMillis": 30}))).await;
     let name = op["name"].as_str().unwrap();
     let resp = app
-        .http
-        .get(app.url_of(&format!("/v1/{name}:watch")))
-        .header("x-kinetic-user", USER)
-        .send()
+        .stream_as(USER, &format!("/v1/{name}:watch"))
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);

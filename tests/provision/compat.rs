@@ -56,9 +56,7 @@ fn fixture(name: &str) -> (Value, String) {
 /// against the preview fixture `name` (what the old code answered, byte for byte).
 async fn preview_as_before(app: &TestApp, method: Method, path: &str, body: &Value, name: &str) {
     let r = app
-        .http
-        .request(method, app.url_of(path))
-        .header("x-kinetic-user", OWNER)
+        .request_as(OWNER, method, path)
         .json(body)
         .send()
         .await

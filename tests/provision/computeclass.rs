@@ -231,9 +231,7 @@ async fn pool_of(k: &KubeCluster, name: &str, pools: [&str; 2]) -> Option<String
 
 #[tokio::test]
 async fn pods_of_the_class_run_on_spot_fail_over_to_on_demand_and_come_back() {
-    let env = explicit_clock().await;
-    let up = env.up("ke", json!({"accelerator": "cpu"})).await;
-    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    let env = explicit_clock_up("ke").await;
     let add = env
         .add_pool("ke", json!({"accelerator": "l4", "failover": true}))
         .await;

@@ -48,12 +48,7 @@ async fn pair(env: &Env, name: &str) -> (String, String) {
 }
 
 async fn kube_of(env: &Env, name: &str) -> KubeCluster {
-    let gke = env
-        .gcp()
-        .container
-        .get_cluster(PROJECT, ZONE, name)
-        .await
-        .expect("cluster");
+    let gke = env.gke_cluster(name).await;
     let access = ClusterAccess::for_gke(&gke).expect("endpoint");
     env.app.state.cloud.kube.cluster(access)
 }
@@ -187,12 +182,7 @@ async fn a_drill_reclaims_the_spot_vms_and_times_the_failover() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let ids: Vec<&str> = r.body["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["id"].as_str().unwrap())
-        .collect();
+    let ids = crate::common::ids(&r.body, "actions", "id");
     assert_eq!(ids, ["drill-reclaim", "drill-watch"]);
     assert!(
         env.journal("compute", "instanceGroupManagers.deleteInstances")

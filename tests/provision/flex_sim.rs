@@ -11,7 +11,7 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{OWNER, cluster_path, explicit_clock, kube, kube_key, pool_of};
+use crate::support::{OWNER, cluster_path, explicit_clock_up, kube, kube_key, pool_of};
 
 /// The node a pod runs on (`None` while it is not Running).
 async fn node_of(k: &KubeCluster, name: &str) -> Option<String> {
@@ -44,9 +44,7 @@ fn gpu_pod(name: &str, pool: &str, gpus: u32, extra: Value) -> Pod {
 
 #[tokio::test]
 async fn a_flex_start_pool_grows_for_a_pending_gpu_pod() {
-    let env = explicit_clock().await;
-    let up = env.up("ks", json!({"accelerator": "cpu"})).await;
-    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    let env = explicit_clock_up("ks").await;
     let add = env
         .add_pool(
             "ks",
@@ -78,9 +76,7 @@ async fn a_flex_start_pool_grows_for_a_pending_gpu_pod() {
 
 #[tokio::test]
 async fn a_queued_pool_grows_only_when_a_provisioning_request_asks() {
-    let env = explicit_clock().await;
-    let up = env.up("kq", json!({"accelerator": "cpu"})).await;
-    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    let env = explicit_clock_up("kq").await;
     let add = env
         .add_pool("kq", json!({"accelerator": "l4", "provisioning": "QUEUED"}))
         .await;

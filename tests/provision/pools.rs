@@ -89,12 +89,7 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
 
     // List and get from the records.
     let list = env.pools("kp").await;
-    let ids: Vec<&str> = list["nodePools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["poolId"].as_str().unwrap())
-        .collect();
+    let ids = crate::common::ids(&list, "nodePools", "poolId");
     assert_eq!(ids.len(), 3);
     let r = env
         .app

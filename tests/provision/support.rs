@@ -89,6 +89,14 @@ pub async fn gke_too_old(
     meta
 }
 
+/// [`explicit_clock`] with a cluster `name` up (no accelerator), run out to success.
+pub async fn explicit_clock_up(name: &str) -> Env {
+    let env = explicit_clock().await;
+    let up = env.up(name, json!({"accelerator": "cpu"})).await;
+    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    env
+}
+
 /// [`env`] with a cluster `name` up (no accelerator, asserting success).
 pub async fn env_up(name: &str) -> Env {
     let env = env().await;
@@ -270,6 +278,15 @@ impl Env {
         let r = self.app.delete(OWNER, &pool_path(cluster, id)).await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
         self.ok(&r.body).await
+    }
+
+    /// The GKE cluster `name` as the simulated GKE holds it (production client).
+    pub async fn gke_cluster(&self, name: &str) -> kineticd::cloud::gcp::types::container::Cluster {
+        self.gcp()
+            .container
+            .get_cluster(PROJECT, ZONE, name)
+            .await
+            .expect("cluster")
     }
 
     /// POST a node pool, asserting 202; returns the operation.

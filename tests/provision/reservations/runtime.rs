@@ -76,9 +76,7 @@ async fn the_pool_step_checks_again_and_creates_no_pool_when_the_reservation_is_
 
 #[tokio::test]
 async fn the_autoscaler_stops_at_the_reservations_free_vms() {
-    let env = explicit_clock().await;
-    let up = env.up("ka", json!({"accelerator": "cpu"})).await;
-    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    let env = explicit_clock_up("ka").await;
     reserve(&env, l4("two", 2)).await;
     let add = env.add_pool("ka", l4_on("two", None)).await;
     assert_eq!(env.run_out(&add).await["metadata"]["state"], "SUCCEEDED");
