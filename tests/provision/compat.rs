@@ -191,7 +191,7 @@ async fn an_up_and_a_pool_add_stored_before_typed_plans_are_claimed_and_finished
         .await;
     assert_eq!(up.status, StatusCode::ACCEPTED, "{}", up.body);
     run_as_stored_before(&app, &up.body, "up", None).await;
-    let add_body = json!({"accelerator": "l4", "failover": true});
+    let add_body = l4_failover_pair();
     let add_path = format!("{path}/nodePools?validateOnly=true&requestId=compat-add");
     preview_changed(&app, &add_path, &add_body, "pool-add", with_compute_class).await;
     let add = app

@@ -47,9 +47,7 @@ fn stored_class(env: &Env, cluster: &str, name: &str) -> Option<Value> {
 #[tokio::test]
 async fn a_pair_is_created_tied_to_its_compute_class_and_the_response_says_how_to_use_it() {
     let env = env_up("kc").await;
-    let op = env
-        .add_pool("kc", json!({"accelerator": "l4", "failover": true}))
-        .await;
+    let op = env.add_pool("kc", l4_failover_pair()).await;
     let plan = &op["metadata"]["plan"]["actions"];
     let done = env.ok(&op).await;
     let (spot, od) = pair(&env, "kc").await;
@@ -141,7 +139,7 @@ async fn a_pair_is_created_tied_to_its_compute_class_and_the_response_says_how_t
 #[tokio::test]
 async fn a_gke_version_without_compute_classes_is_refused_before_anything_is_queued() {
     let env = env_up_on_gke("1.30.3-gke.1400000", "ko").await;
-    let body = json!({"accelerator": "l4", "failover": true});
+    let body = l4_failover_pair();
     for q in ["", "?validateOnly=true"] {
         let meta = gke_too_old(&env, "ko", q, body.clone(), "1.30.3-gke.1400000").await;
         assert_eq!(meta["minimumVersion"], "1.30.3-gke.1451000");
@@ -166,7 +164,7 @@ async fn remove(env: &Env, cluster: &str, pool: &str) -> Value {
 #[tokio::test]
 async fn removing_either_pool_removes_both_and_the_class_even_when_it_is_gone() {
     let env = env_up("kr").await;
-    let body = json!({"accelerator": "l4", "failover": true});
+    let body = l4_failover_pair();
     env.ok(&env.add_pool("kr", body.clone()).await).await;
     let (spot, od) = pair(&env, "kr").await;
     let class = format!("kinetic-{spot}");
@@ -232,9 +230,7 @@ async fn pool_of(k: &KubeCluster, name: &str, pools: [&str; 2]) -> Option<String
 #[tokio::test]
 async fn pods_of_the_class_run_on_spot_fail_over_to_on_demand_and_come_back() {
     let env = explicit_clock_up("ke").await;
-    let add = env
-        .add_pool("ke", json!({"accelerator": "l4", "failover": true}))
-        .await;
+    let add = env.add_pool("ke", l4_failover_pair()).await;
     let done = env.run_out(&add).await;
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
     let (spot, od) = pair(&env, "ke").await;

@@ -299,9 +299,7 @@ async fn the_quota_pre_check_names_metric_limit_usage_and_need() {
 #[tokio::test]
 async fn a_failover_pair_is_added_and_removed_together() {
     let env = env_up("kf").await;
-    let op = env
-        .add_pool("kf", json!({"accelerator": "l4", "failover": true}))
-        .await;
+    let op = env.add_pool("kf", l4_failover_pair()).await;
     env.ok(&op).await;
     let pools = env.pools("kf").await;
     let pools = pools["nodePools"].as_array().unwrap().clone();

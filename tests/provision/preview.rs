@@ -249,7 +249,7 @@ async fn a_preview_with_a_request_id_names_the_pools_its_apply_creates() {
 
     // pool add: the same, for a failover pair.
     let add = format!("{up}/nodePools");
-    let body = json!({"accelerator": "l4", "failover": true});
+    let body = l4_failover_pair();
     let preview = preview_with_id(&env, &Method::POST, &add, "req-add-1", &body).await;
     let done = apply_with_id(&env, Method::POST, &add, "req-add-1", body).await;
     assert_eq!(actions(&done["metadata"]["plan"]), actions(&preview));

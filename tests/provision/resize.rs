@@ -205,7 +205,7 @@ async fn growth_beyond_the_regions_quota_is_refused_before_anything_is_queued() 
 #[tokio::test]
 async fn a_failover_pair_is_resized_together_where_the_fallback_must_follow() {
     let env = env().await;
-    let ids = cluster_with_pool(&env, "kf", json!({"accelerator": "l4", "failover": true})).await;
+    let ids = cluster_with_pool(&env, "kf", l4_failover_pair()).await;
     let listed = env.pools("kf").await;
     let role = |id: &str| entry(&listed, "nodePools", "poolId", id)["failover"]["role"].clone();
     let (spot, od) = if role(&ids[0]) == "SPOT" {

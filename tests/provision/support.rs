@@ -89,6 +89,11 @@ pub async fn gke_too_old(
     meta
 }
 
+/// The body of a failover pair of L4 pools (spot first, on-demand behind it).
+pub fn l4_failover_pair() -> Value {
+    json!({"accelerator": "l4", "failover": true})
+}
+
 /// [`explicit_clock`] with a cluster `name` up (no accelerator), run out to success.
 pub async fn explicit_clock_up(name: &str) -> Env {
     let env = explicit_clock().await;
