@@ -54,6 +54,11 @@ async fn set_autoscaling_calls(env: &Env) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// A pool record's (minNodes, maxNodes).
+fn bounds(p: &Value) -> (Option<i64>, Option<i64>) {
+    (p["minNodes"].as_i64(), p["maxNodes"].as_i64())
+}
+
 fn gke_pool(cluster: &str, id: &str) -> String {
     format!("projects/ml-proj/locations/us-central1-a/clusters/{cluster}/nodePools/{id}")
 }
@@ -82,11 +87,7 @@ async fn resize_up_then_down_sets_gke_autoscaling_the_record_and_the_nodes() {
                "name": gke_pool("kr", id)})
     );
     let p = env.pool("kr", id).await;
-    assert_eq!(
-        (p["minNodes"].as_i64(), p["maxNodes"].as_i64()),
-        (Some(2), Some(10)),
-        "{p}"
-    );
+    assert_eq!(bounds(&p), (Some(2), Some(10)), "{p}");
     assert_eq!(p["state"], "RUNNING");
     assert_eq!(p["estimatedHourlyCost"]["atMin"], 1.42, "{p}");
     assert_eq!(p["estimatedHourlyCost"]["atMax"], 7.1, "{p}");
@@ -114,11 +115,7 @@ async fn resize_up_then_down_sets_gke_autoscaling_the_record_and_the_nodes() {
     )
     .await;
     let p = env.pool("kr", id).await;
-    assert_eq!(
-        (p["minNodes"].as_i64(), p["maxNodes"].as_i64()),
-        (Some(0), Some(1)),
-        "{p}"
-    );
+    assert_eq!(bounds(&p), (Some(0), Some(1)), "{p}");
     assert_eq!(p["estimatedHourlyCost"]["atMax"], 0.71, "{p}");
     assert_eq!(
         nodes(&env, "kr", id).await,
@@ -134,11 +131,7 @@ async fn resize_up_then_down_sets_gke_autoscaling_the_record_and_the_nodes() {
     // A later up rebuilds the pool from its record: the new bounds stay.
     env.up_ok("kr", json!({})).await;
     let p = env.pool("kr", id).await;
-    assert_eq!(
-        (p["minNodes"].as_i64(), p["maxNodes"].as_i64()),
-        (Some(0), Some(1)),
-        "{p}"
-    );
+    assert_eq!(bounds(&p), (Some(0), Some(1)), "{p}");
 }
 
 #[tokio::test]
@@ -455,11 +448,7 @@ async fn faults_at_set_autoscaling_are_retried_or_leave_the_record_as_it_was() {
         "{failed}"
     );
     let p = env.pool("kx", id).await;
-    assert_eq!(
-        (p["minNodes"].as_i64(), p["maxNodes"].as_i64()),
-        (Some(0), Some(6)),
-        "{p}"
-    );
+    assert_eq!(bounds(&p), (Some(0), Some(6)), "{p}");
     assert_eq!(p["state"], "RUNNING");
     // The next resize goes through.
     resize_ok(&env, "kx", id, "", json!({"minNodes": 1})).await;
