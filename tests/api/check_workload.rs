@@ -6,14 +6,11 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use kineticd::cloud::gcp::GcpClients;
 use kineticd::cloud::gcp::types::container::Cluster;
 use kineticd::cloud::kube::{ClusterAccess, KubeCluster};
 use kineticd::domain::PoolState;
 use kineticd::store;
-use kube::Api;
-use kube::api::PostParams;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -21,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::gke::{autoscaled_pool, default_pool};
 use crate::common::{Resp, TestApp, entry};
 use crate::support::{
-    ALICE, C, CHECK, EVE, P, Z, expect_error, expect_not_found, ok, raw, reasons,
+    ALICE, C, CHECK, EVE, P, Z, create_pod, expect_error, expect_not_found, ok, raw, reasons,
 };
 
 const POOL: &str = "gpu-l4-ab12";
@@ -130,14 +127,6 @@ fn pool_fit<'a>(v: &'a Value, id: &str) -> &'a str {
     entry(v, "pools", "poolId", id)["fits"]
         .as_str()
         .unwrap_or_else(|| panic!("pool {id} fits no string in {v:#}"))
-}
-
-async fn create_pod(kube: &KubeCluster, body: &Value) {
-    let pod: Pod = serde_json::from_value(body.clone()).expect("pod");
-    let api: Api<Pod> = Api::namespaced(kube.client().await.expect("client"), "default");
-    api.create(&PostParams::default(), &pod)
-        .await
-        .expect("create pod");
 }
 
 /// The reason `GET .../capacity` gives for the pending pod `name`.

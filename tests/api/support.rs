@@ -162,6 +162,17 @@ pub fn iap_request(
     req
 }
 
+/// Create the pod `body` (a Pod manifest) in the `default` namespace of `cluster`.
+pub async fn create_pod(cluster: &kineticd::cloud::kube::KubeCluster, body: &Value) {
+    use k8s_openapi::api::core::v1::Pod;
+    let pod: Pod = serde_json::from_value(body.clone()).expect("pod");
+    let api: kube::Api<Pod> =
+        kube::Api::namespaced(cluster.client().await.expect("client"), "default");
+    api.create(&kube::api::PostParams::default(), &pod)
+        .await
+        .expect("create pod");
+}
+
 /// The callers of the cluster tests: alice owns `acme`, bob is a member, eve is not.
 pub const ALICE: &str = "alice@example.com";
 pub const BOB: &str = "bob@example.com";
