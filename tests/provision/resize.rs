@@ -138,16 +138,10 @@ async fn resize_up_then_down_sets_gke_autoscaling_the_record_and_the_nodes() {
 async fn a_preview_returns_the_plan_and_queues_nothing() {
     let env = env().await;
     let ids = cluster_with_pool(&env, "kp", json!({"accelerator": "l4"})).await;
-    let r = env
-        .patch_pool(
-            "kp",
-            &ids[0],
-            "?validateOnly=true",
-            json!({"minNodes": 1, "maxNodes": 4}),
-        )
+    let preview = env
+        .preview_patch("kp", &ids[0], json!({"minNodes": 1, "maxNodes": 4}))
         .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let a = &r.body["actions"][0];
+    let a = &preview["actions"][0];
     assert_eq!(a["action"], "UPDATE");
     assert_eq!(a["id"], format!("pool:{}", ids[0]));
     assert_eq!(a["type"], "container.nodePool");
@@ -163,7 +157,7 @@ async fn a_preview_returns_the_plan_and_queues_nothing() {
         (Some(1), Some(4))
     );
     assert_eq!(a["details"]["estimatedHourlyCost"]["atMax"], 2.84, "{a}");
-    assert_eq!(r.body["estimatedHourlyCost"]["atMin"], 0.71);
+    assert_eq!(preview["estimatedHourlyCost"]["atMin"], 0.71);
     assert!(
         env.operations_of("UPDATE_NODE_POOL").await["operations"]
             .as_array()
@@ -208,27 +202,13 @@ async fn a_failover_pair_is_resized_together_where_the_fallback_must_follow() {
     };
 
     // The spot pool's maximum goes past the fallback's: both are set, spot first.
-    let preview = env
-        .patch_pool(
-            "kf",
-            &spot,
-            "?validateOnly=true",
-            json!({"minNodes": 1, "maxNodes": 20}),
-        )
-        .await;
-    assert_eq!(preview.status, StatusCode::OK, "{}", preview.body);
-    let actions = preview.body["actions"].as_array().unwrap();
-    assert_eq!(actions.len(), 2, "{}", preview.body);
+    let body = json!({"minNodes": 1, "maxNodes": 20});
+    let preview = env.preview_patch("kf", &spot, body.clone()).await;
+    let actions = preview["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), 2, "{preview}");
     assert_eq!(actions[1]["id"], format!("pool:{od}"));
     assert_eq!(actions[1]["dependsOn"], json!([format!("pool:{spot}")]));
-    resize_ok(
-        &env,
-        "kf",
-        &spot,
-        "",
-        json!({"minNodes": 1, "maxNodes": 20}),
-    )
-    .await;
+    resize_ok(&env, "kf", &spot, "", body).await;
     let calls = set_autoscaling_calls(&env).await;
     let names: Vec<&str> = calls
         .iter()

@@ -314,6 +314,15 @@ impl Env {
         self.app.patch(OWNER, &path, body).await
     }
 
+    /// The preview of a `PATCH` of pool `id` of `cluster` with `body`, asserting 200.
+    pub async fn preview_patch(&self, cluster: &str, id: &str, body: Value) -> Value {
+        let r = self
+            .patch_pool(cluster, id, "?validateOnly=true", body)
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body
+    }
+
     /// The node pools of `cluster` (the list response), as the owner.
     pub async fn pools(&self, cluster: &str) -> Value {
         let path = format!("{}/nodePools", cluster_path(cluster));
