@@ -21,14 +21,8 @@ use uuid::Uuid;
 
 use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
 use crate::common::{TestApp, fresh_db};
-use crate::support::{expect_error, expect_not_found, ok, pool};
+use crate::support::{ALICE, BOB, C, EVE, P, Z, expect_error, expect_not_found, ok, pool};
 
-const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
-const EVE: &str = "eve@example.com";
-const P: &str = "acme-project";
-const Z: &str = "us-central1-a";
-const C: &str = "kc";
 const STATUS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/status";
 const ACCELERATORS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/accelerators";
 const WAIT: Duration = Duration::from_secs(120);

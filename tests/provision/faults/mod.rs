@@ -193,10 +193,7 @@ async fn finish(env: &Env, op: &Value) -> Value {
     let name = op["name"].as_str().expect("operation name");
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let r = env
-            .app
-            .post(OWNER, &format!("/v1/{name}:wait?timeout=5s"), Value::Null)
-            .await;
+        let r = env.app.op_action(OWNER, name, "wait?timeout=5s").await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
         if r.body["done"] == true {
             return r.body;
