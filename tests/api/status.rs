@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kineticd::cloud::gcp::GcpClients;
 use kineticd::cloud::gcp::types::artifact_registry::Repository;
-use kineticd::cloud::gcp::types::compute::{Network, Router, RouterNat};
+use kineticd::cloud::gcp::types::compute::Network;
 use kineticd::cloud::gcp::types::container::{Cluster, NodePool};
 use kineticd::cloud::gcp::types::storage::Bucket;
 use kineticd::domain::resource_names::ClusterNames;
@@ -112,17 +112,8 @@ async fn provision(gcp: &GcpClients, pools: &[NodePool]) {
         .await
         .expect("repository");
     network(gcp, &n).await;
-    let router = Router {
-        name: n.router.clone(),
-        network: format!("projects/{P}/global/networks/{}", n.network),
-        nats: vec![RouterNat {
-            name: n.nat.clone(),
-            nat_ip_allocate_option: "AUTO_ONLY".into(),
-            source_subnetwork_ip_ranges_to_nat: "ALL_SUBNETWORKS_ALL_IP_RANGES".into(),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
+    // The router and NAT exactly as `up` makes them.
+    let router = kineticd::ops::workflows::cluster::wire::router(&n);
     let op = gcp
         .compute
         .insert_router(P, &n.region, &router, Uuid::new_v4())
