@@ -298,8 +298,16 @@ fn line_of(code: &[char], offset: usize) -> usize {
 /// Every path into the crate in `src` of file `rel`, as (path below the crate root, line):
 /// `crate::...` (grouped or not) and `super::` chains that climb to the crate root.
 fn crate_paths(rel: &str, src: &str) -> Vec<(String, usize)> {
+    paths_from_root(rel, src, false)
+}
+
+/// Like [`crate_paths`], and with `relative` also the `super::` and `self::` paths that
+/// stay below the root, resolved against the file's module (`super::x` in
+/// `src/a/b.rs` is `a::x`).
+fn paths_from_root(rel: &str, src: &str, relative: bool) -> Vec<(String, usize)> {
     let code: Vec<char> = without_test_modules(&code_only(src)).chars().collect();
-    let depth = module_path(rel).len();
+    let module = module_path(rel);
+    let depth = module.len();
     let inline_mods = src.contains("mod ") && src.contains('{') && has_inline_mod(&code);
     let mut out = Vec::new();
     let mut i = 0;
@@ -309,25 +317,98 @@ fn crate_paths(rel: &str, src: &str) -> Vec<(String, usize)> {
             continue;
         }
         let word = path_at(code.as_slice(), i);
-        let (root, rest_at) = if word == "crate" || word.starts_with("crate::") {
-            (true, i + "crate::".len())
+        // (the path's base below the root, where the rest of the path starts)
+        let start: Option<(Vec<String>, usize)> = if word == "crate" || word.starts_with("crate::")
+        {
+            Some((Vec::new(), i + "crate::".len()))
         } else if word.starts_with("super::") && !inline_mods {
             let supers = word.split("::").take_while(|s| *s == "super").count();
-            (supers >= depth, i + supers * "super::".len())
+            let at = i + supers * "super::".len();
+            if supers >= depth {
+                Some((Vec::new(), at))
+            } else {
+                relative.then(|| (module[..depth - supers].to_vec(), at))
+            }
+        } else if word.starts_with("self::") && relative && !inline_mods {
+            Some((module.clone(), i + "self::".len()))
         } else {
-            (false, i)
+            None
         };
-        if root && code.get(rest_at - 2) == Some(&':') {
+        if let Some((base, rest_at)) = start
+            && code.get(rest_at - 2) == Some(&':')
+        {
             let paths = if code.get(rest_at) == Some(&'{') {
                 group_items(&code, rest_at)
             } else {
                 expand(&code, rest_at)
             };
-            out.extend(paths.into_iter().map(|(p, at)| (p, line_of(&code, at))));
+            let prefix: String = base.iter().map(|m| format!("{m}::")).collect();
+            out.extend(
+                paths
+                    .into_iter()
+                    .map(|(p, at)| (format!("{prefix}{p}"), line_of(&code, at))),
+            );
         }
         i += word.len().max(1);
     }
     out
+}
+
+/// The import circles among the files of one folder: strongly connected sets of sibling
+/// modules (`a.rs` or `a/mod.rs` is module `a` of its folder) that use each other.
+fn folder_circles(files: &[(String, String)]) -> Vec<Vec<String>> {
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|(rel, _)| module_path(rel)).collect();
+    let mut edges: std::collections::BTreeMap<Vec<String>, BTreeSet<Vec<String>>> =
+        Default::default();
+    for (rel, src) in files {
+        let from = module_path(rel);
+        let Some((_, folder)) = from.split_last() else {
+            continue;
+        };
+        for (path, _) in paths_from_root(rel, src, true) {
+            let parts: Vec<String> = path.split("::").map(str::to_owned).collect();
+            let target = (1..=parts.len())
+                .rev()
+                .map(|k| parts[..k].to_vec())
+                .find(|m| modules.contains(m));
+            if let Some(to) = target
+                && to != from
+                && to.split_last().is_some_and(|(_, f)| f == folder)
+            {
+                edges.entry(from.clone()).or_default().insert(to);
+            }
+        }
+    }
+    // Two modules are in one circle when each reaches the other.
+    let reach = |a: &Vec<String>| -> BTreeSet<Vec<String>> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![a.clone()];
+        while let Some(m) = todo.pop() {
+            for n in edges.get(&m).into_iter().flatten() {
+                if seen.insert(n.clone()) {
+                    todo.push(n.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: std::collections::BTreeMap<&Vec<String>, BTreeSet<Vec<String>>> =
+        edges.keys().map(|m| (m, reach(m))).collect();
+    let mut circles: BTreeSet<Vec<String>> = BTreeSet::new();
+    for (m, r) in &reached {
+        let mut circle: Vec<String> = r
+            .iter()
+            .filter(|n| reached.get(n).is_some_and(|back| back.contains(*m)))
+            .map(|n| n.join("::"))
+            .collect();
+        if !circle.is_empty() {
+            circle.push(m.join("::"));
+            circle.sort();
+            circle.dedup();
+            circles.insert(circle);
+        }
+    }
+    circles.into_iter().collect()
 }
 
 /// `code` with the bodies of `#[cfg(test)] mod name { ... }` blanked: unit tests may use
@@ -500,6 +581,53 @@ fn sql_outside_store(rel: &str, src: &str) -> Vec<usize> {
         .filter(|(_, l)| l.contains("sqlx::query") || l.contains("sqlx::raw_sql"))
         .map(|(n, _)| n + 1)
         .collect()
+}
+
+/// README ("Where a test lives"): no two files of one folder import each other, directly
+/// or round a loop; a type both need lives in a module of its own.
+#[test]
+fn no_import_circles_inside_a_folder() {
+    let circles = folder_circles(&crate_files());
+    assert!(
+        circles.is_empty(),
+        "import circles inside folders (move what both sides need into its own module):\n{}",
+        circles
+            .iter()
+            .map(|c| c.join(" <-> "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn the_circle_check_finds_a_circle_and_nothing_else() {
+    let files = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(r, s)| (r.to_string(), s.to_string()))
+            .collect()
+    };
+    let loop_ = files(&[
+        ("src/a/mod.rs", "mod x; mod y; mod z;\n"),
+        ("src/a/x.rs", "use super::y::Y;\n"),
+        ("src/a/y.rs", "use crate::a::{z::Z, q};\n"),
+        ("src/a/z.rs", "fn f() { self::g(); super::x::X::new(); }\n"),
+    ]);
+    assert_eq!(
+        folder_circles(&loop_),
+        [vec!["a::x".to_owned(), "a::y".into(), "a::z".into()]]
+    );
+    let chain = files(&[
+        ("src/a/mod.rs", "use self::x::X;\n"),
+        ("src/a/x.rs", "use super::y::Y;\n// use super::x;\n"),
+        ("src/a/y.rs", "use crate::b::x::X;\n"),
+        ("src/b/x.rs", "use crate::a::x::X;\n"),
+    ]);
+    assert!(
+        folder_circles(&chain).is_empty(),
+        "{:?}",
+        folder_circles(&chain)
+    );
 }
 
 #[test]
