@@ -583,11 +583,21 @@ fn sql_outside_store(rel: &str, src: &str) -> Vec<usize> {
         .collect()
 }
 
+/// Circles that stay, each with why (issue 25 allows at most four): none today.
+const ALLOWED_CIRCLES: &[(&[&str], &str)] = &[];
+
 /// README ("Where a test lives"): no two files of one folder import each other, directly
 /// or round a loop; a type both need lives in a module of its own.
 #[test]
 fn no_import_circles_inside_a_folder() {
-    let circles = folder_circles(&crate_files());
+    let circles: Vec<Vec<String>> = folder_circles(&crate_files())
+        .into_iter()
+        .filter(|c| {
+            !ALLOWED_CIRCLES
+                .iter()
+                .any(|(members, _why)| c.iter().map(String::as_str).eq(members.iter().copied()))
+        })
+        .collect();
     assert!(
         circles.is_empty(),
         "import circles inside folders (move what both sides need into its own module):\n{}",
