@@ -42,7 +42,6 @@ use serde::Serialize;
 
 use crate::sim::Sim;
 use crate::sim::clock::{Clock, SimTime};
-use crate::sim::world::World;
 
 pub use cluster::{ClusterKube, PoolRuntime, Reclaim};
 
@@ -163,8 +162,8 @@ pub fn routes() -> Router<Sim> {
 }
 
 /// Reconcile every cluster that changed or has a transition due.
-pub fn tick(world: &mut World, clock: &Clock) {
-    for c in world.kube.clusters.values_mut() {
+pub fn tick(state: &mut State, clock: &Clock) {
+    for c in state.clusters.values_mut() {
         c.tick(clock);
     }
 }
