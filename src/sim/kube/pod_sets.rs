@@ -2,68 +2,18 @@
 //! `{name}-0 .. {name}-{n-1}` (created in order, each once the one before runs, removed
 //! from the highest ordinal down); a Job keeps `parallelism` pods (default 1) named
 //! `{job}-{5 chars}` while it is not complete. Pods come from the template and are
-//! admitted as the API server admits any pod (see [`super::workloads`]).
+//! admitted as the API server admits any pod (see [`super::controller_pods`]).
 //!
 //! Invariant: each pass creates only what is missing and deletes only what is surplus,
 //! and a status is written only when it changes, so a settled cluster stays unchanged.
 //! The simulator's pods never finish, so a Job stays active (never Complete).
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::events::{self, Event, EventType};
+use super::controller_pods::{
+    Controller, create_pod, owned_pods, pod_from_template, random_suffix, running, uid,
+};
 use super::objects::{ApiStore, ObjKey};
-use super::sched;
-use super::workloads::{owned_pods, owner_ref_of, pod_from_template, safe_encode, uid};
-
-const CONTROLLER: &str = "kube-controller-manager";
-
-fn running(api: &ApiStore, pods: &[ObjKey]) -> usize {
-    pods.iter()
-        .filter(|k| {
-            api.get(k)
-                .is_some_and(|p| p["status"]["phase"] == "Running")
-        })
-        .count()
-}
-
-fn create_pod(api: &mut ApiStore, ns: &str, pod: &Value) -> String {
-    let name = pod["metadata"]["name"].as_str().unwrap_or("").to_owned();
-    api.create(
-        ObjKey::new("", "pods", ns, &name),
-        pod,
-        CONTROLLER,
-        "Update",
-        Some(sched::pending_status(None)),
-    );
-    name
-}
-
-fn event(
-    api: &mut ApiStore,
-    kind: &str,
-    api_version: &str,
-    obj: &Value,
-    reason: &str,
-    message: &str,
-) {
-    let component = if kind == "Job" {
-        "job-controller"
-    } else {
-        "statefulset-controller"
-    };
-    events::record(
-        api,
-        &Event {
-            kind,
-            api_version,
-            object: obj,
-            kind_of_event: EventType::Normal,
-            reason,
-            message,
-            component,
-        },
-    );
-}
 
 /// Keep each StatefulSet's ordinal pods: one more only once every lower one runs.
 fn statefulsets(api: &mut ApiStore) -> bool {
@@ -88,14 +38,7 @@ fn statefulsets(api: &mut ApiStore) -> bool {
                 "delete Pod {} in StatefulSet {} successful",
                 pk.name, key.name
             );
-            event(
-                api,
-                "StatefulSet",
-                "apps/v1",
-                &sts,
-                "SuccessfulDelete",
-                &message,
-            );
+            Controller::StatefulSet.event(api, &sts, "SuccessfulDelete", &message);
             changed = true;
         }
         let have: Vec<usize> = pods.iter().map(ordinal).filter(|o| *o < want).collect();
@@ -103,21 +46,13 @@ fn statefulsets(api: &mut ApiStore) -> bool {
         let lower_running = running(api, &owned_pods(api, &key.namespace, uid(&sts))) == have.len();
         if let Some(o) = next.filter(|_| lower_running) {
             let name = format!("{}-{o}", key.name);
-            let mut pod =
-                pod_from_template(&sts, &name, owner_ref_of("apps/v1", "StatefulSet", &sts));
+            let mut pod = pod_from_template(Controller::StatefulSet, &sts, &name);
             pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"] = json!(o.to_string());
             pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] = json!(name);
             pod["spec"]["hostname"] = json!(name);
             create_pod(api, &key.namespace, &pod);
             let message = format!("create Pod {name} in StatefulSet {} successful", key.name);
-            event(
-                api,
-                "StatefulSet",
-                "apps/v1",
-                &sts,
-                "SuccessfulCreate",
-                &message,
-            );
+            Controller::StatefulSet.event(api, &sts, "SuccessfulCreate", &message);
             changed = true;
         }
         let pods = owned_pods(api, &key.namespace, uid(&sts));
@@ -144,13 +79,12 @@ fn jobs(api: &mut ApiStore) -> bool {
         let want = job["spec"]["parallelism"].as_i64().unwrap_or(1).max(0) as usize;
         let pods = owned_pods(api, &key.namespace, uid(&job));
         for _ in pods.len()..want {
-            let suffix = safe_encode(uuid::Uuid::new_v4().as_u128() as u64, 5);
-            let name = format!("{}-{suffix}", key.name);
-            let mut pod = pod_from_template(&job, &name, owner_ref_of("batch/v1", "Job", &job));
+            let name = format!("{}-{}", key.name, random_suffix());
+            let mut pod = pod_from_template(Controller::Job, &job, &name);
             pod["metadata"]["labels"]["batch.kubernetes.io/job-name"] = json!(key.name);
             create_pod(api, &key.namespace, &pod);
             let message = format!("Created pod: {name}");
-            event(api, "Job", "batch/v1", &job, "SuccessfulCreate", &message);
+            Controller::Job.event(api, &job, "SuccessfulCreate", &message);
             changed = true;
         }
         let pods = owned_pods(api, &key.namespace, uid(&job));
@@ -173,6 +107,8 @@ pub fn run(api: &mut ApiStore) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     fn template() -> Value {

@@ -11,10 +11,11 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::cluster::{ClusterKube, initial_status, namespaced_keys};
-use super::http::{Reply, Req};
-use super::objects::{KStatus, ObjKey, Outcome, Write, write_existing};
+use super::objects::{ObjKey, Outcome, Write, write_existing};
+use super::request::{Reply, Req};
 use super::resources::{CRD_GROUP, CRD_PLURAL, ResourceDef, crd_defs};
 use super::selectors::selected;
+use super::status::KStatus;
 use super::table;
 use super::validation::{field_validation, normalise_and_admit, parse_body, validate};
 
@@ -69,7 +70,7 @@ pub fn list(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, req: &Req) -> 
 pub fn get(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, name: &str, req: &Req) -> Reply {
     let k = key(def, ns, name);
     let Some(obj) = c.api.get(&k) else {
-        return KStatus::not_found(def, name).into();
+        return def.not_found(name).into();
     };
     if table::wants_table(&req.accept) {
         let rv = c.api.resource_version.to_string();
@@ -124,12 +125,12 @@ pub fn patch(
     let write = match req.media.as_str() {
         "application/apply-patch+yaml" => {
             let Some(manager) = req.param("fieldManager").filter(|m| !m.is_empty()) else {
-                return KStatus::invalid(
-                    def,
-                    name,
-                    "fieldManager: Required value: is required for apply patch",
-                )
-                .into();
+                return def
+                    .invalid(
+                        name,
+                        "fieldManager: Required value: is required for apply patch",
+                    )
+                    .into();
             };
             Write::Apply {
                 manager: manager.to_owned(),
@@ -170,7 +171,7 @@ pub fn patch(
             c.mark_dirty();
             object(StatusCode::CREATED, def, k)
         }
-        (_, None) => KStatus::not_found(def, name).into(),
+        (_, None) => def.not_found(name).into(),
         (_, Some(existing)) => {
             if matches!(write, Write::Apply { .. })
                 && let Err(e) = validate(c, def, ns, Some(name), &mut body, true)
@@ -215,7 +216,7 @@ pub fn update(
         Err(e) => return e.into(),
     };
     let Some(existing) = c.api.get(&k).cloned() else {
-        return KStatus::not_found(def, name).into();
+        return def.not_found(name).into();
     };
     if let Err(e) = field_validation(def, req, &body, false) {
         return e.into();
@@ -235,7 +236,7 @@ pub fn update(
 pub fn delete(c: &mut ClusterKube, def: &ResourceDef, ns: Option<&str>, name: &str) -> Reply {
     let k = key(def, ns, name);
     let Some(removed) = c.api.remove(&k) else {
-        return KStatus::not_found(def, name).into();
+        return def.not_found(name).into();
     };
     if def.group.is_empty() && def.plural == "namespaces" {
         for k in namespaced_keys(&c.api, name) {
