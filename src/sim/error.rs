@@ -6,7 +6,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
@@ -106,6 +106,17 @@ impl SimError {
     }
 }
 
+/// A `google.rpc.ErrorInfo` detail: why (`reason`), from which service (`domain`), with
+/// what `metadata`.
+pub fn error_info(reason: &str, domain: &str, metadata: Value) -> Value {
+    json!({
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": reason,
+        "domain": domain,
+        "metadata": metadata,
+    })
+}
+
 impl IntoResponse for SimError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -114,19 +125,9 @@ impl IntoResponse for SimError {
                 "code": self.http,
                 "message": self.message,
                 "status": self.status,
-                "details": [{
-                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                    "reason": self.reason,
-                    "domain": "googleapis.com",
-                    "metadata": {},
-                }],
+                "details": [error_info(&self.reason, "googleapis.com", json!({}))],
             }}),
-            Flavor::Compute => json!({"error": {
-                "code": self.http,
-                "message": self.message,
-                "errors": [{"domain": "global", "reason": self.reason, "message": self.message}],
-            }}),
-            Flavor::Storage => json!({"error": {
+            Flavor::Compute | Flavor::Storage => json!({"error": {
                 "code": self.http,
                 "message": self.message,
                 "errors": [{"domain": "global", "reason": self.reason, "message": self.message}],

@@ -115,32 +115,14 @@ mod tests {
             "Update",
             None,
         );
-        on_pod(
-            &mut api,
-            &key,
-            EventType::Warning,
-            "FailedScheduling",
-            "no",
-            "default-scheduler",
-        );
+        let scheduler = |api: &mut ApiStore, t, reason, message| {
+            on_pod(api, &key, t, reason, message, "default-scheduler");
+        };
+        scheduler(&mut api, EventType::Warning, "FailedScheduling", "no");
         let rv = api.resource_version;
-        on_pod(
-            &mut api,
-            &key,
-            EventType::Warning,
-            "FailedScheduling",
-            "no",
-            "default-scheduler",
-        );
+        scheduler(&mut api, EventType::Warning, "FailedScheduling", "no");
         assert_eq!(api.resource_version, rv, "a repeat records nothing");
-        on_pod(
-            &mut api,
-            &key,
-            EventType::Normal,
-            "Scheduled",
-            "yes",
-            "default-scheduler",
-        );
+        scheduler(&mut api, EventType::Normal, "Scheduled", "yes");
         let events: Vec<&Value> = api
             .list("", "events", Some("default"))
             .map(|(_, e)| e)

@@ -13,14 +13,14 @@ use serde_json::json;
 use crate::cloud::gcp::types::container::{Operation, RpcStatus, StatusCondition};
 use crate::sim::Sim;
 use crate::sim::clock::Clock;
-use crate::sim::error::{Flavor, SimError};
+use crate::sim::error::{SimError, error_info};
 use crate::sim::faults::FaultKind;
 use crate::sim::gcp::compute::quota;
 use crate::sim::world::World;
 
 use super::durations;
 use super::effects;
-use super::lookup::{At, find_pool, key};
+use super::lookup::{At, F, find_pool, key};
 use super::model::{Effect, Failure, OpRec, Shape};
 use super::{State, stocked_out};
 
@@ -32,7 +32,7 @@ pub fn ensure_idle(state: &State, cluster_key: &str, cluster_name: &str) -> Resu
         .find(|o| o.cluster == cluster_key && o.op.status != "DONE")
     {
         Some(o) => Err(SimError::precondition(
-            Flavor::Aip193,
+            F,
             format!(
                 "Operation {} is currently {}. Please wait and try again once it is done.",
                 o.op.name,
@@ -172,12 +172,7 @@ pub fn begin_pool_change(
 }
 
 fn info(reason: &str, metadata: serde_json::Value) -> serde_json::Value {
-    json!({
-        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-        "reason": reason,
-        "domain": "container.googleapis.com",
-        "metadata": metadata,
-    })
+    error_info(reason, "container.googleapis.com", metadata)
 }
 
 fn quota_failure(metric: &str, limit: f64, region: &str) -> Failure {
