@@ -154,13 +154,8 @@ where
         )
         .await?
     };
-    match &done.error {
-        Some(status) => Err(GcpError::from_operation(
-            service,
-            "operations.get",
-            &serde_json::to_value(status).unwrap_or_default(),
-            None,
-        )),
-        None => Ok(done),
-    }
+    lro::outcome(service, done, |done| {
+        let status = done.error.as_ref()?;
+        Some(lro::Failure::of(status, "operations.get"))
+    })
 }
