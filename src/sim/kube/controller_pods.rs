@@ -80,6 +80,23 @@ impl Controller {
     }
 }
 
+/// Run `reconcile` on each object of `(group, plural)` (a copy: it may write the store
+/// itself); whether any run changed something.
+pub(super) fn reconcile_each(
+    api: &mut ApiStore,
+    group: &str,
+    plural: &str,
+    mut reconcile: impl FnMut(&mut ApiStore, &ObjKey, &Value) -> bool,
+) -> bool {
+    let mut changed = false;
+    for key in api.keys_of(group, plural) {
+        if let Some(obj) = api.get(&key).cloned() {
+            changed |= reconcile(api, &key, &obj);
+        }
+    }
+    changed
+}
+
 pub(super) fn safe_encode(mut h: u64, len: usize) -> String {
     (0..len)
         .map(|_| {

@@ -11,19 +11,17 @@
 use serde_json::json;
 
 use super::controller_pods::{
-    Controller, create_pod, owned_pods, pod_from_template, random_suffix, running, uid,
+    Controller, create_pod, owned_pods, pod_from_template, random_suffix, reconcile_each, running,
+    uid,
 };
 use super::objects::{ApiStore, ObjKey};
 
 /// Keep each StatefulSet's ordinal pods: one more only once every lower one runs.
 fn statefulsets(api: &mut ApiStore) -> bool {
-    let mut changed = false;
-    for key in api.keys_of("apps", "statefulsets") {
-        let Some(sts) = api.get(&key).cloned() else {
-            continue;
-        };
+    reconcile_each(api, "apps", "statefulsets", |api, key, sts| {
+        let mut changed = false;
         let want = sts["spec"]["replicas"].as_i64().unwrap_or(1).max(0) as usize;
-        let pods = owned_pods(api, &key.namespace, uid(&sts));
+        let pods = owned_pods(api, &key.namespace, uid(sts));
         let ordinal = |k: &ObjKey| {
             k.name
                 .rsplit_once('-')
@@ -38,24 +36,24 @@ fn statefulsets(api: &mut ApiStore) -> bool {
                 "delete Pod {} in StatefulSet {} successful",
                 pk.name, key.name
             );
-            Controller::StatefulSet.event(api, &sts, "SuccessfulDelete", &message);
+            Controller::StatefulSet.event(api, sts, "SuccessfulDelete", &message);
             changed = true;
         }
         let have: Vec<usize> = pods.iter().map(ordinal).filter(|o| *o < want).collect();
         let next = (0..want).find(|o| !have.contains(o));
-        let lower_running = running(api, &owned_pods(api, &key.namespace, uid(&sts))) == have.len();
+        let lower_running = running(api, &owned_pods(api, &key.namespace, uid(sts))) == have.len();
         if let Some(o) = next.filter(|_| lower_running) {
             let name = format!("{}-{o}", key.name);
-            let mut pod = pod_from_template(Controller::StatefulSet, &sts, &name);
+            let mut pod = pod_from_template(Controller::StatefulSet, sts, &name);
             pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"] = json!(o.to_string());
             pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] = json!(name);
             pod["spec"]["hostname"] = json!(name);
             create_pod(api, &key.namespace, &pod);
             let message = format!("create Pod {name} in StatefulSet {} successful", key.name);
-            Controller::StatefulSet.event(api, &sts, "SuccessfulCreate", &message);
+            Controller::StatefulSet.event(api, sts, "SuccessfulCreate", &message);
             changed = true;
         }
-        let pods = owned_pods(api, &key.namespace, uid(&sts));
+        let pods = owned_pods(api, &key.namespace, uid(sts));
         let ready = running(api, &pods);
         let status = json!({
             "replicas": pods.len(),
@@ -64,39 +62,36 @@ fn statefulsets(api: &mut ApiStore) -> bool {
             "availableReplicas": ready,
             "observedGeneration": sts["metadata"]["generation"],
         });
-        changed |= api.set_status(&key, status);
-    }
-    changed
+        changed |= api.set_status(key, status);
+        changed
+    })
 }
 
 /// Keep each Job's `parallelism` pods.
 fn jobs(api: &mut ApiStore) -> bool {
-    let mut changed = false;
-    for key in api.keys_of("batch", "jobs") {
-        let Some(job) = api.get(&key).cloned() else {
-            continue;
-        };
+    reconcile_each(api, "batch", "jobs", |api, key, job| {
+        let mut changed = false;
         let want = job["spec"]["parallelism"].as_i64().unwrap_or(1).max(0) as usize;
-        let pods = owned_pods(api, &key.namespace, uid(&job));
+        let pods = owned_pods(api, &key.namespace, uid(job));
         for _ in pods.len()..want {
             let name = format!("{}-{}", key.name, random_suffix());
-            let mut pod = pod_from_template(Controller::Job, &job, &name);
+            let mut pod = pod_from_template(Controller::Job, job, &name);
             pod["metadata"]["labels"]["batch.kubernetes.io/job-name"] = json!(key.name);
             create_pod(api, &key.namespace, &pod);
             let message = format!("Created pod: {name}");
-            Controller::Job.event(api, &job, "SuccessfulCreate", &message);
+            Controller::Job.event(api, job, "SuccessfulCreate", &message);
             changed = true;
         }
-        let pods = owned_pods(api, &key.namespace, uid(&job));
+        let pods = owned_pods(api, &key.namespace, uid(job));
         let mut status = json!({"active": pods.len(), "ready": running(api, &pods)});
         if let Some(t) = job["status"].get("startTime") {
             status["startTime"] = t.clone();
         } else {
             status["startTime"] = json!(super::objects::now_rfc3339());
         }
-        changed |= api.set_status(&key, status);
-    }
-    changed
+        changed |= api.set_status(key, status);
+        changed
+    })
 }
 
 /// Run both controllers once. Returns whether anything changed.

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::controller_pods::{
     CONTROLLER, Controller, create_pod, owned_pods, owner_uid, pod_from_template, random_suffix,
-    running, safe_encode, uid,
+    reconcile_each, running, safe_encode, uid,
 };
 use super::objects::{ApiStore, ObjKey};
 
@@ -47,21 +47,18 @@ fn desired_replicaset(d: &Value, hash: &str) -> Value {
 
 /// Give every Deployment its current ReplicaSet, scale the others to zero.
 fn deployments(api: &mut ApiStore) -> bool {
-    let mut changed = false;
-    for key in api.keys_of("apps", "deployments") {
-        let Some(d) = api.get(&key).cloned() else {
-            continue;
-        };
+    reconcile_each(api, "apps", "deployments", |api, key, d| {
+        let mut changed = false;
         let hash = template_hash(&d["spec"]["template"]);
-        let want = desired_replicaset(&d, &hash);
+        let want = desired_replicaset(d, &hash);
         let rs_name = want["metadata"]["name"].as_str().unwrap_or("").to_owned();
         let owned: Vec<(ObjKey, Value)> = api
             .list("apps", "replicasets", Some(&key.namespace))
-            .filter(|(_, rs)| owner_uid(rs) == Some(uid(&d)))
+            .filter(|(_, rs)| owner_uid(rs) == Some(uid(d)))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         for (k, rs) in &owned {
-            let target = if k.name == rs_name { replicas(&d) } else { 0 };
+            let target = if k.name == rs_name { replicas(d) } else { 0 };
             if replicas(rs) != target {
                 let mut rs = rs.clone();
                 let from = replicas(&rs);
@@ -72,45 +69,42 @@ fn deployments(api: &mut ApiStore) -> bool {
                     "Scaled {verb} replica set {} from {from} to {target}",
                     k.name
                 );
-                Controller::Deployment.event(api, &d, "ScalingReplicaSet", &msg);
+                Controller::Deployment.event(api, d, "ScalingReplicaSet", &msg);
                 changed = true;
             }
         }
         if !owned.iter().any(|(k, _)| k.name == rs_name) {
             let k = ObjKey::new("apps", "replicasets", &key.namespace, &rs_name);
             api.create(k, &want, CONTROLLER, "Update", None);
-            let msg = format!("Scaled up replica set {rs_name} from 0 to {}", replicas(&d));
-            Controller::Deployment.event(api, &d, "ScalingReplicaSet", &msg);
+            let msg = format!("Scaled up replica set {rs_name} from 0 to {}", replicas(d));
+            Controller::Deployment.event(api, d, "ScalingReplicaSet", &msg);
             changed = true;
         }
-    }
-    changed
+        changed
+    })
 }
 
 /// Keep each ReplicaSet's pod count at its replicas.
 fn replicasets(api: &mut ApiStore) -> bool {
-    let mut changed = false;
-    for key in api.keys_of("apps", "replicasets") {
-        let Some(rs) = api.get(&key).cloned() else {
-            continue;
-        };
-        let pods = owned_pods(api, &key.namespace, uid(&rs));
-        let want = usize::try_from(replicas(&rs).max(0)).unwrap_or(0);
+    reconcile_each(api, "apps", "replicasets", |api, key, rs| {
+        let mut changed = false;
+        let pods = owned_pods(api, &key.namespace, uid(rs));
+        let want = usize::try_from(replicas(rs).max(0)).unwrap_or(0);
         for _ in pods.len()..want {
             let name = format!("{}-{}", key.name, random_suffix());
-            let pod = pod_from_template(Controller::ReplicaSet, &rs, &name);
+            let pod = pod_from_template(Controller::ReplicaSet, rs, &name);
             create_pod(api, &key.namespace, &pod);
             let message = format!("Created pod: {name}");
-            Controller::ReplicaSet.event(api, &rs, "SuccessfulCreate", &message);
+            Controller::ReplicaSet.event(api, rs, "SuccessfulCreate", &message);
             changed = true;
         }
         for pk in pods.iter().skip(want).rev() {
             api.remove(pk);
             let message = format!("Deleted pod: {}", pk.name);
-            Controller::ReplicaSet.event(api, &rs, "SuccessfulDelete", &message);
+            Controller::ReplicaSet.event(api, rs, "SuccessfulDelete", &message);
             changed = true;
         }
-        let running = running(api, &owned_pods(api, &key.namespace, uid(&rs)));
+        let running = running(api, &owned_pods(api, &key.namespace, uid(rs)));
         let status = json!({
             "replicas": want,
             "fullyLabeledReplicas": want,
@@ -118,9 +112,9 @@ fn replicasets(api: &mut ApiStore) -> bool {
             "availableReplicas": running,
             "observedGeneration": rs["metadata"]["generation"],
         });
-        changed |= api.set_status(&key, status);
-    }
-    changed
+        changed |= api.set_status(key, status);
+        changed
+    })
 }
 
 /// Delete ReplicaSets and pods whose controlling owner no longer exists.
