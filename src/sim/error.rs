@@ -101,6 +101,13 @@ impl SimError {
         )
     }
 
+    /// 409 ALREADY_EXISTS in the service's own words (`message`), for the AIP-193
+    /// services whose wording is not [`SimError::already_exists`]'s.
+    pub fn already_exists_as(message: impl Into<String>) -> SimError {
+        let aip = Flavor::Aip193;
+        SimError::new(aip, 409, "ALREADY_EXISTS", "ALREADY_EXISTS", message)
+    }
+
     pub fn aborted(flavor: Flavor, message: impl Into<String>) -> SimError {
         SimError::new(flavor, 409, "ABORTED", "ABORTED", message)
     }
