@@ -14,16 +14,13 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{TestApp, test_worker_config};
+use common::{OUTSIDER, OWNER, TestApp, VIEWER, test_worker_config};
 use kineticd::ops::WorkerPool;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, LOCATION};
 use scraper::{Html, Selector};
 use serde_json::{Value, json};
 
-const OWNER: &str = "owner@example.com";
-const VIEWER: &str = "viewer@example.com";
-const OUTSIDER: &str = "outsider@example.com";
 const PROJECT: &str = "ml-proj";
 const ZONE: &str = "us-central1-a";
 const TEAM: &str = "ml-team";

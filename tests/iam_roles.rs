@@ -271,14 +271,7 @@ async fn calls_of_a_day() -> Vec<Call> {
     let add = json!({"accelerator": "l4", "failover": true, "minNodes": 1});
     succeed(&app, call(&app, M::POST, &pools, Some(add)).await).await;
     let listed = call(&app, M::GET, &pools, None).await;
-    let spot = listed["nodePools"]
-        .as_array()
-        .expect("pools")
-        .iter()
-        .find(|p| p["spot"] == true)
-        .and_then(|p| p["poolId"].as_str())
-        .expect("the spot pool")
-        .to_owned();
+    let spot = common::spot_pool(&listed);
     let drill = format!("{pools}/{spot}:drill");
     succeed(&app, call(&app, M::POST, &drill, Some(json!({}))).await).await;
     // A resize past the fallback's maximum: both pools' autoscaling is set.

@@ -36,12 +36,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Counter {
 
 /// Logs at `warn` (or `RUST_LOG`) to stderr, plus the counter.
 pub fn init() {
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        );
+    let fmt = crate::support::stderr_log_layer("warn");
     let counter = Counter.with_filter(filter_fn(|m| {
         ON.load(Ordering::Relaxed) && (m.target() == "sqlx::query" || m.name() == "http")
     }));

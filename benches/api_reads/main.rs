@@ -67,10 +67,7 @@ fn main() -> Result<()> {
         pool: env_or("KBENCH_POOL", 20u32)?.max(2),
     };
     let pg = PgServer::from_env()?;
-    let (api_db, pg_db) = (
-        PgServer::scratch_name("kbench_api"),
-        PgServer::scratch_name("kbench_pgbench"),
-    );
+    let [api_db, pg_db] = PgServer::scratch_names(["kbench_api", "kbench_pgbench"]);
     support::runtime()?.block_on(async {
         let mut admin = PgConnection::connect(&pg.admin).await?;
         for d in [&api_db, &pg_db] {

@@ -29,19 +29,7 @@ fn binary() -> PathBuf {
 
 /// Initialise `url`'s database (scale 1) once.
 pub async fn init(url: &str) -> Result<()> {
-    let bin = binary();
-    let out = tokio::process::Command::new(&bin)
-        .args(["-i", "-s", "1", "-q", url])
-        .output()
-        .await
-        .with_context(|| format!("running {}", bin.display()))?;
-    if !out.status.success() {
-        bail!(
-            "pgbench -i failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(())
+    crate::support::pgbench_init(&binary(), 1, url).await
 }
 
 /// `pgbench -S -c {clients} -j 2 -T {secs}`: transactions per second.

@@ -66,12 +66,7 @@ pub async fn seed(app: &App) -> Result<()> {
     workers.shutdown(Duration::from_secs(5)).await;
 
     let mut tx = app.db.begin().await?;
-    let at = records::Place {
-        project: PROJECT,
-        zone: ZONE,
-        team: TEAM,
-        owner: OWNER,
-    };
+    let at = records::Place::new(PROJECT, ZONE, TEAM, OWNER);
     for c in 1..CLUSTERS {
         records::insert_cluster(&mut tx, &at, &format!("c-{c:03}"), POOLS_PER_CLUSTER, |k| {
             k == 2

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use kineticd::devdb::PgBinaries;
 
 use crate::cpu::Sample;
@@ -33,17 +33,7 @@ fn binary() -> PathBuf {
 pub async fn run(server: &Server) -> Result<PgBench> {
     let bin = binary();
     let url = server.url(&server.create_db("pgbench").await?);
-    let init = tokio::process::Command::new(&bin)
-        .args(["-i", "-s", "4", "-q", &url])
-        .output()
-        .await
-        .with_context(|| format!("running {}", bin.display()))?;
-    if !init.status.success() {
-        bail!(
-            "pgbench -i failed: {}",
-            String::from_utf8_lossy(&init.stderr)
-        );
-    }
+    crate::support::pgbench_init(&bin, 4, &url).await?;
     let secs = SECONDS.to_string();
     let cpu0 = Sample::now(server);
     let out = tokio::process::Command::new(&bin)

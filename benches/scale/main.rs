@@ -86,10 +86,7 @@ fn main() -> Result<()> {
     plans::init_tracing();
     let k = knobs()?;
     let pg = PgServer::from_env()?;
-    let (small, big) = (
-        PgServer::scratch_name("kscale_small"),
-        PgServer::scratch_name("kscale_big"),
-    );
+    let [small, big] = PgServer::scratch_names(["kscale_small", "kscale_big"]);
     support::runtime()?.block_on(async {
         let mut admin = PgConnection::connect(&pg.admin).await?;
         let r = run(&k, &mut admin, &pg, &small, &big).await;

@@ -60,12 +60,7 @@ impl<S: Subscriber> Layer<S> for Capture {
 /// Logs at `warn` (or `RUST_LOG`; the seed's slow-statement warnings, which print the whole
 /// seed, at `error` only) to stderr, and the notice capture.
 pub fn init_tracing() {
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,sqlx::query=error")),
-        );
+    let fmt = crate::support::stderr_log_layer("warn,sqlx::query=error");
     let capture = Capture.with_filter(filter_fn(|m| m.target() == "sqlx::postgres::notice"));
     tracing_subscriber::registry()
         .with(fmt)

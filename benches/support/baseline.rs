@@ -40,12 +40,7 @@ pub async fn fill(db: &Db) -> Result<Target> {
     teams::insert_team(&mut tx, TEAM, "Bench", &projects, OWNER).await?;
     teams::upsert_member(&mut tx, TEAM, READER, "VIEWER").await?;
     for p in &projects {
-        let at = records::Place {
-            project: p,
-            zone: ZONE,
-            team: TEAM,
-            owner: OWNER,
-        };
+        let at = records::Place::new(p, ZONE, TEAM, OWNER);
         for c in 0..CLUSTERS_PER_PROJECT {
             let name = format!("c-{c:03}");
             records::insert_cluster(&mut tx, &at, &name, POOLS_PER_CLUSTER, |_| false).await?;

@@ -28,6 +28,20 @@ pub fn init_tracing() {
         .init();
 }
 
+/// The stderr log layer of a bench that adds layers of its own: `default` (an
+/// `EnvFilter` directive) unless `RUST_LOG` says otherwise.
+pub fn stderr_log_layer<S>(default: &str) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::Layer;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(filter)
+}
+
 /// `key` from the environment, parsed; `default` when unset or blank.
 pub fn env_or<T: std::str::FromStr>(key: &str, default: T) -> anyhow::Result<T> {
     match std::env::var(key) {
@@ -80,6 +94,11 @@ impl PgServer {
         format!("{prefix}_{}", &id[..10])
     }
 
+    /// One [`PgServer::scratch_name`] for each of `prefixes`.
+    pub fn scratch_names<const N: usize>(prefixes: [&str; N]) -> [String; N] {
+        prefixes.map(Self::scratch_name)
+    }
+
     /// The URL of database `name` on this server.
     pub fn url(&self, name: &str) -> String {
         format!("{}/{name}", self.server)
@@ -96,6 +115,23 @@ pub async fn drop_databases(admin: &mut sqlx::PgConnection, names: &[&str]) {
             eprintln!("warning: could not drop {d}: {e}");
         }
     }
+}
+
+/// `pgbench -i -s {scale} -q {url}` with pgbench `bin`: its tables, once.
+pub async fn pgbench_init(bin: &std::path::Path, scale: u32, url: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let out = tokio::process::Command::new(bin)
+        .args(["-i", "-s", &scale.to_string(), "-q", url])
+        .output()
+        .await
+        .with_context(|| format!("running {}", bin.display()))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "pgbench -i failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
 }
 
 /// The 1-, 5- and 15-minute load averages.

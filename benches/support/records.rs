@@ -19,6 +19,17 @@ pub struct Place<'a> {
     pub owner: &'a str,
 }
 
+impl<'a> Place<'a> {
+    pub fn new(project: &'a str, zone: &'a str, team: &'a str, owner: &'a str) -> Self {
+        Place {
+            project,
+            zone,
+            team,
+            owner,
+        }
+    }
+}
+
 /// A RUNNING gpu-l4 cluster `name` with `pools` L4 pools (`gpu-l4-0000`, ...); pool `k`
 /// is spot when `spot(k)`.
 pub async fn insert_cluster(

@@ -3,15 +3,6 @@
 //! admits, and what it accepts prints back as itself.
 #![no_main]
 
-use std::sync::LazyLock;
-
 use kineticd::domain::OperationTarget;
 
-static RULE: LazyLock<regex::Regex> = LazyLock::new(|| kineticd_fuzz::rule(r"^[!-~]{1,512}$"));
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    if let Some(s) = kineticd_fuzz::text(data) {
-        let accepts = s.len() <= 512 && RULE.is_match(s);
-        kineticd_fuzz::name(s, OperationTarget::parse, s, Some(accepts));
-    }
-});
+kineticd_fuzz::name_target!(OperationTarget::parse, r"^[!-~]{1,512}$", 512);

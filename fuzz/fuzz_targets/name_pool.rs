@@ -3,16 +3,6 @@
 //! admits, and what it accepts prints back as itself.
 #![no_main]
 
-use std::sync::LazyLock;
-
 use kineticd::domain::PoolId;
 
-static RULE: LazyLock<regex::Regex> =
-    LazyLock::new(|| kineticd_fuzz::rule(r"^[a-z]([-a-z0-9]*[a-z0-9])?$"));
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    if let Some(s) = kineticd_fuzz::text(data) {
-        let accepts = s.len() <= 40 && RULE.is_match(s);
-        kineticd_fuzz::name(s, PoolId::parse, s, Some(accepts));
-    }
-});
+kineticd_fuzz::name_target!(PoolId::parse, r"^[a-z]([-a-z0-9]*[a-z0-9])?$", 40);

@@ -4,16 +4,6 @@
 //! back as itself.
 #![no_main]
 
-use std::sync::LazyLock;
-
 use kineticd::domain::ProjectId;
 
-static RULE: LazyLock<regex::Regex> =
-    LazyLock::new(|| kineticd_fuzz::rule(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$"));
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    if let Some(s) = kineticd_fuzz::text(data) {
-        let accepts = s.len() <= 30 && RULE.is_match(s);
-        kineticd_fuzz::name(s, ProjectId::parse, s, Some(accepts));
-    }
-});
+kineticd_fuzz::name_target!(ProjectId::parse, r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$", 30);

@@ -15,6 +15,10 @@ use kineticd::service::page::{PageKey, PageRequest};
 use kineticd::store::clusters::ClusterKey;
 use regex::Regex;
 
+// The targets' macros expand to these paths (`$crate::libfuzzer_sys`, `$crate::Regex`).
+pub use libfuzzer_sys;
+pub use regex::Regex as RuleRegex;
+
 /// The fuzzer's bytes as the string a caller sent, if they are UTF-8.
 pub fn text(data: &[u8]) -> Option<&str> {
     std::str::from_utf8(data).ok()
@@ -89,6 +93,28 @@ where
 /// A regular expression of API.md (compiled once per process by the caller).
 pub fn rule(re: &str) -> Regex {
     Regex::new(re).expect("a valid regular expression")
+}
+
+/// The body of a `name_*` target whose type has a rule: `parse` accepts exactly the
+/// strings of at most `max_len` bytes that `rule` matches, and what it accepts prints
+/// back as itself ([`name`]). Each target stays its own cargo-fuzz binary: its file is
+/// `#![no_main]` and one call, e.g.
+/// `kineticd_fuzz::name_target!(ClusterName::parse, r"^[a-z]$", 40);`. An optional
+/// fourth argument, a `fn(&str)`, checks more of each input.
+#[macro_export]
+macro_rules! name_target {
+    ($parse:path, $rule:literal, $max_len:literal $(, $also:expr)?) => {
+        static RULE: ::std::sync::LazyLock<$crate::RuleRegex> =
+            ::std::sync::LazyLock::new(|| $crate::rule($rule));
+
+        $crate::libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+            if let Some(s) = $crate::text(data) {
+                let accepts = s.len() <= $max_len && RULE.is_match(s);
+                $crate::name(s, $parse, s, Some(accepts));
+                $(($also)(s);)?
+            }
+        });
+    };
 }
 
 /// A 400 of a filter: INVALID_ARGUMENT with a reason and a message.

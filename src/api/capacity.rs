@@ -45,7 +45,7 @@ async fn get_cluster_capacity(
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
-    let report = service::capacity::get(&s.db, &s.cloud, &s.prices, &caller, &path).await?;
+    let report = service::capacity::get(&s, &caller, &path).await?;
     Ok(with_server_timing(
         Json(report.capacity).into_response(),
         &report.timing,

@@ -70,13 +70,13 @@ pub fn http_status(code: RpcCode) -> StatusCode {
 }
 
 impl ApiError {
+    /// An error answered with exactly `code` (some, like 415, have no google.rpc code
+    /// of their own: the status name is the nearest one's).
     pub fn new(code: StatusCode, reason: impl Into<String>, message: impl Into<String>) -> Self {
+        let rpc = RpcCode::from_http(code.as_u16());
         ApiError {
             code,
-            status: status_name(code),
-            reason: reason.into(),
-            message: message.into(),
-            metadata: BTreeMap::new(),
+            ..service::Error::new(rpc, reason, message).into()
         }
     }
 

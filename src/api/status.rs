@@ -40,9 +40,7 @@ async fn get_cluster_status(
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
 ) -> Result<Json<ClusterStatus>, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
-    Ok(Json(
-        service::status::get(&s.db, &s.cloud, &s.prices, &caller, &path).await?,
-    ))
+    Ok(Json(service::status::get(&s, &caller, &path).await?))
 }
 
 /// The accelerator catalog with `live: true` on the entries the cluster has a node pool

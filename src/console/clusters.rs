@@ -364,8 +364,8 @@ pub async fn page(
     let svc = &s.services;
     let c = service::clusters::get(&svc.db, &v.caller, &path).await?;
     let (status, capacity) = tokio::join!(
-        service::status::get(&svc.db, &svc.cloud, &svc.prices, &v.caller, &path),
-        service::capacity::get(&svc.db, &svc.cloud, &svc.prices, &v.caller, &path),
+        service::status::get(svc, &v.caller, &path),
+        service::capacity::get(svc, &v.caller, &path),
     );
     let base = base_href(&c);
     let pools = c

@@ -22,7 +22,7 @@ use crate::model::TeamRole;
 use crate::service::clusters::ClusterPath;
 use crate::service::provision::pools::AddPoolRequest;
 use crate::service::provision::up::UpRequest;
-use crate::service::provision::{self, Idempotency, Mutation, Plan, Submitted, fingerprint};
+use crate::service::provision::{self, Mutation, Plan, Submitted};
 use crate::service::{self, Caller};
 
 use super::ConsoleState;
@@ -90,27 +90,13 @@ fn mutation(
     resource: &str,
     body: &impl Serialize,
 ) -> Result<Mutation, PageError> {
-    let body = serde_json::to_value(body).unwrap_or_default();
+    // A blank hidden field is no key (the API has no such case: an absent one is none).
     let key = request_id.map(str::trim).filter(|k| !k.is_empty());
-    if let Some(k) = key
-        && !(k.len() <= 128
-            && k.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')))
-    {
-        return Err(service::Error::invalid(
-            "INVALID_REQUEST_ID",
-            "requestId must be 1-128 characters of letters, digits, - _ . :",
-        )
-        .into());
-    }
     Ok(Mutation {
         caller: caller.clone(),
         path,
         validate_only,
-        idempotency: key.map(|key| Idempotency {
-            key: key.to_owned(),
-            fingerprint: fingerprint(method, resource, &body),
-        }),
+        idempotency: service::request_id::bind(key, method, resource, body)?,
         if_match: None,
     })
 }

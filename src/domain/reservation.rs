@@ -113,9 +113,11 @@ impl Refusal {
         }
     }
 
-    /// The error metadata of the refusal (field/wanted/found, or count/inUseCount/needed).
-    pub fn metadata(&self) -> Vec<(&'static str, String)> {
-        match self {
+    /// The error metadata of the refusal of reservation `r` in `zone`: those two, then
+    /// field/wanted/found or count/inUseCount/needed.
+    pub fn metadata(&self, r: &ReservationRef, zone: &str) -> Vec<(&'static str, String)> {
+        let at = [("reservation", r.to_string()), ("zone", zone.to_owned())];
+        let own = match self {
             Refusal::Mismatch {
                 field,
                 wanted,
@@ -134,7 +136,8 @@ impl Refusal {
                 ("inUseCount", in_use.to_string()),
                 ("needed", needed.to_string()),
             ],
-        }
+        };
+        at.into_iter().chain(own).collect()
     }
 }
 

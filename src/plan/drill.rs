@@ -80,8 +80,7 @@ pub fn plan(i: &DrillInput<'_>) -> Plan<DrillStep> {
     ));
     Plan {
         actions,
-        warnings: Vec::new(),
-        estimated_hourly_cost: None,
+        ..Plan::default()
     }
 }
 

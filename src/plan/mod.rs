@@ -51,19 +51,8 @@ pub trait ActionId:
 {
 }
 
-impl<T> ActionId for T where
-    T: Clone
-        + Eq
-        + std::hash::Hash
-        + Ord
-        + std::fmt::Display
-        + Serialize
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static
-{
-}
+impl ActionId for StepId {}
+impl ActionId for DrillStep {}
 
 /// One action on one typed resource. On the wire (and in stored operations) its fields
 /// come in this order: `id`, `action`, `type`, `name`, `reason`, `details`, `dependsOn`.

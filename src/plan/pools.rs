@@ -223,8 +223,7 @@ pub fn remove(n: &ClusterNames, pool_ids: &[String], class: Option<(&str, &str)>
     }
     Plan {
         actions,
-        warnings: Vec::new(),
-        estimated_hourly_cost: None,
+        ..Plan::default()
     }
 }
 

@@ -8,7 +8,7 @@ use crate::domain::{ClusterName, ClusterState, PoolId, ProjectId, Role, TeamId, 
 use crate::model::{self, Cluster, ClusterResources, NodePool};
 use crate::store::{
     self, Db, Row, StoreError,
-    clusters::{ClusterFilter, ClusterKey, ClusterRecord},
+    clusters::{ClusterFilter, ClusterKey, ClusterRecord, Pick},
     node_pools::NodePoolRecord,
 };
 
@@ -103,6 +103,15 @@ pub struct ClusterPath {
 }
 
 impl ClusterPath {
+    /// (project, zone, cluster), as the store looks a cluster up.
+    pub fn key(&self) -> [&str; 3] {
+        [
+            self.project.as_str(),
+            self.zone.as_str(),
+            self.cluster.as_str(),
+        ]
+    }
+
     pub fn parse(project: &str, zone: &str, cluster: &str) -> Result<Self> {
         Ok(ClusterPath {
             project: ProjectId::parse(project)?,
@@ -123,14 +132,9 @@ impl ClusterPath {
 /// The cluster record the caller may read (404 otherwise).
 pub async fn record(db: &Db, caller: &Caller, path: &ClusterPath) -> Result<ClusterRecord> {
     project_team(db, caller, &path.project, Role::Viewer, "reading clusters").await?;
-    let c = store::clusters::get(
-        db,
-        path.project.as_str(),
-        path.zone.as_str(),
-        path.cluster.as_str(),
-    )
-    .await?
-    .ok_or_else(|| cluster_not_found(&path.name()))?;
+    let c = store::clusters::by_name(db, Pick::LiveOrLastDeleted, path.key())
+        .await?
+        .ok_or_else(|| cluster_not_found(&path.name()))?;
     // The project may have changed hands since the record was made.
     if access::team_role(db, caller, &c.team_id).await?.is_none() {
         return Err(cluster_not_found(&path.name()));

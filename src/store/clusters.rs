@@ -123,29 +123,35 @@ pub async fn insert(
         .await?)
 }
 
-/// The live record for a name, or else the most recently deleted one.
-pub async fn get(
-    ex: impl PgExecutor<'_>,
-    project: &str,
-    zone: &str,
-    name: &str,
-) -> Result<Option<ClusterRecord>, StoreError> {
-    by_name(
-        ex,
-        "ORDER BY (state <> 'DELETED') DESC, create_time DESC LIMIT 1",
-        [project, zone, name],
-    )
-    .await
+/// Which record of a (project, zone, name) [`by_name`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// The live record, or else the most recently deleted one.
+    LiveOrLastDeleted,
+    /// The live record, locked for the rest of the transaction (enqueue decisions).
+    LockLive,
 }
 
-/// The record of a (project, zone, name) that `tail` (ordering or locking) picks.
-async fn by_name(
+impl Pick {
+    fn tail(self) -> &'static str {
+        match self {
+            Pick::LiveOrLastDeleted => {
+                "ORDER BY (state <> 'DELETED') DESC, create_time DESC LIMIT 1"
+            }
+            Pick::LockLive => "AND state <> 'DELETED' FOR UPDATE",
+        }
+    }
+}
+
+/// The record of a (project, zone, name) that `pick` picks.
+pub async fn by_name(
     ex: impl PgExecutor<'_>,
-    tail: &'static str,
+    pick: Pick,
     [project, zone, name]: [&str; 3],
 ) -> Result<Option<ClusterRecord>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM clusters WHERE project_id = $1 AND zone = $2 AND name = $3 {tail}"
+        "SELECT {COLUMNS} FROM clusters WHERE project_id = $1 AND zone = $2 AND name = $3 {}",
+        pick.tail()
     );
     maybe(
         sqlx::query_as(AssertSqlSafe(sql))
@@ -423,19 +429,4 @@ pub async fn by_id(ex: impl PgExecutor<'_>, id: Uuid) -> Result<Option<ClusterRe
             .fetch_optional(ex)
             .await?,
     )
-}
-
-/// Lock the live record of a name for the rest of the transaction (enqueue decisions).
-pub async fn lock_live(
-    ex: impl PgExecutor<'_>,
-    project: &str,
-    zone: &str,
-    name: &str,
-) -> Result<Option<ClusterRecord>, StoreError> {
-    by_name(
-        ex,
-        "AND state <> 'DELETED' FOR UPDATE",
-        [project, zone, name],
-    )
-    .await
 }

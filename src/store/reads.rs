@@ -43,6 +43,45 @@ pub async fn operation(
     Ok(row.map(|r| (r.op, r.reader_role)))
 }
 
+/// A node pool's columns LEFT JOINed to its cluster's row (all NULL for a cluster
+/// without pools), selected as [`POOL_COLUMNS`].
+#[derive(sqlx::FromRow)]
+struct JoinedPool {
+    pool_id: Option<String>,
+    pool_state: Option<String>,
+    pool_spec: Option<Value>,
+    pool_create_time: Option<DateTime<Utc>>,
+    pool_update_time: Option<DateTime<Utc>>,
+}
+
+/// The select list of a [`JoinedPool`] (`np` is `node_pools`).
+const POOL_COLUMNS: &str = "np.pool_id, np.state AS pool_state, np.spec AS pool_spec, \
+     np.create_time AS pool_create_time, np.update_time AS pool_update_time";
+
+impl JoinedPool {
+    /// The pool of cluster `cluster_id`, if the row has one.
+    fn decode(self, cluster_id: Uuid) -> Result<Option<NodePoolRecord>, StoreError> {
+        let (Some(pool_id), Some(state), Some(spec), Some(create_time), Some(update_time)) = (
+            self.pool_id,
+            self.pool_state,
+            self.pool_spec,
+            self.pool_create_time,
+            self.pool_update_time,
+        ) else {
+            return Ok(None);
+        };
+        let row = PoolRow {
+            cluster_id,
+            pool_id,
+            state,
+            spec,
+            create_time,
+            update_time,
+        };
+        Ok(Some(row.decode()?))
+    }
+}
+
 /// A cluster record read through its project, with the reader's roles and its pools.
 #[derive(Debug, Clone)]
 pub struct ClusterRead {
@@ -65,11 +104,8 @@ struct ClusterJoinRow {
     project_team: String,
     project_role: Option<String>,
     record_role: Option<String>,
-    pool_id: Option<String>,
-    pool_state: Option<String>,
-    pool_spec: Option<Value>,
-    pool_create_time: Option<DateTime<Utc>>,
-    pool_update_time: Option<DateTime<Utc>>,
+    #[sqlx(flatten)]
+    pool: JoinedPool,
 }
 
 /// The record [`clusters::get`] picks for (project, zone, name), if the project is owned
@@ -85,8 +121,7 @@ pub async fn cluster(
         "SELECT c.*, tp.team_id AS project_team, \
            (SELECT m.role FROM team_members m WHERE m.team_id = tp.team_id AND m.email = $4) AS project_role, \
            (SELECT m.role FROM team_members m WHERE m.team_id = c.team_id AND m.email = $4) AS record_role, \
-           np.pool_id, np.state AS pool_state, np.spec AS pool_spec, \
-           np.create_time AS pool_create_time, np.update_time AS pool_update_time \
+           {POOL_COLUMNS} \
          FROM team_projects tp \
          CROSS JOIN LATERAL (SELECT {} FROM clusters \
              WHERE project_id = $1 AND zone = $2 AND name = $3 \
@@ -106,23 +141,7 @@ pub async fn cluster(
     let mut pools = Vec::with_capacity(rows.len());
     let mut head = None;
     for r in rows {
-        if let (Some(pool_id), Some(state), Some(spec), Some(create_time), Some(update_time)) = (
-            r.pool_id,
-            r.pool_state,
-            r.pool_spec,
-            r.pool_create_time,
-            r.pool_update_time,
-        ) {
-            let pool = PoolRow {
-                cluster_id: r.cluster.id,
-                pool_id,
-                state,
-                spec,
-                create_time,
-                update_time,
-            };
-            pools.push(pool.decode()?);
-        }
+        pools.extend(r.pool.decode(r.cluster.id)?);
         if head.is_none() {
             head = Some((r.cluster, r.project_team, r.project_role, r.record_role));
         }
@@ -143,11 +162,8 @@ pub async fn cluster(
 struct PageJoinRow {
     #[sqlx(flatten)]
     cluster: ClusterRow,
-    pool_id: Option<String>,
-    pool_state: Option<String>,
-    pool_spec: Option<Value>,
-    pool_create_time: Option<DateTime<Utc>>,
-    pool_update_time: Option<DateTime<Utc>>,
+    #[sqlx(flatten)]
+    pool: JoinedPool,
 }
 
 /// A page of [`clusters::list`] with each record's node pools (pool-id order), in one
@@ -161,8 +177,7 @@ pub async fn cluster_page(
     let rows: Vec<PageJoinRow> = clusters::list_rows(ex, f, after, limit, |page| {
         format!(
             "WITH page AS ({page}) \
-             SELECT page.*, np.pool_id, np.state AS pool_state, np.spec AS pool_spec, \
-               np.create_time AS pool_create_time, np.update_time AS pool_update_time \
+             SELECT page.*, {POOL_COLUMNS} \
              FROM page LEFT JOIN node_pools np ON np.cluster_id = page.id \
              ORDER BY page.project_id, page.zone, page.name, page.id, np.pool_id"
         )
@@ -174,24 +189,8 @@ pub async fn cluster_page(
         if out.last().is_none_or(|(c, _)| c.id != id) {
             out.push((r.cluster.decode()?, Vec::new()));
         }
-        if let (Some(pool_id), Some(state), Some(spec), Some(create_time), Some(update_time)) = (
-            r.pool_id,
-            r.pool_state,
-            r.pool_spec,
-            r.pool_create_time,
-            r.pool_update_time,
-        ) {
-            let pool = PoolRow {
-                cluster_id: id,
-                pool_id,
-                state,
-                spec,
-                create_time,
-                update_time,
-            };
-            if let Some((_, pools)) = out.last_mut() {
-                pools.push(pool.decode()?);
-            }
+        if let (Some(pool), Some((_, pools))) = (r.pool.decode(id)?, out.last_mut()) {
+            pools.push(pool);
         }
     }
     Ok(out)

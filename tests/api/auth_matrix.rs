@@ -15,21 +15,18 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use kineticd::auth::{IAP_HEADER, IAP_ISSUER};
+use kineticd::auth::IAP_ISSUER;
 use kineticd::config::Identity;
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::clusters::add_pool;
 use crate::common::iap_keys::{AUD, TestKey, new_key, now, sign};
-use crate::common::{Resp, TestApp, fresh_db};
-use crate::support::expect_error;
+use crate::common::{OUTSIDER, OWNER, Resp, TestApp, VIEWER, fresh_db};
+use crate::support::{expect_error, iap_request};
 
-const OWNER: &str = "owner@example.com";
-const VIEWER: &str = "viewer@example.com";
 /// A second VIEWER: the target of member mutations (a VIEWER may remove only itself).
 const TARGET: &str = "target@example.com";
-const OUTSIDER: &str = "outsider@example.com";
 const TEAM: &str = "acme";
 const PROJECT: &str = "acme-project";
 /// Strings of the seeded team that must never appear in a non-member's answer.
@@ -178,20 +175,9 @@ async fn call(
     token: Option<&str>,
     body: Option<Value>,
 ) -> Resp {
-    let mut req = app
-        .http
-        .request(
-            Method::from_bytes(method.as_bytes()).unwrap(),
-            app.url_of(path),
-        )
-        // The dev header must be ignored in IAP mode.
-        .header("x-kinetic-user", OWNER);
-    if let Some(t) = token {
-        req = req.header(IAP_HEADER, t);
-    }
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
+    let method = Method::from_bytes(method.as_bytes()).unwrap();
+    // The dev header must be ignored in IAP mode.
+    let req = iap_request(app, method, path, OWNER, token, body);
     let resp = req.send().await.expect("a reply");
     if path.ends_with(":watch") && resp.status() == 200 {
         let status = resp.status();
@@ -280,11 +266,7 @@ async fn every_route_refuses_strangers_and_viewers() {
         .unwrap()
         .to_owned();
     let r = dev
-        .post(
-            OWNER,
-            &format!("/v1/operations/{op_id}:cancel"),
-            Value::Null,
-        )
+        .op_action(OWNER, &format!("operations/{op_id}"), "cancel")
         .await;
     assert_eq!(r.status, 200, "{:#}", r.body);
     let r = dev

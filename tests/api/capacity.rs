@@ -15,17 +15,10 @@ use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::common::TestApp;
 use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
-use crate::support::{expect_not_found, ok, pool};
+use crate::common::{TestApp, entry};
+use crate::support::{ALICE, BOB, C, CAPACITY, EVE, P, Z, counts, expect_not_found, ok, pool};
 
-const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
-const EVE: &str = "eve@example.com";
-const P: &str = "acme-project";
-const Z: &str = "us-central1-a";
-const C: &str = "kc";
-const CAPACITY: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/capacity";
 const L4X4: &str = "gpu-l4x4-aa11";
 const SPOT: &str = "gpu-l4-spot-bb22";
 
@@ -106,17 +99,6 @@ fn gpus(n: &str) -> Value {
     json!({"limits": {"nvidia.com/gpu": n}})
 }
 
-fn counts(v: &Value) -> [u64; 5] {
-    [
-        "allocatable",
-        "requested",
-        "free",
-        "stranded",
-        "largestPlaceableRequest",
-    ]
-    .map(|k| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v:#}")))
-}
-
 #[tokio::test]
 async fn fragmented_cluster_counted_by_hand() {
     let (app, _sim) = TestApp::spawn_sim().await;
@@ -168,27 +150,13 @@ async fn fragmented_cluster_counted_by_hand() {
     }
 
     let r = app.get(BOB, CAPACITY).await;
-    let timing = r.headers["server-timing"].to_str().unwrap().to_owned();
-    for part in [
-        "cloud;dur=",
-        "kube;dur=",
-        "nodes;dur=",
-        "pods;dur=",
-        "compute;dur=",
-    ] {
-        assert!(timing.contains(part), "{timing}");
-    }
+    crate::common::assert_live_read_timings(&r);
     let c = ok(r);
     assert_eq!(
         c["name"],
         "projects/acme-project/zones/us-central1-a/clusters/kc"
     );
-    let ids: Vec<&str> = c["nodePools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["poolId"].as_str().unwrap())
-        .collect();
+    let ids = crate::common::ids(&c, "nodePools", "poolId");
     assert_eq!(
         ids,
         [SPOT, L4X4],
@@ -254,14 +222,7 @@ async fn fragmented_cluster_counted_by_hand() {
         ],
         "{c:#}"
     );
-    let by = |n: &str| {
-        c["pendingPods"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == n)
-            .unwrap()
-    };
+    let by = |n: &str| entry(&c, "pendingPods", "name", n);
     assert!(
         by("spot-only")["message"]
             .as_str()

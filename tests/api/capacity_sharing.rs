@@ -7,28 +7,19 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use kineticd::cloud::gcp::types::container::{Cluster, GpuSharingConfig, NodePool};
 use kineticd::cloud::kube::{ClusterAccess, KubeCluster};
 use kineticd::domain::PoolState;
-use kube::Api;
-use kube::api::PostParams;
 use serde_json::{Value, json};
 
 use crate::common::TestApp;
-use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
-use crate::support::{ok, pool};
+use crate::common::gke::{
+    PARTITION, STRATEGY, autoscaled_pool, create_cluster_and_wait, default_pool,
+};
+use crate::support::{ALICE, C, CAPACITY, CHECK, P, Z, counts, create_pod, ok, pool, reasons};
 
-const ALICE: &str = "alice@example.com";
-const P: &str = "acme-project";
-const Z: &str = "us-central1-a";
-const C: &str = "kc";
-const CAPACITY: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/capacity";
-const CHECK: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc:checkWorkload";
 const MIG: &str = "gpu-a100-mig1";
 const SHARED: &str = "gpu-l4-ts01";
-const PARTITION: &str = "cloud.google.com/gke-gpu-partition-size";
-const STRATEGY: &str = "cloud.google.com/gke-gpu-sharing-strategy";
 
 /// A pool of exactly one node (autoscaling 1..1).
 fn one_node(mut pool: NodePool) -> NodePool {
@@ -124,14 +115,6 @@ fn pod(name: &str, gpus: u32, selector: Value) -> Value {
                 "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}})
 }
 
-async fn create(kube: &KubeCluster, body: &Value) {
-    let pod: Pod = serde_json::from_value(body.clone()).expect("pod");
-    let api: Api<Pod> = Api::namespaced(kube.client().await.expect("client"), "default");
-    api.create(&PostParams::default(), &pod)
-        .await
-        .expect("create pod");
-}
-
 /// (running, pending) among the pods whose name starts with `prefix`.
 async fn phases(kube: &KubeCluster, prefix: &str) -> (usize, usize) {
     let pods = kube.pods(Some("default")).await.expect("pods");
@@ -140,28 +123,8 @@ async fn phases(kube: &KubeCluster, prefix: &str) -> (usize, usize) {
     (running, mine.len() - running)
 }
 
-fn counts(v: &Value) -> [u64; 5] {
-    [
-        "allocatable",
-        "requested",
-        "free",
-        "stranded",
-        "largestPlaceableRequest",
-    ]
-    .map(|k| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v:#}")))
-}
-
 async fn check(app: &TestApp, body: Value) -> Value {
     ok(app.post(ALICE, CHECK, body).await)
-}
-
-fn reasons(v: &Value) -> Vec<&str> {
-    v["problems"]
-        .as_array()
-        .expect("problems")
-        .iter()
-        .filter_map(|p| p["reason"].as_str())
-        .collect()
 }
 
 #[tokio::test]
@@ -221,7 +184,7 @@ async fn one_gpu_pods_take_one_slice_or_one_share() {
 
     // Eight one-GPU pods on the 7-way A100: seven run, the eighth waits.
     for i in 0..8 {
-        create(
+        create_pod(
             &kube,
             &pod(&format!("mig-{i}"), 1, json!({PARTITION: "1g.5gb"})),
         )
@@ -230,7 +193,7 @@ async fn one_gpu_pods_take_one_slice_or_one_share() {
     assert_eq!(phases(&kube, "mig-").await, (7, 1));
     // Three on the 4-way L4 first: one share left, priced at a quarter of an L4.
     for i in 0..3 {
-        create(
+        create_pod(
             &kube,
             &pod(&format!("ts-{i}"), 1, json!({STRATEGY: "time-sharing"})),
         )
@@ -242,7 +205,7 @@ async fn one_gpu_pods_take_one_slice_or_one_share() {
     // USD 0.71 an L4 hour / 4 shares = 0.1775, in cents.
     assert_eq!(l4["idleCost"]["perHour"], 0.18, "{l4:#}");
     for i in 3..5 {
-        create(
+        create_pod(
             &kube,
             &pod(&format!("ts-{i}"), 1, json!({STRATEGY: "time-sharing"})),
         )
@@ -317,14 +280,14 @@ async fn two_shares_in_one_container_on_a_two_gpu_shared_node_never_run() {
         reasons(&v).contains(&"ACCELERATOR_COUNT_TOO_LARGE"),
         "{v:#}"
     );
-    create(&kube, &two).await;
+    create_pod(&kube, &two).await;
     let pods = kube.pods(Some("default")).await.expect("pods");
     let p = pods.iter().find(|p| p.name == "two").expect("pod");
     assert_eq!(p.phase, "Failed", "{p:#?}");
     // One share per container runs: 4 units on the node.
     let v = check(&app, pod("one", 1, json!({STRATEGY: "mps"}))).await;
     assert_eq!(v["verdict"], "NOW", "{v:#}");
-    create(&kube, &pod("one", 1, json!({STRATEGY: "mps"}))).await;
+    create_pod(&kube, &pod("one", 1, json!({STRATEGY: "mps"}))).await;
     assert_eq!(phases(&kube, "one").await, (1, 0));
     let c = ok(app.get(ALICE, CAPACITY).await);
     let t4 = pool(&c, MPS);

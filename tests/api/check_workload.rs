@@ -6,28 +6,21 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use kineticd::cloud::gcp::GcpClients;
 use kineticd::cloud::gcp::types::container::Cluster;
 use kineticd::cloud::kube::{ClusterAccess, KubeCluster};
 use kineticd::domain::PoolState;
 use kineticd::store;
-use kube::Api;
-use kube::api::PostParams;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::gke::{autoscaled_pool, default_pool};
-use crate::common::{Resp, TestApp};
-use crate::support::{expect_error, expect_not_found, ok, raw};
+use crate::common::{Resp, TestApp, entry};
+use crate::support::{
+    ALICE, C, CHECK, EVE, P, Z, create_pod, expect_error, expect_not_found, ok, raw, reasons,
+};
 
-const ALICE: &str = "alice@example.com";
-const EVE: &str = "eve@example.com";
-const P: &str = "acme-project";
-const Z: &str = "us-central1-a";
-const C: &str = "kc";
-const CHECK: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc:checkWorkload";
 const POOL: &str = "gpu-l4-ab12";
 
 /// A team, a cluster record with one L4 pool (1 node now, at most 2), and the same
@@ -118,37 +111,22 @@ async fn check_yaml(app: &TestApp, yaml: &str) -> Resp {
     .await
 }
 
+/// Asserts the check `v` says `verdict` for `problems` (their reasons, in order).
+#[track_caller]
+fn assert_verdict(v: &Value, want: &str, problems: &[&str]) {
+    assert_eq!((verdict(v), reasons(v)), (want, problems.to_vec()), "{v:#}");
+}
+
 fn verdict(v: &Value) -> &str {
     v["verdict"]
         .as_str()
         .unwrap_or_else(|| panic!("no verdict: {v:#}"))
 }
 
-fn reasons(v: &Value) -> Vec<&str> {
-    v["problems"]
-        .as_array()
-        .expect("problems")
-        .iter()
-        .filter_map(|p| p["reason"].as_str())
-        .collect()
-}
-
 fn pool_fit<'a>(v: &'a Value, id: &str) -> &'a str {
-    v["pools"]
-        .as_array()
-        .expect("pools")
-        .iter()
-        .find(|p| p["poolId"] == id)
-        .and_then(|p| p["fits"].as_str())
-        .unwrap_or_else(|| panic!("pool {id} not in {v:#}"))
-}
-
-async fn create_pod(kube: &KubeCluster, body: &Value) {
-    let pod: Pod = serde_json::from_value(body.clone()).expect("pod");
-    let api: Api<Pod> = Api::namespaced(kube.client().await.expect("client"), "default");
-    api.create(&PostParams::default(), &pod)
-        .await
-        .expect("create pod");
+    entry(v, "pools", "poolId", id)["fits"]
+        .as_str()
+        .unwrap_or_else(|| panic!("pool {id} fits no string in {v:#}"))
 }
 
 /// The reason `GET .../capacity` gives for the pending pod `name`.
@@ -156,11 +134,9 @@ async fn waits_for(app: &TestApp, name: &str) -> String {
     let path = format!("/v1/projects/{P}/zones/{Z}/clusters/{C}/capacity");
     let r = app.get(ALICE, &path).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    r.body["pendingPods"]
-        .as_array()
-        .and_then(|a| a.iter().find(|p| p["name"] == name))
-        .and_then(|p| p["reason"].as_str())
-        .unwrap_or_else(|| panic!("{name} is not pending in {:#}", r.body))
+    entry(&r.body, "pendingPods", "name", name)["reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{name} is pending for no reason in {:#}", r.body))
         .to_owned()
 }
 
@@ -210,11 +186,7 @@ async fn verdicts_agree_with_the_simulated_cluster() {
 
     // And now the pool is at its maximum with both nodes busy.
     let v = check_json(&app, pod("full", 1)).await;
-    assert_eq!(
-        (verdict(&v), reasons(&v)),
-        ("NEVER", vec!["POOL_AT_MAX"]),
-        "{v:#}"
-    );
+    assert_verdict(&v, "NEVER", &["POOL_AT_MAX"]);
 }
 
 #[tokio::test]
@@ -273,11 +245,7 @@ async fn reasons_through_the_api_and_their_fixes() {
     let mut req_only = pod("r", 1);
     req_only["spec"]["containers"][0]["resources"] = json!({"requests": {"nvidia.com/gpu": "1"}});
     let v = check_json(&app, req_only.clone()).await;
-    assert_eq!(
-        (verdict(&v), reasons(&v)),
-        ("NEVER", vec!["GPU_LIMIT_MISSING"]),
-        "{v:#}"
-    );
+    assert_verdict(&v, "NEVER", &["GPU_LIMIT_MISSING"]);
     req_only["spec"]["containers"][0]["resources"]["limits"] = json!({"nvidia.com/gpu": "1"});
     assert_eq!(verdict(&check_json(&app, req_only).await), "NOW");
 
@@ -337,36 +305,14 @@ async fn bad_bodies_get_clear_errors() {
         .await;
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_WORKLOAD");
     let big = format!("{{\"kind\": \"Pod\", \"x\": \"{}\"}}", "a".repeat(10 << 20));
-    let r = raw(
-        &app,
-        ALICE,
-        Method::POST,
-        CHECK,
-        Some("application/json"),
-        big.clone(),
-    )
-    .await;
-    expect_error(&r, 413, "INVALID_ARGUMENT", "BODY_TOO_LARGE");
-    let r = raw(
-        &app,
-        ALICE,
-        Method::POST,
-        CHECK,
-        Some("application/yaml"),
-        big,
-    )
-    .await;
-    expect_error(&r, 413, "INVALID_ARGUMENT", "BODY_TOO_LARGE");
-    let r = raw(
-        &app,
-        ALICE,
-        Method::POST,
-        CHECK,
-        Some("text/plain"),
-        "kind: Pod",
-    )
-    .await;
-    expect_error(&r, 415, "INVALID_ARGUMENT", "UNSUPPORTED_MEDIA_TYPE");
+    for (ct, body, code, reason) in [
+        ("application/json", big.as_str(), 413, "BODY_TOO_LARGE"),
+        ("application/yaml", big.as_str(), 413, "BODY_TOO_LARGE"),
+        ("text/plain", "kind: Pod", 415, "UNSUPPORTED_MEDIA_TYPE"),
+    ] {
+        let r = raw(&app, ALICE, Method::POST, CHECK, Some(ct), body.to_owned()).await;
+        expect_error(&r, code, "INVALID_ARGUMENT", reason);
+    }
     let r = app.get(ALICE, CHECK).await;
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{:#}", r.body);
     let r = app
@@ -404,11 +350,7 @@ async fn quota_read_from_the_region_decides_scale_up() {
     create_pod(&kube, &pod("first", 1)).await;
     assert_eq!(phase(&kube, "first").await, "Running");
     let v = check_json(&app, pod("second", 1)).await;
-    assert_eq!(
-        (verdict(&v), reasons(&v)),
-        ("NEVER", vec!["QUOTA_EXHAUSTED"]),
-        "{v:#}"
-    );
+    assert_verdict(&v, "NEVER", &["QUOTA_EXHAUSTED"]);
     let fix = v["problems"][0]["fix"].as_str().unwrap();
     assert!(fix.contains("NVIDIA_L4_GPUS"), "{fix}");
     // The simulated cluster agrees: the autoscaler cannot add the node the pod needs.
@@ -427,11 +369,7 @@ async fn quota_read_from_the_region_decides_scale_up() {
         .expect("set quota");
     assert!(r.status().is_success());
     let v = check_json(&app, pod("third", 1)).await;
-    assert_eq!(
-        (verdict(&v), reasons(&v)),
-        ("AFTER_SCALE_UP", vec![]),
-        "{v:#}"
-    );
+    assert_verdict(&v, "AFTER_SCALE_UP", &[]);
     // And the waiting pod gets its node once the quota allows it.
     assert_eq!(waits_for(&app, "second").await, "SCALE_UP_PENDING");
     sim.clock().advance(Duration::from_secs(61));

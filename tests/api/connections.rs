@@ -4,13 +4,13 @@
 //! long it lives (`:wait`, `:watch`). The bounds here are far below any test's length, so
 //! the long-polls below outlive them without the test sleeping.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::common::{TestApp, fresh_db};
+use crate::common::TestApp;
+use crate::support::{queued_noop, wait_runs_its_timeout};
 
 const ALICE: &str = "alice@example.com";
 const SHORT: Duration = Duration::from_millis(300);
@@ -20,8 +20,7 @@ const LONG: Duration = Duration::from_secs(600);
 const GUARD: Duration = Duration::from_secs(30);
 
 async fn app_with(header_read: Duration, idle: Duration) -> TestApp {
-    let (db, url) = fresh_db().await;
-    let mut app = TestApp::spawn_with(db, url, |mut s| {
+    let mut app = TestApp::spawn_tweaked(|mut s| {
         s.limits.header_read_timeout = Some(header_read);
         s.limits.idle_timeout = Some(idle);
         s
@@ -123,33 +122,17 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_idle_bound() {
 async fn long_polls_outlive_the_connection_bounds() {
     let app = app_with(SHORT, SHORT).await;
     app.team(ALICE, "acme", &["acme-project"]).await;
-    let op = app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
-    let name = op["name"].as_str().unwrap().to_owned();
+    let name = queued_noop(&app, ALICE).await;
     // A :watch stream opens and stays quiet (no workers: the operation stays queued).
     let watch = app
-        .http
-        .get(app.url_of(&format!("/v1/{name}:watch")))
-        .header("x-kinetic-user", ALICE)
-        .send()
+        .stream_as(ALICE, &format!("/v1/{name}:watch"))
         .await
         .unwrap();
     assert_eq!(watch.status(), 200);
     // A :wait lives five times the bounds and is answered by its own timeout.
-    let started = Instant::now();
-    let r = app
-        .post(
-            ALICE,
-            &format!("/v1/{name}:wait?timeout=1500ms"),
-            Value::Null,
-        )
-        .await;
-    assert_eq!(r.status, 200, "{:#}", r.body);
-    assert_ne!(r.body["done"], true, "{:#}", r.body);
-    assert!(started.elapsed() >= Duration::from_millis(1400));
+    wait_runs_its_timeout(&app, ALICE, &name).await;
     // The watch outlived them too: it still delivers the end of the operation.
-    let r = app
-        .post(ALICE, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let r = app.op_action(ALICE, &name, "cancel").await;
     assert_eq!(r.status, 200, "{:#}", r.body);
     let text = tokio::time::timeout(GUARD, watch.text())
         .await

@@ -5,25 +5,15 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
-use kineticd::config::limits::Rate;
-
-use crate::common::{TestApp, fresh_db};
-use crate::support::{cancel_frees_the_stream, expect_error};
+use crate::common::TestApp;
+use crate::support::{app_with_rate, cancel_frees_the_stream, expect_error, one_watch_app};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
 
 /// A console GET as `user` (the dev identity header, as the API's): status, headers, HTML.
 async fn page(app: &TestApp, user: &str, path: &str) -> (u16, reqwest::header::HeaderMap, String) {
-    let r = app
-        .http
-        .get(app.url_of(path))
-        .header("x-kinetic-user", user)
-        .send()
-        .await
-        .expect("console request");
+    let r = app.stream_as(user, path).await.expect("console request");
     let status = r.status().as_u16();
     let headers = r.headers().clone();
     (status, headers, r.text().await.expect("body"))
@@ -31,16 +21,8 @@ async fn page(app: &TestApp, user: &str, path: &str) -> (u16, reqwest::header::H
 
 #[tokio::test]
 async fn console_pages_charge_the_callers_api_bucket_and_are_refused_with_a_429_page() {
-    let (db, url) = fresh_db().await;
     // One token every 100 s: nothing refills while the test runs.
-    let app = TestApp::spawn_with(db, url, |mut s| {
-        s.limits.rate = Some(Rate {
-            per_second: 0.01,
-            burst: 3,
-        });
-        s
-    })
-    .await;
+    let app = app_with_rate(0.01, 3).await;
     // Two console pages and one API call empty the bucket of three...
     for _ in 0..2 {
         let (status, _, body) = page(&app, ALICE, "/console/teams").await;
@@ -80,30 +62,11 @@ async fn console_pages_charge_the_callers_api_bucket_and_are_refused_with_a_429_
 
 #[tokio::test]
 async fn console_event_streams_take_the_callers_watch_places() {
-    let (db, url) = fresh_db().await;
-    let app = TestApp::spawn_with(db, url, |mut s| {
-        s.limits.max_watches_per_caller = Some(1);
-        s
-    })
-    .await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
-    app.member(ALICE, "acme", BOB, "MEMBER").await;
-    let op = app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
-    let name = op["name"].as_str().unwrap().to_owned();
+    let (app, name) = one_watch_app(ALICE, BOB).await;
     let id = name.strip_prefix("operations/").unwrap().to_owned();
     let events_path = format!("/console/operations/{id}/events");
-    let console_events = |user: &'static str| {
-        app.http
-            .get(app.url_of(&events_path))
-            .header("x-kinetic-user", user)
-            .send()
-    };
-    let api_watch = |user: &'static str| {
-        app.http
-            .get(app.url_of(&format!("/v1/{name}:watch")))
-            .header("x-kinetic-user", user)
-            .send()
-    };
+    let console_events = |user: &'static str| app.stream_as(user, &events_path);
+    let api_watch = |user: &'static str| app.stream_as(user, &format!("/v1/{name}:watch"));
 
     // An API :watch holds Alice's only place: the console's stream is refused.
     let watching = api_watch(ALICE).await.unwrap();

@@ -6,8 +6,8 @@ use serde_json::json;
 
 use crate::common::TestApp;
 use crate::support::{
-    acme_app, expect_error, expect_error_saying, expect_invalid, expect_not_found, message, raw,
-    raw_json,
+    acme_app, expect_error, expect_error_saying, expect_invalid, expect_json_only,
+    expect_not_found, message, raw, raw_json, work_profile,
 };
 
 const ALICE: &str = "alice@example.com";
@@ -188,13 +188,7 @@ async fn bodies_must_be_declared_json() {
         Some("application/x-www-form-urlencoded"),
     ] {
         let r = raw(&app, ALICE, Method::POST, "/v1/teams", ct, body.clone()).await;
-        expect_error_saying(
-            &r,
-            415,
-            "INVALID_ARGUMENT",
-            "UNSUPPORTED_MEDIA_TYPE",
-            "application/json",
-        );
+        expect_json_only(&r);
     }
     // A JSON content type with parameters is fine.
     let r = raw(
@@ -218,12 +212,7 @@ async fn unknown_routes_verbs_and_methods() {
         assert!(message(&r).contains(path), "{}", message(&r));
     }
     // Unknown custom methods on a resource that has custom methods.
-    app.put(
-        ALICE,
-        "/v1/profiles/work",
-        json!({"cluster": "projects/acme-project/zones/us-central1-a/clusters/kc"}),
-    )
-    .await;
+    work_profile(&app, ALICE).await;
     for path in [
         "/v1/profiles/work:explode",
         "/v1/profiles/work:ACTIVATE",

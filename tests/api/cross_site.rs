@@ -9,7 +9,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::{Resp, TestApp};
-use crate::support::{acme_app, acme_cluster, expect_error_saying};
+use crate::support::{
+    acme_app, acme_cluster, expect_error_saying, expect_json_only, queued_noop, work_profile,
+};
 
 const ALICE: &str = "alice@example.com";
 
@@ -21,10 +23,7 @@ async fn send(
     headers: &[(&str, &str)],
     body: Option<&str>,
 ) -> Resp {
-    let mut req = app
-        .http
-        .request(method, app.url_of(path))
-        .header("x-kinetic-user", ALICE);
+    let mut req = app.request_as(ALICE, method, path);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
@@ -34,7 +33,8 @@ async fn send(
     TestApp::read(req.send().await.expect("request")).await
 }
 
-/// Extra headers, a raw body, and what the refusal's message says.
+/// Extra headers, a raw body, and what the refusal's message says (who sends it, of a
+/// request that passes).
 type Attack<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a str);
 
 #[track_caller]
@@ -46,16 +46,9 @@ fn expect_cross_site(r: &Resp, what: &str) {
 async fn bodyless_posts_from_another_site_are_refused_and_change_nothing() {
     let app = acme_app(ALICE).await;
     acme_cluster(&app).await;
-    let r = app
-        .put(
-            ALICE,
-            "/v1/profiles/work",
-            json!({"cluster": "projects/acme-project/zones/us-central1-a/clusters/kc"}),
-        )
-        .await;
+    let r = work_profile(&app, ALICE).await;
     assert_eq!(r.status, 200, "{:#}", r.body);
-    let op = app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
-    let name = op["name"].as_str().unwrap().to_owned();
+    let name = queued_noop(&app, ALICE).await;
     let host = app.addr.to_string();
     let cancel = format!("/v1/{name}:cancel");
     let paths = [
@@ -98,37 +91,26 @@ async fn bodyless_posts_from_another_site_are_refused_and_change_nothing() {
     // The same page's own requests (Swagger UI at /docs) and the browser's own
     // navigation pass.
     let same_origin = format!("http://{host}");
-    let r = send(
-        &app,
-        Method::POST,
-        "/v1/profiles/work:activate",
-        &[
-            ("origin", same_origin.as_str()),
-            ("sec-fetch-site", "same-origin"),
-        ],
-        None,
-    )
-    .await;
-    assert_eq!(r.status, 200, "{:#}", r.body);
-    let r = send(
-        &app,
-        Method::POST,
-        "/v1/profiles/work:activate",
-        &[("sec-fetch-site", "none")],
-        None,
-    )
-    .await;
-    assert_eq!(r.status, 200, "{:#}", r.body);
-    // curl and generated clients: no Origin, no Sec-Fetch-Site; no body or a JSON one.
-    let r = send(
-        &app,
-        Method::POST,
-        "/v1/profiles/work:activate",
-        &[("content-type", "application/json")],
-        Some("{}"),
-    )
-    .await;
-    assert_eq!(r.status, 200, "{:#}", r.body);
+    let same_page = [
+        ("origin", same_origin.as_str()),
+        ("sec-fetch-site", "same-origin"),
+    ];
+    // Extra headers, a body, and who sends them.
+    let passing: [Attack; 3] = [
+        (&same_page, None, "the same page"),
+        (
+            &[("sec-fetch-site", "none")],
+            None,
+            "the browser's navigation",
+        ),
+        // curl and generated clients: no Origin, no Sec-Fetch-Site; no body or a JSON one.
+        (&[("content-type", "application/json")], Some("{}"), "curl"),
+    ];
+    for (headers, body, who) in passing {
+        let activate = "/v1/profiles/work:activate";
+        let r = send(&app, Method::POST, activate, headers, body).await;
+        assert_eq!(r.status, 200, "{who}: {:#}", r.body);
+    }
     let r = app.post(ALICE, &cancel, Value::Null).await;
     assert_eq!(r.status, 200, "{:#}", r.body);
     assert_eq!(r.body["metadata"]["cancelRequested"], true, "{:#}", r.body);
@@ -144,24 +126,13 @@ async fn other_mutations_from_another_site_are_refused_and_json_routes_keep_thei
         (Method::DELETE, "/v1/teams/acme", None),
         (Method::POST, "/v1/teams", Some(r#"{"teamId":"evil-team"}"#)),
     ] {
-        let r = send(
-            &app,
-            method.clone(),
-            path,
-            &[json_ct, ("sec-fetch-site", "cross-site")],
-            body,
-        )
-        .await;
-        expect_cross_site(&r, "another site");
-        let r = send(
-            &app,
-            method,
-            path,
-            &[json_ct, ("origin", "https://evil.example")],
-            body,
-        )
-        .await;
-        expect_cross_site(&r, "origin");
+        for (header, what) in [
+            (("sec-fetch-site", "cross-site"), "another site"),
+            (("origin", "https://evil.example"), "origin"),
+        ] {
+            let r = send(&app, method.clone(), path, &[json_ct, header], body).await;
+            expect_cross_site(&r, what);
+        }
     }
     let r = app.get(ALICE, "/v1/teams/acme").await;
     assert_eq!(r.status, 200, "{:#}", r.body);
@@ -175,13 +146,7 @@ async fn other_mutations_from_another_site_are_refused_and_json_routes_keep_thei
         Some("teamId=x"),
     )
     .await;
-    expect_error_saying(
-        &r,
-        415,
-        "INVALID_ARGUMENT",
-        "UNSUPPORTED_MEDIA_TYPE",
-        "application/json",
-    );
+    expect_json_only(&r);
     // Reads are not refused (nothing changes, and no CORS lets another site read them).
     let r = send(
         &app,

@@ -62,10 +62,14 @@ async fn until_a_request_waits_for_the_lock(db: &Db) {
 async fn a_change_committed_while_a_request_waits_for_the_row_lock_is_caught() {
     let (app, rec, etag) = app_with_cluster().await;
     let mut writer = app.db.begin().await.expect("begin");
-    store::clusters::lock_live(&mut *writer, "acme-project", "us-central1-a", "kc")
-        .await
-        .expect("lock")
-        .expect("live record");
+    store::clusters::by_name(
+        &mut *writer,
+        store::clusters::Pick::LockLive,
+        ["acme-project", "us-central1-a", "kc"],
+    )
+    .await
+    .expect("lock")
+    .expect("live record");
     let spec = store::ClusterSpecRecord {
         accelerator: Some("gpu-l4".into()),
         force_destroy: false,

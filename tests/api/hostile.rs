@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::common::{TestApp, start_sim};
 use crate::support::{
     acme_app, acme_cluster, expect_error, expect_invalid, expect_not_found, message, meta, raw,
-    raw_json,
+    raw_json, work_profile,
 };
 
 const ALICE: &str = "alice@example.com";
@@ -20,20 +20,14 @@ async fn wait_timeouts_are_bounded_not_panics() {
     let name = op["name"].as_str().unwrap();
     for bad in ["1e20", "1e300s", "61s", "NaN", "inf", "-1s", "-0.5"] {
         let r = app
-            .post(
-                ALICE,
-                &format!("/v1/{name}:wait?timeout={bad}"),
-                Value::Null,
-            )
+            .op_action(ALICE, name, &format!("wait?timeout={bad}"))
             .await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_TIMEOUT");
         assert!(message(&r).contains("60s"), "{bad}: {}", message(&r));
         assert_eq!(meta(&r, "limit"), "60s");
     }
     // The server is still serving.
-    let r = app
-        .post(ALICE, &format!("/v1/{name}:wait?timeout=10ms"), Value::Null)
-        .await;
+    let r = app.op_action(ALICE, name, "wait?timeout=10ms").await;
     assert_eq!(r.status, 200, "{:#}", r.body);
 }
 
@@ -192,13 +186,7 @@ async fn every_path_and_query_parameter_refuses_hostile_values() {
     let app = acme_app(ALICE).await;
     app.member(ALICE, "acme", "bob@example.com", "VIEWER").await;
     acme_cluster(&app).await;
-    let r = app
-        .put(
-            ALICE,
-            "/v1/profiles/work",
-            json!({"cluster": "projects/acme-project/zones/us-central1-a/clusters/kc"}),
-        )
-        .await;
+    let r = work_profile(&app, ALICE).await;
     assert_eq!(r.status, 200, "{:#}", r.body);
     let op = app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
     let operation = op["name"]

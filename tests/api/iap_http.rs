@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::common::iap_keys::{AUD, TestKey, new_key, now, sign, unreachable_port};
 use crate::common::{ADMIN, Resp, TestApp, fresh_db};
-use crate::support::{expect_error, expect_not_found, message};
+use crate::support::{expect_error, expect_not_found, iap_request, message};
 
 /// Claims IAP would sign for `email`, valid for ten minutes.
 pub fn claims(email: &str) -> Value {
@@ -48,16 +48,7 @@ async fn call(
     token: Option<&str>,
     body: Option<Value>,
 ) -> Resp {
-    let mut req = app
-        .http
-        .request(method, app.url_of(path))
-        .header("x-kinetic-user", "mallory@example.com");
-    if let Some(t) = token {
-        req = req.header(IAP_HEADER, t);
-    }
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
+    let req = iap_request(app, method, path, "mallory@example.com", token, body);
     TestApp::read(req.send().await.expect("request")).await
 }
 

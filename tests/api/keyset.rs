@@ -81,54 +81,25 @@ async fn cluster_pages_merge_the_teams_in_key_order() {
         v
     };
     let mine = |r: &Cluster| MINE.contains(&r.team);
-    walks(
-        &app,
-        ALICE,
-        "/v1/clusters",
-        "clusters",
-        &expect(&|r| mine(r) && !r.deleted),
-    )
-    .await;
-    walks(
-        &app,
-        ALICE,
-        "/v1/clusters?state=DELETED",
-        "clusters",
-        &expect(&|r| mine(r) && r.deleted),
-    )
-    .await;
-    walks(
-        &app,
-        ALICE,
-        "/v1/clusters?team=team-b&state=RUNNING",
-        "clusters",
-        &expect(&|r| r.team == "team-b" && !r.deleted),
-    )
-    .await;
-    walks(
-        &app,
-        ADMIN,
-        "/v1/clusters",
-        "clusters",
-        &expect(&|r| !r.deleted),
-    )
-    .await;
-    walks(
-        &app,
-        ADMIN,
-        "/v1/clusters?state=DELETED",
-        "clusters",
-        &expect(&|r| r.deleted),
-    )
-    .await;
-    walks(
-        &app,
-        ADMIN,
-        "/v1/clusters?team=team-z",
-        "clusters",
-        &expect(&|r| r.team == "team-z" && !r.deleted),
-    )
-    .await;
+    // Who lists, the list, and which clusters it holds.
+    type Pick<'a> = &'a dyn Fn(&Cluster) -> bool;
+    let cases: [(&str, &str, Pick); 6] = [
+        (ALICE, "/v1/clusters", &|r| mine(r) && !r.deleted),
+        (ALICE, "/v1/clusters?state=DELETED", &|r| {
+            mine(r) && r.deleted
+        }),
+        (ALICE, "/v1/clusters?team=team-b&state=RUNNING", &|r| {
+            r.team == "team-b" && !r.deleted
+        }),
+        (ADMIN, "/v1/clusters", &|r| !r.deleted),
+        (ADMIN, "/v1/clusters?state=DELETED", &|r| r.deleted),
+        (ADMIN, "/v1/clusters?team=team-z", &|r| {
+            r.team == "team-z" && !r.deleted
+        }),
+    ];
+    for (user, path, pick) in cases {
+        walks(&app, user, path, "clusters", &expect(pick)).await;
+    }
 }
 
 struct Op {

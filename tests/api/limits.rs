@@ -8,15 +8,17 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use kineticd::config::limits::Rate;
 use kineticd::store::db::{PoolConfig, connect_pool};
 
 use crate::common::{ADMIN, TestApp, fresh_db};
-use crate::support::{cancel_frees_the_stream, expect_error, message, meta};
+use crate::support::{
+    app_with_rate, cancel_frees_the_stream, expect_error, message, meta, one_watch_app,
+    queued_noop, wait_runs_its_timeout,
+};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -31,15 +33,7 @@ fn pool(max_connections: u32, acquire: Duration, cap: Option<u32>) -> PoolConfig
 
 #[tokio::test]
 async fn a_caller_past_its_rate_gets_429_with_retry_after_and_others_do_not() {
-    let (db, url) = fresh_db().await;
-    let app = TestApp::spawn_with(db, url, |mut s| {
-        s.limits.rate = Some(Rate {
-            per_second: 0.5,
-            burst: 3,
-        });
-        s
-    })
-    .await;
+    let app = app_with_rate(0.5, 3).await;
     for _ in 0..3 {
         let r = app.get(ALICE, "/v1/teams").await;
         assert_eq!(r.status, 200, "{:#}", r.body);
@@ -74,21 +68,10 @@ async fn a_slow_request_gets_504_but_long_polls_keep_their_own_bound() {
     })
     .await;
     app.team(ALICE, "acme", &["acme-project"]).await;
-    let op = app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
-    let name = op["name"].as_str().unwrap().to_owned();
+    let name = queued_noop(&app, ALICE).await;
     // A :wait longer than the deadline is answered by its own timeout (no workers: the
     // operation stays queued).
-    let started = Instant::now();
-    let r = app
-        .post(
-            ALICE,
-            &format!("/v1/{name}:wait?timeout=1500ms"),
-            Value::Null,
-        )
-        .await;
-    assert_eq!(r.status, 200, "{:#}", r.body);
-    assert_ne!(r.body["done"], true, "{:#}", r.body);
-    assert!(started.elapsed() >= Duration::from_millis(1400));
+    wait_runs_its_timeout(&app, ALICE, &name).await;
     let held = app.db.acquire().await.unwrap();
     let started = Instant::now();
     let r = app.get(ALICE, "/v1/teams").await;
@@ -135,31 +118,15 @@ async fn a_team_past_its_operation_cap_gets_409_with_the_cap_and_count() {
     app.noop(BOB, json!({"team": "other", "steps": 1})).await;
     // A finished operation frees its place.
     let name = first["name"].as_str().unwrap();
-    let r = app
-        .post(ALICE, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let r = app.op_action(ALICE, name, "cancel").await;
     assert_eq!(r.status, 200, "{:#}", r.body);
     app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
 }
 
 #[tokio::test]
 async fn watch_streams_per_caller_are_capped_and_released_when_a_stream_ends() {
-    let (db, url) = fresh_db().await;
-    let app = TestApp::spawn_with(db, url, |mut s| {
-        s.limits.max_watches_per_caller = Some(1);
-        s
-    })
-    .await;
-    app.team(ALICE, "acme", &["acme-project"]).await;
-    app.member(ALICE, "acme", BOB, "MEMBER").await;
-    let op = app.noop(ALICE, json!({"team": "acme", "steps": 1})).await;
-    let name = op["name"].as_str().unwrap().to_owned();
-    let watch = |user: &'static str| {
-        app.http
-            .get(app.url_of(&format!("/v1/{name}:watch")))
-            .header("x-kinetic-user", user)
-            .send()
-    };
+    let (app, name) = one_watch_app(ALICE, BOB).await;
+    let watch = |user: &'static str| app.stream_as(user, &format!("/v1/{name}:watch"));
     let open = watch(ALICE).await.unwrap();
     assert_eq!(open.status(), 200);
     let r = TestApp::read(watch(ALICE).await.unwrap()).await;

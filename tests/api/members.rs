@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use crate::common::{ADMIN, TestApp};
 use crate::support::{
     expect_error, expect_error_saying, expect_invalid, expect_not_found, message, meta, ok,
+    put_role,
 };
 
 const ALICE: &str = "alice@example.com";
@@ -42,34 +43,16 @@ async fn add_change_list_remove_members() {
     assert_eq!(owner.as_object().unwrap().len(), 3, "{owner}");
 
     // Add (email normalised to lower case).
-    let m = ok(app
-        .put(
-            ALICE,
-            "/v1/teams/acme/members/Bob@Example.COM",
-            json!({"role": "VIEWER"}),
-        )
-        .await);
+    let m = ok(put_role(&app, ALICE, "Bob@Example.COM", "VIEWER").await);
     assert_eq!(m["email"], BOB);
     assert_eq!(m["role"], "VIEWER");
     let added = m["addTime"].clone();
     // Change the role: same member, same addTime.
-    let m = ok(app
-        .put(
-            ALICE,
-            &format!("/v1/teams/acme/members/{BOB}"),
-            json!({"role": "ADMIN"}),
-        )
-        .await);
+    let m = ok(put_role(&app, ALICE, BOB, "ADMIN").await);
     assert_eq!(m["role"], "ADMIN");
     assert_eq!(m["addTime"], added);
     // Putting the same role again is a no-op success.
-    ok(app
-        .put(
-            ALICE,
-            &format!("/v1/teams/acme/members/{BOB}"),
-            json!({"role": "ADMIN"}),
-        )
-        .await);
+    ok(put_role(&app, ALICE, BOB, "ADMIN").await);
     // An ADMIN adds someone.
     app.member(BOB, "acme", CAROL, "MEMBER").await;
     let list = ok(app.get(CAROL, "/v1/teams/acme/members").await);
@@ -173,31 +156,13 @@ async fn owner_changes_need_an_owner() {
     app.member(ALICE, "acme", BOB, "ADMIN").await;
     app.member(ALICE, "acme", CAROL, "OWNER").await;
     // An ADMIN can neither grant OWNER, nor demote or remove an OWNER.
-    let r = app
-        .put(
-            BOB,
-            "/v1/teams/acme/members/dave@example.com",
-            json!({"role": "OWNER"}),
-        )
-        .await;
+    let r = put_role(&app, BOB, "dave@example.com", "OWNER").await;
     expect_error(&r, 403, "PERMISSION_DENIED", "PERMISSION_DENIED");
     assert_eq!(meta(&r, "requiredRole"), "OWNER");
     assert_eq!(meta(&r, "role"), "ADMIN");
-    let r = app
-        .put(
-            BOB,
-            &format!("/v1/teams/acme/members/{BOB}"),
-            json!({"role": "OWNER"}),
-        )
-        .await;
+    let r = put_role(&app, BOB, BOB, "OWNER").await;
     expect_error(&r, 403, "PERMISSION_DENIED", "PERMISSION_DENIED");
-    let r = app
-        .put(
-            BOB,
-            &format!("/v1/teams/acme/members/{CAROL}"),
-            json!({"role": "VIEWER"}),
-        )
-        .await;
+    let r = put_role(&app, BOB, CAROL, "VIEWER").await;
     expect_error(&r, 403, "PERMISSION_DENIED", "PERMISSION_DENIED");
     let r = app
         .delete(BOB, &format!("/v1/teams/acme/members/{CAROL}"))
@@ -210,13 +175,7 @@ async fn owner_changes_need_an_owner() {
         pairs(&[(ALICE, "OWNER"), (BOB, "ADMIN"), (CAROL, "OWNER")])
     );
     // An OWNER can; so can a service admin.
-    ok(app
-        .put(
-            CAROL,
-            &format!("/v1/teams/acme/members/{BOB}"),
-            json!({"role": "OWNER"}),
-        )
-        .await);
+    ok(put_role(&app, CAROL, BOB, "OWNER").await);
     assert_eq!(
         app.delete(ADMIN, &format!("/v1/teams/acme/members/{CAROL}"))
             .await
@@ -232,13 +191,7 @@ async fn invalid_roles_and_emails() {
     let app = TestApp::spawn().await;
     app.team(ALICE, "acme", &[]).await;
     for role in [json!("KING"), json!("viewer"), json!(""), json!(null)] {
-        let r = app
-            .put(
-                ALICE,
-                "/v1/teams/acme/members/bob@example.com",
-                json!({"role": role}),
-            )
-            .await;
+        let r = put_role(&app, ALICE, "bob@example.com", role).await;
         expect_invalid(&r, "INVALID_FIELD", "role");
     }
     for email in [
@@ -247,13 +200,7 @@ async fn invalid_roles_and_emails() {
         "bob@",
         "bob%20smith@example.com",
     ] {
-        let r = app
-            .put(
-                ALICE,
-                &format!("/v1/teams/acme/members/{email}"),
-                json!({"role": "VIEWER"}),
-            )
-            .await;
+        let r = put_role(&app, ALICE, email, "VIEWER").await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_NAME");
         assert_eq!(meta(&r, "field"), "email");
         let r = app

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kineticd::cloud::gcp::GcpClients;
 use kineticd::cloud::gcp::types::artifact_registry::Repository;
-use kineticd::cloud::gcp::types::compute::{Network, Router, RouterNat};
+use kineticd::cloud::gcp::types::compute::Network;
 use kineticd::cloud::gcp::types::container::{Cluster, NodePool};
 use kineticd::cloud::gcp::types::storage::Bucket;
 use kineticd::domain::resource_names::ClusterNames;
@@ -21,14 +21,8 @@ use uuid::Uuid;
 
 use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
 use crate::common::{TestApp, fresh_db};
-use crate::support::{expect_error, expect_not_found, ok, pool};
+use crate::support::{ALICE, BOB, C, EVE, P, Z, expect_error, expect_not_found, ok, pool};
 
-const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
-const EVE: &str = "eve@example.com";
-const P: &str = "acme-project";
-const Z: &str = "us-central1-a";
-const C: &str = "kc";
 const STATUS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/status";
 const ACCELERATORS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/accelerators";
 const WAIT: Duration = Duration::from_secs(120);
@@ -118,17 +112,8 @@ async fn provision(gcp: &GcpClients, pools: &[NodePool]) {
         .await
         .expect("repository");
     network(gcp, &n).await;
-    let router = Router {
-        name: n.router.clone(),
-        network: format!("projects/{P}/global/networks/{}", n.network),
-        nats: vec![RouterNat {
-            name: n.nat.clone(),
-            nat_ip_allocate_option: "AUTO_ONLY".into(),
-            source_subnetwork_ip_ranges_to_nat: "ALL_SUBNETWORKS_ALL_IP_RANGES".into(),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
+    // The router and NAT exactly as `up` makes them.
+    let router = kineticd::ops::workflows::cluster::wire::router(&n);
     let op = gcp
         .compute
         .insert_router(P, &n.region, &router, Uuid::new_v4())

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use reqwest::StatusCode;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use kineticd::store::clusters::ClusterRecord;
 
@@ -102,6 +102,139 @@ pub async fn acme_app(owner: &str) -> TestApp {
     app
 }
 
+/// A fresh app whose callers each get `burst` requests, refilled at `per_second`.
+pub async fn app_with_rate(per_second: f64, burst: u32) -> TestApp {
+    TestApp::spawn_tweaked(|mut s| {
+        s.limits.rate = Some(kineticd::config::limits::Rate { per_second, burst });
+        s
+    })
+    .await
+}
+
+/// A fresh app where a caller holds one event stream at most; `owner` owns team `acme`,
+/// `member` is a MEMBER; with the name of a queued operation of the team (no workers).
+pub async fn one_watch_app(owner: &str, member: &str) -> (TestApp, String) {
+    let app = TestApp::spawn_tweaked(|mut s| {
+        s.limits.max_watches_per_caller = Some(1);
+        s
+    })
+    .await;
+    app.team(owner, "acme", &["acme-project"]).await;
+    app.member(owner, "acme", member, "MEMBER").await;
+    let name = queued_noop(&app, owner).await;
+    (app, name)
+}
+
+/// The name of a one-step NOOP operation of team `acme` started by `user` (it stays
+/// queued where no workers run).
+pub async fn queued_noop(app: &TestApp, user: &str) -> String {
+    let op = app.noop(user, json!({"team": "acme", "steps": 1})).await;
+    op["name"].as_str().unwrap().to_owned()
+}
+
+/// A `:wait` of 1.5 s on the queued operation `name` is answered by its own timeout:
+/// 200, not done, after 1.4 s at least.
+pub async fn wait_runs_its_timeout(app: &TestApp, user: &str, name: &str) {
+    let started = std::time::Instant::now();
+    let r = app.op_action(user, name, "wait?timeout=1500ms").await;
+    assert_eq!(r.status, 200, "{:#}", r.body);
+    assert_ne!(r.body["done"], true, "{:#}", r.body);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1400));
+}
+
+/// `method path` as IAP mode sees it: the dev identity header of `dev_user` (which IAP
+/// mode must ignore), the IAP assertion `token` when given, a JSON `body` when given.
+pub fn iap_request(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    dev_user: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> reqwest::RequestBuilder {
+    let mut req = app.request_as(dev_user, method, path);
+    if let Some(t) = token {
+        req = req.header(kineticd::auth::IAP_HEADER, t);
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    req
+}
+
+/// Create the pod `body` (a Pod manifest) in the `default` namespace of `cluster`.
+pub async fn create_pod(cluster: &kineticd::cloud::kube::KubeCluster, body: &Value) {
+    use k8s_openapi::api::core::v1::Pod;
+    let pod: Pod = serde_json::from_value(body.clone()).expect("pod");
+    let api: kube::Api<Pod> =
+        kube::Api::namespaced(cluster.client().await.expect("client"), "default");
+    api.create(&kube::api::PostParams::default(), &pod)
+        .await
+        .expect("create pod");
+}
+
+/// The callers of the cluster tests: alice owns `acme`, bob is a member, eve is not.
+pub const ALICE: &str = "alice@example.com";
+pub const BOB: &str = "bob@example.com";
+pub const EVE: &str = "eve@example.com";
+/// [`acme_cluster`]'s project, zone and name.
+pub const P: &str = "acme-project";
+pub const Z: &str = "us-central1-a";
+pub const C: &str = "kc";
+/// Its capacity view and workload check.
+pub const CAPACITY: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/capacity";
+pub const CHECK: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc:checkWorkload";
+
+/// The counts of a capacity entry (a pool's, a node's), in the order of the reference.
+#[track_caller]
+pub fn counts(v: &Value) -> [u64; 5] {
+    [
+        "allocatable",
+        "requested",
+        "free",
+        "stranded",
+        "largestPlaceableRequest",
+    ]
+    .map(|k| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v:#}")))
+}
+
+/// The reasons of a workload check's problems, in order.
+pub fn reasons(v: &Value) -> Vec<&str> {
+    v["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter_map(|p| p["reason"].as_str())
+        .collect()
+}
+
+/// The resource name of [`acme_cluster`].
+pub const ACME_KC: &str = "projects/acme-project/zones/us-central1-a/clusters/kc";
+
+/// `PUT /v1/profiles/work` pointing at [`ACME_KC`], as `user`.
+pub async fn work_profile(app: &TestApp, user: &str) -> Resp {
+    app.put(user, "/v1/profiles/work", json!({ "cluster": ACME_KC }))
+        .await
+}
+
+/// Assert `r` is the 415 of a route that takes a JSON body, saying so.
+#[track_caller]
+pub fn expect_json_only(r: &Resp) {
+    expect_error_saying(
+        r,
+        415,
+        "INVALID_ARGUMENT",
+        "UNSUPPORTED_MEDIA_TYPE",
+        "application/json",
+    );
+}
+
+/// `PUT` member `email` of team `acme` with `role`, as `by`.
+pub async fn put_role(app: &TestApp, by: &str, email: &str, role: impl Into<Value>) -> Resp {
+    let path = format!("/v1/teams/acme/members/{email}");
+    app.put(by, &path, json!({ "role": role.into() })).await
+}
+
 /// The cluster most tests work on: `kc` of team `acme` in `acme-project`, `us-central1-a`.
 pub async fn acme_cluster(app: &TestApp) -> ClusterRecord {
     app.cluster("acme", "acme-project", "us-central1-a", "kc")
@@ -120,16 +253,14 @@ pub fn meta<'a>(r: &'a Resp, key: &str) -> &'a str {
         .unwrap_or("")
 }
 
-/// Assert a 200 and return the body.
-#[track_caller]
 /// The entry of `body["nodePools"]` whose `poolId` is `id` (status, capacity).
+#[track_caller]
 pub fn pool<'a>(body: &'a Value, id: &str) -> &'a Value {
-    body["nodePools"]
-        .as_array()
-        .and_then(|a| a.iter().find(|p| p["poolId"] == id))
-        .unwrap_or_else(|| panic!("pool {id} not in {body:#}"))
+    crate::common::entry(body, "nodePools", "poolId", id)
 }
 
+/// Assert a 200 and return the body.
+#[track_caller]
 pub fn ok(r: Resp) -> Value {
     assert_eq!(r.status, StatusCode::OK, "{:#}", r.body);
     r.body
@@ -246,10 +377,7 @@ pub async fn raw(
     content_type: Option<&str>,
     body: impl Into<reqwest::Body>,
 ) -> Resp {
-    let mut req = app
-        .http
-        .request(method, app.url_of(path))
-        .header("x-kinetic-user", user);
+    let mut req = app.request_as(user, method, path);
     if let Some(ct) = content_type {
         req = req.header(reqwest::header::CONTENT_TYPE, ct);
     }
@@ -281,9 +409,7 @@ pub async fn cancel_frees_the_stream<F, Fut>(
     Fut: std::future::Future<Output = reqwest::Result<reqwest::Response>>,
 {
     use std::time::{Duration, Instant};
-    let r = app
-        .post(user, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let r = app.op_action(user, name, "cancel").await;
     assert_eq!(r.status, 200, "{:#}", r.body);
     let text = tokio::time::timeout(Duration::from_secs(20), stream.text())
         .await

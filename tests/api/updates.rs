@@ -16,11 +16,7 @@ async fn if_match(
     etag: &str,
     body: Option<serde_json::Value>,
 ) -> crate::common::Resp {
-    let mut req = app
-        .http
-        .request(method, app.url_of(path))
-        .header("x-kinetic-user", ALICE)
-        .header("if-match", etag);
+    let mut req = app.request_as(ALICE, method, path).header("if-match", etag);
     if let Some(b) = body {
         req = req.json(&b);
     }
@@ -99,44 +95,24 @@ async fn team_etags_are_checked_on_update_and_delete() {
         )
         .await;
     expect_error(&r, 409, "ABORTED", "ETAG_MISMATCH");
-    let r = if_match(
-        &app,
-        Method::PATCH,
-        "/v1/teams/acme",
-        &etag,
-        Some(json!({"displayName": "Two"})),
-    )
-    .await;
-    expect_error(&r, 409, "ABORTED", "ETAG_MISMATCH");
-    let r = if_match(&app, Method::DELETE, "/v1/teams/acme", &etag, None).await;
-    expect_error(&r, 409, "ABORTED", "ETAG_MISMATCH");
-    // Membership changes move the team's etag and check it.
-    let r = if_match(
-        &app,
-        Method::PUT,
-        "/v1/teams/acme/members/bob@example.com",
-        &etag,
-        Some(json!({"role": "VIEWER"})),
-    )
-    .await;
-    expect_error(&r, 409, "ABORTED", "ETAG_MISMATCH");
-    let r = if_match(
-        &app,
-        Method::PUT,
-        "/v1/teams/acme/members/bob@example.com",
-        &fresh,
-        Some(json!({"role": "VIEWER"})),
-    )
-    .await;
+    let bob = "/v1/teams/acme/members/bob@example.com";
+    let viewer = Some(json!({"role": "VIEWER"}));
+    for (method, path, body) in [
+        (
+            Method::PATCH,
+            "/v1/teams/acme",
+            Some(json!({"displayName": "Two"})),
+        ),
+        (Method::DELETE, "/v1/teams/acme", None),
+        // Membership changes move the team's etag and check it.
+        (Method::PUT, bob, viewer.clone()),
+    ] {
+        let r = if_match(&app, method, path, &etag, body).await;
+        expect_error(&r, 409, "ABORTED", "ETAG_MISMATCH");
+    }
+    let r = if_match(&app, Method::PUT, bob, &fresh, viewer).await;
     assert_eq!(r.status, 200, "{:#}", r.body);
-    let r = if_match(
-        &app,
-        Method::DELETE,
-        "/v1/teams/acme/members/bob@example.com",
-        &fresh,
-        None,
-    )
-    .await;
+    let r = if_match(&app, Method::DELETE, bob, &fresh, None).await;
     expect_error(&r, 409, "ABORTED", "ETAG_MISMATCH");
     assert_eq!(
         app.get(ALICE, "/v1/teams/acme").await.body["displayName"],

@@ -23,15 +23,8 @@ async fn enabled(su: &ServiceUsage, api: &str) -> bool {
         .expect("get service")
         .is_enabled()
 }
-const UP_APIS: [&str; 7] = [
-    "compute.googleapis.com",
-    "cloudbuild.googleapis.com",
-    "artifactregistry.googleapis.com",
-    "storage.googleapis.com",
-    "container.googleapis.com",
-    "secretmanager.googleapis.com",
-    "iam.googleapis.com",
-];
+/// The APIs `up` enables.
+use kineticd::domain::resource_names::APIS as UP_APIS;
 
 #[tokio::test]
 async fn enable_then_noop() {

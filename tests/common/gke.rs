@@ -9,6 +9,11 @@ use kineticd::cloud::gcp::types::container::{
 };
 use tokio_util::sync::CancellationToken;
 
+/// GKE's node labels of GPU partitions (multi-instance GPUs) and of GPU sharing.
+pub const PARTITION: &str = "cloud.google.com/gke-gpu-partition-size";
+pub const STRATEGY: &str = "cloud.google.com/gke-gpu-sharing-strategy";
+pub const MAX_CLIENTS: &str = "cloud.google.com/gke-max-shared-clients-per-gpu";
+
 /// A node pool of `nodes` `machine` nodes, autoscaling `nodes..nodes+10`, each with
 /// `count` `accel` accelerators (none when `accel` is empty).
 pub fn autoscaled_pool(name: &str, machine: &str, accel: &str, count: i64, nodes: i32) -> NodePool {

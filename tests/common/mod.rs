@@ -154,6 +154,12 @@ pub async fn fresh_db() -> (Db, String) {
 
 pub const ADMIN: &str = "admin@example.com";
 
+/// The callers of the tests that need one per role of a seeded team: its OWNER, a
+/// VIEWER, and someone outside it.
+pub const OWNER: &str = "owner@example.com";
+pub const VIEWER: &str = "viewer@example.com";
+pub const OUTSIDER: &str = "outsider@example.com";
+
 pub fn test_settings(url: &str) -> Settings {
     Settings {
         dev: true,
@@ -203,6 +209,61 @@ pub fn test_worker_config(workers: usize) -> WorkerConfig {
     }
 }
 
+/// The entry of the array `body[items]` whose `key` is `value`; panics, showing `body`,
+/// when there is none.
+#[track_caller]
+pub fn entry<'a, V>(body: &'a Value, items: &str, key: &str, value: V) -> &'a Value
+where
+    Value: PartialEq<V>,
+    V: std::fmt::Display + Copy,
+{
+    body[items]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e[key] == value))
+        .unwrap_or_else(|| panic!("no {items} entry with {key} {value} in {body:#}"))
+}
+
+/// Asserts that `r`'s `Server-Timing` header times each live read of a cluster (GKE,
+/// the Kubernetes API's nodes and pods, Compute).
+#[track_caller]
+pub fn assert_live_read_timings(r: &Resp) {
+    let timing = r.headers["server-timing"].to_str().unwrap().to_owned();
+    for part in [
+        "cloud;dur=",
+        "kube;dur=",
+        "nodes;dur=",
+        "pods;dur=",
+        "compute;dur=",
+    ] {
+        assert!(timing.contains(part), "{timing}");
+    }
+}
+
+/// The string `key` of every entry of the array `body[items]`, in order (panics, showing
+/// `body`, when there is no such array or an entry has no such string).
+#[track_caller]
+pub fn ids<'a>(body: &'a Value, items: &str, key: &str) -> Vec<&'a str> {
+    body[items]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {items} in {body:#}"))
+        .iter()
+        .map(|e| {
+            e[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {key} in {e:#}"))
+        })
+        .collect()
+}
+
+/// The id of the spot pool of a pool list (a failover pair's first).
+#[track_caller]
+pub fn spot_pool(list: &Value) -> String {
+    entry(list, "nodePools", "spot", true)["poolId"]
+        .as_str()
+        .expect("the spot pool")
+        .to_owned()
+}
+
 /// A response: status, JSON body (Null when empty), headers.
 #[derive(Debug)]
 pub struct Resp {
@@ -224,6 +285,12 @@ impl TestApp {
     pub async fn spawn() -> TestApp {
         let (db, url) = fresh_db().await;
         Self::spawn_with(db, url, |s| s).await
+    }
+
+    /// The app on a fresh database, its settings changed by `tweak`.
+    pub async fn spawn_tweaked(tweak: impl FnOnce(Settings) -> Settings) -> TestApp {
+        let (db, url) = fresh_db().await;
+        Self::spawn_with(db, url, tweak).await
     }
 
     pub async fn spawn_with(
@@ -321,13 +388,28 @@ impl TestApp {
         r.body
     }
 
+    /// `POST /v1/{name}:{action}` (`cancel`, `wait?timeout=...`) on operation `name`
+    /// (`operations/ID`), without a body.
+    pub async fn op_action(&self, user: &str, name: &str, action: &str) -> Resp {
+        self.post(user, &format!("/v1/{name}:{action}"), Value::Null)
+            .await
+    }
+
+    /// A GET of `path` as `user` (the dev identity header), as the raw response: for the
+    /// event streams a test holds open.
+    pub fn stream_as(
+        &self,
+        user: &str,
+        path: &str,
+    ) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> + use<> {
+        self.request_as(user, Method::GET, path).send()
+    }
+
     /// `:wait` on an operation name (`operations/ID`) until done (deadline 60 s).
     pub async fn wait_done(&self, user: &str, name: &str) -> Value {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
-            let r = self
-                .post(user, &format!("/v1/{name}:wait?timeout=10s"), Value::Null)
-                .await;
+            let r = self.op_action(user, name, "wait?timeout=10s").await;
             assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
             if r.body["done"] == true {
                 return r.body;
@@ -344,12 +426,16 @@ impl TestApp {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// A request of `method path` as `user` (the dev identity header), to finish and send.
+    pub fn request_as(&self, user: &str, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, self.url_of(path))
+            .header("x-kinetic-user", user)
+    }
+
     /// Send `method path` as `user` (dev identity header), with an optional JSON body.
     pub async fn call(&self, user: &str, method: Method, path: &str, body: Option<Value>) -> Resp {
-        let mut req = self
-            .http
-            .request(method, self.url_of(path))
-            .header("x-kinetic-user", user);
+        let mut req = self.request_as(user, method, path);
         if let Some(b) = body {
             req = req.json(&b);
         }

@@ -10,9 +10,7 @@ use crate::common::{TestApp, test_worker_config};
 use crate::{USER, app_with_team, app_with_worker, noop};
 
 async fn cancel(app: &TestApp, name: &str) -> Value {
-    let r = app
-        .post(USER, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let r = app.op_action(USER, name, "cancel").await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     assert_eq!(r.body["metadata"]["cancelRequested"], true);
     r.body
@@ -110,9 +108,7 @@ async fn cancel_abandons_a_long_wait_at_once_via_notify() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     cancel(&app, name).await;
-    let r = app
-        .post(USER, &format!("/v1/{name}:wait?timeout=15s"), Value::Null)
-        .await;
+    let r = app.op_action(USER, name, "wait?timeout=15s").await;
     assert_cancelled(&r.body);
     let steps = &r.body["metadata"]["progress"]["steps"];
     assert_eq!(steps[0]["state"], "DONE");
@@ -144,9 +140,7 @@ async fn viewers_cannot_cancel_and_strangers_cannot_see() {
         ),
     ];
     for (user, cancel, reason, get) in cases {
-        let r = app
-            .post(user, &format!("/v1/{name}:cancel"), Value::Null)
-            .await;
+        let r = app.op_action(user, name, "cancel").await;
         assert_eq!(r.status, cancel, "{user}");
         if let Some(reason) = reason {
             assert_eq!(r.reason(), reason);

@@ -6,8 +6,18 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::common::test_worker_config;
+use crate::common::{TestApp, test_worker_config};
 use crate::{USER, app_with_team, app_with_worker, noop};
+
+/// An app whose pool has 10 connections (asserted) and the name of a queued NOOP
+/// operation of `steps` with `extra` (no workers yet).
+async fn ten_connections_and_a_noop(steps: u32, extra: Value) -> (TestApp, String) {
+    let app = app_with_team().await; // its pool has 10 connections
+    assert_eq!(app.db.options().get_max_connections(), 10);
+    let op = app.noop(USER, noop(steps, extra)).await;
+    let name = op["name"].as_str().unwrap().to_owned();
+    (app, name)
+}
 
 #[tokio::test]
 async fn wait_times_out_on_an_unfinished_operation() {
@@ -15,15 +25,11 @@ async fn wait_times_out_on_an_unfinished_operation() {
     let op = app.noop(USER, noop(1, json!({}))).await;
     let name = op["name"].as_str().unwrap();
     let start = Instant::now();
-    let r = app
-        .post(USER, &format!("/v1/{name}:wait?timeout=300ms"), Value::Null)
-        .await;
+    let r = app.op_action(USER, name, "wait?timeout=300ms").await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body["done"], false);
     assert!(start.elapsed() >= Duration::from_millis(300));
-    let r = app
-        .post(USER, &format!("/v1/{name}:wait?timeout=soon"), Value::Null)
-        .await;
+    let r = app.op_action(USER, name, "wait?timeout=soon").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert_eq!(r.reason(), "INVALID_TIMEOUT");
 }
@@ -34,9 +40,7 @@ async fn wait_returns_as_soon_as_the_operation_is_done() {
     let op = app.noop(USER, noop(3, json!({"stepMillis": 20}))).await;
     let name = op["name"].as_str().unwrap();
     let start = Instant::now();
-    let r = app
-        .post(USER, &format!("/v1/{name}:wait?timeout=60s"), Value::Null)
-        .await;
+    let r = app.op_action(USER, name, "wait?timeout=60s").await;
     assert_eq!(r.body["done"], true, "{}", r.body);
     assert_eq!(r.body["metadata"]["state"], "SUCCEEDED");
     assert!(
@@ -48,10 +52,7 @@ async fn wait_returns_as_soon_as_the_operation_is_done() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_waiters_share_ten_connections() {
-    let app = app_with_team().await; // its pool has 10 connections
-    assert_eq!(app.db.options().get_max_connections(), 10);
-    let op = app.noop(USER, noop(2, json!({"hangAt": 0}))).await;
-    let name = op["name"].as_str().unwrap().to_owned();
+    let (app, name) = ten_connections_and_a_noop(2, json!({"hangAt": 0})).await;
     let pool = app.workers(test_worker_config(1));
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
@@ -98,9 +99,7 @@ async fn a_thousand_waiters_share_ten_connections() {
     let r = app.get(USER, "/v1/me").await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(app.db.size() <= 10);
-    let r = app
-        .post(USER, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let r = app.op_action(USER, &name, "cancel").await;
     assert_eq!(r.status, StatusCode::OK);
     let mut n = 0;
     while let Some(res) = waiters.join_next().await {
@@ -119,10 +118,7 @@ async fn watch_streams_progress_in_order_then_done() {
     let op = app.noop(USER, noop(4, json!({"stepMillis": 30}))).await;
     let name = op["name"].as_str().unwrap();
     let resp = app
-        .http
-        .get(app.url_of(&format!("/v1/{name}:watch")))
-        .header("x-kinetic-user", USER)
-        .send()
+        .stream_as(USER, &format!("/v1/{name}:watch"))
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
@@ -178,10 +174,7 @@ async fn watch_streams_progress_in_order_then_done() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_watch_streams_share_ten_connections() {
-    let app = app_with_team().await; // its pool has 10 connections
-    assert_eq!(app.db.options().get_max_connections(), 10);
-    let op = app.noop(USER, noop(3, json!({"stepMillis": 20}))).await;
-    let name = op["name"].as_str().unwrap().to_owned();
+    let (app, name) = ten_connections_and_a_noop(3, json!({"stepMillis": 20})).await;
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()

@@ -18,8 +18,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::common::{TestApp, test_worker_config};
-use crate::support::{OWNER, PROJECT, cluster_path};
+use crate::common::{TestApp, spot_pool, test_worker_config};
+use crate::support::*;
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -56,9 +56,7 @@ fn fixture(name: &str) -> (Value, String) {
 /// against the preview fixture `name` (what the old code answered, byte for byte).
 async fn preview_as_before(app: &TestApp, method: Method, path: &str, body: &Value, name: &str) {
     let r = app
-        .http
-        .request(method, app.url_of(path))
-        .header("x-kinetic-user", OWNER)
+        .request_as(OWNER, method, path)
         .json(body)
         .send()
         .await
@@ -158,6 +156,17 @@ async fn run_as_stored_before(
     .execute(&app.db)
     .await
     .expect("store the old operation");
+    runs_to_success(app, op, name, updated).await;
+}
+
+/// `updated` put the old row of `op` back while it was still queued; a fresh worker pool
+/// runs it to SUCCEEDED: the final operation.
+async fn runs_to_success(
+    app: &TestApp,
+    op: &Value,
+    name: &str,
+    updated: sqlx::postgres::PgQueryResult,
+) -> Value {
     assert_eq!(updated.rows_affected(), 1, "{name}: still queued");
     let workers: WorkerPool = app.workers(test_worker_config(2));
     let done = app
@@ -166,15 +175,12 @@ async fn run_as_stored_before(
     assert!(done["error"].is_null(), "{name} failed: {}", done["error"]);
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
     workers.shutdown(Duration::from_secs(60)).await;
+    done
 }
 
 #[tokio::test]
 async fn an_up_and_a_pool_add_stored_before_typed_plans_are_claimed_and_finished() {
-    let (app, _sim) = TestApp::spawn_sim_with(kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        ..Default::default()
-    })
-    .await;
+    let (app, _sim) = TestApp::spawn_sim_with(speed_zero()).await;
     app.team(OWNER, "ml-team", &[PROJECT]).await;
     let path = cluster_path("compat");
     let up_body = json!({"accelerator": "l4"});
@@ -185,7 +191,7 @@ async fn an_up_and_a_pool_add_stored_before_typed_plans_are_claimed_and_finished
         .await;
     assert_eq!(up.status, StatusCode::ACCEPTED, "{}", up.body);
     run_as_stored_before(&app, &up.body, "up", None).await;
-    let add_body = json!({"accelerator": "l4", "failover": true});
+    let add_body = l4_failover_pair();
     let add_path = format!("{path}/nodePools?validateOnly=true&requestId=compat-add");
     preview_changed(&app, &add_path, &add_body, "pool-add", with_compute_class).await;
     let add = app
@@ -298,15 +304,7 @@ async fn old_row_runs(app: &TestApp, op: &Value, name: &str) -> Value {
     .execute(&app.db)
     .await
     .expect("store the old operation");
-    assert_eq!(updated.rows_affected(), 1, "{name}: still queued");
-    let workers: WorkerPool = app.workers(test_worker_config(2));
-    let done = app
-        .wait_done(OWNER, op["name"].as_str().expect("operation name"))
-        .await;
-    assert!(done["error"].is_null(), "{name} failed: {}", done["error"]);
-    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
-    workers.shutdown(Duration::from_secs(60)).await;
-    done
+    runs_to_success(app, op, name, updated).await
 }
 
 /// Accepted (202): the operation.
@@ -337,14 +335,7 @@ async fn every_kind_stored_by_the_old_code_runs_to_the_end() {
     let add = accepted(add);
     old_row_runs(&app, &add, "pool-add").await;
     let pools = app.get(OWNER, &format!("{path}/nodePools")).await.body;
-    let spot = pools["nodePools"]
-        .as_array()
-        .expect("pools")
-        .iter()
-        .find(|p| p["spot"] == true)
-        .and_then(|p| p["poolId"].as_str())
-        .expect("the spot pool")
-        .to_owned();
+    let spot = spot_pool(&pools);
     let pool_path = format!("{path}/nodePools/{spot}");
     let resize = app
         .patch(

@@ -5,23 +5,16 @@
 //! removes both and the class; and through the simulator's autoscaler, pods that select
 //! the class run on spot, fail over to on-demand after a reclaim, and return to spot.
 
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
-use kineticd::cloud::kube::{
-    AccessToken, ClusterAccess, KubeClients, KubeCluster, KubeError, PodInfo,
-};
+use kineticd::cloud::kube::{KubeCluster, PodInfo};
 use kube::Api;
 use kube::api::PostParams;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Env, OWNER, PROJECT, ZONE, cluster_path, env, env_with, explicit_clock};
+use crate::support::*;
 
 const CLASS_KEY: &str = "cloud.google.com/compute-class";
-
-fn kube_key(cluster: &str) -> String {
-    format!("{PROJECT}.{ZONE}.{cluster}")
-}
 
 /// The pair's (spot, on-demand) pool ids from the pool list.
 async fn pair(env: &Env, cluster: &str) -> (String, String) {
@@ -51,21 +44,10 @@ fn stored_class(env: &Env, cluster: &str, name: &str) -> Option<Value> {
         .cloned()
 }
 
-fn created_pool(calls: &[Value], pool: &str) -> Value {
-    calls
-        .iter()
-        .find(|e| e["body"]["nodePool"]["name"] == pool)
-        .unwrap_or_else(|| panic!("no nodePools.create for {pool}"))["body"]["nodePool"]
-        .clone()
-}
-
 #[tokio::test]
 async fn a_pair_is_created_tied_to_its_compute_class_and_the_response_says_how_to_use_it() {
-    let env = env().await;
-    env.up_ok("kc", json!({"accelerator": "cpu"})).await;
-    let op = env
-        .add_pool("kc", json!({"accelerator": "l4", "failover": true}))
-        .await;
+    let env = env_up("kc").await;
+    let op = env.add_pool("kc", l4_failover_pair()).await;
     let plan = &op["metadata"]["plan"]["actions"];
     let done = env.ok(&op).await;
     let (spot, od) = pair(&env, "kc").await;
@@ -156,23 +138,10 @@ async fn a_pair_is_created_tied_to_its_compute_class_and_the_response_says_how_t
 
 #[tokio::test]
 async fn a_gke_version_without_compute_classes_is_refused_before_anything_is_queued() {
-    let env = env_with(kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        gke_version: "1.30.3-gke.1400000".into(),
-        ..Default::default()
-    })
-    .await;
-    env.up_ok("ko", json!({"accelerator": "cpu"})).await;
-    let body = json!({"accelerator": "l4", "failover": true});
-    for path in [
-        format!("{}/nodePools", cluster_path("ko")),
-        format!("{}/nodePools?validateOnly=true", cluster_path("ko")),
-    ] {
-        let r = env.app.post(OWNER, &path, body.clone()).await;
-        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
-        assert_eq!(r.reason(), "GKE_VERSION_TOO_OLD", "{}", r.body);
-        let meta = &r.body["error"]["details"][0]["metadata"];
-        assert_eq!(meta["currentMasterVersion"], "1.30.3-gke.1400000");
+    let env = env_up_on_gke("1.30.3-gke.1400000", "ko").await;
+    let body = l4_failover_pair();
+    for q in ["", "?validateOnly=true"] {
+        let meta = gke_too_old(&env, "ko", q, body.clone(), "1.30.3-gke.1400000").await;
         assert_eq!(meta["minimumVersion"], "1.30.3-gke.1451000");
     }
     assert_eq!(
@@ -194,9 +163,8 @@ async fn remove(env: &Env, cluster: &str, pool: &str) -> Value {
 
 #[tokio::test]
 async fn removing_either_pool_removes_both_and_the_class_even_when_it_is_gone() {
-    let env = env().await;
-    env.up_ok("kr", json!({"accelerator": "cpu"})).await;
-    let body = json!({"accelerator": "l4", "failover": true});
+    let env = env_up("kr").await;
+    let body = l4_failover_pair();
     env.ok(&env.add_pool("kr", body.clone()).await).await;
     let (spot, od) = pair(&env, "kr").await;
     let class = format!("kinetic-{spot}");
@@ -240,18 +208,6 @@ async fn removing_either_pool_removes_both_and_the_class_even_when_it_is_gone() 
     assert_eq!(env.pools("kr").await["nodePools"], json!([]));
 }
 
-type TokenFuture = BoxFuture<'static, Result<Option<AccessToken>, KubeError>>;
-
-/// The production Kubernetes client on the simulated cluster (no authentication).
-fn kube(env: &Env, cluster: &str) -> KubeCluster {
-    let clients = KubeClients::new(|| -> TokenFuture { Box::pin(async { Ok(None) }) });
-    clients.cluster(ClusterAccess {
-        key: format!("test/{cluster}"),
-        endpoint: format!("{}/kube/{}", env.sim.url(), kube_key(cluster)),
-        ca_certificate: None,
-    })
-}
-
 async fn pod(k: &KubeCluster, name: &str) -> PodInfo {
     k.pods(Some("default"))
         .await
@@ -273,12 +229,8 @@ async fn pool_of(k: &KubeCluster, name: &str, pools: [&str; 2]) -> Option<String
 
 #[tokio::test]
 async fn pods_of_the_class_run_on_spot_fail_over_to_on_demand_and_come_back() {
-    let env = explicit_clock().await;
-    let up = env.up("ke", json!({"accelerator": "cpu"})).await;
-    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
-    let add = env
-        .add_pool("ke", json!({"accelerator": "l4", "failover": true}))
-        .await;
+    let env = explicit_clock_up("ke").await;
+    let add = env.add_pool("ke", l4_failover_pair()).await;
     let done = env.run_out(&add).await;
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
     let (spot, od) = pair(&env, "ke").await;

@@ -39,12 +39,7 @@ async fn diagnose(env: &Env, query: &str) -> (BTreeMap<String, Value>, Value) {
         .iter()
         .map(|c| (c["id"].as_str().unwrap().to_owned(), c.clone()))
         .collect();
-    let ids: Vec<&str> = r.body["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap())
-        .collect();
+    let ids = crate::common::ids(&r.body, "checks", "id");
     assert_eq!(ids, CHECK_IDS, "every id once, in order");
     (checks, r.body)
 }
@@ -99,12 +94,7 @@ async fn sim(env: &Env, method: reqwest::Method, path: &str, body: Option<Value>
 
 /// The simulated cluster's Kubernetes key (the last segment of its endpoint).
 async fn kube_key(env: &Env) -> (String, kineticd::cloud::kube::KubeCluster) {
-    let gke = env
-        .gcp()
-        .container
-        .get_cluster(PROJECT, ZONE, C)
-        .await
-        .expect("cluster");
+    let gke = env.gke_cluster(C).await;
     let endpoint = gke.endpoint.clone().expect("endpoint");
     let key = endpoint.rsplit('/').next().unwrap().to_owned();
     let access = ClusterAccess::for_gke(&gke).expect("access");
@@ -151,16 +141,7 @@ async fn healthy_cluster_is_all_ok_read_only_and_refused_to_strangers() {
         "a viewer may diagnose: {}",
         r.body
     );
-    let timing = r.headers["server-timing"].to_str().unwrap().to_owned();
-    for part in [
-        "cloud;dur=",
-        "kube;dur=",
-        "nodes;dur=",
-        "pods;dur=",
-        "compute;dur=",
-    ] {
-        assert!(timing.contains(part), "{timing}");
-    }
+    crate::common::assert_live_read_timings(&r);
     let body = r.body;
     for c in body["checks"].as_array().unwrap() {
         assert_eq!(c["status"], "OK", "{c:#}");

@@ -48,12 +48,7 @@ async fn pair(env: &Env, name: &str) -> (String, String) {
 }
 
 async fn kube_of(env: &Env, name: &str) -> KubeCluster {
-    let gke = env
-        .gcp()
-        .container
-        .get_cluster(PROJECT, ZONE, name)
-        .await
-        .expect("cluster");
+    let gke = env.gke_cluster(name).await;
     let access = ClusterAccess::for_gke(&gke).expect("endpoint");
     env.app.state.cloud.kube.cluster(access)
 }
@@ -187,12 +182,7 @@ async fn a_drill_reclaims_the_spot_vms_and_times_the_failover() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let ids: Vec<&str> = r.body["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["id"].as_str().unwrap())
-        .collect();
+    let ids = crate::common::ids(&r.body, "actions", "id");
     assert_eq!(ids, ["drill-reclaim", "drill-watch"]);
     assert!(
         env.journal("compute", "instanceGroupManagers.deleteInstances")
@@ -568,10 +558,7 @@ async fn a_running_drill_is_cancelled_at_once_and_the_groups_answer_as_compute_d
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     watching(&env, &r.body).await;
     let name = r.body["name"].as_str().unwrap();
-    let c = env
-        .app
-        .post(OWNER, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let c = env.app.op_action(OWNER, name, "cancel").await;
     assert_eq!(c.status, StatusCode::OK, "{}", c.body);
     let done = env.done(&r.body).await;
     assert_eq!(done["metadata"]["state"], "CANCELLED", "{done}");

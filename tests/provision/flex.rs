@@ -9,7 +9,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{OWNER, PROJECT, ZONE, cluster_path, env, env_with};
+use crate::support::*;
 
 const SCHEMAS: &str = include_str!("../fixtures/discovery/container.v1.nodepool.json");
 
@@ -70,18 +70,9 @@ fn created(calls: &[Value], pool: &str) -> Value {
         .clone()
 }
 
-pub fn pool_id(op: &Value) -> String {
-    op["metadata"]["target"]
-        .as_str()
-        .and_then(|t| t.rsplit('/').next())
-        .expect("target")
-        .to_owned()
-}
-
 #[tokio::test]
 async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
-    let env = env().await;
-    env.up_ok("kf", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kf").await;
     let flex = env
         .add_pool(
             "kf",
@@ -97,7 +88,7 @@ async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
         .await;
     env.ok(&flex).await;
     let done = env.ok(&queued).await;
-    let (flex_id, queued_id) = (pool_id(&flex), pool_id(&queued));
+    let (flex_id, queued_id) = (pool_of(&flex), pool_of(&queued));
     let calls = env.ok_calls("container", "nodePools.create").await;
 
     let body = created(&calls, &flex_id);
@@ -196,8 +187,7 @@ async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
 
 #[tokio::test]
 async fn contradictions_and_limits_are_refused_before_anything_is_queued() {
-    let env = env().await;
-    env.up_ok("kx", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kx").await;
     let cases = [
         (
             json!({"accelerator": "l4", "provisioning": "SPOT", "spot": false}),
@@ -312,7 +302,7 @@ async fn contradictions_and_limits_are_refused_before_anything_is_queued() {
         .app
         .get(
             OWNER,
-            &format!("{}/nodePools/{}", cluster_path("kx"), pool_id(&op)),
+            &format!("{}/nodePools/{}", cluster_path("kx"), pool_of(&op)),
         )
         .await;
     assert_eq!(
@@ -323,26 +313,15 @@ async fn contradictions_and_limits_are_refused_before_anything_is_queued() {
 
 #[tokio::test]
 async fn an_old_gke_version_is_refused_with_the_version_found_and_the_minimum() {
-    let env = env_with(kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        gke_version: "1.32.1-gke.1200000".into(),
-        ..Default::default()
-    })
-    .await;
-    env.up_ok("ko", json!({"accelerator": "cpu"})).await;
+    let env = env_up_on_gke("1.32.1-gke.1200000", "ko").await;
     for (acc, mode, minimum) in [
         ("l4", "FLEX_START", "1.32.2-gke.1652000"),
         ("a100", "QUEUED", "1.32.2-gke.1652000"),
         ("v5e-8", "FLEX_START", "1.33.0-gke.1712000"),
     ] {
         for q in ["?validateOnly=true", ""] {
-            let path = format!("{}/nodePools{q}", cluster_path("ko"));
             let body = json!({"accelerator": acc, "provisioning": mode});
-            let r = env.app.post(OWNER, &path, body).await;
-            assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
-            assert_eq!(r.reason(), "GKE_VERSION_TOO_OLD", "{}", r.body);
-            let meta = &r.body["error"]["details"][0]["metadata"];
-            assert_eq!(meta["currentMasterVersion"], "1.32.1-gke.1200000");
+            let meta = gke_too_old(&env, "ko", q, body, "1.32.1-gke.1200000").await;
             assert_eq!(meta["minimumVersion"], minimum, "{acc} {mode}");
             assert_eq!(meta["provisioning"], mode);
         }
@@ -393,8 +372,7 @@ async fn an_old_gke_version_is_refused_with_the_version_found_and_the_minimum() 
 
 #[tokio::test]
 async fn the_simulated_gke_refuses_flex_start_with_spot_or_a_reservation() {
-    let env = env().await;
-    env.up_ok("kg", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kg").await;
     let ok = serde_json::from_value::<kineticd::cloud::gcp::types::container::NodePool>(json!({
         "name": "flex",
         "initialNodeCount": 0,
@@ -442,13 +420,7 @@ async fn the_simulated_gke_refuses_flex_start_with_spot_or_a_reservation() {
 
 #[tokio::test]
 async fn the_preview_shows_the_mode_and_cost_and_quota_is_checked_on_the_preemptible_metric() {
-    let mut cfg = kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        ..Default::default()
-    };
-    cfg.quotas
-        .insert("PREEMPTIBLE_NVIDIA_A100_GPUS".into(), 4.0);
-    let env = env_with(cfg).await;
+    let env = env_with_quota("PREEMPTIBLE_NVIDIA_A100_GPUS", 4.0).await;
     env.up_ok("kp", json!({"accelerator": "cpu"})).await;
     let path = format!("{}/nodePools?validateOnly=true", cluster_path("kp"));
     let r = env
@@ -490,9 +462,7 @@ async fn the_preview_shows_the_mode_and_cost_and_quota_is_checked_on_the_preempt
                 json!({"accelerator": "a100x8", "provisioning": "QUEUED"}),
             )
             .await;
-        assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-        assert_eq!(r.reason(), "QUOTA_INSUFFICIENT");
-        let m = &r.body["error"]["details"][0]["metadata"];
+        let m = quota_refusal(&r);
         assert_eq!(m["metric"], "PREEMPTIBLE_NVIDIA_A100_GPUS");
         assert_eq!(m["needed"], "8");
     }

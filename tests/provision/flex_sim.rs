@@ -5,30 +5,13 @@
 //! workload check knows that only pods tolerating the queued taint fit there.
 
 use k8s_openapi::api::core::v1::{Pod, PodTemplate};
-use kineticd::cloud::kube::{AccessToken, ClusterAccess, KubeClients, KubeCluster, KubeError};
+use kineticd::cloud::kube::KubeCluster;
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::flex::pool_id;
-use crate::support::{Env, OWNER, PROJECT, ZONE, cluster_path, explicit_clock};
-
-type TokenFuture = futures::future::BoxFuture<'static, Result<Option<AccessToken>, KubeError>>;
-
-fn kube_key(cluster: &str) -> String {
-    format!("{PROJECT}.{ZONE}.{cluster}")
-}
-
-/// The production Kubernetes client on the simulated cluster (no authentication).
-fn kube(env: &Env, cluster: &str) -> KubeCluster {
-    let clients = KubeClients::new(|| -> TokenFuture { Box::pin(async { Ok(None) }) });
-    clients.cluster(ClusterAccess {
-        key: format!("test/{cluster}"),
-        endpoint: format!("{}/kube/{}", env.sim.url(), kube_key(cluster)),
-        ca_certificate: None,
-    })
-}
+use crate::support::{OWNER, cluster_path, explicit_clock_up, kube, kube_key, pool_of};
 
 /// The node a pod runs on (`None` while it is not Running).
 async fn node_of(k: &KubeCluster, name: &str) -> Option<String> {
@@ -61,9 +44,7 @@ fn gpu_pod(name: &str, pool: &str, gpus: u32, extra: Value) -> Pod {
 
 #[tokio::test]
 async fn a_flex_start_pool_grows_for_a_pending_gpu_pod() {
-    let env = explicit_clock().await;
-    let up = env.up("ks", json!({"accelerator": "cpu"})).await;
-    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    let env = explicit_clock_up("ks").await;
     let add = env
         .add_pool(
             "ks",
@@ -71,7 +52,7 @@ async fn a_flex_start_pool_grows_for_a_pending_gpu_pod() {
         )
         .await;
     assert_eq!(env.run_out(&add).await["metadata"]["state"], "SUCCEEDED");
-    let pool = pool_id(&add);
+    let pool = pool_of(&add);
     let k = kube(&env, "ks");
     let api: Api<Pod> = Api::namespaced(k.client().await.expect("client"), "default");
     api.create(
@@ -95,15 +76,13 @@ async fn a_flex_start_pool_grows_for_a_pending_gpu_pod() {
 
 #[tokio::test]
 async fn a_queued_pool_grows_only_when_a_provisioning_request_asks() {
-    let env = explicit_clock().await;
-    let up = env.up("kq", json!({"accelerator": "cpu"})).await;
-    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    let env = explicit_clock_up("kq").await;
     let add = env
         .add_pool("kq", json!({"accelerator": "l4", "provisioning": "QUEUED"}))
         .await;
     let done = env.run_out(&add).await;
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
-    let pool = pool_id(&add);
+    let pool = pool_of(&add);
     let r = &done["response"];
     let k = kube(&env, "kq");
     let client = k.client().await.expect("client");

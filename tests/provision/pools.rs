@@ -7,27 +7,9 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-fn pool_of(op: &Value) -> String {
-    op["metadata"]["target"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_owned()
-}
-
-fn created_pool<'a>(calls: &'a [Value], pool: &str) -> &'a Value {
-    &calls
-        .iter()
-        .find(|e| e["body"]["nodePool"]["name"] == pool)
-        .unwrap_or_else(|| panic!("no nodePools.create for {pool}"))["body"]["nodePool"]
-}
-
 #[tokio::test]
 async fn pools_are_named_at_once_and_shaped_per_the_reference() {
-    let env = env().await;
-    env.up_ok("kp", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kp").await;
 
     // Spot GPU: named now, spot, keeps the 24 h limit.
     let op = env
@@ -50,15 +32,9 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
     assert_eq!(rec.body["poolId"], spot.as_str(), "{}", rec.body);
     env.ok(&op).await;
     // Reservation GPU, two zones (the reservation in the first).
-    crate::reservations::reserve(
-        &env,
-        crate::reservations::Res {
-            machine: "a2-highgpu-2g",
-            gpus: Some(("nvidia-tesla-a100", 2)),
-            ..crate::reservations::l4("team-res", 2)
-        },
-    )
-    .await;
+    let a100s = Some(("nvidia-tesla-a100", 2));
+    let team_res = crate::reservations::l4("team-res", 2).of("a2-highgpu-2g", a100s);
+    crate::reservations::reserve(&env, team_res).await;
     let op = env
         .add_pool("kp", json!({"accelerator": "a100x2", "reservation": "team-res", "zones": ["us-central1-a", "us-central1-b"], "driverVersion": "LATEST"}))
         .await;
@@ -113,12 +89,7 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
 
     // List and get from the records.
     let list = env.pools("kp").await;
-    let ids: Vec<&str> = list["nodePools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["poolId"].as_str().unwrap())
-        .collect();
+    let ids = crate::common::ids(&list, "nodePools", "poolId");
     assert_eq!(ids.len(), 3);
     let r = env
         .app
@@ -231,8 +202,7 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
 
 #[tokio::test]
 async fn bad_pools_are_refused_before_any_operation_exists() {
-    let env = env().await;
-    env.up_ok("kb", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kb").await;
     let path = format!("{}/nodePools", cluster_path("kb"));
     let cases = [
         (json!({"accelerator": "cpu"}), "CPU_POOL_NOT_ALLOWED"),
@@ -292,12 +262,7 @@ async fn bad_pools_are_refused_before_any_operation_exists() {
 
 #[tokio::test]
 async fn the_quota_pre_check_names_metric_limit_usage_and_need() {
-    let mut cfg = kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        ..Default::default()
-    };
-    cfg.quotas.insert("NVIDIA_A100_GPUS".into(), 6.0);
-    let env = env_with(cfg).await;
+    let env = env_with_quota("NVIDIA_A100_GPUS", 6.0).await;
     env.up_ok("kq", json!({"accelerator": "cpu"})).await;
     let path = format!("{}/nodePools", cluster_path("kq"));
     // Preview and real request answer the same.
@@ -306,9 +271,7 @@ async fn the_quota_pre_check_names_metric_limit_usage_and_need() {
             .app
             .post(OWNER, &p, json!({"accelerator": "a100x8"}))
             .await;
-        assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-        assert_eq!(r.reason(), "QUOTA_INSUFFICIENT");
-        let m = &r.body["error"]["details"][0]["metadata"];
+        let m = quota_refusal(&r);
         assert_eq!(m["metric"], "NVIDIA_A100_GPUS");
         assert_eq!(m["limit"], "6");
         assert_eq!(m["usage"], "0");
@@ -335,11 +298,8 @@ async fn the_quota_pre_check_names_metric_limit_usage_and_need() {
 
 #[tokio::test]
 async fn a_failover_pair_is_added_and_removed_together() {
-    let env = env().await;
-    env.up_ok("kf", json!({"accelerator": "cpu"})).await;
-    let op = env
-        .add_pool("kf", json!({"accelerator": "l4", "failover": true}))
-        .await;
+    let env = env_up("kf").await;
+    let op = env.add_pool("kf", l4_failover_pair()).await;
     env.ok(&op).await;
     let pools = env.pools("kf").await;
     let pools = pools["nodePools"].as_array().unwrap().clone();
@@ -382,8 +342,7 @@ async fn a_failover_pair_is_added_and_removed_together() {
 
 #[tokio::test]
 async fn a_stockout_fails_the_pool_step_with_googles_reason_and_leaves_records_consistent() {
-    let env = env().await;
-    env.up_ok("ks", json!({"accelerator": "cpu"})).await;
+    let env = env_up("ks").await;
     env.arm("container", "nodePools.create", "STOCKOUT", 1)
         .await;
     let op = env.add_pool("ks", json!({"accelerator": "h100x8"})).await;
@@ -401,12 +360,7 @@ async fn a_stockout_fails_the_pool_step_with_googles_reason_and_leaves_records_c
         .body;
     assert_eq!(rec["state"], "ERROR");
     // Removing the failed pool works, whatever GKE kept of it.
-    let r = env
-        .app
-        .delete(OWNER, &format!("{}/nodePools/{pool}", cluster_path("ks")))
-        .await;
-    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
-    env.ok(&r.body).await;
+    env.remove_pool("ks", &pool).await;
     let pools = env.pools("ks").await;
     assert_eq!(pools["nodePools"], json!([]));
 }

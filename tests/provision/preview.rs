@@ -168,8 +168,7 @@ async fn spot_false_with_a_spot_accelerator_is_refused() {
 
 #[tokio::test]
 async fn money_is_in_cents_in_plans_and_pools() {
-    let env = env().await;
-    env.up_ok("km", json!({"accelerator": "cpu"})).await;
+    let env = env_up("km").await;
     let path = format!("{}/nodePools", cluster_path("km"));
     // a100x4 failover: spot 10 x 5.88 + on demand 10 x 14.68, which floats make 205.60000000000002.
     let body = json!({"accelerator": "a100x4", "failover": true});
@@ -250,7 +249,7 @@ async fn a_preview_with_a_request_id_names_the_pools_its_apply_creates() {
 
     // pool add: the same, for a failover pair.
     let add = format!("{up}/nodePools");
-    let body = json!({"accelerator": "l4", "failover": true});
+    let body = l4_failover_pair();
     let preview = preview_with_id(&env, &Method::POST, &add, "req-add-1", &body).await;
     let done = apply_with_id(&env, Method::POST, &add, "req-add-1", body).await;
     assert_eq!(actions(&done["metadata"]["plan"]), actions(&preview));

@@ -134,10 +134,7 @@ async fn request(env: &Env, op: Op, first: Option<&str>) -> (Value, Option<Strin
 
 async fn cancel(env: &Env, op: &Value) -> Value {
     let name = op["name"].as_str().expect("operation name");
-    let r = env
-        .app
-        .post(OWNER, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let r = env.app.op_action(OWNER, name, "cancel").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     r.body
 }

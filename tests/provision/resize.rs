@@ -7,18 +7,12 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::common::Resp;
-use crate::support::{Env, OWNER, assert_message_has, cluster_path, env, env_with, explicit_clock};
-
-/// `PATCH` the pool with `query` (`?updateMask=...`, may be empty) and `body`.
-async fn patch(env: &Env, cluster: &str, pool: &str, query: &str, body: Value) -> Resp {
-    let path = format!("{}/nodePools/{pool}{query}", cluster_path(cluster));
-    env.app.patch(OWNER, &path, body).await
-}
+use crate::common::entry;
+use crate::support::*;
 
 /// `PATCH`, asserting 202, and run the operation to success.
 async fn resize_ok(env: &Env, cluster: &str, pool: &str, query: &str, body: Value) -> Value {
-    let r = patch(env, cluster, pool, query, body).await;
+    let r = env.patch_pool(cluster, pool, query, body).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     assert_eq!(r.body["metadata"]["type"], "UPDATE_NODE_POOL");
     env.ok(&r.body).await
@@ -34,15 +28,6 @@ async fn cluster_with_pool(env: &Env, cluster: &str, body: Value) -> Vec<String>
         .iter()
         .map(|p| p.as_str().expect("pool id").to_owned())
         .collect()
-}
-
-async fn pool(env: &Env, cluster: &str, id: &str) -> Value {
-    let r = env
-        .app
-        .get(OWNER, &format!("{}/nodePools/{id}", cluster_path(cluster)))
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body
 }
 
 /// Nodes (total) of a pool as the cluster's status reads them live.
@@ -67,6 +52,11 @@ async fn set_autoscaling_calls(env: &Env) -> Vec<(String, Value)> {
             )
         })
         .collect()
+}
+
+/// A pool record's (minNodes, maxNodes).
+fn bounds(p: &Value) -> (Option<i64>, Option<i64>) {
+    (p["minNodes"].as_i64(), p["maxNodes"].as_i64())
 }
 
 fn gke_pool(cluster: &str, id: &str) -> String {
@@ -96,12 +86,8 @@ async fn resize_up_then_down_sets_gke_autoscaling_the_record_and_the_nodes() {
         json!({"autoscaling": {"enabled": true, "minNodeCount": 2, "maxNodeCount": 10},
                "name": gke_pool("kr", id)})
     );
-    let p = pool(&env, "kr", id).await;
-    assert_eq!(
-        (p["minNodes"].as_i64(), p["maxNodes"].as_i64()),
-        (Some(2), Some(10)),
-        "{p}"
-    );
+    let p = env.pool("kr", id).await;
+    assert_eq!(bounds(&p), (Some(2), Some(10)), "{p}");
     assert_eq!(p["state"], "RUNNING");
     assert_eq!(p["estimatedHourlyCost"]["atMin"], 1.42, "{p}");
     assert_eq!(p["estimatedHourlyCost"]["atMax"], 7.1, "{p}");
@@ -128,12 +114,8 @@ async fn resize_up_then_down_sets_gke_autoscaling_the_record_and_the_nodes() {
         json!({"maxNodes": 1}),
     )
     .await;
-    let p = pool(&env, "kr", id).await;
-    assert_eq!(
-        (p["minNodes"].as_i64(), p["maxNodes"].as_i64()),
-        (Some(0), Some(1)),
-        "{p}"
-    );
+    let p = env.pool("kr", id).await;
+    assert_eq!(bounds(&p), (Some(0), Some(1)), "{p}");
     assert_eq!(p["estimatedHourlyCost"]["atMax"], 0.71, "{p}");
     assert_eq!(
         nodes(&env, "kr", id).await,
@@ -148,28 +130,18 @@ async fn resize_up_then_down_sets_gke_autoscaling_the_record_and_the_nodes() {
 
     // A later up rebuilds the pool from its record: the new bounds stay.
     env.up_ok("kr", json!({})).await;
-    let p = pool(&env, "kr", id).await;
-    assert_eq!(
-        (p["minNodes"].as_i64(), p["maxNodes"].as_i64()),
-        (Some(0), Some(1)),
-        "{p}"
-    );
+    let p = env.pool("kr", id).await;
+    assert_eq!(bounds(&p), (Some(0), Some(1)), "{p}");
 }
 
 #[tokio::test]
 async fn a_preview_returns_the_plan_and_queues_nothing() {
     let env = env().await;
     let ids = cluster_with_pool(&env, "kp", json!({"accelerator": "l4"})).await;
-    let r = patch(
-        &env,
-        "kp",
-        &ids[0],
-        "?validateOnly=true",
-        json!({"minNodes": 1, "maxNodes": 4}),
-    )
-    .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let a = &r.body["actions"][0];
+    let preview = env
+        .preview_patch("kp", &ids[0], json!({"minNodes": 1, "maxNodes": 4}))
+        .await;
+    let a = &preview["actions"][0];
     assert_eq!(a["action"], "UPDATE");
     assert_eq!(a["id"], format!("pool:{}", ids[0]));
     assert_eq!(a["type"], "container.nodePool");
@@ -185,31 +157,26 @@ async fn a_preview_returns_the_plan_and_queues_nothing() {
         (Some(1), Some(4))
     );
     assert_eq!(a["details"]["estimatedHourlyCost"]["atMax"], 2.84, "{a}");
-    assert_eq!(r.body["estimatedHourlyCost"]["atMin"], 0.71);
+    assert_eq!(preview["estimatedHourlyCost"]["atMin"], 0.71);
     assert!(
         env.operations_of("UPDATE_NODE_POOL").await["operations"]
             .as_array()
             .is_none_or(|o| o.is_empty())
     );
     assert!(set_autoscaling_calls(&env).await.is_empty());
-    let p = pool(&env, "kp", &ids[0]).await;
+    let p = env.pool("kp", &ids[0]).await;
     assert_eq!(p["minNodes"], 0, "nothing changed");
 }
 
 #[tokio::test]
 async fn growth_beyond_the_regions_quota_is_refused_before_anything_is_queued() {
-    let mut cfg = kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        ..Default::default()
-    };
-    cfg.quotas.insert("NVIDIA_L4_GPUS".into(), 2.0);
-    let env = env_with(cfg).await;
+    let env = env_with_quota("NVIDIA_L4_GPUS", 2.0).await;
     let ids = cluster_with_pool(&env, "kq", json!({"accelerator": "l4"})).await;
     for q in ["?validateOnly=true", ""] {
-        let r = patch(&env, "kq", &ids[0], q, json!({"minNodes": 3})).await;
-        assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-        assert_eq!(r.reason(), "QUOTA_INSUFFICIENT");
-        let m = &r.body["error"]["details"][0]["metadata"];
+        let r = env
+            .patch_pool("kq", &ids[0], q, json!({"minNodes": 3}))
+            .await;
+        let m = quota_refusal(&r);
         assert_eq!(m["metric"], "NVIDIA_L4_GPUS");
         assert_eq!(m["limit"], "2");
         assert_eq!(m["needed"], "3");
@@ -225,19 +192,9 @@ async fn growth_beyond_the_regions_quota_is_refused_before_anything_is_queued() 
 #[tokio::test]
 async fn a_failover_pair_is_resized_together_where_the_fallback_must_follow() {
     let env = env().await;
-    let ids = cluster_with_pool(&env, "kf", json!({"accelerator": "l4", "failover": true})).await;
+    let ids = cluster_with_pool(&env, "kf", l4_failover_pair()).await;
     let listed = env.pools("kf").await;
-    let role = |id: &str| {
-        listed["nodePools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["poolId"] == id)
-            .unwrap()["failover"]["role"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let role = |id: &str| entry(&listed, "nodePools", "poolId", id)["failover"]["role"].clone();
     let (spot, od) = if role(&ids[0]) == "SPOT" {
         (ids[0].clone(), ids[1].clone())
     } else {
@@ -245,27 +202,13 @@ async fn a_failover_pair_is_resized_together_where_the_fallback_must_follow() {
     };
 
     // The spot pool's maximum goes past the fallback's: both are set, spot first.
-    let preview = patch(
-        &env,
-        "kf",
-        &spot,
-        "?validateOnly=true",
-        json!({"minNodes": 1, "maxNodes": 20}),
-    )
-    .await;
-    assert_eq!(preview.status, StatusCode::OK, "{}", preview.body);
-    let actions = preview.body["actions"].as_array().unwrap();
-    assert_eq!(actions.len(), 2, "{}", preview.body);
+    let body = json!({"minNodes": 1, "maxNodes": 20});
+    let preview = env.preview_patch("kf", &spot, body.clone()).await;
+    let actions = preview["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), 2, "{preview}");
     assert_eq!(actions[1]["id"], format!("pool:{od}"));
     assert_eq!(actions[1]["dependsOn"], json!([format!("pool:{spot}")]));
-    resize_ok(
-        &env,
-        "kf",
-        &spot,
-        "",
-        json!({"minNodes": 1, "maxNodes": 20}),
-    )
-    .await;
+    resize_ok(&env, "kf", &spot, "", body).await;
     let calls = set_autoscaling_calls(&env).await;
     let names: Vec<&str> = calls
         .iter()
@@ -276,7 +219,7 @@ async fn a_failover_pair_is_resized_together_where_the_fallback_must_follow() {
         calls[1].1["autoscaling"],
         json!({"enabled": true, "minNodeCount": 0, "maxNodeCount": 20})
     );
-    let o = pool(&env, "kf", &od).await;
+    let o = env.pool("kf", &od).await;
     assert_eq!(
         (o["minNodes"].as_i64(), o["maxNodes"].as_i64()),
         (Some(0), Some(20)),
@@ -286,17 +229,17 @@ async fn a_failover_pair_is_resized_together_where_the_fallback_must_follow() {
     // Shrinking the spot pool leaves the fallback alone.
     resize_ok(&env, "kf", &spot, "", json!({"maxNodes": 5})).await;
     assert_eq!(set_autoscaling_calls(&env).await.len(), 3);
-    assert_eq!(pool(&env, "kf", &od).await["maxNodes"], 20);
+    assert_eq!(env.pool("kf", &od).await["maxNodes"], 20);
 
     // The fallback alone: within its rule only.
-    let r = patch(&env, "kf", &od, "", json!({"maxNodes": 4})).await;
+    let r = env.patch_pool("kf", &od, "", json!({"maxNodes": 4})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
     assert_eq!(r.reason(), "FAILOVER_MAX_TOO_SMALL");
     assert_message_has(&r, &spot);
     resize_ok(&env, "kf", &od, "", json!({"minNodes": 1, "maxNodes": 5})).await;
     let calls = set_autoscaling_calls(&env).await;
     assert_eq!(calls.len(), 4, "the fallback alone");
-    assert_eq!(pool(&env, "kf", &spot).await["maxNodes"], 5);
+    assert_eq!(env.pool("kf", &spot).await["maxNodes"], 5);
 }
 
 #[tokio::test]
@@ -306,7 +249,10 @@ async fn update_masks_follow_aip_134() {
     let id = &ids[0];
     let preview = |q: &'static str, body: Value| {
         let env = &env;
-        async move { patch(env, "km", id, &format!("?validateOnly=true{q}"), body).await }
+        async move {
+            env.patch_pool("km", id, &format!("?validateOnly=true{q}"), body)
+                .await
+        }
     };
     let r = preview("&updateMask=minNodes,spot", json!({"minNodes": 2})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
@@ -366,26 +312,28 @@ async fn multi_host_tpu_pools_resize_in_whole_slices() {
     let env = env().await;
     let ids = cluster_with_pool(&env, "kt", json!({"accelerator": "tpu-v5litepod-16"})).await;
     let id = &ids[0];
-    let r = patch(
-        &env,
-        "kt",
-        id,
-        "?validateOnly=true",
-        json!({"minNodes": 6, "maxNodes": 12}),
-    )
-    .await;
+    let r = env
+        .patch_pool(
+            "kt",
+            id,
+            "?validateOnly=true",
+            json!({"minNodes": 6, "maxNodes": 12}),
+        )
+        .await;
     assert_eq!(r.reason(), "TPU_MIN_NODES_NOT_WHOLE_SLICES", "{}", r.body);
     assert_message_has(&r, "use 4 or 8");
-    let r = patch(&env, "kt", id, "?validateOnly=true", json!({"maxNodes": 6})).await;
+    let r = env
+        .patch_pool("kt", id, "?validateOnly=true", json!({"maxNodes": 6}))
+        .await;
     assert_eq!(r.reason(), "TPU_MAX_NODES_NOT_WHOLE_SLICES", "{}", r.body);
-    let r = patch(
-        &env,
-        "kt",
-        id,
-        "?validateOnly=true&updateMask=*",
-        json!({"minNodes": 4}),
-    )
-    .await;
+    let r = env
+        .patch_pool(
+            "kt",
+            id,
+            "?validateOnly=true&updateMask=*",
+            json!({"minNodes": 4}),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let d = &r.body["actions"][0]["details"];
     assert_eq!(
@@ -404,25 +352,23 @@ async fn missing_and_busy_pools_are_refused() {
     let _ = &mut env;
     let op = env.up("kb", json!({"accelerator": "cpu"})).await;
     env.run_out(&op).await;
-    let r = patch(&env, "kb", "gpu-l4-ffff", "", json!({"minNodes": 1})).await;
+    let r = env
+        .patch_pool("kb", "gpu-l4-ffff", "", json!({"minNodes": 1}))
+        .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
     assert_eq!(r.reason(), "NODE_POOL_NOT_FOUND");
-    let r = patch(&env, "nope", "gpu-l4-ffff", "", json!({"minNodes": 1})).await;
+    let r = env
+        .patch_pool("nope", "gpu-l4-ffff", "", json!({"minNodes": 1}))
+        .await;
     assert_eq!(r.reason(), "CLUSTER_NOT_FOUND", "{}", r.body);
     // A pool whose creation has not finished is not RUNNING.
     let add = env.add_pool("kb", json!({"accelerator": "l4"})).await;
-    let id = add["metadata"]["target"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_owned();
-    let r = patch(&env, "kb", &id, "", json!({"minNodes": 1})).await;
+    let id = pool_of(&add);
+    let r = env.patch_pool("kb", &id, "", json!({"minNodes": 1})).await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
     assert_eq!(r.reason(), "NODE_POOL_NOT_RUNNING");
     env.run_out(&add).await;
-    let r = patch(&env, "kb", &id, "", json!({"minNodes": 1})).await;
+    let r = env.patch_pool("kb", &id, "", json!({"minNodes": 1})).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     let done = env.run_out(&r.body).await;
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
@@ -433,17 +379,23 @@ async fn a_repeat_with_the_same_request_id_returns_the_same_operation() {
     let env = env().await;
     let ids = cluster_with_pool(&env, "ki", json!({"accelerator": "l4"})).await;
     let q = "?requestId=6f1c1c52-3f7e-4a7e-9d8b-2f1f0a9b0c11";
-    let first = patch(&env, "ki", &ids[0], q, json!({"minNodes": 1})).await;
+    let first = env
+        .patch_pool("ki", &ids[0], q, json!({"minNodes": 1}))
+        .await;
     assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.body);
     env.ok(&first.body).await;
-    let again = patch(&env, "ki", &ids[0], q, json!({"minNodes": 1})).await;
+    let again = env
+        .patch_pool("ki", &ids[0], q, json!({"minNodes": 1}))
+        .await;
     assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.body);
     assert_eq!(again.body["name"], first.body["name"]);
     let ops = env.operations_of("UPDATE_NODE_POOL").await;
     assert_eq!(ops["operations"].as_array().map(Vec::len), Some(1), "{ops}");
     assert_eq!(set_autoscaling_calls(&env).await.len(), 1);
     // Another body under the same id is refused, not silently answered.
-    let other = patch(&env, "ki", &ids[0], q, json!({"minNodes": 2})).await;
+    let other = env
+        .patch_pool("ki", &ids[0], q, json!({"minNodes": 2}))
+        .await;
     assert!(other.status.is_client_error(), "{}", other.body);
 }
 
@@ -461,13 +413,13 @@ async fn faults_at_set_autoscaling_are_retried_or_leave_the_record_as_it_was() {
     let sent = env.journal("container", "nodePools.setAutoscaling").await;
     assert_eq!(sent.len(), 2);
     assert_eq!(sent[0]["body"], sent[1]["body"], "the same request again");
-    assert_eq!(pool(&env, "kx", id).await["maxNodes"], 6);
+    assert_eq!(env.pool("kx", id).await["maxNodes"], 6);
 
     // GKE's operation ends with QUOTA_EXCEEDED: the operation fails with GKE's reason,
     // the record keeps its bounds and its state.
     env.arm("container", "nodePools.setAutoscaling", "QUOTA_EXCEEDED", 1)
         .await;
-    let r = patch(&env, "kx", id, "", json!({"minNodes": 1})).await;
+    let r = env.patch_pool("kx", id, "", json!({"minNodes": 1})).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     let failed = env.done(&r.body).await;
     assert_eq!(failed["metadata"]["state"], "FAILED", "{failed}");
@@ -475,16 +427,12 @@ async fn faults_at_set_autoscaling_are_retried_or_leave_the_record_as_it_was() {
         failed["error"]["details"][0]["reason"], "QUOTA_EXCEEDED",
         "{failed}"
     );
-    let p = pool(&env, "kx", id).await;
-    assert_eq!(
-        (p["minNodes"].as_i64(), p["maxNodes"].as_i64()),
-        (Some(0), Some(6)),
-        "{p}"
-    );
+    let p = env.pool("kx", id).await;
+    assert_eq!(bounds(&p), (Some(0), Some(6)), "{p}");
     assert_eq!(p["state"], "RUNNING");
     // The next resize goes through.
     resize_ok(&env, "kx", id, "", json!({"minNodes": 1})).await;
-    assert_eq!(pool(&env, "kx", id).await["minNodes"], 1);
+    assert_eq!(env.pool("kx", id).await["minNodes"], 1);
 }
 
 #[tokio::test]
@@ -534,14 +482,8 @@ async fn a_resize_in_flight_holds_the_next_and_a_cancel_leaves_the_record() {
     env.run_out(&op).await;
     let add = env.add_pool("kc", json!({"accelerator": "l4"})).await;
     env.run_out(&add).await;
-    let id = add["metadata"]["target"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_owned();
-    let r = patch(&env, "kc", &id, "", json!({"minNodes": 1})).await;
+    let id = pool_of(&add);
+    let r = env.patch_pool("kc", &id, "", json!({"minNodes": 1})).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     // The clock is held: GKE's operation stays RUNNING while the step waits on it.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -553,18 +495,15 @@ async fn a_resize_in_flight_holds_the_next_and_a_cancel_leaves_the_record() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     // A second resize of the pool waits for the first to finish.
-    let busy = patch(&env, "kc", &id, "", json!({"maxNodes": 4})).await;
+    let busy = env.patch_pool("kc", &id, "", json!({"maxNodes": 4})).await;
     assert_eq!(busy.status, StatusCode::CONFLICT, "{}", busy.body);
     assert_eq!(busy.reason(), "NODE_POOL_BUSY");
     let name = r.body["name"].as_str().unwrap();
-    let c = env
-        .app
-        .post(OWNER, &format!("/v1/{name}:cancel"), Value::Null)
-        .await;
+    let c = env.app.op_action(OWNER, name, "cancel").await;
     assert_eq!(c.status, StatusCode::OK, "{}", c.body);
     let done = env.done(&r.body).await;
     assert_eq!(done["metadata"]["state"], "CANCELLED", "{done}");
-    let p = pool(&env, "kc", &id).await;
+    let p = env.pool("kc", &id).await;
     assert_eq!(
         (p["minNodes"].as_i64(), p["state"].as_str()),
         (Some(0), Some("RUNNING")),
@@ -573,9 +512,9 @@ async fn a_resize_in_flight_holds_the_next_and_a_cancel_leaves_the_record() {
     // GKE finishes what it was sent; the record says what kineticd saw confirmed. The
     // same resize again sets GKE to it once more and records it.
     env.advance(60.0).await;
-    let again = patch(&env, "kc", &id, "", json!({"minNodes": 1})).await;
+    let again = env.patch_pool("kc", &id, "", json!({"minNodes": 1})).await;
     assert_eq!(again.status, StatusCode::ACCEPTED, "{}", again.body);
     let done = env.run_out(&again.body).await;
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
-    assert_eq!(pool(&env, "kc", &id).await["minNodes"], 1);
+    assert_eq!(env.pool("kc", &id).await["minNodes"], 1);
 }

@@ -9,14 +9,8 @@ use kineticd::cloud::gcp::types::container::NodePoolAutoscaling;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::common::Resp;
 use crate::reservations::{l4, reserve};
 use crate::support::*;
-
-async fn patch(env: &Env, cluster: &str, pool: &str, query: &str, body: Value) -> Resp {
-    let path = format!("{}/nodePools/{pool}{query}", cluster_path(cluster));
-    env.app.patch(OWNER, &path, body).await
-}
 
 /// The preview and the PATCH are both refused with `status` and `reason`; the metadata.
 async fn refused(
@@ -27,21 +21,15 @@ async fn refused(
     status: StatusCode,
     reason: &str,
 ) -> Value {
-    let p = patch(env, cluster, pool, "?validateOnly=true", body.clone()).await;
+    let p = env
+        .patch_pool(cluster, pool, "?validateOnly=true", body.clone())
+        .await;
     assert_eq!(p.status, status, "preview: {}", p.body);
     assert_eq!(p.reason(), reason, "{}", p.body);
-    let r = patch(env, cluster, pool, "", body).await;
+    let r = env.patch_pool(cluster, pool, "", body).await;
     assert_eq!(r.status, status, "{}", r.body);
     assert_eq!(r.reason(), reason, "{}", r.body);
     r.body["error"]["details"][0]["metadata"].clone()
-}
-
-fn pool_id(op: &Value) -> String {
-    op["metadata"]["target"]
-        .as_str()
-        .and_then(|t| t.rsplit('/').next())
-        .expect("target")
-        .to_owned()
 }
 
 async fn set_autoscaling_bodies(env: &Env, pool: &str) -> Vec<Value> {
@@ -57,19 +45,9 @@ async fn set_autoscaling_bodies(env: &Env, pool: &str) -> Vec<Value> {
         .collect()
 }
 
-async fn record(env: &Env, cluster: &str, id: &str) -> Value {
-    let r = env
-        .app
-        .get(OWNER, &format!("{}/nodePools/{id}", cluster_path(cluster)))
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body
-}
-
 #[tokio::test]
 async fn flex_start_and_queued_pools_resize_with_total_bounds_and_keep_min_zero() {
-    let env = env().await;
-    env.up_ok("kq", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kq").await;
     let flex = env
         .add_pool(
             "kq",
@@ -85,10 +63,12 @@ async fn flex_start_and_queued_pools_resize_with_total_bounds_and_keep_min_zero(
         .await;
     env.ok(&flex).await;
     env.ok(&queued).await;
-    let (flex, queued) = (pool_id(&flex), pool_id(&queued));
+    let (flex, queued) = (pool_of(&flex), pool_of(&queued));
 
     // maxNodes per zone 6 over two zones: GKE's total maximum 12, total minimum 0, ANY.
-    let r = patch(&env, "kq", &flex, "", json!({"maxNodes": 6})).await;
+    let r = env
+        .patch_pool("kq", &flex, "", json!({"maxNodes": 6}))
+        .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     env.ok(&r.body).await;
     let sent = set_autoscaling_bodies(&env, &flex).await;
@@ -102,7 +82,7 @@ async fn flex_start_and_queued_pools_resize_with_total_bounds_and_keep_min_zero(
         a.get("minNodeCount").is_none() && a.get("maxNodeCount").is_none(),
         "{a}"
     );
-    let rec = record(&env, "kq", &flex).await;
+    let rec = env.pool("kq", &flex).await;
     assert_eq!(
         (rec["minNodes"].as_i64(), rec["maxNodes"].as_i64()),
         (Some(0), Some(6)),
@@ -111,14 +91,14 @@ async fn flex_start_and_queued_pools_resize_with_total_bounds_and_keep_min_zero(
     assert_eq!(rec["provisioning"], "FLEX_START", "{rec}");
 
     // The queued pool too (one zone: total = per zone).
-    let r = patch(
-        &env,
-        "kq",
-        &queued,
-        "?updateMask=maxNodes",
-        json!({"maxNodes": 4}),
-    )
-    .await;
+    let r = env
+        .patch_pool(
+            "kq",
+            &queued,
+            "?updateMask=maxNodes",
+            json!({"maxNodes": 4}),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     env.ok(&r.body).await;
     let a = &set_autoscaling_bodies(&env, &queued).await[0]["autoscaling"];
@@ -144,39 +124,33 @@ async fn flex_start_and_queued_pools_resize_with_total_bounds_and_keep_min_zero(
         )
         .await;
         assert_eq!(m["field"], "minNodes", "{m}");
-        let r = patch(&env, "kq", pool, "", json!({"minNodes": 1, "maxNodes": 8})).await;
+        let r = env
+            .patch_pool("kq", pool, "", json!({"minNodes": 1, "maxNodes": 8}))
+            .await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
         assert_message_has(&r, mode);
         assert_message_has(&r, "send minNodes 0");
     }
-    let r = patch(&env, "kq", &queued, "", json!({"minNodes": 3})).await;
+    let r = env
+        .patch_pool("kq", &queued, "", json!({"minNodes": 3}))
+        .await;
     assert_message_has(&r, "ProvisioningRequest");
     assert_eq!(set_autoscaling_bodies(&env, &flex).await.len(), 1);
     assert_eq!(set_autoscaling_bodies(&env, &queued).await.len(), 1);
     // minNodes 0 stays accepted.
-    let r = patch(
-        &env,
-        "kq",
-        &flex,
-        "?validateOnly=true",
-        json!({"minNodes": 0, "maxNodes": 3}),
-    )
-    .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let body = json!({"minNodes": 0, "maxNodes": 3});
+    env.preview_patch("kq", &flex, body).await;
 }
 
 #[tokio::test]
 async fn gkes_set_autoscaling_refuses_per_zone_bounds_mixed_with_total_ones() {
-    let env = env().await;
-    env.up_ok("km", json!({"accelerator": "cpu"})).await;
-    let op = env
-        .add_pool(
+    let env = env_up("km").await;
+    let pool = env
+        .added_pool(
             "km",
             json!({"accelerator": "l4", "provisioning": "FLEX_START"}),
         )
         .await;
-    env.ok(&op).await;
-    let pool = pool_id(&op);
     let gke = &env.gcp().container;
     let mixed = NodePoolAutoscaling {
         enabled: Some(true),
@@ -206,17 +180,14 @@ async fn gkes_set_autoscaling_refuses_per_zone_bounds_mixed_with_total_ones() {
 
 #[tokio::test]
 async fn a_reservation_bound_pool_grows_its_minimum_only_into_free_reserved_vms() {
-    let env = env().await;
-    env.up_ok("kv", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kv").await;
     reserve(&env, l4("l4-res", 3)).await;
-    let op = env
-        .add_pool(
+    let pool = env
+        .added_pool(
             "kv",
             json!({"accelerator": "l4", "minNodes": 1, "reservation": "l4-res"}),
         )
         .await;
-    env.ok(&op).await;
-    let pool = pool_id(&op);
     // One VM in use, two free: growing the minimum by three is refused.
     let m = refused(
         &env,
@@ -242,28 +213,18 @@ async fn a_reservation_bound_pool_grows_its_minimum_only_into_free_reserved_vms(
         "nothing sent"
     );
     // Growing by two fits; shrinking or raising only maxNodes needs no free VM.
-    let r = patch(&env, "kv", &pool, "", json!({"minNodes": 3})).await;
+    let r = env
+        .patch_pool("kv", &pool, "", json!({"minNodes": 3}))
+        .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     env.ok(&r.body).await;
-    let rec = record(&env, "kv", &pool).await;
+    let rec = env.pool("kv", &pool).await;
     assert_eq!(rec["minNodes"], 3, "{rec}");
-    let r = patch(
-        &env,
-        "kv",
-        &pool,
-        "?validateOnly=true",
-        json!({"maxNodes": 20}),
-    )
-    .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let r = patch(
-        &env,
-        "kv",
-        &pool,
-        "?validateOnly=true",
-        json!({"minNodes": 4}),
-    )
-    .await;
+    env.preview_patch("kv", &pool, json!({"maxNodes": 20}))
+        .await;
+    let r = env
+        .patch_pool("kv", &pool, "?validateOnly=true", json!({"minNodes": 4}))
+        .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
     assert_eq!(r.reason(), "RESERVATION_EXHAUSTED");
 }

@@ -3,32 +3,15 @@
 //! the simulated nodes' allocatable units and GKE's labels, and every refusal before
 //! any operation exists (and the simulated GKE's own refusals of bad wire values).
 
-use futures::future::BoxFuture;
 use kineticd::cloud::gcp::types::container::{
     AcceleratorConfig, GpuSharingConfig, NodeConfig, NodePool,
 };
-use kineticd::cloud::kube::{AccessToken, ClusterAccess, KubeClients, KubeCluster, KubeError};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::common::entry;
+use crate::common::gke::{MAX_CLIENTS, PARTITION, STRATEGY};
 use crate::support::*;
-
-fn pool_of(op: &Value) -> String {
-    op["metadata"]["target"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_owned()
-}
-
-fn created_pool<'a>(calls: &'a [Value], pool: &str) -> &'a Value {
-    &calls
-        .iter()
-        .find(|e| e["body"]["nodePool"]["name"] == pool)
-        .unwrap_or_else(|| panic!("no nodePools.create for {pool}"))["body"]["nodePool"]
-}
 
 /// The plan details of the pool the add operation `op` creates.
 fn planned(op: &Value) -> &Value {
@@ -39,22 +22,9 @@ fn planned(op: &Value) -> &Value {
         .unwrap_or_else(|| panic!("no pool action in {op:#}"))
 }
 
-type TokenFuture = BoxFuture<'static, Result<Option<AccessToken>, KubeError>>;
-
-/// The production Kubernetes client on the simulated cluster (no authentication).
-fn kube(env: &Env, cluster: &str) -> KubeCluster {
-    let clients = KubeClients::new(|| -> TokenFuture { Box::pin(async { Ok(None) }) });
-    clients.cluster(ClusterAccess {
-        key: format!("test/{cluster}"),
-        endpoint: format!("{}/kube/{PROJECT}.{ZONE}.{cluster}", env.sim.url()),
-        ca_certificate: None,
-    })
-}
-
 #[tokio::test]
 async fn mig_time_sharing_and_mps_pools_reach_gke_field_by_field() {
-    let env = env().await;
-    env.up_ok("ks", json!({"accelerator": "cpu"})).await;
+    let env = env_up("ks").await;
     let mig_op = env
         .add_pool(
             "ks",
@@ -81,25 +51,13 @@ async fn mig_time_sharing_and_mps_pools_reach_gke_field_by_field() {
     );
     assert!(d.get("partitionSize").is_none(), "{d:#}");
     env.ok(&ts_op).await;
-    let mps_op = env
-        .add_pool(
-            "ks",
-            json!({"accelerator": "t4x2", "driverVersion": "LATEST",
-                   "sharing": {"strategy": "MPS", "maxClientsPerGpu": 8}}),
-        )
-        .await;
-    let mps = pool_of(&mps_op);
-    env.ok(&mps_op).await;
+    let mps = json!({"accelerator": "t4x2", "driverVersion": "LATEST",
+                     "sharing": {"strategy": "MPS", "maxClientsPerGpu": 8}});
+    let mps = env.added_pool("ks", mps).await;
     // Time-sharing on partitions: 7 slices of each of 2 GPUs, 3 containers a slice.
-    let both_op = env
-        .add_pool(
-            "ks",
-            json!({"accelerator": "h100x2", "partitionSize": "1g.20gb",
-                   "sharing": {"strategy": "TIME_SHARING", "maxClientsPerGpu": 3}}),
-        )
-        .await;
-    let both = pool_of(&both_op);
-    env.ok(&both_op).await;
+    let both = json!({"accelerator": "h100x2", "partitionSize": "1g.20gb",
+                      "sharing": {"strategy": "TIME_SHARING", "maxClientsPerGpu": 3}});
+    let both = env.added_pool("ks", both).await;
 
     // What GKE received: AcceleratorConfig's gpuPartitionSize (a string) and
     // gpuSharingConfig {gpuSharingStrategy (enum), maxSharedClientsPerGpu (int64, so a
@@ -139,15 +97,7 @@ async fn mig_time_sharing_and_mps_pools_reach_gke_field_by_field() {
 
     // The records say it, with the units a node advertises.
     let list = env.pools("ks").await;
-    let rec = |id: &str| {
-        list["nodePools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["poolId"] == id)
-            .unwrap_or_else(|| panic!("{id} in {list:#}"))
-            .clone()
-    };
+    let rec = |id: &str| entry(&list, "nodePools", "poolId", id).clone();
     let m = rec(&mig);
     assert_eq!(
         (&m["partitionSize"], &m["gpuUnitsPerNode"]),
@@ -174,34 +124,18 @@ async fn mig_time_sharing_and_mps_pools_reach_gke_field_by_field() {
     };
     let n = node(&mig);
     assert_eq!(n.gpus, 7, "one A100 in 7 slices");
-    assert_eq!(
-        n.labels["cloud.google.com/gke-gpu-partition-size"],
-        "1g.5gb"
-    );
-    assert!(
-        !n.labels
-            .contains_key("cloud.google.com/gke-gpu-sharing-strategy")
-    );
+    assert_eq!(n.labels[PARTITION], "1g.5gb");
+    assert!(!n.labels.contains_key(STRATEGY));
     let n = node(&ts);
     assert_eq!(n.gpus, 4, "one L4 shared by 4");
-    assert_eq!(
-        n.labels["cloud.google.com/gke-gpu-sharing-strategy"],
-        "time-sharing"
-    );
-    assert_eq!(
-        n.labels["cloud.google.com/gke-max-shared-clients-per-gpu"],
-        "4"
-    );
-    assert!(
-        !n.labels
-            .contains_key("cloud.google.com/gke-gpu-partition-size")
-    );
+    assert_eq!(n.labels[STRATEGY], "time-sharing");
+    assert_eq!(n.labels[MAX_CLIENTS], "4");
+    assert!(!n.labels.contains_key(PARTITION));
 }
 
 #[tokio::test]
 async fn bad_sharing_and_partitions_are_refused_before_any_operation_exists() {
-    let env = env().await;
-    env.up_ok("kr", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kr").await;
     let path = format!("{}/nodePools", cluster_path("kr"));
     let ts = |n: u32| json!({"strategy": "TIME_SHARING", "maxClientsPerGpu": n});
     let cases = [
@@ -291,8 +225,7 @@ async fn bad_sharing_and_partitions_are_refused_before_any_operation_exists() {
 /// The simulated GKE refuses what GKE refuses, whoever sends it.
 #[tokio::test]
 async fn the_simulated_gke_refuses_bad_partitions_and_sharing_on_the_wire() {
-    let env = env().await;
-    env.up_ok("kw", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kw").await;
     let gcp = env.gcp();
     let pool = |accel: AcceleratorConfig, machine: &str| NodePool {
         name: "raw-pool".into(),
@@ -358,23 +291,10 @@ async fn the_simulated_gke_refuses_bad_partitions_and_sharing_on_the_wire() {
 /// (1.23.7-gke.1400) is not.
 #[tokio::test]
 async fn mps_on_a_gke_version_without_it_is_refused_before_anything_is_queued() {
-    let env = env_with(kineticd::sim::SimConfig {
-        clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
-        gke_version: "1.27.6-gke.1000".into(),
-        ..Default::default()
-    })
-    .await;
-    env.up_ok("ko", json!({"accelerator": "cpu"})).await;
+    let env = env_up_on_gke("1.27.6-gke.1000", "ko").await;
     let mps = json!({"accelerator": "l4", "sharing": {"strategy": "MPS", "maxClientsPerGpu": 2}});
-    for path in [
-        format!("{}/nodePools", cluster_path("ko")),
-        format!("{}/nodePools?validateOnly=true", cluster_path("ko")),
-    ] {
-        let r = env.app.post(OWNER, &path, mps.clone()).await;
-        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
-        assert_eq!(r.reason(), "GKE_VERSION_TOO_OLD", "{}", r.body);
-        let meta = &r.body["error"]["details"][0]["metadata"];
-        assert_eq!(meta["currentMasterVersion"], "1.27.6-gke.1000");
+    for q in ["", "?validateOnly=true"] {
+        let meta = gke_too_old(&env, "ko", q, mps.clone(), "1.27.6-gke.1000").await;
         assert_eq!(meta["minimumVersion"], "1.27.7-gke.1088000");
     }
     assert_eq!(env.pools("ko").await["nodePools"], json!([]));

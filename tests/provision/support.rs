@@ -1,6 +1,7 @@
 //! Shared set-up: an app on a simulator with workers, a team owning a project, and
 //! helpers to run provisioning requests to their end and read the simulator's journal.
 
+use kineticd::cloud::kube::{AccessToken, ClusterAccess, KubeClients, KubeCluster, KubeError};
 use kineticd::ops::WorkerPool;
 use kineticd::sim::Sim;
 use reqwest::StatusCode;
@@ -33,11 +34,79 @@ pub struct Env {
 }
 
 pub async fn env() -> Env {
-    env_with(kineticd::sim::SimConfig {
+    env_with(speed_zero()).await
+}
+
+/// The simulator configuration of [`env`]: the clock at speed 0 (work is instant).
+pub fn speed_zero() -> kineticd::sim::SimConfig {
+    kineticd::sim::SimConfig {
         clock: kineticd::sim::clock::ClockMode::Auto { speed: 0.0 },
         ..Default::default()
+    }
+}
+
+/// [`env_up`] on a simulator whose GKE runs `version`.
+pub async fn env_up_on_gke(version: &str, name: &str) -> Env {
+    let env = env_with(kineticd::sim::SimConfig {
+        gke_version: version.into(),
+        ..speed_zero()
     })
-    .await
+    .await;
+    env.up_ok(name, json!({"accelerator": "cpu"})).await;
+    env
+}
+
+/// [`env`] on a simulator with a regional quota of `limit` for `metric`.
+pub async fn env_with_quota(metric: &str, limit: f64) -> Env {
+    let mut cfg = speed_zero();
+    cfg.quotas.insert(metric.into(), limit);
+    env_with(cfg).await
+}
+
+/// Asserts `r` is the 409 QUOTA_INSUFFICIENT of the quota pre-check; its metadata.
+#[track_caller]
+pub fn quota_refusal(r: &Resp) -> &Value {
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(r.reason(), "QUOTA_INSUFFICIENT");
+    &r.body["error"]["details"][0]["metadata"]
+}
+
+/// POST `body` as a pool of `cluster` (`query`: `?validateOnly=true` for the preview):
+/// 400 GKE_VERSION_TOO_OLD, naming the `current` version; the metadata.
+pub async fn gke_too_old(
+    env: &Env,
+    cluster: &str,
+    query: &str,
+    body: Value,
+    current: &str,
+) -> Value {
+    let path = format!("{}/nodePools{query}", cluster_path(cluster));
+    let r = env.app.post(OWNER, &path, body).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.reason(), "GKE_VERSION_TOO_OLD", "{}", r.body);
+    let meta = r.body["error"]["details"][0]["metadata"].clone();
+    assert_eq!(meta["currentMasterVersion"], current);
+    meta
+}
+
+/// The body of a failover pair of L4 pools (spot first, on-demand behind it).
+pub fn l4_failover_pair() -> Value {
+    json!({"accelerator": "l4", "failover": true})
+}
+
+/// [`explicit_clock`] with a cluster `name` up (no accelerator), run out to success.
+pub async fn explicit_clock_up(name: &str) -> Env {
+    let env = explicit_clock().await;
+    let up = env.up(name, json!({"accelerator": "cpu"})).await;
+    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    env
+}
+
+/// [`env`] with a cluster `name` up (no accelerator, asserting success).
+pub async fn env_up(name: &str) -> Env {
+    let env = env().await;
+    env.up_ok(name, json!({"accelerator": "cpu"})).await;
+    env
 }
 
 /// [`env`] on a simulator configured by `cfg` (quotas, stockouts, an explicit clock).
@@ -86,6 +155,45 @@ pub async fn explicit_clock() -> Env {
 
 pub fn cluster_path(name: &str) -> String {
     format!("/v1/projects/{PROJECT}/zones/{ZONE}/clusters/{name}")
+}
+
+/// The simulator's key of `cluster` (`project.zone.cluster`).
+pub fn kube_key(cluster: &str) -> String {
+    format!("{PROJECT}.{ZONE}.{cluster}")
+}
+
+/// The id of the pool an add operation `op` targets (the last segment of its target).
+pub fn pool_of(op: &Value) -> String {
+    op["metadata"]["target"]
+        .as_str()
+        .and_then(|t| t.rsplit('/').next())
+        .expect("target")
+        .to_owned()
+}
+
+/// The path of node pool `id` of `cluster`.
+pub fn pool_path(cluster: &str, id: &str) -> String {
+    format!("{}/nodePools/{id}", cluster_path(cluster))
+}
+
+/// The node pool of the `nodePools.create` call (among `calls`) that created `pool`.
+pub fn created_pool<'a>(calls: &'a [Value], pool: &str) -> &'a Value {
+    &calls
+        .iter()
+        .find(|e| e["body"]["nodePool"]["name"] == pool)
+        .unwrap_or_else(|| panic!("no nodePools.create for {pool}"))["body"]["nodePool"]
+}
+
+type TokenFuture = futures::future::BoxFuture<'static, Result<Option<AccessToken>, KubeError>>;
+
+/// The production Kubernetes client on the simulated cluster (no authentication).
+pub fn kube(env: &Env, cluster: &str) -> KubeCluster {
+    let clients = KubeClients::new(|| -> TokenFuture { Box::pin(async { Ok(None) }) });
+    clients.cluster(ClusterAccess {
+        key: format!("test/{cluster}"),
+        endpoint: format!("{}/kube/{}", env.sim.url(), kube_key(cluster)),
+        ca_certificate: None,
+    })
 }
 
 #[allow(dead_code)] // each test binary module uses a subset
@@ -163,10 +271,55 @@ impl Env {
         self.app.post(OWNER, &path, body).await
     }
 
+    /// Add a node pool to `cluster` and run the operation to success; the pool's id.
+    pub async fn added_pool(&self, cluster: &str, body: Value) -> String {
+        let op = self.add_pool(cluster, body).await;
+        self.ok(&op).await;
+        pool_of(&op)
+    }
+
+    /// DELETE node pool `id` of `cluster`, asserting 202, and run it to success.
+    pub async fn remove_pool(&self, cluster: &str, id: &str) -> Value {
+        let r = self.app.delete(OWNER, &pool_path(cluster, id)).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+        self.ok(&r.body).await
+    }
+
+    /// The GKE cluster `name` as the simulated GKE holds it (production client).
+    pub async fn gke_cluster(&self, name: &str) -> kineticd::cloud::gcp::types::container::Cluster {
+        self.gcp()
+            .container
+            .get_cluster(PROJECT, ZONE, name)
+            .await
+            .expect("cluster")
+    }
+
     /// POST a node pool, asserting 202; returns the operation.
     pub async fn add_pool(&self, cluster: &str, body: Value) -> Value {
         let r = self.post_pool(cluster, body).await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+        r.body
+    }
+
+    /// The record of node pool `id` of `cluster`, as the owner (asserting 200).
+    pub async fn pool(&self, cluster: &str, id: &str) -> Value {
+        let r = self.app.get(OWNER, &pool_path(cluster, id)).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body
+    }
+
+    /// `PATCH` pool `id` of `cluster` with `query` (`?updateMask=...`, may be empty).
+    pub async fn patch_pool(&self, cluster: &str, id: &str, query: &str, body: Value) -> Resp {
+        let path = format!("{}{query}", pool_path(cluster, id));
+        self.app.patch(OWNER, &path, body).await
+    }
+
+    /// The preview of a `PATCH` of pool `id` of `cluster` with `body`, asserting 200.
+    pub async fn preview_patch(&self, cluster: &str, id: &str, body: Value) -> Value {
+        let r = self
+            .patch_pool(cluster, id, "?validateOnly=true", body)
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
         r.body
     }
 

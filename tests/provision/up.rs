@@ -389,8 +389,7 @@ async fn up_with_a_multi_host_tpu_places_it_compactly_without_a_driver_installer
 
 #[tokio::test]
 async fn up_with_cpu_makes_a_cluster_without_accelerator_pools() {
-    let env = env().await;
-    env.up_ok("cc", json!({"accelerator": "cpu"})).await;
+    let env = env_up("cc").await;
     assert!(
         env.ok_calls("container", "nodePools.create")
             .await
@@ -628,8 +627,7 @@ async fn a_put_without_a_body_reconciles_an_existing_cluster() {
 
 #[tokio::test]
 async fn a_second_up_restores_a_missing_cloud_nat() {
-    let env = env().await;
-    env.up_ok("kn", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kn").await;
     // Someone removes the NAT: the router is rebuilt without it.
     let gcp = env.gcp();
     let mut bare = gcp

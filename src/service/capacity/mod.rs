@@ -15,19 +15,19 @@ pub mod pools;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::cloud::Cloud;
 use crate::cloud::gcp::types::compute::Region;
 use crate::cloud::gcp::types::container::{Cluster as GkeCluster, NodePool as GkePool};
 use crate::cloud::kube::NodeInfo;
 use crate::cloud::kube::inventory::{GPU_RESOURCE, NODEPOOL_LABEL, TPU_RESOURCE, Taint};
 use crate::domain::accelerators::{self, Choice, Kind};
 use crate::domain::gpu_sharing::GpuSharing;
-use crate::domain::pricing::PriceTable;
 use crate::domain::quota;
 use crate::domain::resource_names::ClusterNames;
 use crate::model;
 use crate::model::capacity::ClusterCapacity;
-use crate::store::{Db, PoolSpecRecord};
+use crate::store::PoolSpecRecord;
+
+use super::Services;
 
 use super::clusters::{ClusterPath, record};
 use super::live;
@@ -45,13 +45,8 @@ pub struct Report {
 }
 
 /// Capacity of the cluster at `path` (VIEWER+; 404 like the other cluster reads).
-pub async fn get(
-    db: &Db,
-    cloud: &Cloud,
-    prices: &PriceTable,
-    caller: &Caller,
-    path: &ClusterPath,
-) -> Result<Report> {
+pub async fn get(svc: &Services, caller: &Caller, path: &ClusterPath) -> Result<Report> {
+    let (db, cloud, prices) = (&svc.db, svc.cloud.as_ref(), svc.prices.as_ref());
     let rec = record(db, caller, path).await?;
     let records: BTreeMap<String, PoolSpecRecord> = live::pool_records(db, rec.id)
         .await?

@@ -20,10 +20,7 @@ use crate::plan::{DrillStep, Plan};
 use crate::store::{self, clusters::ClusterRecord};
 
 use super::super::{Error, Result, Services};
-use super::{
-    Begin, Mutation, OpRequest, Submitted, begin, enqueue, live, not_deleting, operation,
-    transaction,
-};
+use super::{Begin, Mutation, OpRequest, Submitted, begin, enqueue, live, not_deleting, operation};
 
 /// The longest a drill may watch.
 pub const MAX_DEADLINE: Duration = Duration::from_secs(6 * 3600);
@@ -147,9 +144,7 @@ pub async fn drill(
     if m.validate_only {
         return Ok(Submitted::Plan(p));
     }
-    let mut tx = transaction(&svc.db).await?;
-    let c = super::lock(&mut tx, m).await?;
-    not_deleting(&c, &m.path)?;
+    let (tx, c) = super::lock_live_cluster(&svc.db, m).await?;
     let input = OpInput {
         mode,
         spot_pool: spot.pool_id.clone(),

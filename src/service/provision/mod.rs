@@ -34,7 +34,7 @@ use crate::model::{self, Operation};
 use crate::ops::kinds::OperationKind;
 use crate::ops::queue::{self, Enqueue};
 use crate::ops::workflows::cluster::ClusterOpInput;
-use crate::store::clusters::ClusterRecord;
+use crate::store::clusters::{ClusterRecord, Pick};
 use crate::store::{Db, StoreError};
 
 use super::clusters::{ClusterPath, project_team};
@@ -136,15 +136,12 @@ pub async fn begin(db: &Db, m: &Mutation, action: &str) -> Result<Begin> {
 
 /// The cluster's live record as it is now (not locked), if any.
 async fn read(db: &Db, path: &ClusterPath) -> Result<Option<Box<ClusterRecord>>> {
-    Ok(crate::store::clusters::get(
-        db,
-        path.project.as_str(),
-        path.zone.as_str(),
-        path.cluster.as_str(),
+    Ok(
+        crate::store::clusters::by_name(db, Pick::LiveOrLastDeleted, path.key())
+            .await?
+            .filter(|c| c.state != ClusterState::Deleted)
+            .map(Box::new),
     )
-    .await?
-    .filter(|c| c.state != ClusterState::Deleted)
-    .map(Box::new))
 }
 
 /// AIP-154: 409 ABORTED ETAG_MISMATCH unless the record carries the request's etag.
@@ -190,21 +187,28 @@ pub async fn transaction(db: &Db) -> Result<sqlx::Transaction<'static, sqlx::Pos
 /// request was read) and check the request's etag against it: a change committed
 /// between the first check ([`begin`]) and this lock is refused, never overwritten.
 pub async fn lock(tx: &mut sqlx::PgConnection, m: &Mutation) -> Result<ClusterRecord> {
-    let c = crate::store::clusters::lock_live(
-        tx,
-        m.path.project.as_str(),
-        m.path.zone.as_str(),
-        m.path.cluster.as_str(),
-    )
-    .await?
-    .ok_or_else(|| {
-        Error::aborted(
-            "CLUSTER_CHANGED",
-            "the cluster changed while the request was prepared; send it again",
-        )
-    })?;
+    let c = crate::store::clusters::by_name(tx, Pick::LockLive, m.path.key())
+        .await?
+        .ok_or_else(|| {
+            Error::aborted(
+                "CLUSTER_CHANGED",
+                "the cluster changed while the request was prepared; send it again",
+            )
+        })?;
     check_etag(&c, m)?;
     Ok(c)
+}
+
+/// The enqueue transaction of a change to a cluster that must not be being deleted:
+/// opened, the live record locked and its etag checked ([`lock`]), then [`not_deleting`].
+pub async fn lock_live_cluster(
+    db: &Db,
+    m: &Mutation,
+) -> Result<(sqlx::Transaction<'static, sqlx::Postgres>, ClusterRecord)> {
+    let mut tx = transaction(db).await?;
+    let c = lock(&mut tx, m).await?;
+    not_deleting(&c, &m.path)?;
+    Ok((tx, c))
 }
 
 /// Everything an operation of this module needs besides the mutation and its plan;

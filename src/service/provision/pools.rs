@@ -23,7 +23,7 @@ pub use super::pool_request::AddPoolRequest;
 use super::version::{MasterVersion, master_version};
 use super::{
     Begin, Mutation, OpRequest, Plan, Submitted, begin, live, not_deleting, parse_accelerator,
-    pool_error, submit, transaction,
+    pool_error, submit,
 };
 
 /// GKE's `gpuDriverVersion` values a pool may ask for.
@@ -381,9 +381,7 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
     if m.validate_only {
         return Ok(Submitted::Plan(p));
     }
-    let mut tx = transaction(&svc.db).await?;
-    let c = super::lock(&mut tx, m).await?;
-    not_deleting(&c, &m.path)?;
+    let (mut tx, c) = super::lock_live_cluster(&svc.db, m).await?;
     for r in &records {
         store::node_pools::insert(&mut *tx, c.id, &r.pool_id, PoolState::Provisioning, r).await?;
     }
@@ -456,9 +454,7 @@ pub async fn remove_pool(svc: &Services, m: &Mutation, pool: &str) -> Result<Sub
     if m.validate_only {
         return Ok(Submitted::Plan(p));
     }
-    let mut tx = transaction(&svc.db).await?;
-    let c = super::lock(&mut tx, m).await?;
-    not_deleting(&c, &m.path)?;
+    let (mut tx, c) = super::lock_live_cluster(&svc.db, m).await?;
     store::node_pools::set_state(&mut *tx, c.id, Some(&ids), PoolState::Stopping, &[]).await?;
     let op = OpRequest {
         target: format!("{}/nodePools/{pool}", m.path.name()),

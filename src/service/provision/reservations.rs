@@ -38,13 +38,9 @@ fn wanted(n: &ClusterNames, s: &PoolShape, zones: &[String]) -> Wanted {
 
 /// The 409 for a refusal.
 pub fn refusal_error(r: &ReservationRef, zone: &str, refusal: &Refusal) -> Error {
-    let e = Error::precondition(refusal.reason(), refusal_message(r, zone, refusal))
-        .with("reservation", r)
-        .with("zone", zone);
-    refusal
-        .metadata()
-        .into_iter()
-        .fold(e, |e, (k, v)| e.with(k, v))
+    let e = Error::precondition(refusal.reason(), refusal_message(r, zone, refusal));
+    let meta = refusal.metadata(r, zone);
+    meta.into_iter().fold(e, |e, (k, v)| e.with(k, v))
 }
 
 /// Check the reservation of each shape that names one; returns warnings for those that

@@ -33,9 +33,7 @@ use crate::store::{self, clusters::ClusterRecord};
 use super::super::{Error, Result, Services};
 use super::pools::{QuotaAsk, check_region_quota};
 use super::reservations;
-use super::{
-    Begin, Mutation, OpRequest, Submitted, begin, live, not_deleting, submit, transaction,
-};
+use super::{Begin, Mutation, OpRequest, Submitted, begin, live, not_deleting, submit};
 
 /// The body of `PATCH .../nodePools/{pool}`: the pool's autoscaling bounds (per zone).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -322,9 +320,7 @@ pub async fn resize(
     if m.validate_only {
         return Ok(Submitted::Plan(p));
     }
-    let mut tx = transaction(&svc.db).await?;
-    let c = super::lock(&mut tx, m).await?;
-    not_deleting(&c, &m.path)?;
+    let (mut tx, c) = super::lock_live_cluster(&svc.db, m).await?;
     let ids: Vec<String> = changes.iter().map(|ch| ch.rec.pool_id.clone()).collect();
     not_resizing(&mut tx, c.id, &ids).await?;
     for ch in &changes {

@@ -76,9 +76,7 @@ async fn reconcile(
     if m.validate_only {
         return Ok(Submitted::Plan(p));
     }
-    let mut tx = transaction(&svc.db).await?;
-    let c = super::lock(&mut tx, m).await?;
-    super::not_deleting(&c, &m.path)?;
+    let (mut tx, c) = super::lock_live_cluster(&svc.db, m).await?;
     let spec = ClusterSpecRecord {
         force_destroy,
         ..c.spec.clone()

@@ -32,7 +32,9 @@ use crate::model::status::{
 };
 use crate::plan::resources::cluster_resources;
 use crate::plan::up::{self, LiveState, UpInput};
-use crate::store::{self, Db};
+use crate::store;
+
+use super::Services;
 
 use super::accelerators::catalog_name;
 use super::clusters::{ClusterPath, record};
@@ -186,13 +188,8 @@ impl Live {
 }
 
 /// Live status of the cluster at `path` (VIEWER+; 404 like the other cluster reads).
-pub async fn get(
-    db: &Db,
-    cloud: &Cloud,
-    prices: &PriceTable,
-    caller: &Caller,
-    path: &ClusterPath,
-) -> Result<ClusterStatus> {
+pub async fn get(svc: &Services, caller: &Caller, path: &ClusterPath) -> Result<ClusterStatus> {
+    let (db, cloud, prices) = (&svc.db, svc.cloud.as_ref(), svc.prices.as_ref());
     let rec = record(db, caller, path).await?;
     let pools: BTreeMap<String, Recorded> = store::node_pools::list(db, rec.id, None, 10_000)
         .await?

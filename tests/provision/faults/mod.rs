@@ -193,10 +193,7 @@ async fn finish(env: &Env, op: &Value) -> Value {
     let name = op["name"].as_str().expect("operation name");
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let r = env
-            .app
-            .post(OWNER, &format!("/v1/{name}:wait?timeout=5s"), Value::Null)
-            .await;
+        let r = env.app.op_action(OWNER, name, "wait?timeout=5s").await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
         if r.body["done"] == true {
             return r.body;
@@ -259,10 +256,14 @@ async fn remove_pool(env: &Env, pool: &str) -> Value {
 
 /// The cluster record (the newest, DELETED included).
 pub(crate) async fn cluster_record(env: &Env) -> store::clusters::ClusterRecord {
-    store::clusters::get(&env.app.db, PROJECT, ZONE, CLUSTER)
-        .await
-        .unwrap()
-        .expect("cluster record")
+    store::clusters::by_name(
+        &env.app.db,
+        store::clusters::Pick::LiveOrLastDeleted,
+        [PROJECT, ZONE, CLUSTER],
+    )
+    .await
+    .unwrap()
+    .expect("cluster record")
 }
 
 pub(crate) async fn cluster_state(env: &Env) -> String {

@@ -15,23 +15,12 @@ use crate::support::*;
 
 #[tokio::test]
 async fn the_pool_step_checks_again_and_creates_no_pool_when_the_reservation_is_gone() {
-    let mut env = env().await;
-    env.up_ok("kg", json!({"accelerator": "cpu"})).await;
+    let mut env = env_up("kg").await;
     reserve(&env, l4("going", 2)).await;
     reserve(&env, l4("taken", 1)).await;
     env.pause().await;
-    let gone = env
-        .add_pool(
-            "kg",
-            json!({"accelerator": "l4", "minNodes": 1, "reservation": "going"}),
-        )
-        .await;
-    let taken = env
-        .add_pool(
-            "kg",
-            json!({"accelerator": "l4", "minNodes": 1, "reservation": "taken"}),
-        )
-        .await;
+    let gone = env.add_pool("kg", l4_on("going", Some(1))).await;
+    let taken = env.add_pool("kg", l4_on("taken", Some(1))).await;
     let compute = env.gcp().compute;
     let del = compute
         .delete_reservation(PROJECT, ZONE, "going", Uuid::new_v4())
@@ -59,18 +48,8 @@ async fn the_pool_step_checks_again_and_creates_no_pool_when_the_reservation_is_
     // Consumed between accept and run: exhausted inside the step.
     reserve(&env, l4("one-left", 1)).await;
     env.pause().await;
-    let late = env
-        .add_pool(
-            "kg",
-            json!({"accelerator": "l4", "minNodes": 1, "reservation": "one-left"}),
-        )
-        .await;
-    let first = env
-        .add_pool(
-            "kg",
-            json!({"accelerator": "l4", "minNodes": 1, "reservation": "one-left"}),
-        )
-        .await;
+    let late = env.add_pool("kg", l4_on("one-left", Some(1))).await;
+    let first = env.add_pool("kg", l4_on("one-left", Some(1))).await;
     env.resume();
     let a = env.done(&late).await;
     let b = env.done(&first).await;
@@ -90,24 +69,16 @@ async fn the_pool_step_checks_again_and_creates_no_pool_when_the_reservation_is_
     let d = &failed["error"]["details"][0];
     assert_eq!(d["reason"], "RESERVATION_EXHAUSTED", "{failed}");
     assert_eq!(
-        (
-            d["metadata"]["count"].as_str(),
-            d["metadata"]["inUseCount"].as_str(),
-            d["metadata"]["needed"].as_str()
-        ),
+        exhausted_counts(&d["metadata"]),
         (Some("1"), Some("1"), Some("1"))
     );
 }
 
 #[tokio::test]
 async fn the_autoscaler_stops_at_the_reservations_free_vms() {
-    let env = explicit_clock().await;
-    let up = env.up("ka", json!({"accelerator": "cpu"})).await;
-    assert_eq!(env.run_out(&up).await["metadata"]["state"], "SUCCEEDED");
+    let env = explicit_clock_up("ka").await;
     reserve(&env, l4("two", 2)).await;
-    let add = env
-        .add_pool("ka", json!({"accelerator": "l4", "reservation": "two"}))
-        .await;
+    let add = env.add_pool("ka", l4_on("two", None)).await;
     assert_eq!(env.run_out(&add).await["metadata"]["state"], "SUCCEEDED");
     let pool = pool_of(&add);
     let k = kube(&env, "ka");
@@ -151,19 +122,11 @@ async fn the_autoscaler_stops_at_the_reservations_free_vms() {
 
 #[tokio::test]
 async fn a_reservation_that_cannot_be_read_is_a_warning_not_a_refusal() {
-    let env = env().await;
-    env.up_ok("kw", json!({"accelerator": "cpu"})).await;
+    let env = env_up("kw").await;
     env.arm("compute", "reservations.get", "HTTP_500", 1000)
         .await;
     let path = format!("{}/nodePools?validateOnly=true", cluster_path("kw"));
-    let r = env
-        .app
-        .post(
-            OWNER,
-            &path,
-            json!({"accelerator": "l4", "reservation": "unread"}),
-        )
-        .await;
+    let r = env.app.post(OWNER, &path, l4_on("unread", None)).await;
     let disarm = env
         .app
         .http
@@ -182,13 +145,6 @@ async fn a_reservation_that_cannot_be_read_is_a_warning_not_a_refusal() {
         r.body
     );
     // Readable again: the same request is refused for what it is.
-    let r = env
-        .app
-        .post(
-            OWNER,
-            &path,
-            json!({"accelerator": "l4", "reservation": "unread"}),
-        )
-        .await;
+    let r = env.app.post(OWNER, &path, l4_on("unread", None)).await;
     assert_eq!(r.reason(), "RESERVATION_NOT_FOUND", "{}", r.body);
 }

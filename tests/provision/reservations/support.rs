@@ -6,9 +6,8 @@ use kineticd::cloud::gcp::types::reservation::{
     AllocationSpecificSkuReservation, Reservation, ReservedAccelerator, ReservedInstanceProperties,
     ShareSettings, ShareSettingsProjectConfig,
 };
-use kineticd::cloud::kube::{AccessToken, ClusterAccess, KubeClients, KubeCluster, KubeError};
 use reqwest::StatusCode;
-use serde_json::Value;
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::support::*;
@@ -39,6 +38,63 @@ pub fn l4(name: &str, count: i64) -> Res<'_> {
         count,
         share_with: &[],
     }
+}
+
+impl<'a> Res<'a> {
+    /// In `zone` instead.
+    pub fn in_zone(self, zone: &'a str) -> Self {
+        Res { zone, ..self }
+    }
+
+    /// Of `machine` VMs with `gpus` (type, count per VM) instead.
+    pub fn of(self, machine: &'a str, gpus: Option<(&'a str, i32)>) -> Self {
+        Res {
+            machine,
+            gpus,
+            ..self
+        }
+    }
+
+    /// Made in `project` (the owner of a shared reservation), shared with `share_with`.
+    pub fn owned_by(self, project: &'a str, share_with: &'a [&'a str]) -> Self {
+        Res {
+            project,
+            share_with,
+            ..self
+        }
+    }
+}
+
+/// The body of an L4 pool bound to `reservation`, of `min_nodes` when given.
+pub fn l4_on(reservation: &str, min_nodes: Option<u32>) -> Value {
+    let mut body = json!({"accelerator": "l4", "reservation": reservation});
+    if let Some(n) = min_nodes {
+        body["minNodes"] = json!(n);
+    }
+    body
+}
+
+/// Asserts a RESERVATION_MISMATCH's metadata `m`: `field` wanted `wanted`, found `found`.
+#[track_caller]
+pub fn assert_mismatch(m: &Value, field: &str, wanted: &str, found: &str) {
+    assert_eq!(
+        (
+            m["field"].as_str(),
+            m["wanted"].as_str(),
+            m["found"].as_str()
+        ),
+        (Some(field), Some(wanted), Some(found)),
+        "{m}"
+    );
+}
+
+/// The `count`, `inUseCount` and `needed` of a RESERVATION_EXHAUSTED's metadata `m`.
+pub fn exhausted_counts(m: &Value) -> (Option<&str>, Option<&str>, Option<&str>) {
+    (
+        m["count"].as_str(),
+        m["inUseCount"].as_str(),
+        m["needed"].as_str(),
+    )
 }
 
 /// Make the reservation through the production client and wait for its operation.
@@ -115,11 +171,6 @@ pub async fn in_use(env: &Env, project: &str, zone: &str, name: &str) -> i64 {
     r.specific_reservation.unwrap().in_use_count.unwrap_or(0)
 }
 
-pub fn pool_of(op: &Value) -> String {
-    let target = op["metadata"]["target"].as_str().unwrap();
-    target.rsplit('/').next().unwrap().to_owned()
-}
-
 /// POST the pool (and its preview); both refused with 409 `reason`; the metadata.
 pub async fn refused(env: &Env, cluster: &str, body: Value, reason: &str) -> Value {
     let preview = format!("{}/nodePools?validateOnly=true", cluster_path(cluster));
@@ -134,15 +185,4 @@ pub async fn refused(env: &Env, cluster: &str, body: Value, reason: &str) -> Val
         "a preview refuses the same way"
     );
     r.body["error"]["details"][0]["metadata"].clone()
-}
-
-pub type TokenFuture = futures::future::BoxFuture<'static, Result<Option<AccessToken>, KubeError>>;
-
-pub fn kube(env: &Env, cluster: &str) -> KubeCluster {
-    let clients = KubeClients::new(|| -> TokenFuture { Box::pin(async { Ok(None) }) });
-    clients.cluster(ClusterAccess {
-        key: format!("test/{cluster}"),
-        endpoint: format!("{}/kube/{PROJECT}.{ZONE}.{cluster}", env.sim.url()),
-        ca_certificate: None,
-    })
 }

@@ -26,60 +26,44 @@ pub struct AddPool;
 /// Pool remove (with its failover pair).
 pub struct RemovePool;
 
-impl Provision for Up {
-    const TYPE: OperationType = OperationType::UpCluster;
-    const DEADLINE: Duration = Duration::from_secs(3 * 3600);
-    const RECORDS: ClusterRecords = ClusterRecords {
-        intent: Intent::Up,
-        cluster: up_cluster,
-        pool: up_pool,
-    };
+/// Each provisioning kind's registration: type, deadline and what its records show
+/// (see [`ClusterRecords`]), one row a kind.
+macro_rules! provision {
+    ($($kind:ident: $ty:ident, $hours:literal h, $intent:ident, cluster $cluster:ident, pool $pool:ident;)*) => {$(
+        impl Provision for $kind {
+            const TYPE: OperationType = OperationType::$ty;
+            const DEADLINE: Duration = Duration::from_secs($hours * 3600);
+            const RECORDS: ClusterRecords = ClusterRecords {
+                intent: Intent::$intent,
+                cluster: $cluster,
+                pool: $pool,
+            };
+        }
+    )*};
 }
 
-impl Provision for Down {
-    const TYPE: OperationType = OperationType::DownCluster;
-    const DEADLINE: Duration = Duration::from_secs(3 * 3600);
-    const RECORDS: ClusterRecords = ClusterRecords {
-        intent: Intent::Down,
-        cluster: down_cluster,
-        pool: down_pool,
-    };
+provision! {
+    Up: UpCluster, 3 h, Up, cluster up_cluster, pool up_pool;
+    Down: DownCluster, 3 h, Down, cluster down_cluster, pool down_pool;
+    AddPool: AddNodePool, 2 h, AddPools, cluster cluster_unchanged, pool add_pool;
+    RemovePool: RemoveNodePool, 2 h, RemovePools, cluster cluster_unchanged, pool remove_pool;
 }
 
-impl Provision for AddPool {
-    const TYPE: OperationType = OperationType::AddNodePool;
-    const DEADLINE: Duration = Duration::from_secs(2 * 3600);
-    const RECORDS: ClusterRecords = ClusterRecords {
-        intent: Intent::AddPools,
-        cluster: cluster_unchanged,
-        pool: add_pool,
-    };
-}
-
-impl Provision for RemovePool {
-    const TYPE: OperationType = OperationType::RemoveNodePool;
-    const DEADLINE: Duration = Duration::from_secs(2 * 3600);
-    const RECORDS: ClusterRecords = ClusterRecords {
-        intent: Intent::RemovePools,
-        cluster: cluster_unchanged,
-        pool: remove_pool,
-    };
+/// `up` and `down`'s cluster: its end state when they succeed, ERROR when stopped.
+fn cluster_after(end: End, before: Settled, succeeded: Settled) -> Settled {
+    match end {
+        End::Succeeded => succeeded,
+        End::Stopped => Settled::Is(ERROR),
+        End::Withdrawn => before,
+    }
 }
 
 fn up_cluster(end: End, before: Settled) -> Settled {
-    match end {
-        End::Succeeded => Settled::Is(RUNNING),
-        End::Stopped => Settled::Is(ERROR),
-        End::Withdrawn => before,
-    }
+    cluster_after(end, before, Settled::Is(RUNNING))
 }
 
 fn down_cluster(end: End, before: Settled) -> Settled {
-    match end {
-        End::Succeeded => Settled::Is(DELETED),
-        End::Stopped => Settled::Is(ERROR),
-        End::Withdrawn => before,
-    }
+    cluster_after(end, before, Settled::Is(DELETED))
 }
 
 /// Pool add and remove leave the cluster as it was, however they end.

@@ -42,13 +42,9 @@ fn refused(r: &ReservationRef, zone: &str, refusal: &Refusal) -> StepError {
         RpcCode::FailedPrecondition,
         refusal.reason(),
         refusal_message(r, zone, refusal),
-    )
-    .with("reservation", r)
-    .with("zone", zone);
-    refusal
-        .metadata()
-        .into_iter()
-        .fold(e, |e, (k, v)| e.with(k, v))
+    );
+    let meta = refusal.metadata(r, zone);
+    meta.into_iter().fold(e, |e, (k, v)| e.with(k, v))
 }
 
 /// Check the reservation of pool `p` (nothing to do when it names none).
