@@ -6,7 +6,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
@@ -101,9 +101,27 @@ impl SimError {
         )
     }
 
+    /// 409 ALREADY_EXISTS in the service's own words (`message`), for the AIP-193
+    /// services whose wording is not [`SimError::already_exists`]'s.
+    pub fn already_exists_as(message: impl Into<String>) -> SimError {
+        let aip = Flavor::Aip193;
+        SimError::new(aip, 409, "ALREADY_EXISTS", "ALREADY_EXISTS", message)
+    }
+
     pub fn aborted(flavor: Flavor, message: impl Into<String>) -> SimError {
         SimError::new(flavor, 409, "ABORTED", "ABORTED", message)
     }
+}
+
+/// A `google.rpc.ErrorInfo` detail: why (`reason`), from which service (`domain`), with
+/// what `metadata`.
+pub fn error_info(reason: &str, domain: &str, metadata: Value) -> Value {
+    json!({
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": reason,
+        "domain": domain,
+        "metadata": metadata,
+    })
 }
 
 impl IntoResponse for SimError {
@@ -114,19 +132,9 @@ impl IntoResponse for SimError {
                 "code": self.http,
                 "message": self.message,
                 "status": self.status,
-                "details": [{
-                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                    "reason": self.reason,
-                    "domain": "googleapis.com",
-                    "metadata": {},
-                }],
+                "details": [error_info(&self.reason, "googleapis.com", json!({}))],
             }}),
-            Flavor::Compute => json!({"error": {
-                "code": self.http,
-                "message": self.message,
-                "errors": [{"domain": "global", "reason": self.reason, "message": self.message}],
-            }}),
-            Flavor::Storage => json!({"error": {
+            Flavor::Compute | Flavor::Storage => json!({"error": {
                 "code": self.http,
                 "message": self.message,
                 "errors": [{"domain": "global", "reason": self.reason, "message": self.message}],

@@ -145,37 +145,33 @@ impl Faults {
 /// The default rendering of a fault as an HTTP error in the service's flavour. Methods
 /// that report quota or stockout through an operation handle those kinds themselves.
 pub async fn respond(kind: FaultKind, flavor: Flavor) -> Response {
-    let e = match kind {
-        FaultKind::Http429 => SimError::new(
-            flavor,
+    // (HTTP status, Google status, error reason, message)
+    let (http, status, reason, message) = match kind {
+        FaultKind::Http429 => (
             429,
             "RESOURCE_EXHAUSTED",
             flavor.reason("RATE_LIMIT_EXCEEDED", "rateLimitExceeded"),
             "Quota exceeded for quota metric 'Requests' (simulated rate limit)",
         ),
-        FaultKind::Http401 => SimError::new(
-            flavor,
+        FaultKind::Http401 => (
             401,
             "UNAUTHENTICATED",
             flavor.reason("ACCESS_TOKEN_EXPIRED", "authError"),
             "Request had invalid authentication credentials. Expected OAuth 2 access token.",
         ),
-        FaultKind::Http403 => SimError::new(
-            flavor,
+        FaultKind::Http403 => (
             403,
             "PERMISSION_DENIED",
             flavor.reason("IAM_PERMISSION_DENIED", "forbidden"),
             "The caller does not have permission",
         ),
-        FaultKind::Http500 => SimError::new(
-            flavor,
+        FaultKind::Http500 => (
             500,
             "INTERNAL",
             "backendError",
             "Internal error encountered.",
         ),
-        FaultKind::Http503 => SimError::new(
-            flavor,
+        FaultKind::Http503 => (
             503,
             "UNAVAILABLE",
             "backendError",
@@ -183,32 +179,32 @@ pub async fn respond(kind: FaultKind, flavor: Flavor) -> Response {
         ),
         FaultKind::Timeout => {
             tokio::time::sleep(Duration::from_secs(3600)).await;
-            SimError::new(
-                flavor,
+            (
                 504,
                 "DEADLINE_EXCEEDED",
                 "deadlineExceeded",
                 "Deadline exceeded",
             )
         }
-        FaultKind::GkeBusy => SimError::precondition(
-            flavor,
-            "Operation operation-sim is currently creating cluster. Please wait and try again once it is done.",
-        ),
-        FaultKind::QuotaExceeded => SimError::new(
-            flavor,
+        FaultKind::GkeBusy => {
+            return SimError::precondition(
+                flavor,
+                "Operation operation-sim is currently creating cluster. Please wait and try again once it is done.",
+            )
+            .into_response();
+        }
+        FaultKind::QuotaExceeded => (
             403,
             "PERMISSION_DENIED",
             "quotaExceeded",
             "Quota exceeded (simulated)",
         ),
-        FaultKind::Stockout => SimError::new(
-            flavor,
+        FaultKind::Stockout => (
             503,
             "UNAVAILABLE",
             "ZONE_RESOURCE_POOL_EXHAUSTED",
             "The zone does not have enough resources available to fulfill the request.",
         ),
     };
-    e.into_response()
+    SimError::new(flavor, http, status, reason, message).into_response()
 }

@@ -38,6 +38,6 @@ impl World {
         gcp::compute::tick(self, clock);
         gcp::container::tick(self, clock);
         gcp::container::quota_caps(self);
-        kube::tick(self, clock);
+        kube::tick(&mut self.kube, clock);
     }
 }

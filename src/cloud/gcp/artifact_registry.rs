@@ -12,7 +12,7 @@ use super::error::GcpError;
 use super::http::{Call, GcpHttp};
 use super::lro::LroPolicy;
 use super::policy::{IamResource, PolicyCollection, RmwPolicy};
-use super::service_usage;
+use super::service_usage::aip151_operations;
 use super::types::artifact_registry::{Operation, Repository};
 use super::types::iam::Policy;
 
@@ -98,20 +98,7 @@ impl ArtifactRegistry {
             .await
     }
 
-    /// operations.get: `name` is `projects/{p}/locations/{l}/operations/{id}`.
-    pub async fn get_operation(&self, name: &str) -> Result<Operation, GcpError> {
-        service_usage::get_operation(&self.http, S, name).await
-    }
-
-    /// Poll `op` until done (at once if it already is); its `error` becomes the `Err`.
-    pub async fn wait_operation(
-        &self,
-        op: Operation,
-        policy: LroPolicy,
-        cancel: &CancellationToken,
-    ) -> Result<Operation, GcpError> {
-        service_usage::wait_operation(&self.http, S, op, policy, cancel).await
-    }
+    aip151_operations!();
 
     /// The repository's IAM policy.
     fn policy_of(&self, project: &str, location: &str, repository_id: &str) -> IamResource<'_> {

@@ -227,11 +227,8 @@ impl Container {
         deadline: Duration,
     ) -> Result<Operation, GcpError> {
         let Some((project, location, name)) = operation_ref(op) else {
-            return Err(GcpError::transport(
-                SVC.name(),
-                method_of(&op.operation_type),
-                format!("operation {:?} has no usable selfLink", op.name),
-            ));
+            let method = method_of(&op.operation_type);
+            return Err(lro::unlocatable(SVC.name(), method, &op.name));
         };
         self.wait_operation_at(&project, &location, &name, cancel, deadline)
             .await
@@ -258,18 +255,10 @@ impl Container {
             Operation::is_done,
         )
         .await?;
-        match &done.error {
-            Some(err) => {
-                let v = serde_json::to_value(err).unwrap_or_default();
-                Err(GcpError::from_operation(
-                    SVC.name(),
-                    method_of(&done.operation_type),
-                    &v,
-                    None,
-                ))
-            }
-            None => Ok(done),
-        }
+        lro::outcome(SVC.name(), done, |done| {
+            let err = done.error.as_ref()?;
+            Some(lro::Failure::of(err, method_of(&done.operation_type)))
+        })
     }
 }
 

@@ -15,6 +15,7 @@ use super::types::iam::{
     CreateServiceAccountRequest, Policy, Role, ServiceAccount, is_custom_role, validate_account_id,
 };
 
+pub use super::policy::is_unknown_service_account;
 pub use super::types::iam::service_account_email;
 
 const S: Service = Service::Iam;
@@ -179,10 +180,4 @@ fn invalid(method: &'static str, message: String) -> GcpError {
         message,
         retry: RetryClass::Terminal,
     }
-}
-
-/// Whether `e` is IAM refusing a policy that names a service account it does not know
-/// (yet: a new account can take seconds to become usable in policies).
-pub fn is_unknown_service_account(e: &GcpError) -> bool {
-    e.http_status == 400 && e.message.contains("does not exist")
 }

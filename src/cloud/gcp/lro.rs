@@ -173,3 +173,50 @@ where
     })
     .await
 }
+
+/// How a finished operation failed: its `error` (as Google sent it), the method to
+/// report, and the HTTP status Google gave the failure (Compute's
+/// `httpErrorStatusCode`), if any.
+pub struct Failure {
+    pub error: serde_json::Value,
+    pub method: &'static str,
+    pub http_hint: Option<u16>,
+}
+
+impl Failure {
+    /// The failure of an operation whose `error` is `error`, reported as `method`.
+    pub fn of(error: &impl serde::Serialize, method: &'static str) -> Failure {
+        Failure {
+            error: serde_json::to_value(error).unwrap_or_default(),
+            method,
+            http_hint: None,
+        }
+    }
+}
+
+/// A finished operation as a result: `Err` (classified by
+/// [`GcpError::from_operation`]) when `failure` finds it failed, else the operation.
+pub fn outcome<T>(
+    service: &'static str,
+    done: T,
+    failure: impl FnOnce(&T) -> Option<Failure>,
+) -> Result<T, GcpError> {
+    match failure(&done) {
+        Some(f) => Err(GcpError::from_operation(
+            service,
+            f.method,
+            &f.error,
+            f.http_hint,
+        )),
+        None => Ok(done),
+    }
+}
+
+/// An operation that cannot be polled: its `selfLink` does not say where it lives.
+pub fn unlocatable(service: &'static str, method: &'static str, name: &str) -> GcpError {
+    GcpError::transport(
+        service,
+        method,
+        format!("operation {name:?} has no usable selfLink"),
+    )
+}

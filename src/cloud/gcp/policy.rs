@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 use super::config::Service;
 use super::error::GcpError;
 use super::http::{Call, GcpHttp};
-use super::iam::is_unknown_service_account;
 use super::lro;
 use super::types::iam::{
     GetIamPolicyRequest, GetPolicyOptions, POLICY_VERSION, Policy, SetIamPolicyRequest,
@@ -165,6 +164,12 @@ impl<'a> IamResource<'a> {
         )
         .await
     }
+}
+
+/// Whether `e` is IAM refusing a policy that names a service account it does not know
+/// (yet: a new account can take seconds to become usable in policies).
+pub fn is_unknown_service_account(e: &GcpError) -> bool {
+    e.http_status == 400 && e.message.contains("does not exist")
 }
 
 /// The read-modify-write loop shared by project, service-account, repository and bucket

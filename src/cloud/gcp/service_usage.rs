@@ -19,6 +19,30 @@ use super::types::service_usage::{
 
 const S: Service = Service::ServiceUsage;
 
+/// The operation methods of a client of an AIP-151 service (one with an `http` field,
+/// in a module whose `S` names the service): `get_operation` and `wait_operation`.
+macro_rules! aip151_operations {
+    () => {
+        /// operations.get: `name` as the operation gives it (`operations/...`,
+        /// `projects/{p}/locations/{l}/operations/{id}`).
+        pub async fn get_operation(&self, name: &str) -> Result<Operation, GcpError> {
+            $crate::cloud::gcp::service_usage::get_operation(&self.http, S, name).await
+        }
+
+        /// Poll `op` until done (at once if it already is); its `error` becomes the `Err`.
+        pub async fn wait_operation(
+            &self,
+            op: Operation,
+            policy: LroPolicy,
+            cancel: &CancellationToken,
+        ) -> Result<Operation, GcpError> {
+            $crate::cloud::gcp::service_usage::wait_operation(&self.http, S, op, policy, cancel)
+                .await
+        }
+    };
+}
+pub(crate) use aip151_operations;
+
 #[derive(Debug, Clone)]
 pub struct ServiceUsage {
     http: GcpHttp,
@@ -87,20 +111,7 @@ impl ServiceUsage {
             .await
     }
 
-    /// operations.get: `name` is `operations/...`.
-    pub async fn get_operation(&self, name: &str) -> Result<Operation, GcpError> {
-        get_operation(&self.http, S, name).await
-    }
-
-    /// Poll `op` until done (at once if it already is); its `error` becomes the `Err`.
-    pub async fn wait_operation(
-        &self,
-        op: Operation,
-        policy: LroPolicy,
-        cancel: &CancellationToken,
-    ) -> Result<Operation, GcpError> {
-        wait_operation(&self.http, S, op, policy, cancel).await
-    }
+    aip151_operations!();
 }
 
 /// AIP-151 operations.get on `service` (`name` as the operation gives it).
@@ -154,13 +165,8 @@ where
         )
         .await?
     };
-    match &done.error {
-        Some(status) => Err(GcpError::from_operation(
-            service,
-            "operations.get",
-            &serde_json::to_value(status).unwrap_or_default(),
-            None,
-        )),
-        None => Ok(done),
-    }
+    lro::outcome(service, done, |done| {
+        let status = done.error.as_ref()?;
+        Some(lro::Failure::of(status, "operations.get"))
+    })
 }

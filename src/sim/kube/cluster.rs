@@ -22,7 +22,7 @@ use super::controllers::{self, Observed};
 use super::nodes;
 use super::objects::{ApiStore, ObjKey, content};
 use super::sched::{self, NodeView, Res};
-use super::{events, provisioning_request, workloads};
+use super::{provisioning_request, scale_up_events, workloads};
 use crate::sim::clock::{Clock, SimTime};
 
 /// Virtual time between the autoscaler deciding to add a node and the node being Ready.
@@ -180,7 +180,7 @@ impl ClusterKube {
             .iter()
             .filter_map(|(p, r)| Some((p.clone(), r.quota_cap.clone()?)))
             .collect();
-        events::autoscaler(
+        scale_up_events::record(
             &mut self.api,
             &self.key,
             &self.pools,

@@ -1,21 +1,17 @@
 //! Core `v1` Events as the cluster's components record them (what `kubectl describe`
 //! lists under "Events:"): the scheduler's `Scheduled` / `FailedScheduling`, the
-//! cluster autoscaler's `TriggeredScaleUp` / `NotTriggerScaleUp`, the workload
-//! controllers' `ScalingReplicaSet` / `SuccessfulCreate` / `SuccessfulDelete`.
+//! cluster autoscaler's `TriggeredScaleUp` / `NotTriggerScaleUp` (written in
+//! `scale_up_events`), the workload controllers' `ScalingReplicaSet` /
+//! `SuccessfulCreate` / `SuccessfulDelete`.
 //!
 //! Invariant: an event is recorded once per (object uid, reason, message): recording
 //! it again changes nothing, so reconciling an idle cluster keeps every
 //! resourceVersion; events live in the object's namespace (`default` for cluster-scoped
 //! objects) and name their object by kind, namespace, name and uid.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
 
-use super::PoolNodes;
-use super::nodes;
 use super::objects::{ApiStore, ObjKey, now_rfc3339};
-use super::sched::{self, NodeView, Res};
 
 /// Kubernetes `Normal` / `Warning`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,102 +100,6 @@ pub fn on_pod(
     );
 }
 
-/// The managed instance group URL GKE's autoscaler names in its events.
-fn node_group(pool: &PoolNodes, cluster_key: &str) -> String {
-    let zone = pool.zones.first().map(String::as_str).unwrap_or("zone-a");
-    let project = cluster_key.split('.').next().unwrap_or("project");
-    format!(
-        "https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}/instanceGroups/gke-{}-grp",
-        pool.pool
-    )
-}
-
-/// What the cluster autoscaler says about each pod still unschedulable after it has
-/// planned: `TriggeredScaleUp` naming the pools growing for it (planned size above
-/// the current one and a template node that fits the pod), else `NotTriggerScaleUp`
-/// with each pool's reason, kube-scheduler style.
-pub fn autoscaler(
-    api: &mut ApiStore,
-    cluster_key: &str,
-    pools: &BTreeMap<String, PoolNodes>,
-    planned: &BTreeMap<String, u32>,
-    quota_caps: &BTreeMap<String, (u32, String)>,
-    unschedulable: &[ObjKey],
-) {
-    if unschedulable.is_empty() {
-        return;
-    }
-    let templates: Vec<(&String, &PoolNodes, NodeView)> = pools
-        .iter()
-        .map(|(name, p)| {
-            (
-                name,
-                p,
-                NodeView::from_json(&nodes::template(cluster_key, p)),
-            )
-        })
-        .collect();
-    for key in unschedulable {
-        let Some(pod) = api.get(key).cloned() else {
-            continue;
-        };
-        let req = sched::pod_requests(&pod);
-        let mut growing = Vec::new();
-        let mut reasons: Vec<Vec<String>> = Vec::new();
-        for (name, p, tmpl) in &templates {
-            let fits = sched::check(&pod["spec"], &req, tmpl, &Res::new());
-            let target = planned.get(*name).copied().unwrap_or(p.count);
-            match fits {
-                Ok(()) if target > p.count => growing.push(format!(
-                    "{{{} {}->{} (max: {})}}",
-                    node_group(p, cluster_key),
-                    p.count,
-                    target,
-                    p.max
-                )),
-                Ok(()) if target >= p.max => {
-                    reasons.push(vec!["max node group size reached".into()]);
-                }
-                Ok(()) if quota_caps.get(*name).is_some_and(|(cap, _)| target >= *cap) => {
-                    let metric = &quota_caps[*name].1;
-                    reasons.push(vec![match metric.strip_prefix("reservation ") {
-                        Some(r) => format!("no free VMs in reservation {r}"),
-                        None => format!("Compute quota {metric} exceeded"),
-                    }]);
-                }
-                Ok(()) => {}
-                Err(r) => reasons.push(r),
-            }
-        }
-        if !growing.is_empty() {
-            let message = format!("pod triggered scale-up: [{}]", growing.join(" "));
-            on_pod(
-                api,
-                key,
-                EventType::Normal,
-                "TriggeredScaleUp",
-                &message,
-                "cluster-autoscaler",
-            );
-        } else if !reasons.is_empty() {
-            let hist = sched::fit_message(1, &reasons);
-            let detail = hist
-                .split_once(": ")
-                .map_or(hist.as_str(), |(_, d)| d)
-                .trim_end_matches('.');
-            let message = format!("pod didn't trigger scale-up: {detail}");
-            on_pod(
-                api,
-                key,
-                EventType::Normal,
-                "NotTriggerScaleUp",
-                &message,
-                "cluster-autoscaler",
-            );
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,32 +115,14 @@ mod tests {
             "Update",
             None,
         );
-        on_pod(
-            &mut api,
-            &key,
-            EventType::Warning,
-            "FailedScheduling",
-            "no",
-            "default-scheduler",
-        );
+        let scheduler = |api: &mut ApiStore, t, reason, message| {
+            on_pod(api, &key, t, reason, message, "default-scheduler");
+        };
+        scheduler(&mut api, EventType::Warning, "FailedScheduling", "no");
         let rv = api.resource_version;
-        on_pod(
-            &mut api,
-            &key,
-            EventType::Warning,
-            "FailedScheduling",
-            "no",
-            "default-scheduler",
-        );
+        scheduler(&mut api, EventType::Warning, "FailedScheduling", "no");
         assert_eq!(api.resource_version, rv, "a repeat records nothing");
-        on_pod(
-            &mut api,
-            &key,
-            EventType::Normal,
-            "Scheduled",
-            "yes",
-            "default-scheduler",
-        );
+        scheduler(&mut api, EventType::Normal, "Scheduled", "yes");
         let events: Vec<&Value> = api
             .list("", "events", Some("default"))
             .map(|(_, e)| e)

@@ -1,6 +1,7 @@
 //! The HTTP face of the simulated API servers: `/kube/{key}/...` paths as the kube crate
 //! builds them (`/version`, discovery under `/api` and `/apis`, legacy or aggregated by
-//! `Accept`, and object paths), Kubernetes `Status` errors, injected faults.
+//! `Accept`, and object paths, parsed in `request`), Kubernetes `Status` errors,
+//! injected faults.
 //!
 //! Invariant: a request is parsed and checked for faults before the world lock is taken;
 //! the lock is held for the whole (synchronous) state change plus reconcile, so the
@@ -15,8 +16,10 @@ use axum::routing::any;
 use serde_json::{Value, json};
 
 use super::cluster::ClusterKube;
-use super::objects::{KStatus, ObjKey};
-use super::resources::{self, ResourceDef};
+use super::objects::ApiStore;
+use super::request::{Reply, Req, Target, parse, resolve};
+use super::resources;
+use super::status::KStatus;
 use super::{openapi, verbs, watch};
 use crate::sim::faults::FaultKind;
 use crate::sim::{Sim, tag};
@@ -25,91 +28,6 @@ pub fn routes() -> Router<Sim> {
     Router::new()
         .route("/kube/{key}", any(root))
         .route("/kube/{key}/{*rest}", any(handle))
-}
-
-/// What a path names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    Version,
-    /// `/openapi/v2`.
-    OpenApiV2,
-    /// `/openapi/v3` (None) or `/openapi/v3/{gv path}`.
-    OpenApiV3(Option<String>),
-    CoreVersions,
-    Groups,
-    Group(String),
-    Resources {
-        group: String,
-        version: String,
-    },
-    Collection {
-        group: String,
-        version: String,
-        plural: String,
-        namespace: Option<String>,
-    },
-    Object {
-        group: String,
-        version: String,
-        plural: String,
-        namespace: Option<String>,
-        name: String,
-        sub: Option<String>,
-    },
-}
-
-fn resource_path(group: &str, version: &str, rest: &[&str]) -> Option<Target> {
-    let s = |x: &str| x.to_owned();
-    let coll = |plural: &str, ns: Option<&str>| Target::Collection {
-        group: s(group),
-        version: s(version),
-        plural: s(plural),
-        namespace: ns.map(s),
-    };
-    let obj = |plural: &str, ns: Option<&str>, name: &str, sub: Option<&str>| Target::Object {
-        group: s(group),
-        version: s(version),
-        plural: s(plural),
-        namespace: ns.map(s),
-        name: s(name),
-        sub: sub.map(s),
-    };
-    Some(match rest {
-        ["namespaces", ns, plural] if !matches!(*plural, "status" | "finalize") => {
-            coll(plural, Some(ns))
-        }
-        ["namespaces", ns, plural, name] => obj(plural, Some(ns), name, None),
-        ["namespaces", ns, plural, name, sub] => obj(plural, Some(ns), name, Some(sub)),
-        [plural] => coll(plural, None),
-        [plural, name] => obj(plural, None, name, None),
-        [plural, name, sub] => obj(plural, None, name, Some(sub)),
-        _ => return None,
-    })
-}
-
-/// Parse the path after `/kube/{key}/`.
-pub fn parse(rest: &str) -> Option<Target> {
-    let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
-    match segs.as_slice() {
-        ["version"] => Some(Target::Version),
-        ["openapi", "v2"] => Some(Target::OpenApiV2),
-        ["openapi", "v3"] => Some(Target::OpenApiV3(None)),
-        ["openapi", "v3", gv @ ..] => Some(Target::OpenApiV3(Some(gv.join("/")))),
-        ["api"] => Some(Target::CoreVersions),
-        ["api", v] => Some(Target::Resources {
-            group: String::new(),
-            version: (*v).to_owned(),
-        }),
-        ["api", v, rest @ ..] => resource_path("", v, rest),
-        ["apis"] => Some(Target::Groups),
-        ["apis", g] => Some(Target::Group((*g).to_owned())),
-        ["apis", g, v] => Some(Target::Resources {
-            group: (*g).to_owned(),
-            version: (*v).to_owned(),
-        }),
-        ["apis", g, v, rest @ ..] => resource_path(g, v, rest),
-        _ => None,
-    }
 }
 
 /// The media type of a request body, without parameters.
@@ -203,38 +121,6 @@ async fn root(State(sim): State<Sim>, Path(key): Path<String>) -> Response {
     tag("kube.other", resp)
 }
 
-/// A parsed request.
-pub struct Req {
-    pub method: Method,
-    pub query: Vec<(String, String)>,
-    pub accept: String,
-    pub media: String,
-    pub body: Bytes,
-}
-
-impl Req {
-    pub fn param(&self, k: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(q, _)| q == k)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// What to send back; objects are read after reconcile.
-pub enum Reply {
-    Json(StatusCode, Value),
-    Aggregated(Value),
-    Object(StatusCode, ObjKey, String),
-    Error(KStatus),
-}
-
-impl From<KStatus> for Reply {
-    fn from(s: KStatus) -> Self {
-        Reply::Error(s)
-    }
-}
-
 async fn handle(
     State(sim): State<Sim>,
     Path((key, rest)): Path<(String, String)>,
@@ -313,7 +199,7 @@ fn render(c: &ClusterKube, reply: Reply) -> Response {
 /// `/openapi/v2`: JSON for clients that accept it; kubectl's client asks for protobuf
 /// only (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`) and is told 406,
 /// after which it uses OpenAPI v3 (field validation, explain, apply), as it does first.
-fn openapi_v2(accept: &str, store: &super::objects::ApiStore) -> Reply {
+fn openapi_v2(accept: &str, store: &ApiStore) -> Reply {
     let json_ok = accept.trim().is_empty()
         || accept
             .split(',')
@@ -406,57 +292,5 @@ fn serve(c: &mut ClusterKube, target: &Target, req: &Req) -> Reply {
                 (None, m) => KStatus::method_not_allowed(m.as_str()).into(),
             }
         }
-    }
-}
-
-/// The served resource, if the path's scope fits it (a namespaced collection may be
-/// listed across namespaces).
-pub(super) fn resolve(
-    defs: &[ResourceDef],
-    group: &str,
-    version: &str,
-    plural: &str,
-    namespace: Option<&str>,
-    collection: bool,
-) -> Option<ResourceDef> {
-    let def = resources::find(defs, group, version, plural)?;
-    match (def.namespaced, namespace) {
-        (true, Some(_)) | (false, None) => Some(def),
-        (true, None) if collection => Some(def),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths() {
-        assert_eq!(parse("version"), Some(Target::Version));
-        assert_eq!(
-            parse("api/v1/namespaces/foo"),
-            Some(Target::Object {
-                group: String::new(),
-                version: "v1".into(),
-                plural: "namespaces".into(),
-                namespace: None,
-                name: "foo".into(),
-                sub: None,
-            })
-        );
-        assert!(matches!(
-            parse("api/v1/namespaces/foo/pods"),
-            Some(Target::Collection { namespace: Some(ns), .. }) if ns == "foo"
-        ));
-        assert!(matches!(
-            parse("api/v1/namespaces/foo/status"),
-            Some(Target::Object { sub: Some(s), .. }) if s == "status"
-        ));
-        assert!(matches!(
-            parse("apis/apps/v1/namespaces/x/deployments/d"),
-            Some(Target::Object { group, name, .. }) if group == "apps" && name == "d"
-        ));
-        assert_eq!(parse("nope"), None);
     }
 }

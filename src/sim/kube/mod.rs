@@ -14,6 +14,7 @@ pub mod admission;
 pub mod ailments;
 pub mod cluster;
 pub mod compute_class;
+pub mod controller_pods;
 pub mod controllers;
 pub mod device_plugin;
 pub mod events;
@@ -25,9 +26,12 @@ pub mod openapi;
 pub mod pod_sets;
 pub mod provisioning_request;
 pub mod quantities;
+pub mod request;
 pub mod resources;
+pub mod scale_up_events;
 pub mod sched;
 pub mod selectors;
+pub mod status;
 pub mod strategic;
 pub mod table;
 pub mod validation;
@@ -42,7 +46,6 @@ use serde::Serialize;
 
 use crate::sim::Sim;
 use crate::sim::clock::{Clock, SimTime};
-use crate::sim::world::World;
 
 pub use cluster::{ClusterKube, PoolRuntime, Reclaim};
 
@@ -163,8 +166,8 @@ pub fn routes() -> Router<Sim> {
 }
 
 /// Reconcile every cluster that changed or has a transition due.
-pub fn tick(world: &mut World, clock: &Clock) {
-    for c in world.kube.clusters.values_mut() {
+pub fn tick(state: &mut State, clock: &Clock) {
+    for c in state.clusters.values_mut() {
         c.tick(clock);
     }
 }

@@ -1,4 +1,4 @@
-//! The object store of one simulated API server, Kubernetes-shaped errors, and the
+//! The object store of one simulated API server and the
 //! write semantics: create, server-side apply (one field manager is enough), JSON merge
 //! patch, update.
 //!
@@ -9,13 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use axum::Json;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
-use super::resources::ResourceDef;
+use super::status::KStatus;
 
 /// Where an object lives: (group, resource, namespace or "", name).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,71 +47,6 @@ impl Serialize for ObjKey {
             &self.group
         };
         s.serialize_str(&format!("{g}/{}/{ns}/{}", self.plural, self.name))
-    }
-}
-
-/// A Kubernetes `Status` failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KStatus {
-    pub code: u16,
-    pub reason: &'static str,
-    pub message: String,
-}
-
-impl KStatus {
-    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> KStatus {
-        KStatus {
-            code,
-            reason,
-            message: message.into(),
-        }
-    }
-    pub fn not_found(def: &ResourceDef, name: &str) -> KStatus {
-        KStatus::new(
-            404,
-            "NotFound",
-            format!("{} \"{name}\" not found", def.qualified()),
-        )
-    }
-    pub fn no_resource() -> KStatus {
-        KStatus::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )
-    }
-    pub fn bad_request(message: impl Into<String>) -> KStatus {
-        KStatus::new(400, "BadRequest", message)
-    }
-    pub fn invalid(def: &ResourceDef, name: &str, message: impl Into<String>) -> KStatus {
-        KStatus::new(
-            422,
-            "Invalid",
-            format!("{} \"{name}\" is invalid: {}", def.kind, message.into()),
-        )
-    }
-    pub fn method_not_allowed(what: &str) -> KStatus {
-        KStatus::new(
-            405,
-            "MethodNotAllowed",
-            format!("{what} is not supported by the simulator"),
-        )
-    }
-}
-
-impl IntoResponse for KStatus {
-    fn into_response(self) -> Response {
-        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        });
-        (code, Json(body)).into_response()
     }
 }
 

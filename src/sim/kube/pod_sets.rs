@@ -2,78 +2,26 @@
 //! `{name}-0 .. {name}-{n-1}` (created in order, each once the one before runs, removed
 //! from the highest ordinal down); a Job keeps `parallelism` pods (default 1) named
 //! `{job}-{5 chars}` while it is not complete. Pods come from the template and are
-//! admitted as the API server admits any pod (see [`super::workloads`]).
+//! admitted as the API server admits any pod (see [`super::controller_pods`]).
 //!
 //! Invariant: each pass creates only what is missing and deletes only what is surplus,
 //! and a status is written only when it changes, so a settled cluster stays unchanged.
 //! The simulator's pods never finish, so a Job stays active (never Complete).
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::events::{self, Event, EventType};
+use super::controller_pods::{
+    Controller, create_pod, owned_pods, pod_from_template, random_suffix, reconcile_each, running,
+    uid,
+};
 use super::objects::{ApiStore, ObjKey};
-use super::sched;
-use super::workloads::{owned_pods, owner_ref_of, pod_from_template, safe_encode, uid};
-
-const CONTROLLER: &str = "kube-controller-manager";
-
-fn running(api: &ApiStore, pods: &[ObjKey]) -> usize {
-    pods.iter()
-        .filter(|k| {
-            api.get(k)
-                .is_some_and(|p| p["status"]["phase"] == "Running")
-        })
-        .count()
-}
-
-fn create_pod(api: &mut ApiStore, ns: &str, pod: &Value) -> String {
-    let name = pod["metadata"]["name"].as_str().unwrap_or("").to_owned();
-    api.create(
-        ObjKey::new("", "pods", ns, &name),
-        pod,
-        CONTROLLER,
-        "Update",
-        Some(sched::pending_status(None)),
-    );
-    name
-}
-
-fn event(
-    api: &mut ApiStore,
-    kind: &str,
-    api_version: &str,
-    obj: &Value,
-    reason: &str,
-    message: &str,
-) {
-    let component = if kind == "Job" {
-        "job-controller"
-    } else {
-        "statefulset-controller"
-    };
-    events::record(
-        api,
-        &Event {
-            kind,
-            api_version,
-            object: obj,
-            kind_of_event: EventType::Normal,
-            reason,
-            message,
-            component,
-        },
-    );
-}
 
 /// Keep each StatefulSet's ordinal pods: one more only once every lower one runs.
 fn statefulsets(api: &mut ApiStore) -> bool {
-    let mut changed = false;
-    for key in api.keys_of("apps", "statefulsets") {
-        let Some(sts) = api.get(&key).cloned() else {
-            continue;
-        };
+    reconcile_each(api, "apps", "statefulsets", |api, key, sts| {
+        let mut changed = false;
         let want = sts["spec"]["replicas"].as_i64().unwrap_or(1).max(0) as usize;
-        let pods = owned_pods(api, &key.namespace, uid(&sts));
+        let pods = owned_pods(api, &key.namespace, uid(sts));
         let ordinal = |k: &ObjKey| {
             k.name
                 .rsplit_once('-')
@@ -88,39 +36,24 @@ fn statefulsets(api: &mut ApiStore) -> bool {
                 "delete Pod {} in StatefulSet {} successful",
                 pk.name, key.name
             );
-            event(
-                api,
-                "StatefulSet",
-                "apps/v1",
-                &sts,
-                "SuccessfulDelete",
-                &message,
-            );
+            Controller::StatefulSet.event(api, sts, "SuccessfulDelete", &message);
             changed = true;
         }
         let have: Vec<usize> = pods.iter().map(ordinal).filter(|o| *o < want).collect();
         let next = (0..want).find(|o| !have.contains(o));
-        let lower_running = running(api, &owned_pods(api, &key.namespace, uid(&sts))) == have.len();
+        let lower_running = running(api, &owned_pods(api, &key.namespace, uid(sts))) == have.len();
         if let Some(o) = next.filter(|_| lower_running) {
             let name = format!("{}-{o}", key.name);
-            let mut pod =
-                pod_from_template(&sts, &name, owner_ref_of("apps/v1", "StatefulSet", &sts));
+            let mut pod = pod_from_template(Controller::StatefulSet, sts, &name);
             pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"] = json!(o.to_string());
             pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] = json!(name);
             pod["spec"]["hostname"] = json!(name);
             create_pod(api, &key.namespace, &pod);
             let message = format!("create Pod {name} in StatefulSet {} successful", key.name);
-            event(
-                api,
-                "StatefulSet",
-                "apps/v1",
-                &sts,
-                "SuccessfulCreate",
-                &message,
-            );
+            Controller::StatefulSet.event(api, sts, "SuccessfulCreate", &message);
             changed = true;
         }
-        let pods = owned_pods(api, &key.namespace, uid(&sts));
+        let pods = owned_pods(api, &key.namespace, uid(sts));
         let ready = running(api, &pods);
         let status = json!({
             "replicas": pods.len(),
@@ -129,40 +62,36 @@ fn statefulsets(api: &mut ApiStore) -> bool {
             "availableReplicas": ready,
             "observedGeneration": sts["metadata"]["generation"],
         });
-        changed |= api.set_status(&key, status);
-    }
-    changed
+        changed |= api.set_status(key, status);
+        changed
+    })
 }
 
 /// Keep each Job's `parallelism` pods.
 fn jobs(api: &mut ApiStore) -> bool {
-    let mut changed = false;
-    for key in api.keys_of("batch", "jobs") {
-        let Some(job) = api.get(&key).cloned() else {
-            continue;
-        };
+    reconcile_each(api, "batch", "jobs", |api, key, job| {
+        let mut changed = false;
         let want = job["spec"]["parallelism"].as_i64().unwrap_or(1).max(0) as usize;
-        let pods = owned_pods(api, &key.namespace, uid(&job));
+        let pods = owned_pods(api, &key.namespace, uid(job));
         for _ in pods.len()..want {
-            let suffix = safe_encode(uuid::Uuid::new_v4().as_u128() as u64, 5);
-            let name = format!("{}-{suffix}", key.name);
-            let mut pod = pod_from_template(&job, &name, owner_ref_of("batch/v1", "Job", &job));
+            let name = format!("{}-{}", key.name, random_suffix());
+            let mut pod = pod_from_template(Controller::Job, job, &name);
             pod["metadata"]["labels"]["batch.kubernetes.io/job-name"] = json!(key.name);
             create_pod(api, &key.namespace, &pod);
             let message = format!("Created pod: {name}");
-            event(api, "Job", "batch/v1", &job, "SuccessfulCreate", &message);
+            Controller::Job.event(api, job, "SuccessfulCreate", &message);
             changed = true;
         }
-        let pods = owned_pods(api, &key.namespace, uid(&job));
+        let pods = owned_pods(api, &key.namespace, uid(job));
         let mut status = json!({"active": pods.len(), "ready": running(api, &pods)});
         if let Some(t) = job["status"].get("startTime") {
             status["startTime"] = t.clone();
         } else {
             status["startTime"] = json!(super::objects::now_rfc3339());
         }
-        changed |= api.set_status(&key, status);
-    }
-    changed
+        changed |= api.set_status(key, status);
+        changed
+    })
 }
 
 /// Run both controllers once. Returns whether anything changed.
@@ -173,6 +102,8 @@ pub fn run(api: &mut ApiStore) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     fn template() -> Value {

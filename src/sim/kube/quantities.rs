@@ -12,8 +12,8 @@
 
 use serde_json::Value;
 
-use super::objects::KStatus;
 use super::resources::ResourceDef;
+use super::status::KStatus;
 use crate::cloud::kube::quantity;
 
 /// The regular expression the API server names when a quantity cannot be decoded.
@@ -132,7 +132,7 @@ impl QuantityError {
                 "{} in version \"{}\" cannot be handled as a {}: {m}",
                 def.kind, def.version, def.kind
             )),
-            QuantityError::Invalid(m) => KStatus::invalid(def, name, m),
+            QuantityError::Invalid(m) => def.invalid(name, m),
         }
     }
 }

@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 
 use super::objects::ApiStore;
+use super::status::KStatus;
 
 /// One served (group, version, resource).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +39,24 @@ impl ResourceDef {
         } else {
             format!("{}.{}", self.plural, self.group)
         }
+    }
+
+    /// 404 NotFound for the object `name` of this resource.
+    pub fn not_found(&self, name: &str) -> KStatus {
+        KStatus::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", self.qualified()),
+        )
+    }
+
+    /// 422 Invalid for the object `name` of this resource.
+    pub fn invalid(&self, name: &str, message: impl Into<String>) -> KStatus {
+        KStatus::new(
+            422,
+            "Invalid",
+            format!("{} \"{name}\" is invalid: {}", self.kind, message.into()),
+        )
     }
 }
 

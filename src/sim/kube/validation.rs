@@ -11,11 +11,11 @@ use serde_json::{Map, Value, json};
 
 use super::admission;
 use super::cluster::ClusterKube;
-use super::http::Req;
-use super::objects::KStatus;
 use super::openapi;
 use super::quantities;
+use super::request::Req;
 use super::resources::{CRD_GROUP, CRD_PLURAL, ResourceDef, crd_defs};
+use super::status::KStatus;
 
 /// A request body: JSON, or YAML for apply patches.
 pub fn parse_body(req: &Req) -> Result<Value, KStatus> {
@@ -73,7 +73,7 @@ fn validate_crd(def: &ResourceDef, name: &str, obj: &Value) -> Result<(), KStatu
         spec["group"].as_str().unwrap_or(""),
         spec["names"]["plural"].as_str().unwrap_or(""),
     );
-    let fail = |m: String| Err(KStatus::invalid(def, name, m));
+    let fail = |m: String| Err(def.invalid(name, m));
     if group.is_empty()
         || plural.is_empty()
         || spec["names"]["kind"].as_str().unwrap_or("").is_empty()
@@ -151,8 +151,7 @@ pub fn validate(
                 format!("{prefix}{suffix}")
             }
             None => {
-                return Err(KStatus::invalid(
-                    def,
+                return Err(def.invalid(
                     "",
                     "metadata.name: Required value: name or generateName is required",
                 ));
@@ -160,7 +159,7 @@ pub fn validate(
         },
     };
     meta["name"] = json!(name);
-    valid_name(def, &name).map_err(|m| KStatus::invalid(def, &name, m))?;
+    valid_name(def, &name).map_err(|m| def.invalid(&name, m))?;
     if def.namespaced {
         let ns = ns.unwrap_or("default");
         if meta["namespace"].as_str().is_some_and(|b| b != ns) {

@@ -11,10 +11,11 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::cluster::{ClusterKube, initial_status, namespaced_keys};
-use super::http::{Reply, Req};
-use super::objects::{KStatus, ObjKey, Outcome, Write, write_existing};
+use super::objects::{ObjKey, Outcome, Write, write_existing};
+use super::request::{Reply, Req};
 use super::resources::{CRD_GROUP, CRD_PLURAL, ResourceDef, crd_defs};
 use super::selectors::selected;
+use super::status::KStatus;
 use super::table;
 use super::validation::{field_validation, normalise_and_admit, parse_body, validate};
 
@@ -69,7 +70,7 @@ pub fn list(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, req: &Req) -> 
 pub fn get(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, name: &str, req: &Req) -> Reply {
     let k = key(def, ns, name);
     let Some(obj) = c.api.get(&k) else {
-        return KStatus::not_found(def, name).into();
+        return def.not_found(name).into();
     };
     if table::wants_table(&req.accept) {
         let rv = c.api.resource_version.to_string();
@@ -82,7 +83,7 @@ pub fn get(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, name: &str, req
 }
 
 pub fn create(c: &mut ClusterKube, def: &ResourceDef, ns: Option<&str>, req: &Req) -> Reply {
-    let result = (|| {
+    answer(|| {
         let mut body = parse_body(req)?;
         field_validation(def, req, &body, false)?;
         let name = validate(c, def, ns, None, &mut body, false)?;
@@ -102,34 +103,20 @@ pub fn create(c: &mut ClusterKube, def: &ResourceDef, ns: Option<&str>, req: &Re
             "Update",
             initial_status(&def.kind),
         );
-        Ok(k)
-    })();
-    match result {
-        Ok(k) => {
-            c.mark_dirty();
-            object(StatusCode::CREATED, def, k)
-        }
-        Err(e) => e.into(),
-    }
+        c.mark_dirty();
+        Ok(object(StatusCode::CREATED, def, k))
+    })
 }
 
-pub fn patch(
-    c: &mut ClusterKube,
-    def: &ResourceDef,
-    ns: Option<&str>,
-    name: &str,
-    req: &Req,
-) -> Reply {
-    let k = key(def, ns, name);
-    let write = match req.media.as_str() {
+/// The write a PATCH asks for, by its media type.
+fn patch_write(def: &ResourceDef, name: &str, req: &Req) -> Result<Write, KStatus> {
+    Ok(match req.media.as_str() {
         "application/apply-patch+yaml" => {
             let Some(manager) = req.param("fieldManager").filter(|m| !m.is_empty()) else {
-                return KStatus::invalid(
-                    def,
+                return Err(def.invalid(
                     name,
                     "fieldManager: Required value: is required for apply patch",
-                )
-                .into();
+                ));
             };
             Write::Apply {
                 manager: manager.to_owned(),
@@ -143,43 +130,58 @@ pub fn patch(
             manager: client_manager(req),
         },
         other => {
-            return KStatus::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format ({other}) - accepted media types include: application/apply-patch+yaml, application/merge-patch+json, application/strategic-merge-patch+json")).into();
+            return Err(KStatus::new(
+                415,
+                "UnsupportedMediaType",
+                format!(
+                    "the body of the request was in an unknown format ({other}) - accepted media types include: application/apply-patch+yaml, application/merge-patch+json, application/strategic-merge-patch+json"
+                ),
+            ));
         }
-    };
-    let mut body = match parse_body(req) {
-        Ok(b) => b,
-        Err(e) => return e.into(),
-    };
-    let apply = matches!(write, Write::Apply { .. });
-    if let Err(e) = field_validation(def, req, &body, apply) {
-        return e.into();
-    }
-    let existing = c.api.get(&k).cloned();
-    match (&write, existing) {
-        (Write::Apply { manager, .. }, None) => {
-            if let Err(e) = validate(c, def, ns, Some(name), &mut body, true) {
-                return e.into();
+    })
+}
+
+pub fn patch(
+    c: &mut ClusterKube,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    name: &str,
+    req: &Req,
+) -> Reply {
+    answer(|| {
+        let k = key(def, ns, name);
+        let write = patch_write(def, name, req)?;
+        let mut body = parse_body(req)?;
+        let apply = matches!(write, Write::Apply { .. });
+        field_validation(def, req, &body, apply)?;
+        let existing = c.api.get(&k).cloned();
+        match (&write, existing) {
+            (Write::Apply { manager, .. }, None) => {
+                validate(c, def, ns, Some(name), &mut body, true)?;
+                c.api.create(
+                    k.clone(),
+                    &body,
+                    manager,
+                    "Apply",
+                    initial_status(&def.kind),
+                );
+                c.mark_dirty();
+                Ok(object(StatusCode::CREATED, def, k))
             }
-            c.api.create(
-                k.clone(),
-                &body,
-                manager,
-                "Apply",
-                initial_status(&def.kind),
-            );
-            c.mark_dirty();
-            object(StatusCode::CREATED, def, k)
-        }
-        (_, None) => KStatus::not_found(def, name).into(),
-        (_, Some(existing)) => {
-            if matches!(write, Write::Apply { .. })
-                && let Err(e) = validate(c, def, ns, Some(name), &mut body, true)
-            {
-                return e.into();
+            (_, None) => Err(def.not_found(name)),
+            (_, Some(existing)) => {
+                if apply {
+                    validate(c, def, ns, Some(name), &mut body, true)?;
+                }
+                store_write(c, def, k, &existing, &body, &write)
             }
-            store_write(c, def, k, &existing, &body, &write)
         }
-    }
+    })
+}
+
+/// A verb's answer: what `f` replies, or the Status it fails with.
+fn answer(f: impl FnOnce() -> Result<Reply, KStatus>) -> Reply {
+    f().unwrap_or_else(Reply::from)
 }
 
 fn store_write(
@@ -189,17 +191,16 @@ fn store_write(
     existing: &Value,
     body: &Value,
     write: &Write,
-) -> Reply {
+) -> Result<Reply, KStatus> {
     let finish = |obj: &mut Value| normalise_and_admit(def, &k.name, obj);
-    match write_existing(existing, body, write, &finish) {
-        Ok(Outcome::Unchanged) => object(StatusCode::OK, def, k),
-        Ok(Outcome::Changed(obj)) => {
+    match write_existing(existing, body, write, &finish)? {
+        Outcome::Unchanged => {}
+        Outcome::Changed(obj) => {
             c.api.put(k.clone(), obj);
             c.mark_dirty();
-            object(StatusCode::OK, def, k)
         }
-        Err(e) => e.into(),
     }
+    Ok(object(StatusCode::OK, def, k))
 }
 
 pub fn update(
@@ -209,33 +210,35 @@ pub fn update(
     name: &str,
     req: &Req,
 ) -> Reply {
-    let k = key(def, ns, name);
-    let mut body = match parse_body(req) {
-        Ok(b) => b,
-        Err(e) => return e.into(),
-    };
-    let Some(existing) = c.api.get(&k).cloned() else {
-        return KStatus::not_found(def, name).into();
-    };
-    if let Err(e) = field_validation(def, req, &body, false) {
-        return e.into();
-    }
-    if let Err(e) = validate(c, def, ns, Some(name), &mut body, false) {
-        return e.into();
-    }
-    if let Some(rv) = body["metadata"]["resourceVersion"].as_str()
-        && Some(rv) != existing["metadata"]["resourceVersion"].as_str()
-    {
-        return KStatus::new(409, "Conflict", format!("Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again", def.qualified())).into();
-    }
-    let manager = client_manager(req);
-    store_write(c, def, k, &existing, &body, &Write::Update { manager })
+    answer(|| {
+        let k = key(def, ns, name);
+        let mut body = parse_body(req)?;
+        let Some(existing) = c.api.get(&k).cloned() else {
+            return Err(def.not_found(name));
+        };
+        field_validation(def, req, &body, false)?;
+        validate(c, def, ns, Some(name), &mut body, false)?;
+        if let Some(rv) = body["metadata"]["resourceVersion"].as_str()
+            && Some(rv) != existing["metadata"]["resourceVersion"].as_str()
+        {
+            return Err(KStatus::new(
+                409,
+                "Conflict",
+                format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+                    def.qualified()
+                ),
+            ));
+        }
+        let manager = client_manager(req);
+        store_write(c, def, k, &existing, &body, &Write::Update { manager })
+    })
 }
 
 pub fn delete(c: &mut ClusterKube, def: &ResourceDef, ns: Option<&str>, name: &str) -> Reply {
     let k = key(def, ns, name);
     let Some(removed) = c.api.remove(&k) else {
-        return KStatus::not_found(def, name).into();
+        return def.not_found(name).into();
     };
     if def.group.is_empty() && def.plural == "namespaces" {
         for k in namespaced_keys(&c.api, name) {

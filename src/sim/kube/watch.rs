@@ -15,9 +15,10 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::http::{Req, Target, resolve};
-use super::objects::{Change, KStatus};
+use super::objects::Change;
+use super::request::{Req, Target, resolve};
 use super::resources::{self, ResourceDef};
+use super::status::KStatus;
 use super::{selectors, table, verbs};
 use crate::sim::Sim;
 

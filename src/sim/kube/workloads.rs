@@ -10,76 +10,19 @@
 
 use serde_json::{Value, json};
 
-use super::admission;
-use super::events::{self, Event, EventType};
+use super::controller_pods::{
+    CONTROLLER, Controller, create_pod, owned_pods, owner_uid, pod_from_template, random_suffix,
+    reconcile_each, running, safe_encode, uid,
+};
 use super::objects::{ApiStore, ObjKey};
-use super::sched;
-
-const CONTROLLER: &str = "kube-controller-manager";
-/// The alphabet Kubernetes uses for generated name suffixes.
-const SAFE: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
-pub(super) fn safe_encode(mut h: u64, len: usize) -> String {
-    (0..len)
-        .map(|_| {
-            let c = SAFE[(h % SAFE.len() as u64) as usize] as char;
-            h /= SAFE.len() as u64;
-            c
-        })
-        .collect()
-}
 
 /// The `pod-template-hash` of a template (10 characters, stable).
 pub fn template_hash(template: &Value) -> String {
     safe_encode(crate::domain::hash::fnv1a(template.to_string().bytes()), 10)
 }
 
-pub(super) fn uid(obj: &Value) -> &str {
-    obj["metadata"]["uid"].as_str().unwrap_or("")
-}
-
-fn owner_uid(obj: &Value) -> Option<&str> {
-    obj["metadata"]["ownerReferences"]
-        .as_array()?
-        .iter()
-        .find(|r| r["controller"] == true)?["uid"]
-        .as_str()
-}
-
-pub(super) fn owner_ref(kind: &str, owner: &Value) -> Value {
-    owner_ref_of("apps/v1", kind, owner)
-}
-
-/// The controlling owner reference to `owner` (`api_version`, `kind`).
-pub(super) fn owner_ref_of(api_version: &str, kind: &str, owner: &Value) -> Value {
-    json!([{
-        "apiVersion": api_version, "kind": kind,
-        "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
-        "controller": true, "blockOwnerDeletion": true,
-    }])
-}
-
 fn replicas(obj: &Value) -> i64 {
     obj["spec"]["replicas"].as_i64().unwrap_or(1)
-}
-
-fn event(api: &mut ApiStore, kind: &str, obj: &Value, reason: &str, message: &str) {
-    events::record(
-        api,
-        &Event {
-            kind,
-            api_version: "apps/v1",
-            object: obj,
-            kind_of_event: EventType::Normal,
-            reason,
-            message,
-            component: if kind == "Deployment" {
-                "deployment-controller"
-            } else {
-                "replicaset-controller"
-            },
-        },
-    );
 }
 
 /// The ReplicaSet a Deployment wants now.
@@ -96,7 +39,7 @@ fn desired_replicaset(d: &Value, hash: &str) -> Value {
             "name": name,
             "namespace": d["metadata"]["namespace"],
             "labels": template["metadata"]["labels"],
-            "ownerReferences": owner_ref("Deployment", d),
+            "ownerReferences": Controller::Deployment.owner_ref(d),
         },
         "spec": {"replicas": replicas(d), "selector": selector, "template": template},
     })
@@ -104,21 +47,18 @@ fn desired_replicaset(d: &Value, hash: &str) -> Value {
 
 /// Give every Deployment its current ReplicaSet, scale the others to zero.
 fn deployments(api: &mut ApiStore) -> bool {
-    let mut changed = false;
-    for key in api.keys_of("apps", "deployments") {
-        let Some(d) = api.get(&key).cloned() else {
-            continue;
-        };
+    reconcile_each(api, "apps", "deployments", |api, key, d| {
+        let mut changed = false;
         let hash = template_hash(&d["spec"]["template"]);
-        let want = desired_replicaset(&d, &hash);
+        let want = desired_replicaset(d, &hash);
         let rs_name = want["metadata"]["name"].as_str().unwrap_or("").to_owned();
         let owned: Vec<(ObjKey, Value)> = api
             .list("apps", "replicasets", Some(&key.namespace))
-            .filter(|(_, rs)| owner_uid(rs) == Some(uid(&d)))
+            .filter(|(_, rs)| owner_uid(rs) == Some(uid(d)))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         for (k, rs) in &owned {
-            let target = if k.name == rs_name { replicas(&d) } else { 0 };
+            let target = if k.name == rs_name { replicas(d) } else { 0 };
             if replicas(rs) != target {
                 let mut rs = rs.clone();
                 let from = replicas(&rs);
@@ -129,111 +69,42 @@ fn deployments(api: &mut ApiStore) -> bool {
                     "Scaled {verb} replica set {} from {from} to {target}",
                     k.name
                 );
-                event(api, "Deployment", &d, "ScalingReplicaSet", &msg);
+                Controller::Deployment.event(api, d, "ScalingReplicaSet", &msg);
                 changed = true;
             }
         }
         if !owned.iter().any(|(k, _)| k.name == rs_name) {
             let k = ObjKey::new("apps", "replicasets", &key.namespace, &rs_name);
             api.create(k, &want, CONTROLLER, "Update", None);
-            let msg = format!("Scaled up replica set {rs_name} from 0 to {}", replicas(&d));
-            event(api, "Deployment", &d, "ScalingReplicaSet", &msg);
+            let msg = format!("Scaled up replica set {rs_name} from 0 to {}", replicas(d));
+            Controller::Deployment.event(api, d, "ScalingReplicaSet", &msg);
             changed = true;
         }
-    }
-    changed
-}
-
-/// Live pods a ReplicaSet owns, oldest first.
-pub(super) fn owned_pods(api: &ApiStore, ns: &str, owner: &str) -> Vec<ObjKey> {
-    let mut pods: Vec<(String, ObjKey)> = api
-        .list("", "pods", Some(ns))
-        .filter(|(_, p)| owner_uid(p) == Some(owner))
-        .map(|(k, p)| {
-            let created = p["metadata"]["creationTimestamp"].as_str().unwrap_or("");
-            (format!("{created}/{}", k.name), k.clone())
-        })
-        .collect();
-    pods.sort();
-    pods.into_iter().map(|(_, k)| k).collect()
-}
-
-/// A new pod of `rs`, admitted.
-fn new_pod(rs: &Value, name: &str) -> Value {
-    pod_from_template(rs, name, owner_ref("ReplicaSet", rs))
-}
-
-/// A new pod `name` from `owner`'s `spec.template`, owned through `owner_refs`, admitted
-/// as the API server admits any pod.
-pub(super) fn pod_from_template(owner: &Value, name: &str, owner_refs: Value) -> Value {
-    let rs = owner;
-    let t = &rs["spec"]["template"];
-    let mut pod = json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": rs["metadata"]["namespace"],
-            "labels": t["metadata"]["labels"],
-            "ownerReferences": owner_refs,
-        },
-        "spec": t["spec"].clone(),
-    });
-    if let Some(a) = t["metadata"].get("annotations") {
-        pod["metadata"]["annotations"] = a.clone();
-    }
-    admission::admit_pod_spec(&mut pod["spec"]);
-    pod
+        changed
+    })
 }
 
 /// Keep each ReplicaSet's pod count at its replicas.
 fn replicasets(api: &mut ApiStore) -> bool {
-    let mut changed = false;
-    for key in api.keys_of("apps", "replicasets") {
-        let Some(rs) = api.get(&key).cloned() else {
-            continue;
-        };
-        let pods = owned_pods(api, &key.namespace, uid(&rs));
-        let want = usize::try_from(replicas(&rs).max(0)).unwrap_or(0);
+    reconcile_each(api, "apps", "replicasets", |api, key, rs| {
+        let mut changed = false;
+        let pods = owned_pods(api, &key.namespace, uid(rs));
+        let want = usize::try_from(replicas(rs).max(0)).unwrap_or(0);
         for _ in pods.len()..want {
-            let suffix = safe_encode(uuid::Uuid::new_v4().as_u128() as u64, 5);
-            let name = format!("{}-{suffix}", key.name);
-            let pod = new_pod(&rs, &name);
-            let pk = ObjKey::new("", "pods", &key.namespace, &name);
-            api.create(
-                pk,
-                &pod,
-                CONTROLLER,
-                "Update",
-                Some(sched::pending_status(None)),
-            );
-            event(
-                api,
-                "ReplicaSet",
-                &rs,
-                "SuccessfulCreate",
-                &format!("Created pod: {name}"),
-            );
+            let name = format!("{}-{}", key.name, random_suffix());
+            let pod = pod_from_template(Controller::ReplicaSet, rs, &name);
+            create_pod(api, &key.namespace, &pod);
+            let message = format!("Created pod: {name}");
+            Controller::ReplicaSet.event(api, rs, "SuccessfulCreate", &message);
             changed = true;
         }
         for pk in pods.iter().skip(want).rev() {
             api.remove(pk);
-            event(
-                api,
-                "ReplicaSet",
-                &rs,
-                "SuccessfulDelete",
-                &format!("Deleted pod: {}", pk.name),
-            );
+            let message = format!("Deleted pod: {}", pk.name);
+            Controller::ReplicaSet.event(api, rs, "SuccessfulDelete", &message);
             changed = true;
         }
-        let running = owned_pods(api, &key.namespace, uid(&rs))
-            .iter()
-            .filter(|k| {
-                api.get(k)
-                    .is_some_and(|p| p["status"]["phase"] == "Running")
-            })
-            .count();
+        let running = running(api, &owned_pods(api, &key.namespace, uid(rs)));
         let status = json!({
             "replicas": want,
             "fullyLabeledReplicas": want,
@@ -241,9 +112,9 @@ fn replicasets(api: &mut ApiStore) -> bool {
             "availableReplicas": running,
             "observedGeneration": rs["metadata"]["generation"],
         });
-        changed |= api.set_status(&key, status);
-    }
-    changed
+        changed |= api.set_status(key, status);
+        changed
+    })
 }
 
 /// Delete ReplicaSets and pods whose controlling owner no longer exists.
@@ -286,13 +157,7 @@ pub fn running_pods(api: &ApiStore, d: &Value) -> i64 {
     let Some(rs) = api.get(&ObjKey::new("apps", "replicasets", ns, &name)) else {
         return 0;
     };
-    let n = owned_pods(api, ns, uid(rs))
-        .iter()
-        .filter(|k| {
-            api.get(k)
-                .is_some_and(|p| p["status"]["phase"] == "Running")
-        })
-        .count();
+    let n = running(api, &owned_pods(api, ns, uid(rs)));
     i64::try_from(n).unwrap_or(0)
 }
 

@@ -373,11 +373,7 @@ impl Compute {
         deadline: Duration,
     ) -> Result<Operation, GcpError> {
         let Some((scope, name)) = operation_ref(op) else {
-            return Err(GcpError::transport(
-                SVC.name(),
-                method_of(op),
-                format!("operation {:?} has no usable selfLink", op.name),
-            ));
+            return Err(lro::unlocatable(SVC.name(), method_of(op), &op.name));
         };
         self.wait_operation_at(&scope, &name, cancel, deadline)
             .await
@@ -403,21 +399,15 @@ impl Compute {
             Operation::is_done,
         )
         .await?;
-        match &done.error {
-            Some(err) if !err.errors.is_empty() => {
-                let v = serde_json::to_value(err).unwrap_or_default();
-                let hint = done
+        lro::outcome(SVC.name(), done, |done| {
+            let err = done.error.as_ref().filter(|e| !e.errors.is_empty())?;
+            Some(lro::Failure {
+                http_hint: done
                     .http_error_status_code
-                    .and_then(|c| u16::try_from(c).ok());
-                Err(GcpError::from_operation(
-                    SVC.name(),
-                    method_of(&done),
-                    &v,
-                    hint,
-                ))
-            }
-            _ => Ok(done),
-        }
+                    .and_then(|c| u16::try_from(c).ok()),
+                ..lro::Failure::of(err, method_of(done))
+            })
+        })
     }
 }
 

@@ -5,21 +5,9 @@
 //! only what the caller set. uint64 ids (`id`, `targetId`) are opaque strings (read
 //! from a string or a number), quota values are doubles, enums are strings.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
-/// A uint64 id kept as an opaque string (Google sends a string; accept a number too).
-fn id_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Str(String),
-        Num(u64),
-    }
-    Ok(Option::<Raw>::deserialize(d)?.map(|r| match r {
-        Raw::Str(s) => s,
-        Raw::Num(n) => n.to_string(),
-    }))
-}
+use super::uint64_id::id_string;
 
 /// `Network`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

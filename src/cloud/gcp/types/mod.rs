@@ -16,3 +16,4 @@ pub mod reservation;
 pub mod resource_manager;
 pub mod service_usage;
 pub mod storage;
+pub mod uint64_id;

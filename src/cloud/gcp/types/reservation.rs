@@ -9,23 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 use super::int64;
-
-/// A uint64 id kept as an opaque string (Google sends a string; accept a number too).
-fn id_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Str(String),
-        Num(u64),
-    }
-    Ok(Option::<Raw>::deserialize(d)?.map(|r| match r {
-        Raw::Str(s) => s,
-        Raw::Num(n) => n.to_string(),
-    }))
-}
+use super::uint64_id::id_string;
 
 /// `Reservation` (zonal).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

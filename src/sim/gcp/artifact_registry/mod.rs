@@ -255,13 +255,9 @@ fn do_create(
     let mut w = sim.world();
     let st = &mut w.artifact_registry;
     if st.repositories.contains_key(&name) {
-        return Err(SimError::new(
-            F,
-            409,
-            "ALREADY_EXISTS",
-            "ALREADY_EXISTS",
-            format!("the repository already exists: {name}"),
-        ));
+        return Err(SimError::already_exists_as(format!(
+            "the repository already exists: {name}"
+        )));
     }
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     let repository = Repository {

@@ -177,6 +177,164 @@ fn not_ready(what: &str) -> SimError {
     )
 }
 
+/// A network (global) or router (regional) of `project`: where it is stored and how
+/// Compute names it.
+struct Res<'a> {
+    project: &'a str,
+    /// `None`: a global resource.
+    region: Option<&'a str>,
+    /// `networks`, `routers`.
+    plural: &'static str,
+    name: &'a str,
+}
+
+impl Res<'_> {
+    /// The store key: `{project}/{name}` or `{project}/{region}/{name}`.
+    fn key(&self) -> String {
+        match self.region {
+            Some(r) => format!("{}/{r}/{}", self.project, self.name),
+            None => format!("{}/{}", self.project, self.name),
+        }
+    }
+
+    /// `global/networks/{name}` or `regions/{region}/routers/{name}`.
+    fn path(&self) -> String {
+        let scope = self
+            .region
+            .map_or("global".to_owned(), |r| format!("regions/{r}"));
+        format!("{scope}/{}/{}", self.plural, self.name)
+    }
+
+    /// The resource name in Compute's messages.
+    fn what(&self) -> String {
+        format!("projects/{}/{}", self.project, self.path())
+    }
+
+    fn link(&self, base: &str) -> String {
+        format!("{base}/{}", self.path())
+    }
+}
+
+/// `{resource}.get`: the stored resource, or Compute's 404.
+fn get<T: Clone>(
+    items: &std::collections::BTreeMap<String, T>,
+    res: &Res<'_>,
+) -> Result<Json<T>, SimError> {
+    let found = items.get(&res.key()).map(|r| Json(r.clone()));
+    found.ok_or_else(|| SimError::not_found(F, &res.what()))
+}
+
+/// What an insert gives the resource it creates.
+struct Created {
+    key: String,
+    id: String,
+    link: String,
+    stamp: String,
+}
+
+/// The part every insert shares once its body is checked (and a known requestId
+/// replayed): 409 when the resource exists or an operation on it runs, then an insert
+/// operation whose effect `effect` makes from what the resource is given.
+fn insert(
+    sim: &Sim,
+    w: &mut World,
+    res: &Res<'_>,
+    exists: bool,
+    request_id: Option<String>,
+    (duration, failure): (std::time::Duration, Option<(OperationError, i32, String)>),
+    effect: impl FnOnce(Created) -> Effect,
+) -> Result<Operation, SimError> {
+    let key = res.key();
+    if exists || w.compute.pending_on(&key).is_some() {
+        return Err(SimError::already_exists(F, &res.what()));
+    }
+    let base = base(sim, res.project);
+    let link = res.link(&base);
+    let id = rand::random::<u64>().to_string();
+    let stamp = w.compute.stamp(sim.clock(), sim.clock().now());
+    Ok(start(
+        w,
+        sim.clock(),
+        Start {
+            project: res.project,
+            region: res.region,
+            base,
+            operation_type: "insert",
+            target_link: link.clone(),
+            target_id: Some(id.clone()),
+            effect: effect(Created {
+                key,
+                id,
+                link,
+                stamp,
+            }),
+            duration,
+            request_id,
+            failure,
+        },
+    ))
+}
+
+/// `{resource}.delete`: a known requestId replayed, else 404 when the resource is not
+/// there, `resourceNotReady` while an operation on it runs, `in_use`'s refusal, then a
+/// delete operation.
+fn delete(
+    sim: &Sim,
+    q: &Rq,
+    res: &Res<'_>,
+    id: impl FnOnce(&Compute, &str) -> Option<Option<String>>,
+    in_use: impl FnOnce(&World) -> Result<(), SimError>,
+    (effect, duration): (fn(String) -> Effect, std::time::Duration),
+) -> Result<Json<Operation>, SimError> {
+    let rid = request_id(q)?;
+    let mut w = sim.world();
+    if let Some(op) = replay(&w.compute, rid.as_deref()) {
+        return Ok(Json(op));
+    }
+    let key = res.key();
+    let what = res.what();
+    let id = id(&w.compute, &key).ok_or_else(|| SimError::not_found(F, &what))?;
+    if w.compute.pending_on(&key).is_some() {
+        return Err(not_ready(&what));
+    }
+    in_use(&w)?;
+    let base = base(sim, res.project);
+    Ok(Json(start(
+        &mut w,
+        sim.clock(),
+        Start {
+            project: res.project,
+            region: res.region,
+            target_link: res.link(&base),
+            base,
+            operation_type: "delete",
+            target_id: id,
+            effect: effect(key),
+            duration,
+            request_id: rid,
+            failure: None,
+        },
+    )))
+}
+
+fn network<'a>(project: &'a str, name: &'a str) -> Res<'a> {
+    Res {
+        project,
+        region: None,
+        plural: "networks",
+        name,
+    }
+}
+
+fn router<'a>(project: &'a str, region: &'a str, name: &'a str) -> Res<'a> {
+    Res {
+        project,
+        region: Some(region),
+        plural: "routers",
+        name,
+    }
+}
+
 pub async fn insert_network(
     State(sim): State<Sim>,
     Path(project): Path<String>,
@@ -203,71 +361,40 @@ fn do_insert_network(
     if let Some(op) = replay(&w.compute, rid.as_deref()) {
         return Ok(op);
     }
-    let key = format!("{project}/{}", n.name);
-    let what = format!("projects/{project}/global/networks/{}", n.name);
-    if w.compute.has_network(project, &n.name) || w.compute.pending_on(&key).is_some() {
-        return Err(SimError::already_exists(F, &what));
-    }
-    let base = base(sim, project);
-    let link = format!("{base}/global/networks/{}", n.name);
-    let id = rand::random::<u64>().to_string();
-    n.id = Some(id.clone());
-    n.kind = Some("compute#network".into());
-    n.self_link = Some(link.clone());
-    n.creation_timestamp = Some(w.compute.stamp(sim.clock(), sim.clock().now()));
-    n.auto_create_subnetworks.get_or_insert(true);
-    n.mtu.get_or_insert(1460);
-    n.routing_config.get_or_insert(NetworkRoutingConfig {
-        routing_mode: Some("REGIONAL".into()),
-    });
-    Ok(start(
+    let name = n.name.clone();
+    let exists = w.compute.has_network(project, &name);
+    let failure = quota_failure(forced, "NETWORKS", "globally");
+    let how = (durations::NETWORK, failure);
+    insert(
+        sim,
         &mut w,
-        sim.clock(),
-        Start {
-            project,
-            region: None,
-            base,
-            operation_type: "insert",
-            target_link: link,
-            target_id: Some(id),
-            effect: Effect::InsertNetwork(key, n),
-            duration: durations::NETWORK,
-            request_id: rid,
-            failure: quota_failure(forced, "NETWORKS", "globally"),
+        &network(project, &name),
+        exists,
+        rid,
+        how,
+        |c| {
+            n.id = Some(c.id);
+            n.kind = Some("compute#network".into());
+            n.self_link = Some(c.link);
+            n.creation_timestamp = Some(c.stamp);
+            n.auto_create_subnetworks.get_or_insert(true);
+            n.mtu.get_or_insert(1460);
+            n.routing_config.get_or_insert(NetworkRoutingConfig {
+                routing_mode: Some("REGIONAL".into()),
+            });
+            Effect::InsertNetwork(c.key, n)
         },
-    ))
+    )
 }
 
 pub async fn get_network(
     State(sim): State<Sim>,
-    Path((project, network)): Path<(String, String)>,
+    Path((project, name)): Path<(String, String)>,
 ) -> Response {
     sim.serve((SVC, F), "networks.get", || {
-        let w = sim.world();
-        w.compute
-            .networks
-            .get(&format!("{project}/{network}"))
-            .map(|n| Json(n.clone()))
-            .ok_or_else(|| {
-                SimError::not_found(F, &format!("projects/{project}/global/networks/{network}"))
-            })
+        get(&sim.world().compute.networks, &network(&project, &name))
     })
     .await
-}
-
-/// The ID of the resource at `key` to delete (`id`: `None` when there is no such
-/// resource): 404 when it does not exist, `resourceNotReady` while an operation on it runs.
-fn deletable(
-    w: &World,
-    key: &str,
-    what: &str,
-    id: Option<Option<String>>,
-) -> Result<Option<String>, SimError> {
-    let id = id.ok_or_else(|| SimError::not_found(F, what))?;
-    if w.compute.pending_on(key).is_some() {
-        return Err(not_ready(what));
-    }
-    Ok(id)
 }
 
 /// `(project, name)` of a network reference (`projects/p/global/networks/n`, a URL, or
@@ -284,58 +411,47 @@ fn network_ref(s: &str, project: &str) -> Option<(String, String)> {
     Some((p.to_owned(), (*name).to_owned()))
 }
 
+/// 400 resourceInUseByAnotherResource while a router or a GKE cluster uses the network.
+fn network_unused(w: &World, project: &str, network: &str) -> Result<(), SimError> {
+    let routers = w.compute.routers.iter().filter_map(|(k, r)| {
+        let (p, n) = network_ref(&r.network, project)?;
+        (p == project && n == network).then(|| {
+            let (_, rest) = k.split_once('/').unwrap_or(("", k));
+            let (region, name) = rest.split_once('/').unwrap_or(("", rest));
+            format!("projects/{project}/regions/{region}/routers/{name}")
+        })
+    });
+    let users: Vec<String> = routers
+        .chain(container::network_users(w, project, network))
+        .collect();
+    match users.first() {
+        Some(user) => Err(SimError::new(
+            F,
+            400,
+            "FAILED_PRECONDITION",
+            "resourceInUseByAnotherResource",
+            format!(
+                "The network resource 'projects/{project}/global/networks/{network}' is already being used by '{user}'"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 pub async fn delete_network(
     State(sim): State<Sim>,
-    Path((project, network)): Path<(String, String)>,
+    Path((project, name)): Path<(String, String)>,
     Query(q): Query<Rq>,
 ) -> Response {
     sim.serve((SVC, F), "networks.delete", || {
-        let rid = request_id(&q)?;
-        let mut w = sim.world();
-        if let Some(op) = replay(&w.compute, rid.as_deref()) {
-            return Ok(Json(op));
-        }
-        let key = format!("{project}/{network}");
-        let what = format!("projects/{project}/global/networks/{network}");
-        let id = w.compute.networks.get(&key).map(|n| n.id.clone());
-        let id = deletable(&w, &key, &what, id)?;
-        let routers = w.compute.routers.iter().filter_map(|(k, r)| {
-            let (p, n) = network_ref(&r.network, &project)?;
-            (p == project && n == network).then(|| {
-                let (_, rest) = k.split_once('/').unwrap_or(("", k));
-                let (region, name) = rest.split_once('/').unwrap_or(("", rest));
-                format!("projects/{project}/regions/{region}/routers/{name}")
-            })
-        });
-        let users: Vec<String> = routers
-            .chain(container::network_users(&w, &project, &network))
-            .collect();
-        if let Some(user) = users.first() {
-            return Err(SimError::new(
-                F,
-                400,
-                "FAILED_PRECONDITION",
-                "resourceInUseByAnotherResource",
-                format!("The network resource '{what}' is already being used by '{user}'"),
-            ));
-        }
-        let base = base(&sim, &project);
-        Ok(Json(start(
-            &mut w,
-            sim.clock(),
-            Start {
-                project: &project,
-                region: None,
-                target_link: format!("{base}/global/networks/{network}"),
-                base,
-                operation_type: "delete",
-                target_id: id,
-                effect: Effect::DeleteNetwork(key),
-                duration: durations::NETWORK,
-                request_id: rid,
-                failure: None,
-            },
-        )))
+        delete(
+            &sim,
+            &q,
+            &network(&project, &name),
+            |c, key| c.networks.get(key).map(|n| n.id.clone()),
+            |w| network_unused(w, &project, &name),
+            (Effect::DeleteNetwork, durations::NETWORK),
+        )
     })
     .await
 }
@@ -405,98 +521,61 @@ fn do_insert_router(
             &format!("projects/{net_project}/global/networks/{net}"),
         ));
     }
-    let key = format!("{project}/{region}/{}", r.name);
-    let what = format!("projects/{project}/regions/{region}/routers/{}", r.name);
-    if w.compute.routers.contains_key(&key) || w.compute.pending_on(&key).is_some() {
-        return Err(SimError::already_exists(F, &what));
-    }
+    let name = r.name.clone();
+    let res = router(project, region, &name);
+    let exists = w.compute.routers.contains_key(&res.key());
+    let failure = quota_failure(forced, "ROUTERS", &format!("in region {region}"));
     let base = base(sim, project);
-    let link = format!("{base}/regions/{region}/routers/{}", r.name);
-    let id = rand::random::<u64>().to_string();
-    r.id = Some(id.clone());
-    r.kind = Some("compute#router".into());
-    r.region = Some(format!("{base}/regions/{region}"));
-    r.network = format!(
-        "{}/compute/v1/projects/{net_project}/global/networks/{net}",
-        sim.url()
-    );
-    r.self_link = Some(link.clone());
-    r.creation_timestamp = Some(w.compute.stamp(sim.clock(), sim.clock().now()));
-    Ok(start(
+    insert(
+        sim,
         &mut w,
-        sim.clock(),
-        Start {
-            project,
-            region: Some(region),
-            base,
-            operation_type: "insert",
-            target_link: link,
-            target_id: Some(id),
-            effect: Effect::InsertRouter(key, r),
-            duration: durations::ROUTER,
-            request_id: rid,
-            failure: quota_failure(forced, "ROUTERS", &format!("in region {region}")),
+        &res,
+        exists,
+        rid,
+        (durations::ROUTER, failure),
+        |c| {
+            r.id = Some(c.id);
+            r.kind = Some("compute#router".into());
+            r.region = Some(format!("{base}/regions/{region}"));
+            r.network = format!(
+                "{}/compute/v1/projects/{net_project}/global/networks/{net}",
+                sim.url()
+            );
+            r.self_link = Some(c.link);
+            r.creation_timestamp = Some(c.stamp);
+            Effect::InsertRouter(c.key, r)
         },
-    ))
+    )
 }
 
 pub async fn get_router(
     State(sim): State<Sim>,
-    Path((project, region, router)): Path<(String, String, String)>,
+    Path((project, region, name)): Path<(String, String, String)>,
 ) -> Response {
     sim.serve((SVC, F), "routers.get", || {
-        let w = sim.world();
-        w.compute
-            .routers
-            .get(&format!("{project}/{region}/{router}"))
-            .map(|r| Json(r.clone()))
-            .ok_or_else(|| {
-                SimError::not_found(
-                    F,
-                    &format!("projects/{project}/regions/{region}/routers/{router}"),
-                )
-            })
+        get(
+            &sim.world().compute.routers,
+            &router(&project, &region, &name),
+        )
     })
     .await
 }
 
 pub async fn delete_router(
     State(sim): State<Sim>,
-    Path((project, region, router)): Path<(String, String, String)>,
+    Path((project, region, name)): Path<(String, String, String)>,
     Query(q): Query<Rq>,
 ) -> Response {
-    sim.serve(
-        (SVC, F),
-        "routers.delete",
-        || -> Result<Json<Operation>, SimError> {
-            let rid = request_id(&q)?;
-            let mut w = sim.world();
-            if let Some(op) = replay(&w.compute, rid.as_deref()) {
-                return Ok(Json(op));
-            }
-            let key = format!("{project}/{region}/{router}");
-            let what = format!("projects/{project}/regions/{region}/routers/{router}");
-            let id = w.compute.routers.get(&key).map(|r| r.id.clone());
-            let id = deletable(&w, &key, &what, id)?;
-            let base = base(&sim, &project);
-            Ok(Json(start(
-                &mut w,
-                sim.clock(),
-                Start {
-                    project: &project,
-                    region: Some(&region),
-                    target_link: format!("{base}/regions/{region}/routers/{router}"),
-                    base,
-                    operation_type: "delete",
-                    target_id: id,
-                    effect: Effect::DeleteRouter(key),
-                    duration: durations::ROUTER,
-                    request_id: rid,
-                    failure: None,
-                },
-            )))
-        },
-    )
+    sim.serve((SVC, F), "routers.delete", || {
+        delete(
+            &sim,
+            &q,
+            &router(&project, &region, &name),
+            |c, key| c.routers.get(key).map(|r| r.id.clone()),
+            |_| Ok(()),
+            (Effect::DeleteRouter, durations::ROUTER),
+        )
+    })
     .await
 }
 

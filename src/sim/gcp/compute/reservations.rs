@@ -160,6 +160,18 @@ pub async fn get(
     .await
 }
 
+/// Each reservation of `project` as `reservations.get` shows it: `(zone, name, view)`.
+fn views(w: &World, project: &str) -> Vec<(String, String, Reservation)> {
+    let prefix = format!("{project}/");
+    let items = w.compute.reservations.items.iter();
+    items
+        .filter_map(|(k, r)| {
+            let (zone, name) = k.strip_prefix(&prefix)?.split_once('/')?;
+            Some((zone.to_owned(), name.to_owned(), view(w, project, zone, r)))
+        })
+        .collect()
+}
+
 pub async fn list(
     State(sim): State<Sim>,
     Path((project, zone)): Path<(String, String)>,
@@ -167,17 +179,10 @@ pub async fn list(
 ) -> Response {
     sim.serve((SVC, F), "reservations.list", || {
         zone_check(&project, &zone)?;
-        let w = sim.world();
-        let prefix = format!("{project}/{zone}/");
-        let all = w
-            .compute
-            .reservations
-            .items
-            .iter()
-            .filter_map(|(k, r)| {
-                let name = k.strip_prefix(&prefix)?;
-                Some((name.to_owned(), view(&w, &project, &zone, r)))
-            })
+        let all = views(&sim.world(), &project)
+            .into_iter()
+            .filter(|(z, ..)| *z == zone)
+            .map(|(_, name, v)| (name, v))
             .collect();
         let link = format!("{}/zones/{zone}/reservations", base(&sim, &project));
         ComputeList::page("compute#reservationList", link, all, &q).map(Json)
@@ -191,18 +196,9 @@ pub async fn aggregated(
     Query(q): Query<PageQuery>,
 ) -> Response {
     sim.serve((SVC, F), "reservations.aggregatedList", || {
-        let w = sim.world();
-        let prefix = format!("{project}/");
-        let all = w
-            .compute
-            .reservations
-            .items
-            .iter()
-            .filter_map(|(k, r)| {
-                let (zone, name) = k.strip_prefix(&prefix)?.split_once('/')?;
-                let v = view(&w, &project, zone, r);
-                Some((format!("zones/{zone}"), name.to_owned(), v))
-            })
+        let all = views(&sim.world(), &project)
+            .into_iter()
+            .map(|(zone, name, v)| (format!("zones/{zone}"), name, v))
             .collect();
         let link = format!("{}/aggregated/reservations", base(&sim, &project));
         let kind = ("compute#reservationAggregatedList", "reservations");

@@ -9,14 +9,10 @@
 //! (`--flex-start [--enable-queued-provisioning] --enable-autoscaling --num-nodes=0
 //! --location-policy=ANY --reservation-affinity=none --no-enable-autorepair`).
 
-use crate::cloud::gcp::types::container::NodePool;
-use crate::sim::error::{Flavor, SimError};
+use crate::sim::error::SimError;
 
-use super::model::{Accel, PoolRec};
-
-fn invalid(msg: impl Into<String>) -> SimError {
-    SimError::invalid(Flavor::Aip193, msg)
-}
+use super::lookup::{F, invalid};
+use super::model::{Accel, PoolRec, is_flex, is_queued};
 
 /// `1.32.2-gke.1652000` as comparable numbers (missing parts are 0).
 fn version(v: &str) -> (u64, u64, u64, u64) {
@@ -28,16 +24,6 @@ fn version(v: &str) -> (u64, u64, u64, u64) {
         parts.next().unwrap_or(0),
         build.parse().unwrap_or(0),
     )
-}
-
-/// Whether `p` asks for flex-start VMs.
-pub fn is_flex(p: &NodePool) -> bool {
-    p.config.as_ref().and_then(|c| c.flex_start) == Some(true)
-}
-
-/// Whether `p` is a queued-provisioning pool.
-pub fn is_queued(p: &NodePool) -> bool {
-    p.queued_provisioning.as_ref().is_some_and(|q| q.enabled)
 }
 
 /// GKE's refusals of a flex-start or queued pool on a cluster running `cluster_version`.
@@ -120,7 +106,7 @@ pub fn check(rec: &PoolRec, cluster_version: &str) -> Result<(), SimError> {
     }
     if version(cluster_version) < version(min) {
         return Err(SimError::precondition(
-            Flavor::Aip193,
+            F,
             format!(
                 "{what} requires GKE version {min} or later; the cluster runs {cluster_version}."
             ),

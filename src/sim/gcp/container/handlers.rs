@@ -17,78 +17,15 @@ use crate::cloud::gcp::types::container::{
     SetNodePoolSizeRequest,
 };
 use crate::sim::body::strict;
-use crate::sim::error::{Flavor, SimError};
+use crate::sim::error::SimError;
 use crate::sim::faults::FaultKind;
 use crate::sim::gcp::compute::catalog;
-use crate::sim::world::World;
 use crate::sim::{Sim, tag};
 
-use super::durations;
-use super::model::{ClusterRec, Effect, Failure, PoolRec};
-use super::ops::{self, Start};
+use super::lookup::{F, SVC, cluster_ref, find_cluster, find_pool, invalid, key, not_found};
+use super::model::{ClusterRec, Effect, PoolRec};
+use super::ops::{self, begin};
 use super::{region_of, validate};
-
-pub(super) const SVC: &str = "container";
-pub(super) const F: Flavor = Flavor::Aip193;
-
-pub(super) fn invalid(msg: impl Into<String>) -> SimError {
-    SimError::invalid(F, msg)
-}
-
-fn not_found(what: &str) -> SimError {
-    SimError::new(
-        F,
-        404,
-        "NOT_FOUND",
-        "NOT_FOUND",
-        format!("Not found: {what}."),
-    )
-}
-
-pub(super) fn key(project: &str, location: &str, cluster: &str) -> String {
-    format!("{project}/{location}/{cluster}")
-}
-
-fn cluster_ref(project: &str, location: &str, cluster: &str) -> String {
-    format!("projects/{project}/locations/{location}/clusters/{cluster}")
-}
-
-/// Start the operation that applies `effect` to the cluster `(project, location, key)`;
-/// its GKE operation type and virtual duration follow from the effect.
-pub(super) fn begin(
-    sim: &Sim,
-    w: &mut World,
-    (project, location, cluster_key): (&str, &str, &str),
-    target_link: String,
-    effect: Effect,
-    failure: Option<Failure>,
-) -> Operation {
-    let (operation_type, duration) = match effect {
-        Effect::CreateCluster => ("CREATE_CLUSTER", durations::CREATE_CLUSTER),
-        Effect::DeleteCluster => ("DELETE_CLUSTER", durations::DELETE_CLUSTER),
-        Effect::CreatePool(_) => ("CREATE_NODE_POOL", durations::CREATE_NODE_POOL),
-        Effect::DeletePool(_) => ("DELETE_NODE_POOL", durations::DELETE_NODE_POOL),
-        Effect::SetSize(..) => ("SET_NODE_POOL_SIZE", durations::SET_NODE_POOL_SIZE),
-        // The discovery document has no autoscaling operation type; GKE reports
-        // autoscaling changes as cluster updates.
-        Effect::SetAutoscaling(..) => ("UPDATE_CLUSTER", durations::SET_NODE_POOL_AUTOSCALING),
-    };
-    ops::start(
-        w,
-        sim.clock(),
-        Start {
-            project,
-            location,
-            cluster_key,
-            base_url: &sim.url(),
-            target_link,
-            operation_type,
-            effect,
-            duration,
-            failure,
-        },
-    )
-}
 
 /// A requested pool, validated, as it starts: PROVISIONING at its initial node count.
 fn provisioning_pool(p: &NodePool, location: &str) -> Result<PoolRec, SimError> {
@@ -333,32 +270,6 @@ pub async fn list_pools(
     .await
 }
 
-/// The cluster `(project, location, cluster)`, or GKE's 404 for it.
-fn find_cluster<'w>(
-    w: &'w World,
-    project: &str,
-    location: &str,
-    cluster: &str,
-) -> Result<&'w ClusterRec, SimError> {
-    let found = w.container.clusters.get(&key(project, location, cluster));
-    found.ok_or_else(|| not_found(&cluster_ref(project, location, cluster)))
-}
-
-/// The node pool `pool` of a cluster, with that cluster, or GKE's 404 for the pool.
-pub(super) fn find_pool<'w>(
-    w: &'w World,
-    (project, location, cluster): (&str, &str, &str),
-    pool: &str,
-) -> Result<(&'w ClusterRec, &'w PoolRec), SimError> {
-    let found = w.container.clusters.get(&key(project, location, cluster));
-    found
-        .and_then(|c| c.pool(pool).map(|p| (c, p)))
-        .ok_or_else(|| {
-            let cluster = cluster_ref(project, location, cluster);
-            not_found(&format!("{cluster}/nodePools/{pool}"))
-        })
-}
-
 pub async fn get_pool(
     State(sim): State<Sim>,
     Path((project, location, cluster, pool)): Pp,
@@ -449,26 +360,9 @@ fn do_set_size(
     let current = w.kube.pool_node_count(&c.kube_key, pool).unwrap_or(p.size);
     let n = n as u32;
     let added = n.saturating_sub(current);
-    let failure = ops::decide(
-        sim,
-        &w,
-        project,
-        &c.region,
-        &p.shape,
-        &p.zones,
-        added,
-        added > 0,
-        forced,
-    );
-    let link = format!("{}/nodePools/{pool}", c.self_link());
-    Ok(begin(
-        sim,
-        &mut w,
-        (project, location, &k),
-        link,
-        Effect::SetSize(pool.to_owned(), n),
-        failure,
-    ))
+    let effect = Effect::SetSize(pool.to_owned(), n);
+    let at = (project, location, cluster);
+    ops::begin_pool_change(sim, &mut w, at, pool, added, forced, effect)
 }
 
 pub async fn get_operation(

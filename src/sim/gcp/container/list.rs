@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::cloud::gcp::types::container::{Cluster, Operation};
 use crate::sim::Sim;
 
-use super::handlers::{F, SVC};
+use super::lookup::{F, SVC};
 
 /// `ListClustersResponse`.
 #[derive(Debug, Serialize)]

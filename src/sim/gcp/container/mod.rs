@@ -9,9 +9,11 @@
 //! DONE operation with `error`, like GKE.
 
 mod autoscaling;
+mod effects;
 mod flex;
 mod handlers;
 mod list;
+mod lookup;
 pub(crate) mod model;
 mod ops;
 mod validate;

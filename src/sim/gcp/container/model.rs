@@ -197,6 +197,16 @@ impl ClusterRec {
     }
 }
 
+/// Whether `p` asks for flex-start VMs.
+pub fn is_flex(p: &NodePool) -> bool {
+    p.config.as_ref().and_then(|c| c.flex_start) == Some(true)
+}
+
+/// Whether `p` is a queued-provisioning pool.
+pub fn is_queued(p: &NodePool) -> bool {
+    p.queued_provisioning.as_ref().is_some_and(|q| q.enabled)
+}
+
 /// Zones a pool lands in by default: the cluster's zone, or the region's first three.
 pub fn default_zones(location: &str) -> Vec<String> {
     if catalog::zone_region(location).is_some() {
@@ -297,7 +307,7 @@ impl PoolRec {
         if self.shape.flex_start {
             labels.insert("cloud.google.com/gke-flex-start".into(), "true".into());
         }
-        if super::flex::is_queued(&self.spec) {
+        if is_queued(&self.spec) {
             // Queued-provisioning nodes: labelled and tainted so only the pods of a
             // ProvisioningRequest (which tolerate it) land there.
             labels.insert(kube::provisioning_request::QUEUED_KEY.into(), "true".into());

@@ -13,12 +13,14 @@ use serde_json::json;
 use crate::cloud::gcp::types::container::{Operation, RpcStatus, StatusCondition};
 use crate::sim::Sim;
 use crate::sim::clock::Clock;
-use crate::sim::error::{Flavor, SimError};
+use crate::sim::error::{SimError, error_info};
 use crate::sim::faults::FaultKind;
 use crate::sim::gcp::compute::quota;
 use crate::sim::world::World;
 
 use super::durations;
+use super::effects;
+use super::lookup::{At, F, find_pool, key};
 use super::model::{Effect, Failure, OpRec, Shape};
 use super::{State, stocked_out};
 
@@ -30,7 +32,7 @@ pub fn ensure_idle(state: &State, cluster_key: &str, cluster_name: &str) -> Resu
         .find(|o| o.cluster == cluster_key && o.op.status != "DONE")
     {
         Some(o) => Err(SimError::precondition(
-            Flavor::Aip193,
+            F,
             format!(
                 "Operation {} is currently {}. Please wait and try again once it is done.",
                 o.op.name,
@@ -95,13 +97,82 @@ pub fn start(world: &mut World, clock: &Clock, s: Start<'_>) -> Operation {
         .unwrap_or_default()
 }
 
+/// Start the operation that applies `effect` to the cluster `(project, location, key)`;
+/// its GKE operation type and virtual duration follow from the effect.
+pub fn begin(
+    sim: &Sim,
+    w: &mut World,
+    (project, location, cluster_key): At<'_>,
+    target_link: String,
+    effect: Effect,
+    failure: Option<Failure>,
+) -> Operation {
+    let (operation_type, duration) = match effect {
+        Effect::CreateCluster => ("CREATE_CLUSTER", durations::CREATE_CLUSTER),
+        Effect::DeleteCluster => ("DELETE_CLUSTER", durations::DELETE_CLUSTER),
+        Effect::CreatePool(_) => ("CREATE_NODE_POOL", durations::CREATE_NODE_POOL),
+        Effect::DeletePool(_) => ("DELETE_NODE_POOL", durations::DELETE_NODE_POOL),
+        Effect::SetSize(..) => ("SET_NODE_POOL_SIZE", durations::SET_NODE_POOL_SIZE),
+        // The discovery document has no autoscaling operation type; GKE reports
+        // autoscaling changes as cluster updates.
+        Effect::SetAutoscaling(..) => ("UPDATE_CLUSTER", durations::SET_NODE_POOL_AUTOSCALING),
+    };
+    start(
+        w,
+        sim.clock(),
+        Start {
+            project,
+            location,
+            cluster_key,
+            base_url: &sim.url(),
+            target_link,
+            operation_type,
+            effect,
+            duration,
+            failure,
+        },
+    )
+}
+
+/// Start the operation that applies `effect` to an existing node pool which grows by
+/// `added` nodes per zone: quota and stock are decided for those nodes now (none when
+/// it does not grow), as GKE decides them when the call is made.
+pub fn begin_pool_change(
+    sim: &Sim,
+    w: &mut World,
+    at: At<'_>,
+    pool: &str,
+    added: u32,
+    forced: Option<FaultKind>,
+    effect: Effect,
+) -> Result<Operation, SimError> {
+    let (project, location, cluster) = at;
+    let (c, p) = find_pool(w, at, pool)?;
+    let failure = decide(
+        sim,
+        w,
+        project,
+        &c.region,
+        &p.shape,
+        &p.zones,
+        added,
+        added > 0,
+        forced,
+    );
+    let link = format!("{}/nodePools/{pool}", c.self_link());
+    let k = key(project, location, cluster);
+    Ok(begin(
+        sim,
+        w,
+        (project, location, &k),
+        link,
+        effect,
+        failure,
+    ))
+}
+
 fn info(reason: &str, metadata: serde_json::Value) -> serde_json::Value {
-    json!({
-        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-        "reason": reason,
-        "domain": "container.googleapis.com",
-        "metadata": metadata,
-    })
+    error_info(reason, "container.googleapis.com", metadata)
 }
 
 fn quota_failure(metric: &str, limit: f64, region: &str) -> Failure {
@@ -217,83 +288,13 @@ fn finish(world: &mut World, clock: &Clock, i: usize) {
         container, kube, ..
     } = world;
     let fail = rec.failure.as_ref();
-    match &rec.effect {
-        Effect::CreateCluster => {
-            if let Some(c) = container.clusters.get_mut(&rec.cluster) {
-                if let Some(f) = fail {
-                    c.status = "ERROR".into();
-                    c.status_message = Some(f.error.message.clone());
-                    for p in &mut c.pools {
-                        p.status = "ERROR".into();
-                        if f.pool.as_deref().is_none_or(|n| n == p.spec.name) {
-                            p.status_message = Some(f.error.message.clone());
-                            p.conditions = vec![f.condition.clone()];
-                        }
-                    }
-                } else {
-                    c.status = "RUNNING".into();
-                    kube.add_cluster(&c.kube_key);
-                    for p in &mut c.pools {
-                        p.status = "RUNNING".into();
-                        kube.upsert_pool(&c.kube_key, p.to_kube(p.size));
-                    }
-                }
-            }
-        }
-        Effect::DeleteCluster => {
-            if let Some(c) = container.clusters.remove(&rec.cluster) {
-                kube.remove_cluster(&c.kube_key);
-            }
-        }
-        Effect::CreatePool(name) => {
-            if let Some(c) = container.clusters.get_mut(&rec.cluster) {
-                let key = c.kube_key.clone();
-                if let Some(p) = c.pool_mut(name) {
-                    if let Some(f) = fail {
-                        p.status = "ERROR".into();
-                        p.status_message = Some(f.error.message.clone());
-                        p.conditions = vec![f.condition.clone()];
-                    } else {
-                        p.status = "RUNNING".into();
-                        kube.upsert_pool(&key, p.to_kube(p.size));
-                    }
-                }
-            }
-        }
-        Effect::DeletePool(name) => {
-            if let Some(c) = container.clusters.get_mut(&rec.cluster) {
-                c.pools.retain(|p| &p.spec.name != name);
-                kube.remove_pool(&c.kube_key, name);
-            }
-        }
-        Effect::SetSize(name, n) => {
-            if let Some(c) = container.clusters.get_mut(&rec.cluster) {
-                let key = c.kube_key.clone();
-                if let Some(p) = c.pool_mut(name) {
-                    if let Some(f) = fail {
-                        p.status = "RUNNING_WITH_ERROR".into();
-                        p.status_message = Some(f.error.message.clone());
-                        p.conditions = vec![f.condition.clone()];
-                    } else {
-                        p.size = *n;
-                        p.status = "RUNNING".into();
-                        p.status_message = None;
-                        p.conditions.clear();
-                        if kube.pool_node_count(&key, name).is_some() {
-                            kube.set_pool_size(&key, name, *n);
-                        } else {
-                            kube.upsert_pool(&key, p.to_kube(*n));
-                        }
-                    }
-                }
-            }
-        }
-        Effect::SetAutoscaling(name, a) => {
-            if let Some(c) = container.clusters.get_mut(&rec.cluster) {
-                super::autoscaling::apply(c, kube, name, a, fail);
-            }
-        }
-    }
+    effects::apply(
+        &mut container.clusters,
+        kube,
+        &rec.cluster,
+        &rec.effect,
+        fail,
+    );
     let o = &mut container.operations[i].op;
     o.status = "DONE".into();
     o.end_time = Some(end);

@@ -113,16 +113,10 @@ fn do_create(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<ServiceAccou
     let mut w = sim.world();
     let st = &mut w.iam;
     if st.accounts.contains_key(&email) {
-        return Err(SimError::new(
-            F,
-            409,
-            "ALREADY_EXISTS",
-            "ALREADY_EXISTS",
-            format!(
-                "Service account {} already exists within project projects/{project}.",
-                req.account_id
-            ),
-        ));
+        return Err(SimError::already_exists_as(format!(
+            "Service account {} already exists within project projects/{project}.",
+            req.account_id
+        )));
     }
     st.next_id += 1;
     let unique_id = format!("1{:020}", 10_000_000_000 + st.next_id);
