@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::domain::gpu_sharing::{MAX_CLIENTS_LABEL, STRATEGY_LABEL};
 
+use super::node_view::NodeView;
 use super::objects::now_rfc3339;
-use super::sched::NodeView;
 
 const GPU: &str = "nvidia.com/gpu";
 

@@ -20,6 +20,7 @@ pub mod device_plugin;
 pub mod events;
 pub mod http;
 pub mod manifests;
+pub mod node_view;
 pub mod nodes;
 pub mod objects;
 pub mod openapi;
