@@ -174,11 +174,23 @@ fn client_calls(service: &str, method: &str) -> bool {
         "compute" | "container" | "iam" | "storage" => service,
         _ => return false,
     };
-    let path = format!("{}/src/cloud/gcp/{file}.rs", env!("CARGO_MANIFEST_DIR"));
-    let source = std::fs::read_to_string(&path).expect("client source");
+    let read = |file: &str| {
+        let path = format!("{}/src/cloud/gcp/{file}.rs", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).expect("client source")
+    };
+    let source = read(file);
+    // A client that expands `aip151_operations!()` makes the AIP-151 calls written with
+    // the macro (Artifact Registry's operations.get, in service_usage.rs).
+    let shared = if source.contains("aip151_operations!()") {
+        read("service_usage")
+    } else {
+        String::new()
+    };
     // A call's name as a literal, or heading the doc comment of a client method that
-    // delegates to a shared helper (Artifact Registry's operations.get).
-    source.contains(&format!("\"{method}\"")) || source.contains(&format!("/// {method}:"))
+    // delegates to a shared helper.
+    [source, shared]
+        .iter()
+        .any(|s| s.contains(&format!("\"{method}\"")) || s.contains(&format!("/// {method}:")))
 }
 
 /// Send a request as the owner, expecting `status`; returns the body.
