@@ -2,7 +2,7 @@
 //! query wins); the rule and the binding to the request's fingerprint are the service's
 //! ([`crate::service::request_id`]), shared with the console.
 
-use serde_json::Value;
+use serde::Serialize;
 
 use crate::service::provision::Idempotency;
 use crate::service::request_id;
@@ -17,7 +17,7 @@ pub fn for_request(
     headers: &axum::http::HeaderMap,
     method: &str,
     path: &str,
-    body: &Value,
+    body: &impl Serialize,
 ) -> Result<Option<Idempotency>, ApiError> {
     let key = match query {
         Some(q) => Some(q),

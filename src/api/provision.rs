@@ -80,13 +80,12 @@ impl MutationParts {
         resource: &str,
         body: &impl Serialize,
     ) -> Result<Mutation, ApiError> {
-        let body = serde_json::to_value(body).unwrap_or_default();
         let idempotency = idempotency::for_request(
             self.query.request_id.as_deref(),
             &self.headers,
             method,
             resource,
-            &body,
+            body,
         )?;
         Ok(Mutation {
             caller: self.caller,

@@ -91,13 +91,12 @@ async fn create_noop(
     if !s.test_workflows {
         return Err(disabled());
     }
-    let body = serde_json::to_value(&req).unwrap_or_default();
     let idem = idempotency::for_request(
         q.request_id.as_deref(),
         &headers,
         "POST",
         "/v1/testing/noopOperations",
-        &body,
+        &req,
     )?;
     let spec = NoopSpec {
         steps: req.steps,
