@@ -211,10 +211,7 @@ pub fn capacity_view(c: &ClusterCapacity) -> CapacityView {
                 pod: format!("{}/{}", p.namespace, p.name),
                 resource: p.resource.clone(),
                 requested: p.requested,
-                reason: serde_json::to_value(p.reason)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                reason: wire_name(p.reason),
                 message: p.message.clone(),
             })
             .collect(),
@@ -313,10 +310,7 @@ fn status_view(s: &ClusterStatus) -> StatusView {
             .map(|d| DriftRow {
                 resource: d.resource.clone(),
                 resource_type: d.resource_type.clone(),
-                problem: serde_json::to_value(d.problem)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                problem: wire_name(d.problem),
                 message: d.message.clone(),
             })
             .collect(),
@@ -403,4 +397,12 @@ pub async fn page(
             .map_err(PageError::from),
         base,
     })
+}
+
+/// How the API spells an enum value (`NODE_SELECTOR_MATCHES_NOTHING`), for the page.
+fn wire_name(v: impl serde::Serialize) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }

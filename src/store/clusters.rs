@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::StoreError;
 use super::keyset::{self, Teams};
-use super::persisted::{ClusterSpecRecord, Corrupt, Row};
+use super::persisted::{ClusterSpecRecord, Corrupt, Row, Stored, all, maybe, one};
 use crate::domain::{ClusterState, SettledState};
 
 #[derive(Debug, Clone)]
@@ -52,8 +52,10 @@ pub(super) struct ClusterRow {
     version: i64,
 }
 
-impl ClusterRow {
-    pub(super) fn decode(self) -> Result<ClusterRecord, Corrupt> {
+impl Stored for ClusterRow {
+    type Record = ClusterRecord;
+
+    fn decode(self) -> Result<ClusterRecord, Corrupt> {
         let row = Row {
             table: "clusters",
             id: &self.id,
@@ -75,14 +77,6 @@ impl ClusterRow {
             version: self.version,
         })
     }
-}
-
-fn one(row: ClusterRow) -> Result<ClusterRecord, StoreError> {
-    Ok(row.decode()?)
-}
-
-fn maybe(row: Option<ClusterRow>) -> Result<Option<ClusterRecord>, StoreError> {
-    row.map(one).transpose()
 }
 
 /// What a new record holds; everything else starts at its default.
@@ -109,18 +103,20 @@ pub async fn insert(
         "INSERT INTO clusters (id, project_id, zone, name, team_id, state, spec, resources, created_by) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING {COLUMNS}"
     );
-    one(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(Uuid::now_v7())
-        .bind(c.project_id)
-        .bind(c.zone)
-        .bind(c.name)
-        .bind(c.team_id)
-        .bind(c.state.as_str())
-        .bind(Json(&c.spec))
-        .bind(c.resources)
-        .bind(c.created_by)
-        .fetch_one(ex)
-        .await?)
+    one::<ClusterRow>(
+        sqlx::query_as(AssertSqlSafe(sql))
+            .bind(Uuid::now_v7())
+            .bind(c.project_id)
+            .bind(c.zone)
+            .bind(c.name)
+            .bind(c.team_id)
+            .bind(c.state.as_str())
+            .bind(Json(&c.spec))
+            .bind(c.resources)
+            .bind(c.created_by)
+            .fetch_one(ex)
+            .await?,
+    )
 }
 
 /// Which record of a (project, zone, name) [`by_name`] reads.
@@ -153,7 +149,7 @@ pub async fn by_name(
         "SELECT {COLUMNS} FROM clusters WHERE project_id = $1 AND zone = $2 AND name = $3 {}",
         pick.tail()
     );
-    maybe(
+    maybe::<ClusterRow>(
         sqlx::query_as(AssertSqlSafe(sql))
             .bind(project)
             .bind(zone)
@@ -188,7 +184,7 @@ pub async fn list(
     limit: i64,
 ) -> Result<Vec<ClusterRecord>, StoreError> {
     let rows: Vec<ClusterRow> = list_rows(ex, f, after, limit, |s| s).await?;
-    rows.into_iter().map(one).collect()
+    all(rows)
 }
 
 /// The rows of `wrap(the list statement)`: `wrap` may put the page in a CTE and join
@@ -423,7 +419,7 @@ pub async fn set_spec(
 /// The record by id.
 pub async fn by_id(ex: impl PgExecutor<'_>, id: Uuid) -> Result<Option<ClusterRecord>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM clusters WHERE id = $1");
-    maybe(
+    maybe::<ClusterRow>(
         sqlx::query_as(AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(ex)

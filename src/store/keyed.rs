@@ -6,7 +6,7 @@
 
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::{Query, QueryAs, QueryScalar};
-use sqlx::{Encode, FromRow, PgExecutor, Postgres, SqlSafeStr, Type};
+use sqlx::{AssertSqlSafe, Encode, FromRow, PgExecutor, Postgres, SqlSafeStr, Type};
 
 use super::StoreError;
 
@@ -74,4 +74,40 @@ pub(super) async fn execute<'q, K: Key<'q>>(
     keys: &[K],
 ) -> Result<u64, StoreError> {
     Ok(statement(sql, keys).execute(ex).await?.rows_affected())
+}
+
+/// A table's rows under one parent, paged in the order of a text key (a team's members,
+/// a caller's profiles, a cluster's pools). The names are the store's own constants.
+pub(super) struct Children {
+    pub table: &'static str,
+    pub columns: &'static str,
+    pub parent: &'static str,
+    pub key: &'static str,
+}
+
+impl Children {
+    /// The rows of `parent` whose key is after `after`, at most `limit`, in key order.
+    pub async fn page<'q, T: Record, P: Key<'q>>(
+        &self,
+        ex: impl PgExecutor<'_>,
+        parent: P,
+        after: Option<&'q str>,
+        limit: i64,
+    ) -> Result<Vec<T>, StoreError> {
+        let Children {
+            table,
+            columns,
+            parent: by,
+            key,
+        } = self;
+        // The keyset bound is in the text only when there is one.
+        let bound = match after {
+            Some(_) => format!(" AND {key} > $2"),
+            None => String::new(),
+        };
+        let sql =
+            format!("SELECT {columns} FROM {table} WHERE {by} = $1{bound} ORDER BY {key} LIMIT $3");
+        let q = rows(AssertSqlSafe(sql), &[parent]).bind(after).bind(limit);
+        Ok(q.fetch_all(ex).await?)
+    }
 }

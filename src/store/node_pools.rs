@@ -8,9 +8,9 @@ use sqlx::PgExecutor;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::StoreError;
 use super::clusters::settled_strings;
-use super::persisted::{Corrupt, PoolSpecRecord, Row};
+use super::persisted::{Corrupt, PoolSpecRecord, Row, Stored, all, maybe, one};
+use super::{StoreError, keyed};
 use crate::domain::{PoolState, SettledState};
 
 #[derive(Debug, Clone)]
@@ -39,8 +39,10 @@ fn key(cluster_id: Uuid, pool_id: &str) -> String {
     format!("{cluster_id}/{pool_id}")
 }
 
-impl PoolRow {
-    pub(super) fn decode(self) -> Result<NodePoolRecord, Corrupt> {
+impl Stored for PoolRow {
+    type Record = NodePoolRecord;
+
+    fn decode(self) -> Result<NodePoolRecord, Corrupt> {
         let id = key(self.cluster_id, &self.pool_id);
         let row = Row {
             table: "node_pools",
@@ -57,14 +59,6 @@ impl PoolRow {
     }
 }
 
-fn one(row: PoolRow) -> Result<NodePoolRecord, StoreError> {
-    Ok(row.decode()?)
-}
-
-fn all(rows: Vec<PoolRow>) -> Result<Vec<NodePoolRecord>, StoreError> {
-    rows.into_iter().map(one).collect()
-}
-
 const COLUMNS: &str = "cluster_id, pool_id, state, spec, create_time, update_time";
 
 pub async fn insert(
@@ -78,13 +72,15 @@ pub async fn insert(
         "INSERT INTO node_pools (cluster_id, pool_id, state, spec) VALUES ($1, $2, $3, $4) \
          RETURNING {COLUMNS}"
     );
-    one(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(cluster_id)
-        .bind(pool_id)
-        .bind(state.as_str())
-        .bind(Json(spec))
-        .fetch_one(ex)
-        .await?)
+    one::<PoolRow>(
+        sqlx::query_as(AssertSqlSafe(sql))
+            .bind(cluster_id)
+            .bind(pool_id)
+            .bind(state.as_str())
+            .bind(Json(spec))
+            .fetch_one(ex)
+            .await?,
+    )
 }
 
 pub async fn get(
@@ -98,7 +94,7 @@ pub async fn get(
         .bind(pool_id)
         .fetch_optional(ex)
         .await?;
-    row.map(one).transpose()
+    maybe(row)
 }
 
 /// Pools of a cluster in pool-id order, after `after`.
@@ -108,22 +104,16 @@ pub async fn list(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<NodePoolRecord>, StoreError> {
-    let bound = if after.is_some() {
-        " AND pool_id > $2"
-    } else {
-        ""
-    };
-    let sql = format!(
-        "SELECT {COLUMNS} FROM node_pools WHERE cluster_id = $1{bound} \
-         ORDER BY pool_id LIMIT $3"
-    );
-    all(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(cluster_id)
-        .bind(after)
-        .bind(limit)
-        .fetch_all(ex)
-        .await?)
+    let rows: Vec<PoolRow> = OF_CLUSTER.page(ex, cluster_id, after, limit).await?;
+    all(rows)
 }
+
+const OF_CLUSTER: keyed::Children = keyed::Children {
+    table: "node_pools",
+    columns: COLUMNS,
+    parent: "cluster_id",
+    key: "pool_id",
+};
 
 /// Pools of many clusters at once (for embedding in cluster lists), ordered by pool id.
 pub async fn list_for_clusters(
@@ -133,10 +123,12 @@ pub async fn list_for_clusters(
     let sql = format!(
         "SELECT {COLUMNS} FROM node_pools WHERE cluster_id = ANY($1) ORDER BY cluster_id, pool_id"
     );
-    all(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(cluster_ids)
-        .fetch_all(ex)
-        .await?)
+    all::<PoolRow>(
+        sqlx::query_as(AssertSqlSafe(sql))
+            .bind(cluster_ids)
+            .fetch_all(ex)
+            .await?,
+    )
 }
 
 /// Set the state of some pools of a cluster (all of them when `pool_ids` is `None`);

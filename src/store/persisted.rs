@@ -82,6 +82,27 @@ impl<I: Display> Row<'_, I> {
     }
 }
 
+/// A row type whose columns [`Row`] checks: the one way stored rows become records.
+pub(super) trait Stored {
+    type Record;
+    fn decode(self) -> Result<Self::Record, Corrupt>;
+}
+
+/// A stored row as its record.
+pub(super) fn one<R: Stored>(row: R) -> Result<R::Record, super::StoreError> {
+    Ok(row.decode()?)
+}
+
+/// A stored row, if any, as its record.
+pub(super) fn maybe<R: Stored>(row: Option<R>) -> Result<Option<R::Record>, super::StoreError> {
+    row.map(one).transpose()
+}
+
+/// Stored rows as their records (the first that does not decode fails them all).
+pub(super) fn all<R: Stored>(rows: Vec<R>) -> Result<Vec<R::Record>, super::StoreError> {
+    rows.into_iter().map(one).collect()
+}
+
 fn yes() -> bool {
     true
 }

@@ -63,23 +63,22 @@ pub async fn active(
     keyed::optional(ex, AssertSqlSafe(sql), &[owner]).await
 }
 
+/// The caller's profiles in id order, after `after`.
 pub async fn list(
     ex: impl PgExecutor<'_>,
     owner: &str,
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<ProfileRecord>, StoreError> {
-    let bound = if after.is_some() {
-        " AND profile_id > $2"
-    } else {
-        ""
-    };
-    let sql = format!(
-        "SELECT {COLUMNS} FROM profiles WHERE owner_email = $1{bound} \
-         ORDER BY profile_id LIMIT $3"
-    );
-    keyed::page(ex, AssertSqlSafe(sql), &[Some(owner), after], limit).await
+    BY_OWNER.page(ex, owner, after, limit).await
 }
+
+const BY_OWNER: keyed::Children = keyed::Children {
+    table: "profiles",
+    columns: COLUMNS,
+    parent: "owner_email",
+    key: "profile_id",
+};
 
 pub async fn delete(
     ex: impl PgExecutor<'_>,

@@ -14,6 +14,7 @@ use super::StoreError;
 use super::clusters::{self, ClusterFilter, ClusterKey, ClusterRecord, ClusterRow};
 use super::node_pools::{NodePoolRecord, PoolRow};
 use super::operations::{self, OperationRow};
+use super::persisted::Stored;
 
 /// An operation and the reader's role in its team (`None`: no team, or not a member).
 #[derive(sqlx::FromRow)]

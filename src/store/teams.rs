@@ -201,17 +201,15 @@ pub async fn list_members(
     after: Option<&str>,
     limit: i64,
 ) -> Result<Vec<MemberRecord>, StoreError> {
-    let bound = if after.is_some() {
-        " AND email > $2"
-    } else {
-        ""
-    };
-    let sql = format!(
-        "SELECT {MEMBER_COLUMNS} FROM team_members \
-         WHERE team_id = $1{bound} ORDER BY email LIMIT $3"
-    );
-    keyed::page(ex, AssertSqlSafe(sql), &[Some(team_id), after], limit).await
+    MEMBERS.page(ex, team_id, after, limit).await
 }
+
+const MEMBERS: keyed::Children = keyed::Children {
+    table: "team_members",
+    columns: MEMBER_COLUMNS,
+    parent: "team_id",
+    key: "email",
+};
 
 /// Lock the team's member rows and return the OWNER count (serialises owner changes).
 pub async fn lock_owner_count(tx: &mut PgConnection, team_id: &str) -> Result<i64, StoreError> {

@@ -317,26 +317,15 @@ mod tests {
 
     #[test]
     fn version_skew_rules() {
-        assert_eq!(
-            skew("1.30.5-gke.1", "1.30.5-gke.1"),
-            Some((0, CheckStatus::Ok))
-        );
-        assert_eq!(
-            skew("1.30.5-gke.1", "1.29.8-gke.2"),
-            Some((1, CheckStatus::Ok))
-        );
-        assert_eq!(
-            skew("1.30.5-gke.1", "1.28.8-gke.2"),
-            Some((2, CheckStatus::Warn))
-        );
-        assert_eq!(
-            skew("1.30.5-gke.1", "1.27.1-gke.2"),
-            Some((3, CheckStatus::Fail))
-        );
-        assert_eq!(
-            skew("1.30.5-gke.1", "1.31.0-gke.2"),
-            Some((-1, CheckStatus::Fail))
-        );
+        for (node, want) in [
+            ("1.30.5-gke.1", (0, CheckStatus::Ok)),
+            ("1.29.8-gke.2", (1, CheckStatus::Ok)),
+            ("1.28.8-gke.2", (2, CheckStatus::Warn)),
+            ("1.27.1-gke.2", (3, CheckStatus::Fail)),
+            ("1.31.0-gke.2", (-1, CheckStatus::Fail)),
+        ] {
+            assert_eq!(skew("1.30.5-gke.1", node), Some(want), "node {node}");
+        }
         assert_eq!(skew("latest", "1.30"), None);
     }
 }

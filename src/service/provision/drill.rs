@@ -151,14 +151,8 @@ pub async fn drill(
         fallback_pool: fallback.pool_id.clone(),
         deadline_seconds: deadline.as_secs_f64(),
     };
-    let op = OpRequest {
-        target: format!("{}/nodePools/{}", m.path.name(), spot.pool_id),
-        team: &team,
-        cluster_id: c.id,
-        pools: vec![spot.pool_id.clone(), fallback.pool_id.clone()],
-        new_cluster: false,
-        request: input,
-    };
+    let pools = vec![spot.pool_id.clone(), fallback.pool_id.clone()];
+    let op = OpRequest::on_pools(m, &team, c.id, &spot.pool_id, pools, input);
     let e = operation::<Drill, _>(m, op, &p)?;
     Ok(Submitted::Operation(Box::new(enqueue(tx, &e).await?)))
 }

@@ -14,7 +14,7 @@ use crate::domain::provisioning::{self, Provisioning, ProvisioningError, Resolut
 use super::super::{Error, Result};
 use super::Mutation;
 use super::pool_request::AddPoolRequest;
-use super::version::{MasterVersion, master_version};
+use super::version;
 
 fn provisioning_error(e: ProvisioningError) -> Error {
     let err = Error::invalid(e.reason(), e.to_string());
@@ -76,26 +76,25 @@ pub async fn check_version(
         return Ok(Vec::new());
     };
     let n = m.names();
-    let version = match master_version(cloud, m).await {
-        MasterVersion::Unread(e) => {
-            return Ok(vec![format!(
-                "the GKE version of cluster {} was not checked ({e}); {mode} needs GKE {min} or later",
-                n.cluster
-            )]);
-        }
-        MasterVersion::Read(_, Some(v)) if v >= min => return Ok(Vec::new()),
-        MasterVersion::Read(v, _) => v,
-    };
-    Err(Error::invalid(
-        "GKE_VERSION_TOO_OLD",
+    let unread = |e: &str| {
         format!(
-            "cluster {} runs GKE {version:?}; {mode} pools of {} need GKE {min} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or ask for ON_DEMAND or SPOT",
-            m.path.name(),
-            acc.base_name(),
+            "the GKE version of cluster {} was not checked ({e}); {mode} needs GKE {min} or later",
             n.cluster
-        ),
-    )
-    .with("currentMasterVersion", &version)
-    .with("minimumVersion", min)
-    .with("provisioning", mode))
+        )
+    };
+    let refuse = |version: &str| {
+        Error::invalid(
+            "GKE_VERSION_TOO_OLD",
+            format!(
+                "cluster {} runs GKE {version:?}; {mode} pools of {} need GKE {min} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or ask for ON_DEMAND or SPOT",
+                m.path.name(),
+                acc.base_name(),
+                n.cluster
+            ),
+        )
+        .with("currentMasterVersion", version)
+        .with("minimumVersion", min)
+        .with("provisioning", mode)
+    };
+    version::require(cloud, m, |v| *v >= min, unread, refuse).await
 }

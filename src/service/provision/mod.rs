@@ -222,6 +222,27 @@ pub struct OpRequest<'a, R> {
     pub request: R,
 }
 
+impl<'a, R> OpRequest<'a, R> {
+    /// An operation on node pools of an existing cluster, targeting the pool `target`.
+    pub fn on_pools(
+        m: &Mutation,
+        team: &'a str,
+        cluster_id: Uuid,
+        target: &str,
+        pools: Vec<String>,
+        request: R,
+    ) -> Self {
+        OpRequest {
+            target: format!("{}/nodePools/{target}", m.path.name()),
+            team,
+            cluster_id,
+            pools,
+            new_cluster: false,
+            request,
+        }
+    }
+}
+
 /// The operation of kind `K` for `plan`, ready for [`queue::enqueue_in`].
 pub fn operation<K, R>(m: &Mutation, r: OpRequest<'_, R>, plan: &K::Plan) -> Result<Enqueue>
 where

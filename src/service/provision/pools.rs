@@ -5,7 +5,7 @@
 
 use crate::cloud::Cloud;
 use crate::domain::accelerators::{Choice, Kind, Resolved};
-use crate::domain::compute_class::{ClassName, MIN_VERSION, join_class};
+use crate::domain::compute_class::{ClassName, GkeVersion, MIN_VERSION, join_class};
 use crate::domain::pools::{FailoverRole, PoolError, PoolShape, shape, spot_of};
 use crate::domain::provisioning::Resolution;
 use crate::domain::resource_names::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
@@ -20,7 +20,7 @@ use super::super::{Error, Result, Services};
 use super::flex;
 use super::placement::check_placement;
 pub use super::pool_request::AddPoolRequest;
-use super::version::{MasterVersion, master_version};
+use super::version;
 use super::{
     Begin, Mutation, OpRequest, Plan, Submitted, begin, live, not_deleting, parse_accelerator,
     pool_error, submit,
@@ -333,26 +333,26 @@ async fn pool_records(
 /// the class checks the running cluster's version again.
 async fn check_version(cloud: &Cloud, m: &Mutation) -> Result<Vec<String>> {
     let n = m.names();
-    let version = match master_version(cloud, m).await {
-        MasterVersion::Unread(e) => {
-            return Ok(vec![format!(
-                "the GKE version of cluster {} was not checked ({e}); the compute class step checks it",
-                n.cluster
-            )]);
-        }
-        MasterVersion::Read(_, Some(v)) if v.supports_compute_classes() => return Ok(Vec::new()),
-        MasterVersion::Read(v, _) => v,
-    };
-    Err(Error::invalid(
-        "GKE_VERSION_TOO_OLD",
+    let unread = |e: &str| {
         format!(
-            "cluster {} runs GKE {version:?}; a failover pair needs custom compute classes, which need GKE {MIN_VERSION} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or add a pool without \"failover\"",
-            m.path.name(),
+            "the GKE version of cluster {} was not checked ({e}); the compute class step checks it",
             n.cluster
-        ),
-    )
-    .with("currentMasterVersion", &version)
-    .with("minimumVersion", MIN_VERSION))
+        )
+    };
+    let refuse = |version: &str| {
+        Error::invalid(
+            "GKE_VERSION_TOO_OLD",
+            format!(
+                "cluster {} runs GKE {version:?}; a failover pair needs custom compute classes, which need GKE {MIN_VERSION} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or add a pool without \"failover\"",
+                m.path.name(),
+                n.cluster
+            ),
+        )
+        .with("currentMasterVersion", version)
+        .with("minimumVersion", MIN_VERSION)
+    };
+    let ok = |v: &GkeVersion| v.supports_compute_classes();
+    version::require(cloud, m, ok, unread, refuse).await
 }
 
 /// `pool add`: one pool (or a failover pair), checked, named and planned.
@@ -386,14 +386,9 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
         store::node_pools::insert(&mut *tx, c.id, &r.pool_id, PoolState::Provisioning, r).await?;
     }
     let ids: Vec<String> = records.iter().map(|r| r.pool_id.clone()).collect();
-    let op = OpRequest {
-        target: format!("{}/nodePools/{}", m.path.name(), ids[0]),
-        team: &team,
-        cluster_id: c.id,
-        pools: ids,
-        new_cluster: false,
-        request: serde_json::to_value(&req).unwrap_or_default(),
-    };
+    let request = serde_json::to_value(&req).unwrap_or_default();
+    let first = ids[0].clone();
+    let op = OpRequest::on_pools(m, &team, c.id, &first, ids, request);
     submit::<Provisioning<AddPool>, _>(tx, m, op, &p).await
 }
 
@@ -456,13 +451,6 @@ pub async fn remove_pool(svc: &Services, m: &Mutation, pool: &str) -> Result<Sub
     }
     let (mut tx, c) = super::lock_live_cluster(&svc.db, m).await?;
     store::node_pools::set_state(&mut *tx, c.id, Some(&ids), PoolState::Stopping, &[]).await?;
-    let op = OpRequest {
-        target: format!("{}/nodePools/{pool}", m.path.name()),
-        team: &team,
-        cluster_id: c.id,
-        pools: ids,
-        new_cluster: false,
-        request: serde_json::Value::Null,
-    };
+    let op = OpRequest::on_pools(m, &team, c.id, pool.as_str(), ids, serde_json::Value::Null);
     submit::<Provisioning<RemovePool>, _>(tx, m, op, &p).await
 }

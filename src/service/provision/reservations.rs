@@ -22,7 +22,11 @@ use super::super::{Error, Result};
 
 /// What a pool of `s` in `zones` (empty: the cluster's zone) needs from its reservation.
 fn wanted(n: &ClusterNames, s: &PoolShape, zones: &[String]) -> Wanted {
-    let a = &s.accelerator;
+    wanted_nodes(n, &s.accelerator, zones, s.min_nodes)
+}
+
+/// What `nodes` nodes of accelerator `a` in `zones` (empty: the cluster's zone) need.
+fn wanted_nodes(n: &ClusterNames, a: &Resolved, zones: &[String], nodes: u32) -> Wanted {
     Wanted {
         zones: if zones.is_empty() {
             vec![n.zone.clone()]
@@ -32,7 +36,7 @@ fn wanted(n: &ClusterNames, s: &PoolShape, zones: &[String]) -> Wanted {
         machine_type: a.machine_type.to_owned(),
         accelerator: (a.kind == Kind::Gpu)
             .then(|| (a.gke_accelerator_type.to_owned(), i64::from(a.count))),
-        min_nodes: i64::from(s.min_nodes),
+        min_nodes: i64::from(nodes),
     }
 }
 
@@ -122,17 +126,7 @@ pub async fn check_resize_growth(
     if growth == 0 {
         return Ok(Vec::new());
     }
-    let w = Wanted {
-        zones: if zones.is_empty() {
-            vec![n.zone.clone()]
-        } else {
-            zones.to_vec()
-        },
-        machine_type: acc.machine_type.to_owned(),
-        accelerator: (acc.kind == Kind::Gpu)
-            .then(|| (acc.gke_accelerator_type.to_owned(), i64::from(acc.count))),
-        min_nodes: i64::from(growth),
-    };
+    let w = wanted_nodes(n, acc, zones, growth);
     let warning = check_one(cloud, n, &r, &w).await?;
     Ok(warning
         .map(|w| {

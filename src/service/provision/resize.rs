@@ -351,13 +351,6 @@ pub async fn resize(
             })
             .collect(),
     };
-    let op = OpRequest {
-        target: format!("{}/nodePools/{pool_id}", m.path.name()),
-        team: &team,
-        cluster_id: c.id,
-        pools: ids,
-        new_cluster: false,
-        request: input,
-    };
+    let op = OpRequest::on_pools(m, &team, c.id, pool_id.as_str(), ids, input);
     submit::<Resize, _>(tx, m, op, &p).await
 }

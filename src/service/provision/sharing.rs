@@ -13,7 +13,7 @@ use crate::domain::gpu_sharing::{self, GpuSharing, SharingError};
 use super::super::{Error, Result};
 use super::Mutation;
 use super::pool_request::AddPoolRequest;
-use super::version::{MasterVersion, master_version};
+use super::version;
 
 fn sharing_error(acc: &Resolved, e: SharingError) -> Error {
     let mut err = Error::invalid(e.reason(), e.to_string()).with("accelerator", acc.base_name());
@@ -44,25 +44,24 @@ pub async fn check_version(
         return Ok(Vec::new());
     };
     let min = s.strategy.min_version();
-    let version = match master_version(cloud, m).await {
-        MasterVersion::Unread(e) => {
-            return Ok(vec![format!(
-                "the GKE version of cluster {} was not checked for {} ({e})",
-                m.names().cluster,
-                s.strategy.as_str()
-            )]);
-        }
-        MasterVersion::Read(_, Some(v)) if v >= min => return Ok(Vec::new()),
-        MasterVersion::Read(v, _) => v,
-    };
-    Err(Error::invalid(
-        "GKE_VERSION_TOO_OLD",
+    let unread = |e: &str| {
         format!(
-            "cluster {} runs GKE {version:?}; GPU sharing with {} needs GKE {min} or later: upgrade the cluster or add the pool without \"sharing\"",
-            m.path.name(),
+            "the GKE version of cluster {} was not checked for {} ({e})",
+            m.names().cluster,
             s.strategy.as_str()
-        ),
-    )
-    .with("currentMasterVersion", &version)
-    .with("minimumVersion", min))
+        )
+    };
+    let refuse = |version: &str| {
+        Error::invalid(
+            "GKE_VERSION_TOO_OLD",
+            format!(
+                "cluster {} runs GKE {version:?}; GPU sharing with {} needs GKE {min} or later: upgrade the cluster or add the pool without \"sharing\"",
+                m.path.name(),
+                s.strategy.as_str()
+            ),
+        )
+        .with("currentMasterVersion", version)
+        .with("minimumVersion", min)
+    };
+    version::require(cloud, m, |v| *v >= min, unread, refuse).await
 }

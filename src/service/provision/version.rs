@@ -7,6 +7,7 @@
 use crate::cloud::Cloud;
 use crate::domain::compute_class::GkeVersion;
 
+use super::super::{Error, Result};
 use super::Mutation;
 
 /// What `clusters.get` says of the cluster's control plane.
@@ -35,5 +36,21 @@ pub async fn master_version(cloud: &Cloud, m: &Mutation) -> MasterVersion {
             tracing::warn!(error = %e, cluster = %n.cluster, "GKE version check skipped");
             MasterVersion::Unread(e.to_string())
         }
+    }
+}
+
+/// A minimum-version check: a version `ok` accepts is no warning; a version it refuses
+/// is `refuse(version)`; a version that cannot be read is the one warning `unread(why)`.
+pub async fn require(
+    cloud: &Cloud,
+    m: &Mutation,
+    ok: impl Fn(&GkeVersion) -> bool,
+    unread: impl FnOnce(&str) -> String,
+    refuse: impl FnOnce(&str) -> Error,
+) -> Result<Vec<String>> {
+    match master_version(cloud, m).await {
+        MasterVersion::Unread(e) => Ok(vec![unread(&e)]),
+        MasterVersion::Read(_, Some(v)) if ok(&v) => Ok(Vec::new()),
+        MasterVersion::Read(v, _) => Err(refuse(&v)),
     }
 }
