@@ -43,7 +43,21 @@ fn every_route_documents_its_errors_and_security() {
             }
         }
     }
-    assert!(doc["components"]["securitySchemes"]["iap"].is_object());
+    // Clients send `Authorization: Bearer <ID token>`; IAP's own header is not theirs.
+    let bearer = &doc["components"]["securitySchemes"]["bearer"];
+    assert_eq!(
+        (bearer["type"].as_str(), bearer["scheme"].as_str()),
+        (Some("http"), Some("bearer")),
+        "{bearer}"
+    );
+    assert_eq!(doc["security"][0]["bearer"], serde_json::json!([]));
+    assert!(doc["servers"][0]["url"].is_string(), "{}", doc["servers"]);
+    // Development-only routes are routed but never published.
+    assert!(
+        paths.keys().all(|p| !p.starts_with("/v1/testing/")),
+        "{:?}",
+        paths.keys()
+    );
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
 }
 
@@ -99,9 +113,18 @@ fn every_operation_is_complete_for_client_generators() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// A stable lowerCamelCase operationId in Google's method style (`createTeam`,
+/// `listNodePools`, `cancelOperation`): a verb, then the resource.
 fn is_identifier(id: &str) -> bool {
-    id.starts_with(|c: char| c.is_ascii_lowercase())
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    const VERBS: &[&str] = &[
+        "get", "list", "create", "update", "delete", "replace", "apply", "cancel", "wait", "watch",
+        "activate", "check", "diagnose", "drill", "preview",
+    ];
+    id.chars().all(|c| c.is_ascii_alphanumeric())
+        && VERBS.iter().any(|v| {
+            id.strip_prefix(v)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
+        })
 }
 
 /// The `{name}`s of a path template.

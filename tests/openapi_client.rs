@@ -131,7 +131,7 @@ fn generate_client(tools: &Tools, document: &Path, dir: &Path) {
         "openapi-python-client generate",
     );
     assert!(
-        dir.join("kineticd_client/api/clusters/up_cluster.py")
+        dir.join("kineticd_client/api/clusters/apply_cluster.py")
             .is_file(),
         "the generator wrote no kineticd_client package in {}",
         dir.display()

@@ -27,7 +27,7 @@ pub struct ListAcceleratorsResponse {
 
 /// Every canonical accelerator with its GKE type, machine type, shape, aliases and
 /// estimated prices.
-#[utoipa::path(get, path = "/v1/accelerators", tag = "accelerators",
+#[utoipa::path(get, path = "/v1/accelerators", operation_id = "listAccelerators", tag = "accelerators",
     responses((status = 200, description = "The accelerator catalog", body = ListAcceleratorsResponse), ErrorResponses))]
 async fn list_accelerators(
     State(s): State<AppState>,
@@ -39,7 +39,7 @@ async fn list_accelerators(
 }
 
 /// Resolve any accepted spelling (`a100x4`, `gpu:4`, `v5e-16`, `l4:spot`).
-#[utoipa::path(get, path = "/v1/accelerators/{spec}", tag = "accelerators",
+#[utoipa::path(get, path = "/v1/accelerators/{spec}", operation_id = "getAccelerator", tag = "accelerators",
     params(("spec" = String, Path, description = "any accepted spelling")),
     responses((status = 200, description = "The accelerator the spelling resolves to", body = Accelerator), ErrorResponses))]
 async fn get_accelerator(

@@ -32,7 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// waits; the hourly cost of idle accelerators; and a one-line summary. The
 /// `Server-Timing` header reports the cloud reads, the node and pod lists and the
 /// computation apart.
-#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/capacity", tag = "clusters",
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/capacity", operation_id = "getClusterCapacity", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
     responses((status = 200, description = "Accelerator capacity, fragmentation and pending pods", body = ClusterCapacity,
             headers(("Server-Timing" = String, description = "cloud, kube (both lists), nodes, pods and compute durations in ms"))),

@@ -28,7 +28,7 @@ use crate::service::{self, Caller};
 /// pods fit NOW, AFTER_SCALE_UP or NEVER and why, and `problems[]` with a fix each.
 /// Read-only (VIEWER+). Body: the manifest as JSON, or YAML with
 /// `Content-Type: application/yaml`.
-#[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:checkWorkload", tag = "clusters",
+#[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:checkWorkload", operation_id = "checkWorkload", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
     request_body(description = "A Kubernetes workload manifest", content((Object = "application/json"), (Object = "application/yaml"))),
     responses((status = 200, description = "Whether, when and where the workload would schedule", body = WorkloadCheck,

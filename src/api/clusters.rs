@@ -54,7 +54,7 @@ pub struct ListClustersQuery {
 }
 
 /// Clusters of the caller's teams.
-#[utoipa::path(get, path = "/v1/clusters", tag = "clusters", params(ListClustersQuery),
+#[utoipa::path(get, path = "/v1/clusters", operation_id = "listClusters", tag = "clusters", params(ListClustersQuery),
     responses((status = 200, description = "One page of the clusters of the caller's teams", body = ListClustersResponse), ErrorResponses))]
 async fn list_clusters(
     State(s): State<AppState>,
@@ -71,7 +71,7 @@ async fn list_clusters(
 }
 
 /// Clusters of one project; `{zone}` is a zone or `-` for every zone.
-#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters", tag = "clusters",
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters", operation_id = "listProjectClusters", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path, description = "a zone, or - for all"), PageQuery),
     responses((status = 200, description = "One page of the project's clusters", body = ListClustersResponse), ErrorResponses))]
 async fn list_project_clusters(
@@ -90,7 +90,7 @@ async fn list_project_clusters(
 }
 
 /// A cluster record with its node pools.
-#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", tag = "clusters",
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", operation_id = "getCluster", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
     responses((status = 200, description = "The cluster record with its node pools", body = Cluster), ErrorResponses))]
 async fn get_cluster(
@@ -105,7 +105,7 @@ async fn get_cluster(
 list_response!(ListNodePoolsResponse, node_pools: NodePool);
 
 /// Node pools of a cluster.
-#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", tag = "nodePools",
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", operation_id = "listNodePools", tag = "nodePools",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), PageQuery),
     responses((status = 200, description = "One page of the cluster's node pools", body = ListNodePoolsResponse), ErrorResponses))]
 async fn list_node_pools(
@@ -121,7 +121,7 @@ async fn list_node_pools(
 }
 
 /// One node pool.
-#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", tag = "nodePools",
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "getNodePool", tag = "nodePools",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path)),
     responses((status = 200, description = "The node pool record", body = NodePool), ErrorResponses))]
 async fn get_node_pool(

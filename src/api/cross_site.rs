@@ -14,8 +14,6 @@
 //! PERMISSION_DENIED CROSS_SITE_REQUEST before any handler runs. curl and generated
 //! clients (no `Origin`, no `Sec-Fetch-Site`, no body or a JSON one) pass.
 
-use std::sync::Arc;
-
 use axum::extract::{Request, State};
 use axum::http::header::{CONTENT_TYPE, HOST, ORIGIN};
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -24,62 +22,16 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 use super::extract::json_content_type;
+use super::route_table::RouteTable;
 
 pub const REASON: &str = "CROSS_SITE_REQUEST";
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
-    Literal(String),
-    /// `{name}`: any non-empty segment.
-    Param,
-    /// `{name}:verb`: a non-empty segment ending in `:verb`.
-    ParamVerb(String),
-}
-
-/// The path templates of the POST routes that take no body.
-#[derive(Debug, Clone, Default)]
-pub struct BodylessPosts(Arc<Vec<Vec<Segment>>>);
-
-fn parse_template(path: &str) -> Vec<Segment> {
-    path.trim_start_matches('/')
-        .split('/')
-        .map(|s| match (s.starts_with('{'), s.split_once("}:")) {
-            (true, Some((_, verb))) => Segment::ParamVerb(verb.to_owned()),
-            (true, None) => Segment::Param,
-            (false, _) => Segment::Literal(s.to_owned()),
-        })
-        .collect()
-}
-
-fn matches(template: &[Segment], path: &str) -> bool {
-    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    template.len() == parts.len()
-        && template.iter().zip(parts).all(|(t, p)| match t {
-            Segment::Literal(l) => l == p,
-            Segment::Param => !p.is_empty(),
-            Segment::ParamVerb(v) => p
-                .strip_suffix(v.as_str())
-                .and_then(|rest| rest.strip_suffix(':'))
-                .is_some_and(|id| !id.is_empty()),
-        })
-}
-
-impl BodylessPosts {
-    /// Every POST of `doc` without a request body.
-    pub fn from_openapi(doc: &utoipa::openapi::OpenApi) -> BodylessPosts {
-        let table = doc
-            .paths
-            .paths
-            .iter()
-            .filter(|(_, item)| item.post.as_ref().is_some_and(|p| p.request_body.is_none()))
-            .map(|(path, _)| parse_template(path))
-            .collect();
-        BodylessPosts(Arc::new(table))
-    }
-
-    fn contains(&self, path: &str) -> bool {
-        self.0.iter().any(|t| matches(t, path))
-    }
+/// Whether the document's POST at `path` takes no body.
+fn bodyless_post(routes: &RouteTable, path: &str) -> bool {
+    routes
+        .find(path)
+        .and_then(|r| r.op(&Method::POST))
+        .is_some_and(|o| !o.has_body)
 }
 
 fn header(headers: &HeaderMap, name: impl axum::http::header::AsHeaderName) -> &str {
@@ -89,7 +41,7 @@ fn header(headers: &HeaderMap, name: impl axum::http::header::AsHeaderName) -> &
 }
 
 /// Why `req` looks like another site's, if it does.
-fn cross_site(req: &Request, bodyless: &BodylessPosts) -> Option<String> {
+fn cross_site(req: &Request, routes: &RouteTable) -> Option<String> {
     let h = req.headers();
     let fetch_site = header(h, "sec-fetch-site");
     if matches!(fetch_site, "cross-site" | "same-site") {
@@ -113,7 +65,7 @@ fn cross_site(req: &Request, bodyless: &BodylessPosts) -> Option<String> {
     if req.method() == Method::POST
         && h.contains_key(CONTENT_TYPE)
         && !json_content_type(h)
-        && bodyless.contains(req.uri().path())
+        && bodyless_post(routes, req.uri().path())
     {
         return Some(format!(
             "POST {} takes no body, and a {:?} one is what another site's form sends; \
@@ -126,12 +78,12 @@ fn cross_site(req: &Request, bodyless: &BodylessPosts) -> Option<String> {
 }
 
 /// Middleware: refuse a mutation that another site's page may have sent.
-pub async fn refuse(State(bodyless): State<BodylessPosts>, req: Request, next: Next) -> Response {
+pub async fn refuse(State(routes): State<RouteTable>, req: Request, next: Next) -> Response {
     let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     if safe || !req.uri().path().starts_with("/v1/") {
         return next.run(req).await;
     }
-    match cross_site(&req, &bodyless) {
+    match cross_site(&req, &routes) {
         None => next.run(req).await,
         Some(why) => ApiError::new(
             StatusCode::FORBIDDEN,
@@ -152,36 +104,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn templates_match_their_paths_only() {
-        let t = parse_template("/v1/operations/{operation}:cancel");
-        assert!(matches(&t, "/v1/operations/abc:cancel"));
-        assert!(!matches(&t, "/v1/operations/:cancel"));
-        assert!(!matches(&t, "/v1/operations/abc:wait"));
-        assert!(!matches(&t, "/v1/operations/abc"));
-        assert!(!matches(&t, "/v1/operations/a/b:cancel"));
-        let t = parse_template("/v1/teams/{team}");
-        assert!(matches(&t, "/v1/teams/acme"));
-        assert!(!matches(&t, "/v1/teams/"));
-    }
-
-    #[test]
     fn the_documents_bodyless_posts_are_listed() {
         let (_, doc) = super::super::openapi::router().split_for_parts();
-        let b = BodylessPosts::from_openapi(&doc);
+        let routes = RouteTable::from_openapi(&doc);
         for path in [
             "/v1/operations/x:cancel",
             "/v1/operations/x:wait",
             "/v1/profiles/work:activate",
             "/v1/projects/p/zones/z/clusters/c:diagnose",
         ] {
-            assert!(b.contains(path), "{path}");
+            assert!(bodyless_post(&routes, path), "{path}");
         }
         for path in [
             "/v1/teams",
             "/v1/projects/p/zones/z/clusters/c:checkWorkload",
             "/v1/testing/noopOperations",
         ] {
-            assert!(!b.contains(path), "{path}");
+            assert!(!bodyless_post(&routes, path), "{path}");
         }
     }
 }

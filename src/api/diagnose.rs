@@ -41,7 +41,7 @@ pub fn query(req: &Request) -> Result<DiagnoseQuery, ApiError> {
 /// pressure, Pending pods, the last hour's Warning events and quota headroom per pool.
 /// Each check is OK, WARN or FAIL with its figures and a fix. Read-only (VIEWER+): no
 /// operation, nothing changed; every check is bounded by `checkTimeout`.
-#[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:diagnose", tag = "clusters",
+#[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:diagnose", operation_id = "diagnoseCluster", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), DiagnoseQuery),
     responses((status = 200, description = "Every check with its status, message and fix, and a summary", body = Diagnosis,
             headers(("Server-Timing" = String, description = "cloud (GKE cluster and region), kube (both lists), nodes, pods and compute (the checks) durations in ms"))),

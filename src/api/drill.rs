@@ -28,7 +28,7 @@ pub const POOL_PATH: &str =
 /// may be named), watch the pods fail over, and report the timeline in the operation's
 /// `response` (a DrillReport). At its `deadline` the drill FAILS (DEADLINE_EXCEEDED,
 /// reason DRILL_DEADLINE_EXCEEDED) with the report so far in `error.details[0].metadata.report`.
-#[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:drill", tag = "nodePools",
+#[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:drill", operation_id = "drillNodePool", tag = "nodePools",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery),
     request_body(content = Option<DrillRequest>, description = "optional: RECLAIM_NODES with a 900s deadline when absent"),
     responses((status = 202, description = "FAILOVER_DRILL operation; its response is a DrillReport", body = Operation),

@@ -24,7 +24,7 @@ pub struct Health {
 }
 
 /// The process is up.
-#[utoipa::path(get, path = "/healthz", tag = "service", security(),
+#[utoipa::path(get, path = "/healthz", operation_id = "getHealth", tag = "service", security(),
     responses((status = 200, description = "The process is up", body = Health)))]
 async fn healthz() -> Json<Health> {
     Json(Health {
@@ -33,7 +33,7 @@ async fn healthz() -> Json<Health> {
 }
 
 /// The database answers and every migration is applied.
-#[utoipa::path(get, path = "/readyz", tag = "service", security(),
+#[utoipa::path(get, path = "/readyz", operation_id = "getReadiness", tag = "service", security(),
     responses((status = 200, description = "Ready: the database answers and every migration is applied", body = Health), (status = 503, description = "NOT_READY: the database does not answer or a migration is not applied", body = ErrorBody)))]
 async fn readyz(State(s): State<AppState>) -> Result<Json<Health>, ApiError> {
     let unavailable =

@@ -135,7 +135,7 @@ pub async fn track(req: Request, next: Next) -> Response {
 }
 
 /// Prometheus text exposition.
-#[utoipa::path(get, path = "/metrics", tag = "service", security(),
+#[utoipa::path(get, path = "/metrics", operation_id = "getMetrics", tag = "service", security(),
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics_text(State(s): State<AppState>) -> impl IntoResponse {
     (

@@ -2,7 +2,7 @@
 //! methods (`:verb`) are dispatched by one route per resource but documented as their
 //! own paths here.
 
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
@@ -30,7 +30,8 @@ use super::error::ErrorBody;
     ),
     components(schemas(ErrorBody, crate::model::drill::DrillReport)),
     modifiers(&Security),
-    security(("iap" = [])),
+    servers((url = "/", description = "The kineticd that serves this document")),
+    security(("bearer" = [])),
     tags(
         (name = "identity", description = "The caller"),
         (name = "teams", description = "Teams and members"),
@@ -39,7 +40,6 @@ use super::error::ErrorBody;
         (name = "nodePools", description = "Node pool records"),
         (name = "accelerators", description = "The GPU and TPU catalog"),
         (name = "operations", description = "Long-running operations (AIP-151)"),
-        (name = "testing", description = "Engine test workflow (development and test mode only)"),
         (name = "service", description = "Health, readiness, metrics")
     )
 )]
@@ -50,16 +50,24 @@ struct Security;
 impl Modify for Security {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
         let components = doc.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "iap",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                crate::auth::IAP_HEADER,
-                "Identity-Aware Proxy signed JWT (production). In development mode the \
+        let bearer = HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .bearer_format("JWT")
+            .description(Some(
+                "A Google-signed OIDC ID token whose audience is the IAP OAuth client id \
+                 (`gcloud auth print-identity-token --audiences=CLIENT_ID`, or a service \
+                 account's). Identity-Aware Proxy checks it and forwards its own signed \
+                 assertion, which kineticd verifies. In development mode the \
                  X-Kinetic-User header names the caller instead.",
-            ))),
-        );
+            ))
+            .build();
+        components.add_security_scheme("bearer", SecurityScheme::Http(bearer));
     }
 }
+
+/// Paths served only in development and test mode (`serve --dev`): routed and held to
+/// the same layers, never published.
+const UNPUBLISHED_PREFIX: &str = "/v1/testing/";
 
 /// Every documented route, with the document.
 pub fn router() -> OpenApiRouter<AppState> {
@@ -77,12 +85,24 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::testing::router())
 }
 
+/// The published form of the routes' full document `doc`: versioned, without the
+/// development-only routes (and the schemas only they use).
+pub fn published(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    doc.paths
+        .paths
+        .retain(|path, _| !path.starts_with(UNPUBLISHED_PREFIX));
+    if let Some(c) = doc.components.as_mut() {
+        c.schemas.retain(|name, _| name != "NoopRequest");
+    }
+    doc
+}
+
 /// The OpenAPI document as served at `/openapi.json` and committed as
 /// `openapi/kineticd.json`.
 pub fn document() -> utoipa::openapi::OpenApi {
-    let (_, mut doc) = router().split_for_parts();
-    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
-    doc
+    let (_, doc) = router().split_for_parts();
+    published(doc)
 }
 
 /// Pretty JSON of [`document`], newline-terminated (the committed file's exact bytes).

@@ -42,7 +42,7 @@ pub struct ListOperationsQuery {
 list_response!(ListOperationsResponse, operations: Operation);
 
 /// Operations of the caller's teams, newest first.
-#[utoipa::path(get, path = "/v1/operations", tag = "operations", params(ListOperationsQuery),
+#[utoipa::path(get, path = "/v1/operations", operation_id = "listOperations", tag = "operations", params(ListOperationsQuery),
     responses((status = 200, description = "One page of operations, newest first", body = ListOperationsResponse), ErrorResponses))]
 async fn list_operations(
     State(s): State<AppState>,
@@ -60,7 +60,7 @@ async fn list_operations(
 }
 
 /// An operation.
-#[utoipa::path(get, path = "/v1/operations/{operation}", tag = "operations",
+#[utoipa::path(get, path = "/v1/operations/{operation}", operation_id = "getOperation", tag = "operations",
     params(("operation" = String, Path, description = "operation id")),
     responses((status = 200, description = "The operation", body = Operation), ErrorResponses))]
 pub async fn get_operation(
@@ -74,7 +74,7 @@ pub async fn get_operation(
 /// Server-sent events: one `progress` event (the Operation) per change, then `done`
 /// with the final Operation. A stream that ends without `done` (this replica shut down)
 /// is reconnected.
-#[utoipa::path(get, path = "/v1/operations/{operation}:watch", tag = "operations",
+#[utoipa::path(get, path = "/v1/operations/{operation}:watch", operation_id = "watchOperation", tag = "operations",
     params(("operation" = String, Path, description = "operation id")),
     responses((status = 200, description = "text/event-stream of `progress` and `done` events, each carrying an Operation", content_type = "text/event-stream", body = Operation), ErrorResponses))]
 pub async fn watch_operation(
@@ -114,7 +114,7 @@ async fn get_or_watch(
 /// Request cancellation. A queued operation is cancelled at once; a running one stops
 /// at its next safe point (a long cloud wait is abandoned at once) and ends CANCELLED
 /// with error code 1.
-#[utoipa::path(post, path = "/v1/operations/{operation}:cancel", tag = "operations",
+#[utoipa::path(post, path = "/v1/operations/{operation}:cancel", operation_id = "cancelOperation", tag = "operations",
     params(("operation" = String, Path, description = "operation id")),
     responses((status = 200, description = "The operation once cancellation is requested", body = Operation), ErrorResponses))]
 pub async fn cancel_operation(
@@ -134,7 +134,7 @@ pub struct WaitQuery {
 
 /// Long-poll: returns when the operation is done or at the timeout, whichever first (or
 /// early, in the same shape, when this replica shuts down: ask again).
-#[utoipa::path(post, path = "/v1/operations/{operation}:wait", tag = "operations",
+#[utoipa::path(post, path = "/v1/operations/{operation}:wait", operation_id = "waitOperation", tag = "operations",
     params(("operation" = String, Path, description = "operation id"), WaitQuery),
     responses((status = 200, description = "The operation: done, or still running at the timeout or at this replica's shutdown", body = Operation), ErrorResponses))]
 pub async fn wait_operation(

@@ -29,7 +29,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 list_response!(ListProfilesResponse, profiles: Profile);
 
 /// The caller's profiles.
-#[utoipa::path(get, path = "/v1/profiles", tag = "profiles", params(PageQuery),
+#[utoipa::path(get, path = "/v1/profiles", operation_id = "listProfiles", tag = "profiles", params(PageQuery),
     responses((status = 200, description = "One page of the caller's profiles", body = ListProfilesResponse), ErrorResponses))]
 async fn list_profiles(
     State(s): State<AppState>,
@@ -41,7 +41,7 @@ async fn list_profiles(
 }
 
 /// One of the caller's profiles.
-#[utoipa::path(get, path = "/v1/profiles/{profile}", tag = "profiles",
+#[utoipa::path(get, path = "/v1/profiles/{profile}", operation_id = "getProfile", tag = "profiles",
     params(("profile" = String, Path, description = "profile id")),
     responses((status = 200, description = "The profile", body = Profile), ErrorResponses))]
 async fn get_profile(
@@ -64,7 +64,7 @@ pub struct PutProfileRequest {
 }
 
 /// Create or replace a profile (keeps whether it is active).
-#[utoipa::path(put, path = "/v1/profiles/{profile}", tag = "profiles",
+#[utoipa::path(put, path = "/v1/profiles/{profile}", operation_id = "replaceProfile", tag = "profiles",
     request_body = PutProfileRequest,
     params(("profile" = String, Path, description = "profile id")),
     responses((status = 200, description = "The profile as stored", body = Profile), ErrorResponses, BodyErrorResponses))]
@@ -81,7 +81,7 @@ async fn put_profile(
 }
 
 /// Delete one of the caller's profiles.
-#[utoipa::path(delete, path = "/v1/profiles/{profile}", tag = "profiles",
+#[utoipa::path(delete, path = "/v1/profiles/{profile}", operation_id = "deleteProfile", tag = "profiles",
     params(("profile" = String, Path, description = "profile id")),
     responses((status = 204, description = "deleted"), ErrorResponses))]
 async fn delete_profile(
@@ -95,7 +95,7 @@ async fn delete_profile(
 }
 
 /// Make this profile the caller's only active one.
-#[utoipa::path(post, path = "/v1/profiles/{profile}:activate", tag = "profiles",
+#[utoipa::path(post, path = "/v1/profiles/{profile}:activate", operation_id = "activateProfile", tag = "profiles",
     params(("profile" = String, Path, description = "profile id")),
     responses((status = 200, description = "The profile, now the caller's active one", body = Profile), ErrorResponses))]
 pub async fn activate_profile(

@@ -99,7 +99,7 @@ impl MutationParts {
 
 /// **up**: create the cluster (with its first accelerator pool) or reconcile it. With no
 /// body at all, an existing cluster is reconciled as it is.
-#[utoipa::path(put, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", tag = "clusters",
+#[utoipa::path(put, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", operation_id = "applyCluster", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery, IfMatchHeader),
     request_body(content = Option<UpRequest>, description = "optional: with no body at all, an existing cluster is reconciled as it is"),
     responses((status = 202, description = "UP_CLUSTER operation", body = Operation),
@@ -119,7 +119,7 @@ pub async fn up_cluster(
 
 /// **down**: delete the cluster and everything `up` made for it (APIs, the state bucket
 /// and profiles stay).
-#[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", tag = "clusters",
+#[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", operation_id = "deleteCluster", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery, IfMatchHeader),
     responses((status = 202, description = "DOWN_CLUSTER operation", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
@@ -137,7 +137,7 @@ pub async fn down_cluster(
 
 /// **pool add**: a GPU or TPU node pool (two for `failover`); the new pool id is in
 /// `metadata.target` at once.
-#[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", tag = "nodePools",
+#[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", operation_id = "createNodePool", tag = "nodePools",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery),
     request_body = AddPoolRequest,
     responses((status = 202, description = "ADD_NODE_POOL operation", body = Operation),
@@ -155,7 +155,7 @@ pub async fn add_node_pool(
 }
 
 /// **pool remove**: delete a node pool (a failover pair goes together).
-#[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", tag = "nodePools",
+#[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "deleteNodePool", tag = "nodePools",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery),
     responses((status = 202, description = "REMOVE_NODE_POOL operation", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]

@@ -48,7 +48,7 @@ pub struct UpdateMaskQuery {
 /// QUOTA_INSUFFICIENT; 400 INVALID_UPDATE_MASK,
 /// NOTHING_TO_UPDATE, INVALID_MIN_NODES, INVALID_MAX_NODES,
 /// TPU_MIN_NODES_NOT_WHOLE_SLICES, TPU_MAX_NODES_NOT_WHOLE_SLICES, FAILOVER_MAX_TOO_SMALL.
-#[utoipa::path(patch, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", tag = "nodePools",
+#[utoipa::path(patch, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "updateNodePool", tag = "nodePools",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery, UpdateMaskQuery),
     request_body(content = Option<ResizeRequest>, description = "the new bounds; may be empty when updateMask names the fields to reset"),
     responses((status = 202, description = "UPDATE_NODE_POOL operation", body = Operation),

@@ -29,7 +29,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// (GKE status, nodes ready/total, accelerators allocatable) and `drift[]` between the
 /// records and the cloud. A resource that cannot be read carries an `error` instead of
 /// failing the request; an unreachable Kubernetes API is reported in `kubernetes`.
-#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/status", tag = "clusters",
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/status", operation_id = "getClusterStatus", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
     responses((status = 200, description = "Live status of the cluster's resources and drift from the records", body = ClusterStatus),
         (status = 503, body = ErrorBody, description = "CLOUD_UNAVAILABLE: none of the cluster's cloud resources could be read"),
@@ -45,7 +45,7 @@ async fn get_cluster_status(
 
 /// The accelerator catalog with `live: true` on the entries the cluster has a node pool
 /// of (from its records).
-#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/accelerators", tag = "accelerators",
+#[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/accelerators", operation_id = "listClusterAccelerators", tag = "accelerators",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
     responses((status = 200, description = "The accelerator catalog, with live set on the cluster's accelerators", body = ListAcceleratorsResponse), ErrorResponses))]
 async fn list_cluster_accelerators(

@@ -26,7 +26,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// Who am I: email, admin flag, teams with roles, active profile.
-#[utoipa::path(get, path = "/v1/me", tag = "identity",
+#[utoipa::path(get, path = "/v1/me", operation_id = "getCaller", tag = "identity",
     responses((status = 200, description = "The caller", body = Me), ErrorResponses))]
 async fn me(State(s): State<AppState>, caller: Caller) -> Result<Json<Me>, ApiError> {
     Ok(Json(service::teams::me(&s.db, &caller).await?))
@@ -49,7 +49,7 @@ pub struct CreateTeamRequest {
 /// `roles/owner` (or `resourcemanager.projects.setIamPolicy`); otherwise 403
 /// PROJECT_OWNERSHIP_REQUIRED (PROJECT_POLICY_UNREADABLE when kineticd may not read
 /// the policy) and nothing is created.
-#[utoipa::path(post, path = "/v1/teams", tag = "teams", request_body = CreateTeamRequest,
+#[utoipa::path(post, path = "/v1/teams", operation_id = "createTeam", tag = "teams", request_body = CreateTeamRequest,
     responses((status = 201, description = "The created team", body = Team), ErrorResponses, BodyErrorResponses))]
 async fn create_team(
     State(s): State<AppState>,
@@ -73,7 +73,7 @@ async fn create_team(
 list_response!(ListTeamsResponse, teams: Team);
 
 /// Teams the caller belongs to (service admins: all teams).
-#[utoipa::path(get, path = "/v1/teams", tag = "teams", params(PageQuery),
+#[utoipa::path(get, path = "/v1/teams", operation_id = "listTeams", tag = "teams", params(PageQuery),
     responses((status = 200, description = "One page of the caller's teams", body = ListTeamsResponse), ErrorResponses))]
 async fn list_teams(
     State(s): State<AppState>,
@@ -85,7 +85,7 @@ async fn list_teams(
 }
 
 /// A team (VIEWER or more).
-#[utoipa::path(get, path = "/v1/teams/{team}", tag = "teams",
+#[utoipa::path(get, path = "/v1/teams/{team}", operation_id = "getTeam", tag = "teams",
     params(("team" = String, Path, description = "team id")),
     responses((status = 200, description = "The team", body = Team), ErrorResponses))]
 async fn get_team(
@@ -120,7 +120,7 @@ pub struct UpdateTeamQuery {
 /// Change a team's display name or projects (ADMIN or more). A project added must be
 /// one the caller may bind, as for create (403 PROJECT_OWNERSHIP_REQUIRED otherwise);
 /// projects the team holds already are not checked again.
-#[utoipa::path(patch, path = "/v1/teams/{team}", tag = "teams", request_body = UpdateTeamRequest,
+#[utoipa::path(patch, path = "/v1/teams/{team}", operation_id = "updateTeam", tag = "teams", request_body = UpdateTeamRequest,
     params(("team" = String, Path, description = "team id"), UpdateTeamQuery, IfMatchHeader),
     responses((status = 200, description = "The updated team", body = Team), ErrorResponses, BodyErrorResponses))]
 async fn update_team(
@@ -144,7 +144,7 @@ async fn update_team(
 }
 
 /// Delete a team (OWNER; refused while it has clusters).
-#[utoipa::path(delete, path = "/v1/teams/{team}", tag = "teams",
+#[utoipa::path(delete, path = "/v1/teams/{team}", operation_id = "deleteTeam", tag = "teams",
     params(("team" = String, Path, description = "team id"), IfMatchHeader),
     responses((status = 204, description = "deleted"), ErrorResponses))]
 async fn delete_team(
@@ -161,7 +161,7 @@ async fn delete_team(
 list_response!(ListMembersResponse, members: Member);
 
 /// Members of a team (VIEWER or more).
-#[utoipa::path(get, path = "/v1/teams/{team}/members", tag = "teams",
+#[utoipa::path(get, path = "/v1/teams/{team}/members", operation_id = "listMembers", tag = "teams",
     params(("team" = String, Path, description = "team id"), PageQuery),
     responses((status = 200, description = "One page of the team's members", body = ListMembersResponse), ErrorResponses))]
 async fn list_members(
@@ -182,7 +182,7 @@ pub struct PutMemberRequest {
 }
 
 /// Add a member or change a role (ADMIN or more; OWNER to grant or change OWNER).
-#[utoipa::path(put, path = "/v1/teams/{team}/members/{email}", tag = "teams",
+#[utoipa::path(put, path = "/v1/teams/{team}/members/{email}", operation_id = "replaceMember", tag = "teams",
     request_body = PutMemberRequest,
     params(("team" = String, Path, description = "team id"),
            ("email" = String, Path, description = "member email"), IfMatchHeader),
@@ -202,7 +202,7 @@ async fn put_member(
 }
 
 /// Remove a member (ADMIN or more, or yourself; never the last OWNER).
-#[utoipa::path(delete, path = "/v1/teams/{team}/members/{email}", tag = "teams",
+#[utoipa::path(delete, path = "/v1/teams/{team}/members/{email}", operation_id = "deleteMember", tag = "teams",
     params(("team" = String, Path, description = "team id"),
            ("email" = String, Path, description = "member email"), IfMatchHeader),
     responses((status = 204, description = "removed"), ErrorResponses))]

@@ -78,7 +78,7 @@ pub struct MutationQuery {
 }
 
 /// Enqueue a NOOP operation (engine testing; development and test mode only).
-#[utoipa::path(post, path = "/v1/testing/noopOperations", tag = "testing",
+#[utoipa::path(post, path = "/v1/testing/noopOperations", operation_id = "createNoopOperation", tag = "testing",
     request_body = NoopRequest, params(MutationQuery),
     responses((status = 202, description = "The queued NOOP operation", body = Operation), ErrorResponses, BodyErrorResponses))]
 async fn create_noop(

@@ -6,9 +6,6 @@
 //! Invariant: the table is built from the OpenAPI document, so every documented
 //! `:verb` route is covered and none is listed twice.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use axum::extract::{Request, State};
 use axum::http::header::ALLOW;
 use axum::http::{HeaderValue, Method, StatusCode};
@@ -16,88 +13,17 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
+use super::route_table::RouteTable;
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Segment {
-    Literal(String),
-    Param,
-}
-
-/// A custom method's resource path and verb.
-type VerbKey = (Vec<Segment>, String);
-
-/// `(resource segments, verb)` -> the methods documented for it.
-#[derive(Debug, Clone, Default)]
-pub struct VerbRoutes(Arc<BTreeMap<VerbKey, Vec<Method>>>);
-
-fn methods_of(item: &utoipa::openapi::PathItem) -> Vec<Method> {
-    [
-        (Method::GET, item.get.is_some()),
-        (Method::PUT, item.put.is_some()),
-        (Method::POST, item.post.is_some()),
-        (Method::DELETE, item.delete.is_some()),
-        (Method::PATCH, item.patch.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(m, has)| has.then_some(m))
-    .collect()
-}
-
-/// `/v1/operations/{operation}:cancel` -> (["v1", "operations", Param], "cancel").
-fn parse_template(path: &str) -> Option<(Vec<Segment>, String)> {
-    let (resource, verb) = path.rsplit_once("}:")?;
-    let mut segments: Vec<Segment> = resource
-        .trim_start_matches('/')
-        .split('/')
-        .map(|s| {
-            if s.starts_with('{') {
-                Segment::Param
-            } else {
-                Segment::Literal(s.to_owned())
-            }
-        })
-        .collect();
-    // The last segment was `{name` (its `}` went with the split).
-    if let Some(last) = segments.last_mut() {
-        *last = Segment::Param;
-    }
-    Some((segments, verb.to_owned()))
-}
-
-fn matches(template: &[Segment], path: &[&str]) -> bool {
-    template.len() == path.len()
-        && template.iter().zip(path).all(|(t, p)| match t {
-            Segment::Param => !p.is_empty(),
-            Segment::Literal(l) => l == p,
-        })
-}
-
-impl VerbRoutes {
-    /// Every `{param}:verb` path of `doc`.
-    pub fn from_openapi(doc: &utoipa::openapi::OpenApi) -> VerbRoutes {
-        let table = doc
-            .paths
-            .paths
-            .iter()
-            .filter_map(|(path, item)| Some((parse_template(path)?, methods_of(item))))
-            .collect();
-        VerbRoutes(Arc::new(table))
-    }
-
-    /// The methods a custom-method path allows, if `path` is one.
-    fn allowed(&self, path: &str) -> Option<&[Method]> {
-        let (resource, verb) = path.rsplit_once(':')?;
-        let segments: Vec<&str> = resource.trim_start_matches('/').split('/').collect();
-        self.0
-            .iter()
-            .find(|((t, v), _)| v == verb && matches(t, &segments))
-            .map(|(_, m)| m.as_slice())
-    }
+/// The methods a custom-method path allows, if `path` is one.
+fn allowed(routes: &RouteTable, path: &str) -> Option<Vec<Method>> {
+    let route = routes.find(path).filter(|r| r.is_custom_method())?;
+    Some(route.ops.iter().map(|o| o.method.clone()).collect())
 }
 
 /// Middleware: 405 with `Allow` for a documented custom method called with another verb.
-pub async fn check_method(State(routes): State<VerbRoutes>, req: Request, next: Next) -> Response {
-    let allowed = routes.allowed(req.uri().path());
+pub async fn check_method(State(routes): State<RouteTable>, req: Request, next: Next) -> Response {
+    let allowed = allowed(&routes, req.uri().path());
     match allowed {
         Some(methods) if !methods.contains(req.method()) => {
             let allow = methods
@@ -129,20 +55,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn templates() {
-        let (segs, verb) = parse_template("/v1/operations/{operation}:cancel").unwrap();
-        assert_eq!(verb, "cancel");
+    fn custom_methods_list_their_documented_methods() {
+        let (_, doc) = super::super::openapi::router().split_for_parts();
+        let routes = RouteTable::from_openapi(&doc);
         assert_eq!(
-            segs,
-            vec![
-                Segment::Literal("v1".into()),
-                Segment::Literal("operations".into()),
-                Segment::Param
-            ]
+            allowed(&routes, "/v1/operations/abc:cancel"),
+            Some(vec![Method::POST])
         );
-        assert!(parse_template("/v1/operations/{operation}").is_none());
-        assert!(matches(&segs, &["v1", "operations", "abc"]));
-        assert!(!matches(&segs, &["v1", "profiles", "abc"]));
-        assert!(!matches(&segs, &["v1", "operations", ""]));
+        assert_eq!(
+            allowed(&routes, "/v1/operations/abc:watch"),
+            Some(vec![Method::GET])
+        );
+        assert_eq!(allowed(&routes, "/v1/operations/abc"), None);
+        assert_eq!(allowed(&routes, "/v1/operations/:cancel"), None);
     }
 }

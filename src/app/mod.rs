@@ -20,9 +20,9 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::api::auth::Authenticator;
-use crate::api::cross_site::BodylessPosts;
 use crate::api::error::ApiError;
-use crate::api::verbs::{VerbRoutes, check_method};
+use crate::api::route_table::RouteTable;
+use crate::api::verbs::check_method;
 use crate::auth::{IapConfig, IapVerifier, Mode};
 use crate::cloud::Cloud;
 use crate::config::{Identity, Settings};
@@ -130,10 +130,9 @@ async fn method_not_allowed(req: Request<axum::body::Body>) -> ApiError {
 
 pub fn router(state: AppState) -> Router {
     let (api, doc) = crate::api::openapi::router().split_for_parts();
-    let mut doc = doc;
-    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
-    let verbs = VerbRoutes::from_openapi(&doc);
-    let bodyless = BodylessPosts::from_openapi(&doc);
+    // The layers hold every route to its document, development-only ones included.
+    let routes = RouteTable::from_openapi(&doc);
+    let doc = crate::api::openapi::published(doc);
     // The console is not part of the OpenAPI document: it is merged after the split.
     let console = crate::console::router(crate::console::ConsoleState::new(
         state.services.clone(),
@@ -145,10 +144,14 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
-            bodyless,
+            routes.clone(),
+            crate::api::query_rules::refuse_unknown,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            routes.clone(),
             crate::api::cross_site::refuse,
         ))
-        .layer(axum::middleware::from_fn_with_state(verbs, check_method))
+        .layer(axum::middleware::from_fn_with_state(routes, check_method))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(crate::api::panic::catch_panic))
         .layer(axum::middleware::from_fn_with_state(

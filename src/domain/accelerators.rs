@@ -508,23 +508,9 @@ pub fn all() -> Vec<Resolved> {
     v
 }
 
-fn distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 /// Up to five valid names closest to `input`.
 pub fn suggest(input: &str) -> Vec<String> {
+    use strsim::levenshtein;
     let mut names: Vec<String> = all().iter().map(Resolved::canonical).collect();
     names.extend(["cpu", "gpu", "tpu"].map(String::from));
     let target = input.trim_start_matches("gpu-").trim_start_matches("tpu-");
@@ -535,7 +521,7 @@ pub fn suggest(input: &str) -> Vec<String> {
                 .trim_start_matches("gpu-")
                 .trim_start_matches("tpu-")
                 .to_owned();
-            (distance(target, &short).min(distance(input, &n)), n)
+            (levenshtein(target, &short).min(levenshtein(input, &n)), n)
         })
         .collect();
     scored.sort();

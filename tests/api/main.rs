@@ -27,6 +27,7 @@ mod members;
 mod pagination;
 mod profiles;
 mod project_claims;
+mod query_params;
 mod roles;
 mod service;
 mod status;

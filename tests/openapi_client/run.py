@@ -16,7 +16,7 @@ import time
 
 import httpx
 from kineticd_client import Client
-from kineticd_client.api.clusters import get_cluster, up_cluster
+from kineticd_client.api.clusters import apply_cluster, get_cluster
 from kineticd_client.api.node_pools import get_node_pool, list_node_pools
 from kineticd_client.api.operations import wait_operation
 from kineticd_client.api.teams import create_team
@@ -87,7 +87,7 @@ def main(api):
     print(f"before up: {missing.error.details[0].reason}")
 
     op = expect(
-        up_cluster.sync_detailed(
+        apply_cluster.sync_detailed(
             PROJECT, ZONE, CLUSTER, client=client, body=UpRequest(accelerator=ACCELERATOR)
         ),
         202,
