@@ -16,7 +16,7 @@ use crate::sim::Sim;
 use crate::sim::body::strict;
 use crate::sim::error::SimError;
 
-use super::handlers::{F, Rq, base, check_zone, request_id, zonal_not_found};
+use super::handlers::{F, Rq, base, check_zone, request_id};
 use super::reservations::{ZoneOp, key};
 use super::{catalog, operation};
 
@@ -193,12 +193,7 @@ pub fn delete(
     check_zone(&project, &zone)?;
     let clock = sim.clock();
     let mut w = sim.world();
-    let r = w
-        .compute
-        .reservations
-        .items
-        .remove(&key(&project, &zone, &name));
-    let r = r.ok_or_else(|| zonal_not_found(&project, &zone, &format!("reservations/{name}")))?;
+    let r = w.compute.reservations.take(&project, &zone, &name)?;
     let stamp = w.compute.stamp(clock, clock.now());
     let zone_url = format!("{}/zones/{zone}", base(sim, &project));
     let op_name = op_name();

@@ -54,6 +54,35 @@ pub(super) fn key(project: &str, zone: &str, name: &str) -> String {
     format!("{project}/{zone}/{name}")
 }
 
+/// Compute's 404 for the reservation `name` of `project` in `zone`.
+fn missing(project: &str, zone: &str, name: &str) -> SimError {
+    zonal_not_found(project, zone, &format!("reservations/{name}"))
+}
+
+impl Reservations {
+    /// The reservation `name` of `project` in `zone`, or Compute's 404 for it.
+    pub(super) fn find(
+        &self,
+        project: &str,
+        zone: &str,
+        name: &str,
+    ) -> Result<&Reservation, SimError> {
+        let found = self.items.get(&key(project, zone, name));
+        found.ok_or_else(|| missing(project, zone, name))
+    }
+
+    /// Take out the reservation `name` of `project` in `zone`, or Compute's 404 for it.
+    pub(super) fn take(
+        &mut self,
+        project: &str,
+        zone: &str,
+        name: &str,
+    ) -> Result<Reservation, SimError> {
+        let found = self.items.remove(&key(project, zone, name));
+        found.ok_or_else(|| missing(project, zone, name))
+    }
+}
+
 /// The reservation a GKE pool's `reservationAffinity` names: (owner project, name).
 fn bound(c: &ClusterRec, p: &PoolRec) -> Option<(String, String)> {
     let a = p.spec.config.as_ref()?.reservation_affinity.as_ref()?;
@@ -137,12 +166,7 @@ pub fn get(
 ) -> Result<Json<Reservation>, SimError> {
     check_zone(&project, &zone)?;
     let w = sim.world();
-    let r = w
-        .compute
-        .reservations
-        .items
-        .get(&key(&project, &zone, &name));
-    let r = r.ok_or_else(|| zonal_not_found(&project, &zone, &format!("reservations/{name}")))?;
+    let r = w.compute.reservations.find(&project, &zone, &name)?;
     Ok(Json(view(&w, &project, &zone, r)))
 }
 
