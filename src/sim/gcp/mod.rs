@@ -5,6 +5,7 @@ pub mod compute;
 pub mod container;
 pub mod iam;
 pub mod list;
+pub mod method;
 pub mod resource_manager;
 pub mod service_usage;
 pub mod storage;

@@ -29,11 +29,13 @@ use crate::cloud::gcp::types::resource_manager::{
 use crate::sim::body::strict;
 use crate::sim::clock::Clock;
 use crate::sim::error::{Flavor, SimError};
+use crate::sim::gcp::method::Service;
 use crate::sim::world::World;
 use crate::sim::{Sim, tag};
 
 const SVC: &str = "cloudresourcemanager";
 const F: Flavor = Flavor::Aip193;
+const API: Service = Service::new(SVC, F);
 
 /// The member every simulated project policy starts with, as owner.
 pub const OWNER: &str = "user:owner@example.com";
@@ -56,14 +58,9 @@ pub struct ProjectRecord {
 }
 
 /// Whether `id` is a well-formed project ID.
+/// (A lowercase label of 6 to 30 characters.)
 pub fn valid_project_id(id: &str) -> bool {
-    let b = id.as_bytes();
-    (6..=30).contains(&b.len())
-        && b[0].is_ascii_lowercase()
-        && b.last()
-            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+    id.len() >= 6 && super::is_lowercase_label(id, 30)
 }
 
 /// The simulated project number of `id` (12 digits, stable across runs).
@@ -140,21 +137,18 @@ impl State {
 pub fn routes() -> Router<Sim> {
     Router::new().route(
         "/cloudresourcemanager/v3/projects/{project}",
-        get(get_project).post(verb),
+        get(API.method("projects.get", get_project)).post(verb),
     )
 }
 
 /// Projects do not change with time.
 pub fn tick(_world: &mut World, _clock: &Clock) {}
 
-async fn get_project(AxState(sim): AxState<Sim>, Path(project): Path<String>) -> Response {
-    sim.serve((SVC, F), "projects.get", || {
-        let mut w = sim.world();
-        w.resource_manager
-            .resolve(&project, "resourcemanager.projects.get")
-            .map(|p| Json(p.project.clone()))
-    })
-    .await
+fn get_project(sim: &Sim, Path(project): Path<String>) -> Result<Json<Project>, SimError> {
+    let mut w = sim.world();
+    w.resource_manager
+        .resolve(&project, "resourcemanager.projects.get")
+        .map(|p| Json(p.project.clone()))
 }
 
 /// `POST projects/{p}:getIamPolicy` and `:setIamPolicy` (one path segment).

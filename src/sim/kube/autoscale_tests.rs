@@ -6,7 +6,6 @@
 //! Invariant: these tests drive [`ClusterKube`] alone on an explicit clock, so every
 //! scale-up they see is the autoscaler's decision.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -19,28 +18,9 @@ use crate::sim::kube::objects::ObjKey;
 use crate::sim::kube::sched::pending_status;
 
 fn gpu_pool(name: &str, spot: bool, class: Option<&str>) -> PoolNodes {
-    let mut labels =
-        BTreeMap::from([("cloud.google.com/gke-nodepool".to_owned(), name.to_owned())]);
-    let mut taints = vec![(
-        "nvidia.com/gpu".to_owned(),
-        "present".to_owned(),
-        "NoSchedule".to_owned(),
-    )];
-    if let Some(c) = class {
-        labels.insert(CLASS_KEY.into(), c.into());
-        taints.push((CLASS_KEY.into(), c.into(), "NoSchedule".into()));
-    }
     PoolNodes {
-        pool: name.into(),
-        machine_type: "g2-standard-4".into(),
-        zones: vec!["us-central1-a".into()],
-        min: 0,
-        max: 4,
-        count: 0,
         spot,
-        labels,
-        taints,
-        allocatable: BTreeMap::from([("nvidia.com/gpu".to_owned(), "1".to_owned())]),
+        ..PoolNodes::gpu_for_tests(name, 4, class.map(|c| (CLASS_KEY, c)))
     }
 }
 

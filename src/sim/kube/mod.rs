@@ -76,6 +76,36 @@ pub struct PoolNodes {
     pub allocatable: BTreeMap<String, String>,
 }
 
+#[cfg(test)]
+impl PoolNodes {
+    /// A test pool `name` of one-GPU `g2-standard-4` nodes in `us-central1-a` (at most
+    /// `max`), labelled and tainted as GKE does a GPU pool, plus the label and NoSchedule
+    /// taint `tag` (key, value) when given.
+    pub(crate) fn gpu_for_tests(name: &str, max: u32, tag: Option<(&str, &str)>) -> PoolNodes {
+        let mut labels =
+            BTreeMap::from([("cloud.google.com/gke-nodepool".to_owned(), name.to_owned())]);
+        let mut taints = vec![(
+            "nvidia.com/gpu".to_owned(),
+            "present".to_owned(),
+            "NoSchedule".to_owned(),
+        )];
+        if let Some((key, value)) = tag {
+            labels.insert(key.into(), value.into());
+            taints.push((key.into(), value.into(), "NoSchedule".into()));
+        }
+        PoolNodes {
+            pool: name.into(),
+            machine_type: "g2-standard-4".into(),
+            zones: vec!["us-central1-a".into()],
+            max,
+            labels,
+            taints,
+            allocatable: BTreeMap::from([("nvidia.com/gpu".to_owned(), "1".to_owned())]),
+            ..PoolNodes::default()
+        }
+    }
+}
+
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct State {

@@ -160,27 +160,7 @@ mod tests {
     use super::*;
 
     fn pool(name: &str, queued: bool) -> PoolNodes {
-        let mut labels =
-            BTreeMap::from([("cloud.google.com/gke-nodepool".to_owned(), name.to_owned())]);
-        let mut taints = vec![(
-            "nvidia.com/gpu".into(),
-            "present".into(),
-            "NoSchedule".into(),
-        )];
-        if queued {
-            labels.insert(QUEUED_KEY.into(), "true".into());
-            taints.push((QUEUED_KEY.into(), "true".into(), "NoSchedule".into()));
-        }
-        PoolNodes {
-            pool: name.into(),
-            machine_type: "g2-standard-4".into(),
-            zones: vec!["us-central1-a".into()],
-            max: 2,
-            labels,
-            taints,
-            allocatable: BTreeMap::from([("nvidia.com/gpu".to_owned(), "1".to_owned())]),
-            ..PoolNodes::default()
-        }
+        PoolNodes::gpu_for_tests(name, 2, queued.then_some((QUEUED_KEY, "true")))
     }
 
     fn request(api: &mut ApiStore, name: &str, template: &str, count: u32) -> ObjKey {

@@ -25,11 +25,13 @@ use crate::cloud::gcp::types::iam::{Policy, SetIamPolicyRequest};
 use crate::sim::body::strict;
 use crate::sim::clock::{Clock, SimTime};
 use crate::sim::error::{Flavor, SimError};
+use crate::sim::gcp::method::Service;
 use crate::sim::world::World;
 use crate::sim::{Sim, tag};
 
 const SVC: &str = "artifactregistry";
 const F: Flavor = Flavor::Aip193;
+const API: Service = Service::new(SVC, F);
 
 /// Virtual time a repository create or delete takes.
 pub const OP_DELAY: Duration = Duration::from_secs(5);
@@ -125,26 +127,28 @@ impl State {
 }
 
 pub fn routes() -> Router<Sim> {
+    const P: &str = "/artifactregistry/v1/projects/{project}/locations";
+    let locations = || get(API.method("locations.list", list::locations));
     Router::new()
         .route(
-            "/artifactregistry/v1/projects/{project}/locations/{location}/repositories",
-            post(create).get(list::repositories),
+            &format!("{P}/{{location}}/repositories"),
+            post(API.method("repositories.create", create))
+                .get(API.method("repositories.list", list::repositories)),
         )
-        .route(
-            "/artifactregistry/v1/projects/{project}/locations",
-            get(list::locations),
-        )
+        .route(P, locations())
         .route(
             "/artifactregistry/v1beta2/projects/{project}/locations",
-            get(list::locations),
+            locations(),
         )
         .route(
-            "/artifactregistry/v1/projects/{project}/locations/{location}/repositories/{repo}",
-            get(get_repo).delete(delete_repo).post(set_policy),
+            &format!("{P}/{{location}}/repositories/{{repo}}"),
+            get(get_repo)
+                .delete(API.method("repositories.delete", delete_repo))
+                .post(set_policy),
         )
         .route(
-            "/artifactregistry/v1/projects/{project}/locations/{location}/operations/{op}",
-            get(get_operation),
+            &format!("{P}/{{location}}/operations/{{op}}"),
+            get(API.method("operations.get", get_operation)),
         )
 }
 
@@ -169,14 +173,9 @@ fn valid_location(l: &str) -> bool {
         && digits.bytes().all(|c| c.is_ascii_digit())
 }
 
+/// A repository ID: a lowercase label of at most 63 characters.
 fn valid_repository_id(id: &str) -> bool {
-    let b = id.as_bytes();
-    (1..=63).contains(&b.len())
-        && b[0].is_ascii_lowercase()
-        && b.last()
-            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+    super::is_lowercase_label(id, 63)
 }
 
 fn valid_label(k: &str, v: &str) -> bool {
@@ -209,16 +208,13 @@ fn not_found() -> SimError {
     )
 }
 
-async fn create(
-    AxState(sim): AxState<Sim>,
+fn create(
+    sim: &Sim,
     Path((project, location)): Path<(String, String)>,
     Query(q): Query<HashMap<String, String>>,
     body: Bytes,
-) -> Response {
-    sim.serve((SVC, F), "repositories.create", || {
-        do_create(&sim, &project, &location, q.get("repositoryId"), &body)
-    })
-    .await
+) -> Result<Json<Operation>, SimError> {
+    do_create(sim, &project, &location, q.get("repositoryId"), &body)
 }
 
 fn do_create(
@@ -357,37 +353,31 @@ fn do_set_policy(sim: &Sim, name: &str, body: &Bytes) -> Result<Json<Policy>, Si
     repo.policy.set(req, |email| iam.exists(email)).map(Json)
 }
 
-async fn delete_repo(
-    AxState(sim): AxState<Sim>,
+fn delete_repo(
+    sim: &Sim,
     Path((project, location, repo)): Path<(String, String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "repositories.delete", || {
-        check_location(&location)?;
-        let parent = format!("projects/{project}/locations/{location}");
-        let name = format!("{parent}/repositories/{repo}");
-        let mut w = sim.world();
-        let st = &mut w.artifact_registry;
-        match st.repositories.get_mut(&name) {
-            Some(r) if r.phase == Phase::Ready => r.phase = Phase::Deleting,
-            _ => return Err(not_found()),
-        }
-        Ok(Json(st.start(sim.clock(), &parent, &name, true)))
-    })
-    .await
+) -> Result<Json<Operation>, SimError> {
+    check_location(&location)?;
+    let parent = format!("projects/{project}/locations/{location}");
+    let name = format!("{parent}/repositories/{repo}");
+    let mut w = sim.world();
+    let st = &mut w.artifact_registry;
+    match st.repositories.get_mut(&name) {
+        Some(r) if r.phase == Phase::Ready => r.phase = Phase::Deleting,
+        _ => return Err(not_found()),
+    }
+    Ok(Json(st.start(sim.clock(), &parent, &name, true)))
 }
 
-async fn get_operation(
-    AxState(sim): AxState<Sim>,
+fn get_operation(
+    sim: &Sim,
     Path((project, location, op)): Path<(String, String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "operations.get", || {
-        let name = format!("projects/{project}/locations/{location}/operations/{op}");
-        let w = sim.world();
-        w.artifact_registry
-            .operations
-            .get(&name)
-            .map(|o| Json(o.operation.clone()))
-            .ok_or_else(not_found)
-    })
-    .await
+) -> Result<Json<Operation>, SimError> {
+    let name = format!("projects/{project}/locations/{location}/operations/{op}");
+    let w = sim.world();
+    w.artifact_registry
+        .operations
+        .get(&name)
+        .map(|o| Json(o.operation.clone()))
+        .ok_or_else(not_found)
 }

@@ -6,8 +6,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
-use axum::response::Response;
+use axum::extract::{Path, Query};
 use serde::Deserialize;
 
 use crate::cloud::gcp::types::compute::{
@@ -19,12 +18,19 @@ use crate::sim::clock::Clock;
 use crate::sim::error::{Flavor, SimError};
 use crate::sim::faults::FaultKind;
 use crate::sim::gcp::container;
+use crate::sim::gcp::method::Service;
 use crate::sim::world::World;
 
-use super::{Effect, OpRec, State as Compute, catalog, durations};
+use super::{Effect, OpRec, State as Compute, catalog, durations, operation};
 
 pub(super) const SVC: &str = "compute";
 pub(super) const F: Flavor = Flavor::Compute;
+/// Compute, whose inserts report QUOTA_EXCEEDED through a failed operation.
+pub(super) const API: Service = Service {
+    name: SVC,
+    flavor: F,
+    forwarded: FORWARDED,
+};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct Rq {
@@ -47,6 +53,26 @@ pub(super) fn check_region(project: &str, region: &str) -> Result<(), SimError> 
     }
     let what = format!("projects/{project}/regions/{region}");
     Err(SimError::not_found(F, &what))
+}
+
+/// Compute's 404 for `path` (`reservations/{name}`, `operations/{name}`, ...; empty: the
+/// zone itself) in zone `zone` of `project`.
+pub(super) fn zonal_not_found(project: &str, zone: &str, path: &str) -> SimError {
+    let zone = format!("projects/{project}/zones/{zone}");
+    let what = if path.is_empty() {
+        zone
+    } else {
+        format!("{zone}/{path}")
+    };
+    SimError::not_found(F, &what)
+}
+
+/// Compute's 404 for a zone it does not have.
+pub(super) fn check_zone(project: &str, zone: &str) -> Result<(), SimError> {
+    if catalog::zone_region(zone).is_some() {
+        return Ok(());
+    }
+    Err(zonal_not_found(project, zone, ""))
 }
 
 fn check_name(field: &str, name: &str) -> Result<(), SimError> {
@@ -130,20 +156,10 @@ fn start(w: &mut World, clock: &Clock, s: Start<'_>) -> Operation {
     };
     let stamp = state.stamp(clock, now);
     let op = Operation {
-        id: Some(rand::random::<u64>().to_string()),
-        kind: Some("compute#operation".into()),
-        name: name.clone(),
-        operation_type: s.operation_type.into(),
-        status: "PENDING".into(),
-        progress: Some(0),
         target_link: Some(s.target_link),
         target_id: s.target_id,
-        self_link: Some(format!("{scope}/operations/{name}")),
         region: s.region.map(|_| scope.clone()),
-        user: Some("kineticd-sim@example.com".into()),
-        insert_time: Some(stamp.clone()),
-        start_time: Some(stamp),
-        ..Operation::default()
+        ..operation::pending(&scope, &name, s.operation_type, &stamp)
     };
     state.operations.push(OpRec {
         op,
@@ -335,40 +351,28 @@ fn router<'a>(project: &'a str, region: &'a str, name: &'a str) -> Res<'a> {
     }
 }
 
-pub async fn insert_network(
-    State(sim): State<Sim>,
+pub fn insert_network(
+    sim: &Sim,
+    forced: Option<FaultKind>,
     Path(project): Path<String>,
     Query(q): Query<Rq>,
     body: Bytes,
-) -> Response {
-    sim.serve_forcing((SVC, F), "networks.insert", FORWARDED, |forced| {
-        do_insert_network(&sim, &project, &q, &body, forced).map(Json)
-    })
-    .await
-}
-
-fn do_insert_network(
-    sim: &Sim,
-    project: &str,
-    q: &Rq,
-    body: &Bytes,
-    forced: Option<FaultKind>,
-) -> Result<Operation, SimError> {
-    let mut n: Network = strict(F, body)?;
+) -> Result<Json<Operation>, SimError> {
+    let mut n: Network = strict(F, &body)?;
     check_name("resource.name", &n.name)?;
-    let rid = request_id(q)?;
+    let rid = request_id(&q)?;
     let mut w = sim.world();
     if let Some(op) = replay(&w.compute, rid.as_deref()) {
-        return Ok(op);
+        return Ok(Json(op));
     }
     let name = n.name.clone();
-    let exists = w.compute.has_network(project, &name);
+    let exists = w.compute.has_network(&project, &name);
     let failure = quota_failure(forced, "NETWORKS", "globally");
     let how = (durations::NETWORK, failure);
     insert(
         sim,
         &mut w,
-        &network(project, &name),
+        &network(&project, &name),
         exists,
         rid,
         how,
@@ -385,16 +389,14 @@ fn do_insert_network(
             Effect::InsertNetwork(c.key, n)
         },
     )
+    .map(Json)
 }
 
-pub async fn get_network(
-    State(sim): State<Sim>,
+pub fn get_network(
+    sim: &Sim,
     Path((project, name)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "networks.get", || {
-        get(&sim.world().compute.networks, &network(&project, &name))
-    })
-    .await
+) -> Result<Json<Network>, SimError> {
+    get(&sim.world().compute.networks, &network(&project, &name))
 }
 
 /// `(project, name)` of a network reference (`projects/p/global/networks/n`, a URL, or
@@ -438,34 +440,19 @@ fn network_unused(w: &World, project: &str, network: &str) -> Result<(), SimErro
     }
 }
 
-pub async fn delete_network(
-    State(sim): State<Sim>,
+pub fn delete_network(
+    sim: &Sim,
     Path((project, name)): Path<(String, String)>,
     Query(q): Query<Rq>,
-) -> Response {
-    sim.serve((SVC, F), "networks.delete", || {
-        delete(
-            &sim,
-            &q,
-            &network(&project, &name),
-            |c, key| c.networks.get(key).map(|n| n.id.clone()),
-            |w| network_unused(w, &project, &name),
-            (Effect::DeleteNetwork, durations::NETWORK),
-        )
-    })
-    .await
-}
-
-pub async fn insert_router(
-    State(sim): State<Sim>,
-    Path((project, region)): Path<(String, String)>,
-    Query(q): Query<Rq>,
-    body: Bytes,
-) -> Response {
-    sim.serve_forcing((SVC, F), "routers.insert", FORWARDED, |forced| {
-        do_insert_router(&sim, &project, &region, &q, &body, forced).map(Json)
-    })
-    .await
+) -> Result<Json<Operation>, SimError> {
+    delete(
+        sim,
+        &q,
+        &network(&project, &name),
+        |c, key| c.networks.get(key).map(|n| n.id.clone()),
+        |w| network_unused(w, &project, &name),
+        (Effect::DeleteNetwork, durations::NETWORK),
+    )
 }
 
 fn check_nats(r: &Router) -> Result<(), SimError> {
@@ -492,20 +479,19 @@ fn check_nats(r: &Router) -> Result<(), SimError> {
     Ok(())
 }
 
-fn do_insert_router(
+pub fn insert_router(
     sim: &Sim,
-    project: &str,
-    region: &str,
-    q: &Rq,
-    body: &Bytes,
     forced: Option<FaultKind>,
-) -> Result<Operation, SimError> {
-    let mut r: Router = strict(F, body)?;
+    Path((project, region)): Path<(String, String)>,
+    Query(q): Query<Rq>,
+    body: Bytes,
+) -> Result<Json<Operation>, SimError> {
+    let mut r: Router = strict(F, &body)?;
     check_name("resource.name", &r.name)?;
     check_nats(&r)?;
-    let rid = request_id(q)?;
-    check_region(project, region)?;
-    let (net_project, net) = network_ref(&r.network, project).ok_or_else(|| {
+    let rid = request_id(&q)?;
+    check_region(&project, &region)?;
+    let (net_project, net) = network_ref(&r.network, &project).ok_or_else(|| {
         invalid(format!(
             "Invalid value for field 'resource.network': '{}'. The URL is malformed.",
             r.network
@@ -513,7 +499,7 @@ fn do_insert_router(
     })?;
     let mut w = sim.world();
     if let Some(op) = replay(&w.compute, rid.as_deref()) {
-        return Ok(op);
+        return Ok(Json(op));
     }
     if !w.compute.has_network(&net_project, &net) {
         return Err(SimError::not_found(
@@ -522,10 +508,10 @@ fn do_insert_router(
         ));
     }
     let name = r.name.clone();
-    let res = router(project, region, &name);
+    let res = router(&project, &region, &name);
     let exists = w.compute.routers.contains_key(&res.key());
     let failure = quota_failure(forced, "ROUTERS", &format!("in region {region}"));
-    let base = base(sim, project);
+    let base = base(sim, &project);
     insert(
         sim,
         &mut w,
@@ -546,37 +532,30 @@ fn do_insert_router(
             Effect::InsertRouter(c.key, r)
         },
     )
+    .map(Json)
 }
 
-pub async fn get_router(
-    State(sim): State<Sim>,
+pub fn get_router(
+    sim: &Sim,
     Path((project, region, name)): Path<(String, String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "routers.get", || {
-        get(
-            &sim.world().compute.routers,
-            &router(&project, &region, &name),
-        )
-    })
-    .await
+) -> Result<Json<Router>, SimError> {
+    let res = router(&project, &region, &name);
+    get(&sim.world().compute.routers, &res)
 }
 
-pub async fn delete_router(
-    State(sim): State<Sim>,
+pub fn delete_router(
+    sim: &Sim,
     Path((project, region, name)): Path<(String, String, String)>,
     Query(q): Query<Rq>,
-) -> Response {
-    sim.serve((SVC, F), "routers.delete", || {
-        delete(
-            &sim,
-            &q,
-            &router(&project, &region, &name),
-            |c, key| c.routers.get(key).map(|r| r.id.clone()),
-            |_| Ok(()),
-            (Effect::DeleteRouter, durations::ROUTER),
-        )
-    })
-    .await
+) -> Result<Json<Operation>, SimError> {
+    delete(
+        sim,
+        &q,
+        &router(&project, &region, &name),
+        |c, key| c.routers.get(key).map(|r| r.id.clone()),
+        |_| Ok(()),
+        (Effect::DeleteRouter, durations::ROUTER),
+    )
 }
 
 fn find_op(
@@ -597,22 +576,16 @@ fn find_op(
         })
 }
 
-pub async fn get_region_operation(
-    State(sim): State<Sim>,
+pub fn get_region_operation(
+    sim: &Sim,
     Path((project, region, name)): Path<(String, String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "regionOperations.get", || {
-        find_op(&sim, &project, Some(&region), &name)
-    })
-    .await
+) -> Result<Json<Operation>, SimError> {
+    find_op(sim, &project, Some(&region), &name)
 }
 
-pub async fn get_global_operation(
-    State(sim): State<Sim>,
+pub fn get_global_operation(
+    sim: &Sim,
     Path((project, name)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "globalOperations.get", || {
-        find_op(&sim, &project, None, &name)
-    })
-    .await
+) -> Result<Json<Operation>, SimError> {
+    find_op(sim, &project, None, &name)
 }

@@ -7,8 +7,7 @@
 //! (zones, GPUs per zone) never changes while the simulator runs.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
-use axum::response::Response;
+use axum::extract::{Path, Query};
 
 use crate::cloud::gcp::types::compute::{
     AcceleratorType, MachineType, MachineTypeAccelerator, Quota, Region, Zone,
@@ -19,7 +18,7 @@ use crate::sim::gcp::container;
 use crate::sim::gcp::list::{ComputeList, PageQuery};
 
 use super::catalog;
-use super::handlers::{F, SVC, base, check_region};
+use super::handlers::{base, check_region, check_zone, zonal_not_found};
 use super::quota;
 
 /// A stable numeric id for a name (Compute ids are uint64 strings).
@@ -31,61 +30,50 @@ fn id_of(s: &str) -> String {
     h.to_string()
 }
 
-pub async fn get_region(
-    State(sim): State<Sim>,
+pub fn get_region(
+    sim: &Sim,
     Path((project, region)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "regions.get", || {
-        check_region(&project, &region)?;
-        let base = base(&sim, &project);
-        let w = sim.world();
-        let usage = container::usage(&w, &project, &region);
-        let quotas = quota::limits(&w, &region)
+) -> Result<Json<Region>, SimError> {
+    check_region(&project, &region)?;
+    let base = base(sim, &project);
+    let w = sim.world();
+    let usage = container::usage(&w, &project, &region);
+    let quotas = quota::limits(&w, &region)
+        .into_iter()
+        .map(|(metric, limit)| Quota {
+            usage: usage.get(&metric).copied().unwrap_or(0.0),
+            metric,
+            limit,
+            owner: None,
+        })
+        .collect();
+    let r = Region {
+        id: Some(id_of(&region)),
+        kind: Some("compute#region".into()),
+        name: region.clone(),
+        description: Some(region.clone()),
+        status: Some("UP".into()),
+        zones: catalog::zones_of(&region)
             .into_iter()
-            .map(|(metric, limit)| Quota {
-                usage: usage.get(&metric).copied().unwrap_or(0.0),
-                metric,
-                limit,
-                owner: None,
-            })
-            .collect();
-        let r = Region {
-            id: Some(id_of(&region)),
-            kind: Some("compute#region".into()),
-            name: region.clone(),
-            description: Some(region.clone()),
-            status: Some("UP".into()),
-            zones: catalog::zones_of(&region)
-                .into_iter()
-                .map(|z| format!("{base}/zones/{z}"))
-                .collect(),
-            quotas,
-            self_link: Some(format!("{base}/regions/{region}")),
-        };
-        Ok::<_, SimError>(Json(r))
-    })
-    .await
+            .map(|z| format!("{base}/zones/{z}"))
+            .collect(),
+        quotas,
+        self_link: Some(format!("{base}/regions/{region}")),
+    };
+    Ok(Json(r))
 }
 
-pub async fn list_accelerator_types(
-    State(sim): State<Sim>,
+pub fn list_accelerator_types(
+    sim: &Sim,
     Path((project, zone)): Path<(String, String)>,
     Query(q): Query<PageQuery>,
-) -> Response {
-    sim.serve((SVC, F), "acceleratorTypes.list", || {
-        list(&sim, &project, &zone, &q).map(Json)
-    })
-    .await
+) -> Result<Json<ComputeList<AcceleratorType>>, SimError> {
+    list(sim, &project, &zone, &q).map(Json)
 }
 
 /// The zone's URL when it exists, else Compute's 404 for it.
 fn zone_url(sim: &Sim, project: &str, zone: &str) -> Result<String, SimError> {
-    if catalog::zone_region(zone).is_none() {
-        return Err(SimError::not_found(
-            F,
-            &format!("projects/{project}/zones/{zone}"),
-        ));
-    }
+    check_zone(project, zone)?;
     Ok(format!("{}/zones/{zone}", base(sim, project)))
 }
 
@@ -116,55 +104,47 @@ fn list(
     ComputeList::page("compute#acceleratorTypeList", link, all, q)
 }
 
-pub async fn get_accelerator_type(
-    State(sim): State<Sim>,
+pub fn get_accelerator_type(
+    sim: &Sim,
     Path((project, zone, name)): Path<(String, String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "acceleratorTypes.get", || {
-        let url = zone_url(&sim, &project, &zone)?;
-        let gpu = catalog::gpus_in_zone(&zone)
-            .into_iter()
-            .find(|g| g.name == name);
-        let Some(g) = gpu else {
-            let what = format!("projects/{project}/zones/{zone}/acceleratorTypes/{name}");
-            return Err(SimError::not_found(F, &what));
-        };
-        Ok(Json(accelerator_type(&url, &zone, g)))
-    })
-    .await
+) -> Result<Json<AcceleratorType>, SimError> {
+    let url = zone_url(sim, &project, &zone)?;
+    let gpu = catalog::gpus_in_zone(&zone)
+        .into_iter()
+        .find(|g| g.name == name);
+    let Some(g) = gpu else {
+        let what = format!("acceleratorTypes/{name}");
+        return Err(zonal_not_found(&project, &zone, &what));
+    };
+    Ok(Json(accelerator_type(&url, &zone, g)))
 }
 
-pub async fn get_machine_type(
-    State(sim): State<Sim>,
+pub fn get_machine_type(
+    sim: &Sim,
     Path((project, zone, name)): Path<(String, String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "machineTypes.get", || {
-        let url = zone_url(&sim, &project, &zone)?;
-        if !catalog::machine_in_zone(&name, &zone) {
-            return Err(SimError::not_found(
-                F,
-                &format!("projects/{project}/zones/{zone}/machineTypes/{name}"),
-            ));
-        }
-        Ok(Json(MachineType {
-            id: Some(id_of(&format!("{zone}/{name}"))),
-            kind: Some("compute#machineType".into()),
-            description: Some(name.clone()),
-            guest_cpus: catalog::vcpus(&name).and_then(|n| i32::try_from(n).ok()),
-            accelerators: catalog::bundled_gpu(&name)
-                .map(|(gpu, count)| MachineTypeAccelerator {
-                    guest_accelerator_type: gpu.to_owned(),
-                    guest_accelerator_count: i32::try_from(count).unwrap_or(0),
-                })
-                .into_iter()
-                .collect(),
-            zone: Some(zone.clone()),
-            self_link: Some(format!("{url}/machineTypes/{name}")),
-            name,
-            ..MachineType::default()
-        }))
-    })
-    .await
+) -> Result<Json<MachineType>, SimError> {
+    let url = zone_url(sim, &project, &zone)?;
+    if !catalog::machine_in_zone(&name, &zone) {
+        let what = format!("machineTypes/{name}");
+        return Err(zonal_not_found(&project, &zone, &what));
+    }
+    Ok(Json(MachineType {
+        id: Some(id_of(&format!("{zone}/{name}"))),
+        kind: Some("compute#machineType".into()),
+        description: Some(name.clone()),
+        guest_cpus: catalog::vcpus(&name).and_then(|n| i32::try_from(n).ok()),
+        accelerators: catalog::bundled_gpu(&name)
+            .map(|(gpu, count)| MachineTypeAccelerator {
+                guest_accelerator_type: gpu.to_owned(),
+                guest_accelerator_count: i32::try_from(count).unwrap_or(0),
+            })
+            .into_iter()
+            .collect(),
+        zone: Some(zone.clone()),
+        self_link: Some(format!("{url}/machineTypes/{name}")),
+        name,
+        ..MachineType::default()
+    }))
 }
 
 fn zone(sim: &Sim, project: &str, name: &str) -> Option<Zone> {
@@ -183,31 +163,24 @@ fn zone(sim: &Sim, project: &str, name: &str) -> Option<Zone> {
     })
 }
 
-pub async fn get_zone(
-    State(sim): State<Sim>,
+pub fn get_zone(
+    sim: &Sim,
     Path((project, name)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "zones.get", || {
-        let found = zone(&sim, &project, &name)
-            .ok_or_else(|| SimError::not_found(F, &format!("projects/{project}/zones/{name}")));
-        found.map(Json)
-    })
-    .await
+) -> Result<Json<Zone>, SimError> {
+    let found = zone(sim, &project, &name).ok_or_else(|| zonal_not_found(&project, &name, ""));
+    found.map(Json)
 }
 
-pub async fn list_zones(
-    State(sim): State<Sim>,
+pub fn list_zones(
+    sim: &Sim,
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
-) -> Response {
-    sim.serve((SVC, F), "zones.list", || {
-        let all = catalog::all_zones()
-            .iter()
-            .filter_map(|z| zone(&sim, &project, z).map(|zone| (z.clone(), zone)))
-            .collect();
-        let link = format!("{}/zones", base(&sim, &project));
-        let listed = ComputeList::page("compute#zoneList", link, all, &q);
-        listed.map(Json)
-    })
-    .await
+) -> Result<Json<ComputeList<Zone>>, SimError> {
+    let all = catalog::all_zones()
+        .iter()
+        .filter_map(|z| zone(sim, &project, z).map(|zone| (z.clone(), zone)))
+        .collect();
+    let link = format!("{}/zones", base(sim, &project));
+    let listed = ComputeList::page("compute#zoneList", link, all, &q);
+    listed.map(Json)
 }

@@ -8,91 +8,91 @@
 //! delete is); a `filter` is accepted and not applied (gcloud filters client-side too).
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
-use axum::response::Response;
+use axum::extract::{Path, Query};
 
+use crate::cloud::gcp::types::compute::{AcceleratorType, Network, Router};
 use crate::sim::Sim;
+use crate::sim::error::SimError;
 use crate::sim::gcp::list::{AggregatedList, ComputeList, PageQuery, under};
 
 use super::catalog;
-use super::handlers::{F, SVC, base, check_region};
+use super::handlers::{base, check_region};
 use super::info::accelerator_type;
 
-pub async fn networks(
-    State(sim): State<Sim>,
+pub fn networks(
+    sim: &Sim,
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
-) -> Response {
-    sim.serve((SVC, F), "networks.list", || {
-        let all = under(&sim.world().compute.networks, &format!("{project}/"));
-        let link = format!("{}/global/networks", base(&sim, &project));
-        let kind = "compute#networkList";
-        ComputeList::page(kind, link, all, &q).map(Json)
-    })
-    .await
+) -> Result<Json<ComputeList<Network>>, SimError> {
+    let all = under(&sim.world().compute.networks, &format!("{project}/"));
+    let link = format!("{}/global/networks", base(sim, &project));
+    let kind = "compute#networkList";
+    ComputeList::page(kind, link, all, &q).map(Json)
 }
 
-pub async fn routers(
-    State(sim): State<Sim>,
+pub fn routers(
+    sim: &Sim,
     Path((project, region)): Path<(String, String)>,
     Query(q): Query<PageQuery>,
-) -> Response {
-    sim.serve((SVC, F), "routers.list", || {
-        check_region(&project, &region)?;
-        let all = under(
-            &sim.world().compute.routers,
-            &format!("{project}/{region}/"),
-        );
-        let link = format!("{}/regions/{region}/routers", base(&sim, &project));
-        let kind = "compute#routerList";
-        ComputeList::page(kind, link, all, &q).map(Json)
-    })
-    .await
+) -> Result<Json<ComputeList<Router>>, SimError> {
+    check_region(&project, &region)?;
+    let all = under(
+        &sim.world().compute.routers,
+        &format!("{project}/{region}/"),
+    );
+    let link = format!("{}/regions/{region}/routers", base(sim, &project));
+    let kind = "compute#routerList";
+    ComputeList::page(kind, link, all, &q).map(Json)
 }
 
-pub async fn aggregated_routers(
-    State(sim): State<Sim>,
+pub fn aggregated_routers(
+    sim: &Sim,
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
-) -> Response {
-    sim.serve((SVC, F), "routers.aggregatedList", || {
-        let all = under(&sim.world().compute.routers, &format!("{project}/"))
-            .into_iter()
-            .filter_map(|(region_name, r)| {
-                let (region, name) = region_name.split_once('/')?;
-                Some((format!("regions/{region}"), name.to_owned(), r))
-            })
-            .collect();
-        let link = format!("{}/aggregated/routers", base(&sim, &project));
-        let kind = ("compute#routerAggregatedList", "routers");
-        AggregatedList::page(kind, link, all, &q).map(Json)
-    })
-    .await
+) -> Result<Json<AggregatedList<Router>>, SimError> {
+    let all = under(&sim.world().compute.routers, &format!("{project}/"))
+        .into_iter()
+        .filter_map(|(region_name, r)| {
+            let (region, name) = region_name.split_once('/')?;
+            Some((format!("regions/{region}"), name.to_owned(), r))
+        })
+        .collect();
+    let kind = ("compute#routerAggregatedList", "routers");
+    aggregated(sim, &project, kind, all, &q)
 }
 
-pub async fn aggregated_accelerator_types(
-    State(sim): State<Sim>,
+pub fn aggregated_accelerator_types(
+    sim: &Sim,
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
-) -> Response {
-    sim.serve((SVC, F), "acceleratorTypes.aggregatedList", || {
-        let base = base(&sim, &project);
-        let all = catalog::all_zones()
-            .into_iter()
-            .flat_map(|zone| {
-                let zone_url = format!("{base}/zones/{zone}");
-                catalog::gpus_in_zone(&zone)
-                    .into_iter()
-                    .map(move |g| {
-                        let t = accelerator_type(&zone_url, &zone, g);
-                        (format!("zones/{zone}"), t.name.clone(), t)
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        let link = format!("{base}/aggregated/acceleratorTypes");
-        let kind = ("compute#acceleratorTypeAggregatedList", "acceleratorTypes");
-        AggregatedList::page(kind, link, all, &q).map(Json)
-    })
-    .await
+) -> Result<Json<AggregatedList<AcceleratorType>>, SimError> {
+    let base = base(sim, &project);
+    let all = catalog::all_zones()
+        .into_iter()
+        .flat_map(|zone| {
+            let zone_url = format!("{base}/zones/{zone}");
+            catalog::gpus_in_zone(&zone)
+                .into_iter()
+                .map(move |g| {
+                    let t = accelerator_type(&zone_url, &zone, g);
+                    (format!("zones/{zone}"), t.name.clone(), t)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let kind = ("compute#acceleratorTypeAggregatedList", "acceleratorTypes");
+    aggregated(sim, &project, kind, all, &q)
+}
+
+/// One page of `project`'s aggregated list of `collection` (of `kind`, e.g.
+/// `compute#routerAggregatedList` of `routers`): `all` is `(scope, name, item)`.
+pub(super) fn aggregated<T>(
+    sim: &Sim,
+    project: &str,
+    (kind, collection): (&str, &'static str),
+    all: Vec<(String, String, T)>,
+    q: &PageQuery,
+) -> Result<Json<AggregatedList<T>>, SimError> {
+    let link = format!("{}/aggregated/{collection}", base(sim, project));
+    AggregatedList::page((kind, collection), link, all, q).map(Json)
 }

@@ -15,8 +15,7 @@ use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
-use axum::response::Response;
+use axum::extract::{Path, Query};
 use serde::Serialize;
 
 use crate::cloud::gcp::types::compute::Operation;
@@ -29,7 +28,8 @@ use crate::sim::kube::cluster::RECLAIM_BACKOFF;
 use crate::sim::kube::nodes;
 use crate::sim::world::World;
 
-use super::handlers::{F, Rq, SVC, base, request_id};
+use super::handlers::{F, Rq, base, request_id, zonal_not_found};
+use super::operation;
 
 /// What the groups remember: reclaims to restore, and the operation each `requestId`
 /// started (a retried `deleteInstances` returns it instead of deleting again).
@@ -68,8 +68,8 @@ fn group(w: &World, sim: &Sim, project: &str, zone: &str, name: &str) -> Result<
         })?;
         Some((c.kube_key.clone(), p.spec.name.clone()))
     });
-    let what = format!("projects/{project}/zones/{zone}/instanceGroupManagers/{name}");
-    let (kube_key, pool) = found.ok_or_else(|| SimError::not_found(F, &what))?;
+    let what = format!("instanceGroupManagers/{name}");
+    let (kube_key, pool) = found.ok_or_else(|| zonal_not_found(project, zone, &what))?;
     Ok(Group {
         kube_key,
         pool,
@@ -92,32 +92,25 @@ fn instance_url(sim: &Sim, project: &str, zone: &str, name: &str) -> String {
     format!("{}/zones/{zone}/instances/{name}", base(sim, project))
 }
 
-pub async fn list_managed_instances(
-    State(sim): State<Sim>,
+pub fn list_managed_instances(
+    sim: &Sim,
     Path((project, zone, igm)): Path<(String, String, String)>,
-) -> Response {
-    sim.serve(
-        (SVC, F),
-        "instanceGroupManagers.listManagedInstances",
-        || {
-            let w = sim.world();
-            let g = group(&w, &sim, &project, &zone, &igm)?;
-            let managed_instances = instance_names(&w, &g, &zone)
-                .into_iter()
-                .map(|name| ManagedInstance {
-                    instance: Some(instance_url(&sim, &project, &zone, &name)),
-                    name: Some(name),
-                    instance_status: Some("RUNNING".into()),
-                    current_action: Some("NONE".into()),
-                })
-                .collect();
-            Ok::<_, SimError>(Json(ManagedInstanceList {
-                managed_instances,
-                next_page_token: None,
-            }))
-        },
-    )
-    .await
+) -> Result<Json<ManagedInstanceList>, SimError> {
+    let w = sim.world();
+    let g = group(&w, sim, &project, &zone, &igm)?;
+    let managed_instances = instance_names(&w, &g, &zone)
+        .into_iter()
+        .map(|name| ManagedInstance {
+            instance: Some(instance_url(sim, &project, &zone, &name)),
+            name: Some(name),
+            instance_status: Some("RUNNING".into()),
+            current_action: Some("NONE".into()),
+        })
+        .collect();
+    Ok(Json(ManagedInstanceList {
+        managed_instances,
+        next_page_token: None,
+    }))
 }
 
 /// `(zone, name)` of an instance reference (`.../zones/{z}/instances/{name}`).
@@ -177,36 +170,22 @@ fn members(
     Ok(n)
 }
 
-pub async fn delete_instances(
-    State(sim): State<Sim>,
+pub fn delete_instances(
+    sim: &Sim,
     Path((project, zone, igm)): Path<(String, String, String)>,
     Query(q): Query<Rq>,
     body: Bytes,
-) -> Response {
-    sim.serve((SVC, F), "instanceGroupManagers.deleteInstances", || {
-        do_delete(&sim, &project, &zone, &igm, &q, &body).map(Json)
-    })
-    .await
-}
-
-fn do_delete(
-    sim: &Sim,
-    project: &str,
-    zone: &str,
-    igm: &str,
-    q: &Rq,
-    body: &Bytes,
-) -> Result<Operation, SimError> {
-    let req: DeleteInstancesRequest = strict(F, body)?;
-    let rid = request_id(q)?;
+) -> Result<Json<Operation>, SimError> {
+    let req: DeleteInstancesRequest = strict(F, &body)?;
+    let rid = request_id(&q)?;
     let clock = sim.clock();
     let mut w = sim.world();
     if let Some(op) = rid.as_ref().and_then(|r| w.compute.migs.requests.get(r)) {
-        return Ok(op.clone());
+        return Ok(Json(op.clone()));
     }
-    let g = group(&w, sim, project, zone, igm)?;
-    let current = instance_names(&w, &g, zone);
-    let deleting = members(&req, zone, &current)?;
+    let g = group(&w, sim, &project, &zone, &igm)?;
+    let current = instance_names(&w, &g, &zone);
+    let deleting = members(&req, &zone, &current)?;
     if deleting > 0 {
         take_away(&mut w, &g, deleting, clock.now());
     }
@@ -216,27 +195,17 @@ fn do_delete(
         chrono::Utc::now().timestamp_millis(),
         rand::random::<u64>()
     );
-    let zone_url = format!("{}/zones/{zone}", base(sim, project));
+    let zone_url = format!("{}/zones/{zone}", base(sim, &project));
+    let kind = "compute.instanceGroupManagers.deleteInstances";
     let op = Operation {
-        id: Some(rand::random::<u64>().to_string()),
-        kind: Some("compute#operation".into()),
-        name: name.clone(),
-        operation_type: "compute.instanceGroupManagers.deleteInstances".into(),
-        status: "DONE".into(),
-        progress: Some(100),
         target_link: Some(g.url),
-        self_link: Some(format!("{zone_url}/operations/{name}")),
-        zone: Some(zone_url),
-        user: Some("kineticd-sim@example.com".into()),
-        insert_time: Some(stamp.clone()),
-        start_time: Some(stamp.clone()),
-        end_time: Some(stamp),
-        ..Operation::default()
+        zone: Some(zone_url.clone()),
+        ..operation::done(&zone_url, &name, kind, &stamp)
     };
     if let Some(r) = rid {
         w.compute.migs.requests.insert(r, op.clone());
     }
-    Ok(op)
+    Ok(Json(op))
 }
 
 /// Delete `n` instances of the group: a spot pool is reclaimed (all its nodes go, as

@@ -14,6 +14,7 @@ mod info;
 mod list;
 pub mod mig;
 mod nat_admin;
+mod operation;
 pub mod quota;
 mod reservation_writes;
 pub mod reservations;
@@ -28,6 +29,7 @@ use serde::Serialize;
 use crate::cloud::gcp::types::compute::{Network, Operation, OperationError, Router as CRouter};
 use crate::sim::Sim;
 use crate::sim::clock::{Clock, SimTime};
+use crate::sim::gcp::method::Forcing;
 use crate::sim::world::World;
 
 /// Virtual durations of Compute operations.
@@ -119,83 +121,108 @@ impl State {
 }
 
 pub fn routes() -> Router<Sim> {
+    use handlers::API as C;
     const P: &str = "/compute/v1/projects/{project}";
     Router::new()
         .route(
             &format!("{P}/global/networks"),
-            post(handlers::insert_network).get(list::networks),
+            post(C.method("networks.insert", Forcing(handlers::insert_network)))
+                .get(C.method("networks.list", list::networks)),
         )
         .route(
             &format!("{P}/global/networks/{{network}}"),
-            get(handlers::get_network).delete(handlers::delete_network),
+            get(C.method("networks.get", handlers::get_network))
+                .delete(C.method("networks.delete", handlers::delete_network)),
         )
         .route(
             &format!("{P}/regions/{{region}}/routers"),
-            post(handlers::insert_router).get(list::routers),
+            post(C.method("routers.insert", Forcing(handlers::insert_router)))
+                .get(C.method("routers.list", list::routers)),
         )
         .route(
             &format!("{P}/aggregated/routers"),
-            get(list::aggregated_routers),
+            get(C.method("routers.aggregatedList", list::aggregated_routers)),
         )
         .route(
             &format!("{P}/aggregated/acceleratorTypes"),
-            get(list::aggregated_accelerator_types),
+            get(C.method(
+                "acceleratorTypes.aggregatedList",
+                list::aggregated_accelerator_types,
+            )),
         )
         .route(
             &format!("{P}/regions/{{region}}/routers/{{router}}"),
-            get(handlers::get_router).delete(handlers::delete_router),
+            get(C.method("routers.get", handlers::get_router))
+                .delete(C.method("routers.delete", handlers::delete_router)),
         )
-        .route(&format!("{P}/regions/{{region}}"), get(info::get_region))
+        .route(
+            &format!("{P}/regions/{{region}}"),
+            get(C.method("regions.get", info::get_region)),
+        )
         .route(
             &format!("{P}/regions/{{region}}/operations/{{operation}}"),
-            get(handlers::get_region_operation),
+            get(C.method("regionOperations.get", handlers::get_region_operation)),
         )
         .route(
             &format!("{P}/global/operations/{{operation}}"),
-            get(handlers::get_global_operation),
+            get(C.method("globalOperations.get", handlers::get_global_operation)),
         )
         .route(
             &format!("{P}/zones/{{zone}}/acceleratorTypes"),
-            get(info::list_accelerator_types),
+            get(C.method("acceleratorTypes.list", info::list_accelerator_types)),
         )
         .route(
             &format!("{P}/zones/{{zone}}/acceleratorTypes/{{accelerator_type}}"),
-            get(info::get_accelerator_type),
+            get(C.method("acceleratorTypes.get", info::get_accelerator_type)),
         )
         .route(
             &format!("{P}/zones/{{zone}}/machineTypes/{{machine_type}}"),
-            get(info::get_machine_type),
+            get(C.method("machineTypes.get", info::get_machine_type)),
         )
         .route(
             &format!("{P}/zones/{{zone}}/instanceGroupManagers/{{igm}}/listManagedInstances"),
-            post(mig::list_managed_instances),
+            post(C.method(
+                "instanceGroupManagers.listManagedInstances",
+                mig::list_managed_instances,
+            )),
         )
         .route(
             &format!("{P}/zones/{{zone}}/instanceGroupManagers/{{igm}}/deleteInstances"),
-            post(mig::delete_instances),
+            post(C.method(
+                "instanceGroupManagers.deleteInstances",
+                mig::delete_instances,
+            )),
         )
         .route(
             &format!("{P}/zones/{{zone}}/reservations"),
-            post(reservation_writes::insert).get(reservations::list),
+            post(C.method("reservations.insert", reservation_writes::insert))
+                .get(C.method("reservations.list", reservations::list)),
         )
         .route(
             &format!("{P}/zones/{{zone}}/reservations/{{reservation}}"),
-            get(reservations::get).delete(reservation_writes::delete),
+            get(C.method("reservations.get", reservations::get))
+                .delete(C.method("reservations.delete", reservation_writes::delete)),
         )
         .route(
             &format!("{P}/aggregated/reservations"),
-            get(reservations::aggregated),
+            get(C.method("reservations.aggregatedList", reservations::aggregated)),
         )
         .route(
             &format!("{P}/zones/{{zone}}/operations/{{operation}}"),
-            get(reservations::get_operation),
+            get(C.method("zoneOperations.get", reservations::get_operation)),
         )
         .route(
             &format!("{P}/zones/{{zone}}/operations/{{operation}}/wait"),
             post(reservations::wait_operation),
         )
-        .route(&format!("{P}/zones"), get(info::list_zones))
-        .route(&format!("{P}/zones/{{zone}}"), get(info::get_zone))
+        .route(
+            &format!("{P}/zones"),
+            get(C.method("zones.list", info::list_zones)),
+        )
+        .route(
+            &format!("{P}/zones/{{zone}}"),
+            get(C.method("zones.get", info::get_zone)),
+        )
         .route(
             "/sim/v1/compute/projects/{project}/regions/{region}/routers/{router}/nats",
             axum::routing::delete(nat_admin::remove_nats),
@@ -220,9 +247,7 @@ pub fn tick(world: &mut World, clock: &Clock) {
             let done_at = o.done_at;
             let end = state.stamp(clock, done_at);
             let o = &mut state.operations[i];
-            o.op.status = "DONE".into();
-            o.op.progress = Some(100);
-            o.op.end_time = Some(end);
+            operation::finish(&mut o.op, end);
             if let Some((error, code, message)) = o.failure.clone() {
                 o.op.error = Some(error);
                 o.op.http_error_status_code = Some(code);
@@ -244,9 +269,7 @@ pub fn tick(world: &mut World, clock: &Clock) {
                 }
             }
         } else if o.op.status == "PENDING" && clock.is_due(o.running_at) {
-            let o = &mut state.operations[i];
-            o.op.status = "RUNNING".into();
-            o.op.progress = Some(50);
+            operation::run(&mut state.operations[i].op);
         }
     }
 }

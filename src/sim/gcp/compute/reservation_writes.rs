@@ -8,8 +8,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
-use axum::response::Response;
+use axum::extract::{Path, Query};
 
 use crate::cloud::gcp::types::compute::Operation;
 use crate::cloud::gcp::types::reservation::{Reservation, ShareSettings};
@@ -17,9 +16,9 @@ use crate::sim::Sim;
 use crate::sim::body::strict;
 use crate::sim::error::SimError;
 
-use super::catalog;
-use super::handlers::{F, Rq, SVC, base, request_id};
-use super::reservations::{ZoneOp, key, zone_check};
+use super::handlers::{F, Rq, base, check_zone, request_id};
+use super::reservations::{ZoneOp, key};
+use super::{catalog, operation};
 
 /// Virtual time a reservation takes to be created.
 const CREATE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -107,15 +106,14 @@ fn op_name() -> String {
     )
 }
 
-fn do_insert(
+pub fn insert(
     sim: &Sim,
-    project: &str,
-    zone: &str,
-    q: &Rq,
-    body: &Bytes,
-) -> Result<Operation, SimError> {
-    let mut r: Reservation = strict(F, body)?;
-    let rid = request_id(q)?;
+    Path((project, zone)): Path<(String, String)>,
+    Query(q): Query<Rq>,
+    body: Bytes,
+) -> Result<Json<Operation>, SimError> {
+    let mut r: Reservation = strict(F, &body)?;
+    let rid = request_id(&q)?;
     let clock = sim.clock();
     let mut w = sim.world();
     if let Some(name) = rid
@@ -129,12 +127,12 @@ fn do_insert(
             .iter()
             .find(|o| &o.op.name == name);
         if let Some(o) = known {
-            return Ok(o.op.clone());
+            return Ok(Json(o.op.clone()));
         }
     }
-    zone_check(project, zone)?;
-    validate(&r, zone)?;
-    let k = key(project, zone, &r.name);
+    check_zone(&project, &zone)?;
+    validate(&r, &zone)?;
+    let k = key(&project, &zone, &r.name);
     let what = format!("projects/{project}/zones/{zone}/reservations/{}", r.name);
     let pending = w
         .compute
@@ -145,7 +143,7 @@ fn do_insert(
     if w.compute.reservations.items.contains_key(&k) || pending {
         return Err(SimError::already_exists(F, &what));
     }
-    let base = base(sim, project);
+    let base = base(sim, &project);
     let zone_url = format!("{base}/zones/{zone}");
     let now = clock.now();
     let stamp = w.compute.stamp(clock, now);
@@ -167,94 +165,54 @@ fn do_insert(
     }
     let name = op_name();
     let op = Operation {
-        id: Some(rand::random::<u64>().to_string()),
-        kind: Some("compute#operation".into()),
-        name: name.clone(),
-        operation_type: "insert".into(),
-        status: "PENDING".into(),
-        progress: Some(0),
         target_link: r.self_link.clone(),
         target_id: Some(id),
-        self_link: Some(format!("{zone_url}/operations/{name}")),
-        zone: Some(zone_url),
-        user: Some("kineticd-sim@example.com".into()),
-        insert_time: Some(stamp.clone()),
-        start_time: Some(stamp),
-        ..Operation::default()
+        zone: Some(zone_url.clone()),
+        ..operation::pending(&zone_url, &name, "insert", &stamp)
     };
     w.compute.reservations.operations.push(ZoneOp {
         op: op.clone(),
-        project: project.to_owned(),
-        zone: zone.to_owned(),
+        project,
+        zone,
         done_at: now + CREATE,
         insert: Some((k, r)),
     });
     if let Some(id) = rid {
         w.compute.reservations.requests.insert(id, name);
     }
-    Ok(op)
-}
-
-pub async fn insert(
-    State(sim): State<Sim>,
-    Path((project, zone)): Path<(String, String)>,
-    Query(q): Query<Rq>,
-    body: Bytes,
-) -> Response {
-    sim.serve((SVC, F), "reservations.insert", || {
-        do_insert(&sim, &project, &zone, &q, &body).map(Json)
-    })
-    .await
+    Ok(Json(op))
 }
 
 /// `reservations.delete`: gone at once (a DONE zonal operation).
-pub async fn delete(
-    State(sim): State<Sim>,
+pub fn delete(
+    sim: &Sim,
     Path((project, zone, name)): Path<(String, String, String)>,
     Query(q): Query<Rq>,
-) -> Response {
-    sim.serve((SVC, F), "reservations.delete", || {
-        let rid = request_id(&q)?;
-        zone_check(&project, &zone)?;
-        let clock = sim.clock();
-        let mut w = sim.world();
-        let what = format!("projects/{project}/zones/{zone}/reservations/{name}");
-        let r = w
-            .compute
-            .reservations
-            .items
-            .remove(&key(&project, &zone, &name))
-            .ok_or_else(|| SimError::not_found(F, &what))?;
-        let stamp = w.compute.stamp(clock, clock.now());
-        let zone_url = format!("{}/zones/{zone}", base(&sim, &project));
-        let op_name = op_name();
-        let op = Operation {
-            id: Some(rand::random::<u64>().to_string()),
-            kind: Some("compute#operation".into()),
-            name: op_name.clone(),
-            operation_type: "delete".into(),
-            status: "DONE".into(),
-            progress: Some(100),
-            target_link: r.self_link.clone(),
-            target_id: r.id.clone(),
-            self_link: Some(format!("{zone_url}/operations/{op_name}")),
-            zone: Some(zone_url),
-            insert_time: Some(stamp.clone()),
-            start_time: Some(stamp.clone()),
-            end_time: Some(stamp),
-            ..Operation::default()
-        };
-        w.compute.reservations.operations.push(ZoneOp {
-            op: op.clone(),
-            project: project.clone(),
-            zone: zone.clone(),
-            done_at: clock.now(),
-            insert: None,
-        });
-        if let Some(id) = rid {
-            w.compute.reservations.requests.insert(id, op_name);
-        }
-        Ok::<_, SimError>(Json(op))
-    })
-    .await
+) -> Result<Json<Operation>, SimError> {
+    let rid = request_id(&q)?;
+    check_zone(&project, &zone)?;
+    let clock = sim.clock();
+    let mut w = sim.world();
+    let r = w.compute.reservations.take(&project, &zone, &name)?;
+    let stamp = w.compute.stamp(clock, clock.now());
+    let zone_url = format!("{}/zones/{zone}", base(sim, &project));
+    let op_name = op_name();
+    let op = Operation {
+        target_link: r.self_link.clone(),
+        target_id: r.id.clone(),
+        zone: Some(zone_url.clone()),
+        user: None,
+        ..operation::done(&zone_url, &op_name, "delete", &stamp)
+    };
+    w.compute.reservations.operations.push(ZoneOp {
+        op: op.clone(),
+        project: project.clone(),
+        zone: zone.clone(),
+        done_at: clock.now(),
+        insert: None,
+    });
+    if let Some(id) = rid {
+        w.compute.reservations.requests.insert(id, op_name);
+    }
+    Ok(Json(op))
 }

@@ -26,8 +26,8 @@ use crate::sim::gcp::container::model::{ClusterRec, PoolRec};
 use crate::sim::gcp::list::{AggregatedList, ComputeList, PageQuery};
 use crate::sim::world::World;
 
-use super::catalog;
-use super::handlers::{F, SVC, base};
+use super::handlers::{F, SVC, base, check_zone, zonal_not_found};
+use super::{list, operation};
 
 /// Reservations (by `{project}/{zone}/{name}`, without `inUseCount`), their zonal
 /// operations and the operation each `requestId` started.
@@ -52,6 +52,35 @@ pub struct ZoneOp {
 
 pub(super) fn key(project: &str, zone: &str, name: &str) -> String {
     format!("{project}/{zone}/{name}")
+}
+
+/// Compute's 404 for the reservation `name` of `project` in `zone`.
+fn missing(project: &str, zone: &str, name: &str) -> SimError {
+    zonal_not_found(project, zone, &format!("reservations/{name}"))
+}
+
+impl Reservations {
+    /// The reservation `name` of `project` in `zone`, or Compute's 404 for it.
+    pub(super) fn find(
+        &self,
+        project: &str,
+        zone: &str,
+        name: &str,
+    ) -> Result<&Reservation, SimError> {
+        let found = self.items.get(&key(project, zone, name));
+        found.ok_or_else(|| missing(project, zone, name))
+    }
+
+    /// Take out the reservation `name` of `project` in `zone`, or Compute's 404 for it.
+    pub(super) fn take(
+        &mut self,
+        project: &str,
+        zone: &str,
+        name: &str,
+    ) -> Result<Reservation, SimError> {
+        let found = self.items.remove(&key(project, zone, name));
+        found.ok_or_else(|| missing(project, zone, name))
+    }
 }
 
 /// The reservation a GKE pool's `reservationAffinity` names: (owner project, name).
@@ -131,33 +160,14 @@ pub fn tighter(a: Option<(u32, String)>, b: Option<(u32, String)>) -> Option<(u3
     }
 }
 
-pub(super) fn zone_check(project: &str, zone: &str) -> Result<(), SimError> {
-    if catalog::zone_region(zone).is_some() {
-        return Ok(());
-    }
-    Err(SimError::not_found(
-        F,
-        &format!("projects/{project}/zones/{zone}"),
-    ))
-}
-
-pub async fn get(
-    State(sim): State<Sim>,
+pub fn get(
+    sim: &Sim,
     Path((project, zone, name)): Path<(String, String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "reservations.get", || {
-        zone_check(&project, &zone)?;
-        let w = sim.world();
-        let what = format!("projects/{project}/zones/{zone}/reservations/{name}");
-        let r = w
-            .compute
-            .reservations
-            .items
-            .get(&key(&project, &zone, &name))
-            .ok_or_else(|| SimError::not_found(F, &what))?;
-        Ok::<_, SimError>(Json(view(&w, &project, &zone, r)))
-    })
-    .await
+) -> Result<Json<Reservation>, SimError> {
+    check_zone(&project, &zone)?;
+    let w = sim.world();
+    let r = w.compute.reservations.find(&project, &zone, &name)?;
+    Ok(Json(view(&w, &project, &zone, r)))
 }
 
 /// Each reservation of `project` as `reservations.get` shows it: `(zone, name, view)`.
@@ -172,58 +182,51 @@ fn views(w: &World, project: &str) -> Vec<(String, String, Reservation)> {
         .collect()
 }
 
-pub async fn list(
-    State(sim): State<Sim>,
+pub fn list(
+    sim: &Sim,
     Path((project, zone)): Path<(String, String)>,
     Query(q): Query<PageQuery>,
-) -> Response {
-    sim.serve((SVC, F), "reservations.list", || {
-        zone_check(&project, &zone)?;
-        let all = views(&sim.world(), &project)
-            .into_iter()
-            .filter(|(z, ..)| *z == zone)
-            .map(|(_, name, v)| (name, v))
-            .collect();
-        let link = format!("{}/zones/{zone}/reservations", base(&sim, &project));
-        ComputeList::page("compute#reservationList", link, all, &q).map(Json)
-    })
-    .await
+) -> Result<Json<ComputeList<Reservation>>, SimError> {
+    check_zone(&project, &zone)?;
+    let all = views(&sim.world(), &project)
+        .into_iter()
+        .filter(|(z, ..)| *z == zone)
+        .map(|(_, name, v)| (name, v))
+        .collect();
+    let link = format!("{}/zones/{zone}/reservations", base(sim, &project));
+    ComputeList::page("compute#reservationList", link, all, &q).map(Json)
 }
 
-pub async fn aggregated(
-    State(sim): State<Sim>,
+pub fn aggregated(
+    sim: &Sim,
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
-) -> Response {
-    sim.serve((SVC, F), "reservations.aggregatedList", || {
-        let all = views(&sim.world(), &project)
-            .into_iter()
-            .map(|(zone, name, v)| (format!("zones/{zone}"), name, v))
-            .collect();
-        let link = format!("{}/aggregated/reservations", base(&sim, &project));
-        let kind = ("compute#reservationAggregatedList", "reservations");
-        AggregatedList::page(kind, link, all, &q).map(Json)
-    })
-    .await
+) -> Result<Json<AggregatedList<Reservation>>, SimError> {
+    let all = views(&sim.world(), &project)
+        .into_iter()
+        .map(|(zone, name, v)| (format!("zones/{zone}"), name, v))
+        .collect();
+    let kind = ("compute#reservationAggregatedList", "reservations");
+    list::aggregated(sim, &project, kind, all, &q)
 }
 
 /// `zoneOperations.get` (the reservations' operations).
-pub async fn get_operation(
-    State(sim): State<Sim>,
+pub fn get_operation(
+    sim: &Sim,
     Path((project, zone, name)): Path<(String, String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "zoneOperations.get", || {
-        let w = sim.world();
-        let what = format!("projects/{project}/zones/{zone}/operations/{name}");
-        w.compute
-            .reservations
-            .operations
-            .iter()
-            .find(|o| o.op.name == name && o.project == project && o.zone == zone)
-            .map(|o| Json(o.op.clone()))
-            .ok_or_else(|| SimError::not_found(F, &what))
-    })
-    .await
+) -> Result<Json<Operation>, SimError> {
+    zone_op(sim, &project, &zone, &name)
+        .map(Json)
+        .ok_or_else(|| zonal_not_found(&project, &zone, &format!("operations/{name}")))
+}
+
+/// The zonal operation `name` of `project` in `zone`, as it is now.
+fn zone_op(sim: &Sim, project: &str, zone: &str, name: &str) -> Option<Operation> {
+    let w = sim.world();
+    let ops = &w.compute.reservations.operations;
+    ops.iter()
+        .find(|o| o.op.name == name && o.project == project && o.zone == zone)
+        .map(|o| o.op.clone())
 }
 
 /// `zoneOperations.wait` (what gcloud polls with): the operation once DONE, or as it is
@@ -232,17 +235,8 @@ pub async fn wait_operation(
     State(sim): State<Sim>,
     Path((project, zone, name)): Path<(String, String, String)>,
 ) -> Response {
-    let find = |sim: &Sim| {
-        let w = sim.world();
-        w.compute
-            .reservations
-            .operations
-            .iter()
-            .find(|o| o.op.name == name && o.project == project && o.zone == zone)
-            .map(|o| o.op.clone())
-    };
     for _ in 0..40 {
-        match find(&sim) {
+        match zone_op(&sim, &project, &zone, &name) {
             Some(op) if op.status != "DONE" => {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
@@ -250,10 +244,7 @@ pub async fn wait_operation(
         }
     }
     sim.serve((SVC, F), "zoneOperations.wait", || {
-        let what = format!("projects/{project}/zones/{zone}/operations/{name}");
-        find(&sim)
-            .map(Json)
-            .ok_or_else(|| SimError::not_found(F, &what))
+        get_operation(&sim, Path((project, zone, name)))
     })
     .await
 }
@@ -272,17 +263,14 @@ pub fn tick(world: &mut World, clock: &Clock) {
         let Some(o) = state.operations.iter_mut().find(|o| o.op.name == name) else {
             continue;
         };
-        o.op.status = "DONE".into();
-        o.op.progress = Some(100);
-        o.op.end_time = Some(end);
+        operation::finish(&mut o.op, end);
         if let Some((k, r)) = o.insert.clone() {
             state.items.insert(k, r);
         }
     }
     for o in world.compute.reservations.operations.iter_mut() {
         if o.op.status == "PENDING" {
-            o.op.status = "RUNNING".into();
-            o.op.progress = Some(50);
+            operation::run(&mut o.op);
         }
     }
 }

@@ -21,7 +21,7 @@ use crate::sim::body::strict;
 use crate::sim::error::SimError;
 use crate::sim::faults::FaultKind;
 
-use super::lookup::{At, F, find_pool, invalid, key};
+use super::lookup::{At, F, find_pool, invalid, key, required};
 use super::model::Effect;
 use super::{ops, validate};
 
@@ -34,9 +34,7 @@ pub fn set(
     forced: Option<FaultKind>,
 ) -> Result<Operation, SimError> {
     let req: SetNodePoolAutoscalingRequest = strict(F, body)?;
-    let a = req
-        .autoscaling
-        .ok_or_else(|| invalid("autoscaling is required."))?;
+    let a = required(req.autoscaling, "autoscaling")?;
     let path =
         format!("projects/{project}/locations/{location}/clusters/{cluster}/nodePools/{pool}");
     if let Some(name) = req.name.as_deref().filter(|n| !n.is_empty())

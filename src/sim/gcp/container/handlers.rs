@@ -13,16 +13,19 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::cloud::gcp::types::container::{
-    CreateClusterRequest, CreateNodePoolRequest, ListNodePoolsResponse, NodePool, Operation,
-    SetNodePoolSizeRequest,
+    Cluster, CreateClusterRequest, CreateNodePoolRequest, ListNodePoolsResponse, NodePool,
+    Operation, SetNodePoolSizeRequest,
 };
 use crate::sim::body::strict;
 use crate::sim::error::SimError;
 use crate::sim::faults::FaultKind;
 use crate::sim::gcp::compute::catalog;
+use crate::sim::gcp::method::Service;
 use crate::sim::{Sim, tag};
 
-use super::lookup::{F, SVC, cluster_ref, find_cluster, find_pool, invalid, key, not_found};
+use super::lookup::{
+    F, SVC, cluster_ref, find_cluster, find_pool, invalid, key, not_found, required,
+};
 use super::model::{ClusterRec, Effect, PoolRec};
 use super::ops::{self, begin};
 use super::{region_of, validate};
@@ -47,26 +50,23 @@ pub(super) const FORWARDED: &[FaultKind] = &[FaultKind::QuotaExceeded, FaultKind
 type Cp = Path<(String, String, String)>;
 type Pp = Path<(String, String, String, String)>;
 
-pub async fn create_cluster(
-    State(sim): State<Sim>,
+/// GKE, whose operation-starting methods report quota and stockouts through the
+/// operation.
+pub(super) const API: Service = Service {
+    name: SVC,
+    flavor: F,
+    forwarded: FORWARDED,
+};
+
+pub fn create_cluster(
+    sim: &Sim,
+    forced: Option<FaultKind>,
     Path((project, location)): Path<(String, String)>,
     body: Bytes,
-) -> Response {
-    sim.serve_forcing((SVC, F), "clusters.create", FORWARDED, |forced| {
-        do_create_cluster(&sim, &project, &location, &body, forced).map(Json)
-    })
-    .await
-}
-
-fn do_create_cluster(
-    sim: &Sim,
-    project: &str,
-    location: &str,
-    body: &Bytes,
-    forced: Option<FaultKind>,
-) -> Result<Operation, SimError> {
-    let req: CreateClusterRequest = strict(F, body)?;
-    let mut cluster = req.cluster.ok_or_else(|| invalid("cluster is required."))?;
+) -> Result<Json<Operation>, SimError> {
+    let (project, location) = (project.as_str(), location.as_str());
+    let req: CreateClusterRequest = strict(F, &body)?;
+    let mut cluster = required(req.cluster, "cluster")?;
     let region = region_of(location)
         .ok_or_else(|| {
             invalid(format!(
@@ -130,90 +130,68 @@ fn do_create_cluster(
     rec.create_time = w.container.stamp(clock, clock.now());
     let link = rec.self_link();
     w.container.clusters.insert(k.clone(), rec);
-    Ok(begin(
+    Ok(Json(begin(
         sim,
         &mut w,
         (project, location, &k),
         link,
         Effect::CreateCluster,
         failure,
-    ))
+    )))
 }
 
-pub async fn get_cluster(
-    State(sim): State<Sim>,
+pub fn get_cluster(
+    sim: &Sim,
     Path((project, location, cluster)): Cp,
-) -> Response {
-    sim.serve((SVC, F), "clusters.get", || {
-        let w = sim.world();
-        find_cluster(&w, &project, &location, &cluster).map(|c| Json(c.to_wire(&w.kube)))
-    })
-    .await
+) -> Result<Json<Cluster>, SimError> {
+    let w = sim.world();
+    find_cluster(&w, &project, &location, &cluster).map(|c| Json(c.to_wire(&w.kube)))
 }
 
 /// PUT `.../clusters/{cluster}` (`clusters.update`): the node pool autoscaling subset.
-pub async fn update_cluster(
-    State(sim): State<Sim>,
-    Path((project, location, cluster)): Cp,
-    body: Bytes,
-) -> Response {
-    sim.serve_forcing((SVC, F), "clusters.update", FORWARDED, |forced| {
-        let at = (project.as_str(), location.as_str(), cluster.as_str());
-        super::autoscaling::update_cluster(&sim, at, &body, forced).map(Json)
-    })
-    .await
-}
-
-pub async fn delete_cluster(
-    State(sim): State<Sim>,
-    Path((project, location, cluster)): Cp,
-) -> Response {
-    sim.serve((SVC, F), "clusters.delete", || {
-        let mut w = sim.world();
-        let k = key(&project, &location, &cluster);
-        let link = find_cluster(&w, &project, &location, &cluster)?.self_link();
-        ops::ensure_idle(&w.container, &k, &cluster)?;
-        if let Some(c) = w.container.clusters.get_mut(&k) {
-            c.status = "STOPPING".into();
-            c.pools
-                .iter_mut()
-                .for_each(|p| p.status = "STOPPING".into());
-        }
-        Ok::<_, SimError>(Json(begin(
-            &sim,
-            &mut w,
-            (&project, &location, &k),
-            link,
-            Effect::DeleteCluster,
-            None,
-        )))
-    })
-    .await
-}
-
-pub async fn create_pool(
-    State(sim): State<Sim>,
-    Path((project, location, cluster)): Cp,
-    body: Bytes,
-) -> Response {
-    sim.serve_forcing((SVC, F), "nodePools.create", FORWARDED, |forced| {
-        do_create_pool(&sim, &project, &location, &cluster, &body, forced).map(Json)
-    })
-    .await
-}
-
-fn do_create_pool(
+pub fn update_cluster(
     sim: &Sim,
-    project: &str,
-    location: &str,
-    cluster: &str,
-    body: &Bytes,
     forced: Option<FaultKind>,
-) -> Result<Operation, SimError> {
-    let req: CreateNodePoolRequest = strict(F, body)?;
-    let pool = req
-        .node_pool
-        .ok_or_else(|| invalid("nodePool is required."))?;
+    Path((project, location, cluster)): Cp,
+    body: Bytes,
+) -> Result<Json<Operation>, SimError> {
+    let at = (project.as_str(), location.as_str(), cluster.as_str());
+    super::autoscaling::update_cluster(sim, at, &body, forced).map(Json)
+}
+
+pub fn delete_cluster(
+    sim: &Sim,
+    Path((project, location, cluster)): Cp,
+) -> Result<Json<Operation>, SimError> {
+    let mut w = sim.world();
+    let k = key(&project, &location, &cluster);
+    let link = find_cluster(&w, &project, &location, &cluster)?.self_link();
+    ops::ensure_idle(&w.container, &k, &cluster)?;
+    if let Some(c) = w.container.clusters.get_mut(&k) {
+        c.status = "STOPPING".into();
+        c.pools
+            .iter_mut()
+            .for_each(|p| p.status = "STOPPING".into());
+    }
+    Ok(Json(begin(
+        sim,
+        &mut w,
+        (&project, &location, &k),
+        link,
+        Effect::DeleteCluster,
+        None,
+    )))
+}
+
+pub fn create_pool(
+    sim: &Sim,
+    forced: Option<FaultKind>,
+    Path((project, location, cluster)): Cp,
+    body: Bytes,
+) -> Result<Json<Operation>, SimError> {
+    let (project, location, cluster) = (project.as_str(), location.as_str(), cluster.as_str());
+    let req: CreateNodePoolRequest = strict(F, &body)?;
+    let pool = required(req.node_pool, "nodePool")?;
     let mut w = sim.world();
     let k = key(project, location, cluster);
     let c = find_cluster(&w, project, location, cluster)?;
@@ -245,70 +223,61 @@ fn do_create_pool(
     if let Some(c) = w.container.clusters.get_mut(&k) {
         c.pools.push(rec);
     }
-    Ok(begin(
+    Ok(Json(begin(
         sim,
         &mut w,
         (project, location, &k),
         link,
         Effect::CreatePool(pool.name),
         failure,
-    ))
+    )))
 }
 
-pub async fn list_pools(
-    State(sim): State<Sim>,
+pub fn list_pools(
+    sim: &Sim,
     Path((project, location, cluster)): Cp,
-) -> Response {
-    sim.serve((SVC, F), "nodePools.list", || {
-        let w = sim.world();
-        find_cluster(&w, &project, &location, &cluster).map(|c| {
-            Json(ListNodePoolsResponse {
-                node_pools: c.pools.iter().map(|p| p.to_wire(c)).collect(),
-            })
+) -> Result<Json<ListNodePoolsResponse>, SimError> {
+    let w = sim.world();
+    find_cluster(&w, &project, &location, &cluster).map(|c| {
+        Json(ListNodePoolsResponse {
+            node_pools: c.pools.iter().map(|p| p.to_wire(c)).collect(),
         })
     })
-    .await
 }
 
-pub async fn get_pool(
-    State(sim): State<Sim>,
+pub fn get_pool(
+    sim: &Sim,
     Path((project, location, cluster, pool)): Pp,
-) -> Response {
-    sim.serve((SVC, F), "nodePools.get", || {
-        let w = sim.world();
-        find_pool(&w, (&project, &location, &cluster), &pool).map(|(c, p)| Json(p.to_wire(c)))
-    })
-    .await
+) -> Result<Json<NodePool>, SimError> {
+    let w = sim.world();
+    find_pool(&w, (&project, &location, &cluster), &pool).map(|(c, p)| Json(p.to_wire(c)))
 }
 
-pub async fn delete_pool(
-    State(sim): State<Sim>,
+pub fn delete_pool(
+    sim: &Sim,
     Path((project, location, cluster, pool)): Pp,
-) -> Response {
-    sim.serve((SVC, F), "nodePools.delete", || {
-        let mut w = sim.world();
-        let k = key(&project, &location, &cluster);
-        let (c, _) = find_pool(&w, (&project, &location, &cluster), &pool)?;
-        let link = format!("{}/nodePools/{pool}", c.self_link());
-        ops::ensure_idle(&w.container, &k, &cluster)?;
-        if let Some(p) = w
-            .container
-            .clusters
-            .get_mut(&k)
-            .and_then(|c| c.pool_mut(&pool))
-        {
-            p.status = "STOPPING".into();
-        }
-        Ok::<_, SimError>(Json(begin(
-            &sim,
-            &mut w,
-            (&project, &location, &k),
-            link,
-            Effect::DeletePool(pool.clone()),
-            None,
-        )))
-    })
-    .await
+) -> Result<Json<Operation>, SimError> {
+    let mut w = sim.world();
+    let k = key(&project, &location, &cluster);
+    let (c, _) = find_pool(&w, (&project, &location, &cluster), &pool)?;
+    let link = format!("{}/nodePools/{pool}", c.self_link());
+    ops::ensure_idle(&w.container, &k, &cluster)?;
+    if let Some(p) = w
+        .container
+        .clusters
+        .get_mut(&k)
+        .and_then(|c| c.pool_mut(&pool))
+    {
+        p.status = "STOPPING".into();
+    }
+    Ok(Json(begin(
+        sim,
+        &mut w,
+        (&project, &location, &k),
+        link,
+        Effect::DeletePool(pool.clone()),
+        None,
+    )))
 }
 
 /// POST `.../nodePools/{pool}:{verb}`: `setSize` and `setAutoscaling`.
@@ -346,9 +315,7 @@ fn do_set_size(
     forced: Option<FaultKind>,
 ) -> Result<Operation, SimError> {
     let req: SetNodePoolSizeRequest = strict(F, body)?;
-    let n = req
-        .node_count
-        .ok_or_else(|| invalid("nodeCount is required."))?;
+    let n = required(req.node_count, "nodeCount")?;
     if n < 0 {
         return Err(invalid("nodeCount must be >= 0."));
     }
@@ -365,28 +332,23 @@ fn do_set_size(
     ops::begin_pool_change(sim, &mut w, at, pool, added, forced, effect)
 }
 
-pub async fn get_operation(
-    State(sim): State<Sim>,
+pub fn get_operation(
+    sim: &Sim,
     Path((project, location, name)): Cp,
-) -> Response {
-    sim.serve((SVC, F), "operations.get", || {
-        let w = sim.world();
-        w.container
-            .operations
-            .iter()
-            .find(|o| {
-                o.op.name == name
-                    && o.project == project
-                    && o.op.location.as_deref() == Some(&location)
-            })
-            .map(|o| Json(o.op.clone()))
-            .ok_or_else(|| {
-                not_found(&format!(
-                    "projects/{project}/locations/{location}/operations/{name}"
-                ))
-            })
-    })
-    .await
+) -> Result<Json<Operation>, SimError> {
+    let w = sim.world();
+    w.container
+        .operations
+        .iter()
+        .find(|o| {
+            o.op.name == name && o.project == project && o.op.location.as_deref() == Some(&location)
+        })
+        .map(|o| Json(o.op.clone()))
+        .ok_or_else(|| {
+            not_found(&format!(
+                "projects/{project}/locations/{location}/operations/{name}"
+            ))
+        })
 }
 
 #[derive(Debug, Deserialize)]

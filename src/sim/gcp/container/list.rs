@@ -6,14 +6,11 @@
 //! moment, and each operation as `operations.get` would; nothing of another project.
 
 use axum::Json;
-use axum::extract::{Path, State};
-use axum::response::Response;
+use axum::extract::Path;
 use serde::Serialize;
 
 use crate::cloud::gcp::types::container::{Cluster, Operation};
 use crate::sim::Sim;
-
-use super::lookup::{F, SVC};
 
 /// `ListClustersResponse`.
 #[derive(Debug, Serialize)]
@@ -36,46 +33,40 @@ fn asked(location: &str, wanted: &str) -> bool {
     wanted == "-" || location == wanted
 }
 
-pub async fn clusters(
-    State(sim): State<Sim>,
+pub fn clusters(
+    sim: &Sim,
     Path((project, location)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "clusters.list", || {
-        let w = sim.world();
-        let clusters = w
-            .container
-            .clusters
-            .values()
-            .filter(|c| c.project == project && asked(&c.location, &location))
-            .map(|c| c.to_wire(&w.kube))
-            .collect();
-        Json(ListClustersResponse {
-            clusters,
-            missing_zones: Vec::new(),
-        })
+) -> Json<ListClustersResponse> {
+    let w = sim.world();
+    let clusters = w
+        .container
+        .clusters
+        .values()
+        .filter(|c| c.project == project && asked(&c.location, &location))
+        .map(|c| c.to_wire(&w.kube))
+        .collect();
+    Json(ListClustersResponse {
+        clusters,
+        missing_zones: Vec::new(),
     })
-    .await
 }
 
-pub async fn operations(
-    State(sim): State<Sim>,
+pub fn operations(
+    sim: &Sim,
     Path((project, location)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "operations.list", || {
-        let w = sim.world();
-        let operations = w
-            .container
-            .operations
-            .iter()
-            .filter(|o| {
-                o.project == project && asked(o.op.location.as_deref().unwrap_or(""), &location)
-            })
-            .map(|o| o.op.clone())
-            .collect();
-        Json(ListOperationsResponse {
-            operations,
-            missing_zones: Vec::new(),
+) -> Json<ListOperationsResponse> {
+    let w = sim.world();
+    let operations = w
+        .container
+        .operations
+        .iter()
+        .filter(|o| {
+            o.project == project && asked(o.op.location.as_deref().unwrap_or(""), &location)
         })
+        .map(|o| o.op.clone())
+        .collect();
+    Json(ListOperationsResponse {
+        operations,
+        missing_zones: Vec::new(),
     })
-    .await
 }

@@ -21,6 +21,11 @@ pub(super) fn invalid(msg: impl Into<String>) -> SimError {
     SimError::invalid(F, msg)
 }
 
+/// The request's `field`, or GKE's 400 when it is missing.
+pub(super) fn required<T>(value: Option<T>, field: &str) -> Result<T, SimError> {
+    value.ok_or_else(|| invalid(format!("{field} is required.")))
+}
+
 pub(super) fn not_found(what: &str) -> SimError {
     SimError::new(
         F,

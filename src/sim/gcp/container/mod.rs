@@ -28,6 +28,7 @@ use serde::Serialize;
 use crate::sim::Sim;
 use crate::sim::clock::{Clock, SimTime};
 use crate::sim::gcp::compute::{self, catalog};
+use crate::sim::gcp::method::Forcing;
 use crate::sim::world::World;
 
 pub use model::{ClusterRec, DEFAULT_VERSION, OpRec, PoolRec, Shape};
@@ -125,32 +126,38 @@ pub(crate) fn region_of(location: &str) -> Option<&str> {
 }
 
 pub fn routes() -> Router<Sim> {
+    use handlers::API as G;
     const P: &str = "/container/v1/projects/{project}/locations/{location}";
     Router::new()
         .route(
             &format!("{P}/clusters"),
-            post(handlers::create_cluster).get(list::clusters),
+            post(G.method("clusters.create", Forcing(handlers::create_cluster)))
+                .get(G.method("clusters.list", list::clusters)),
         )
         .route(
             &format!("{P}/clusters/{{cluster}}"),
-            get(handlers::get_cluster)
-                .put(handlers::update_cluster)
-                .delete(handlers::delete_cluster),
+            get(G.method("clusters.get", handlers::get_cluster))
+                .put(G.method("clusters.update", Forcing(handlers::update_cluster)))
+                .delete(G.method("clusters.delete", handlers::delete_cluster)),
         )
         .route(
             &format!("{P}/clusters/{{cluster}}/nodePools"),
-            post(handlers::create_pool).get(handlers::list_pools),
+            post(G.method("nodePools.create", Forcing(handlers::create_pool)))
+                .get(G.method("nodePools.list", handlers::list_pools)),
         )
         .route(
             &format!("{P}/clusters/{{cluster}}/nodePools/{{pool}}"),
-            get(handlers::get_pool)
-                .delete(handlers::delete_pool)
+            get(G.method("nodePools.get", handlers::get_pool))
+                .delete(G.method("nodePools.delete", handlers::delete_pool))
                 .post(handlers::pool_verb),
         )
-        .route(&format!("{P}/operations"), get(list::operations))
+        .route(
+            &format!("{P}/operations"),
+            get(G.method("operations.list", list::operations)),
+        )
         .route(
             &format!("{P}/operations/{{operation}}"),
-            get(handlers::get_operation),
+            get(G.method("operations.get", handlers::get_operation)),
         )
         .route(
             "/sim/v1/stockouts",

@@ -6,30 +6,27 @@
 //! deleted account is never listed.
 
 use axum::Json;
-use axum::extract::{Path, Query, State as AxState};
-use axum::response::Response;
+use axum::extract::{Path, Query};
 
-use super::{F, SVC};
+use crate::cloud::gcp::types::iam::ServiceAccount;
 use crate::sim::Sim;
+use crate::sim::error::SimError;
 use crate::sim::gcp::list::{AipList, Limits, PageQuery, aip158};
 
 const LIMITS: Limits = aip158(20, 100);
 
-pub(super) async fn accounts(
-    AxState(sim): AxState<Sim>,
+pub(super) fn accounts(
+    sim: &Sim,
     Path(project): Path<String>,
     Query(q): Query<PageQuery>,
-) -> Response {
-    sim.serve((SVC, F), "serviceAccounts.list", || {
-        let all = sim
-            .world()
-            .iam
-            .accounts
-            .iter()
-            .filter(|(_, a)| project == "-" || a.account.project_id == project)
-            .map(|(email, a)| (email.clone(), a.account.clone()))
-            .collect();
-        AipList::page(&LIMITS, "accounts", all, &q).map(Json)
-    })
-    .await
+) -> Result<Json<AipList<ServiceAccount>>, SimError> {
+    let all = sim
+        .world()
+        .iam
+        .accounts
+        .iter()
+        .filter(|(_, a)| project == "-" || a.account.project_id == project)
+        .map(|(email, a)| (email.clone(), a.account.clone()))
+        .collect();
+    AipList::page(&LIMITS, "accounts", all, &q).map(Json)
 }

@@ -26,11 +26,13 @@ use crate::cloud::gcp::types::iam::{
 use crate::sim::body::strict;
 use crate::sim::clock::Clock;
 use crate::sim::error::{Flavor, SimError};
+use crate::sim::gcp::method::Service;
 use crate::sim::world::World;
 use crate::sim::{Sim, tag};
 
 const SVC: &str = "iam";
 const F: Flavor = Flavor::Aip193;
+const API: Service = Service::new(SVC, F);
 
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -74,11 +76,14 @@ pub fn routes() -> Router<Sim> {
     Router::new()
         .route(
             "/iam/v1/projects/{project}/serviceAccounts",
-            post(create).get(list::accounts),
+            post(API.method("serviceAccounts.create", create))
+                .get(API.method("serviceAccounts.list", list::accounts)),
         )
         .route(
             "/iam/v1/projects/{project}/serviceAccounts/{sa}",
-            get(get_account).delete(delete_account).post(verb),
+            get(API.method("serviceAccounts.get", get_account))
+                .delete(API.method("serviceAccounts.delete", delete_account))
+                .post(verb),
         )
         .merge(roles::routes())
 }
@@ -86,15 +91,12 @@ pub fn routes() -> Router<Sim> {
 /// IAM has nothing that changes with time.
 pub fn tick(_world: &mut World, _clock: &Clock) {}
 
-async fn create(AxState(sim): AxState<Sim>, Path(project): Path<String>, body: Bytes) -> Response {
-    sim.serve((SVC, F), "serviceAccounts.create", || {
-        do_create(&sim, &project, &body)
-    })
-    .await
-}
-
-fn do_create(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<ServiceAccount>, SimError> {
-    let req: CreateServiceAccountRequest = strict(F, body)?;
+fn create(
+    sim: &Sim,
+    Path(project): Path<String>,
+    body: Bytes,
+) -> Result<Json<ServiceAccount>, SimError> {
+    let req: CreateServiceAccountRequest = strict(F, &body)?;
     validate_account_id(&req.account_id).map_err(|m| SimError::invalid(F, m))?;
     let given = req.service_account.unwrap_or_default();
     if given.display_name.chars().count() > 100 {
@@ -109,7 +111,7 @@ fn do_create(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<ServiceAccou
             "description must be at most 256 characters.",
         ));
     }
-    let email = service_account_email(&req.account_id, project);
+    let email = service_account_email(&req.account_id, &project);
     let mut w = sim.world();
     let st = &mut w.iam;
     if st.accounts.contains_key(&email) {
@@ -122,7 +124,7 @@ fn do_create(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<ServiceAccou
     let unique_id = format!("1{:020}", 10_000_000_000 + st.next_id);
     let account = ServiceAccount {
         name: format!("projects/{project}/serviceAccounts/{email}"),
-        project_id: project.to_owned(),
+        project_id: project.clone(),
         unique_id: unique_id.clone(),
         email: email.clone(),
         display_name: given.display_name,
@@ -141,32 +143,26 @@ fn do_create(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<ServiceAccou
     Ok(Json(account))
 }
 
-async fn get_account(
-    AxState(sim): AxState<Sim>,
+fn get_account(
+    sim: &Sim,
     Path((project, sa)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "serviceAccounts.get", || {
-        let mut w = sim.world();
-        w.iam.find(&project, &sa).map(|a| Json(a.account.clone()))
-    })
-    .await
+) -> Result<Json<ServiceAccount>, SimError> {
+    let mut w = sim.world();
+    w.iam.find(&project, &sa).map(|a| Json(a.account.clone()))
 }
 
-async fn delete_account(
-    AxState(sim): AxState<Sim>,
+fn delete_account(
+    sim: &Sim,
     Path((project, sa)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "serviceAccounts.delete", || {
-        let mut w = sim.world();
-        let (email, unique_id) = w
-            .iam
-            .find(&project, &sa)
-            .map(|a| (a.account.email.clone(), a.account.unique_id.clone()))?;
-        w.iam.accounts.remove(&email);
-        w.resource_manager.account_deleted(&email, &unique_id);
-        Ok::<_, SimError>(Json(serde_json::json!({})))
-    })
-    .await
+) -> Result<Json<serde_json::Value>, SimError> {
+    let mut w = sim.world();
+    let (email, unique_id) = w
+        .iam
+        .find(&project, &sa)
+        .map(|a| (a.account.email.clone(), a.account.unique_id.clone()))?;
+    w.iam.accounts.remove(&email);
+    w.resource_manager.account_deleted(&email, &unique_id);
+    Ok::<_, SimError>(Json(serde_json::json!({})))
 }
 
 #[derive(Debug, Default, Deserialize)]

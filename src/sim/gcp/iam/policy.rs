@@ -211,9 +211,14 @@ mod tests {
 
     #[test]
     fn roles() {
-        assert!(valid_role("roles/owner"));
-        assert!(valid_role("projects/p/roles/custom"));
-        assert!(!valid_role("owner"));
-        assert!(!valid_role("roles/"));
+        let cases = [
+            ("roles/owner", true),
+            ("projects/p/roles/custom", true),
+            ("owner", false),
+            ("roles/", false),
+        ];
+        for (role, valid) in cases {
+            assert_eq!(valid_role(role), valid, "{role}");
+        }
     }
 }

@@ -8,8 +8,7 @@
 //! output, as Google omits it. Predefined roles (`roles/...`) are not simulated.
 
 use axum::body::Bytes;
-use axum::extract::{Path, State as AxState};
-use axum::response::Response;
+use axum::extract::Path;
 use axum::{Json, Router, routing::post};
 
 use crate::cloud::gcp::types::iam::{CreateRoleRequest, Role};
@@ -18,17 +17,21 @@ use crate::sim::body::strict;
 use crate::sim::error::SimError;
 use crate::sim::gcp::resource_manager::valid_project_id;
 
-use super::{F, SVC, policy};
+use super::{API, F, policy};
 
 /// Launch stages a custom role may be created in.
 const STAGES: [&str; 6] = ["ALPHA", "BETA", "GA", "DEPRECATED", "DISABLED", "EAP"];
 
 pub fn routes() -> Router<Sim> {
     Router::new()
-        .route("/iam/v1/projects/{project}/roles", post(create))
+        .route(
+            "/iam/v1/projects/{project}/roles",
+            post(API.method("projects.roles.create", create)),
+        )
         .route(
             "/iam/v1/projects/{project}/roles/{role}",
-            axum::routing::get(get).delete(delete),
+            axum::routing::get(API.method("projects.roles.get", get))
+                .delete(API.method("projects.roles.delete", delete)),
         )
 }
 
@@ -69,16 +72,9 @@ fn shown(r: &Role) -> Role {
     r
 }
 
-async fn create(AxState(sim): AxState<Sim>, Path(project): Path<String>, body: Bytes) -> Response {
-    sim.serve((SVC, F), "projects.roles.create", || {
-        do_create(&sim, &project, &body)
-    })
-    .await
-}
-
-fn do_create(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<Role>, SimError> {
-    let req: CreateRoleRequest = strict(F, body)?;
-    if !valid_project_id(project) {
+fn create(sim: &Sim, Path(project): Path<String>, body: Bytes) -> Result<Json<Role>, SimError> {
+    let req: CreateRoleRequest = strict(F, &body)?;
+    if !valid_project_id(&project) {
         return Err(SimError::invalid(
             F,
             format!("Invalid project {project:?}."),
@@ -147,41 +143,32 @@ fn do_create(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<Role>, SimEr
     Ok(Json(shown(&role)))
 }
 
-async fn get(
-    AxState(sim): AxState<Sim>,
-    Path((project, role)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "projects.roles.get", || {
-        let name = format!("projects/{project}/roles/{role}");
-        let w = sim.world();
-        w.iam
-            .roles
-            .get(&name)
-            .map(|r| Json(shown(r)))
-            .ok_or_else(|| not_found(&name))
-    })
-    .await
+fn get(sim: &Sim, Path((project, role)): Path<(String, String)>) -> Result<Json<Role>, SimError> {
+    let name = format!("projects/{project}/roles/{role}");
+    let w = sim.world();
+    w.iam
+        .roles
+        .get(&name)
+        .map(|r| Json(shown(r)))
+        .ok_or_else(|| not_found(&name))
 }
 
-async fn delete(
-    AxState(sim): AxState<Sim>,
+fn delete(
+    sim: &Sim,
     Path((project, role)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "projects.roles.delete", || {
-        let name = format!("projects/{project}/roles/{role}");
-        let mut w = sim.world();
-        let r = w.iam.roles.get_mut(&name).ok_or_else(|| not_found(&name))?;
-        if r.deleted {
-            return Err(SimError::precondition(
-                F,
-                format!("You can't delete role_id ({role}) as it is already deleted."),
-            ));
-        }
-        r.deleted = true;
-        r.etag = policy::etag(2);
-        Ok(Json(shown(r)))
-    })
-    .await
+) -> Result<Json<Role>, SimError> {
+    let name = format!("projects/{project}/roles/{role}");
+    let mut w = sim.world();
+    let r = w.iam.roles.get_mut(&name).ok_or_else(|| not_found(&name))?;
+    if r.deleted {
+        return Err(SimError::precondition(
+            F,
+            format!("You can't delete role_id ({role}) as it is already deleted."),
+        ));
+    }
+    r.deleted = true;
+    r.etag = policy::etag(2);
+    Ok(Json(shown(r)))
 }
 
 #[cfg(test)]
@@ -190,12 +177,22 @@ mod tests {
 
     #[test]
     fn ids_and_permissions() {
-        assert!(valid_role_id("kineticdTeamProject"));
-        assert!(valid_role_id("a.b_c"));
-        assert!(!valid_role_id("ab"));
-        assert!(!valid_role_id("has-dash"));
-        assert!(valid_permission("resourcemanager.projects.setIamPolicy"));
-        assert!(!valid_permission("resourcemanager.projects"));
-        assert!(!valid_permission("resourcemanager..setIamPolicy"));
+        let ids = [
+            ("kineticdTeamProject", true),
+            ("a.b_c", true),
+            ("ab", false),
+            ("has-dash", false),
+        ];
+        for (id, valid) in ids {
+            assert_eq!(valid_role_id(id), valid, "{id}");
+        }
+        let permissions = [
+            ("resourcemanager.projects.setIamPolicy", true),
+            ("resourcemanager.projects", false),
+            ("resourcemanager..setIamPolicy", false),
+        ];
+        for (p, valid) in permissions {
+            assert_eq!(valid_permission(p), valid, "{p}");
+        }
     }
 }

@@ -7,11 +7,10 @@
 //! this simulator cannot apply is 400, never silently ignored.
 
 use axum::Json;
-use axum::extract::{Path, Query, State as AxState};
-use axum::response::Response;
+use axum::extract::{Path, Query};
 use serde::Deserialize;
 
-use super::{CATALOGUE, F, SVC, project_denied, service, valid_project_id};
+use super::{CATALOGUE, F, project_denied, service, valid_project_id};
 use crate::cloud::gcp::types::service_usage::Service;
 use crate::sim::Sim;
 use crate::sim::error::SimError;
@@ -37,37 +36,25 @@ fn wanted_state(filter: Option<&str>) -> Result<Option<bool>, SimError> {
     }
 }
 
-pub(super) async fn services(
-    AxState(sim): AxState<Sim>,
+pub(super) fn services(
+    sim: &Sim,
     Path(project): Path<String>,
     Query(f): Query<Filter>,
     Query(q): Query<PageQuery>,
-) -> Response {
-    sim.serve((SVC, F), "services.list", || {
-        list(&sim, &project, f.filter.as_deref(), &q).map(Json)
-    })
-    .await
-}
-
-fn list(
-    sim: &Sim,
-    project: &str,
-    filter: Option<&str>,
-    q: &PageQuery,
-) -> Result<AipList<Service>, SimError> {
-    if !valid_project_id(project) {
-        return Err(project_denied(project));
+) -> Result<Json<AipList<Service>>, SimError> {
+    if !valid_project_id(&project) {
+        return Err(project_denied(&project));
     }
-    let wanted = wanted_state(filter)?;
+    let wanted = wanted_state(f.filter.as_deref())?;
     let mut w = sim.world();
-    let enabled = w.service_usage.enabled_mut(project);
+    let enabled = w.service_usage.enabled_mut(&project);
     let all = CATALOGUE
         .iter()
         .map(|(id, _)| (*id, enabled.contains(*id)))
         .filter(|(_, on)| wanted.is_none_or(|state| state == *on))
-        .map(|(id, on)| (id.to_owned(), service(project, id, on)))
+        .map(|(id, on)| (id.to_owned(), service(&project, id, on)))
         .collect();
-    AipList::page(&LIMITS, "services", all, q)
+    AipList::page(&LIMITS, "services", all, &q).map(Json)
 }
 
 #[cfg(test)]

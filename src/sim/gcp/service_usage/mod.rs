@@ -27,11 +27,13 @@ use crate::cloud::gcp::types::service_usage::{
 use crate::sim::body::strict;
 use crate::sim::clock::{Clock, SimTime};
 use crate::sim::error::{Flavor, SimError};
+use crate::sim::gcp::method::Service as Api;
 use crate::sim::world::World;
 use crate::sim::{Sim, tag};
 
 const SVC: &str = "serviceusage";
 const F: Flavor = Flavor::Aip193;
+const API: Api = Api::new(SVC, F);
 
 /// Virtual time a batchEnable takes.
 pub const ENABLE_DELAY: Duration = Duration::from_secs(15);
@@ -173,13 +175,16 @@ pub fn routes() -> Router<Sim> {
         )
         .route(
             "/serviceusage/v1/projects/{project}/services",
-            get(list::services),
+            get(API.method("services.list", list::services)),
         )
         .route(
             "/serviceusage/v1/projects/{project}/services/{service}",
-            get(get_service),
+            get(API.method("services.get", get_service)),
         )
-        .route("/serviceusage/v1/operations/{op}", get(get_operation))
+        .route(
+            "/serviceusage/v1/operations/{op}",
+            get(API.method("operations.get", get_operation)),
+        )
 }
 
 pub fn tick(world: &mut World, clock: &Clock) {
@@ -310,46 +315,40 @@ fn do_batch_enable(sim: &Sim, project: &str, body: &Bytes) -> Result<Json<Operat
         .ok_or_else(|| SimError::new(F, 500, "INTERNAL", "INTERNAL", "operation vanished"))
 }
 
-async fn get_service(
-    AxState(sim): AxState<Sim>,
+fn get_service(
+    sim: &Sim,
     Path((project, id)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "services.get", || {
-        if !valid_project_id(&project) {
-            return Err(project_denied(&project));
-        }
-        if !CATALOGUE.iter().any(|(n, _)| *n == id) {
-            return Err(SimError::new(
-                F,
-                403,
-                "PERMISSION_DENIED",
-                "SERVICE_CONFIG_NOT_FOUND_OR_PERMISSION_DENIED",
-                format!("Not found or permission denied for service(s): {id}."),
-            ));
-        }
-        let mut w = sim.world();
-        let on = w.service_usage.is_enabled(&project, &id);
-        Ok(Json(service(&project, &id, on)))
-    })
-    .await
+) -> Result<Json<Service>, SimError> {
+    if !valid_project_id(&project) {
+        return Err(project_denied(&project));
+    }
+    if !CATALOGUE.iter().any(|(n, _)| *n == id) {
+        return Err(SimError::new(
+            F,
+            403,
+            "PERMISSION_DENIED",
+            "SERVICE_CONFIG_NOT_FOUND_OR_PERMISSION_DENIED",
+            format!("Not found or permission denied for service(s): {id}."),
+        ));
+    }
+    let mut w = sim.world();
+    let on = w.service_usage.is_enabled(&project, &id);
+    Ok(Json(service(&project, &id, on)))
 }
 
-async fn get_operation(AxState(sim): AxState<Sim>, Path(op): Path<String>) -> Response {
-    sim.serve((SVC, F), "operations.get", || {
-        let name = format!("operations/{op}");
-        if name == NOOP_OPERATION {
-            return Ok(Json(Operation {
-                name,
-                done: true,
-                ..Operation::default()
-            }));
-        }
-        let w = sim.world();
-        w.service_usage
-            .operations
-            .get(&name)
-            .map(|p| Json(p.operation.clone()))
-            .ok_or_else(|| SimError::not_found(F, &name))
-    })
-    .await
+fn get_operation(sim: &Sim, Path(op): Path<String>) -> Result<Json<Operation>, SimError> {
+    let name = format!("operations/{op}");
+    if name == NOOP_OPERATION {
+        return Ok(Json(Operation {
+            name,
+            done: true,
+            ..Operation::default()
+        }));
+    }
+    let w = sim.world();
+    w.service_usage
+        .operations
+        .get(&name)
+        .map(|p| Json(p.operation.clone()))
+        .ok_or_else(|| SimError::not_found(F, &name))
 }

@@ -5,11 +5,10 @@
 //! other projects never appear, though they share one namespace.
 
 use axum::Json;
-use axum::extract::{Query, State as AxState};
-use axum::response::Response;
+use axum::extract::Query;
 use serde::{Deserialize, Serialize};
 
-use super::{F, SVC, storage_error};
+use super::{F, storage_error};
 use crate::cloud::gcp::types::storage::Bucket;
 use crate::sim::Sim;
 use crate::sim::error::SimError;
@@ -32,7 +31,7 @@ pub(super) struct Scope {
 /// `Buckets`: one page.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Buckets {
+pub(super) struct Buckets {
     kind: &'static str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     items: Vec<Bucket>,
@@ -40,18 +39,11 @@ struct Buckets {
     next_page_token: Option<String>,
 }
 
-pub(super) async fn buckets(
-    AxState(sim): AxState<Sim>,
+pub(super) fn buckets(
+    sim: &Sim,
     Query(scope): Query<Scope>,
     Query(q): Query<PageQuery>,
-) -> Response {
-    sim.serve((SVC, F), "buckets.list", || {
-        list(&sim, &scope, &q).map(Json)
-    })
-    .await
-}
-
-fn list(sim: &Sim, scope: &Scope, q: &PageQuery) -> Result<Buckets, SimError> {
+) -> Result<Json<Buckets>, SimError> {
     let project = scope
         .project
         .as_deref()
@@ -66,10 +58,10 @@ fn list(sim: &Sim, scope: &Scope, q: &PageQuery) -> Result<Buckets, SimError> {
         .filter(|r| r.project == project && r.bucket.name.starts_with(prefix))
         .map(|r| (r.bucket.name.clone(), r.bucket.clone()))
         .collect();
-    let page = LIMITS.page(all, q)?;
-    Ok(Buckets {
+    let page = LIMITS.page(all, &q)?;
+    Ok(Json(Buckets {
         kind: "storage#buckets",
         items: page.items,
         next_page_token: page.next_page_token,
-    })
+    }))
 }

@@ -12,9 +12,8 @@ mod objects;
 use std::collections::{BTreeMap, HashMap};
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State as AxState};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
-use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
@@ -29,10 +28,12 @@ use crate::sim::Sim;
 use crate::sim::body::strict;
 use crate::sim::clock::Clock;
 use crate::sim::error::{Flavor, SimError};
+use crate::sim::gcp::method::Service;
 use crate::sim::world::World;
 
 const SVC: &str = "storage";
 const F: Flavor = Flavor::Storage;
+const API: Service = Service::new(SVC, F);
 
 const STORAGE_CLASSES: [&str; 7] = [
     "STANDARD",
@@ -74,21 +75,34 @@ pub struct BucketRecord {
 
 pub fn routes() -> Router<Sim> {
     Router::new()
-        .route("/storage/v1/b", post(insert_bucket).get(list::buckets))
+        .route(
+            "/storage/v1/b",
+            post(API.method("buckets.insert", insert_bucket))
+                .get(API.method("buckets.list", list::buckets)),
+        )
         .route(
             "/storage/v1/b/{bucket}",
-            get(get_bucket).delete(delete_bucket),
+            get(API.method("buckets.get", get_bucket))
+                .delete(API.method("buckets.delete", delete_bucket)),
         )
         .route(
             "/storage/v1/b/{bucket}/iam",
-            get(get_policy).put(set_policy),
+            get(API.method("buckets.getIamPolicy", get_policy))
+                .put(API.method("buckets.setIamPolicy", set_policy)),
         )
-        .route("/storage/v1/b/{bucket}/o", get(objects::list))
+        .route(
+            "/storage/v1/b/{bucket}/o",
+            get(API.method("objects.list", objects::list)),
+        )
         .route(
             "/storage/v1/b/{bucket}/o/{*object}",
-            get(objects::get).delete(objects::delete),
+            get(API.method("objects.get", objects::get))
+                .delete(API.method("objects.delete", objects::delete)),
         )
-        .route("/upload/storage/v1/b/{bucket}/o", post(objects::upload))
+        .route(
+            "/upload/storage/v1/b/{bucket}/o",
+            post(API.method("objects.insert", objects::upload)),
+        )
 }
 
 /// Lifecycle rules are recorded, not enforced (no object ages in the simulator).
@@ -157,15 +171,12 @@ fn location(l: &str) -> Option<(String, &'static str)> {
     region.then_some((up, "region"))
 }
 
-async fn insert_bucket(
-    AxState(sim): AxState<Sim>,
+fn insert_bucket(
+    sim: &Sim,
     Query(q): Query<HashMap<String, String>>,
     body: Bytes,
-) -> Response {
-    sim.serve((SVC, F), "buckets.insert", || {
-        do_insert(&sim, q.get("project"), &body)
-    })
-    .await
+) -> Result<Json<Bucket>, SimError> {
+    do_insert(sim, q.get("project"), &body)
 }
 
 fn do_insert(sim: &Sim, project: Option<&String>, body: &Bytes) -> Result<Json<Bucket>, SimError> {
@@ -302,47 +313,35 @@ fn do_insert(sim: &Sim, project: Option<&String>, body: &Bytes) -> Result<Json<B
     Ok(Json(b))
 }
 
-async fn get_bucket(AxState(sim): AxState<Sim>, Path(bucket): Path<String>) -> Response {
-    sim.serve((SVC, F), "buckets.get", || {
-        let mut w = sim.world();
-        w.storage.bucket(&bucket).map(|r| Json(r.bucket.clone()))
-    })
-    .await
+fn get_bucket(sim: &Sim, Path(bucket): Path<String>) -> Result<Json<Bucket>, SimError> {
+    let mut w = sim.world();
+    w.storage.bucket(&bucket).map(|r| Json(r.bucket.clone()))
 }
 
-async fn delete_bucket(AxState(sim): AxState<Sim>, Path(bucket): Path<String>) -> Response {
-    sim.serve((SVC, F), "buckets.delete", || {
-        let mut w = sim.world();
-        if !w.storage.bucket(&bucket)?.objects.is_empty() {
-            return Err(storage_error(
-                409,
-                "conflict",
-                "The bucket you tried to delete is not empty.",
-            ));
-        }
-        w.storage.buckets.remove(&bucket);
-        Ok(StatusCode::NO_CONTENT)
-    })
-    .await
+fn delete_bucket(sim: &Sim, Path(bucket): Path<String>) -> Result<StatusCode, SimError> {
+    let mut w = sim.world();
+    if !w.storage.bucket(&bucket)?.objects.is_empty() {
+        return Err(storage_error(
+            409,
+            "conflict",
+            "The bucket you tried to delete is not empty.",
+        ));
+    }
+    w.storage.buckets.remove(&bucket);
+    Ok(StatusCode::NO_CONTENT)
 }
 
-async fn get_policy(AxState(sim): AxState<Sim>, Path(bucket): Path<String>) -> Response {
-    sim.serve((SVC, F), "buckets.getIamPolicy", || {
-        let mut w = sim.world();
-        w.storage.bucket(&bucket).map(|r| Json(r.policy.clone()))
-    })
-    .await
+fn get_policy(sim: &Sim, Path(bucket): Path<String>) -> Result<Json<BucketPolicy>, SimError> {
+    let mut w = sim.world();
+    w.storage.bucket(&bucket).map(|r| Json(r.policy.clone()))
 }
 
-async fn set_policy(
-    AxState(sim): AxState<Sim>,
+fn set_policy(
+    sim: &Sim,
     Path(bucket): Path<String>,
     body: Bytes,
-) -> Response {
-    sim.serve((SVC, F), "buckets.setIamPolicy", || {
-        do_set_policy(&sim, &bucket, &body)
-    })
-    .await
+) -> Result<Json<BucketPolicy>, SimError> {
+    do_set_policy(sim, &bucket, &body)
 }
 
 const BUCKET_MEMBER_PREFIXES: [&str; 9] = [

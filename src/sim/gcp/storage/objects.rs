@@ -7,13 +7,13 @@ use std::collections::HashMap;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State as AxState};
+use axum::extract::{Path, Query};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use super::{F, SVC, now, storage_error};
+use super::{now, storage_error};
 use crate::cloud::gcp::types::storage::{Object, Objects};
 use crate::sim::Sim;
 use crate::sim::error::SimError;
@@ -33,21 +33,18 @@ fn valid_object_name(name: &str) -> bool {
         && !name.starts_with(".well-known/acme-challenge/")
 }
 
-pub(super) async fn upload(
-    AxState(sim): AxState<Sim>,
+pub(super) fn upload(
+    sim: &Sim,
     Path(bucket): Path<String>,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
-    sim.serve((SVC, F), "objects.insert", || {
-        let content_type = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("application/octet-stream");
-        do_upload(&sim, &bucket, &q, content_type, &body)
-    })
-    .await
+) -> Result<Json<Object>, SimError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/octet-stream");
+    do_upload(sim, &bucket, &q, content_type, &body)
 }
 
 fn do_upload(
@@ -112,46 +109,39 @@ fn do_upload(
     Ok(Json(object))
 }
 
-pub(super) async fn get(
-    AxState(sim): AxState<Sim>,
+pub(super) fn get(
+    sim: &Sim,
     Path((bucket, object)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "objects.get", || {
-        let mut w = sim.world();
-        let found = w.storage.bucket(&bucket).and_then(|r| {
-            r.objects
-                .get(&object)
-                .cloned()
-                .ok_or_else(|| no_such_object(&bucket, &object))
-        });
-        found.map(Json)
-    })
-    .await
+) -> Result<Json<Object>, SimError> {
+    let mut w = sim.world();
+    let found = w.storage.bucket(&bucket).and_then(|r| {
+        r.objects
+            .get(&object)
+            .cloned()
+            .ok_or_else(|| no_such_object(&bucket, &object))
+    });
+    found.map(Json)
 }
 
-pub(super) async fn delete(
-    AxState(sim): AxState<Sim>,
+pub(super) fn delete(
+    sim: &Sim,
     Path((bucket, object)): Path<(String, String)>,
-) -> Response {
-    sim.serve((SVC, F), "objects.delete", || {
-        let mut w = sim.world();
-        let removed = w.storage.bucket(&bucket).and_then(|r| {
-            r.objects
-                .remove(&object)
-                .ok_or_else(|| no_such_object(&bucket, &object))
-        });
-        removed.map(|_| StatusCode::NO_CONTENT.into_response())
-    })
-    .await
+) -> Result<Response, SimError> {
+    let mut w = sim.world();
+    let removed = w.storage.bucket(&bucket).and_then(|r| {
+        r.objects
+            .remove(&object)
+            .ok_or_else(|| no_such_object(&bucket, &object))
+    });
+    removed.map(|_| StatusCode::NO_CONTENT.into_response())
 }
 
-pub(super) async fn list(
-    AxState(sim): AxState<Sim>,
+pub(super) fn list(
+    sim: &Sim,
     Path(bucket): Path<String>,
     Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    sim.serve((SVC, F), "objects.list", || do_list(&sim, &bucket, &q))
-        .await
+) -> Result<Json<Objects>, SimError> {
+    do_list(sim, &bucket, &q)
 }
 
 fn do_list(
