@@ -181,21 +181,24 @@ async fn preview(run: &Run, shot: &str, creates: bool) -> Vec<(String, String)> 
     );
     let mut actions = Vec::new();
     for row in d.find_all(By::Css(t("plan-action"))).await.expect("rows") {
-        let id = row
-            .attr("data-step")
-            .await
-            .expect("attr")
-            .unwrap_or_default();
-        let action = row
-            .attr("data-action")
-            .await
-            .expect("attr")
-            .unwrap_or_default();
+        let id = attr(&row, "data-step").await;
+        let action = attr(&row, "data-action").await;
         actions.push((id, action));
     }
     assert!(!actions.is_empty(), "the preview lists the plan's actions");
     run.page_checks(shot, false).await;
     actions
+}
+
+/// The `{name}-preview` plan (see [`preview`]), which must have a `{action}` action,
+/// then confirmed and watched to its end as `{name}-operation`.
+async fn preview_and_confirm(run: &Run, name: &str, creates: bool, action: &str) {
+    let actions = preview(run, &format!("{name}-preview"), creates).await;
+    assert!(
+        actions.iter().any(|(_, a)| a == action),
+        "the {name} preview has a {action}: {actions:?}"
+    );
+    confirm_and_watch(run, &format!("{name}-operation")).await;
 }
 
 /// Clicks the confirm button of a preview; on the operation page it leads to, waits
@@ -230,16 +233,8 @@ async fn confirm_and_watch(run: &Run, shot: &str) -> String {
     let bars = d.find_all(By::Css(t("step-bar"))).await.expect("bars");
     assert!(!bars.is_empty(), "the timeline has a bar per step");
     for bar in &bars {
-        let state = bar
-            .attr("data-state")
-            .await
-            .expect("attr")
-            .unwrap_or_default();
-        let step = bar
-            .attr("data-step")
-            .await
-            .expect("attr")
-            .unwrap_or_default();
+        let state = attr(bar, "data-state").await;
+        let step = attr(bar, "data-step").await;
         assert!(
             state == "DONE" || state == "SKIPPED",
             "step {step} is {state} in a SUCCEEDED operation"
@@ -253,22 +248,31 @@ fn cluster_path() -> String {
     format!("/console/clusters/{PROJECT}/{ZONE}/{CLUSTER}")
 }
 
+/// Open the cluster page.
+async fn goto_cluster_page(run: &Run) {
+    run.d()
+        .goto(run.url(&cluster_path()))
+        .await
+        .expect("cluster page");
+}
+
+/// The pools the cluster page lists, once it lists one.
+async fn listed_pools(run: &Run) -> Vec<String> {
+    goto_cluster_page(run).await;
+    page::find(run.d(), &t("pool-row")).await;
+    pool_ids(run.d()).await
+}
+
 /// The cluster page: RUNNING, its GPU pool, and the capacity picture with one bar per
 /// node of that pool.
 async fn cluster_page(run: &Run) {
     let d = run.d();
-    d.goto(run.url(&cluster_path()))
-        .await
-        .expect("cluster page");
+    goto_cluster_page(run).await;
     page::wait_text(d, &t("cluster-state"), "RUNNING").await;
     let pools = pool_ids(d).await;
     assert!(!pools.is_empty(), "the cluster page lists the pools");
     let group = page::find(d, &t("capacity-pool")).await;
-    let pool = group
-        .attr("data-pool")
-        .await
-        .expect("attr")
-        .unwrap_or_default();
+    let pool = attr(&group, "data-pool").await;
     assert!(
         pools.contains(&pool),
         "capacity group {pool} is a listed pool {pools:?}"
@@ -287,8 +291,13 @@ async fn cluster_page(run: &Run) {
     run.page_checks("cluster", true).await;
 }
 
+/// The value of attribute `name` of `e` ("" when it has none).
+async fn attr(e: &thirtyfour::WebElement, name: &str) -> String {
+    e.attr(name).await.expect("attr").unwrap_or_default()
+}
+
 async fn num_attr(e: &thirtyfour::WebElement, name: &str) -> u64 {
-    let v = e.attr(name).await.expect("attr").unwrap_or_default();
+    let v = attr(e, name).await;
     v.parse()
         .unwrap_or_else(|_| panic!("{name}={v:?} is not a number"))
 }
@@ -297,12 +306,7 @@ async fn num_attr(e: &thirtyfour::WebElement, name: &str) -> u64 {
 async fn pool_ids(d: &WebDriver) -> Vec<String> {
     let mut ids = Vec::new();
     for row in d.find_all(By::Css(t("pool-row"))).await.expect("pool rows") {
-        ids.push(
-            row.attr("data-pool")
-                .await
-                .expect("attr")
-                .unwrap_or_default(),
-        );
+        ids.push(attr(&row, "data-pool").await);
     }
     ids
 }
@@ -317,7 +321,7 @@ async fn home_page(run: &Run) {
         .find(By::Css(t("cluster-link")))
         .await
         .expect("cluster link");
-    let href = link.attr("href").await.expect("attr").unwrap_or_default();
+    let href = attr(&link, "href").await;
     assert!(href.ends_with(&cluster_path()), "cluster link {href}");
     run.page_checks("home", true).await;
 }
@@ -325,24 +329,13 @@ async fn home_page(run: &Run) {
 /// Pool add from the cluster page: preview, confirm, the new pool listed.
 async fn pool_add(run: &Run) -> String {
     let d = run.d();
-    d.goto(run.url(&cluster_path()))
-        .await
-        .expect("cluster page");
+    goto_cluster_page(run).await;
     let before = pool_ids(d).await;
     page::click(d, &t("pool-add")).await;
     page::fill(d, &t("pool-accelerator"), "gpu-t4").await;
     page::click(d, &t("pool-add-preview")).await;
-    let actions = preview(run, "pool-add-preview", true).await;
-    assert!(
-        actions.iter().any(|(_, a)| a == "CREATE"),
-        "the pool add preview creates something: {actions:?}"
-    );
-    confirm_and_watch(run, "pool-add-operation").await;
-    d.goto(run.url(&cluster_path()))
-        .await
-        .expect("cluster page");
-    page::find(d, &t("pool-row")).await;
-    let after = pool_ids(d).await;
+    preview_and_confirm(run, "pool-add", true, "CREATE").await;
+    let after = listed_pools(run).await;
     let added: Vec<&String> = after.iter().filter(|p| !before.contains(p)).collect();
     assert_eq!(
         added.len(),
@@ -355,26 +348,15 @@ async fn pool_add(run: &Run) -> String {
 /// Pool remove from the pool's row: preview, confirm, the pool gone from the page.
 async fn pool_remove(run: &Run, pool: &str) {
     let d = run.d();
-    d.goto(run.url(&cluster_path()))
-        .await
-        .expect("cluster page");
+    goto_cluster_page(run).await;
     let row = page::find(d, &format!("{}[data-pool='{pool}']", t("pool-row"))).await;
     let link = row
         .find(By::Css(t("pool-remove")))
         .await
         .expect("remove link");
     link.click().await.expect("click remove");
-    let actions = preview(run, "pool-remove-preview", false).await;
-    assert!(
-        actions.iter().any(|(_, a)| a == "DELETE"),
-        "the pool remove preview deletes: {actions:?}"
-    );
-    confirm_and_watch(run, "pool-remove-operation").await;
-    d.goto(run.url(&cluster_path()))
-        .await
-        .expect("cluster page");
-    page::find(d, &t("pool-row")).await;
-    let left = pool_ids(d).await;
+    preview_and_confirm(run, "pool-remove", false, "DELETE").await;
+    let left = listed_pools(run).await;
     assert!(
         !left.iter().any(|p| p == pool),
         "{pool} still listed: {left:?}"
@@ -398,18 +380,9 @@ async fn accelerators_page(run: &Run) {
 /// `down` from the cluster page: preview, confirm, the cluster DELETED.
 async fn down(run: &Run) {
     let d = run.d();
-    d.goto(run.url(&cluster_path()))
-        .await
-        .expect("cluster page");
+    goto_cluster_page(run).await;
     page::click(d, &t("cluster-down")).await;
-    let actions = preview(run, "down-preview", false).await;
-    assert!(
-        actions.iter().any(|(_, a)| a == "DELETE"),
-        "the down preview deletes: {actions:?}"
-    );
-    confirm_and_watch(run, "down-operation").await;
-    d.goto(run.url(&cluster_path()))
-        .await
-        .expect("cluster page");
+    preview_and_confirm(run, "down", false, "DELETE").await;
+    goto_cluster_page(run).await;
     page::wait_text(d, &t("cluster-state"), "DELETED").await;
 }

@@ -155,6 +155,13 @@ impl<'a> Browser<'a> {
         self.send(req).await
     }
 
+    /// GET `path`, asserting a 200.
+    async fn get_ok(&self, path: &str) -> Page {
+        let page = self.get(path).await;
+        assert_eq!(page.status, StatusCode::OK, "{path}: {}", page.body);
+        page
+    }
+
     /// POST `fields` form-encoded (no token added: forms carry their own).
     async fn post_raw(
         &self,
@@ -180,8 +187,7 @@ impl<'a> Browser<'a> {
 
     /// This session's form token, read from a page as a browser would.
     async fn token(&self) -> String {
-        let page = self.get("/console/teams").await;
-        page.assert_status(StatusCode::OK);
+        let page = self.get_ok("/console/teams").await;
         let doc = page.html();
         let sel = Selector::parse("input[name=csrf]").unwrap();
         let token = doc.select(&sel).next().expect("a csrf field");
@@ -232,11 +238,24 @@ fn op_id(done: &Value) -> String {
         .to_owned()
 }
 
+/// An [`env`] with cluster `kc` up through the console; the id of its `up` operation.
+async fn env_kc_up() -> (Env, String) {
+    let env = env().await;
+    let done = console_up(&env, "kc").await;
+    let id = op_id(&done);
+    (env, id)
+}
+
+/// Cluster `kc` as the JSON API shows it to OWNER.
+async fn kc_record(env: &Env) -> Value {
+    let path = format!("/v1/projects/{PROJECT}/zones/{ZONE}/clusters/kc");
+    env.app.get(OWNER, &path).await.body
+}
+
 /// Preview and confirm an `up` as OWNER; the finished operation (JSON API).
 async fn console_up(env: &Env, name: &str) -> Value {
     let b = Browser::new(env, OWNER);
-    let preview = b.get(&up_preview(name, "gpu-l4", 1)).await;
-    preview.assert_status(StatusCode::OK);
+    let preview = b.get_ok(&up_preview(name, "gpu-l4", 1)).await;
     let id = operation_of(&b.submit(&preview, "[data-testid=confirm-form]").await);
     let done = env.app.wait_done(OWNER, &format!("operations/{id}")).await;
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
@@ -247,8 +266,7 @@ async fn console_up(env: &Env, name: &str) -> Value {
 async fn up_preview_shows_the_plan_and_cost_and_confirm_runs_it_with_its_request_id() {
     let env = env().await;
     let b = Browser::new(&env, OWNER);
-    let preview = b.get(&up_preview("kc", "gpu-l4", 1)).await;
-    preview.assert_status(StatusCode::OK);
+    let preview = b.get_ok(&up_preview("kc", "gpu-l4", 1)).await;
     assert!(
         preview.count("[data-testid=plan-action]") > 3,
         "{}",
@@ -290,8 +308,7 @@ async fn up_preview_shows_the_plan_and_cost_and_confirm_runs_it_with_its_request
     let done = env.app.wait_done(OWNER, &format!("operations/{id}")).await;
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
     // The operation page shows the state and one timeline bar per step.
-    let page = b.get(&format!("/console/operations/{id}")).await;
-    page.assert_status(StatusCode::OK);
+    let page = b.get_ok(&format!("/console/operations/{id}")).await;
     assert_eq!(page.text("[data-testid=op-state]"), "SUCCEEDED");
     let steps = done["metadata"]["progress"]["steps"]
         .as_array()
@@ -299,32 +316,21 @@ async fn up_preview_shows_the_plan_and_cost_and_confirm_runs_it_with_its_request
         .len();
     assert_eq!(page.count("[data-testid=step-bar]"), steps);
     assert_eq!(page.count("[data-testid=cancel-button]"), 0);
-    let live = b.get(&format!("/console/operations/{id}/live")).await;
-    live.assert_status(StatusCode::OK);
+    let live = b.get_ok(&format!("/console/operations/{id}/live")).await;
     assert_eq!(live.text("[data-testid=op-done]"), "true");
 }
 
 #[tokio::test]
 async fn pages_render_for_members_with_their_content() {
-    let env = env().await;
-    let done = console_up(&env, "kc").await;
-    let op_id = op_id(&done);
-    let cluster = env
-        .app
-        .get(
-            OWNER,
-            &format!("/v1/projects/{PROJECT}/zones/{ZONE}/clusters/kc"),
-        )
-        .await
-        .body;
+    let (env, op_id) = env_kc_up().await;
+    let cluster = kc_record(&env).await;
     let pool = cluster["nodePools"][0]["poolId"]
         .as_str()
         .unwrap()
         .to_owned();
     for user in [OWNER, VIEWER] {
         let b = Browser::new(&env, user);
-        let home = b.get("/console/").await;
-        home.assert_status(StatusCode::OK);
+        let home = b.get_ok("/console/").await;
         assert_eq!(home.text("[data-testid=current-user]"), user);
         let row = format!("[data-testid=cluster-row][data-cluster=\"{PROJECT}/{ZONE}/kc\"]");
         assert_eq!(home.count(&row), 1, "{}", home.body);
@@ -332,8 +338,7 @@ async fn pages_render_for_members_with_their_content() {
         assert!(home.text(&row).contains("RUNNING"), "{}", home.text(&row));
         assert_eq!(home.count(&format!("[data-team={TEAM}]")), 1);
 
-        let page = b.get(&cluster_page("kc")).await;
-        page.assert_status(StatusCode::OK);
+        let page = b.get_ok(&cluster_page("kc")).await;
         assert_eq!(page.text("[data-testid=cluster-state]"), "RUNNING");
         assert_eq!(
             page.count(&format!("[data-testid=pool-row][data-pool=\"{pool}\"]")),
@@ -356,12 +361,10 @@ async fn pages_render_for_members_with_their_content() {
         );
         assert_eq!(page.count("[data-testid=status-error]"), 0, "{}", page.body);
 
-        let op = b.get(&format!("/console/operations/{op_id}")).await;
-        op.assert_status(StatusCode::OK);
+        let op = b.get_ok(&format!("/console/operations/{op_id}")).await;
         assert_eq!(op.text("[data-testid=op-type]"), "UP_CLUSTER");
 
-        let team = b.get(&format!("/console/teams/{TEAM}")).await;
-        team.assert_status(StatusCode::OK);
+        let team = b.get_ok(&format!("/console/teams/{TEAM}")).await;
         assert_eq!(
             team.count(&format!(
                 "[data-testid=member-row][data-email=\"{VIEWER}\"]"
@@ -372,15 +375,13 @@ async fn pages_render_for_members_with_their_content() {
         let forms = team.count("[data-testid=member-role-form]");
         assert_eq!(forms > 0, user == OWNER, "{user}: {forms} role forms");
 
-        let teams = b.get("/console/teams").await;
-        teams.assert_status(StatusCode::OK);
+        let teams = b.get_ok("/console/teams").await;
         assert_eq!(
             teams.count(&format!("[data-testid=team-row][data-team={TEAM}]")),
             1
         );
 
-        let acc = b.get("/console/accelerators").await;
-        acc.assert_status(StatusCode::OK);
+        let acc = b.get_ok("/console/accelerators").await;
         let l4 = acc.text("[data-testid=accelerator-row][data-accelerator=gpu-l4]");
         assert!(l4.contains("/h"), "{l4}");
     }
@@ -388,9 +389,7 @@ async fn pages_render_for_members_with_their_content() {
 
 #[tokio::test]
 async fn outsiders_get_404_pages_for_team_cluster_and_operation() {
-    let env = env().await;
-    let done = console_up(&env, "kc").await;
-    let op_id = op_id(&done);
+    let (env, op_id) = env_kc_up().await;
     let b = Browser::new(&env, OUTSIDER);
     for path in [
         format!("/console/teams/{TEAM}"),
@@ -410,8 +409,7 @@ async fn outsiders_get_404_pages_for_team_cluster_and_operation() {
         assert!(!page.text("[data-testid=error-reason]").is_empty());
     }
     // Nothing of the team shows on the outsider's home.
-    let home = b.get("/console/").await;
-    home.assert_status(StatusCode::OK);
+    let home = b.get_ok("/console/").await;
     assert_eq!(home.count("[data-testid=cluster-row]"), 0);
     assert!(!home.body.contains(TEAM));
 }
@@ -556,18 +554,9 @@ const ADMIN_USER: &str = common::ADMIN;
 
 #[tokio::test]
 async fn every_console_response_carries_the_csp_and_security_headers() {
-    let env = env().await;
-    let done = console_up(&env, "kc").await;
-    let op = op_id(&done);
+    let (env, op) = env_kc_up().await;
     let b = Browser::new(&env, OWNER);
-    let pool = env
-        .app
-        .get(
-            OWNER,
-            &format!("/v1/projects/{PROJECT}/zones/{ZONE}/clusters/kc"),
-        )
-        .await
-        .body["nodePools"][0]["poolId"]
+    let pool = kc_record(&env).await["nodePools"][0]["poolId"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -638,8 +627,7 @@ async fn every_console_response_carries_the_csp_and_security_headers() {
 async fn assets_are_served_with_their_content_types_and_root_redirects() {
     let env = env().await;
     let b = Browser::new(&env, OWNER);
-    let css = b.get("/console/assets/console.css").await;
-    css.assert_status(StatusCode::OK);
+    let css = b.get_ok("/console/assets/console.css").await;
     assert_eq!(css.headers["content-type"], "text/css; charset=utf-8");
     assert!(css.body.contains(":focus-visible"));
     assert!(
@@ -648,8 +636,7 @@ async fn assets_are_served_with_their_content_types_and_root_redirects() {
             .unwrap()
             .contains("max-age=")
     );
-    let js = b.get("/console/assets/console.js").await;
-    js.assert_status(StatusCode::OK);
+    let js = b.get_ok("/console/assets/console.js").await;
     assert_eq!(js.headers["content-type"], "text/javascript; charset=utf-8");
     assert!(js.body.contains("EventSource"));
     let missing = b.get("/console/assets/secrets.txt").await;
@@ -737,14 +724,7 @@ async fn pool_add_remove_and_down_preview_then_run_from_the_console() {
     let done = env.app.wait_done(OWNER, &format!("operations/{id}")).await;
     assert_eq!(done["metadata"]["type"], "ADD_NODE_POOL");
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
-    let cluster = env
-        .app
-        .get(
-            OWNER,
-            &format!("/v1/projects/{PROJECT}/zones/{ZONE}/clusters/kc"),
-        )
-        .await
-        .body;
+    let cluster = kc_record(&env).await;
     let t4 = cluster["nodePools"]
         .as_array()
         .unwrap()
@@ -760,8 +740,7 @@ async fn pool_add_remove_and_down_preview_then_run_from_the_console() {
         1
     );
     // Pool remove: confirm page with the plan, then run.
-    let confirm = b.get(&format!("{base}/pools/{t4}/remove")).await;
-    confirm.assert_status(StatusCode::OK);
+    let confirm = b.get_ok(&format!("{base}/pools/{t4}/remove")).await;
     assert!(
         confirm.count("[data-testid=plan-action][data-action=DELETE]") > 0,
         "{}",
@@ -772,8 +751,7 @@ async fn pool_add_remove_and_down_preview_then_run_from_the_console() {
     assert_eq!(done["metadata"]["type"], "REMOVE_NODE_POOL");
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
     // Down.
-    let confirm = b.get(&format!("{base}/down")).await;
-    confirm.assert_status(StatusCode::OK);
+    let confirm = b.get_ok(&format!("{base}/down")).await;
     assert!(confirm.count("[data-testid=plan-action][data-action=DELETE]") > 0);
     let id = operation_of(&b.submit(&confirm, "[data-testid=confirm-form]").await);
     let done = env.app.wait_done(OWNER, &format!("operations/{id}")).await;
@@ -816,9 +794,7 @@ fn unlabelled(page: &Page) -> Vec<String> {
 
 #[tokio::test]
 async fn every_control_has_a_label() {
-    let env = env().await;
-    let done = console_up(&env, "kc").await;
-    let op = op_id(&done);
+    let (env, op) = env_kc_up().await;
     let b = Browser::new(&env, OWNER);
     let paths = [
         "/console/".to_owned(),
@@ -837,8 +813,7 @@ async fn every_control_has_a_label() {
     ];
     let mut controls = 0;
     for path in &paths {
-        let page = b.get(path).await;
-        page.assert_status(StatusCode::OK);
+        let page = b.get_ok(path).await;
         controls += page.count("input:not([type=hidden]), select, textarea");
         let bad = unlabelled(&page);
         assert!(bad.is_empty(), "{path}: controls without a label: {bad:#?}");

@@ -45,6 +45,17 @@ impl Drop for Gcloud {
 }
 
 impl Gcloud {
+    /// A `kineticd sim` at speed 0 and gcloud configured for it; `None` (the test skips)
+    /// when gcloud is not installed.
+    async fn on_a_sim() -> Option<(SimProcess, Gcloud)> {
+        if !common::shell::gcloud_installed() {
+            return None;
+        }
+        let sim = SimProcess::start(&["--speed", "0"]);
+        let g = Gcloud::configure(&sim.printed).await;
+        Some((sim, g))
+    }
+
     /// A fresh configuration: `core/project`, then every `gcloud config set` line the
     /// simulator printed, run as printed.
     async fn configure(printed: &[String]) -> Gcloud {
@@ -99,6 +110,17 @@ impl Gcloud {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Run `gcloud` with the whitespace-separated words of `line`, asserting success.
+    async fn run_line(&self, line: &str) -> String {
+        self.run(&line.split_whitespace().collect::<Vec<_>>()).await
+    }
+
+    /// [`Gcloud::json`] of the whitespace-separated words of `line`.
+    async fn json_line(&self, line: &str) -> Value {
+        self.json(line.split_whitespace().map(str::to_owned).collect())
+            .await
     }
 
     /// `gcloud ARGS --format=json`, parsed.
@@ -356,36 +378,21 @@ async fn gcloud_lists_and_describes_what_up_created() {
         .expect("an operation name")
         .to_owned();
     let args = format!("container operations describe {op} --location {ZONE}");
-    let described = g
-        .json(args.split_whitespace().map(str::to_owned).collect())
-        .await;
+    let described = g.json_line(&args).await;
     assert_eq!(described["name"], op.as_str(), "{described}");
 
     // gcloud's own resize of the pool (`node-pools update --enable-autoscaling`, which
     // sends clusters.update with desiredNodePoolAutoscaling) against the simulator's
     // autoscaling, the one kineticd's pool resize sets through nodePools.setAutoscaling.
     let pool = cluster["nodePools"][0]["poolId"].as_str().expect("a pool");
-    g.run(&[
-        "container",
-        "node-pools",
-        "update",
-        pool,
-        "--cluster",
-        CLUSTER,
-        "--location",
-        ZONE,
-        "--enable-autoscaling",
-        "--min-nodes",
-        "1",
-        "--max-nodes",
-        "5",
-    ])
-    .await;
+    let update = format!(
+        "container node-pools update {pool} --cluster {CLUSTER} --location {ZONE} \
+         --enable-autoscaling --min-nodes 1 --max-nodes 5"
+    );
+    g.run_line(&update).await;
     let args =
         format!("container node-pools describe {pool} --cluster {CLUSTER} --location {ZONE}");
-    let described = g
-        .json(args.split_whitespace().map(str::to_owned).collect())
-        .await;
+    let described = g.json_line(&args).await;
     let a = &described["autoscaling"];
     assert_eq!(a["enabled"], true, "{described}");
     assert_eq!(a["minNodeCount"], 1, "{described}");
@@ -397,31 +404,17 @@ async fn gcloud_lists_and_describes_what_up_created() {
 /// in one zone): the simulator's reservations speak Google's wire format.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcloud_creates_describes_and_lists_a_reservation() {
-    if !common::shell::gcloud_installed() {
+    let Some((_sim, g)) = Gcloud::on_a_sim().await else {
         return;
-    }
-    let sim = SimProcess::start(&["--speed", "0"]);
-    let g = Gcloud::configure(&sim.printed).await;
-    g.run(&[
-        "compute",
-        "reservations",
-        "create",
-        "gc-res",
-        "--zone",
-        ZONE,
-        "--vm-count",
-        "3",
-        "--machine-type",
-        "g2-standard-4",
-        "--accelerator",
-        "count=1,type=nvidia-l4",
-        "--require-specific-reservation",
-    ])
-    .await;
+    };
+    let create = format!(
+        "compute reservations create gc-res --zone {ZONE} --vm-count 3 \
+         --machine-type g2-standard-4 --accelerator count=1,type=nvidia-l4 \
+         --require-specific-reservation"
+    );
+    g.run_line(&create).await;
     let args = format!("compute reservations describe gc-res --zone {ZONE}");
-    let r = g
-        .json(args.split_whitespace().map(str::to_owned).collect())
-        .await;
+    let r = g.json_line(&args).await;
     assert_eq!(r["name"], "gc-res", "{r}");
     assert_eq!(r["status"], "READY", "{r}");
     assert_eq!(r["specificReservationRequired"], true, "{r}");
@@ -441,25 +434,13 @@ async fn gcloud_creates_describes_and_lists_a_reservation() {
     );
     assert_eq!(short(r["zone"].as_str().unwrap_or_default()), ZONE, "{r}");
     // Shared with another project (SPECIFIC_PROJECTS, projectMap).
-    g.run(&[
-        "compute",
-        "reservations",
-        "create",
-        "gc-shared",
-        "--zone",
-        ZONE,
-        "--vm-count",
-        "1",
-        "--machine-type",
-        "g2-standard-4",
-        "--share-setting=projects",
-        "--share-with=gcloud-consumer",
-    ])
-    .await;
+    let create = format!(
+        "compute reservations create gc-shared --zone {ZONE} --vm-count 1 \
+         --machine-type g2-standard-4 --share-setting=projects --share-with=gcloud-consumer"
+    );
+    g.run_line(&create).await;
     let args = format!("compute reservations describe gc-shared --zone {ZONE}");
-    let shared = g
-        .json(args.split_whitespace().map(str::to_owned).collect())
-        .await;
+    let shared = g.json_line(&args).await;
     assert_eq!(
         shared["shareSettings"]["shareType"], "SPECIFIC_PROJECTS",
         "{shared}"
@@ -472,9 +453,7 @@ async fn gcloud_creates_describes_and_lists_a_reservation() {
         "compute reservations list".to_owned(),
         format!("compute reservations list --zones {ZONE}"),
     ] {
-        let l = g
-            .json(list.split_whitespace().map(str::to_owned).collect())
-            .await;
+        let l = g.json_line(&list).await;
         assert_eq!(
             field(&l, "name"),
             vec!["gc-res", "gc-shared"],
@@ -489,30 +468,22 @@ async fn gcloud_creates_describes_and_lists_a_reservation() {
 /// simulator's custom roles speak IAM's wire format.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcloud_creates_describes_and_deletes_a_custom_role() {
-    if !common::shell::gcloud_installed() {
+    let Some((_sim, g)) = Gcloud::on_a_sim().await else {
         return;
-    }
-    let sim = SimProcess::start(&["--speed", "0"]);
-    let g = Gcloud::configure(&sim.printed).await;
+    };
     let permissions = "resourcemanager.projects.setIamPolicy,resourcemanager.projects.getIamPolicy";
     // `--quiet`: without it gcloud first asks `permissions.queryTestablePermissions`
     // for warnings, which the simulator does not serve.
     let create = |role: &str, extra: &str| {
         format!("iam roles create {role} --project {PROJECT} --quiet {extra}")
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect::<Vec<String>>()
     };
     let args = create(
         "binder",
         &format!("--permissions {permissions} --stage GA --title Binder"),
     );
-    g.run(&args.iter().map(String::as_str).collect::<Vec<_>>())
-        .await;
+    g.run_line(&args).await;
     let args = format!("iam roles describe binder --project {PROJECT}");
-    let r = g
-        .json(args.split_whitespace().map(str::to_owned).collect())
-        .await;
+    let r = g.json_line(&args).await;
     assert_eq!(r["name"], format!("projects/{PROJECT}/roles/binder"), "{r}");
     assert_eq!(r["title"], "Binder", "{r}");
     assert_eq!(r["stage"], "GA", "{r}");
@@ -529,17 +500,14 @@ async fn gcloud_creates_describes_and_deletes_a_custom_role() {
         "reader",
         "--permissions resourcemanager.projects.getIamPolicy",
     );
-    g.run(&reader.iter().map(String::as_str).collect::<Vec<_>>())
-        .await;
+    g.run_line(&reader).await;
     let args = format!("iam roles delete reader --project {PROJECT}");
-    let gone = g
-        .json(args.split_whitespace().map(str::to_owned).collect())
-        .await;
+    let gone = g.json_line(&args).await;
     assert_eq!(gone["deleted"], true, "{gone}");
     assert_ne!(gone["etag"], r["etag"], "{gone}");
     // A deleted role's ID stays taken.
     let out = g
-        .command(&reader.iter().map(String::as_str).collect::<Vec<_>>())
+        .command(&reader.split_whitespace().collect::<Vec<_>>())
         .output()
         .await
         .expect("run gcloud");

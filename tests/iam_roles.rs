@@ -573,14 +573,19 @@ fn the_custom_role_is_exactly_the_permissions_of_the_rows_it_grants() {
     assert!(role.contains("resourcemanager.projects.getIamPolicy"));
 }
 
+/// The text of a condition's `expression` between the first `open` and the next `close`.
+fn between<'a>(expression: &'a str, open: &str, close: &str) -> &'a str {
+    expression
+        .split(open)
+        .nth(1)
+        .and_then(|s| s.split(close).next())
+        .unwrap_or_else(|| panic!("no {open}...{close} in the condition {expression}"))
+}
+
 #[test]
 fn the_grant_condition_names_exactly_the_roles_kineticd_grants() {
     let expression = condition("grants-condition.yaml");
-    let listed = expression
-        .split("hasOnly([")
-        .nth(1)
-        .and_then(|s| s.split("])").next())
-        .expect("hasOnly([...]) in deploy/iam/grants-condition.yaml");
+    let listed = between(&expression, "hasOnly([", "])");
     let listed: BTreeSet<&str> = listed
         .split(',')
         .map(|r| r.trim().trim_matches('"'))
@@ -599,11 +604,7 @@ fn the_grant_condition_names_exactly_the_roles_kineticd_grants() {
 #[test]
 fn the_service_account_condition_covers_every_account_kineticd_creates_and_no_other() {
     let expression = condition("service-accounts-condition.yaml");
-    let prefix = expression
-        .split(".startsWith(\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .expect("startsWith(\"PREFIX\") in deploy/iam/service-accounts-condition.yaml");
+    let prefix = between(&expression, ".startsWith(\"", "\"");
     assert!(
         expression.contains("resource.name.extract(\"serviceAccounts/{account}@\")"),
         "the condition compares the account id (before the @), whatever the project: {expression}"

@@ -24,9 +24,8 @@ use std::time::{Duration, Instant};
 use kineticd::cloud::gcp::types::container::Cluster;
 use kineticd::sim::clock::ClockMode;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
-use common::gke::{autoscaled_pool, default_pool};
+use common::gke::{autoscaled_pool, default_pool, gke_done};
 
 const P: &str = "kubectl-proj";
 const Z: &str = "us-central1-a";
@@ -128,6 +127,15 @@ impl Kubectl {
         out
     }
 
+    /// `kubectl get deployment gpu-web` with `flags`, its `jsonpath` (a template) printed.
+    fn gpu_web(&self, jsonpath: &str, flags: &[&str]) -> String {
+        let output = format!("jsonpath={jsonpath}");
+        let mut args = vec!["get", "deployment", "gpu-web"];
+        args.extend(flags);
+        args.extend(["-o", output.as_str()]);
+        self.ok(&args, None)
+    }
+
     /// Run `args` until stdout contains `want` (the simulator settles at once; the
     /// deadline only guards against a hang).
     fn until(&self, args: &[&str], want: &str) -> String {
@@ -195,10 +203,7 @@ async fn gpu_cluster() -> (kineticd::sim::Sim, String) {
         .expect("create cluster");
     let http = kineticd::app::http_client().expect("http");
     advance(&http, &sim.url(), 3600).await;
-    gcp.container
-        .wait_operation(&op, &CancellationToken::new(), Duration::from_secs(60))
-        .await
-        .expect("cluster created");
+    gke_done(&gcp, &op, Duration::from_secs(60), "cluster created").await;
     let c = gcp
         .container
         .get_cluster(P, Z, "kc")
@@ -250,16 +255,7 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
     // GPU node instead of landing on the CPU node.
     let applied = k.ok(&["apply", "-f", "-"], Some(GPU_DEPLOYMENT));
     assert_eq!(applied.trim(), "deployment.apps/gpu-web created");
-    let limits = k.ok(
-        &[
-            "get",
-            "deployment",
-            "gpu-web",
-            "-o",
-            "jsonpath={.spec.template.spec.containers[0].resources.limits}",
-        ],
-        None,
-    );
+    let limits = k.gpu_web("{.spec.template.spec.containers[0].resources.limits}", &[]);
     assert_eq!(limits, r#"{"nvidia.com/gpu":"1"}"#);
     let pods = k.until(&["get", "pods"], "gpu-web-");
     let header = line_with(&pods, &["NAME"]);
@@ -385,16 +381,7 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
     let v2 = GPU_DEPLOYMENT.replace("12.4.1", "12.6.0");
     let applied = k.ok(&["apply", "-f", "-"], Some(&v2));
     assert_eq!(applied.trim(), "deployment.apps/gpu-web configured");
-    let container = k.ok(
-        &[
-            "get",
-            "deployment",
-            "gpu-web",
-            "-o",
-            "jsonpath={.spec.template.spec.containers[0]}",
-        ],
-        None,
-    );
+    let container = k.gpu_web("{.spec.template.spec.containers[0]}", &[]);
     let container: serde_json::Value = serde_json::from_str(&container).expect("container JSON");
     assert_eq!(container["image"], "nvidia/cuda:12.6.0-base-ubuntu22.04");
     assert_eq!(
@@ -438,16 +425,9 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
         new_pod.contains("Running") || new_pod.contains("Pending"),
         "{new_pod}"
     );
-    let managers = k.ok(
-        &[
-            "get",
-            "deployment",
-            "gpu-web",
-            "--show-managed-fields",
-            "-o",
-            "jsonpath={.metadata.managedFields[*].manager}",
-        ],
-        None,
+    let managers = k.gpu_web(
+        "{.metadata.managedFields[*].manager}",
+        &["--show-managed-fields"],
     );
     assert!(
         managers.split_whitespace().any(|m| m == "kubectl"),

@@ -47,6 +47,16 @@ use Scope::{Caller, Public, Team};
 
 const READ: Scope = Team { mutation: false };
 const MUTATION: Scope = Team { mutation: true };
+/// Any signed-in caller gets the route's own answer (200).
+const ANY_CALLER: Scope = Caller {
+    outsider: 200,
+    viewer: 200,
+};
+/// Per caller: another's profile is not found (404).
+const ANOTHERS: Scope = Caller {
+    outsider: 404,
+    viewer: 404,
+};
 
 struct Route {
     method: &'static str,
@@ -73,20 +83,20 @@ const ROUTES: &[Route] = &[
     r("GET", "/healthz", Public, "liveness probe, no identity by design"),
     r("GET", "/readyz", Public, "readiness probe, no identity by design"),
     r("GET", "/metrics", Public, "Prometheus scrape, no identity by design (no team data in labels)"),
-    r("GET", "/v1/me", Caller { outsider: 200, viewer: 200 }, "the caller's own identity"),
-    r("GET", "/v1/accelerators", Caller { outsider: 200, viewer: 200 }, "the public accelerator catalog"),
-    r("GET", "/v1/accelerators/{spec}", Caller { outsider: 200, viewer: 200 }, "one entry of the public catalog"),
-    r("GET", "/v1/clusters", Caller { outsider: 200, viewer: 200 }, "lists only the clusters of the caller's teams"),
-    r("GET", "/v1/operations", Caller { outsider: 200, viewer: 200 }, "lists only the operations of the caller's teams"),
+    r("GET", "/v1/me", ANY_CALLER, "the caller's own identity"),
+    r("GET", "/v1/accelerators", ANY_CALLER, "the public accelerator catalog"),
+    r("GET", "/v1/accelerators/{spec}", ANY_CALLER, "one entry of the public catalog"),
+    r("GET", "/v1/clusters", ANY_CALLER, "lists only the clusters of the caller's teams"),
+    r("GET", "/v1/operations", ANY_CALLER, "lists only the operations of the caller's teams"),
     r("GET", "/v1/operations/{operation}", READ, "an operation of the team"),
     r("POST", "/v1/operations/{operation}:cancel", MUTATION, "cancelling another's operation needs MEMBER"),
     r("POST", "/v1/operations/{operation}:wait", READ, "a read that blocks; POST per AIP-151"),
     r("GET", "/v1/operations/{operation}:watch", READ, "a streamed read"),
-    r("GET", "/v1/profiles", Caller { outsider: 200, viewer: 200 }, "profiles are per caller: lists the caller's own"),
-    r("GET", "/v1/profiles/{profile}", Caller { outsider: 404, viewer: 404 }, "per caller: another's profile is not found"),
-    r("PUT", "/v1/profiles/{profile}", Caller { outsider: 200, viewer: 200 }, "per caller: creates the caller's own profile, stale when its cluster is not visible"),
-    r("DELETE", "/v1/profiles/{profile}", Caller { outsider: 404, viewer: 404 }, "per caller: another's profile is not found"),
-    r("POST", "/v1/profiles/{profile}:activate", Caller { outsider: 404, viewer: 404 }, "per caller: another's profile is not found"),
+    r("GET", "/v1/profiles", ANY_CALLER, "profiles are per caller: lists the caller's own"),
+    r("GET", "/v1/profiles/{profile}", ANOTHERS, "per caller: another's profile is not found"),
+    r("PUT", "/v1/profiles/{profile}", ANY_CALLER, "per caller: creates the caller's own profile, stale when its cluster is not visible"),
+    r("DELETE", "/v1/profiles/{profile}", ANOTHERS, "per caller: another's profile is not found"),
+    r("POST", "/v1/profiles/{profile}:activate", ANOTHERS, "per caller: another's profile is not found"),
     r("GET", "/v1/projects/{project}/zones/{zone}/clusters", READ, "the project belongs to the team"),
     r("GET", CL, READ, "a cluster of the team"),
     r("PUT", CL, MUTATION, "up: needs MEMBER"),
@@ -102,7 +112,7 @@ const ROUTES: &[Route] = &[
     r("GET", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/status", READ, "a cluster of the team"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:checkWorkload", READ, "a read-only check; POST for its body"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:diagnose", READ, "read-only checks; POST per AIP-136"),
-    r("GET", "/v1/teams", Caller { outsider: 200, viewer: 200 }, "lists only the caller's teams"),
+    r("GET", "/v1/teams", ANY_CALLER, "lists only the caller's teams"),
     r("POST", "/v1/teams", Caller { outsider: 201, viewer: 201 }, "anyone signed in may found a team"),
     r("GET", "/v1/teams/{team}", READ, "the team"),
     r("DELETE", "/v1/teams/{team}", MUTATION, "needs OWNER"),

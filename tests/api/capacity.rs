@@ -17,7 +17,9 @@ use uuid::Uuid;
 
 use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
 use crate::common::{TestApp, entry};
-use crate::support::{ALICE, BOB, C, CAPACITY, EVE, P, Z, counts, expect_not_found, ok, pool};
+use crate::support::{
+    ALICE, BOB, C, CAPACITY, EVE, NOPE, P, Z, counts, expect_not_found, ok, pending_pods, pool,
+};
 
 const L4X4: &str = "gpu-l4x4-aa11";
 const SPOT: &str = "gpu-l4-spot-bb22";
@@ -200,20 +202,8 @@ async fn fragmented_cluster_counted_by_hand() {
     assert_eq!(c["accelerators"].as_array().unwrap().len(), 1, "{c:#}");
     assert_eq!(counts(&c["accelerators"][0]), [13, 8, 5, 4, 3]);
 
-    let pending: Vec<(&str, &str, u64)> = c["pendingPods"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["name"].as_str().unwrap(),
-                p["reason"].as_str().unwrap(),
-                p["requested"].as_u64().unwrap(),
-            )
-        })
-        .collect();
     assert_eq!(
-        pending,
+        pending_pods(&c),
         [
             ("four", "POOL_AT_MAX", 4),
             ("spot-only", "MISSING_TOLERATION", 1),
@@ -268,12 +258,7 @@ async fn strangers_get_404_and_a_missing_gke_cluster_is_409() {
     app.cluster("acme", P, Z, C).await;
     let r = app.get(EVE, CAPACITY).await;
     expect_not_found(&r, "PROJECT_NOT_FOUND");
-    let r = app
-        .get(
-            ALICE,
-            "/v1/projects/acme-project/zones/us-central1-a/clusters/nope/capacity",
-        )
-        .await;
+    let r = app.get(ALICE, &format!("{NOPE}/capacity")).await;
     expect_not_found(&r, "CLUSTER_NOT_FOUND");
     // A record without its GKE cluster: nothing to read.
     let r = app.get(ALICE, CAPACITY).await;

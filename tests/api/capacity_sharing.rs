@@ -5,6 +5,7 @@
 //! four fit on the L4 node and the fifth waits. Every expected number is worked out by
 //! hand here, not by the code under test.
 
+use std::ops::Range;
 use std::time::Duration;
 
 use kineticd::cloud::gcp::types::container::{Cluster, GpuSharingConfig, NodePool};
@@ -16,7 +17,9 @@ use crate::common::TestApp;
 use crate::common::gke::{
     PARTITION, STRATEGY, autoscaled_pool, create_cluster_and_wait, default_pool,
 };
-use crate::support::{ALICE, C, CAPACITY, CHECK, P, Z, counts, create_pod, ok, pool, reasons};
+use crate::support::{
+    ALICE, C, CAPACITY, CHECK, P, Z, counts, create_pod, ok, pending_pods, pool, reasons,
+};
 
 const MIG: &str = "gpu-a100-mig1";
 const SHARED: &str = "gpu-l4-ts01";
@@ -115,6 +118,13 @@ fn pod(name: &str, gpus: u32, selector: Value) -> Value {
                 "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}})
 }
 
+/// Pods `{prefix}-{i}` for each `i` of `range`, one GPU each, on nodes labelled `selector`.
+async fn one_gpu_pods(kube: &KubeCluster, prefix: &str, range: Range<u32>, selector: Value) {
+    for i in range {
+        create_pod(kube, &pod(&format!("{prefix}-{i}"), 1, selector.clone())).await;
+    }
+}
+
 /// (running, pending) among the pods whose name starts with `prefix`.
 async fn phases(kube: &KubeCluster, prefix: &str) -> (usize, usize) {
     let pods = kube.pods(Some("default")).await.expect("pods");
@@ -183,34 +193,16 @@ async fn one_gpu_pods_take_one_slice_or_one_share() {
     );
 
     // Eight one-GPU pods on the 7-way A100: seven run, the eighth waits.
-    for i in 0..8 {
-        create_pod(
-            &kube,
-            &pod(&format!("mig-{i}"), 1, json!({PARTITION: "1g.5gb"})),
-        )
-        .await;
-    }
+    one_gpu_pods(&kube, "mig", 0..8, json!({PARTITION: "1g.5gb"})).await;
     assert_eq!(phases(&kube, "mig-").await, (7, 1));
     // Three on the 4-way L4 first: one share left, priced at a quarter of an L4.
-    for i in 0..3 {
-        create_pod(
-            &kube,
-            &pod(&format!("ts-{i}"), 1, json!({STRATEGY: "time-sharing"})),
-        )
-        .await;
-    }
+    one_gpu_pods(&kube, "ts", 0..3, json!({STRATEGY: "time-sharing"})).await;
     let c = ok(app.get(ALICE, CAPACITY).await);
     let l4 = pool(&c, SHARED);
     assert_eq!(counts(l4), [4, 3, 1, 1, 1], "{l4:#}");
     // USD 0.71 an L4 hour / 4 shares = 0.1775, in cents.
     assert_eq!(l4["idleCost"]["perHour"], 0.18, "{l4:#}");
-    for i in 3..5 {
-        create_pod(
-            &kube,
-            &pod(&format!("ts-{i}"), 1, json!({STRATEGY: "time-sharing"})),
-        )
-        .await;
-    }
+    one_gpu_pods(&kube, "ts", 3..5, json!({STRATEGY: "time-sharing"})).await;
     assert_eq!(phases(&kube, "ts-").await, (4, 1));
 
     let c = ok(app.get(ALICE, CAPACITY).await);
@@ -231,16 +223,9 @@ async fn one_gpu_pods_take_one_slice_or_one_share() {
     );
     let summary = c["summary"]["text"].as_str().unwrap();
     assert!(summary.contains("units"), "{summary}");
-    let pending: Vec<(&str, u64)> = c["pendingPods"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["name"].as_str().unwrap(),
-                p["requested"].as_u64().unwrap(),
-            )
-        })
+    let pending: Vec<(&str, u64)> = pending_pods(&c)
+        .into_iter()
+        .map(|(name, _, requested)| (name, requested))
         .collect();
     assert_eq!(pending, [("mig-7", 1), ("ts-4", 1)], "{c:#}");
     for p in c["pendingPods"].as_array().unwrap() {

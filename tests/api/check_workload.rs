@@ -13,12 +13,11 @@ use kineticd::domain::PoolState;
 use kineticd::store;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::common::gke::{autoscaled_pool, default_pool};
+use crate::common::gke::{autoscaled_pool, default_pool, gke_done};
 use crate::common::{Resp, TestApp, entry};
 use crate::support::{
-    ALICE, C, CHECK, EVE, P, Z, create_pod, expect_error, expect_not_found, ok, raw, reasons,
+    ALICE, C, CHECK, EVE, NOPE, P, Z, create_pod, expect_error, expect_not_found, ok, raw, reasons,
 };
 
 const POOL: &str = "gpu-l4-ab12";
@@ -74,10 +73,7 @@ async fn create_cluster(gcp: &GcpClients, sim: &kineticd::sim::Sim, cluster: Clu
         .await
         .expect("cluster");
     sim.clock().advance(Duration::from_secs(3600));
-    gcp.container
-        .wait_operation(&op, &CancellationToken::new(), Duration::from_secs(120))
-        .await
-        .expect("cluster done");
+    gke_done(gcp, &op, Duration::from_secs(120), "cluster done").await;
     gcp.container
         .get_cluster(P, Z, C)
         .await
@@ -334,11 +330,7 @@ async fn viewers_may_check_and_strangers_see_nothing() {
     let r = app.post(EVE, CHECK, pod("p", 1)).await;
     expect_not_found(&r, "PROJECT_NOT_FOUND");
     let r = app
-        .post(
-            ALICE,
-            "/v1/projects/acme-project/zones/us-central1-a/clusters/nope:checkWorkload",
-            pod("p", 1),
-        )
+        .post(ALICE, &format!("{NOPE}:checkWorkload"), pod("p", 1))
         .await;
     expect_not_found(&r, "CLUSTER_NOT_FOUND");
 }

@@ -4,7 +4,9 @@ use kineticd::domain::PoolState;
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN, TestApp};
-use crate::support::{acme_app, acme_cluster, expect_error, expect_not_found, meta, names, ok};
+use crate::support::{
+    NOPE, acme_app, acme_cluster, expect_error, expect_not_found, meta, names, ok,
+};
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
@@ -108,12 +110,7 @@ async fn get_cluster_with_pools() {
 
     let r = app.get(ALICE, &format!("{KC}/nodePools/gpu-l4-zz99")).await;
     expect_not_found(&r, "NODE_POOL_NOT_FOUND");
-    let r = app
-        .get(
-            ALICE,
-            "/v1/projects/acme-project/zones/us-central1-a/clusters/nope",
-        )
-        .await;
+    let r = app.get(ALICE, NOPE).await;
     expect_not_found(&r, "CLUSTER_NOT_FOUND");
     assert_eq!(
         meta(&r, "cluster"),
@@ -127,12 +124,7 @@ async fn get_cluster_with_pools() {
         )
         .await;
     expect_not_found(&r, "CLUSTER_NOT_FOUND");
-    let r = app
-        .get(
-            ALICE,
-            "/v1/projects/acme-project/zones/us-central1-a/clusters/nope/nodePools",
-        )
-        .await;
+    let r = app.get(ALICE, &format!("{NOPE}/nodePools")).await;
     expect_not_found(&r, "CLUSTER_NOT_FOUND");
     // A project nobody owns.
     let r = app

@@ -198,31 +198,21 @@ async fn stale_follows_the_cluster_record() {
     let fresh = put(&app, ALICE, "live", json!({"cluster": KC})).await;
     assert_eq!(fresh["stale"], false, "a live cluster of the caller's team");
     let missing = "projects/acme-project/zones/us-central1-a/clusters/never";
-    assert_eq!(
-        put(&app, ALICE, "missing", json!({"cluster": missing})).await["stale"],
-        true
-    );
     let deleted = "projects/acme-project/zones/us-central1-a/clusters/gone";
-    assert_eq!(
-        put(&app, ALICE, "deleted", json!({"cluster": deleted})).await["stale"],
-        true
-    );
     // Another team's live cluster is not visible to alice: stale for her.
     let foreign = "projects/bob-project/zones/us-central1-a/clusters/bc";
-    assert_eq!(
-        put(&app, ALICE, "foreign", json!({"cluster": foreign})).await["stale"],
-        true
-    );
-    assert_eq!(
-        put(&app, BOB, "mine", json!({"cluster": foreign})).await["stale"],
-        false
-    );
     // Same name in another zone is another cluster.
     let zone_b = "projects/acme-project/zones/us-central1-b/clusters/kc";
-    assert_eq!(
-        put(&app, ALICE, "zone-b", json!({"cluster": zone_b})).await["stale"],
-        true
-    );
+    for (who, profile, cluster, stale) in [
+        (ALICE, "missing", missing, true),
+        (ALICE, "deleted", deleted, true),
+        (ALICE, "foreign", foreign, true),
+        (BOB, "mine", foreign, false),
+        (ALICE, "zone-b", zone_b, true),
+    ] {
+        let body = put(&app, who, profile, json!({"cluster": cluster})).await;
+        assert_eq!(body["stale"], stale, "{who} {profile}: {body}");
+    }
 
     let list = ok(app.get(ALICE, "/v1/profiles").await);
     let stale: Vec<(String, bool)> = list["profiles"]

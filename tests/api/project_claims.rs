@@ -83,6 +83,11 @@ fn refused(r: &Resp, project: &str) {
     assert!(m.contains("service admin"), "{m}");
 }
 
+/// `project`'s policy: `member` its only (unconditional) owner.
+async fn owned_by(gcp: &GcpClients, project: &str, member: &str) {
+    set_policy(gcp, project, &[("roles/owner", &[member], false)]).await;
+}
+
 /// How many times kineticd read `project`'s policy.
 async fn policy_reads(sim: &Sim, project: &str) -> usize {
     let query = [
@@ -105,12 +110,7 @@ async fn policy_reads(sim: &Sim, project: &str) -> usize {
 async fn only_an_owner_or_an_admin_binds_a_project() {
     let (app, _sim) = TestApp::spawn_sim().await;
     let gcp = app.state.cloud.gcp.clone();
-    set_policy(
-        &gcp,
-        PROJECT,
-        &[("roles/owner", &["user:alice@example.com"], false)],
-    )
-    .await;
+    owned_by(&gcp, PROJECT, "user:alice@example.com").await;
 
     // Bob squats Alice's project: refused, nothing created.
     let r = claim(&app, BOB, "bobs", PROJECT).await;
@@ -310,12 +310,7 @@ async fn bindings_made_before_stay_and_are_not_checked_again() {
     app.team(ALICE, "alpha", &[PROJECT]).await;
     // The project's policy changes afterwards; the team keeps its project, and changes
     // that do not add a project read no policy.
-    set_policy(
-        &gcp,
-        PROJECT,
-        &[("roles/owner", &["user:someone@example.com"], false)],
-    )
-    .await;
+    owned_by(&gcp, PROJECT, "user:someone@example.com").await;
     let reads = policy_reads(&sim, PROJECT).await;
     ok(app
         .patch(
@@ -330,12 +325,7 @@ async fn bindings_made_before_stay_and_are_not_checked_again() {
         json!([PROJECT])
     );
     // Adding another project checks only that one.
-    set_policy(
-        &gcp,
-        "proj-beta22",
-        &[("roles/owner", &["user:someone@example.com"], false)],
-    )
-    .await;
+    owned_by(&gcp, "proj-beta22", "user:someone@example.com").await;
     let r = app
         .patch(
             ALICE,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kineticd::cloud::gcp::GcpClients;
 use kineticd::cloud::gcp::types::artifact_registry::Repository;
-use kineticd::cloud::gcp::types::compute::Network;
+use kineticd::cloud::gcp::types::compute::{self, Network};
 use kineticd::cloud::gcp::types::container::{Cluster, NodePool};
 use kineticd::cloud::gcp::types::storage::Bucket;
 use kineticd::domain::resource_names::ClusterNames;
@@ -19,9 +19,9 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
+use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool, gke_done};
 use crate::common::{TestApp, fresh_db};
-use crate::support::{ALICE, BOB, C, EVE, P, Z, expect_error, expect_not_found, ok, pool};
+use crate::support::{ALICE, BOB, C, EVE, NOPE, P, Z, expect_error, expect_not_found, ok, pool};
 
 const STATUS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/status";
 const ACCELERATORS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/accelerators";
@@ -64,10 +64,15 @@ async fn add_gke_pool(gcp: &GcpClients, pool: &NodePool) {
         .create_node_pool(P, Z, C, pool)
         .await
         .expect("create pool");
-    gcp.container
-        .wait_operation(&op, &CancellationToken::new(), WAIT)
+    gke_done(gcp, &op, WAIT, "pool done").await;
+}
+
+/// Wait for Compute Engine operation `op`, which must succeed; `what` names it.
+async fn compute_done(gcp: &GcpClients, op: &compute::Operation, what: &str) {
+    gcp.compute
+        .wait_operation(op, &CancellationToken::new(), WAIT)
         .await
-        .expect("pool done");
+        .unwrap_or_else(|e| panic!("{what}: {e:?}"));
 }
 
 async fn network(gcp: &GcpClients, n: &ClusterNames) {
@@ -81,10 +86,7 @@ async fn network(gcp: &GcpClients, n: &ClusterNames) {
         .insert_network(P, &net, Uuid::new_v4())
         .await
         .expect("network");
-    gcp.compute
-        .wait_operation(&op, &CancellationToken::new(), WAIT)
-        .await
-        .expect("network done");
+    compute_done(gcp, &op, "network done").await;
 }
 
 /// Everything `up` would create for `kc`, made directly in the simulator, with the GKE
@@ -119,10 +121,7 @@ async fn provision(gcp: &GcpClients, pools: &[NodePool]) {
         .insert_router(P, &n.region, &router, Uuid::new_v4())
         .await
         .expect("router");
-    gcp.compute
-        .wait_operation(&op, &CancellationToken::new(), WAIT)
-        .await
-        .expect("router done");
+    compute_done(gcp, &op, "router done").await;
     for id in [&n.node_sa_id, &n.build_sa_id] {
         gcp.iam
             .create_service_account(P, id, "", "")
@@ -138,6 +137,13 @@ async fn provision(gcp: &GcpClients, pools: &[NodePool]) {
         ..Default::default()
     };
     create_cluster_and_wait(gcp, P, Z, &cluster, WAIT).await;
+}
+
+/// The status `s` reports exactly one drift: `problem` of `resource`, of type `kind`.
+#[track_caller]
+fn assert_only_drift(s: &Value, problem: &str, kind: &str, resource: &str) {
+    let want = (problem.to_owned(), kind.to_owned(), resource.to_owned());
+    assert_eq!(drift(s), [want], "{s:#}");
 }
 
 fn drift(s: &Value) -> Vec<(String, String, String)> {
@@ -225,14 +231,8 @@ async fn status_reads_everything_live_and_reports_drift() {
         .expect("delete bucket");
     let s = ok(app.get(ALICE, STATUS).await);
     assert_eq!(s["buckets"]["jobs"]["exists"], false);
-    assert_eq!(
-        drift(&s),
-        [(
-            "MISSING".into(),
-            "storage.bucket".into(),
-            format!("projects/_/buckets/{}", n.jobs_bucket)
-        )]
-    );
+    let bucket = format!("projects/_/buckets/{}", n.jobs_bucket);
+    assert_only_drift(&s, "MISSING", "storage.bucket", &bucket);
     assert!(
         s["drift"][0]["message"]
             .as_str()
@@ -376,12 +376,7 @@ async fn viewers_read_status_and_others_get_404() {
         let r = app.get(EVE, path).await;
         expect_not_found(&r, "PROJECT_NOT_FOUND");
     }
-    let r = app
-        .get(
-            ALICE,
-            "/v1/projects/acme-project/zones/us-central1-a/clusters/nope/status",
-        )
-        .await;
+    let r = app.get(ALICE, &format!("{NOPE}/status")).await;
     expect_not_found(&r, "CLUSTER_NOT_FOUND");
 }
 
@@ -419,14 +414,8 @@ async fn deleted_records_report_leftovers_only() {
     assert_eq!(s["cluster"]["state"], "DELETED");
     assert_eq!(s["cluster"]["gke"]["exists"], false);
     assert_eq!(s["buckets"]["state"]["exists"], true);
-    assert_eq!(
-        drift(&s),
-        [(
-            "UNRECORDED".into(),
-            "compute.network".into(),
-            format!("projects/{P}/global/networks/{}", n.network)
-        )]
-    );
+    let network = format!("projects/{P}/global/networks/{}", n.network);
+    assert_only_drift(&s, "UNRECORDED", "compute.network", &network);
 }
 
 #[tokio::test]

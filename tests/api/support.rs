@@ -184,6 +184,22 @@ pub const C: &str = "kc";
 /// Its capacity view and workload check.
 pub const CAPACITY: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/capacity";
 pub const CHECK: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc:checkWorkload";
+/// A cluster of its project and zone that does not exist.
+pub const NOPE: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/nope";
+
+/// (name, reason, GPUs requested) of each pending pod of capacity view `c`.
+#[track_caller]
+pub fn pending_pods(c: &Value) -> Vec<(&str, &str, u64)> {
+    let pods = c["pendingPods"].as_array();
+    let pods = pods.unwrap_or_else(|| panic!("no pendingPods: {c:#}"));
+    pods.iter()
+        .map(|p| {
+            let name = p["name"].as_str().expect("a pending pod's name");
+            let requested = p["requested"].as_u64().expect("GPUs requested");
+            (name, p["reason"].as_str().unwrap_or_default(), requested)
+        })
+        .collect()
+}
 
 /// The counts of a capacity entry (a pool's, a node's), in the order of the reference.
 #[track_caller]

@@ -123,22 +123,11 @@ async fn invalid_team_ids_and_projects() {
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_PROJECT");
         assert_eq!(meta(&r, "project"), bad);
     }
-    let r = app
-        .post(
-            ALICE,
-            "/v1/teams",
-            json!({"teamId": "abc", "displayName": "a\u{7}b"}),
-        )
-        .await;
-    expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_DISPLAY_NAME");
-    let r = app
-        .post(
-            ALICE,
-            "/v1/teams",
-            json!({"teamId": "abc", "displayName": "x".repeat(101)}),
-        )
-        .await;
-    expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_DISPLAY_NAME");
+    for bad in ["a\u{7}b".to_owned(), "x".repeat(101)] {
+        let body = json!({"teamId": "abc", "displayName": bad});
+        let r = app.post(ALICE, "/v1/teams", body).await;
+        expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_DISPLAY_NAME");
+    }
     // None of these created anything; the boundary values are fine.
     assert_eq!(ok(app.get(ALICE, "/v1/teams").await)["teams"], json!([]));
     app.team(ALICE, "abc", &[]).await;
@@ -236,18 +225,16 @@ async fn patch_team() {
         .await);
     assert_eq!(none["projects"], json!([]));
     // Bad values are refused with the field's reason.
-    let r = app
-        .patch(ALICE, "/v1/teams/acme", json!({"projects": ["BAD"]}))
-        .await;
-    expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_PROJECT");
-    let r = app
-        .patch(
-            ALICE,
-            "/v1/teams/acme",
+    for (body, reason) in [
+        (json!({"projects": ["BAD"]}), "INVALID_PROJECT"),
+        (
             json!({"displayName": "y".repeat(101)}),
-        )
-        .await;
-    expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_DISPLAY_NAME");
+            "INVALID_DISPLAY_NAME",
+        ),
+    ] {
+        let r = app.patch(ALICE, "/v1/teams/acme", body).await;
+        expect_error(&r, 400, "INVALID_ARGUMENT", reason);
+    }
     // Unknown team, even for a service admin.
     let r = app
         .patch(ADMIN, "/v1/teams/nope-team", json!({"displayName": "x"}))

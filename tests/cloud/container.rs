@@ -144,6 +144,16 @@ async fn wait(gcp: &GcpClients, op: &Operation) -> Result<Operation, GcpError> {
         .await
 }
 
+/// Create `pool` in cluster `cluster` and wait for it to succeed.
+async fn add_node_pool(gcp: &GcpClients, cluster: &str, pool: &NodePool) {
+    let op = gcp
+        .container
+        .create_node_pool(P, Z, cluster, pool)
+        .await
+        .unwrap();
+    wait(gcp, &op).await.unwrap();
+}
+
 /// A RUNNING cluster `name` (speed 0).
 async fn running_cluster(gcp: &GcpClients, name: &str) {
     let op = gcp

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kineticd::cloud::gcp::GcpClients;
 use kineticd::cloud::gcp::types::container::{
-    AcceleratorConfig, Cluster, NodeConfig, NodePool, NodePoolAutoscaling,
+    AcceleratorConfig, Cluster, NodeConfig, NodePool, NodePoolAutoscaling, Operation,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -58,6 +58,14 @@ pub fn default_pool() -> NodePool {
     }
 }
 
+/// Wait (up to `wait`) for GKE operation `op`, which must succeed; `what` names it.
+pub async fn gke_done(gcp: &GcpClients, op: &Operation, wait: Duration, what: &str) {
+    gcp.container
+        .wait_operation(op, &CancellationToken::new(), wait)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+}
+
 /// Create `cluster` in `project`/`zone` through the production GKE client and wait (up to
 /// `wait`) for its operation; the cluster as GKE then reports it.
 pub async fn create_cluster_and_wait(
@@ -72,10 +80,7 @@ pub async fn create_cluster_and_wait(
         .create_cluster(project, zone, cluster)
         .await
         .expect("cluster");
-    gcp.container
-        .wait_operation(&op, &CancellationToken::new(), wait)
-        .await
-        .expect("cluster done");
+    gke_done(gcp, &op, wait, "cluster done").await;
     gcp.container
         .get_cluster(project, zone, &cluster.name)
         .await

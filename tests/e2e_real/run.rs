@@ -306,6 +306,13 @@ impl Run {
         Ok(v)
     }
 
+    /// The plan of a mutation: `method path?validateOnly=true` with `body`, which must
+    /// answer 200.
+    pub async fn preview(&self, method: Method, path: &str, body: &Value) -> Step<Value> {
+        let preview = format!("{path}?validateOnly=true");
+        self.expect(method, &preview, Some(body.clone()), 200).await
+    }
+
     /// Long-poll `op` until it is done; its final form if it SUCCEEDED.
     pub async fn wait(&self, op: &Value, what: &str) -> Step<Value> {
         let name = op["name"]

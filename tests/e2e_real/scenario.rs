@@ -102,14 +102,7 @@ pub async fn scenario(run: &Run, until: Until) -> Step<()> {
 
     // Cost guard on the preview: nothing exists yet, and nothing is created if it refuses.
     let up_body = json!({"accelerator": "cpu", "forceDestroy": true});
-    let plan = run
-        .expect(
-            Method::PUT,
-            &format!("{c}?validateOnly=true"),
-            Some(up_body.clone()),
-            200,
-        )
-        .await?;
+    let plan = run.preview(Method::PUT, &c, &up_body).await?;
     let creates_cluster = plan["actions"].as_array().is_some_and(|a| {
         a.iter()
             .any(|x| x["type"] == "container.cluster" && x["action"] == "CREATE")
@@ -140,22 +133,11 @@ pub async fn scenario(run: &Run, until: Until) -> Step<()> {
     }
 
     let pool_body = json!({"accelerator": acc_name, "minNodes": 0});
-    let plan = run
-        .expect(
-            Method::POST,
-            &format!("{c}/nodePools?validateOnly=true"),
-            Some(pool_body.clone()),
-            200,
-        )
-        .await?;
+    let pools = format!("{c}/nodePools");
+    let plan = run.preview(Method::POST, &pools, &pool_body).await?;
     cost_guard(cfg, hourly, &plan, &format!("a {acc_name} pool at 0 nodes"))?;
     let op = run
-        .expect(
-            Method::POST,
-            &format!("{c}/nodePools"),
-            Some(pool_body),
-            202,
-        )
+        .expect(Method::POST, &pools, Some(pool_body), 202)
         .await?;
     let target = op["metadata"]["target"]
         .as_str()

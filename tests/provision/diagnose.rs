@@ -256,39 +256,29 @@ async fn each_fault_fails_its_check_and_names_the_fix() {
     let (checks, _) = diagnose(&env, "").await;
     others_ok(&checks, &[]);
 
-    // The LWS controller's Deployment held unavailable.
-    ail(
-        &env,
-        &key,
-        json!({"kind": "Deployment", "namespace": "lws-system", "name": "lws-controller-manager"}),
-    )
-    .await;
-    let (checks, _) = diagnose(&env, "").await;
-    has(
-        &checks["lws"],
-        "FAIL",
-        &["lws-controller-manager 0/1 replicas available"],
-        &["kubectl -n lws-system describe deployment lws-controller-manager"],
-    );
-    others_ok(&checks, &["lws"]);
-    heal(&env, &key).await;
-
-    // The NVIDIA driver installer held unready on the GPU node.
-    ail(
-        &env,
-        &key,
-        json!({"kind": "DaemonSet", "namespace": "kube-system", "name": "nvidia-driver-installer"}),
-    )
-    .await;
-    let (checks, _) = diagnose(&env, "").await;
-    has(
-        &checks["nvidia-driver"],
-        "FAIL",
-        &["0/1 ready", "GPU pods cannot start"],
-        &["kubectl -n kube-system rollout status daemonset/nvidia-driver-installer"],
-    );
-    others_ok(&checks, &["nvidia-driver"]);
-    heal(&env, &key).await;
+    // The LWS controller's Deployment held unavailable, then the NVIDIA driver installer
+    // held unready on the GPU node: (what is held, its check, what it says, the fix).
+    let held: [(Value, &str, &[&str], &str); 2] = [
+        (
+            json!({"kind": "Deployment", "namespace": "lws-system", "name": "lws-controller-manager"}),
+            "lws",
+            &["lws-controller-manager 0/1 replicas available"],
+            "kubectl -n lws-system describe deployment lws-controller-manager",
+        ),
+        (
+            json!({"kind": "DaemonSet", "namespace": "kube-system", "name": "nvidia-driver-installer"}),
+            "nvidia-driver",
+            &["0/1 ready", "GPU pods cannot start"],
+            "kubectl -n kube-system rollout status daemonset/nvidia-driver-installer",
+        ),
+    ];
+    for (workload, check, says, fix) in held {
+        ail(&env, &key, workload).await;
+        let (checks, _) = diagnose(&env, "").await;
+        has(&checks[check], "FAIL", says, &[fix]);
+        others_ok(&checks, &[check]);
+        heal(&env, &key).await;
+    }
 
     // The GPU pool's node NotReady: the node check fails, the pool has 0 of 1 Ready.
     let nodes: Api<Node> = Api::all(k.client().await.expect("client"));

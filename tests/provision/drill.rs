@@ -20,6 +20,7 @@ use kube::api::PostParams;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::common::Resp;
 use crate::support::{Env, OWNER, PROJECT, ZONE, cluster_path, explicit_clock, op_step};
 
 /// A RUNNING cluster `name` with a failover pair (spot kept at 2 nodes); (spot, fallback).
@@ -45,6 +46,16 @@ async fn pair(env: &Env, name: &str) -> (String, String) {
             .to_owned()
     };
     (id(true), id(false))
+}
+
+/// [`pair`] on an explicit clock with [`workload`] running on it; (env, pair, its
+/// Kubernetes side).
+async fn drill_ready(name: &str) -> (Env, (String, String), KubeCluster) {
+    let env = explicit_clock().await;
+    let pair = pair(&env, name).await;
+    let k = kube_of(&env, name).await;
+    workload(&env, &k, name).await;
+    (env, pair, k)
 }
 
 async fn kube_of(env: &Env, name: &str) -> KubeCluster {
@@ -109,6 +120,11 @@ async fn placements(k: &KubeCluster) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+/// POST a drill of `pool` of `cluster`, as the owner.
+async fn post_drill(env: &Env, cluster: &str, pool: &str, body: Value) -> Resp {
+    env.app.post(OWNER, &drill_path(cluster, pool), body).await
+}
+
 fn drill_path(cluster: &str, pool: &str) -> String {
     format!("{}/nodePools/{pool}:drill", cluster_path(cluster))
 }
@@ -156,10 +172,7 @@ fn seconds(d: &Value) -> f64 {
 
 #[tokio::test]
 async fn a_drill_reclaims_the_spot_vms_and_times_the_failover() {
-    let env = explicit_clock().await;
-    let (spot, fallback) = pair(&env, "kd").await;
-    let k = kube_of(&env, "kd").await;
-    workload(&env, &k, "kd").await;
+    let (env, (spot, fallback), k) = drill_ready("kd").await;
     let before = placements(&k).await;
     assert_eq!(before.len(), 2);
     for (phase, node) in &before {
@@ -190,10 +203,7 @@ async fn a_drill_reclaims_the_spot_vms_and_times_the_failover() {
             .is_empty()
     );
 
-    let r = env
-        .app
-        .post(OWNER, &drill_path("kd", &fallback), json!({}))
-        .await;
+    let r = post_drill(&env, "kd", &fallback, json!({})).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     assert_eq!(r.body["metadata"]["type"], "FAILOVER_DRILL");
     assert!(
@@ -274,18 +284,14 @@ async fn a_drill_reclaims_the_spot_vms_and_times_the_failover() {
 
 #[tokio::test]
 async fn delete_pool_mode_deletes_and_recreates_the_spot_pool_exactly() {
-    let env = explicit_clock().await;
-    let (spot, _) = pair(&env, "kp").await;
-    let k = kube_of(&env, "kp").await;
-    workload(&env, &k, "kp").await;
-    let r = env
-        .app
-        .post(
-            OWNER,
-            &drill_path("kp", &spot),
-            json!({"mode": "DELETE_POOL", "deadline": "600s"}),
-        )
-        .await;
+    let (env, (spot, _), _) = drill_ready("kp").await;
+    let r = post_drill(
+        &env,
+        "kp",
+        &spot,
+        json!({"mode": "DELETE_POOL", "deadline": "600s"}),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     let done = env.run_out_by(&r.body, 10.0).await;
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
@@ -336,10 +342,7 @@ async fn a_workload_that_cannot_fail_over_ends_at_the_deadline_never_recovered()
     // The region has no on-demand L4 quota left: the fallback pool cannot scale up.
     no_on_demand_quota(&env).await;
     workload(&env, &k, "kq").await;
-    let r = env
-        .app
-        .post(OWNER, &drill_path("kq", &spot), json!({"deadline": "3s"}))
-        .await;
+    let r = post_drill(&env, "kq", &spot, json!({"deadline": "3s"})).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     watching(&env, &r.body).await;
     // Two virtual minutes: past the autoscaler's delay, short of spot capacity's return.
@@ -402,10 +405,7 @@ async fn drills_are_refused_without_a_pair_or_with_bad_input() {
         .as_str()
         .unwrap()
         .to_owned();
-    let r = env
-        .app
-        .post(OWNER, &drill_path("kr", &lone), json!({}))
-        .await;
+    let r = post_drill(&env, "kr", &lone, json!({})).await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
     assert_eq!(r.body["error"]["status"], "FAILED_PRECONDITION");
     assert_eq!(r.body["error"]["details"][0]["reason"], "NO_FAILOVER_PAIR");
@@ -429,10 +429,7 @@ async fn drills_are_refused_without_a_pair_or_with_bad_input() {
         (json!({"deadline": "99999s"}), "INVALID_DEADLINE", "limit"),
     ];
     for (body, reason, says) in bad {
-        let r = env
-            .app
-            .post(OWNER, &drill_path("kr", &lone), body.clone())
-            .await;
+        let r = post_drill(&env, "kr", &lone, body.clone()).await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
         assert_eq!(
             r.body["error"]["details"][0]["reason"], reason,
@@ -441,16 +438,10 @@ async fn drills_are_refused_without_a_pair_or_with_bad_input() {
         );
         crate::support::assert_message_has(&r, says);
     }
-    let r = env
-        .app
-        .post(OWNER, &drill_path("kr", &lone), json!({"mood": "calm"}))
-        .await;
+    let r = post_drill(&env, "kr", &lone, json!({"mood": "calm"})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
     crate::support::assert_message_has(&r, "mood");
-    let r = env
-        .app
-        .post(OWNER, &drill_path("kr", "gpu-l4-ffff"), json!({}))
-        .await;
+    let r = post_drill(&env, "kr", "gpu-l4-ffff", json!({})).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
     let r = env
         .app
@@ -472,10 +463,7 @@ async fn drills_are_refused_without_a_pair_or_with_bad_input() {
 
 #[tokio::test]
 async fn a_running_drill_is_cancelled_at_once_and_the_groups_answer_as_compute_does() {
-    let env = explicit_clock().await;
-    let (spot, _) = pair(&env, "kc").await;
-    let k = kube_of(&env, "kc").await;
-    workload(&env, &k, "kc").await;
+    let (env, (spot, _), _) = drill_ready("kc").await;
 
     // The simulator's groups, through the production client: the pool's VMs by URL;
     // a VM that is not a member is refused unless skipped; an unknown group is 404.
@@ -551,10 +539,7 @@ async fn a_running_drill_is_cancelled_at_once_and_the_groups_answer_as_compute_d
     assert_eq!(e.http_status, 404, "{e}");
 
     // A drill that cannot finish (pods pinned to spot, the clock held) stops at a cancel.
-    let r = env
-        .app
-        .post(OWNER, &drill_path("kc", &spot), json!({}))
-        .await;
+    let r = post_drill(&env, "kc", &spot, json!({})).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     watching(&env, &r.body).await;
     let name = r.body["name"].as_str().unwrap();

@@ -73,18 +73,14 @@ fn created(calls: &[Value], pool: &str) -> Value {
 #[tokio::test]
 async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
     let env = env_up("kf").await;
+    let zones = json!(["us-central1-a", "us-central1-b"]);
+    let flex_body = json!({"maxRunDuration": "3600s", "zones": zones});
     let flex = env
-        .add_pool(
-            "kf",
-            json!({"accelerator": "l4", "provisioning": "FLEX_START", "maxRunDuration": "3600s",
-                   "zones": ["us-central1-a", "us-central1-b"]}),
-        )
+        .add_pool("kf", provisioned("l4", "FLEX_START", flex_body))
         .await;
+    let queued_body = json!({"maxRunDuration": "86400s"});
     let queued = env
-        .add_pool(
-            "kf",
-            json!({"accelerator": "l4x2", "provisioning": "QUEUED", "maxRunDuration": "86400s"}),
-        )
+        .add_pool("kf", provisioned("l4x2", "QUEUED", queued_body))
         .await;
     env.ok(&flex).await;
     let done = env.ok(&queued).await;
@@ -188,89 +184,106 @@ async fn flex_start_and_queued_pools_are_created_as_gke_documents_them() {
 #[tokio::test]
 async fn contradictions_and_limits_are_refused_before_anything_is_queued() {
     let env = env_up("kx").await;
+    // (accelerator, provisioning, further fields, reason, what the message says)
     let cases = [
         (
-            json!({"accelerator": "l4", "provisioning": "SPOT", "spot": false}),
+            "l4",
+            "SPOT",
+            json!({"spot": false}),
             "PROVISIONING_CONFLICT",
             "spot: false",
         ),
         (
-            json!({"accelerator": "l4", "provisioning": "FLEX_START", "spot": true}),
+            "l4",
+            "FLEX_START",
+            json!({"spot": true}),
             "PROVISIONING_CONFLICT",
             "spot",
         ),
         (
-            json!({"accelerator": "l4:spot", "provisioning": "QUEUED"}),
+            "l4:spot",
+            "QUEUED",
+            json!({}),
             "PROVISIONING_CONFLICT",
             "spot",
         ),
         (
-            json!({"accelerator": "l4", "provisioning": "FLEX_START", "reservation": "res-a"}),
+            "l4",
+            "FLEX_START",
+            json!({"reservation": "res-a"}),
             "PROVISIONING_CONFLICT",
             "reservation",
         ),
         (
-            json!({"accelerator": "l4", "provisioning": "FLEX_START", "failover": true}),
+            "l4",
+            "FLEX_START",
+            json!({"failover": true}),
             "PROVISIONING_CONFLICT",
             "failover",
         ),
         (
-            json!({"accelerator": "l4", "provisioning": "QUEUED", "minNodes": 1}),
+            "l4",
+            "QUEUED",
+            json!({"minNodes": 1}),
             "PROVISIONING_CONFLICT",
             "minNodes",
         ),
         (
-            json!({"accelerator": "l4", "provisioning": "ON_DEMAND", "reservation": "res-a"}),
+            "l4",
+            "ON_DEMAND",
+            json!({"reservation": "res-a"}),
             "PROVISIONING_CONFLICT",
             "RESERVATION",
         ),
         (
-            json!({"accelerator": "l4", "provisioning": "RESERVATION"}),
+            "l4",
+            "RESERVATION",
+            json!({}),
             "RESERVATION_REQUIRED",
             "reservation",
         ),
         (
-            json!({"accelerator": "l4", "provisioning": "flex"}),
+            "l4",
+            "flex",
+            json!({}),
             "INVALID_PROVISIONING",
             "FLEX_START",
         ),
         (
-            json!({"accelerator": "l4", "provisioning": "FLEX_START", "maxRunDuration": "604801s"}),
+            "l4",
+            "FLEX_START",
+            json!({"maxRunDuration": "604801s"}),
             "INVALID_MAX_RUN_DURATION",
             "7 days",
         ),
         (
-            json!({"accelerator": "l4", "provisioning": "QUEUED", "maxRunDuration": "8d"}),
+            "l4",
+            "QUEUED",
+            json!({"maxRunDuration": "8d"}),
             "INVALID_MAX_RUN_DURATION",
             "86400s",
         ),
         (
-            json!({"accelerator": "t4", "provisioning": "FLEX_START"}),
+            "t4",
+            "FLEX_START",
+            json!({}),
             "FLEX_START_UNSUPPORTED",
             "N1",
         ),
         (
-            json!({"accelerator": "v5e-16", "provisioning": "FLEX_START"}),
+            "v5e-16",
+            "FLEX_START",
+            json!({}),
             "FLEX_START_UNSUPPORTED",
             "QUEUED",
         ),
     ];
-    for (body, reason, says) in cases {
-        for validate_only in [true, false] {
-            let path = format!(
-                "{}/nodePools{}",
-                cluster_path("kx"),
-                if validate_only {
-                    "?validateOnly=true"
-                } else {
-                    ""
-                }
-            );
+    for (accelerator, provisioning, extra, reason, says) in cases {
+        let body = provisioned(accelerator, provisioning, extra);
+        for query in ["?validateOnly=true", ""] {
+            let path = format!("{}/nodePools{query}", cluster_path("kx"));
             let r = env.app.post(OWNER, &path, body.clone()).await;
-            assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
-            assert_eq!(r.reason(), reason, "{body}: {}", r.body);
-            let message = r.body["error"]["message"].as_str().unwrap_or_default();
-            assert!(message.contains(says), "{body}: {message}");
+            assert_refused(&r, &body, reason, says);
         }
     }
     let r = env
@@ -291,12 +304,8 @@ async fn contradictions_and_limits_are_refused_before_anything_is_queued() {
             .is_empty()
     );
     // The old fields keep working, and agree with their modes.
-    let op = env
-        .add_pool(
-            "kx",
-            json!({"accelerator": "l4", "provisioning": "SPOT", "spot": true}),
-        )
-        .await;
+    let spot = provisioned("l4", "SPOT", json!({"spot": true}));
+    let op = env.add_pool("kx", spot).await;
     env.ok(&op).await;
     let rec = env
         .app
@@ -320,7 +329,7 @@ async fn an_old_gke_version_is_refused_with_the_version_found_and_the_minimum() 
         ("v5e-8", "FLEX_START", "1.33.0-gke.1712000"),
     ] {
         for q in ["?validateOnly=true", ""] {
-            let body = json!({"accelerator": acc, "provisioning": mode});
+            let body = provisioned(acc, mode, json!({}));
             let meta = gke_too_old(&env, "ko", q, body, "1.32.1-gke.1200000").await;
             assert_eq!(meta["minimumVersion"], minimum, "{acc} {mode}");
             assert_eq!(meta["provisioning"], mode);
@@ -422,15 +431,8 @@ async fn the_simulated_gke_refuses_flex_start_with_spot_or_a_reservation() {
 async fn the_preview_shows_the_mode_and_cost_and_quota_is_checked_on_the_preemptible_metric() {
     let env = env_with_quota("PREEMPTIBLE_NVIDIA_A100_GPUS", 4.0).await;
     env.up_ok("kp", json!({"accelerator": "cpu"})).await;
-    let path = format!("{}/nodePools?validateOnly=true", cluster_path("kp"));
-    let r = env
-        .app
-        .post(
-            OWNER,
-            &path,
-            json!({"accelerator": "l4", "provisioning": "FLEX_START"}),
-        )
-        .await;
+    let flex = provisioned("l4", "FLEX_START", json!({}));
+    let r = env.preview_pool("kp", flex).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let a = &r.body["actions"][0];
     assert_eq!(a["type"], "container.nodePool");
@@ -442,10 +444,7 @@ async fn the_preview_shows_the_mode_and_cost_and_quota_is_checked_on_the_preempt
     let warnings = r.body["warnings"].to_string();
     assert!(warnings.contains("flex-start price"), "{warnings}");
     // An on-demand preview shows no mode (as before).
-    let r = env
-        .app
-        .post(OWNER, &path, json!({"accelerator": "l4"}))
-        .await;
+    let r = env.preview_pool("kp", json!({"accelerator": "l4"})).await;
     assert!(
         r.body["actions"][0]["details"]
             .get("provisioning")
@@ -453,23 +452,20 @@ async fn the_preview_shows_the_mode_and_cost_and_quota_is_checked_on_the_preempt
     );
 
     // Flex-start VMs are charged to the preemptible metric.
-    for p in [path.clone(), format!("{}/nodePools", cluster_path("kp"))] {
-        let r = env
-            .app
-            .post(
-                OWNER,
-                &p,
-                json!({"accelerator": "a100x8", "provisioning": "QUEUED"}),
-            )
-            .await;
+    for validate_only in [true, false] {
+        let queued = provisioned("a100x8", "QUEUED", json!({}));
+        let r = if validate_only {
+            env.preview_pool("kp", queued).await
+        } else {
+            env.post_pool("kp", queued).await
+        };
         let m = quota_refusal(&r);
         assert_eq!(m["metric"], "PREEMPTIBLE_NVIDIA_A100_GPUS");
         assert_eq!(m["needed"], "8");
     }
     // On demand uses the other metric (not limited here).
     let r = env
-        .app
-        .post(OWNER, &path, json!({"accelerator": "a100x8"}))
+        .preview_pool("kp", json!({"accelerator": "a100x8"}))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
 }

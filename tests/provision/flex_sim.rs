@@ -11,7 +11,9 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{OWNER, cluster_path, explicit_clock_up, kube, kube_key, pool_of};
+use crate::support::{
+    Env, OWNER, cluster_path, explicit_clock_up, kube, kube_key, pool_of, provisioned,
+};
 
 /// The node a pod runs on (`None` while it is not Running).
 async fn node_of(k: &KubeCluster, name: &str) -> Option<String> {
@@ -23,6 +25,23 @@ async fn node_of(k: &KubeCluster, name: &str) -> Option<String> {
         .find(|p| p.name == name)
         .expect("pod exists");
     p.node.filter(|_| p.phase == "Running")
+}
+
+/// Creates `pod` in `default` of cluster `kq`, lets 300 virtual seconds pass, and
+/// checks that the pod is still pending and that `pool` has `nodes` nodes.
+async fn left_pending(env: &Env, k: &KubeCluster, pod: &Pod, pool: &str, nodes: u32) {
+    let pods: Api<Pod> = Api::namespaced(k.client().await.expect("client"), "default");
+    pods.create(&PostParams::default(), pod)
+        .await
+        .expect("create pod");
+    env.advance(300.0).await;
+    let name = pod.metadata.name.as_deref().expect("a pod name");
+    assert_eq!(node_of(k, name).await, None, "{name}");
+    assert_eq!(
+        env.sim.world().kube.pool_node_count(&kube_key("kq"), pool),
+        Some(nodes),
+        "{name}"
+    );
 }
 
 fn gpu_pod(name: &str, pool: &str, gpus: u32, extra: Value) -> Pod {
@@ -45,12 +64,8 @@ fn gpu_pod(name: &str, pool: &str, gpus: u32, extra: Value) -> Pod {
 #[tokio::test]
 async fn a_flex_start_pool_grows_for_a_pending_gpu_pod() {
     let env = explicit_clock_up("ks").await;
-    let add = env
-        .add_pool(
-            "ks",
-            json!({"accelerator": "l4", "provisioning": "FLEX_START"}),
-        )
-        .await;
+    let flex = provisioned("l4", "FLEX_START", json!({}));
+    let add = env.add_pool("ks", flex).await;
     assert_eq!(env.run_out(&add).await["metadata"]["state"], "SUCCEEDED");
     let pool = pool_of(&add);
     let k = kube(&env, "ks");
@@ -77,9 +92,8 @@ async fn a_flex_start_pool_grows_for_a_pending_gpu_pod() {
 #[tokio::test]
 async fn a_queued_pool_grows_only_when_a_provisioning_request_asks() {
     let env = explicit_clock_up("kq").await;
-    let add = env
-        .add_pool("kq", json!({"accelerator": "l4", "provisioning": "QUEUED"}))
-        .await;
+    let queued = provisioned("l4", "QUEUED", json!({}));
+    let add = env.add_pool("kq", queued).await;
     let done = env.run_out(&add).await;
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
     let pool = pool_of(&add);
@@ -88,18 +102,9 @@ async fn a_queued_pool_grows_only_when_a_provisioning_request_asks() {
     let client = k.client().await.expect("client");
 
     // A pending pod alone: no node, however long it waits.
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let annotations = r["podAnnotations"].clone();
     let job_pod = |name: &str| gpu_pod(name, &pool, 1, json!({"tolerations": r["tolerations"]}));
-    pods.create(&PostParams::default(), &job_pod("waiting"))
-        .await
-        .expect("create pod");
-    env.advance(300.0).await;
-    assert_eq!(node_of(&k, "waiting").await, None);
-    assert_eq!(
-        env.sim.world().kube.pool_node_count(&kube_key("kq"), &pool),
-        Some(0)
-    );
+    left_pending(&env, &k, &job_pod("waiting"), &pool, 0).await;
 
     // The workload check knows the queued pool's taint: only a pod that tolerates it
     // (as a ProvisioningRequest's pods do) fits there.
@@ -174,16 +179,6 @@ async fn a_queued_pool_grows_only_when_a_provisioning_request_asks() {
 
     // Provisioned once: reading it again changes nothing, and a pod without the
     // queued toleration never lands on the queued node.
-    pods.create(
-        &PostParams::default(),
-        &gpu_pod("untolerated", &pool, 1, json!({})),
-    )
-    .await
-    .expect("create pod");
-    env.advance(300.0).await;
-    assert_eq!(node_of(&k, "untolerated").await, None);
-    assert_eq!(
-        env.sim.world().kube.pool_node_count(&kube_key("kq"), &pool),
-        Some(1)
-    );
+    let untolerated = gpu_pod("untolerated", &pool, 1, json!({}));
+    left_pending(&env, &k, &untolerated, &pool, 1).await;
 }

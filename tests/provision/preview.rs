@@ -147,20 +147,12 @@ async fn spot_false_with_a_spot_accelerator_is_refused() {
     assert_eq!(r.body["error"]["status"], "INVALID_ARGUMENT");
     assert_eq!(r.reason(), "SPOT_CONFLICT");
     env.up_ok("ks", json!({"accelerator": "cpu"})).await;
-    let r = env
-        .app
-        .post(OWNER, &format!("{}/nodePools", cluster_path("ks")), body)
-        .await;
+    let r = env.post_pool("ks", body).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
     assert_eq!(r.reason(), "SPOT_CONFLICT");
     // Agreeing spellings are fine, and the pool is spot.
     let r = env
-        .app
-        .post(
-            OWNER,
-            &format!("{}/nodePools?validateOnly=true", cluster_path("ks")),
-            json!({"accelerator": "l4:spot", "spot": true}),
-        )
+        .preview_pool("ks", json!({"accelerator": "l4:spot", "spot": true}))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["actions"][0]["details"]["spot"], true);

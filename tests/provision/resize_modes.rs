@@ -48,18 +48,12 @@ async fn set_autoscaling_bodies(env: &Env, pool: &str) -> Vec<Value> {
 #[tokio::test]
 async fn flex_start_and_queued_pools_resize_with_total_bounds_and_keep_min_zero() {
     let env = env_up("kq").await;
+    let zones = json!({"zones": ["us-central1-a", "us-central1-b"]});
     let flex = env
-        .add_pool(
-            "kq",
-            json!({"accelerator": "l4", "provisioning": "FLEX_START",
-                   "zones": ["us-central1-a", "us-central1-b"]}),
-        )
+        .add_pool("kq", provisioned("l4", "FLEX_START", zones))
         .await;
     let queued = env
-        .add_pool(
-            "kq",
-            json!({"accelerator": "l4x2", "provisioning": "QUEUED"}),
-        )
+        .add_pool("kq", provisioned("l4x2", "QUEUED", json!({})))
         .await;
     env.ok(&flex).await;
     env.ok(&queued).await;
@@ -146,36 +140,39 @@ async fn flex_start_and_queued_pools_resize_with_total_bounds_and_keep_min_zero(
 async fn gkes_set_autoscaling_refuses_per_zone_bounds_mixed_with_total_ones() {
     let env = env_up("km").await;
     let pool = env
-        .added_pool(
-            "km",
-            json!({"accelerator": "l4", "provisioning": "FLEX_START"}),
-        )
+        .added_pool("km", provisioned("l4", "FLEX_START", json!({})))
         .await;
     let gke = &env.gcp().container;
-    let mixed = NodePoolAutoscaling {
+    // Enabled with location policy ANY, and the bounds of each case.
+    let enabled_any = |bounds: NodePoolAutoscaling| NodePoolAutoscaling {
         enabled: Some(true),
+        location_policy: Some("ANY".into()),
+        ..bounds
+    };
+    let mixed = NodePoolAutoscaling {
         min_node_count: Some(1),
         total_max_node_count: Some(4),
-        location_policy: Some("ANY".into()),
         ..Default::default()
     };
-    let e = gke
-        .set_node_pool_autoscaling(PROJECT, ZONE, "km", &pool, &mixed)
-        .await
-        .expect_err("mixed bounds refused");
-    assert!(e.to_string().contains("mutually exclusive"), "{e}");
     let total_below = NodePoolAutoscaling {
-        enabled: Some(true),
         total_min_node_count: Some(5),
         total_max_node_count: Some(4),
-        location_policy: Some("ANY".into()),
         ..Default::default()
     };
-    let e = gke
-        .set_node_pool_autoscaling(PROJECT, ZONE, "km", &pool, &total_below)
-        .await
-        .expect_err("total min above total max refused");
-    assert!(e.to_string().contains("Invalid autoscaling limits"), "{e}");
+    for (bounds, refused, says) in [
+        (mixed, "mixed bounds refused", "mutually exclusive"),
+        (
+            total_below,
+            "total min above total max refused",
+            "Invalid autoscaling limits",
+        ),
+    ] {
+        let e = gke
+            .set_node_pool_autoscaling(PROJECT, ZONE, "km", &pool, &enabled_any(bounds))
+            .await
+            .expect_err(refused);
+        assert!(e.to_string().contains(says), "{e}");
+    }
 }
 
 #[tokio::test]

@@ -13,6 +13,10 @@ use crate::common::entry;
 use crate::common::gke::{MAX_CLIENTS, PARTITION, STRATEGY};
 use crate::support::*;
 
+/// The partition sizes GKE offers on an A100 40GB, and on an H100.
+const A100_40GB_SIZES: &str = "1g.5gb, 2g.10gb, 3g.20gb, 7g.40gb";
+const H100_SIZES: &str = "1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 7g.80gb";
+
 /// The plan details of the pool the add operation `op` creates.
 fn planned(op: &Value) -> &Value {
     op["metadata"]["plan"]["actions"]
@@ -137,57 +141,43 @@ async fn mig_time_sharing_and_mps_pools_reach_gke_field_by_field() {
 async fn bad_sharing_and_partitions_are_refused_before_any_operation_exists() {
     let env = env_up("kr").await;
     let path = format!("{}/nodePools", cluster_path("kr"));
-    let ts = |n: u32| json!({"strategy": "TIME_SHARING", "maxClientsPerGpu": n});
-    let cases = [
+    let mig =
+        |accelerator: &str, size: &str| json!({"accelerator": accelerator, "partitionSize": size});
+    let shared = |accelerator: &str, strategy: &str, clients: u32| {
+        json!({"accelerator": accelerator,
+               "sharing": {"strategy": strategy, "maxClientsPerGpu": clients}})
+    };
+    // (accelerator, partition size, what the message says)
+    let partitions = [
         // L4 has no MIG.
-        (
-            json!({"accelerator": "l4", "partitionSize": "1g.5gb"}),
-            "INVALID_PARTITION_SIZE",
-            "nvidia-tesla-a100",
-        ),
+        ("l4", "1g.5gb", "nvidia-tesla-a100"),
         // An A100 80GB size on an A100 40GB.
-        (
-            json!({"accelerator": "a100", "partitionSize": "1g.10gb"}),
-            "INVALID_PARTITION_SIZE",
-            "1g.5gb, 2g.10gb, 3g.20gb, 7g.40gb",
-        ),
-        (
-            json!({"accelerator": "h100", "partitionSize": "4g.40gb"}),
-            "INVALID_PARTITION_SIZE",
-            "1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 7g.80gb",
-        ),
-        (
-            json!({"accelerator": "tpu-v5litepod-4", "sharing": ts(2)}),
-            "INVALID_SHARING",
-            "TPU",
-        ),
-        (
-            json!({"accelerator": "l4", "sharing": ts(1)}),
-            "INVALID_SHARING",
-            "between 2 and 48",
-        ),
-        (
-            json!({"accelerator": "l4", "sharing": ts(49)}),
-            "INVALID_SHARING",
-            "between 2 and 48",
-        ),
-        (
-            json!({"accelerator": "l4", "sharing": {"strategy": "SPACE_SHARING", "maxClientsPerGpu": 2}}),
-            "INVALID_SHARING",
-            "TIME_SHARING, MPS",
-        ),
-        (
-            json!({"accelerator": "a100", "partitionSize": "1g.5gb",
-                   "sharing": {"strategy": "MPS", "maxClientsPerGpu": 2}}),
-            "INVALID_SHARING",
-            "MPS",
-        ),
+        ("a100", "1g.10gb", A100_40GB_SIZES),
+        ("h100", "4g.40gb", H100_SIZES),
     ];
+    // (accelerator, sharing strategy, clients per GPU, what the message says)
+    let sharings = [
+        ("tpu-v5litepod-4", "TIME_SHARING", 2, "TPU"),
+        ("l4", "TIME_SHARING", 1, "between 2 and 48"),
+        ("l4", "TIME_SHARING", 49, "between 2 and 48"),
+        ("l4", "SPACE_SHARING", 2, "TIME_SHARING, MPS"),
+    ];
+    let mps_on_mig = json!({"accelerator": "a100", "partitionSize": "1g.5gb",
+                            "sharing": {"strategy": "MPS", "maxClientsPerGpu": 2}});
+    let cases = partitions
+        .map(|(accelerator, size, says)| (mig(accelerator, size), "INVALID_PARTITION_SIZE", says))
+        .into_iter()
+        .chain(sharings.map(|(accelerator, strategy, clients, says)| {
+            (
+                shared(accelerator, strategy, clients),
+                "INVALID_SHARING",
+                says,
+            )
+        }))
+        .chain([(mps_on_mig, "INVALID_SHARING", "MPS")]);
     for (body, reason, says) in cases {
         let r = env.app.post(OWNER, &path, body.clone()).await;
-        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
-        assert_eq!(r.reason(), reason, "{body}: {}", r.body);
-        assert_message_has(&r, says);
+        assert_refused(&r, &body, reason, says);
     }
     let r = env
         .app
@@ -198,8 +188,7 @@ async fn bad_sharing_and_partitions_are_refused_before_any_operation_exists() {
         )
         .await;
     assert_eq!(
-        r.body["error"]["details"][0]["metadata"]["validPartitionSizes"],
-        "1g.5gb, 2g.10gb, 3g.20gb, 7g.40gb",
+        r.body["error"]["details"][0]["metadata"]["validPartitionSizes"], A100_40GB_SIZES,
         "{}",
         r.body
     );

@@ -136,6 +136,25 @@ pub fn assert_message_has(r: &Resp, text: &str) {
     assert!(message.contains(text), "{}", r.body);
 }
 
+/// Asserts that `r`, the answer to `body`, is a 400 with `reason` whose message says `says`.
+#[track_caller]
+pub fn assert_refused(r: &Resp, body: &Value, reason: &str, says: &str) {
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
+    assert_eq!(r.reason(), reason, "{body}: {}", r.body);
+    let message = r.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(says), "{body}: {message}");
+}
+
+/// The body of a pool of `accelerator` provisioned as `provisioning` (`FLEX_START`,
+/// `QUEUED`, ...), with the fields of `extra` (an object) added.
+pub fn provisioned(accelerator: &str, provisioning: &str, extra: Value) -> Value {
+    let mut body = json!({"accelerator": accelerator, "provisioning": provisioning});
+    if let (Some(fields), Value::Object(more)) = (body.as_object_mut(), extra) {
+        fields.extend(more);
+    }
+    body
+}
+
 /// The progress step `id` of operation `op`.
 pub fn op_step<'a>(op: &'a Value, id: &str) -> &'a Value {
     op["metadata"]["progress"]["steps"]
@@ -268,6 +287,12 @@ impl Env {
     /// POST a node pool to `cluster`, as the owner.
     pub async fn post_pool(&self, cluster: &str, body: Value) -> Resp {
         let path = format!("{}/nodePools", cluster_path(cluster));
+        self.app.post(OWNER, &path, body).await
+    }
+
+    /// POST a node pool to `cluster` with `?validateOnly=true` (its preview), as the owner.
+    pub async fn preview_pool(&self, cluster: &str, body: Value) -> Resp {
+        let path = format!("{}/nodePools?validateOnly=true", cluster_path(cluster));
         self.app.post(OWNER, &path, body).await
     }
 

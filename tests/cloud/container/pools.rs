@@ -112,16 +112,12 @@ async fn quota_is_consumed_by_pools_and_released_on_delete() {
     let c = &gcp.container;
     let cpus_before = region_quota(&gcp, "CPUS").await.0;
     assert_eq!(cpus_before, 4.0, "default pool: 1 x e2-standard-4");
-    let op = c
-        .create_node_pool(
-            P,
-            Z,
-            "quota",
-            &gpu_pool("gpu-l4x2-0001", "g2-standard-24", "nvidia-l4", 2, 3),
-        )
-        .await
-        .unwrap();
-    wait(&gcp, &op).await.unwrap();
+    add_node_pool(
+        &gcp,
+        "quota",
+        &gpu_pool("gpu-l4x2-0001", "g2-standard-24", "nvidia-l4", 2, 3),
+    )
+    .await;
     assert_eq!(region_quota(&gcp, "NVIDIA_L4_GPUS").await, (6.0, 32.0));
     assert_eq!(region_quota(&gcp, "CPUS").await.0, 4.0 + 3.0 * 24.0);
 
@@ -135,16 +131,12 @@ async fn quota_is_consumed_by_pools_and_released_on_delete() {
     );
     assert_eq!(region_quota(&gcp, "NVIDIA_L4_GPUS").await.0, 6.0);
 
-    let op = c
-        .create_node_pool(
-            P,
-            Z,
-            "quota",
-            &tpu_pool("tpu-v5e-0001", "ct5lp-hightpu-4t", Some("4x4"), 4),
-        )
-        .await
-        .unwrap();
-    wait(&gcp, &op).await.unwrap();
+    add_node_pool(
+        &gcp,
+        "quota",
+        &tpu_pool("tpu-v5e-0001", "ct5lp-hightpu-4t", Some("4x4"), 4),
+    )
+    .await;
     assert_eq!(region_quota(&gcp, "TPU_LITE_PODSLICE_V5").await.0, 16.0);
 
     let op = c
@@ -192,11 +184,7 @@ async fn quota_exceeded_ends_the_operation_with_quota_exceeded() {
     );
 
     // Scaling up past the limit fails the same way and leaves the size alone.
-    let op = c
-        .create_node_pool(P, Z, "short", &l4_pool("gpu-l4-0003", 4))
-        .await
-        .unwrap();
-    wait(&gcp, &op).await.unwrap();
+    add_node_pool(&gcp, "short", &l4_pool("gpu-l4-0003", 4)).await;
     let op = c
         .set_node_pool_size(P, Z, "short", "gpu-l4-0003", 9)
         .await
@@ -241,16 +229,12 @@ async fn stockout_ends_the_operation_with_gce_stockout() {
     assert_eq!(p.status.as_deref(), Some("ERROR"));
     assert_eq!(p.conditions[0].code.as_deref(), Some("GCE_STOCKOUT"));
     // Another accelerator in the same zone is fine.
-    let op = c
-        .create_node_pool(
-            P,
-            Z,
-            "stock",
-            &gpu_pool("gpu-t4-0006", "n1-standard-4", "nvidia-tesla-t4", 1, 1),
-        )
-        .await
-        .unwrap();
-    wait(&gcp, &op).await.unwrap();
+    add_node_pool(
+        &gcp,
+        "stock",
+        &gpu_pool("gpu-t4-0006", "n1-standard-4", "nvidia-tesla-t4", 1, 1),
+    )
+    .await;
     admin(
         &sim,
         reqwest::Method::DELETE,
@@ -298,68 +282,43 @@ async fn machine_and_accelerator_combinations_are_checked() {
         value: "v".into(),
         effect: "NoSchedule".into(),
     }];
-    let rejected = [
+    // (what, pool, machine type, accelerator, accelerators per node), no nodes.
+    #[rustfmt::skip]
+    let bad_gpus = [
+        ("l4 x2 on g2-standard-4", "gpu-d", "g2-standard-4", "nvidia-l4", 2),
+        ("l4 on n1", "gpu-e", "n1-standard-4", "nvidia-l4", 1),
+        ("t4 on e2", "gpu-f", "e2-standard-4", "nvidia-tesla-t4", 1),
+        ("t4 x3", "gpu-g", "n1-standard-8", "nvidia-tesla-t4", 3),
+        ("a100 x2 on a2-highgpu-1g", "gpu-h", "a2-highgpu-1g", "nvidia-tesla-a100", 2),
+        ("a100-80gb on a2-highgpu", "gpu-i", "a2-highgpu-1g", "nvidia-a100-80gb", 1),
+        ("h100 x4 on a3-highgpu-8g", "gpu-j", "a3-highgpu-8g", "nvidia-h100-80gb", 4),
+        ("unknown accelerator", "gpu-k", "n1-standard-4", "nvidia-tesla-k80", 1),
+        ("zero count", "gpu-l", "g2-standard-4", "nvidia-l4", 0),
+        ("unknown machine", "gpu-m", "zz-standard-4", "", 0),
+        ("TPU with accelerators", "tpu-p", "ct5lp-hightpu-4t", "nvidia-l4", 1),
+    ];
+    // (what, pool, topology, nodes) of ct5lp-hightpu-4t (TPU v5e) pools.
+    let bad_tpus = [
+        ("TPU topology", "tpu-n", "3x3", 0),
+        ("TPU 4x4 with 3 nodes", "tpu-o", "4x4", 3),
+        ("3D topology on v5e", "tpu-q", "2x2x2", 0),
+    ];
+    let gpus = bad_gpus.map(|(what, name, machine, accel, count)| {
+        (what, gpu_pool(name, machine, accel, count, 0))
+    });
+    let tpus = bad_tpus.map(|(what, name, topology, nodes)| {
         (
-            "l4 x2 on g2-standard-4",
-            gpu_pool("gpu-d", "g2-standard-4", "nvidia-l4", 2, 0),
-        ),
-        (
-            "l4 on n1",
-            gpu_pool("gpu-e", "n1-standard-4", "nvidia-l4", 1, 0),
-        ),
-        (
-            "t4 on e2",
-            gpu_pool("gpu-f", "e2-standard-4", "nvidia-tesla-t4", 1, 0),
-        ),
-        (
-            "t4 x3",
-            gpu_pool("gpu-g", "n1-standard-8", "nvidia-tesla-t4", 3, 0),
-        ),
-        (
-            "a100 x2 on a2-highgpu-1g",
-            gpu_pool("gpu-h", "a2-highgpu-1g", "nvidia-tesla-a100", 2, 0),
-        ),
-        (
-            "a100-80gb on a2-highgpu",
-            gpu_pool("gpu-i", "a2-highgpu-1g", "nvidia-a100-80gb", 1, 0),
-        ),
-        (
-            "h100 x4 on a3-highgpu-8g",
-            gpu_pool("gpu-j", "a3-highgpu-8g", "nvidia-h100-80gb", 4, 0),
-        ),
-        (
-            "unknown accelerator",
-            gpu_pool("gpu-k", "n1-standard-4", "nvidia-tesla-k80", 1, 0),
-        ),
-        (
-            "zero count",
-            gpu_pool("gpu-l", "g2-standard-4", "nvidia-l4", 0, 0),
-        ),
-        (
-            "unknown machine",
-            gpu_pool("gpu-m", "zz-standard-4", "", 0, 0),
-        ),
-        (
-            "TPU topology",
-            tpu_pool("tpu-n", "ct5lp-hightpu-4t", Some("3x3"), 0),
-        ),
-        (
-            "TPU 4x4 with 3 nodes",
-            tpu_pool("tpu-o", "ct5lp-hightpu-4t", Some("4x4"), 3),
-        ),
-        (
-            "TPU with accelerators",
-            gpu_pool("tpu-p", "ct5lp-hightpu-4t", "nvidia-l4", 1, 0),
-        ),
-        (
-            "3D topology on v5e",
-            tpu_pool("tpu-q", "ct5lp-hightpu-4t", Some("2x2x2"), 0),
-        ),
+            what,
+            tpu_pool(name, "ct5lp-hightpu-4t", Some(topology), nodes),
+        )
+    });
+    let others = [
         ("multi-host without COMPACT", multi_no_compact),
         ("two accelerator entries", two_accels),
         ("taint effect spelling", bad_taint),
         ("pool name", l4_pool("GPU", 0)),
     ];
+    let rejected = gpus.into_iter().chain(tpus).chain(others);
     for (what, pool) in rejected {
         let e = assert_terminal(c.create_node_pool(P, Z, "shapes", &pool).await, 400);
         assert_eq!(e.status, "INVALID_ARGUMENT", "{what}: {e}");

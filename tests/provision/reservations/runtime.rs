@@ -125,8 +125,7 @@ async fn a_reservation_that_cannot_be_read_is_a_warning_not_a_refusal() {
     let env = env_up("kw").await;
     env.arm("compute", "reservations.get", "HTTP_500", 1000)
         .await;
-    let path = format!("{}/nodePools?validateOnly=true", cluster_path("kw"));
-    let r = env.app.post(OWNER, &path, l4_on("unread", None)).await;
+    let r = env.preview_pool("kw", l4_on("unread", None)).await;
     let disarm = env
         .app
         .http
@@ -145,6 +144,6 @@ async fn a_reservation_that_cannot_be_read_is_a_warning_not_a_refusal() {
         r.body
     );
     // Readable again: the same request is refused for what it is.
-    let r = env.app.post(OWNER, &path, l4_on("unread", None)).await;
+    let r = env.preview_pool("kw", l4_on("unread", None)).await;
     assert_eq!(r.reason(), "RESERVATION_NOT_FOUND", "{}", r.body);
 }
