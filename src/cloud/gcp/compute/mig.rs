@@ -89,16 +89,8 @@ impl Compute {
         req: &DeleteInstancesRequest,
         request_id: Uuid,
     ) -> Result<Operation, GcpError> {
-        self.http
-            .call(
-                Call::post(
-                    SVC,
-                    "instanceGroupManagers.deleteInstances",
-                    mig.path("deleteInstances"),
-                )
-                .query("requestId", request_id)
-                .json(req),
-            )
+        let method = "instanceGroupManagers.deleteInstances";
+        self.post(method, mig.path("deleteInstances"), req, request_id)
             .await
     }
 }

@@ -11,6 +11,7 @@ pub mod reservations;
 
 use std::time::Duration;
 
+use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -164,6 +165,30 @@ impl Compute {
         Compute { http }
     }
 
+    /// A POST of `body` to `path?requestId=` (an insert or an action; a retry with the
+    /// same id is deduplicated by Compute), answered with the operation.
+    async fn post(
+        &self,
+        method: &'static str,
+        path: String,
+        body: &impl Serialize,
+        request_id: Uuid,
+    ) -> Result<Operation, GcpError> {
+        let call = Call::post(SVC, method, path).query("requestId", request_id);
+        self.http.call(call.json(body)).await
+    }
+
+    /// A delete: DELETE `path?requestId=`, answered with the operation.
+    async fn delete(
+        &self,
+        method: &'static str,
+        path: String,
+        request_id: Uuid,
+    ) -> Result<Operation, GcpError> {
+        let call = Call::delete(SVC, method, path).query("requestId", request_id);
+        self.http.call(call).await
+    }
+
     /// `networks.insert`: POST `projects/{p}/global/networks?requestId=`.
     pub async fn insert_network(
         &self,
@@ -172,12 +197,7 @@ impl Compute {
         request_id: Uuid,
     ) -> Result<Operation, GcpError> {
         let path = format!("projects/{project}/global/networks");
-        self.http
-            .call(
-                Call::post(SVC, "networks.insert", path)
-                    .query("requestId", request_id)
-                    .json(network),
-            )
+        self.post("networks.insert", path, network, request_id)
             .await
     }
 
@@ -196,9 +216,7 @@ impl Compute {
         request_id: Uuid,
     ) -> Result<Operation, GcpError> {
         let path = format!("projects/{project}/global/networks/{name}");
-        self.http
-            .call(Call::delete(SVC, "networks.delete", path).query("requestId", request_id))
-            .await
+        self.delete("networks.delete", path, request_id).await
     }
 
     /// `routers.insert`: POST `projects/{p}/regions/{r}/routers?requestId=`.
@@ -210,13 +228,7 @@ impl Compute {
         request_id: Uuid,
     ) -> Result<Operation, GcpError> {
         let path = format!("projects/{project}/regions/{region}/routers");
-        self.http
-            .call(
-                Call::post(SVC, "routers.insert", path)
-                    .query("requestId", request_id)
-                    .json(router),
-            )
-            .await
+        self.post("routers.insert", path, router, request_id).await
     }
 
     /// `routers.get`.
@@ -239,9 +251,7 @@ impl Compute {
         request_id: Uuid,
     ) -> Result<Operation, GcpError> {
         let path = format!("projects/{project}/regions/{region}/routers/{name}");
-        self.http
-            .call(Call::delete(SVC, "routers.delete", path).query("requestId", request_id))
-            .await
+        self.delete("routers.delete", path, request_id).await
     }
 
     /// `regions.get`: zones and regional quotas (limit and usage are doubles).

@@ -129,12 +129,7 @@ impl Compute {
         request_id: Uuid,
     ) -> Result<Operation, GcpError> {
         let path = format!("projects/{project}/zones/{zone}/reservations");
-        self.http
-            .call(
-                Call::post(SVC, "reservations.insert", path)
-                    .query("requestId", request_id)
-                    .json(reservation),
-            )
+        self.post("reservations.insert", path, reservation, request_id)
             .await
     }
 
@@ -147,9 +142,7 @@ impl Compute {
         request_id: Uuid,
     ) -> Result<Operation, GcpError> {
         let path = format!("projects/{project}/zones/{zone}/reservations/{name}");
-        self.http
-            .call(Call::delete(SVC, "reservations.delete", path).query("requestId", request_id))
-            .await
+        self.delete("reservations.delete", path, request_id).await
     }
 
     /// The reservation `name` of `owner`, looked for in `zones` in order (the pool's
