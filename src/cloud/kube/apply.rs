@@ -341,21 +341,17 @@ items:
 
     #[test]
     fn rejects_bad_documents() {
-        assert!(matches!(
-            parse_manifest("kind: Pod\nmetadata: {name: x}\n"),
-            Err(KubeError::Manifest(_))
-        ));
-        assert!(matches!(
-            parse_manifest("apiVersion: v1\nkind: Pod\nmetadata: {generateName: x-}\n"),
-            Err(KubeError::Manifest(_))
-        ));
-        assert!(matches!(
-            parse_manifest("- 1\n- 2\n"),
-            Err(KubeError::Manifest(_))
-        ));
-        assert!(matches!(
-            parse_manifest("a: [\n"),
-            Err(KubeError::Manifest(_))
-        ));
+        for bad in [
+            "kind: Pod\nmetadata: {name: x}\n",
+            "apiVersion: v1\nkind: Pod\nmetadata: {generateName: x-}\n",
+            "- 1\n- 2\n",
+            "a: [\n",
+        ] {
+            let got = parse_manifest(bad);
+            assert!(
+                matches!(got, Err(KubeError::Manifest(_))),
+                "{bad:?}: {got:?}"
+            );
+        }
     }
 }

@@ -5,12 +5,16 @@
 //! Invariant: only GET and LIST requests; `Ok(None)` only on a 404, any other failure
 //! is an error, so a caller never takes "could not read" for "missing".
 
+use std::fmt::Debug;
+
 use chrono::{DateTime, Utc};
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Event, Node, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Api;
 use kube::api::ListParams;
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
 
 use super::inventory::NodeInfo;
 use super::{KubeCluster, KubeError};
@@ -114,29 +118,50 @@ impl WarningEvent {
     }
 }
 
-macro_rules! get_opt {
-    ($self:ident, $api:expr, $name:expr, $what:expr) => {{
-        match $api.get_opt($name).await {
-            Ok(o) => Ok(o),
-            Err(e) => Err($self.fail($what, e).await),
-        }
-    }};
-}
-
 impl KubeCluster {
+    /// `api`'s object `name`, `None` on the API server's 404; any other failure is
+    /// classified for `action`.
+    pub(crate) async fn get_opt<K>(
+        &self,
+        api: Api<K>,
+        name: &str,
+        action: String,
+    ) -> Result<Option<K>, KubeError>
+    where
+        K: Clone + DeserializeOwned + Debug,
+    {
+        match api.get_opt(name).await {
+            Ok(o) => Ok(o),
+            Err(e) => Err(self.fail(action, e).await),
+        }
+    }
+
+    /// The namespaced object `namespace/name` (`kind` names it in errors), `None` when
+    /// absent.
+    pub(crate) async fn get_namespaced<K>(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<K>, KubeError>
+    where
+        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + Debug,
+    {
+        let api = Api::<K>::namespaced(self.client().await?, namespace);
+        let action = format!("get {kind} {namespace}/{name}");
+        self.get_opt(api, name, action).await
+    }
+
     /// Deployment `namespace/name`, `None` when absent.
     pub async fn get_deployment(
         &self,
         namespace: &str,
         name: &str,
     ) -> Result<Option<Deployment>, KubeError> {
-        let api = Api::<Deployment>::namespaced(self.client().await?, namespace);
-        get_opt!(
-            self,
-            api,
-            name,
-            format!("get deployment {namespace}/{name}")
-        )
+        self.get_namespaced("deployment", namespace, name).await
     }
 
     /// DaemonSet `namespace/name`, `None` when absent.
@@ -145,14 +170,13 @@ impl KubeCluster {
         namespace: &str,
         name: &str,
     ) -> Result<Option<DaemonSet>, KubeError> {
-        let api = Api::<DaemonSet>::namespaced(self.client().await?, namespace);
-        get_opt!(self, api, name, format!("get daemonset {namespace}/{name}"))
+        self.get_namespaced("daemonset", namespace, name).await
     }
 
     /// CustomResourceDefinition `name`, `None` when absent.
     pub async fn get_crd(&self, name: &str) -> Result<Option<CustomResourceDefinition>, KubeError> {
         let api = Api::<CustomResourceDefinition>::all(self.client().await?);
-        get_opt!(self, api, name, format!("get crd {name}"))
+        self.get_opt(api, name, format!("get crd {name}")).await
     }
 
     /// ServiceAccount `namespace/name`, `None` when absent.
@@ -161,13 +185,7 @@ impl KubeCluster {
         namespace: &str,
         name: &str,
     ) -> Result<Option<ServiceAccount>, KubeError> {
-        let api = Api::<ServiceAccount>::namespaced(self.client().await?, namespace);
-        get_opt!(
-            self,
-            api,
-            name,
-            format!("get serviceaccount {namespace}/{name}")
-        )
+        self.get_namespaced("serviceaccount", namespace, name).await
     }
 
     /// Every node with its Ready and pressure conditions.

@@ -6,7 +6,6 @@
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::Api;
 
 use super::{KubeCluster, KubeError};
 
@@ -26,26 +25,20 @@ impl KubeCluster {
         namespace: &str,
         name: &str,
     ) -> Result<bool, KubeError> {
-        let client = self.client().await?;
-        let got = match kind {
-            ObjectKind::ServiceAccount => Api::<ServiceAccount>::namespaced(client, namespace)
-                .get_opt(name)
-                .await
-                .map(|o| o.is_some()),
-            ObjectKind::Deployment => Api::<Deployment>::namespaced(client, namespace)
-                .get_opt(name)
-                .await
-                .map(|o| o.is_some()),
-            ObjectKind::DaemonSet => Api::<DaemonSet>::namespaced(client, namespace)
-                .get_opt(name)
-                .await
-                .map(|o| o.is_some()),
-        };
-        match got {
-            Ok(found) => Ok(found),
-            Err(e) => Err(self
-                .fail(format!("get {kind:?} {namespace}/{name}"), e)
-                .await),
-        }
+        let k = format!("{kind:?}");
+        Ok(match kind {
+            ObjectKind::ServiceAccount => self
+                .get_namespaced::<ServiceAccount>(&k, namespace, name)
+                .await?
+                .is_some(),
+            ObjectKind::Deployment => self
+                .get_namespaced::<Deployment>(&k, namespace, name)
+                .await?
+                .is_some(),
+            ObjectKind::DaemonSet => self
+                .get_namespaced::<DaemonSet>(&k, namespace, name)
+                .await?
+                .is_some(),
+        })
     }
 }
