@@ -196,19 +196,27 @@ impl FromStr for StepId {
     }
 }
 
-impl From<StepId> for String {
-    fn from(id: StepId) -> String {
-        id.to_string()
-    }
+/// The `String` conversions serde goes through (`into` / `try_from`): an id's one text
+/// form, and back.
+macro_rules! string_form {
+    ($($id:ty),*) => {$(
+        impl From<$id> for String {
+            fn from(id: $id) -> String {
+                id.to_string()
+            }
+        }
+
+        impl TryFrom<String> for $id {
+            type Error = UnknownStepId;
+
+            fn try_from(s: String) -> Result<$id, UnknownStepId> {
+                s.parse()
+            }
+        }
+    )*};
 }
 
-impl TryFrom<String> for StepId {
-    type Error = UnknownStepId;
-
-    fn try_from(s: String) -> Result<StepId, UnknownStepId> {
-        s.parse()
-    }
-}
+string_form!(StepId, DrillStep);
 
 impl PartialEq<str> for StepId {
     fn eq(&self, other: &str) -> bool {
@@ -251,20 +259,6 @@ impl FromStr for DrillStep {
             .into_iter()
             .find(|d| d.text() == s)
             .ok_or_else(|| UnknownStepId(s.to_owned()))
-    }
-}
-
-impl From<DrillStep> for String {
-    fn from(id: DrillStep) -> String {
-        id.to_string()
-    }
-}
-
-impl TryFrom<String> for DrillStep {
-    type Error = UnknownStepId;
-
-    fn try_from(s: String) -> Result<DrillStep, UnknownStepId> {
-        s.parse()
     }
 }
 
