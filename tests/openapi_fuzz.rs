@@ -127,15 +127,24 @@ async fn schemathesis_finds_no_server_errors_and_no_undocumented_answers() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let _ = std::fs::remove_dir_all(&dir);
-    // Failures are findings. Hypothesis's own internal errors ("Runtime Error") are not
-    // answers of ours and are tolerated; anything else is not.
+    // Failures are findings. Hypothesis's own internal errors ("Runtime Error", e.g.
+    // CPython's "AST constructor recursion depth mismatch" while it describes a lambda)
+    // are not answers of ours and are tolerated, as is the 🚫 on the phase they stopped
+    // (`🚫  Coverage (in 2.6s)`); any other error kind is not.
     let findings = stdout.contains("Failures:");
+    let phase = |l: &str| {
+        let l = l.trim_start_matches('🚫').trim_start();
+        ["Examples", "Coverage", "Fuzzing", "Stateful"]
+            .iter()
+            .any(|p| l == *p || l.starts_with(&format!("{p} (in ")))
+    };
     let clean = out.status.success()
         || (!findings
             && stdout
                 .lines()
-                .filter(|l| l.trim_start().starts_with("🚫"))
-                .all(|l| l.contains("Runtime Error")));
+                .map(str::trim_start)
+                .filter(|l| l.starts_with('🚫'))
+                .all(|l| l.contains("Runtime Error") || phase(l)));
     assert!(
         clean,
         "schemathesis found problems (exit {:?}):\n{stdout}\n{stderr}\nserver log:\n{}",

@@ -1,5 +1,6 @@
 //! `/v1/operations`: get, list, and the custom methods `:cancel`, `:wait`, `:watch`.
 
+use super::idempotency::{RequestIdQuery, RequestKey};
 use std::convert::Infallible;
 
 use axum::Json;
@@ -115,14 +116,18 @@ async fn get_or_watch(
 /// at its next safe point (a long cloud wait is abandoned at once) and ends CANCELLED
 /// with error code 1.
 #[utoipa::path(post, path = "/v1/operations/{operation}:cancel", operation_id = "cancelOperation", tag = "operations",
-    params(("operation" = String, Path, description = "operation id")),
+    params(("operation" = String, Path, description = "operation id"), RequestIdQuery),
     responses((status = 200, description = "The operation once cancellation is requested", body = Operation), ErrorResponses))]
 pub async fn cancel_operation(
     s: &AppState,
     caller: &Caller,
     id: &str,
+    key: &RequestKey,
 ) -> Result<Json<Operation>, ApiError> {
-    Ok(Json(service::operations::cancel(&s.db, caller, id).await?))
+    let idem = key.bind(&())?;
+    Ok(Json(
+        service::operations::cancel(&s.db, caller, id, idem.as_ref()).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -154,9 +159,10 @@ async fn verb(
     caller: Caller,
     ApiPath(segment): ApiPath<String>,
     ApiQuery(q): ApiQuery<WaitQuery>,
+    key: RequestKey,
 ) -> Result<Json<Operation>, ApiError> {
     match split_verb(&segment) {
-        Some((id, "cancel")) => cancel_operation(&s, &caller, id).await,
+        Some((id, "cancel")) => cancel_operation(&s, &caller, id, &key).await,
         Some((id, "wait")) => wait_operation(&s, &caller, id, &q).await,
         _ => Err(unknown_verb(&format!("POST /v1/operations/{segment}"))),
     }

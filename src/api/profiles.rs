@@ -1,5 +1,6 @@
 //! `/v1/profiles`: the caller's own profiles, and the `:activate` custom method.
 
+use super::idempotency::{RequestIdQuery, RequestKey};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -53,7 +54,7 @@ async fn get_profile(
     Ok(Json(service::profiles::get(&s.db, &caller, &id).await?))
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PutProfileRequest {
     /// `projects/{p}/zones/{z}/clusters/{c}`
@@ -66,54 +67,62 @@ pub struct PutProfileRequest {
 /// Create or replace a profile (keeps whether it is active).
 #[utoipa::path(put, path = "/v1/profiles/{profile}", operation_id = "replaceProfile", tag = "profiles",
     request_body = PutProfileRequest,
-    params(("profile" = String, Path, description = "profile id")),
+    params(("profile" = String, Path, description = "profile id"), RequestIdQuery),
     responses((status = 200, description = "The profile as stored", body = Profile), ErrorResponses, BodyErrorResponses))]
 async fn put_profile(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
+    key: RequestKey,
     ApiJson(req): ApiJson<PutProfileRequest>,
 ) -> Result<Json<Profile>, ApiError> {
     let id = ProfileId::parse(&id)?;
-    let (p, _created) =
-        service::profiles::put(&s.db, &caller, &id, &req.cluster, req.namespace.as_deref()).await?;
-    Ok(Json(p))
+    let idem = key.bind(&req)?;
+    let namespace = req.namespace.as_deref();
+    let put = service::profiles::put(&s.db, &caller, &id, &req.cluster, namespace, idem.as_ref());
+    Ok(Json(put.await?.0))
 }
 
 /// Delete one of the caller's profiles.
 #[utoipa::path(delete, path = "/v1/profiles/{profile}", operation_id = "deleteProfile", tag = "profiles",
-    params(("profile" = String, Path, description = "profile id")),
+    params(("profile" = String, Path, description = "profile id"), RequestIdQuery),
     responses((status = 204, description = "deleted"), ErrorResponses))]
 async fn delete_profile(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
+    key: RequestKey,
 ) -> Result<StatusCode, ApiError> {
     let id = ProfileId::parse(&id)?;
-    service::profiles::delete(&s.db, &caller, &id).await?;
+    service::profiles::delete(&s.db, &caller, &id, key.bind(&())?.as_ref()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Make this profile the caller's only active one.
 #[utoipa::path(post, path = "/v1/profiles/{profile}:activate", operation_id = "activateProfile", tag = "profiles",
-    params(("profile" = String, Path, description = "profile id")),
+    params(("profile" = String, Path, description = "profile id"), RequestIdQuery),
     responses((status = 200, description = "The profile, now the caller's active one", body = Profile), ErrorResponses))]
 pub async fn activate_profile(
     s: &AppState,
     caller: &Caller,
     id: &str,
+    key: &RequestKey,
 ) -> Result<Json<Profile>, ApiError> {
     let id = ProfileId::parse(id)?;
-    Ok(Json(service::profiles::activate(&s.db, caller, &id).await?))
+    let idem = key.bind(&())?;
+    Ok(Json(
+        service::profiles::activate(&s.db, caller, &id, idem.as_ref()).await?,
+    ))
 }
 
 async fn profile_verb(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath(segment): ApiPath<String>,
+    key: RequestKey,
 ) -> Result<Json<Profile>, ApiError> {
     match split_verb(&segment) {
-        Some((id, "activate")) => activate_profile(&s, &caller, id).await,
+        Some((id, "activate")) => activate_profile(&s, &caller, id, &key).await,
         _ => Err(unknown_verb(&format!("POST /v1/profiles/{segment}"))),
     }
 }

@@ -136,6 +136,12 @@ impl RouteTable {
         RouteTable(Arc::new(routes))
     }
 
+    /// The table of the app's own routes (development-only ones included).
+    pub fn of_app() -> RouteTable {
+        let (_, doc) = super::openapi::router().split_for_parts();
+        RouteTable::from_openapi(&doc)
+    }
+
     /// The route `path` is, if the document has one.
     pub fn find(&self, path: &str) -> Option<&Route> {
         self.0
@@ -148,11 +154,6 @@ impl RouteTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn table() -> RouteTable {
-        let (_, doc) = super::super::openapi::router().split_for_parts();
-        RouteTable::from_openapi(&doc)
-    }
 
     #[test]
     fn templates_match_their_paths_only() {
@@ -169,7 +170,7 @@ mod tests {
 
     #[test]
     fn a_custom_method_wins_over_its_resource() {
-        let t = table();
+        let t = RouteTable::of_app();
         let r = t.find("/v1/operations/abc:cancel").unwrap();
         assert_eq!(r.path, "/v1/operations/{operation}:cancel");
         assert!(r.is_custom_method());
@@ -184,7 +185,7 @@ mod tests {
 
     #[test]
     fn methods_bodies_and_query_parameters_are_the_documents() {
-        let t = table();
+        let t = RouteTable::of_app();
         let r = t.find("/v1/projects/p/zones/z/clusters/c").unwrap();
         let put = r.op(&Method::PUT).unwrap();
         assert!(put.has_body);

@@ -1,9 +1,10 @@
 //! `/v1/me`, `/v1/teams`, `/v1/teams/{team}/members`.
 
+use super::idempotency::{RequestIdQuery, RequestKey};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -32,7 +33,7 @@ async fn me(State(s): State<AppState>, caller: Caller) -> Result<Json<Me>, ApiEr
     Ok(Json(service::teams::me(&s.db, &caller).await?))
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateTeamRequest {
     /// `^[a-z][a-z0-9-]{2,39}$`
@@ -50,12 +51,15 @@ pub struct CreateTeamRequest {
 /// PROJECT_OWNERSHIP_REQUIRED (PROJECT_POLICY_UNREADABLE when kineticd may not read
 /// the policy) and nothing is created.
 #[utoipa::path(post, path = "/v1/teams", operation_id = "createTeam", tag = "teams", request_body = CreateTeamRequest,
+    params(RequestIdQuery),
     responses((status = 201, description = "The created team", body = Team), ErrorResponses, BodyErrorResponses))]
 async fn create_team(
     State(s): State<AppState>,
     caller: Caller,
+    key: RequestKey,
     ApiJson(req): ApiJson<CreateTeamRequest>,
 ) -> Result<(StatusCode, Json<Team>), ApiError> {
+    let idem = key.bind(&req)?;
     let team = service::teams::create(
         &s.db,
         &s.cloud,
@@ -65,6 +69,7 @@ async fn create_team(
             display_name: req.display_name,
             projects: req.projects,
         },
+        idem.as_ref(),
     )
     .await?;
     Ok((StatusCode::CREATED, Json(team)))
@@ -97,7 +102,7 @@ async fn get_team(
     Ok(Json(service::teams::get(&s.db, &caller, &team).await?))
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateTeamRequest {
     pub display_name: Option<String>,
@@ -121,7 +126,7 @@ pub struct UpdateTeamQuery {
 /// one the caller may bind, as for create (403 PROJECT_OWNERSHIP_REQUIRED otherwise);
 /// projects the team holds already are not checked again.
 #[utoipa::path(patch, path = "/v1/teams/{team}", operation_id = "updateTeam", tag = "teams", request_body = UpdateTeamRequest,
-    params(("team" = String, Path, description = "team id"), UpdateTeamQuery, IfMatchHeader),
+    params(("team" = String, Path, description = "team id"), UpdateTeamQuery, RequestIdQuery, IfMatchHeader),
     responses((status = 200, description = "The updated team", body = Team), ErrorResponses, BodyErrorResponses))]
 async fn update_team(
     State(s): State<AppState>,
@@ -129,9 +134,11 @@ async fn update_team(
     ApiPath(team): ApiPath<String>,
     ApiQuery(q): ApiQuery<UpdateTeamQuery>,
     IfMatch(if_match): IfMatch,
+    key: RequestKey,
     ApiJson(req): ApiJson<UpdateTeamRequest>,
 ) -> Result<Json<Team>, ApiError> {
     let team = TeamId::parse(&team)?;
+    let idem = key.bind(&(&q.update_mask, &req))?;
     let patch = service::teams::TeamPatch {
         display_name: req.display_name,
         projects: req.projects,
@@ -139,22 +146,24 @@ async fn update_team(
     }
     .masked(q.update_mask.as_deref())?;
     Ok(Json(
-        service::teams::update(&s.db, &s.cloud, &caller, &team, patch).await?,
+        service::teams::update(&s.db, &s.cloud, &caller, &team, patch, idem.as_ref()).await?,
     ))
 }
 
 /// Delete a team (OWNER; refused while it has clusters).
 #[utoipa::path(delete, path = "/v1/teams/{team}", operation_id = "deleteTeam", tag = "teams",
-    params(("team" = String, Path, description = "team id"), IfMatchHeader),
+    params(("team" = String, Path, description = "team id"), RequestIdQuery, IfMatchHeader),
     responses((status = 204, description = "deleted"), ErrorResponses))]
 async fn delete_team(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath(team): ApiPath<String>,
     IfMatch(if_match): IfMatch,
+    key: RequestKey,
 ) -> Result<StatusCode, ApiError> {
     let team = TeamId::parse(&team)?;
-    service::teams::delete(&s.db, &caller, &team, if_match.as_deref()).await?;
+    let idem = key.bind(&())?;
+    service::teams::delete(&s.db, &caller, &team, if_match.as_deref(), idem.as_ref()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -175,7 +184,7 @@ async fn list_members(
     Ok(Json(page.into()))
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PutMemberRequest {
     pub role: Role,
@@ -185,34 +194,38 @@ pub struct PutMemberRequest {
 #[utoipa::path(put, path = "/v1/teams/{team}/members/{email}", operation_id = "replaceMember", tag = "teams",
     request_body = PutMemberRequest,
     params(("team" = String, Path, description = "team id"),
-           ("email" = String, Path, description = "member email"), IfMatchHeader),
+           ("email" = String, Path, description = "member email"), RequestIdQuery, IfMatchHeader),
     responses((status = 200, description = "The member with its role", body = Member), ErrorResponses, BodyErrorResponses))]
 async fn put_member(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath((team, email)): ApiPath<(String, String)>,
     IfMatch(if_match): IfMatch,
+    key: RequestKey,
     ApiJson(req): ApiJson<PutMemberRequest>,
 ) -> Result<Json<Member>, ApiError> {
     let (team, email) = (TeamId::parse(&team)?, Email::parse(&email)?);
     let etag = if_match.as_deref();
-    Ok(Json(
-        service::teams::put_member(&s.db, &caller, &team, &email, req.role, etag).await?,
-    ))
+    let idem = key.bind(&req)?;
+    let m =
+        service::teams::put_member(&s.db, &caller, &team, &email, req.role, etag, idem.as_ref());
+    Ok(Json(m.await?))
 }
 
 /// Remove a member (ADMIN or more, or yourself; never the last OWNER).
 #[utoipa::path(delete, path = "/v1/teams/{team}/members/{email}", operation_id = "deleteMember", tag = "teams",
     params(("team" = String, Path, description = "team id"),
-           ("email" = String, Path, description = "member email"), IfMatchHeader),
+           ("email" = String, Path, description = "member email"), RequestIdQuery, IfMatchHeader),
     responses((status = 204, description = "removed"), ErrorResponses))]
 async fn delete_member(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath((team, email)): ApiPath<(String, String)>,
     IfMatch(if_match): IfMatch,
+    key: RequestKey,
 ) -> Result<StatusCode, ApiError> {
     let (team, email) = (TeamId::parse(&team)?, Email::parse(&email)?);
-    service::teams::delete_member(&s.db, &caller, &team, &email, if_match.as_deref()).await?;
+    let (etag, idem) = (if_match.as_deref(), key.bind(&())?);
+    service::teams::delete_member(&s.db, &caller, &team, &email, etag, idem.as_ref()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -56,8 +56,7 @@ mod tests {
 
     #[test]
     fn custom_methods_list_their_documented_methods() {
-        let (_, doc) = super::super::openapi::router().split_for_parts();
-        let routes = RouteTable::from_openapi(&doc);
+        let routes = RouteTable::of_app();
         assert_eq!(
             allowed(&routes, "/v1/operations/abc:cancel"),
             Some(vec![Method::POST])

@@ -330,6 +330,6 @@ pub async fn cancel(
     Path(id): Path<String>,
     p: Posted,
 ) -> Result<Response, PageError> {
-    let op = service::operations::cancel(&s.services.db, &p.viewer.caller, &id).await?;
+    let op = service::operations::cancel(&s.services.db, &p.viewer.caller, &id, None).await?;
     Ok(Redirect::to(&view::operation_href(&op.name)).into_response())
 }

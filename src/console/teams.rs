@@ -78,6 +78,7 @@ pub async fn create(State(s): State<ConsoleState>, p: Posted) -> Result<Response
                 .map(str::to_owned)
                 .collect(),
         },
+        None,
     )
     .await?;
     Ok(Redirect::to(&format!("/console/teams/{}", team.team_id)).into_response())
@@ -176,7 +177,16 @@ pub async fn put_member(
             format!("role must be one of {}", ROLES.join(", ")),
         ))
     })?;
-    service::teams::put_member(&s.services.db, &p.viewer.caller, &id, &email, role, None).await?;
+    service::teams::put_member(
+        &s.services.db,
+        &p.viewer.caller,
+        &id,
+        &email,
+        role,
+        None,
+        None,
+    )
+    .await?;
     Ok(Redirect::to(&format!("/console/teams/{}", id.as_str())).into_response())
 }
 

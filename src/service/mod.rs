@@ -18,6 +18,7 @@ pub mod page;
 pub mod profiles;
 pub mod project_authority;
 pub mod provision;
+pub mod replies;
 pub mod request_id;
 pub mod state;
 pub mod status;

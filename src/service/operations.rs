@@ -227,7 +227,17 @@ pub async fn list(
     })
 }
 
-pub async fn cancel(db: &Db, caller: &Caller, id: &str) -> Result<Operation> {
+/// Request cancellation; a repeat under the same request id answers as the first did.
+pub async fn cancel(
+    db: &Db,
+    caller: &Caller,
+    id: &str,
+    idem: Option<&crate::ops::queue::Idempotency>,
+) -> Result<Operation> {
+    let who = caller.email.as_str();
+    if let Some(op) = super::replies::replayed(db, who, idem).await? {
+        return Ok(op);
+    }
     let row = visible(db, caller, id, Role::Viewer, "reading operations").await?;
     if row.created_by != caller.email.as_str()
         && let Some(team) = &row.team_id
@@ -238,7 +248,7 @@ pub async fn cancel(db: &Db, caller: &Caller, id: &str) -> Result<Operation> {
         .await?
         .ok_or_else(|| not_found(id))?;
     tracing::info!(operation.id = %row.id, by = %caller.email.log_id(), state = %row.state, "cancel requested");
-    render(&row)
+    super::replies::remember(db, who, idem, render(&row)?).await
 }
 
 /// Parse `30s`, `1.5s`, `500ms` or a bare number of seconds (default 30 s); more than

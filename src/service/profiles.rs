@@ -3,8 +3,10 @@
 //! Invariant: a caller only ever reads or changes their own profiles; `stale` is
 //! computed at read time from the clusters the caller can see, never stored.
 
+use super::replies::{self, Begun};
 use crate::domain::{ClusterName, ProfileId, ProjectId, ZoneName};
 use crate::model::{self, Profile};
+use crate::ops::queue::Idempotency;
 use crate::store::{self, Db, profiles::ProfileRecord};
 
 use super::access::{self, Caller};
@@ -149,7 +151,9 @@ pub async fn put(
     id: &ProfileId,
     cluster: &str,
     namespace: Option<&str>,
+    idem: Option<&Idempotency>,
 ) -> Result<(Profile, bool)> {
+    let who = caller.email.as_str();
     let cref = ClusterRef::parse(cluster)?;
     let namespace = namespace.unwrap_or("default");
     check_namespace(namespace)?;
@@ -157,32 +161,51 @@ pub async fn put(
         "projects/{}/zones/{}/clusters/{}",
         cref.project, cref.zone, cref.cluster
     );
-    let (p, created) = store::profiles::upsert(
-        db,
-        caller.email.as_str(),
-        id.as_str(),
-        &canonical,
-        namespace,
-    )
-    .await?;
-    Ok((render(db, caller, p).await?, created))
+    let mut tx = match replies::begin(db, who, idem).await? {
+        Begun::Replay(answer) => return Ok(answer),
+        Begun::Go(tx) => tx,
+    };
+    let (p, created) =
+        store::profiles::upsert(&mut *tx, who, id.as_str(), &canonical, namespace).await?;
+    let answer = (render(db, caller, p).await?, created);
+    replies::commit(tx, who, idem, &answer).await?;
+    Ok(answer)
 }
 
-pub async fn delete(db: &Db, caller: &Caller, id: &ProfileId) -> Result<()> {
-    if store::profiles::delete(db, caller.email.as_str(), id.as_str()).await? {
-        Ok(())
-    } else {
-        Err(not_found(id.as_str()))
+pub async fn delete(
+    db: &Db,
+    caller: &Caller,
+    id: &ProfileId,
+    idem: Option<&Idempotency>,
+) -> Result<()> {
+    let who = caller.email.as_str();
+    let mut tx = match replies::begin(db, who, idem).await? {
+        Begun::Replay(()) => return Ok(()),
+        Begun::Go(tx) => tx,
+    };
+    if !store::profiles::delete(&mut *tx, who, id.as_str()).await? {
+        return Err(not_found(id.as_str()));
     }
+    replies::commit(tx, who, idem, &()).await
 }
 
-pub async fn activate(db: &Db, caller: &Caller, id: &ProfileId) -> Result<Profile> {
-    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    let p = store::profiles::activate(&mut tx, caller.email.as_str(), id.as_str())
+pub async fn activate(
+    db: &Db,
+    caller: &Caller,
+    id: &ProfileId,
+    idem: Option<&Idempotency>,
+) -> Result<Profile> {
+    let who = caller.email.as_str();
+    let mut tx = match replies::begin(db, who, idem).await? {
+        Begun::Replay(answer) => return Ok(answer),
+        Begun::Go(tx) => tx,
+    };
+    let p = store::profiles::activate(&mut tx, who, id.as_str())
         .await?
         .ok_or_else(|| not_found(id.as_str()))?;
-    tx.commit().await.map_err(store::StoreError::from)?;
-    render(db, caller, p).await
+    let answer = render(db, caller, p).await?;
+    replies::commit(tx, who, idem, &answer).await?;
+    Ok(answer)
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //! the caller may bind it (checked before the transaction that claims it; a refusal
 //! changes nothing). Projects a team already holds are not checked again.
 
+use super::replies::{self, Begun};
+use crate::ops::queue::Idempotency;
 use std::collections::BTreeSet;
 
 use crate::cloud::Cloud;
@@ -62,24 +64,31 @@ pub struct NewTeam {
     pub projects: Vec<String>,
 }
 
-pub async fn create(db: &Db, cloud: &Cloud, caller: &Caller, req: NewTeam) -> Result<Team> {
+pub async fn create(
+    db: &Db,
+    cloud: &Cloud,
+    caller: &Caller,
+    req: NewTeam,
+    idem: Option<&Idempotency>,
+) -> Result<Team> {
+    let who = caller.email.as_str();
+    if let Some(t) = replies::replayed(db, who, idem).await? {
+        return Ok(t);
+    }
     let team_id = TeamId::parse(&req.team_id)?;
     let display = req.display_name.unwrap_or_default();
     check_display_name(&display)?;
     let projects = parse_projects(&req.projects)?;
     project_authority::check_all(cloud, caller, team_id.as_str(), &projects).await?;
-    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
-    let t = store::teams::insert_team(
-        &mut tx,
-        team_id.as_str(),
-        &display,
-        &projects,
-        caller.email.as_str(),
-    )
-    .await?;
-    tx.commit().await.map_err(store::StoreError::from)?;
+    let mut tx = match replies::begin(db, who, idem).await? {
+        Begun::Replay(t) => return Ok(t),
+        Begun::Go(tx) => tx,
+    };
+    let t = store::teams::insert_team(&mut tx, team_id.as_str(), &display, &projects, who).await?;
+    let team = render_team(t);
+    replies::commit(tx, who, idem, &team).await?;
     tracing::info!(team = %team_id, by = %caller.email.log_id(), "team created");
-    Ok(render_team(t))
+    Ok(team)
 }
 
 pub async fn list(db: &Db, caller: &Caller, page: &PageRequest) -> Result<Page<Team>> {
@@ -172,7 +181,12 @@ pub async fn update(
     caller: &Caller,
     team: &TeamId,
     patch: TeamPatch,
+    idem: Option<&Idempotency>,
 ) -> Result<Team> {
+    let who = caller.email.as_str();
+    if let Some(t) = replies::replayed(db, who, idem).await? {
+        return Ok(t);
+    }
     let team = team.as_str();
     access::require(db, caller, team, Role::Admin, "changing the team").await?;
     if let Some(d) = &patch.display_name {
@@ -192,7 +206,10 @@ pub async fn update(
         }
         None => None,
     };
-    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    let mut tx = match replies::begin(db, who, idem).await? {
+        Begun::Replay(t) => return Ok(t),
+        Begun::Go(tx) => tx,
+    };
     let current = lock_checked(&mut tx, team, patch.etag.as_deref()).await?;
     if let Some(d) = &patch.display_name {
         store::teams::update_display_name(&mut tx, team, d).await?;
@@ -228,15 +245,29 @@ pub async fn update(
     let t = store::teams::get_team(&mut *tx, team)
         .await?
         .ok_or_else(|| team_not_found(team))?;
-    tx.commit().await.map_err(store::StoreError::from)?;
-    Ok(render_team(t))
+    let t = render_team(t);
+    replies::commit(tx, who, idem, &t).await?;
+    Ok(t)
 }
 
 /// Delete a team; `etag`, if given, must be the team's current one.
-pub async fn delete(db: &Db, caller: &Caller, team: &TeamId, etag: Option<&str>) -> Result<()> {
+pub async fn delete(
+    db: &Db,
+    caller: &Caller,
+    team: &TeamId,
+    etag: Option<&str>,
+    idem: Option<&Idempotency>,
+) -> Result<()> {
+    let who = caller.email.as_str();
+    if let Some(()) = replies::replayed(db, who, idem).await? {
+        return Ok(());
+    }
     let team = team.as_str();
     access::require(db, caller, team, Role::Owner, "deleting the team").await?;
-    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    let mut tx = match replies::begin(db, who, idem).await? {
+        Begun::Replay(()) => return Ok(()),
+        Begun::Go(tx) => tx,
+    };
     lock_checked(&mut tx, team, etag).await?;
     let live = store::clusters::count_live_in_team(&mut *tx, team).await?;
     if live > 0 {
@@ -247,7 +278,7 @@ pub async fn delete(db: &Db, caller: &Caller, team: &TeamId, etag: Option<&str>)
         .with("clusters", live));
     }
     store::teams::delete_team(&mut tx, team).await?;
-    tx.commit().await.map_err(store::StoreError::from)?;
+    replies::commit(tx, who, idem, &()).await?;
     tracing::info!(team, by = %caller.email.log_id(), "team deleted");
     Ok(())
 }
@@ -280,10 +311,18 @@ pub async fn put_member(
     email: &Email,
     role: Role,
     team_etag: Option<&str>,
+    idem: Option<&Idempotency>,
 ) -> Result<Member> {
+    let who = caller.email.as_str();
+    if let Some(m) = replies::replayed(db, who, idem).await? {
+        return Ok(m);
+    }
     let team = team.as_str();
     let my_role = access::require(db, caller, team, Role::Admin, "managing members").await?;
-    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    let mut tx = match replies::begin(db, who, idem).await? {
+        Begun::Replay(m) => return Ok(m),
+        Begun::Go(tx) => tx,
+    };
     lock_checked(&mut tx, team, team_etag).await?;
     let owners = store::teams::lock_owner_count(&mut tx, team).await?;
     let old = store::teams::role_in(&mut *tx, team, email.as_str())
@@ -297,9 +336,10 @@ pub async fn put_member(
     }
     let m = store::teams::upsert_member(&mut tx, team, email.as_str(), role.as_str()).await?;
     store::teams::touch_team(&mut tx, team).await?;
-    tx.commit().await.map_err(store::StoreError::from)?;
+    let m = render_member(m);
+    replies::commit(tx, who, idem, &m).await?;
     tracing::info!(team, member = %email.log_id(), role = role.as_str(), by = %caller.email.log_id(), "member set");
-    Ok(render_member(m))
+    Ok(m)
 }
 
 /// Remove a member; `team_etag`, if given, must be the team's current etag (membership
@@ -310,7 +350,12 @@ pub async fn delete_member(
     team: &TeamId,
     email: &Email,
     team_etag: Option<&str>,
+    idem: Option<&Idempotency>,
 ) -> Result<()> {
+    let who = caller.email.as_str();
+    if let Some(()) = replies::replayed(db, who, idem).await? {
+        return Ok(());
+    }
     let team = team.as_str();
     let my_role = access::team_role(db, caller, team)
         .await?
@@ -319,7 +364,10 @@ pub async fn delete_member(
     if !is_self {
         access::check(my_role, Role::Admin, "removing members", team)?;
     }
-    let mut tx = db.begin().await.map_err(store::StoreError::from)?;
+    let mut tx = match replies::begin(db, who, idem).await? {
+        Begun::Replay(()) => return Ok(()),
+        Begun::Go(tx) => tx,
+    };
     lock_checked(&mut tx, team, team_etag).await?;
     let owners = store::teams::lock_owner_count(&mut tx, team).await?;
     let old = store::teams::role_in(&mut *tx, team, email.as_str())
@@ -339,7 +387,7 @@ pub async fn delete_member(
     }
     store::teams::delete_member(&mut tx, team, email.as_str()).await?;
     store::teams::touch_team(&mut tx, team).await?;
-    tx.commit().await.map_err(store::StoreError::from)?;
+    replies::commit(tx, who, idem, &()).await?;
     tracing::info!(team, member = %email.log_id(), by = %caller.email.log_id(), "member removed");
     Ok(())
 }

@@ -551,7 +551,8 @@ pub async fn noop_effect_counts(
     .await?)
 }
 
-/// Delete operations finished before `cutoff`, and expired idempotency keys.
+/// Delete operations finished before `cutoff`, expired idempotency keys and expired
+/// answers kept under request ids.
 pub async fn purge_finished(
     ex: impl PgExecutor<'_> + Copy,
     cutoff: DateTime<Utc>,
@@ -567,12 +568,15 @@ pub async fn purge_finished(
     )
     .execute(ex)
     .await?;
-    sqlx::query(
-        "DELETE FROM idempotency_keys WHERE create_time < now() - make_interval(hours => $1::int)",
-    )
-    .bind(key_ttl_hours)
-    .execute(ex)
-    .await?;
+    for table in ["idempotency_keys", "request_replies"] {
+        let sql = format!(
+            "DELETE FROM {table} WHERE create_time < now() - make_interval(hours => $1::int)"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(key_ttl_hours)
+            .execute(ex)
+            .await?;
+    }
     Ok(n)
 }
 

@@ -28,6 +28,7 @@ mod pagination;
 mod profiles;
 mod project_claims;
 mod query_params;
+mod request_ids;
 mod roles;
 mod service;
 mod status;
