@@ -239,19 +239,20 @@ impl Container {
         deadline: Duration,
     ) -> Result<Operation, GcpError> {
         let policy = LroPolicy::with(self.http.config.poll, deadline);
-        let done = lro::wait_until(
+        let get = || self.get_operation(project, location, name);
+        lro::finish(
             SVC.name(),
             "operations.get",
             policy,
             cancel,
-            || self.get_operation(project, location, name),
+            get,
             Operation::is_done,
+            |done| {
+                let err = done.error.as_ref()?;
+                Some(lro::Failure::of(err, method_of(&done.operation_type)))
+            },
         )
-        .await?;
-        lro::outcome(SVC.name(), done, |done| {
-            let err = done.error.as_ref()?;
-            Some(lro::Failure::of(err, method_of(&done.operation_type)))
-        })
+        .await
     }
 }
 

@@ -399,24 +399,25 @@ impl Compute {
         deadline: Duration,
     ) -> Result<Operation, GcpError> {
         let policy = LroPolicy::with(self.http.config.poll, deadline);
-        let done = lro::wait_until(
+        let get = || self.get_operation(scope, name);
+        lro::finish(
             SVC.name(),
             scope.method(),
             policy,
             cancel,
-            || self.get_operation(scope, name),
+            get,
             Operation::is_done,
+            |done| {
+                let err = done.error.as_ref().filter(|e| !e.errors.is_empty())?;
+                Some(lro::Failure {
+                    http_hint: done
+                        .http_error_status_code
+                        .and_then(|c| u16::try_from(c).ok()),
+                    ..lro::Failure::of(err, method_of(done))
+                })
+            },
         )
-        .await?;
-        lro::outcome(SVC.name(), done, |done| {
-            let err = done.error.as_ref().filter(|e| !e.errors.is_empty())?;
-            Some(lro::Failure {
-                http_hint: done
-                    .http_error_status_code
-                    .and_then(|c| u16::try_from(c).ok()),
-                ..lro::Failure::of(err, method_of(done))
-            })
-        })
+        .await
     }
 }
 
