@@ -74,11 +74,11 @@ impl ArtifactRegistry {
         repository_id: &str,
     ) -> Result<Repository, GcpError> {
         self.http
-            .call(Call::get(
+            .get(
                 S,
                 "repositories.get",
                 repository_name(project, location, repository_id),
-            ))
+            )
             .await
     }
 
@@ -90,11 +90,11 @@ impl ArtifactRegistry {
         repository_id: &str,
     ) -> Result<Operation, GcpError> {
         self.http
-            .call(Call::delete(
+            .delete(
                 S,
                 "repositories.delete",
                 repository_name(project, location, repository_id),
-            ))
+            )
             .await
     }
 

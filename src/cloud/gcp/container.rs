@@ -95,7 +95,7 @@ impl Container {
         cluster: &str,
     ) -> Result<Cluster, GcpError> {
         let path = cluster_path(project, location, cluster);
-        self.http.call(Call::get(SVC, "clusters.get", path)).await
+        self.http.get(SVC, "clusters.get", path).await
     }
 
     /// `clusters.delete`.
@@ -106,9 +106,7 @@ impl Container {
         cluster: &str,
     ) -> Result<Operation, GcpError> {
         let path = cluster_path(project, location, cluster);
-        self.http
-            .call(Call::delete(SVC, "clusters.delete", path))
-            .await
+        self.http.delete(SVC, "clusters.delete", path).await
     }
 
     /// `nodePools.create`: POST `.../clusters/{c}/nodePools` `{"nodePool": ...}`.
@@ -137,7 +135,7 @@ impl Container {
         pool: &str,
     ) -> Result<NodePool, GcpError> {
         let path = pool_path(project, location, cluster, pool);
-        self.http.call(Call::get(SVC, "nodePools.get", path)).await
+        self.http.get(SVC, "nodePools.get", path).await
     }
 
     /// `nodePools.list` (GKE does not page node pools).
@@ -148,10 +146,7 @@ impl Container {
         cluster: &str,
     ) -> Result<Vec<NodePool>, GcpError> {
         let path = format!("{}/nodePools", cluster_path(project, location, cluster));
-        let r: ListNodePoolsResponse = self
-            .http
-            .call(Call::get(SVC, "nodePools.list", path))
-            .await?;
+        let r: ListNodePoolsResponse = self.http.get(SVC, "nodePools.list", path).await?;
         Ok(r.node_pools)
     }
 
@@ -164,9 +159,7 @@ impl Container {
         pool: &str,
     ) -> Result<Operation, GcpError> {
         let path = pool_path(project, location, cluster, pool);
-        self.http
-            .call(Call::delete(SVC, "nodePools.delete", path))
-            .await
+        self.http.delete(SVC, "nodePools.delete", path).await
     }
 
     /// `nodePools.setSize`: POST `.../nodePools/{np}:setSize` `{"nodeCount": N}` (per zone).
@@ -216,7 +209,7 @@ impl Container {
         name: &str,
     ) -> Result<Operation, GcpError> {
         let path = format!("{}/operations/{name}", parent(project, location));
-        self.http.call(Call::get(SVC, "operations.get", path)).await
+        self.http.get(SVC, "operations.get", path).await
     }
 
     /// Poll `op` (located through its `selfLink`) until DONE; see [`Self::wait_operation_at`].
@@ -246,19 +239,20 @@ impl Container {
         deadline: Duration,
     ) -> Result<Operation, GcpError> {
         let policy = LroPolicy::with(self.http.config.poll, deadline);
-        let done = lro::wait_until(
+        let get = || self.get_operation(project, location, name);
+        lro::finish(
             SVC.name(),
             "operations.get",
             policy,
             cancel,
-            || self.get_operation(project, location, name),
+            get,
             Operation::is_done,
+            |done| {
+                let err = done.error.as_ref()?;
+                Some(lro::Failure::of(err, method_of(&done.operation_type)))
+            },
         )
-        .await?;
-        lro::outcome(SVC.name(), done, |done| {
-            let err = done.error.as_ref()?;
-            Some(lro::Failure::of(err, method_of(&done.operation_type)))
-        })
+        .await
     }
 }
 

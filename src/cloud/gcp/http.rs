@@ -28,6 +28,7 @@ pub struct GcpHttp {
 }
 
 /// One API call, built by a client and executed by [`GcpHttp::call`].
+#[derive(Clone)]
 pub struct Call<'a> {
     pub service: Service,
     /// Method name for errors, metrics and logs, e.g. `clusters.create`.
@@ -140,6 +141,26 @@ impl GcpHttp {
                 format!("unexpected response shape: {e}"),
             )
         })
+    }
+
+    /// GET `path` and decode the resource (or page) it answers.
+    pub async fn get<T: DeserializeOwned>(
+        &self,
+        service: Service,
+        method: &'static str,
+        path: impl Into<String>,
+    ) -> Result<T, GcpError> {
+        self.call(Call::get(service, method, path)).await
+    }
+
+    /// DELETE `path` and decode the answer (an operation, or an empty body as `()`).
+    pub async fn delete<T: DeserializeOwned>(
+        &self,
+        service: Service,
+        method: &'static str,
+        path: impl Into<String>,
+    ) -> Result<T, GcpError> {
+        self.call(Call::delete(service, method, path)).await
     }
 
     /// Execute, discarding the body.

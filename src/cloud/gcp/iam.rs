@@ -107,7 +107,7 @@ impl Iam {
                 ),
             ));
         }
-        self.http.call(Call::get(S, method, name.to_owned())).await
+        self.http.get(S, method, name.to_owned()).await
     }
 
     /// The service account's own IAM policy (who may act as it).

@@ -174,6 +174,26 @@ where
     .await
 }
 
+/// The whole wait for one operation: [`wait_until`] `is_done`, then the [`outcome`] of
+/// the last fetch (`Err` when `failure` finds it failed).
+pub async fn finish<T, F, Fut, D>(
+    service: &'static str,
+    method: &'static str,
+    policy: LroPolicy,
+    cancel: &CancellationToken,
+    get: F,
+    is_done: D,
+    failure: impl FnOnce(&T) -> Option<Failure>,
+) -> Result<T, GcpError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, GcpError>>,
+    D: Fn(&T) -> bool,
+{
+    let done = wait_until(service, method, policy, cancel, get, is_done).await?;
+    outcome(service, done, failure)
+}
+
 /// How a finished operation failed: its `error` (as Google sent it), the method to
 /// report, and the HTTP status Google gave the failure (Compute's
 /// `httpErrorStatusCode`), if any.

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::Service;
 use super::error::GcpError;
-use super::http::{Call, GcpHttp};
+use super::http::GcpHttp;
 use super::policy::{IamResource, PolicyCollection};
 use super::types::resource_manager::{Policy, Project};
 
@@ -42,7 +42,7 @@ impl ResourceManager {
     /// projects.get (`project`: ID or number).
     pub async fn get_project(&self, project: &str) -> Result<Project, GcpError> {
         self.http
-            .call(Call::get(S, "projects.get", format!("projects/{project}")))
+            .get(S, "projects.get", format!("projects/{project}"))
             .await
     }
 

@@ -103,11 +103,11 @@ impl ServiceUsage {
         service_id: &str,
     ) -> Result<ApiService, GcpError> {
         self.http
-            .call(Call::get(
+            .get(
                 S,
                 "services.get",
                 format!("projects/{project}/services/{service_id}"),
-            ))
+            )
             .await
     }
 
@@ -120,8 +120,7 @@ pub(crate) async fn get_operation(
     service: Service,
     name: &str,
 ) -> Result<Operation, GcpError> {
-    http.call(Call::get(service, "operations.get", name.to_owned()))
-        .await
+    http.get(service, "operations.get", name).await
 }
 
 /// Poll an AIP-151 operation of `service` until done (see [`wait_done`]).

@@ -68,7 +68,7 @@ impl Storage {
     /// buckets.get.
     pub async fn get_bucket(&self, bucket: &str) -> Result<Bucket, GcpError> {
         self.http
-            .call(Call::get(S, "buckets.get", format!("b/{}", encode(bucket))))
+            .get(S, "buckets.get", format!("b/{}", encode(bucket)))
             .await
     }
 

@@ -40,6 +40,13 @@ impl MigRef {
         }
     }
 
+    /// `instanceGroupManagers.listManagedInstances` of the group: a POST without a body
+    /// (a page size and token still to add).
+    fn list_managed_instances<'a>(&self) -> Call<'a> {
+        let method = "instanceGroupManagers.listManagedInstances";
+        Call::post(SVC, method, self.path("listManagedInstances"))
+    }
+
     fn path(&self, verb: &str) -> String {
         format!(
             "projects/{}/zones/{}/instanceGroupManagers/{}/{verb}",
@@ -56,11 +63,7 @@ impl Compute {
         max_results: Option<u32>,
         page_token: Option<&str>,
     ) -> Result<ManagedInstanceList, GcpError> {
-        let call = Call::post(
-            SVC,
-            "instanceGroupManagers.listManagedInstances",
-            mig.path("listManagedInstances"),
-        );
+        let call = mig.list_managed_instances();
         self.http.call(paged(call, max_results, page_token)).await
     }
 
@@ -69,16 +72,8 @@ impl Compute {
         &self,
         mig: &MigRef,
     ) -> Result<Vec<ManagedInstance>, GcpError> {
-        all_pages(
-            "instanceGroupManagers.listManagedInstances",
-            |token| async move {
-                let page = self
-                    .list_managed_instances_page(mig, Some(500), token.as_deref())
-                    .await?;
-                Ok((page.managed_instances, page.next_page_token))
-            },
-        )
-        .await
+        let call = mig.list_managed_instances();
+        all_pages::<ManagedInstanceList>(&self.http, call, Some(500)).await
     }
 
     /// `instanceGroupManagers.deleteInstances`: the group deletes the VMs (and lowers its

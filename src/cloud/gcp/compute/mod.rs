@@ -12,6 +12,7 @@ pub mod reservations;
 use std::time::Duration;
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -23,6 +24,7 @@ use super::types::compute::{
     AcceleratorType, AcceleratorTypeList, MachineType, Network, Operation, Region, Router, Zone,
     ZoneList,
 };
+use super::types::list::Page;
 
 const SVC: Service = Service::Compute;
 
@@ -40,16 +42,20 @@ fn paged<'a>(mut call: Call<'a>, max_results: Option<u32>, page_token: Option<&s
     call
 }
 
-/// Follow `nextPageToken` from the first page to the last (at most [`MAX_PAGES`]).
-async fn all_pages<T, F, Fut>(method: &'static str, mut page: F) -> Result<Vec<T>, GcpError>
-where
-    F: FnMut(Option<String>) -> Fut,
-    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), GcpError>>,
-{
+/// Follow `nextPageToken` from the first page of `call` to the last (at most
+/// [`MAX_PAGES`]), `max_results` a page.
+async fn all_pages<P: Page + DeserializeOwned>(
+    http: &GcpHttp,
+    call: Call<'_>,
+    max_results: Option<u32>,
+) -> Result<Vec<P::Item>, GcpError> {
     let mut out = Vec::new();
     let mut token: Option<String> = None;
     for _ in 0..MAX_PAGES {
-        let (items, next) = page(token.take()).await?;
+        let page: P = http
+            .call(paged(call.clone(), max_results, token.as_deref()))
+            .await?;
+        let (items, next) = page.into_parts();
         out.extend(items);
         match next.filter(|t| !t.is_empty()) {
             Some(t) => token = Some(t),
@@ -58,9 +64,20 @@ where
     }
     Err(GcpError::transport(
         SVC.name(),
-        method,
+        call.method,
         format!("more than {MAX_PAGES} pages"),
     ))
+}
+
+/// `acceleratorTypes.list` of a zone (a page size and token still to add).
+fn accelerator_types<'a>(project: &str, zone: &str) -> Call<'a> {
+    let path = format!("projects/{project}/zones/{zone}/acceleratorTypes");
+    Call::get(SVC, "acceleratorTypes.list", path)
+}
+
+/// `zones.list` of a project (a page size and token still to add).
+fn zones<'a>(project: &str) -> Call<'a> {
+    Call::get(SVC, "zones.list", format!("projects/{project}/zones"))
 }
 
 #[derive(Debug, Clone)]
@@ -204,7 +221,7 @@ impl Compute {
     /// `networks.get`.
     pub async fn get_network(&self, project: &str, name: &str) -> Result<Network, GcpError> {
         let path = format!("projects/{project}/global/networks/{name}");
-        self.http.call(Call::get(SVC, "networks.get", path)).await
+        self.http.get(SVC, "networks.get", path).await
     }
 
     /// `networks.delete` (400 resourceInUseByAnotherResource while a router or cluster
@@ -239,7 +256,7 @@ impl Compute {
         name: &str,
     ) -> Result<Router, GcpError> {
         let path = format!("projects/{project}/regions/{region}/routers/{name}");
-        self.http.call(Call::get(SVC, "routers.get", path)).await
+        self.http.get(SVC, "routers.get", path).await
     }
 
     /// `routers.delete`.
@@ -257,7 +274,7 @@ impl Compute {
     /// `regions.get`: zones and regional quotas (limit and usage are doubles).
     pub async fn get_region(&self, project: &str, region: &str) -> Result<Region, GcpError> {
         let path = format!("projects/{project}/regions/{region}");
-        self.http.call(Call::get(SVC, "regions.get", path)).await
+        self.http.get(SVC, "regions.get", path).await
     }
 
     /// `acceleratorTypes.list`, one page.
@@ -268,8 +285,7 @@ impl Compute {
         max_results: Option<u32>,
         page_token: Option<&str>,
     ) -> Result<AcceleratorTypeList, GcpError> {
-        let path = format!("projects/{project}/zones/{zone}/acceleratorTypes");
-        let call = Call::get(SVC, "acceleratorTypes.list", path);
+        let call = accelerator_types(project, zone);
         self.http.call(paged(call, max_results, page_token)).await
     }
 
@@ -279,13 +295,7 @@ impl Compute {
         project: &str,
         zone: &str,
     ) -> Result<Vec<AcceleratorType>, GcpError> {
-        all_pages("acceleratorTypes.list", |token| async move {
-            let page = self
-                .list_accelerator_types_page(project, zone, None, token.as_deref())
-                .await?;
-            Ok((page.items, page.next_page_token))
-        })
-        .await
+        all_pages::<AcceleratorTypeList>(&self.http, accelerator_types(project, zone), None).await
     }
 
     /// `acceleratorTypes.get`: 404 when the zone does not offer the GPU (or does not exist).
@@ -296,9 +306,7 @@ impl Compute {
         name: &str,
     ) -> Result<AcceleratorType, GcpError> {
         let path = format!("projects/{project}/zones/{zone}/acceleratorTypes/{name}");
-        self.http
-            .call(Call::get(SVC, "acceleratorTypes.get", path))
-            .await
+        self.http.get(SVC, "acceleratorTypes.get", path).await
     }
 
     /// `machineTypes.get`: 404 when the zone does not offer the machine type (GKE's TPU
@@ -310,15 +318,13 @@ impl Compute {
         name: &str,
     ) -> Result<MachineType, GcpError> {
         let path = format!("projects/{project}/zones/{zone}/machineTypes/{name}");
-        self.http
-            .call(Call::get(SVC, "machineTypes.get", path))
-            .await
+        self.http.get(SVC, "machineTypes.get", path).await
     }
 
     /// `zones.get`: 404 for a zone Compute does not have.
     pub async fn get_zone(&self, project: &str, zone: &str) -> Result<Zone, GcpError> {
         let path = format!("projects/{project}/zones/{zone}");
-        self.http.call(Call::get(SVC, "zones.get", path)).await
+        self.http.get(SVC, "zones.get", path).await
     }
 
     /// `zones.list`, one page.
@@ -328,19 +334,14 @@ impl Compute {
         max_results: Option<u32>,
         page_token: Option<&str>,
     ) -> Result<ZoneList, GcpError> {
-        let call = Call::get(SVC, "zones.list", format!("projects/{project}/zones"));
-        self.http.call(paged(call, max_results, page_token)).await
+        self.http
+            .call(paged(zones(project), max_results, page_token))
+            .await
     }
 
     /// `zones.list`, every page: every zone the project can use.
     pub async fn list_zones(&self, project: &str) -> Result<Vec<Zone>, GcpError> {
-        all_pages("zones.list", |token| async move {
-            let page = self
-                .list_zones_page(project, None, token.as_deref())
-                .await?;
-            Ok((page.items, page.next_page_token))
-        })
-        .await
+        all_pages::<ZoneList>(&self.http, zones(project), None).await
     }
 
     /// `regionOperations.get`.
@@ -370,9 +371,7 @@ impl Compute {
         scope: &OperationScope,
         name: &str,
     ) -> Result<Operation, GcpError> {
-        self.http
-            .call(Call::get(SVC, scope.method(), scope.path(name)))
-            .await
+        self.http.get(SVC, scope.method(), scope.path(name)).await
     }
 
     /// Poll `op` (located through its `selfLink`) until DONE; see [`Self::wait_operation_at`].
@@ -400,24 +399,25 @@ impl Compute {
         deadline: Duration,
     ) -> Result<Operation, GcpError> {
         let policy = LroPolicy::with(self.http.config.poll, deadline);
-        let done = lro::wait_until(
+        let get = || self.get_operation(scope, name);
+        lro::finish(
             SVC.name(),
             scope.method(),
             policy,
             cancel,
-            || self.get_operation(scope, name),
+            get,
             Operation::is_done,
+            |done| {
+                let err = done.error.as_ref().filter(|e| !e.errors.is_empty())?;
+                Some(lro::Failure {
+                    http_hint: done
+                        .http_error_status_code
+                        .and_then(|c| u16::try_from(c).ok()),
+                    ..lro::Failure::of(err, method_of(done))
+                })
+            },
         )
-        .await?;
-        lro::outcome(SVC.name(), done, |done| {
-            let err = done.error.as_ref().filter(|e| !e.errors.is_empty())?;
-            Some(lro::Failure {
-                http_hint: done
-                    .http_error_status_code
-                    .and_then(|c| u16::try_from(c).ok()),
-                ..lro::Failure::of(err, method_of(done))
-            })
-        })
+        .await
     }
 }
 

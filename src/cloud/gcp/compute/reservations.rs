@@ -86,9 +86,7 @@ impl Compute {
         name: &str,
     ) -> Result<Reservation, GcpError> {
         let path = format!("projects/{project}/zones/{zone}/reservations/{name}");
-        self.http
-            .call(Call::get(SVC, "reservations.get", path))
-            .await
+        self.http.get(SVC, "reservations.get", path).await
     }
 
     /// `reservations.list`, one page.
@@ -99,8 +97,7 @@ impl Compute {
         max_results: Option<u32>,
         page_token: Option<&str>,
     ) -> Result<ReservationList, GcpError> {
-        let path = format!("projects/{project}/zones/{zone}/reservations");
-        let call = Call::get(SVC, "reservations.list", path);
+        let call = reservations(project, zone);
         self.http.call(paged(call, max_results, page_token)).await
     }
 
@@ -110,13 +107,7 @@ impl Compute {
         project: &str,
         zone: &str,
     ) -> Result<Vec<Reservation>, GcpError> {
-        all_pages("reservations.list", |token| async move {
-            let page = self
-                .list_reservations_page(project, zone, None, token.as_deref())
-                .await?;
-            Ok((page.items, page.next_page_token))
-        })
-        .await
+        all_pages::<ReservationList>(&self.http, reservations(project, zone), None).await
     }
 
     /// `reservations.insert`: POST `projects/{p}/zones/{z}/reservations?requestId=`; a
@@ -204,6 +195,12 @@ impl Compute {
             searched,
         })
     }
+}
+
+/// `reservations.list` of a zone (a page size and token still to add).
+fn reservations<'a>(project: &str, zone: &str) -> Call<'a> {
+    let path = format!("projects/{project}/zones/{zone}/reservations");
+    Call::get(SVC, "reservations.list", path)
 }
 
 fn verdict(l: Located, owner: &str, project: &str, wanted: &Wanted) -> Verdict {

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::list::List;
 use super::uint64_id::id_string;
 
 /// `Network`.
@@ -175,18 +176,7 @@ pub struct AcceleratorType {
 }
 
 /// `AcceleratorTypeList` (one page).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct AcceleratorTypeList {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub items: Vec<AcceleratorType>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_page_token: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub self_link: Option<String>,
-}
+pub type AcceleratorTypeList = List<AcceleratorType>;
 
 /// A Compute `Operation` (global, regional or zonal). DONE + `error` = failed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -301,18 +291,7 @@ impl Zone {
 }
 
 /// `ZoneList` (one page).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ZoneList {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub items: Vec<Zone>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_page_token: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub self_link: Option<String>,
-}
+pub type ZoneList = List<Zone>;
 
 /// `MachineType` (here: whether a zone offers a GKE TPU machine type).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

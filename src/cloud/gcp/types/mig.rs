@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::list::Page;
+
 /// One VM of a managed instance group (`ManagedInstance`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -30,6 +32,13 @@ pub struct ManagedInstanceList {
     pub managed_instances: Vec<ManagedInstance>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_page_token: Option<String>,
+}
+
+impl Page for ManagedInstanceList {
+    type Item = ManagedInstance;
+    fn into_parts(self) -> (Vec<ManagedInstance>, Option<String>) {
+        (self.managed_instances, self.next_page_token)
+    }
 }
 
 /// `InstanceGroupManagersDeleteInstancesRequest`.

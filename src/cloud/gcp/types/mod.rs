@@ -11,6 +11,7 @@ pub mod compute;
 pub mod container;
 pub mod iam;
 pub mod int64;
+pub mod list;
 pub mod mig;
 pub mod reservation;
 pub mod resource_manager;

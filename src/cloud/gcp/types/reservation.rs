@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::int64;
+use super::list::List;
 use super::uint64_id::id_string;
 
 /// `Reservation` (zonal).
@@ -157,20 +158,7 @@ pub struct ShareSettingsProjectConfig {
 }
 
 /// `ReservationList` (one page).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ReservationList {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub items: Vec<Reservation>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_page_token: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub self_link: Option<String>,
-}
+pub type ReservationList = List<Reservation>;
 
 #[cfg(test)]
 mod tests {
