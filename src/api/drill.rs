@@ -15,10 +15,10 @@ use crate::service::provision::drill::DrillRequest;
 use crate::service::provision::{self, Plan};
 
 use super::error::ApiError;
-use super::extract::{ApiJsonOrEmpty, ApiPath, split_verb, unknown_verb};
+use super::extract::{ApiJsonOrEmpty, ApiPath, IfMatch, split_verb, unknown_verb};
 use super::provision::{MutateQuery, MutationParts, respond};
 use super::state::AppState;
-use super::{BodyErrorResponses, ErrorResponses};
+use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
 
 /// The pool path the verb hangs on.
 pub const POOL_PATH: &str =
@@ -29,7 +29,7 @@ pub const POOL_PATH: &str =
 /// `response` (a DrillReport). At its `deadline` the drill FAILS (DEADLINE_EXCEEDED,
 /// reason DRILL_DEADLINE_EXCEEDED) with the report so far in `error.details[0].metadata.report`.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:drill", operation_id = "drillNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery),
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery, IfMatchHeader),
     request_body(content = Option<DrillRequest>, description = "optional: RECLAIM_NODES with a 900s deadline when absent"),
     responses((status = 202, description = "FAILOVER_DRILL operation; its response is a DrillReport", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
@@ -38,10 +38,11 @@ pub async fn drill_node_pool(
     r: MutationParts,
     path: ClusterPath,
     pool: &str,
+    if_match: Option<String>,
     req: DrillRequest,
 ) -> Result<Response, ApiError> {
     let resource = format!("{}/nodePools/{pool}:drill", path.name());
-    let m = r.mutation(path, None, "POST", &resource, &req)?;
+    let m = r.pool_mutation(path, if_match, "POST", &resource, &req)?;
     Ok(respond(provision::drill::drill(s, &m, pool, req).await?))
 }
 
@@ -50,11 +51,12 @@ pub async fn pool_verb(
     State(s): State<AppState>,
     r: MutationParts,
     ApiPath((project, zone, cluster, segment)): ApiPath<(String, String, String, String)>,
+    IfMatch(if_match): IfMatch,
     ApiJsonOrEmpty(req): ApiJsonOrEmpty<DrillRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     match split_verb(&segment) {
-        Some((pool, "drill")) => drill_node_pool(&s, r, path, pool, req).await,
+        Some((pool, "drill")) => drill_node_pool(&s, r, path, pool, if_match, req).await,
         _ => Err(unknown_verb(&format!(
             "POST {}/nodePools/{segment}",
             path.name()

@@ -93,7 +93,23 @@ impl MutationParts {
             validate_only: self.query.validate_only,
             idempotency,
             if_match,
+            pool_if_match: None,
         })
+    }
+
+    /// [`Self::mutation`] of a request that names a node pool: `if_match` is the pool's
+    /// etag, checked by the service when it reads the pool.
+    pub(super) fn pool_mutation(
+        self,
+        path: ClusterPath,
+        if_match: Option<String>,
+        method: &str,
+        resource: &str,
+        body: &impl Serialize,
+    ) -> Result<Mutation, ApiError> {
+        let mut m = self.mutation(path, None, method, resource, body)?;
+        m.pool_if_match = if_match;
+        Ok(m)
     }
 }
 
@@ -138,7 +154,7 @@ pub async fn down_cluster(
 /// **pool add**: a GPU or TPU node pool (two for `failover`); the new pool id is in
 /// `metadata.target` at once.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", operation_id = "createNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery),
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery, IfMatchHeader),
     request_body = AddPoolRequest,
     responses((status = 202, description = "ADD_NODE_POOL operation", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
@@ -146,26 +162,29 @@ pub async fn add_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
     ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+    IfMatch(if_match): IfMatch,
     ApiJson(req): ApiJson<AddPoolRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = format!("{}/nodePools", path.name());
-    let m = r.mutation(path, None, "POST", &resource, &req)?;
+    // Adding a pool changes the cluster's pool list: If-Match is the cluster's etag.
+    let m = r.mutation(path, if_match, "POST", &resource, &req)?;
     Ok(respond(provision::pools::add_pool(&s, &m, req).await?))
 }
 
 /// **pool remove**: delete a node pool (a failover pair goes together).
 #[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "deleteNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery),
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery, IfMatchHeader),
     responses((status = 202, description = "REMOVE_NODE_POOL operation", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
 pub async fn remove_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
     ApiPath((project, zone, cluster, pool)): ApiPath<(String, String, String, String)>,
+    IfMatch(if_match): IfMatch,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = format!("{}/nodePools/{pool}", path.name());
-    let m = r.mutation(path, None, "DELETE", &resource, &())?;
+    let m = r.pool_mutation(path, if_match, "DELETE", &resource, &())?;
     Ok(respond(provision::pools::remove_pool(&s, &m, &pool).await?))
 }

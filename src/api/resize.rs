@@ -18,10 +18,10 @@ use crate::service::provision::Plan;
 use crate::service::provision::resize::{ResizeRequest, resize};
 
 use super::error::ApiError;
-use super::extract::{ApiJsonOrEmpty, ApiPath, ApiQuery};
+use super::extract::{ApiJsonOrEmpty, ApiPath, ApiQuery, IfMatch};
 use super::provision::{MutateQuery, MutationParts, respond};
 use super::state::AppState;
-use super::{BodyErrorResponses, ErrorResponses};
+use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
@@ -49,7 +49,7 @@ pub struct UpdateMaskQuery {
 /// NOTHING_TO_UPDATE, INVALID_MIN_NODES, INVALID_MAX_NODES,
 /// TPU_MIN_NODES_NOT_WHOLE_SLICES, TPU_MAX_NODES_NOT_WHOLE_SLICES, FAILOVER_MAX_TOO_SMALL.
 #[utoipa::path(patch, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "updateNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery, UpdateMaskQuery),
+    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery, UpdateMaskQuery, IfMatchHeader),
     request_body(content = Option<ResizeRequest>, description = "the new bounds; may be empty when updateMask names the fields to reset"),
     responses((status = 202, description = "UPDATE_NODE_POOL operation", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
@@ -58,12 +58,13 @@ pub async fn resize_node_pool(
     r: MutationParts,
     ApiQuery(q): ApiQuery<UpdateMaskQuery>,
     ApiPath((project, zone, cluster, pool)): ApiPath<(String, String, String, String)>,
+    IfMatch(if_match): IfMatch,
     ApiJsonOrEmpty(req): ApiJsonOrEmpty<ResizeRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = format!("{}/nodePools/{pool}", path.name());
     let asked = json!({"updateMask": q.update_mask, "body": req});
-    let m = r.mutation(path, None, "PATCH", &resource, &asked)?;
+    let m = r.pool_mutation(path, if_match, "PATCH", &resource, &asked)?;
     Ok(respond(
         resize(&s, &m, &pool, q.update_mask.as_deref(), req).await?,
     ))

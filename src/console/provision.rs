@@ -98,6 +98,7 @@ fn mutation(
         validate_only,
         idempotency: service::request_id::bind(key, method, resource, body)?,
         if_match: None,
+        pool_if_match: None,
     })
 }
 

@@ -124,6 +124,9 @@ pub struct NodePool {
     pub state: PoolState,
     pub estimated_hourly_cost: Option<EstimatedCost>,
     pub create_time: String,
+    /// AIP-154 etag of the pool record: send it as `If-Match` on remove, resize or drill
+    /// (409 ABORTED ETAG_MISMATCH when the pool changed since it was read).
+    pub etag: String,
     /// GPU time-sharing or MPS (GPU pools only; absent: whole GPUs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sharing: Option<GpuSharing>,

@@ -19,8 +19,14 @@ pub fn cluster_name(project: &str, zone: &str, name: &str) -> String {
     format!("projects/{project}/zones/{zone}/clusters/{name}")
 }
 
+/// A pool's AIP-154 etag: every change to its record moves `update_time`.
+pub fn pool_etag(p: &NodePoolRecord) -> String {
+    model::etag(0, p.update_time)
+}
+
 pub fn render_pool(c: &ClusterRecord, p: NodePoolRecord) -> NodePool {
     let mut pool = NodePool::from(&p.spec);
+    pool.etag = pool_etag(&p);
     pool.name = format!(
         "{}/nodePools/{}",
         cluster_name(&c.project_id, &c.zone, &c.name),

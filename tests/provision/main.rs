@@ -11,6 +11,7 @@ mod diagnose;
 mod down;
 mod drill;
 mod ensure;
+mod etags;
 mod faults;
 mod flex;
 mod flex_sim;

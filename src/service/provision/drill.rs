@@ -88,6 +88,7 @@ async fn pair(
     let rec = get(pool.to_string()).await?.ok_or_else(|| {
         Error::not_found("NODE_POOL_NOT_FOUND", format!("node pool {name} not found"))
     })?;
+    super::check_pool_etag(m, &rec)?;
     let no_pair = || {
         Error::precondition(
             "NO_FAILOVER_PAIR",

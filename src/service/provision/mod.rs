@@ -55,9 +55,13 @@ pub struct Mutation {
     /// Return the plan; change nothing.
     pub validate_only: bool,
     pub idempotency: Option<Idempotency>,
-    /// `If-Match`: the cluster must exist and still carry this etag, both when the
-    /// request is read and under the cluster's row lock when its operation is enqueued.
+    /// `If-Match` on the cluster (up, down, pool add): the cluster must exist and still
+    /// carry this etag, both when the request is read and under the cluster's row lock
+    /// when its operation is enqueued.
     pub if_match: Option<String>,
+    /// `If-Match` on the node pool a request names (remove, resize, drill): the pool's
+    /// record must still carry this etag when it is read ([`check_pool_etag`]).
+    pub pool_if_match: Option<String>,
 }
 
 impl Mutation {
@@ -148,6 +152,17 @@ async fn read(db: &Db, path: &ClusterPath) -> Result<Option<Box<ClusterRecord>>>
 fn check_etag(c: &ClusterRecord, m: &Mutation) -> Result<()> {
     let current = model::etag(c.version, c.update_time);
     etag::check(m.if_match.as_deref(), &current, &m.path.name())
+}
+
+/// AIP-154 for the pool a request names: 409 ABORTED ETAG_MISMATCH unless its record
+/// carries the request's `If-Match`.
+pub fn check_pool_etag(m: &Mutation, p: &crate::store::node_pools::NodePoolRecord) -> Result<()> {
+    let name = format!("{}/nodePools/{}", m.path.name(), p.pool_id);
+    etag::check(
+        m.pool_if_match.as_deref(),
+        &super::clusters::pool_etag(p),
+        &name,
+    )
 }
 
 /// The live record of a cluster (404 when there is none, or it is DELETED).

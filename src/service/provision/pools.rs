@@ -414,6 +414,7 @@ async fn pools_to_remove(
                 format!("node pool {}/nodePools/{pool} not found", m.path.name()),
             )
         })?;
+    super::check_pool_etag(m, &rec)?;
     let mut ids = vec![pool.to_string()];
     let mut class = None;
     if let Some(f) = &rec.spec.failover {

@@ -279,6 +279,7 @@ pub async fn resize(
         )
         .with("pool", pool_id.as_str())
     })?;
+    super::check_pool_etag(m, &rec)?;
     running(&rec)?;
     let changes = changes(svc, &c, rec, &u).await?;
     let names = m.names();
