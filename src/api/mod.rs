@@ -51,6 +51,7 @@ pub mod panic;
 pub mod profiles;
 pub mod provision;
 pub mod query_rules;
+pub mod reasons;
 pub mod resize;
 pub mod route_table;
 pub mod state;

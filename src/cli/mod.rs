@@ -1,4 +1,5 @@
-//! The `kineticd` command line: `serve`, `migrate`, `openapi`, `sim`, `config-reference`.
+//! The `kineticd` command line: `serve`, `migrate`, `openapi`, `sim`, `config-reference`,
+//! `errors-reference`.
 //!
 //! Invariant: commands fail with one clear message (and exit code 1 or 2) instead of a
 //! panic; configuration is validated before anything is started.
@@ -49,6 +50,8 @@ pub enum Command {
     },
     /// Print the configuration reference (markdown; committed as docs/configuration.md).
     ConfigReference,
+    /// Print the error reason reference (markdown; committed as docs/errors.md).
+    ErrorsReference,
 }
 
 /// Entry point of the binary; returns the process exit code.
@@ -71,6 +74,10 @@ pub fn main() -> std::process::ExitCode {
             Command::Sim { listen, speed } => run_sim(listen, speed).await,
             Command::ConfigReference => {
                 print!("{}", crate::config::reference::markdown(&Cli::command()));
+                Ok(())
+            }
+            Command::ErrorsReference => {
+                print!("{}", crate::api::reasons::markdown());
                 Ok(())
             }
             Command::Openapi => {
