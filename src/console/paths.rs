@@ -23,8 +23,8 @@ pub struct ConsolePool {
     pub pool: String,
 }
 
-fn parse(project: &str, zone: &str, cluster: &str) -> Result<ClusterPath, Response> {
-    ClusterPath::parse(project, zone, cluster).map_err(|e| PageError::from(e).into_response())
+fn parse(project: &str, zone: &str, cluster: &str) -> Result<ClusterPath, PageError> {
+    Ok(ClusterPath::parse(project, zone, cluster)?)
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for ConsoleCluster {
@@ -35,7 +35,8 @@ impl<S: Send + Sync> FromRequestParts<S> for ConsoleCluster {
             Path::<(String, String, String)>::from_request_parts(parts, s)
                 .await
                 .map_err(IntoResponse::into_response)?;
-        Ok(ConsoleCluster(parse(&project, &zone, &cluster)?))
+        let path = parse(&project, &zone, &cluster).map_err(IntoResponse::into_response)?;
+        Ok(ConsoleCluster(path))
     }
 }
 
@@ -47,7 +48,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ConsolePool {
             Path::<(String, String, String, String)>::from_request_parts(parts, s)
                 .await
                 .map_err(IntoResponse::into_response)?;
-        let path = parse(&project, &zone, &cluster)?;
+        let path = parse(&project, &zone, &cluster).map_err(IntoResponse::into_response)?;
         Ok(ConsolePool { path, pool })
     }
 }
