@@ -8,18 +8,18 @@
 //! each shows its service error in place.
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 
 use crate::model::capacity::{ClusterCapacity, Counts, NodeCapacity};
 use crate::model::status::ClusterStatus;
 use crate::model::{Cluster, NodePool};
-use crate::service::clusters::ClusterPath;
 use crate::service::{self};
 
 use super::ConsoleState;
 use super::error::PageError;
 use super::identity::Viewer;
+use super::paths::ConsoleCluster;
 use super::view::{self, Chrome};
 
 pub struct PoolRow {
@@ -352,9 +352,8 @@ pub fn base_href(c: &Cluster) -> String {
 pub async fn page(
     State(s): State<ConsoleState>,
     v: Viewer,
-    Path((project, zone, cluster)): Path<(String, String, String)>,
+    ConsoleCluster(path): ConsoleCluster,
 ) -> Result<Response, PageError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let svc = &s.services;
     let c = service::clusters::get(&svc.db, &v.caller, &path).await?;
     let (status, capacity) = tokio::join!(

@@ -84,6 +84,7 @@ mod headers;
 mod home;
 mod identity;
 mod operations;
+mod paths;
 mod provision;
 mod session;
 mod teams;

@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DateTime, Utc};
@@ -229,12 +230,33 @@ struct LiveFragment {
     live: LiveView,
 }
 
+/// The operation a page shows, read as its viewer (`.../operations/{id}`): 404 for
+/// outsiders, as the API answers them.
+pub struct ViewedOperation {
+    viewer: Viewer,
+    op: Operation,
+}
+
+impl FromRequestParts<ConsoleState> for ViewedOperation {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, s: &ConsoleState) -> Result<Self, Response> {
+        let viewer = Viewer::from_request_parts(parts, s)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let Path(id) = Path::<String>::from_request_parts(parts, s)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let op = service::operations::get(&s.services.db, &viewer.caller, &id)
+            .await
+            .map_err(|e| PageError::from(e).into_response())?;
+        Ok(ViewedOperation { viewer, op })
+    }
+}
+
 pub async fn page(
-    State(s): State<ConsoleState>,
-    v: Viewer,
-    Path(id): Path<String>,
+    ViewedOperation { viewer: v, op }: ViewedOperation,
 ) -> Result<Response, PageError> {
-    let op = service::operations::get(&s.services.db, &v.caller, &id).await?;
     let m = &op.metadata;
     let warnings = m
         .plan
@@ -278,12 +300,7 @@ pub async fn page(
 }
 
 /// The live part alone (what the page's script swaps in).
-pub async fn live(
-    State(s): State<ConsoleState>,
-    v: Viewer,
-    Path(id): Path<String>,
-) -> Result<Response, PageError> {
-    let op = service::operations::get(&s.services.db, &v.caller, &id).await?;
+pub async fn live(ViewedOperation { op, .. }: ViewedOperation) -> Result<Response, PageError> {
     view::render(&LiveFragment {
         live: live_view(&op, Utc::now()),
     })

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Serialize;
@@ -29,6 +29,7 @@ use super::ConsoleState;
 use super::error::PageError;
 use super::form::Posted;
 use super::identity::Viewer;
+use super::paths::{ConsoleCluster, ConsolePool};
 use super::view::{self, Chrome};
 
 pub struct ActionRow {
@@ -142,13 +143,52 @@ fn number(raw: &str, what: &str) -> Result<Option<u32>, PageError> {
     })
 }
 
-fn flag(q: &HashMap<String, String>, k: &str) -> bool {
-    q.get(k)
-        .is_some_and(|v| !matches!(v.as_str(), "" | "off" | "false"))
+/// Where a form's values come from: a preview's query (GET) or a posted confirm.
+trait FormValues {
+    /// A text field, trimmed ("" when absent).
+    fn text(&self, k: &str) -> &str;
+    /// A checkbox: present and not "", "off" or "false".
+    fn flag(&self, k: &str) -> bool;
 }
 
-fn get<'a>(q: &'a HashMap<String, String>, k: &str) -> &'a str {
-    q.get(k).map_or("", |v| v.trim())
+impl FormValues for HashMap<String, String> {
+    fn text(&self, k: &str) -> &str {
+        self.get(k).map_or("", |v| v.trim())
+    }
+
+    fn flag(&self, k: &str) -> bool {
+        self.get(k)
+            .is_some_and(|v| !matches!(v.as_str(), "" | "off" | "false"))
+    }
+}
+
+impl FormValues for Posted {
+    fn text(&self, k: &str) -> &str {
+        self.field(k).trim()
+    }
+
+    fn flag(&self, k: &str) -> bool {
+        self.checked(k)
+    }
+}
+
+/// The first pool's (or the added pool's) choices both forms share, as request values:
+/// a blank accelerator is none, a blank minimum is none, an unchecked spot is none.
+struct PoolChoice {
+    accelerator: Option<String>,
+    min_nodes: Option<u32>,
+    spot: Option<bool>,
+}
+
+impl PoolChoice {
+    fn read(accelerator: &str, min_nodes: &str, spot: bool) -> Result<PoolChoice, PageError> {
+        let acc = accelerator.trim();
+        Ok(PoolChoice {
+            accelerator: (!acc.is_empty()).then(|| acc.to_owned()),
+            min_nodes: number(min_nodes, "min nodes")?,
+            spot: spot.then_some(true),
+        })
+    }
 }
 
 /// The up form's values.
@@ -164,14 +204,47 @@ pub struct UpFields {
 }
 
 impl UpFields {
+    fn read(v: &impl FormValues) -> UpFields {
+        UpFields {
+            project: v.text("project").to_owned(),
+            zone: v.text("zone").to_owned(),
+            cluster: v.text("cluster").to_owned(),
+            accelerator: v.text("accelerator").to_owned(),
+            min_nodes: v.text("minNodes").to_owned(),
+            spot: v.flag("spot"),
+            request_id: v.text("requestId").to_owned(),
+        }
+    }
+
     fn request(&self) -> Result<UpRequest, PageError> {
-        let acc = self.accelerator.trim();
+        let c = PoolChoice::read(&self.accelerator, &self.min_nodes, self.spot)?;
         Ok(UpRequest {
-            accelerator: (!acc.is_empty()).then(|| acc.to_owned()),
-            min_nodes: number(&self.min_nodes, "min nodes")?,
-            spot: self.spot.then_some(true),
+            accelerator: c.accelerator,
+            min_nodes: c.min_nodes,
+            spot: c.spot,
             ..UpRequest::default()
         })
+    }
+
+    /// The `up` mutation of these fields (`PUT` of the cluster), and its request.
+    fn mutation(
+        &self,
+        caller: &Caller,
+        validate_only: bool,
+    ) -> Result<(Mutation, UpRequest), PageError> {
+        let req = self.request()?;
+        let path = self.path()?;
+        let resource = path.name();
+        let m = mutation(
+            caller,
+            path,
+            validate_only,
+            Some(&self.request_id),
+            "PUT",
+            &resource,
+            &req,
+        )?;
+        Ok((m, req))
     }
 
     fn path(&self) -> Result<ClusterPath, PageError> {
@@ -230,18 +303,7 @@ async fn preview_up(
     caller: &Caller,
     f: &UpFields,
 ) -> Result<PlanView, PageError> {
-    let req = f.request()?;
-    let path = f.path()?;
-    let resource = path.name();
-    let m = mutation(
-        caller,
-        path,
-        true,
-        Some(&f.request_id),
-        "PUT",
-        &resource,
-        &req,
-    )?;
+    let (m, req) = f.mutation(caller, true)?;
     preview_only(provision::up::up(&s.services, &m, req).await?)
 }
 
@@ -252,17 +314,12 @@ pub async fn up_form(
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
     let mut f = UpFields {
-        project: get(&q, "project").to_owned(),
-        zone: match get(&q, "zone") {
-            "" => "us-central1-a".to_owned(),
-            z => z.to_owned(),
-        },
-        cluster: get(&q, "cluster").to_owned(),
-        accelerator: get(&q, "accelerator").to_owned(),
-        min_nodes: get(&q, "minNodes").to_owned(),
-        spot: flag(&q, "spot"),
         request_id: String::new(),
+        ..UpFields::read(&q)
     };
+    if f.zone.is_empty() {
+        f.zone = "us-central1-a".to_owned();
+    }
     let (mut plan, mut error) = (None, None);
     if q.contains_key("preview") && !f.cluster.is_empty() {
         f.request_id = new_request_id();
@@ -284,27 +341,7 @@ pub async fn up_form(
 
 /// `POST /console/up`: run the previewed `up` with its request id.
 pub async fn up(State(s): State<ConsoleState>, p: Posted) -> Result<Response, PageError> {
-    let f = UpFields {
-        project: p.field("project").trim().to_owned(),
-        zone: p.field("zone").trim().to_owned(),
-        cluster: p.field("cluster").trim().to_owned(),
-        accelerator: p.field("accelerator").trim().to_owned(),
-        min_nodes: p.field("minNodes").to_owned(),
-        spot: p.checked("spot"),
-        request_id: p.field("requestId").to_owned(),
-    };
-    let req = f.request()?;
-    let path = f.path()?;
-    let resource = path.name();
-    let m = mutation(
-        &p.viewer.caller,
-        path,
-        false,
-        Some(&f.request_id),
-        "PUT",
-        &resource,
-        &req,
-    )?;
+    let (m, req) = UpFields::read(&p).mutation(&p.viewer.caller, false)?;
     Ok(accepted(provision::up::up(&s.services, &m, req).await?))
 }
 
@@ -319,15 +356,46 @@ pub struct PoolFields {
 }
 
 impl PoolFields {
+    fn read(v: &impl FormValues) -> PoolFields {
+        PoolFields {
+            accelerator: v.text("accelerator").to_owned(),
+            min_nodes: v.text("minNodes").to_owned(),
+            spot: v.flag("spot"),
+            failover: v.flag("failover"),
+            request_id: v.text("requestId").to_owned(),
+        }
+    }
+
     fn request(&self) -> Result<AddPoolRequest, PageError> {
-        let acc = self.accelerator.trim();
+        let c = PoolChoice::read(&self.accelerator, &self.min_nodes, self.spot)?;
         Ok(AddPoolRequest {
-            accelerator: (!acc.is_empty()).then(|| acc.to_owned()),
-            min_nodes: number(&self.min_nodes, "min nodes")?,
-            spot: self.spot.then_some(true),
+            accelerator: c.accelerator,
+            min_nodes: c.min_nodes,
+            spot: c.spot,
             failover: self.failover.then_some(true),
             ..AddPoolRequest::default()
         })
+    }
+
+    /// The `pool add` mutation of these fields (`POST` of a node pool), and its request.
+    fn mutation(
+        &self,
+        caller: &Caller,
+        path: ClusterPath,
+        validate_only: bool,
+    ) -> Result<(Mutation, AddPoolRequest), PageError> {
+        let req = self.request()?;
+        let resource = format!("{}/nodePools", path.name());
+        let m = mutation(
+            caller,
+            path,
+            validate_only,
+            Some(&self.request_id),
+            "POST",
+            &resource,
+            &req,
+        )?;
+        Ok((m, req))
     }
 }
 
@@ -358,17 +426,7 @@ async fn preview_pool(
     path: &ClusterPath,
     f: &PoolFields,
 ) -> Result<PlanView, PageError> {
-    let req = f.request()?;
-    let resource = format!("{}/nodePools", path.name());
-    let m = mutation(
-        caller,
-        copy_of(path),
-        true,
-        Some(&f.request_id),
-        "POST",
-        &resource,
-        &req,
-    )?;
+    let (m, req) = f.mutation(caller, copy_of(path), true)?;
     preview_only(provision::pools::add_pool(&s.services, &m, req).await?)
 }
 
@@ -376,19 +434,15 @@ async fn preview_pool(
 pub async fn pool_add_form(
     State(s): State<ConsoleState>,
     v: Viewer,
-    Path((project, zone, cluster)): Path<(String, String, String)>,
+    ConsoleCluster(path): ConsoleCluster,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     // The record read decides visibility: 404 for outsiders before any form is shown.
     service::clusters::get(&s.services.db, &v.caller, &path).await?;
     let base = cluster_base(&path);
     let mut f = PoolFields {
-        accelerator: get(&q, "accelerator").to_owned(),
-        min_nodes: get(&q, "minNodes").to_owned(),
-        spot: flag(&q, "spot"),
-        failover: flag(&q, "failover"),
         request_id: String::new(),
+        ..PoolFields::read(&q)
     };
     let (mut plan, mut error) = (None, None);
     if q.contains_key("preview") {
@@ -418,28 +472,10 @@ pub async fn pool_add_form(
 /// `POST .../pools/add`: run the previewed `pool add` with its request id.
 pub async fn pool_add(
     State(s): State<ConsoleState>,
-    Path((project, zone, cluster)): Path<(String, String, String)>,
+    ConsoleCluster(path): ConsoleCluster,
     p: Posted,
 ) -> Result<Response, PageError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
-    let f = PoolFields {
-        accelerator: p.field("accelerator").to_owned(),
-        min_nodes: p.field("minNodes").to_owned(),
-        spot: p.checked("spot"),
-        failover: p.checked("failover"),
-        request_id: p.field("requestId").to_owned(),
-    };
-    let req = f.request()?;
-    let resource = format!("{}/nodePools", path.name());
-    let m = mutation(
-        &p.viewer.caller,
-        path,
-        false,
-        Some(&f.request_id),
-        "POST",
-        &resource,
-        &req,
-    )?;
+    let (m, req) = PoolFields::read(&p).mutation(&p.viewer.caller, path, false)?;
     Ok(accepted(
         provision::pools::add_pool(&s.services, &m, req).await?,
     ))
@@ -531,9 +567,8 @@ async fn run_removal(
 pub async fn pool_remove_confirm(
     State(s): State<ConsoleState>,
     v: Viewer,
-    Path((project, zone, cluster, pool)): Path<(String, String, String, String)>,
+    ConsolePool { path, pool }: ConsolePool,
 ) -> Result<Response, PageError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = format!("{}/nodePools/{pool}", path.name());
     let texts = Removal {
         title: format!("Remove pool {pool}"),
@@ -549,10 +584,9 @@ pub async fn pool_remove_confirm(
 /// `POST .../pools/{pool}/remove`.
 pub async fn pool_remove(
     State(s): State<ConsoleState>,
-    Path((project, zone, cluster, pool)): Path<(String, String, String, String)>,
+    ConsolePool { path, pool }: ConsolePool,
     p: Posted,
 ) -> Result<Response, PageError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = format!("{}/nodePools/{pool}", path.name());
     let submit = async |m: &Mutation| provision::pools::remove_pool(&s.services, m, &pool).await;
     run_removal(&p, path, &resource, submit).await
@@ -562,9 +596,8 @@ pub async fn pool_remove(
 pub async fn down_confirm(
     State(s): State<ConsoleState>,
     v: Viewer,
-    Path((project, zone, cluster)): Path<(String, String, String)>,
+    ConsoleCluster(path): ConsoleCluster,
 ) -> Result<Response, PageError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let name = path.cluster.as_str();
     let texts = Removal {
         title: format!("Delete {name}"),
@@ -581,10 +614,9 @@ pub async fn down_confirm(
 /// `POST .../down`.
 pub async fn down(
     State(s): State<ConsoleState>,
-    Path((project, zone, cluster)): Path<(String, String, String)>,
+    ConsoleCluster(path): ConsoleCluster,
     p: Posted,
 ) -> Result<Response, PageError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = path.name();
     let submit = async |m: &Mutation| provision::down::down(&s.services, m).await;
     run_removal(&p, path, &resource, submit).await

@@ -285,82 +285,71 @@ pub fn resolve(acc: &Resolved, req: &Request<'_>) -> Result<Resolution, Provisio
     };
     let mode = Provisioning::parse(named)?;
     let spot_asked = req.spot == Some(true) || acc.spot;
+    // The contradictions of each named mode, in the order they are reported: the first
+    // that holds is refused with its field and its fix.
+    let has_reservation = reservation.is_some();
+    let contradictions: Vec<(bool, &'static str, &'static str)> = match mode {
+        Provisioning::OnDemand => vec![
+            (
+                spot_asked,
+                "spot",
+                "drop \"spot\" (and \":spot\" in the accelerator) for on-demand VMs, or ask for SPOT",
+            ),
+            (
+                has_reservation,
+                "reservation",
+                "ask for RESERVATION to consume a reservation, or drop \"reservation\"",
+            ),
+        ],
+        Provisioning::Spot => vec![
+            (
+                req.spot == Some(false),
+                "spot: false",
+                "drop \"spot\": false, or ask for ON_DEMAND",
+            ),
+            (
+                has_reservation,
+                "reservation",
+                "spot VMs cannot consume a reservation: ask for RESERVATION, or drop \"reservation\"",
+            ),
+        ],
+        Provisioning::Reservation => vec![(
+            spot_asked,
+            "spot",
+            "spot VMs cannot consume a reservation: drop \"spot\" (and \":spot\" in the accelerator)",
+        )],
+        Provisioning::FlexStart | Provisioning::Queued => vec![
+            (
+                spot_asked,
+                "spot",
+                "flex-start VMs are not spot VMs: drop \"spot\" (and \":spot\" in the accelerator), or ask for SPOT",
+            ),
+            (
+                has_reservation,
+                "reservation",
+                "flex-start VMs never consume a reservation: drop \"reservation\", or ask for RESERVATION",
+            ),
+            (
+                req.failover,
+                "failover",
+                "a failover pair is a spot pool plus an on-demand pool: drop \"failover\", or drop \"provisioning\"",
+            ),
+            (
+                req.min_nodes > 0,
+                "minNodes",
+                "flex-start pools keep no warm nodes (nodes come when workloads ask): drop \"minNodes\" or set it to 0",
+            ),
+        ],
+    };
+    if let Some(&(_, field, fix)) = contradictions.iter().find(|c| c.0) {
+        return Err(conflict(mode, field, fix));
+    }
     match mode {
-        Provisioning::OnDemand => {
-            if spot_asked {
-                return Err(conflict(
-                    mode,
-                    "spot",
-                    "drop \"spot\" (and \":spot\" in the accelerator) for on-demand VMs, or ask for SPOT",
-                ));
-            }
-            if reservation.is_some() {
-                return Err(conflict(
-                    mode,
-                    "reservation",
-                    "ask for RESERVATION to consume a reservation, or drop \"reservation\"",
-                ));
-            }
+        Provisioning::Reservation if !has_reservation => {
+            return Err(ProvisioningError::ReservationRequired);
         }
-        Provisioning::Spot => {
-            if req.spot == Some(false) {
-                return Err(conflict(
-                    mode,
-                    "spot: false",
-                    "drop \"spot\": false, or ask for ON_DEMAND",
-                ));
-            }
-            if reservation.is_some() {
-                return Err(conflict(
-                    mode,
-                    "reservation",
-                    "spot VMs cannot consume a reservation: ask for RESERVATION, or drop \"reservation\"",
-                ));
-            }
-        }
-        Provisioning::Reservation => {
-            if spot_asked {
-                return Err(conflict(
-                    mode,
-                    "spot",
-                    "spot VMs cannot consume a reservation: drop \"spot\" (and \":spot\" in the accelerator)",
-                ));
-            }
-            if reservation.is_none() {
-                return Err(ProvisioningError::ReservationRequired);
-            }
-        }
-        Provisioning::FlexStart | Provisioning::Queued => {
-            if spot_asked {
-                return Err(conflict(
-                    mode,
-                    "spot",
-                    "flex-start VMs are not spot VMs: drop \"spot\" (and \":spot\" in the accelerator), or ask for SPOT",
-                ));
-            }
-            if reservation.is_some() {
-                return Err(conflict(
-                    mode,
-                    "reservation",
-                    "flex-start VMs never consume a reservation: drop \"reservation\", or ask for RESERVATION",
-                ));
-            }
-            if req.failover {
-                return Err(conflict(
-                    mode,
-                    "failover",
-                    "a failover pair is a spot pool plus an on-demand pool: drop \"failover\", or drop \"provisioning\"",
-                ));
-            }
-            if req.min_nodes > 0 {
-                return Err(conflict(
-                    mode,
-                    "minNodes",
-                    "flex-start pools keep no warm nodes (nodes come when workloads ask): drop \"minNodes\" or set it to 0",
-                ));
-            }
-            check_accelerator(mode, acc)?;
-        }
+        Provisioning::FlexStart | Provisioning::Queued => check_accelerator(mode, acc)?,
+        _ => {}
     }
     if req.failover && !matches!(mode, Provisioning::Spot | Provisioning::Reservation) {
         return Err(conflict(

@@ -10,6 +10,13 @@ fn req<'a>(mode: Option<&'a str>) -> Request<'a> {
     }
 }
 
+/// A request naming `mode`, with `set` applied.
+fn with<'a>(mode: &'a str, set: impl FnOnce(&mut Request<'a>)) -> Request<'a> {
+    let mut r = req(Some(mode));
+    set(&mut r);
+    r
+}
+
 #[test]
 fn modes_are_implied_by_the_old_fields() {
     let r = resolve(&acc("l4"), &req(None)).unwrap();
@@ -65,80 +72,29 @@ fn explicit_modes_set_spot_and_check_the_reservation() {
 #[test]
 fn contradictions_are_refused_with_the_field_named() {
     let cases: Vec<(&str, Request<'_>, &str)> = vec![
-        (
-            "l4",
-            Request {
-                spot: Some(false),
-                ..req(Some("SPOT"))
-            },
-            "spot: false",
-        ),
+        ("l4", with("SPOT", |r| r.spot = Some(false)), "spot: false"),
         ("l4:spot", req(Some("ON_DEMAND")), "spot"),
         (
             "l4",
-            Request {
-                reservation: Some("r"),
-                ..req(Some("ON_DEMAND"))
-            },
+            with("ON_DEMAND", |r| r.reservation = Some("r")),
             "reservation",
         ),
         (
             "l4",
-            Request {
-                reservation: Some("r"),
-                ..req(Some("SPOT"))
-            },
+            with("SPOT", |r| r.reservation = Some("r")),
             "reservation",
         ),
+        ("l4", with("RESERVATION", |r| r.spot = Some(true)), "spot"),
         (
             "l4",
-            Request {
-                spot: Some(true),
-                ..req(Some("RESERVATION"))
-            },
-            "spot",
-        ),
-        (
-            "l4",
-            Request {
-                reservation: Some("r"),
-                ..req(Some("FLEX_START"))
-            },
+            with("FLEX_START", |r| r.reservation = Some("r")),
             "reservation",
         ),
-        (
-            "l4",
-            Request {
-                spot: Some(true),
-                ..req(Some("QUEUED"))
-            },
-            "spot",
-        ),
+        ("l4", with("QUEUED", |r| r.spot = Some(true)), "spot"),
         ("l4:spot", req(Some("FLEX_START")), "spot"),
-        (
-            "l4",
-            Request {
-                failover: true,
-                ..req(Some("FLEX_START"))
-            },
-            "failover",
-        ),
-        (
-            "l4",
-            Request {
-                failover: true,
-                ..req(Some("ON_DEMAND"))
-            },
-            "failover",
-        ),
-        (
-            "l4",
-            Request {
-                min_nodes: 2,
-                ..req(Some("QUEUED"))
-            },
-            "minNodes",
-        ),
+        ("l4", with("FLEX_START", |r| r.failover = true), "failover"),
+        ("l4", with("ON_DEMAND", |r| r.failover = true), "failover"),
+        ("l4", with("QUEUED", |r| r.min_nodes = 2), "minNodes"),
     ];
     for (a, r, field) in cases {
         let e = resolve(&acc(a), &r).unwrap_err();

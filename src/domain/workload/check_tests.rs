@@ -111,7 +111,7 @@ pub(super) fn run(w: &Value, c: &ClusterFacts) -> Report {
 fn produced_then_fixed(reason: Reason, w: Value, fixed: Value, c: &ClusterFacts) {
     let r = run(&w, c);
     assert!(r.has(reason), "{reason:?} expected: {r:#?}");
-    let f = r.problems.iter().find(|p| p.reason == reason).unwrap();
+    let f = r.problem(reason).unwrap();
     assert!(!f.message.is_empty() && !f.fix.is_empty());
     let r = run(&fixed, c);
     assert!(

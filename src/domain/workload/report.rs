@@ -48,7 +48,12 @@ pub struct Report {
 impl Report {
     /// Whether a problem with `reason` was reported.
     pub fn has(&self, reason: Reason) -> bool {
-        self.problems.iter().any(|p| p.reason == reason)
+        self.problem(reason).is_some()
+    }
+
+    /// The first problem reported with `reason`.
+    pub fn problem(&self, reason: Reason) -> Option<&Problem> {
+        self.problems.iter().find(|p| p.reason == reason)
     }
 }
 

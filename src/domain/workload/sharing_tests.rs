@@ -57,18 +57,14 @@ fn one_gpu_pods_take_one_slice() {
     let r = run(&deployment(1, 1, json!({PARTITION_LABEL: "2g.10gb"})), &c);
     assert_eq!(r.verdict, Fit::Never, "{r:#?}");
     let p = r
-        .problems
-        .iter()
-        .find(|p| p.reason == Reason::NodeSelectorMatchesNothing)
+        .problem(Reason::NodeSelectorMatchesNothing)
         .unwrap_or_else(|| panic!("{r:#?}"));
     assert!(p.fix.contains("\"partitionSize\": \"2g.10gb\""), "{p:#?}");
     assert!(p.message.contains("1g.5gb"), "{p:#?}");
     // Eight slices in one pod: a node has seven.
     let r = run(&deployment(1, 8, sel), &c);
     let p = r
-        .problems
-        .iter()
-        .find(|p| p.reason == Reason::AcceleratorCountTooLarge)
+        .problem(Reason::AcceleratorCountTooLarge)
         .unwrap_or_else(|| panic!("{r:#?}"));
     assert!(p.message.contains("7 nvidia.com/gpu units"), "{p:#?}");
 }
@@ -107,9 +103,7 @@ fn shared_gpus_take_one_unit_per_container_on_multi_gpu_nodes() {
     assert_eq!(r.verdict, Fit::Now, "{r:#?}");
     let r = run(&deployment(1, 2, sel.clone()), &c);
     let bad = r
-        .problems
-        .iter()
-        .find(|p| p.reason == Reason::AcceleratorCountTooLarge)
+        .problem(Reason::AcceleratorCountTooLarge)
         .unwrap_or_else(|| panic!("{r:#?}"));
     assert!(
         bad.fix.contains("nvidia.com/gpu: 1 per container"),
