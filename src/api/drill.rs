@@ -16,7 +16,7 @@ use crate::service::provision::{self, Plan};
 
 use super::error::ApiError;
 use super::extract::{ApiJsonOrEmpty, ApiPath, IfMatch, split_verb, unknown_verb};
-use super::provision::{MutateQuery, MutationParts, respond};
+use super::provision::{IfMatchOf, MutateQuery, MutationParts, respond};
 use super::state::AppState;
 use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
 
@@ -42,7 +42,7 @@ pub async fn drill_node_pool(
     req: DrillRequest,
 ) -> Result<Response, ApiError> {
     let resource = format!("{}/nodePools/{pool}:drill", path.name());
-    let m = r.pool_mutation(path, if_match, "POST", &resource, &req)?;
+    let m = r.mutation(path, IfMatchOf::Pool(if_match), "POST", &resource, &req)?;
     Ok(respond(provision::drill::drill(s, &m, pool, req).await?))
 }
 

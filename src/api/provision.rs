@@ -67,15 +67,23 @@ impl FromRequestParts<AppState> for MutationParts {
     }
 }
 
+/// Which resource a request's `If-Match` names.
+pub(super) enum IfMatchOf {
+    /// The cluster (up, down, pool add): checked when the cluster is read and again under
+    /// its row lock in the enqueue transaction.
+    Cluster(Option<String>),
+    /// The node pool the request names (remove, resize, drill): checked when the pool is read.
+    Pool(Option<String>),
+}
+
 impl MutationParts {
     /// The mutation context of `method` on `resource` (a path below `/v1/`) of the cluster
-    /// at `path`, with the request id bound to a fingerprint of `body`. `if_match` (up and
-    /// down) is checked by the service when the cluster is read and again under its row
-    /// lock in the enqueue transaction.
+    /// at `path`, with the request id bound to a fingerprint of `body` and `if_match` as
+    /// the service checks it.
     pub(super) fn mutation(
         self,
         path: ClusterPath,
-        if_match: Option<String>,
+        if_match: IfMatchOf,
         method: &str,
         resource: &str,
         body: &impl Serialize,
@@ -87,29 +95,18 @@ impl MutationParts {
             resource,
             body,
         )?;
+        let (if_match, pool_if_match) = match if_match {
+            IfMatchOf::Cluster(e) => (e, None),
+            IfMatchOf::Pool(e) => (None, e),
+        };
         Ok(Mutation {
             caller: self.caller,
             path,
             validate_only: self.query.validate_only,
             idempotency,
             if_match,
-            pool_if_match: None,
+            pool_if_match,
         })
-    }
-
-    /// [`Self::mutation`] of a request that names a node pool: `if_match` is the pool's
-    /// etag, checked by the service when it reads the pool.
-    pub(super) fn pool_mutation(
-        self,
-        path: ClusterPath,
-        if_match: Option<String>,
-        method: &str,
-        resource: &str,
-        body: &impl Serialize,
-    ) -> Result<Mutation, ApiError> {
-        let mut m = self.mutation(path, None, method, resource, body)?;
-        m.pool_if_match = if_match;
-        Ok(m)
     }
 }
 
@@ -129,7 +126,7 @@ pub async fn up_cluster(
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = path.name();
-    let m = r.mutation(path, if_match, "PUT", &resource, &req)?;
+    let m = r.mutation(path, IfMatchOf::Cluster(if_match), "PUT", &resource, &req)?;
     Ok(respond(provision::up::up(&s, &m, req).await?))
 }
 
@@ -147,7 +144,7 @@ pub async fn down_cluster(
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = path.name();
-    let m = r.mutation(path, if_match, "DELETE", &resource, &())?;
+    let m = r.mutation(path, IfMatchOf::Cluster(if_match), "DELETE", &resource, &())?;
     Ok(respond(provision::down::down(&s, &m).await?))
 }
 
@@ -168,7 +165,7 @@ pub async fn add_node_pool(
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = format!("{}/nodePools", path.name());
     // Adding a pool changes the cluster's pool list: If-Match is the cluster's etag.
-    let m = r.mutation(path, if_match, "POST", &resource, &req)?;
+    let m = r.mutation(path, IfMatchOf::Cluster(if_match), "POST", &resource, &req)?;
     Ok(respond(provision::pools::add_pool(&s, &m, req).await?))
 }
 
@@ -185,6 +182,6 @@ pub async fn remove_node_pool(
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = format!("{}/nodePools/{pool}", path.name());
-    let m = r.pool_mutation(path, if_match, "DELETE", &resource, &())?;
+    let m = r.mutation(path, IfMatchOf::Pool(if_match), "DELETE", &resource, &())?;
     Ok(respond(provision::pools::remove_pool(&s, &m, &pool).await?))
 }

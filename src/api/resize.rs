@@ -19,7 +19,7 @@ use crate::service::provision::resize::{ResizeRequest, resize};
 
 use super::error::ApiError;
 use super::extract::{ApiJsonOrEmpty, ApiPath, ApiQuery, IfMatch};
-use super::provision::{MutateQuery, MutationParts, respond};
+use super::provision::{IfMatchOf, MutateQuery, MutationParts, respond};
 use super::state::AppState;
 use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
 
@@ -64,7 +64,7 @@ pub async fn resize_node_pool(
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let resource = format!("{}/nodePools/{pool}", path.name());
     let asked = json!({"updateMask": q.update_mask, "body": req});
-    let m = r.pool_mutation(path, if_match, "PATCH", &resource, &asked)?;
+    let m = r.mutation(path, IfMatchOf::Pool(if_match), "PATCH", &resource, &asked)?;
     Ok(respond(
         resize(&s, &m, &pool, q.update_mask.as_deref(), req).await?,
     ))
