@@ -48,6 +48,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod operations;
 pub mod panic;
+pub mod preview;
 pub mod profiles;
 pub mod provision;
 pub mod query_rules;

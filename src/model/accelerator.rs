@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::domain::accelerators::Kind;
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AcceleratorPrices {
@@ -22,8 +24,7 @@ pub struct Accelerator {
     /// Canonical name: `gpu-l4`, `gpu-a100x4`, `tpu-v5litepod-16`.
     #[schema(example = "gpu-l4")]
     pub name: String,
-    /// GPU | TPU
-    pub kind: String,
+    pub kind: Kind,
     /// Model or TPU family (`l4`, `v5litepod`).
     pub family: String,
     pub gke_accelerator_type: String,

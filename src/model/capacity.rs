@@ -17,6 +17,7 @@ pub struct ClusterCapacity {
     /// `projects/{project}/zones/{zone}/clusters/{cluster}`.
     pub name: String,
     /// When the cluster was read (RFC 3339).
+    #[schema(format = DateTime)]
     pub check_time: String,
     pub summary: CapacitySummary,
     /// One entry per accelerator type (`nvidia-l4`, `tpu-v5-lite-podslice`), in name order.
@@ -127,8 +128,8 @@ pub struct GpuUnits {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(example = "1g.5gb")]
     pub partition_size: Option<String>,
-    /// TIME_SHARING | MPS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::domain::gpu_sharing::Strategy>)]
     pub sharing_strategy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_clients_per_gpu: Option<u32>,

@@ -5,6 +5,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::domain::accelerators::Kind;
+use crate::domain::gpu_sharing::Strategy;
+use crate::domain::pools::{FailoverRole, TaintEffect};
+use crate::domain::provisioning::Provisioning;
 use crate::domain::{ClusterState, PoolState};
 
 /// Names of every cloud resource a cluster owns (null until created).
@@ -40,7 +44,9 @@ pub struct Cluster {
     pub resources: ClusterResources,
     pub endpoint: Option<String>,
     pub node_pools: Vec<NodePool>,
+    #[schema(format = DateTime)]
     pub create_time: String,
+    #[schema(format = DateTime)]
     pub update_time: String,
     pub created_by: String,
     pub reconciling: bool,
@@ -51,15 +57,13 @@ pub struct Cluster {
 pub struct Taint {
     pub key: String,
     pub value: String,
-    /// NO_SCHEDULE | PREFER_NO_SCHEDULE | NO_EXECUTE
-    pub effect: String,
+    pub effect: TaintEffect,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FailoverRef {
-    /// SPOT | ON_DEMAND
-    pub role: String,
+    pub role: FailoverRole,
     pub paired_pool: String,
 }
 
@@ -81,9 +85,7 @@ pub struct EstimatedCost {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GpuSharing {
-    /// TIME_SHARING | MPS
-    #[schema(example = "TIME_SHARING")]
-    pub strategy: String,
+    pub strategy: Strategy,
     /// Containers that may share one GPU (one partition with `partitionSize`): 2 to 48.
     #[schema(example = 4)]
     pub max_clients_per_gpu: u32,
@@ -91,8 +93,8 @@ pub struct GpuSharing {
 
 /// A node pool. Its shape is fixed when the pool is added and preserved by every later
 /// operation.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct NodePool {
     /// `projects/{p}/zones/{z}/clusters/{c}/nodePools/{pool}`.
     pub name: String,
@@ -100,8 +102,7 @@ pub struct NodePool {
     pub pool_id: String,
     #[schema(example = "gpu-l4")]
     pub accelerator: String,
-    /// GPU | TPU
-    pub kind: String,
+    pub kind: Kind,
     pub machine_type: String,
     pub gke_accelerator_type: Option<String>,
     pub accelerator_count: Option<i64>,
@@ -120,9 +121,10 @@ pub struct NodePool {
     /// How nodes are obtained: ON_DEMAND | SPOT | RESERVATION | FLEX_START | QUEUED.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "ON_DEMAND")]
-    pub provisioning: Option<String>,
+    pub provisioning: Option<Provisioning>,
     pub state: PoolState,
     pub estimated_hourly_cost: Option<EstimatedCost>,
+    #[schema(format = DateTime)]
     pub create_time: String,
     /// AIP-154 etag of the pool record: send it as `If-Match` on remove, resize or drill
     /// (409 ABORTED ETAG_MISMATCH when the pool changed since it was read).

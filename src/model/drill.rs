@@ -44,6 +44,7 @@ pub enum DrillPhase {
 pub struct DrillEvent {
     pub phase: DrillPhase,
     /// RFC 3339.
+    #[schema(format = DateTime)]
     pub time: String,
 }
 

@@ -6,6 +6,7 @@
 
 pub mod accelerator;
 pub mod capacity;
+pub mod cloud_enums;
 pub mod cluster;
 pub mod diagnose;
 pub mod drill;

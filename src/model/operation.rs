@@ -11,6 +11,7 @@ use crate::domain::{OperationState, OperationType, StepState};
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct OperationError {
     pub code: i32,
+    #[schema(value_type = crate::domain::RpcCode)]
     pub status: String,
     pub message: String,
     #[schema(value_type = Vec<Object>)]
@@ -23,7 +24,9 @@ pub struct Step {
     pub id: String,
     pub description: String,
     pub state: StepState,
+    #[schema(format = DateTime)]
     pub start_time: Option<String>,
+    #[schema(format = DateTime)]
     pub end_time: Option<String>,
     pub attempts: u32,
     pub message: Option<String>,
@@ -52,9 +55,13 @@ pub struct OperationMetadata {
     pub created_by: String,
     pub request_id: Option<String>,
     pub state: OperationState,
+    #[schema(format = DateTime)]
     pub create_time: String,
+    #[schema(format = DateTime)]
     pub start_time: Option<String>,
+    #[schema(format = DateTime)]
     pub update_time: String,
+    #[schema(format = DateTime)]
     pub end_time: Option<String>,
     pub cancel_requested: bool,
     /// Number of times a worker has claimed the operation.

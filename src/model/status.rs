@@ -17,6 +17,7 @@ pub struct ClusterStatus {
     /// `projects/{project}/zones/{zone}/clusters/{cluster}`.
     pub name: String,
     /// When the cloud was read (RFC 3339).
+    #[schema(format = DateTime)]
     pub check_time: String,
     pub cluster: ClusterLive,
     pub buckets: BucketsStatus,
@@ -53,8 +54,8 @@ pub struct GkeClusterStatus {
     pub name: String,
     /// `null` when it could not be checked (see `error`).
     pub exists: Option<bool>,
-    /// PROVISIONING | RUNNING | RECONCILING | STOPPING | ERROR | DEGRADED.
-    #[schema(example = "RUNNING")]
+    /// GKE's status, as GKE reports it.
+    #[schema(value_type = Option<super::cloud_enums::GkeClusterState>)]
     pub status: Option<String>,
     pub endpoint: Option<String>,
     pub location: Option<String>,
@@ -106,6 +107,7 @@ pub struct RepositoryStatus {
     /// `us`, `europe`, `asia` or a region.
     pub location: Option<String>,
     /// DOCKER for kineticd's repositories.
+    #[schema(value_type = Option<super::cloud_enums::RepositoryFormat>)]
     pub format: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -149,8 +151,8 @@ pub struct PoolStatus {
     pub recorded: bool,
     /// The record's state, when recorded.
     pub record_state: Option<PoolState>,
-    /// GKE's status (PROVISIONING | RUNNING | RUNNING_WITH_ERROR | RECONCILING |
-    /// STOPPING | ERROR); `null` when GKE has no such pool or could not be read.
+    /// GKE's status; `null` when GKE has no such pool or could not be read.
+    #[schema(value_type = Option<super::cloud_enums::GkeNodePoolState>)]
     pub gke_status: Option<String>,
     /// `null` when the Kubernetes API could not be read.
     pub nodes: Option<NodeCounts>,

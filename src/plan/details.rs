@@ -60,7 +60,7 @@ resources! {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DrillDetails {
-    /// RECLAIM_NODES | DELETE_POOL.
+    #[schema(value_type = crate::model::drill::DrillMode)]
     pub mode: String,
     pub spot_pool: String,
     pub fallback_pool: String,
@@ -158,6 +158,7 @@ pub struct MemberRole {
 #[serde(rename_all = "camelCase")]
 pub struct RepositoryDetails {
     pub docker_host: String,
+    #[schema(value_type = crate::model::cloud_enums::RepositoryFormat)]
     pub format: String,
 }
 
@@ -187,6 +188,7 @@ pub struct DefaultPool {
 #[serde(rename_all = "camelCase")]
 pub struct PoolDetails {
     pub accelerator: String,
+    #[schema(value_type = Option<crate::model::cloud_enums::GpuDriverVersion>)]
     pub driver_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimated_hourly_cost: Option<crate::model::EstimatedCost>,
@@ -202,6 +204,7 @@ pub struct PoolDetails {
     pub placement_topology: Option<String>,
     /// FLEX_START | QUEUED (absent for on-demand, spot and reservation pools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::domain::provisioning::Provisioning>)]
     pub provisioning: Option<String>,
     pub reservation: Option<String>,
     /// GPU time-sharing or MPS (absent: not shared).
@@ -227,6 +230,7 @@ pub struct NodeBounds {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PoolTaint {
+    #[schema(value_type = crate::domain::pools::TaintEffect)]
     pub effect: String,
     pub key: String,
     pub value: String,
