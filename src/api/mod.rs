@@ -14,7 +14,9 @@ macro_rules! list_response {
         #[serde(rename_all = "camelCase")]
         pub struct $name {
             pub $field: Vec<$item>,
+            /// Absent on the last page.
             #[serde(skip_serializing_if = "Option::is_none")]
+            #[schema(nullable = false)]
             pub next_page_token: Option<String>,
         }
 
@@ -74,6 +76,7 @@ use error::ErrorBody;
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Results per page: default 50, at most 1000 (larger values are lowered).
+    #[param(format = Int32)]
     pub page_size: Option<i64>,
     /// `nextPageToken` of the previous page.
     pub page_token: Option<String>,

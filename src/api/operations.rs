@@ -36,6 +36,7 @@ pub struct ListOperationsQuery {
     /// Terms joined by AND: `done=true|false`, `state=RUNNING`, `type=UP_CLUSTER`,
     /// `target="projects/p/zones/z/clusters/c"`, `team=ml`, `createdBy="a@x"`.
     pub filter: Option<String>,
+    #[param(format = Int32)]
     pub page_size: Option<i64>,
     pub page_token: Option<String>,
 }

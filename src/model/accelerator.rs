@@ -30,17 +30,23 @@ pub struct Accelerator {
     pub gke_accelerator_type: String,
     pub machine_type: String,
     /// GPUs per node (GPU).
+    #[schema(required = true)]
     pub count: Option<u32>,
     /// Chips in the slice (TPU).
+    #[schema(required = true)]
     pub chips: Option<u32>,
+    #[schema(required = true)]
     pub topology: Option<String>,
+    #[schema(required = true)]
     pub hosts_per_slice: Option<u32>,
     /// Other accepted spellings.
     pub aliases: Vec<String>,
     /// Whether the resolved spelling asked for spot capacity.
     pub spot: bool,
+    #[schema(required = true)]
     pub prices: Option<AcceleratorPrices>,
     /// With a cluster: whether the cluster has a pool of this accelerator.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub live: Option<bool>,
 }

@@ -37,11 +37,16 @@ pub struct CapacitySummary {
         example = "6 of 12 accelerators requested (50%); 6 free, 4 of them stranded on partly used nodes; 3 pods pending for accelerators; idle accelerators cost USD 4.26/hour"
     )]
     pub text: String,
+    #[schema(format = Int32)]
     pub allocatable: u64,
+    #[schema(format = Int32)]
     pub requested: u64,
+    #[schema(format = Int32)]
     pub free: u64,
     /// Free accelerators on nodes where some are requested (fragmentation).
+    #[schema(format = Int32)]
     pub stranded: u64,
+    #[schema(format = Int32)]
     pub pending_pods: u64,
     /// Free accelerators times their hourly price (types without a price are left out).
     pub idle_cost: IdleCost,
@@ -62,15 +67,20 @@ pub struct IdleCost {
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
     /// Allocatable accelerators (node `status.allocatable`).
+    #[schema(format = Int32)]
     pub allocatable: u64,
     /// Requested by pods bound to the nodes and not finished (limits count when a
     /// container has no request, as in Kubernetes).
+    #[schema(format = Int32)]
     pub requested: u64,
     /// `allocatable - requested`.
+    #[schema(format = Int32)]
     pub free: u64,
     /// Free accelerators on partly used nodes.
+    #[schema(format = Int32)]
     pub stranded: u64,
     /// The largest single-pod request that fits one schedulable node now.
+    #[schema(format = Int32)]
     pub largest_placeable_request: u64,
 }
 
@@ -100,18 +110,22 @@ pub struct PoolCapacity {
     pub accelerator_type: String,
     pub spot: bool,
     /// Accelerators per node.
+    #[schema(format = Int32)]
     pub per_node: u64,
     pub node_count: u32,
     /// The autoscaler's ceiling (records, else GKE); `null` when unknown.
+    #[schema(required = true)]
     pub max_nodes: Option<u32>,
     #[serde(flatten)]
     pub counts: Counts,
     /// Free accelerators of this pool times their price; `null` when the price is unknown.
+    #[schema(required = true)]
     pub idle_cost: Option<IdleCost>,
     pub nodes: Vec<NodeCapacity>,
     /// Set when the pool's GPUs are partitioned (MIG) or shared (time-sharing, MPS):
     /// then `perNode` and the counts are `nvidia.com/gpu` units, not physical GPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub gpu_units: Option<GpuUnits>,
 }
 
@@ -123,15 +137,17 @@ pub struct GpuUnits {
     #[schema(example = 7)]
     pub units_per_gpu: u32,
     /// Physical GPUs on the pool's nodes (`allocatable / unitsPerGpu`).
+    #[schema(format = Int32)]
     pub physical_gpus: u64,
     /// MIG partition size (`cloud.google.com/gke-gpu-partition-size`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(example = "1g.5gb")]
+    #[schema(example = "1g.5gb", nullable = false)]
     pub partition_size: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<crate::domain::gpu_sharing::Strategy>)]
+    #[schema(value_type = Option<crate::domain::gpu_sharing::Strategy>, nullable = false)]
     pub sharing_strategy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub max_clients_per_gpu: Option<u32>,
 }
 
@@ -180,6 +196,7 @@ pub struct PendingPod {
     #[schema(example = "nvidia.com/gpu")]
     pub resource: String,
     /// Accelerators requested.
+    #[schema(format = Int32)]
     pub requested: u64,
     pub reason: PendingReason,
     /// What is wrong and what would fix it.
@@ -189,5 +206,6 @@ pub struct PendingPod {
     /// the pool that grows (SCALE_UP_PENDING); empty when no pool matches.
     pub pools: Vec<String>,
     /// kube-scheduler's explanation (PodScheduled condition), when it gave one.
+    #[schema(required = true)]
     pub scheduler_message: Option<String>,
 }

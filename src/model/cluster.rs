@@ -15,15 +15,25 @@ use crate::domain::{ClusterState, PoolState};
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ClusterResources {
+    #[schema(required = true)]
     pub gke_cluster: Option<String>,
+    #[schema(required = true)]
     pub network: Option<String>,
+    #[schema(required = true)]
     pub router: Option<String>,
+    #[schema(required = true)]
     pub nat: Option<String>,
+    #[schema(required = true)]
     pub artifact_repository: Option<String>,
+    #[schema(required = true)]
     pub jobs_bucket: Option<String>,
+    #[schema(required = true)]
     pub builds_bucket: Option<String>,
+    #[schema(required = true)]
     pub state_bucket: Option<String>,
+    #[schema(required = true)]
     pub node_service_account: Option<String>,
+    #[schema(required = true)]
     pub build_service_account: Option<String>,
 }
 
@@ -42,6 +52,7 @@ pub struct Cluster {
     pub state: ClusterState,
     pub force_destroy: bool,
     pub resources: ClusterResources,
+    #[schema(required = true)]
     pub endpoint: Option<String>,
     pub node_pools: Vec<NodePool>,
     #[schema(format = DateTime)]
@@ -104,25 +115,36 @@ pub struct NodePool {
     pub accelerator: String,
     pub kind: Kind,
     pub machine_type: String,
+    #[schema(required = true)]
     pub gke_accelerator_type: Option<String>,
+    #[schema(required = true, format = Int32)]
     pub accelerator_count: Option<i64>,
+    #[schema(required = true)]
     pub tpu_topology: Option<String>,
+    #[schema(required = true, format = Int32)]
     pub hosts_per_slice: Option<i64>,
+    #[schema(format = Int32)]
     pub min_nodes: i64,
+    #[schema(format = Int32)]
     pub max_nodes: i64,
     pub spot: bool,
+    #[schema(required = true)]
     pub reservation: Option<String>,
     pub zones: Vec<String>,
     pub taints: Vec<Taint>,
     pub labels: BTreeMap<String, String>,
+    #[schema(required = true)]
     pub max_run_duration: Option<String>,
+    #[schema(required = true)]
     pub driver_version: Option<String>,
+    #[schema(required = true)]
     pub failover: Option<FailoverRef>,
     /// How nodes are obtained: ON_DEMAND | SPOT | RESERVATION | FLEX_START | QUEUED.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(example = "ON_DEMAND")]
+    #[schema(example = "ON_DEMAND", nullable = false)]
     pub provisioning: Option<Provisioning>,
     pub state: PoolState,
+    #[schema(required = true)]
     pub estimated_hourly_cost: Option<EstimatedCost>,
     #[schema(format = DateTime)]
     pub create_time: String,
@@ -131,14 +153,16 @@ pub struct NodePool {
     pub etag: String,
     /// GPU time-sharing or MPS (GPU pools only; absent: whole GPUs).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub sharing: Option<GpuSharing>,
     /// Multi-instance GPU partition size (`1g.5gb`; A100, H100, H200, B200 only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(example = "1g.5gb")]
+    #[schema(example = "1g.5gb", nullable = false)]
     pub partition_size: Option<String>,
     /// `nvidia.com/gpu` units one node advertises when its GPUs are shared or
     /// partitioned (GPUs x partitions per GPU x clients per GPU); absent: units are
     /// physical GPUs (`acceleratorCount`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, format = Int32)]
     pub gpu_units_per_node: Option<i64>,
 }

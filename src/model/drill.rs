@@ -73,6 +73,7 @@ pub struct DrillReport {
     pub timeline: Vec<DrillEvent>,
     /// From RECLAIM_STARTED to PODS_RUNNING (absent until the pods run again).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub time_to_recovery: Option<String>,
     /// Pods running on the spot pool's nodes when they were reclaimed.
     pub pods_affected: u32,
@@ -82,6 +83,7 @@ pub struct DrillReport {
     pub fallback_nodes_added: u32,
     /// What those fallback nodes cost per hour (on-demand price of the fallback pool).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub hourly_cost_on_fallback: Option<HourlyCost>,
 }
 

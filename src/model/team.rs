@@ -50,5 +50,6 @@ pub struct Me {
     /// Service admins see and change everything.
     pub admin: bool,
     pub teams: Vec<TeamRole>,
+    #[schema(required = true)]
     pub active_profile: Option<Profile>,
 }
