@@ -26,7 +26,11 @@ fn request_schemas(doc: &Value) -> Vec<String> {
     let mut out = vec![];
     for item in doc["paths"].as_object().unwrap().values() {
         for op in item.as_object().unwrap().values() {
-            for media in op["requestBody"]["content"].as_object().into_iter().flatten() {
+            for media in op["requestBody"]["content"]
+                .as_object()
+                .into_iter()
+                .flatten()
+            {
                 let s = &media.1["schema"];
                 for r in [&s["$ref"], &s["oneOf"][0]["$ref"]] {
                     if let Some(r) = r.as_str() {
@@ -40,7 +44,9 @@ fn request_schemas(doc: &Value) -> Vec<String> {
 }
 
 fn nullable(s: &Value) -> bool {
-    s["type"].as_array().is_some_and(|t| t.iter().any(|t| t == "null"))
+    s["type"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t == "null"))
         || s["oneOf"]
             .as_array()
             .is_some_and(|o| o.iter().any(|x| x["type"] == "null"))
@@ -51,7 +57,10 @@ fn integers(v: &Value, at: &str, out: &mut Vec<(String, Value)>) {
     match v {
         Value::Object(m) => {
             let t = &m.get("type").cloned().unwrap_or(Value::Null);
-            if t == "integer" || t.as_array().is_some_and(|a| a.iter().any(|x| x == "integer")) {
+            if t == "integer"
+                || t.as_array()
+                    .is_some_and(|a| a.iter().any(|x| x == "integer"))
+            {
                 out.push((at.to_owned(), v.clone()));
             }
             for (k, x) in m {
@@ -72,7 +81,10 @@ fn timestamps_are_date_times() {
         .filter(|(_, _, s)| s["format"] != "date-time")
         .map(|(n, p, _)| format!("{n}.{p}"))
         .collect();
-    assert!(wrong.is_empty(), "timestamps without format date-time: {wrong:?}");
+    assert!(
+        wrong.is_empty(),
+        "timestamps without format date-time: {wrong:?}"
+    );
 }
 
 #[test]
@@ -93,7 +105,10 @@ fn every_integer_is_int32() {
 fn a_response_property_that_can_be_null_is_required() {
     let doc = doc();
     let requests = request_schemas(&doc);
-    assert!(requests.contains(&"AddPoolRequest".to_owned()), "{requests:?}");
+    assert!(
+        requests.contains(&"AddPoolRequest".to_owned()),
+        "{requests:?}"
+    );
     let required = |n: &str, p: &str| {
         doc["components"]["schemas"][n]["required"]
             .as_array()
@@ -167,5 +182,82 @@ fn enum_like_fields_are_enums() {
         .find(|p| p["name"] == "state")
         .unwrap()["schema"]
         .clone();
-    assert!(resolve(&state)["enum"].is_array(), "?state= is not an enum: {state}");
+    assert!(
+        resolve(&state)["enum"].is_array(),
+        "?state= is not an enum: {state}"
+    );
+}
+
+#[test]
+fn an_operations_response_is_a_union_discriminated_by_its_type() {
+    let doc = doc();
+    let schemas = &doc["components"]["schemas"];
+    let response = &schemas["Operation"]["properties"]["response"];
+    assert_eq!(
+        response["discriminator"]["propertyName"], "@type",
+        "{response}"
+    );
+    let members: Vec<&str> = response["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["$ref"].as_str().unwrap().rsplit('/').next().unwrap())
+        .collect();
+    assert_eq!(
+        members,
+        ["ClusterResponse", "ResizeResponse", "DrillReport"]
+    );
+    for m in members {
+        let s = &schemas[m];
+        assert_eq!(
+            s["properties"]["@type"]["enum"],
+            serde_json::json!([m]),
+            "{m}"
+        );
+        assert!(
+            s["required"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r == "@type"),
+            "{m}"
+        );
+        assert_eq!(
+            response["discriminator"]["mapping"][m],
+            format!("#/components/schemas/{m}")
+        );
+    }
+    let plan = &schemas["OperationMetadata"]["properties"]["plan"]["oneOf"][0]["$ref"];
+    assert_eq!(plan, "#/components/schemas/Plan");
+}
+
+#[test]
+fn money_has_one_shape() {
+    let doc = doc();
+    let mut currencies = 0;
+    for (name, prop, s) in properties(&doc) {
+        if prop == "currency" {
+            currencies += 1;
+            assert_eq!(
+                s["$ref"], "#/components/schemas/Currency",
+                "{name}.currency: {s}"
+            );
+        }
+    }
+    assert!(currencies >= 4, "{currencies}");
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    // Amounts are numbers beside a currency; an amount per hour alone is an HourlyCost.
+    for (name, s) in schemas {
+        let props = s["properties"].as_object();
+        if props.is_some_and(|p| p.contains_key("currency")) {
+            for (prop, v) in props.unwrap() {
+                if prop != "currency" && prop != "@type" {
+                    assert_eq!(v["type"], "number", "{name}.{prop}: {v}");
+                }
+            }
+        }
+    }
+    assert!(!schemas.contains_key("IdleCost"));
+    let drill = &schemas["DrillReport"]["properties"]["hourlyCostOnFallback"];
+    assert_eq!(drill["$ref"], "#/components/schemas/HourlyCost", "{drill}");
 }

@@ -51,8 +51,7 @@ pub struct ListClustersQuery {
     /// Only clusters in this state.
     #[param(value_type = Option<crate::domain::ClusterState>)]
     pub state: Option<String>,
-    #[param(format = Int32)]
-    pub page_size: Option<i64>,
+    pub page_size: Option<i32>,
     pub page_token: Option<String>,
 }
 

@@ -48,6 +48,7 @@ pub mod idempotency;
 pub mod limits;
 pub mod metrics;
 pub mod openapi;
+pub mod operation_union;
 pub mod operations;
 pub mod panic;
 pub mod preview;
@@ -76,8 +77,7 @@ use error::ErrorBody;
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Results per page: default 50, at most 1000 (larger values are lowered).
-    #[param(format = Int32)]
-    pub page_size: Option<i64>,
+    pub page_size: Option<i32>,
     /// `nextPageToken` of the previous page.
     pub page_token: Option<String>,
 }
@@ -86,7 +86,7 @@ impl PageQuery {
     /// The service's page request; tokens are checked against `key`.
     pub fn request(&self, key: &PageKey) -> PageRequest {
         PageRequest {
-            size: self.page_size,
+            size: self.page_size.map(i64::from),
             token: self.page_token.clone(),
             key: key.clone(),
         }

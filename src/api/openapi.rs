@@ -95,6 +95,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// development-only routes (and the schemas only they use).
 pub fn published(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    super::operation_union::apply(&mut doc);
     doc.paths
         .paths
         .retain(|path, _| !path.starts_with(UNPUBLISHED_PREFIX));

@@ -8,7 +8,7 @@ use crate::domain::accelerators::Kind;
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AcceleratorPrices {
-    #[schema(example = "USD")]
+    #[schema(value_type = super::money::Currency)]
     pub currency: String,
     /// Estimated price of one node for an hour, on demand.
     #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]

@@ -10,6 +10,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub use super::money::HourlyCost;
+
 /// `GET .../clusters/{cluster}/capacity`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -49,17 +51,7 @@ pub struct CapacitySummary {
     #[schema(format = Int32)]
     pub pending_pods: u64,
     /// Free accelerators times their hourly price (types without a price are left out).
-    pub idle_cost: IdleCost,
-}
-
-/// Hourly cost of accelerators nobody requests.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct IdleCost {
-    #[schema(example = "USD")]
-    pub currency: String,
-    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
-    pub per_hour: f64,
+    pub idle_cost: HourlyCost,
 }
 
 /// Counts shared by every level (cluster, accelerator type, pool, node).
@@ -120,7 +112,7 @@ pub struct PoolCapacity {
     pub counts: Counts,
     /// Free accelerators of this pool times their price; `null` when the price is unknown.
     #[schema(required = true)]
-    pub idle_cost: Option<IdleCost>,
+    pub idle_cost: Option<HourlyCost>,
     pub nodes: Vec<NodeCapacity>,
     /// Set when the pool's GPUs are partitioned (MIG) or shared (time-sharing, MPS):
     /// then `perNode` and the counts are `nvidia.com/gpu` units, not physical GPUs.

@@ -81,7 +81,7 @@ pub struct FailoverRef {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EstimatedCost {
-    #[schema(example = "USD")]
+    #[schema(value_type = super::money::Currency)]
     pub currency: String,
     #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
     pub per_node: f64,
@@ -96,7 +96,9 @@ pub struct EstimatedCost {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GpuSharing {
-    pub strategy: Strategy,
+    /// A request's strategy is read as text, so that a wrong one gets INVALID_SHARING.
+    #[schema(value_type = Strategy)]
+    pub strategy: String,
     /// Containers that may share one GPU (one partition with `partitionSize`): 2 to 48.
     #[schema(example = 4)]
     pub max_clients_per_gpu: u32,

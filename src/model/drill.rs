@@ -9,6 +9,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub use super::money::HourlyCost;
+
 /// How the spot pool is taken away.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -46,16 +48,6 @@ pub struct DrillEvent {
     /// RFC 3339.
     #[schema(format = DateTime)]
     pub time: String,
-}
-
-/// An hourly cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HourlyCost {
-    #[schema(example = "USD")]
-    pub currency: String,
-    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
-    pub amount: f64,
 }
 
 /// The response of a FAILOVER_DRILL operation. When the drill ends at its deadline the

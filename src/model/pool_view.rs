@@ -28,7 +28,7 @@ impl From<&CostRecord> for EstimatedCost {
 impl From<&SharingRecord> for GpuSharing {
     fn from(x: &SharingRecord) -> Self {
         GpuSharing {
-            strategy: x.strategy,
+            strategy: x.strategy.as_str().to_owned(),
             max_clients_per_gpu: x.max_clients_per_gpu,
         }
     }

@@ -94,7 +94,7 @@ pub struct NoopStep {
 }
 
 /// The NOOP response: how many steps ran.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct NoopResponse {
     pub steps: usize,
 }
