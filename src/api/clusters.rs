@@ -35,8 +35,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         ))
         // `{pool}` may carry a custom verb (`pool:drill`).
         .route(
-            super::drill::POOL_PATH,
-            axum::routing::post(super::drill::pool_verb),
+            super::pool_verbs::POOL_PATH,
+            axum::routing::post(super::pool_verbs::pool_verb),
         )
 }
 

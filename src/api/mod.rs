@@ -51,6 +51,7 @@ pub mod openapi;
 pub mod operation_union;
 pub mod operations;
 pub mod panic;
+pub mod pool_verbs;
 pub mod preview;
 pub mod profiles;
 pub mod provision;

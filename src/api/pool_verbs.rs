@@ -1,0 +1,65 @@
+//! The node pool's custom methods, POSTs on `{pool}:verb` (AIP-136): `:drill` and the
+//! previews of the pool's mutations (`:previewDelete`, `:previewUpdate`,
+//! `:previewDrill`) share one route, since the router sees one path segment; this module
+//! only dispatches, each verb's handler is documented in its own module
+//! ([`super::drill`], [`super::preview`]).
+//!
+//! Invariant: an unknown verb is 404 `METHOD_NOT_FOUND`, never a handler; the cluster
+//! path is validated before any handler runs.
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::response::Response;
+
+use crate::service::clusters::ClusterPath;
+
+use super::drill::drill_node_pool;
+use super::error::ApiError;
+use super::extract::{ApiPath, ApiQuery, IfMatch, split_verb, unknown_verb};
+use super::preview::{self, body_of};
+use super::provision::{MutationParts, respond};
+use super::state::AppState;
+
+/// The pool path the verbs hang on.
+pub const POOL_PATH: &str =
+    "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}";
+
+/// POST on a pool: its custom methods (the drill and the previews of the pool's
+/// mutations).
+pub async fn pool_verb(
+    State(s): State<AppState>,
+    ApiPath((project, zone, cluster, segment)): ApiPath<(String, String, String, String)>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    let Some((pool, verb)) = split_verb(&segment) else {
+        return Err(unknown_verb(&format!(
+            "POST {}/nodePools/{segment}",
+            path.name()
+        )));
+    };
+    let (mut parts, body) = req.into_parts();
+    let r = MutationParts::from_request_parts(&mut parts, &s).await?;
+    let IfMatch(if_match) = IfMatch::from_request_parts(&mut parts, &s).await?;
+    match verb {
+        "drill" => {
+            let b = body_of(parts, body, &s).await?;
+            Ok(respond(
+                drill_node_pool(&s, r, path, pool, if_match, b).await?,
+            ))
+        }
+        "previewDrill" => {
+            let b = body_of(parts, body, &s).await?;
+            preview::preview_drill_node_pool(&s, r, path, pool, if_match, b).await
+        }
+        "previewDelete" => preview::preview_delete_node_pool(&s, r, path, pool, if_match).await,
+        "previewUpdate" => {
+            let ApiQuery(q) = ApiQuery::from_request_parts(&mut parts, &s).await?;
+            let b = body_of(parts, body, &s).await?;
+            preview::preview_update_node_pool(&s, r, path, pool, if_match, q, b).await
+        }
+        _ => Err(unknown_verb(&format!(
+            "POST {}/nodePools/{segment}",
+            path.name()
+        ))),
+    }
+}
