@@ -8,10 +8,8 @@
 //! `type: X, nullable: true`; `oneOf` with a `null` branch -> `nullable`; `const` ->
 //! one-value `enum`; `examples` -> `example`; numeric `exclusiveMinimum` -> boolean),
 //! keywords 3.0 lacks are dropped, and nothing a route accepts or answers changes, with
-//! two generator-facing exceptions, both listed in [`for_generators`]: a request body
-//! offered in several media types keeps only JSON, and (temporarily, until every route
-//! has one success type in the 3.1 document too) a route answering both 202 and another
-//! 2xx keeps only the 202.
+//! one generator-facing exception ([`for_generators`]): a request body offered in several
+//! media types keeps only JSON.
 
 use serde_json::{Map, Value};
 
@@ -63,13 +61,9 @@ pub fn down_convert(mut doc: Value) -> Value {
     doc
 }
 
-/// What generators need beyond a valid 3.0 document (each a no-op where the document
-/// already satisfies it):
-/// - a request body offered in several media types keeps only `application/json`
-///   (`:checkWorkload` also reads YAML; progenitor takes one media type per body);
-/// - a route that answers 202 and another 2xx keeps only the 202: progenitor refuses
-///   two success types. Temporary: the 3.1 document is moving `validateOnly` previews
-///   to `:preview` methods with one success type each, which makes this a no-op.
+/// What generators need beyond a valid 3.0 document: a request body offered in several
+/// media types keeps only `application/json` (`:checkWorkload` also reads YAML;
+/// progenitor takes one media type per body).
 pub fn for_generators(mut doc: Value) -> Value {
     let operations = doc
         .get_mut("paths")
@@ -88,11 +82,6 @@ pub fn for_generators(mut doc: Value) -> Value {
             && content.contains_key("application/json")
         {
             content.retain(|media, _| media == "application/json");
-        }
-        if let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut)
-            && responses.contains_key("202")
-        {
-            responses.retain(|code, _| code == "202" || !code.starts_with('2'));
         }
     }
     doc
@@ -413,16 +402,17 @@ mod tests {
     }
 
     #[test]
-    fn generators_get_one_success_type_and_one_body_media_type() {
+    fn generators_get_one_body_media_type_and_every_answer() {
         let doc = json!({"paths": {"/c": {
             "put": {"responses": {"200": {}, "202": {}, "400": {}}},
-            "get": {"responses": {"200": {}, "404": {}}},
             "post": {"requestBody": {"content": {"application/json": {}, "application/yaml": {}}}, "responses": {"200": {}}}
         }}});
         let out = for_generators(doc);
         let c = &out["paths"]["/c"];
-        assert_eq!(c["put"]["responses"], json!({"202": {}, "400": {}}));
-        assert_eq!(c["get"]["responses"], json!({"200": {}, "404": {}}));
+        assert_eq!(
+            c["put"]["responses"],
+            json!({"200": {}, "202": {}, "400": {}})
+        );
         assert_eq!(
             c["post"]["requestBody"]["content"],
             json!({"application/json": {}})

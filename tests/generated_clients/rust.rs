@@ -16,7 +16,8 @@ mod kineticd_client {
 }
 
 use kineticd_client::types::{
-    ActionKind, ClusterState, OperationState, OperationType, Plan, PoolState,
+    AcceleratorKind, ActionKind, ClusterState, OperationState, OperationType, Plan, PoolState,
+    RpcStatus,
 };
 use kineticd_client::{Client, Error, types};
 
@@ -129,7 +130,7 @@ async fn generated_rust_client_drives_serve_dev() {
     {
         Err(Error::ErrorResponse(e)) => {
             assert_eq!(e.status().as_u16(), 404);
-            assert_eq!(e.error.status, "NOT_FOUND");
+            assert_eq!(e.error.status, RpcStatus::NotFound);
             assert_eq!(e.error.details[0].domain, "kineticd");
             println!("before up: {}", e.error.details[0].reason);
         }
@@ -180,29 +181,22 @@ async fn generated_rust_client_drives_serve_dev() {
     let gpu = &listed.node_pools[0];
     let gpu_id = gpu.pool_id.clone();
     assert_eq!(gpu.accelerator, GPU);
-    assert_eq!(gpu.kind, "GPU");
+    assert_eq!(gpu.kind, AcceleratorKind::Gpu);
     assert_eq!(gpu.state, PoolState::Running);
     assert_eq!(gpu.name, format!("{name}/nodePools/{gpu_id}"));
 
-    // 4. Preview a TPU pool add: a plan that creates one node pool, nothing queued.
-    // (validateOnly answers 200 Plan, which the 3.0 rendering leaves out for now, so the
-    // client hands back the raw answer; it is read as the generated Plan.)
-    let preview = client
-        .create_node_pool()
+    // 4. Preview a TPU pool add (`:previewCreate`): a plan that creates one node pool,
+    // nothing queued.
+    let plan: Plan = client
+        .preview_create_node_pool()
         .project(PROJECT)
         .zone(ZONE)
         .cluster(CLUSTER)
-        .validate_only(true)
         .body_map(|b| b.accelerator(Some(TPU.to_owned())))
         .send()
-        .await;
-    let plan: Plan = match preview {
-        Err(Error::UnexpectedResponse(raw)) => {
-            assert_eq!(raw.status().as_u16(), 200);
-            raw.json().await.expect("a Plan")
-        }
-        other => panic!("createNodePool?validateOnly=true: {other:?}"),
-    };
+        .await
+        .expect("previewCreateNodePool")
+        .into_inner();
     // Action is a tagged union (on `type`); the pool it creates is a typed PoolDetails.
     let creates: Vec<&types::PoolDetails> = plan
         .actions
@@ -261,7 +255,7 @@ async fn generated_rust_client_drives_serve_dev() {
         .expect("getNodePool")
         .into_inner();
     assert_eq!(tpu.accelerator, TPU);
-    assert_eq!(tpu.kind, "TPU");
+    assert_eq!(tpu.kind, AcceleratorKind::Tpu);
     assert_eq!(tpu.state, PoolState::Running);
     assert_eq!(tpu.tpu_topology.as_deref(), Some("4x4"));
     let mut ids: Vec<String> = client

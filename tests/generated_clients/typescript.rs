@@ -1,6 +1,6 @@
 //! The TypeScript client: openapi-generator `typescript-fetch` generates it from the 3.0
-//! rendering (the generator's 3.1 support is in beta: from the 3.1 document it types
-//! `applyCluster` as answering a Plan), the pinned `tsc` compiles it with
+//! rendering (the generator's 3.1 support is in beta; it says so at every run), the
+//! pinned `tsc` compiles it with
 //! tests/openapi_client_ts/run.ts in strict mode, and Node runs the day in the life
 //! against `serve --dev`.
 

@@ -1,7 +1,7 @@
 // The TypeScript client generated from kineticd's OpenAPI document (openapi-generator
 // `typescript-fetch`), used against a running `kineticd serve --dev`: the day in the life
 // of a team. Create the team, `up` a cluster with an L4 GPU pool and wait, list its node
-// pools, preview a TPU pool add (validateOnly: a plan, nothing queued), add it and wait,
+// pools, preview a TPU pool add (`:previewCreate`: a plan, nothing queued), add it and wait,
 // then `down` the cluster and wait. Every answer is a generated type; every field that
 // matters is checked.
 //
@@ -26,7 +26,6 @@ import {
   OperationType,
   OperationsApi,
   Plan,
-  PlanFromJSON,
   ResponseError,
   Team,
   TeamsApi,
@@ -125,16 +124,12 @@ async function main(api: string): Promise<void> {
   assert.ok(listed.nextPageToken == null, "one page");
   console.log(`pools: ${gpu.poolId} ${gpu.kind} ${gpu.accelerator} ${gpu.state}`);
 
-  // 4. Preview a TPU pool add: a plan that creates one node pool, and nothing queued.
-  // (validateOnly answers 200 Plan; the generated method is typed for the 202, so the
-  // preview reads the raw answer through the generated Plan model.)
-  const previewRaw = await pools.createNodePoolRaw({
+  // 4. Preview a TPU pool add (`:previewCreate`): a plan that creates one node pool, and
+  // nothing queued.
+  const plan: Plan = await pools.previewCreateNodePool({
     ...where,
     addPoolRequest: { accelerator: TPU },
-    validateOnly: true,
   });
-  assert.equal(previewRaw.raw.status, 200);
-  const plan: Plan = PlanFromJSON(await previewRaw.raw.json());
   const creates = plan.actions.filter(
     (a) => a.action === "CREATE" && a.type === "container.nodePool",
   );
