@@ -48,6 +48,7 @@ pub mod idempotency;
 pub mod limits;
 pub mod metrics;
 pub mod openapi;
+pub mod openapi30;
 pub mod operation_union;
 pub mod operations;
 pub mod panic;

@@ -37,7 +37,12 @@ pub enum Command {
         database_url: String,
     },
     /// Print the OpenAPI document (JSON).
-    Openapi,
+    Openapi {
+        /// OpenAPI version to render: 3.1 (the published document) or 3.0 (for
+        /// generators that read only 3.0; committed as openapi/kineticd.openapi30.json).
+        #[arg(long, default_value = "3.1", value_parser = ["3.1", "3.0"])]
+        openapi_version: String,
+    },
     /// Run the cloud simulator alone (Google Cloud APIs + simulated clusters' Kubernetes).
     Sim {
         /// Address to listen on.
@@ -80,8 +85,11 @@ pub fn main() -> std::process::ExitCode {
                 print!("{}", crate::api::reasons::markdown());
                 Ok(())
             }
-            Command::Openapi => {
-                print!("{}", crate::api::openapi::document_json());
+            Command::Openapi { openapi_version } => {
+                match openapi_version.as_str() {
+                    "3.0" => print!("{}", crate::api::openapi30::document_json()),
+                    _ => print!("{}", crate::api::openapi::document_json()),
+                }
                 Ok(())
             }
         }
