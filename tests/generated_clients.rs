@@ -1,7 +1,7 @@
 //! Typed clients generated from the OpenAPI document, in two more ecosystems than the
 //! Python one (tests/openapi_client.rs), each compiled and each driving the day in the
 //! life of a team against the real `kineticd serve --dev`: create the team, `up` a cluster
-//! and wait, list its node pools, preview a pool add (validateOnly), add it and wait,
+//! and wait, list its node pools, preview a pool add (`previewCreateNodePool`), add it and wait,
 //! `down` and wait.
 //!
 //! - Rust: progenitor, at compile time (`progenitor::generate_api!` over the committed

@@ -216,7 +216,7 @@ async fn generated_rust_client_drives_serve_dev() {
         .estimated_hourly_cost
         .as_ref()
         .expect("the plan prices the pool");
-    assert_eq!(cost.currency, "USD");
+    assert_eq!(cost.currency.as_str(), "USD");
     let ops = client
         .list_operations()
         .filter(format!("target=\"{name}\""))
