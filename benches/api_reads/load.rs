@@ -1,7 +1,8 @@
 //! The in-repo load generator: `CONNECTIONS` keep-alive HTTP/1.1 connections, each a
 //! task that sends one request, reads the whole body, and sends the next, until the
-//! fixed duration is over. It runs on its own runtime (own threads), so the server's
-//! runtime schedules only server work.
+//! fixed duration is over. It runs on its own runtime (own threads, named [`THREAD`]),
+//! so the server's runtime schedules only server work and the CPU time of each can be
+//! told apart.
 //!
 //! Invariant: every counted request answered 200 with a non-empty body; anything else
 //! aborts the run (a fast error must never pass for throughput).
@@ -10,19 +11,40 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
+/// The name of the generator's threads.
+pub const THREAD: &str = "kbench-load";
+
 /// One run's figures.
 #[derive(Debug, Clone, Copy)]
 pub struct Run {
     pub rps: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// Requests counted.
+    #[allow(dead_code)] // read by api_reads, not by scale
+    pub n: usize,
 }
 
 /// `GET url` as `user` from `conns` connections for `secs`; a short warm-up (which also
 /// opens every connection) is not counted.
+#[allow(dead_code)] // used by scale; api_reads samples CPU with [`run_sampled`]
 pub fn run(url: &str, user: &str, conns: usize, secs: f64, threads: usize) -> Result<Run> {
+    run_sampled(url, user, conns, secs, threads, || ()).map(|(r, _, _)| r)
+}
+
+/// [`run`], calling `sample` (e.g. CPU time read from `/proc`) just before and just
+/// after the counted part; the run and both samples.
+pub fn run_sampled<T>(
+    url: &str,
+    user: &str,
+    conns: usize,
+    secs: f64,
+    threads: usize,
+    sample: impl Fn() -> T,
+) -> Result<(Run, T, T)> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
+        .thread_name(THREAD)
         .enable_all()
         .build()?;
     rt.block_on(async {
@@ -31,6 +53,7 @@ pub fn run(url: &str, user: &str, conns: usize, secs: f64, threads: usize) -> Re
             .tcp_nodelay(true)
             .build()?;
         warm(&http, url, user, conns).await?;
+        let before = sample();
         let end = Instant::now() + Duration::from_secs_f64(secs);
         let start = Instant::now();
         let tasks: Vec<_> = (0..conns)
@@ -43,7 +66,9 @@ pub fn run(url: &str, user: &str, conns: usize, secs: f64, threads: usize) -> Re
         for t in tasks {
             us.extend(t.await??);
         }
-        Ok(summarise(us, start.elapsed().as_secs_f64()))
+        let wall = start.elapsed().as_secs_f64();
+        let after = sample();
+        Ok((summarise(us, wall), before, after))
     })
 }
 
@@ -59,6 +84,7 @@ pub fn summarise(mut us: Vec<u32>, wall: f64) -> Run {
         rps: us.len() as f64 / wall,
         p50_ms: at(0.5),
         p99_ms: at(0.99),
+        n: us.len(),
     }
 }
 

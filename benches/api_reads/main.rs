@@ -1,21 +1,26 @@
 //! API read benchmark beside PostgreSQL (`cargo bench --bench api_reads`; not a test):
-//! issue 15, benchmark 1.
+//! issue 15 benchmark 1, and issue 26 item 6 (reads of real operations).
 //!
 //! On the PostgreSQL at `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432`,
 //! the machine's own server) it creates a fresh database, starts the production router
 //! in this process (as `serve --dev`: dev identity header, per-request tracing span
-//! with logs at `warn`), seeds one team (4 projects x 50 clusters x 3 node pools, 1,000
-//! queued operations) through the store, and then, `KBENCH_REPS` times (default 3), runs
-//! the in-repo load generator ([`load`]: `KBENCH_CONNS` = 64 keep-alive connections for
-//! `KBENCH_SECS` = 10 s) against `GET /v1/operations/{id}`, `GET /v1/projects/{p}/zones/
-//! {z}/clusters/{c}` and `GET /v1/clusters?pageSize=50`, and `pgbench -S -c 64 -j 2 -T 10`
-//! on a pgbench database of the same server. It prints the medians as a Markdown table
-//! with the ratio API ÷ pgbench, and the SQL statements each read sends ([`count`]).
-//! `KBENCH_POOL` (default 20, as `serve`) sets the database pool size.
-//! `KBENCH_OUTSIDE=1` runs the server as its own `kineticd serve` process instead, in
-//! four variants (default logs or `RUST_LOG=warn`, unpinned or pinned away from the load
-//! generator), loaded by `wrk` when it is on PATH, with CPU time per request of each
-//! party ([`outside`]).
+//! with logs at `warn`) with the built-in simulator, runs real operations to SUCCEEDED
+//! with the production workers ([`seed`]: `up` of a gpu-l4 cluster, a failover pool pair
+//! added, a drill of the pair), seeds the baseline (one team, 4 projects x 50 clusters x
+//! 3 node pools, 1,000 queued NOOP operations), and then, `KBENCH_REPS` times (default
+//! 3), runs the in-repo load generator ([`load`]: `KBENCH_CONNS` = 64 keep-alive
+//! connections for `KBENCH_SECS` = 8 s) against `GET /v1/operations/{id}` of each real
+//! operation and of a queued NOOP, and `pgbench -S -c 64 -j 2 -T 8` on a pgbench database
+//! of the same server. It prints medians as a Markdown table ([`report`]) with the ratio
+//! API / pgbench, p99, the CPU microseconds per request of kineticd (this process less
+//! the generator's threads) and of PostgreSQL (postmaster and backends, [`cpu`]), the SQL
+//! statements each read sends ([`count`]), and the targets' verdicts.
+//! `KBENCH_CLUSTERS=1` adds `GET` of a cluster and of a cluster page; `KBENCH_POOL`
+//! (default 20, as `serve`) sets the database pool size.
+//! `KBENCH_OUTSIDE=1` runs the server as its own `kineticd serve` process instead,
+//! loaded by `wrk` when it is on PATH ([`outside`]), with `KBENCH_VARIANTS=all` for its
+//! four variants (logs, pinning) and `KBENCH_STORE=1` for the store functions alone.
+//! The default run takes about 3 minutes.
 //!
 //! Invariant: the caller is a VIEWER member (not an admin), so every read pays the same
 //! authorisation as a real member's; both databases are dropped at the end.
@@ -26,11 +31,14 @@ mod app_support;
 #[path = "../support/baseline.rs"]
 mod baseline;
 mod count;
+mod cpu;
 mod load;
 mod outside;
 mod pgbench;
 #[path = "../support/records.rs"]
 mod records;
+mod report;
+mod seed;
 #[path = "../support/serve.rs"]
 mod serve;
 mod store_only;
@@ -39,12 +47,10 @@ mod support;
 
 use anyhow::Result;
 use sqlx::{Connection, Executor, PgConnection};
-use support::{PgServer, env_or, median};
+use support::{PgServer, env_or};
 
-use baseline::{CLUSTERS_PER_PROJECT, OPERATIONS, POOLS_PER_CLUSTER, PROJECTS, READER, ZONE};
-
-const TARGET_RATIO: f64 = 1.0 / 3.0;
-const TARGET_P99_MS: f64 = 10.0;
+use baseline::{READER, ZONE};
+use report::{Figures, Row};
 
 struct Knobs {
     outside: bool,
@@ -52,6 +58,9 @@ struct Knobs {
     secs: u32,
     conns: usize,
     pool: u32,
+    clusters: bool,
+    all_variants: bool,
+    store: bool,
 }
 
 fn main() -> Result<()> {
@@ -62,9 +71,12 @@ fn main() -> Result<()> {
     let knobs = Knobs {
         outside: env_or("KBENCH_OUTSIDE", 0u8)? != 0,
         reps: env_or("KBENCH_REPS", 3usize)?.max(1),
-        secs: env_or("KBENCH_SECS", 10u32)?.max(1),
+        secs: env_or("KBENCH_SECS", 8u32)?.max(1),
         conns: env_or("KBENCH_CONNS", 64usize)?.max(1),
         pool: env_or("KBENCH_POOL", 20u32)?.max(2),
+        clusters: env_or("KBENCH_CLUSTERS", 0u8)? != 0,
+        all_variants: std::env::var("KBENCH_VARIANTS").is_ok_and(|v| v.trim() == "all"),
+        store: env_or("KBENCH_STORE", 0u8)? != 0,
     };
     let pg = PgServer::from_env()?;
     let [api_db, pg_db] = PgServer::scratch_names(["kbench_api", "kbench_pgbench"]);
@@ -86,48 +98,79 @@ fn main() -> Result<()> {
     })
 }
 
+/// One read the bench loads.
+pub struct Read {
+    pub label: String,
+    /// The path after the API's address.
+    pub path: String,
+    pub about: String,
+    /// Its store function, for the store-only rows.
+    pub store: store_only::Read,
+    /// Whether the targets apply (the operation reads).
+    pub targeted: bool,
+}
+
+/// The operation reads of `s`, and with `clusters` the cluster reads.
+pub fn reads(s: &seed::Seeded, clusters: bool) -> Result<Vec<Read>> {
+    let mut out = Vec::new();
+    for op in &s.ops {
+        out.push(Read {
+            label: format!("GET /v1/operations/{{id}}: {}", op.label),
+            path: format!("/v1/operations/{}", op.id),
+            about: op.about.clone(),
+            store: store_only::Read::Operation(op.id.parse()?),
+            targeted: true,
+        });
+    }
+    if clusters {
+        let (project, cluster) = (&s.project, &s.cluster);
+        out.push(Read {
+            label: "GET /v1/projects/{p}/zones/{z}/clusters/{c}".into(),
+            path: format!("/v1/projects/{project}/zones/{ZONE}/clusters/{cluster}"),
+            about: "a cluster with 3 pools".into(),
+            store: store_only::Read::Cluster,
+            targeted: false,
+        });
+        out.push(Read {
+            label: "GET /v1/clusters?pageSize=50".into(),
+            path: "/v1/clusters?pageSize=50".into(),
+            about: "50 clusters, 150 pools".into(),
+            store: store_only::Read::ClusterPage,
+            targeted: false,
+        });
+    }
+    Ok(out)
+}
+
 async fn run(k: &Knobs, api_url: &str, pg_url: &str) -> Result<()> {
     let app = app_support::start_at(api_url, k.pool, 0.0, |_| {}).await?;
-    let t = baseline::fill(&app.db).await?;
-    let (op, project, cluster) = (t.operation, t.project, t.cluster);
+    let seeded = seed::fill(&app).await?;
     pgbench::init(pg_url).await?;
-    let reads = [
-        (
-            "GET /v1/operations/{id}",
-            format!("{}/v1/operations/{op}", app.api),
-        ),
-        (
-            "GET /v1/projects/{p}/zones/{z}/clusters/{c}",
-            format!(
-                "{}/v1/projects/{project}/zones/{ZONE}/clusters/{cluster}",
-                app.api
-            ),
-        ),
-        (
-            "GET /v1/clusters?pageSize=50",
-            format!("{}/v1/clusters?pageSize=50", app.api),
-        ),
-    ];
+    let watch = cpu::Watch {
+        postmaster: cpu::postmaster_pid(&app.db).await?,
+        server: None,
+    };
+    let reads = reads(&seeded, k.clusters)?;
     let cpus = std::thread::available_parallelism()?.get();
     println!(
-        "api_reads: {} reps x {} s, {} connections, DB pool {}, {cpus} CPUs; \
-         seeded {} clusters, {} pools, {OPERATIONS} operations",
+        "api_reads (server in this process): {} reps x {} s, {} connections, DB pool {}, \
+         {cpus} CPUs; load average {}",
         k.reps,
         k.secs,
         k.conns,
         k.pool,
-        PROJECTS * CLUSTERS_PER_PROJECT,
-        PROJECTS * CLUSTERS_PER_PROJECT * POOLS_PER_CLUSTER
+        support::loadavg()
     );
 
     // SQL statements per read, sequentially, 20 requests each.
     let mut per_read = Vec::new();
-    for (_, url) in &reads {
+    for r in &reads {
+        let url = format!("{}{}", app.api, r.path);
         let http = reqwest::Client::new();
-        let (r, n) = count::counting(async {
+        let (res, n) = count::counting(async {
             for _ in 0..20 {
                 let r = http
-                    .get(url)
+                    .get(&url)
                     .header("x-kinetic-user", READER)
                     .send()
                     .await?;
@@ -137,60 +180,38 @@ async fn run(k: &Knobs, api_url: &str, pg_url: &str) -> Result<()> {
             Ok(())
         })
         .await;
-        r?;
+        res?;
         per_read.push(n as f64 / 20.0);
     }
 
-    let mut api: Vec<Vec<load::Run>> = vec![Vec::new(); reads.len()];
-    let mut tps = Vec::new();
-    for rep in 0..k.reps {
-        for (i, (what, url)) in reads.iter().enumerate() {
-            let (url, conns, secs) = (url.clone(), k.conns, f64::from(k.secs));
-            let r = tokio::task::spawn_blocking(move || load::run(&url, READER, conns, secs, 2))
-                .await??;
-            println!(
-                "  rep {}: {what}: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms",
-                rep + 1,
-                r.rps,
-                r.p50_ms,
-                r.p99_ms
-            );
-            api[i].push(r);
+    let mut api: Vec<Vec<Figures>> = vec![Vec::new(); reads.len()];
+    let mut pg = Vec::new();
+    for rep in 1..=k.reps {
+        for (i, r) in reads.iter().enumerate() {
+            let (url, conns, secs) = (format!("{}{}", app.api, r.path), k.conns, f64::from(k.secs));
+            let (run, before, after) = tokio::task::spawn_blocking(move || {
+                load::run_sampled(&url, READER, conns, secs, 2, || cpu::Sample::take(watch))
+            })
+            .await??;
+            let f = Figures::in_process(&run, after.since(before));
+            report::progress(rep, &r.label, &f);
+            api[i].push(f);
         }
-        let t = pgbench::select_only(pg_url, k.conns, k.secs).await?;
-        println!(
-            "  rep {}: pgbench -S -c {} -j 2 -T {}: {t:.0} tps",
-            rep + 1,
-            k.conns,
-            k.secs
-        );
-        tps.push(t);
+        let f = report::pgbench(pg_url, k.conns, k.secs, watch.postmaster).await?;
+        report::progress_pgbench(rep, &f);
+        pg.push(f);
     }
-
-    let pg = median(tps);
-    println!();
-    println!("| read | SQL statements | req/s | p50 ms | p99 ms | ratio to pgbench -S |");
-    println!("|---|---:|---:|---:|---:|---:|");
-    let mut pass = true;
-    for (i, (what, _)) in reads.iter().enumerate() {
-        let rps = median(api[i].iter().map(|r| r.rps).collect());
-        let p50 = median(api[i].iter().map(|r| r.p50_ms).collect());
-        let p99 = median(api[i].iter().map(|r| r.p99_ms).collect());
-        let ratio = rps / pg;
-        pass &= ratio >= TARGET_RATIO && p99 < TARGET_P99_MS;
-        println!(
-            "| `{what}` | {} | {rps:.0} | {p50:.2} | {p99:.2} | {ratio:.3} |",
-            per_read[i]
-        );
-    }
-    println!(
-        "| `pgbench -S -c {} -j 2 -T {}` | 1 | {pg:.0} tps | | | 1 |",
-        k.conns, k.secs
-    );
-    println!();
-    println!(
-        "target (every read >= 1/3 of pgbench -S, p99 < {TARGET_P99_MS} ms): {}",
-        if pass { "PASS" } else { "MISS" }
-    );
+    let rows: Vec<Row<'_>> = reads
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Row {
+            label: &r.label,
+            about: &r.about,
+            statements: Some(per_read[i]),
+            runs: &api[i],
+            targeted: r.targeted,
+        })
+        .collect();
+    report::table(&rows, &pg, k.conns, k.secs);
     Ok(())
 }

@@ -1,8 +1,10 @@
 //! The API server on its own: `kineticd serve` as a separate process (optionally pinned
 //! to CPU 0, the load generator to CPU 1), loaded from outside by `wrk` (when on PATH)
 //! or the in-repo generator in this process, with the CPU time every party spent per
-//! request read from `/proc`: the server, PostgreSQL (the postmaster and its backends),
-//! the load generator, and everything else on the machine.
+//! request read from `/proc` ([`crate::cpu`]): the server, PostgreSQL (the postmaster
+//! and its backends), the load generator, and everything else on the machine. The
+//! records are seeded first by the app in this process ([`crate::seed`]: real
+//! operations through its workers and the simulator), which then stays idle.
 //!
 //! Invariant: the server runs the production binary and settings (`serve`, JSON logs,
 //! metrics, request ids) with the per-caller rate limit off (one caller sends all the
@@ -13,103 +15,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+use crate::cpu::{Watch, children_cpu, cpu_of, machine_busy, postgres_cpu, self_cpu};
+use crate::report::{self, Figures, Row};
 use crate::serve::{Serve, pin};
 use crate::store_only;
-use crate::support::{loadavg, median};
-
-/// CPU seconds of one process (`/proc/<pid>/stat` utime + stime, and with `children`
-/// also the reaped children's cutime + cstime).
-fn cpu_of(pid: u32, children: bool) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // Fields after the `(comm)`, which may hold spaces.
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-        return 0.0;
-    };
-    let f: Vec<f64> = rest
-        .split_whitespace()
-        .map(|x| x.parse().unwrap_or(0.0))
-        .collect();
-    // rest[0] is field 3 (state): utime is field 14 -> index 11.
-    let ticks = f.get(11).copied().unwrap_or(0.0)
-        + f.get(12).copied().unwrap_or(0.0)
-        + if children {
-            f.get(13).copied().unwrap_or(0.0) + f.get(14).copied().unwrap_or(0.0)
-        } else {
-            0.0
-        };
-    // SAFETY: sysconf has no preconditions.
-    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
-}
-
-fn ppid_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-/// CPU seconds of the PostgreSQL server whose postmaster is `postmaster`: itself (with
-/// its reaped backends) and its live children.
-pub fn postgres_cpu(postmaster: u32) -> f64 {
-    let mut total = cpu_of(postmaster, true);
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok())
-            && ppid_of(pid) == Some(postmaster)
-        {
-            total += cpu_of(pid, false);
-        }
-    }
-    total
-}
-
-/// The postmaster's pid, from `postmaster.pid` in the server's data directory.
-pub async fn postmaster_pid(db: &kineticd::store::Db) -> Result<u32> {
-    let dir: String = sqlx::query_scalar("SELECT current_setting('data_directory')")
-        .fetch_one(db)
-        .await?;
-    let text = std::fs::read_to_string(format!("{dir}/postmaster.pid"))
-        .with_context(|| format!("reading {dir}/postmaster.pid"))?;
-    text.lines()
-        .next()
-        .and_then(|l| l.trim().parse().ok())
-        .context("postmaster.pid has no pid")
-}
-
-/// Busy CPU seconds of the whole machine (`/proc/stat`, all but idle and iowait).
-pub fn machine_busy() -> f64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let f: Vec<f64> = stat
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().unwrap_or(0.0))
-        .collect();
-    let busy: f64 =
-        f.iter().take(8).sum::<f64>() - f.get(3).unwrap_or(&0.0) - f.get(4).unwrap_or(&0.0);
-    // SAFETY: sysconf has no preconditions.
-    busy / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
-}
-
-/// CPU seconds of this process's waited-for children.
-pub fn children_cpu() -> f64 {
-    // SAFETY: getrusage writes only the struct we pass.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
-    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    s(u.ru_utime) + s(u.ru_stime)
-}
-
-/// This process's own CPU seconds (all threads).
-pub fn self_cpu() -> f64 {
-    cpu_of(std::process::id(), false)
-}
+use crate::support::loadavg;
 
 /// `wrk` on PATH, if any.
 pub fn wrk() -> Option<std::path::PathBuf> {
@@ -214,54 +124,27 @@ const VARIANTS: [Variant; 4] = [
     },
 ];
 
-/// The store function behind each read of `paths`, in the same order.
-const STORE_READS: [store_only::Read; 3] = [
-    store_only::Read::Operation,
-    store_only::Read::Cluster,
-    store_only::Read::ClusterPage,
-];
-
-/// Figures of one load run.
-#[derive(Debug, Clone, Copy, Default)]
-struct Figures {
-    rps: f64,
-    p50: f64,
-    p99: f64,
-    /// CPU microseconds per request: server, PostgreSQL, load generator, everything else.
-    server_us: f64,
-    pg_us: f64,
-    loader_us: f64,
-    other_us: f64,
-}
-
-/// The whole out-of-process mode: seed, then per repetition every variant x read and
-/// `pgbench -S`, then the medians.
+/// The whole out-of-process mode: seed, then per repetition every variant x read (and
+/// with `KBENCH_STORE=1` each read's store function alone) and `pgbench -S`, then the
+/// medians.
 pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> {
     kineticd::auth::install_tls_provider();
     let http = reqwest::Client::new();
-    let db = kineticd::store::connect(api_url, 2).await?;
-    kineticd::store::migrate(&db).await?;
-    let t = crate::baseline::fill(&db).await?;
-    let (op, project, cluster) = (t.operation, t.project, t.cluster);
+    let app = crate::app_support::start_at(api_url, 4, 0.0, |_| {}).await?;
+    let seeded = crate::seed::fill(&app).await?;
+    let reads = super::reads(&seeded, k.clusters)?;
     super::pgbench::init(pg_url).await?;
-    let postmaster = postmaster_pid(&db).await?;
-    let zone = crate::baseline::ZONE;
-    let paths = [
-        ("GET /v1/operations/{id}", format!("/v1/operations/{op}")),
-        (
-            "GET /v1/projects/{p}/zones/{z}/clusters/{c}",
-            format!("/v1/projects/{project}/zones/{zone}/clusters/{cluster}"),
-        ),
-        (
-            "GET /v1/clusters?pageSize=50",
-            "/v1/clusters?pageSize=50".to_owned(),
-        ),
-    ];
+    let postmaster = crate::cpu::postmaster_pid(&app.db).await?;
     let wrk = wrk();
     let loader = if wrk.is_some() {
         "wrk -t2"
     } else {
         "in-repo generator (this process)"
+    };
+    let variants: &[Variant] = if k.all_variants {
+        &VARIANTS
+    } else {
+        &VARIANTS[..1]
     };
     println!(
         "api_reads (server in its own process): {} reps x {} s, {} connections, DB pool {}, \
@@ -273,18 +156,17 @@ pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> 
         loadavg()
     );
     let (span_us, metrics_us) = layer_costs();
-    let mut runs: Vec<Vec<Vec<Figures>>> = vec![vec![Vec::new(); paths.len()]; VARIANTS.len()];
+    let mut runs: Vec<Vec<Vec<Figures>>> = vec![vec![Vec::new(); reads.len()]; variants.len()];
     let mut pg_runs: Vec<Figures> = Vec::new();
-    let mut store_runs: Vec<Vec<Figures>> = vec![Vec::new(); paths.len()];
+    let mut store_runs: Vec<Vec<Figures>> = vec![Vec::new(); reads.len()];
     let names = store_only::Names {
-        operation: op.parse()?,
-        project: project.clone(),
-        zone: zone.to_owned(),
-        cluster: cluster.clone(),
+        project: seeded.project.clone(),
+        zone: crate::baseline::ZONE.to_owned(),
+        cluster: seeded.cluster.clone(),
         reader: crate::baseline::READER.to_owned(),
     };
-    for rep in 0..k.reps {
-        for (vi, v) in VARIANTS.iter().enumerate() {
+    for rep in 1..=k.reps {
+        for (vi, v) in variants.iter().enumerate() {
             let rust_log = v.rust_log.unwrap_or("info,sqlx=warn,tower_http=info");
             let env = [
                 ("KINETIC_WORKERS", "0".to_owned()),
@@ -293,204 +175,149 @@ pub async fn bench(k: &super::Knobs, api_url: &str, pg_url: &str) -> Result<()> 
                 ("RUST_LOG", rust_log.to_owned()),
             ];
             let server = Serve::start("api-reads", api_url, &env, v.server_cpu, &http).await?;
-            for (pi, (what, path)) in paths.iter().enumerate() {
-                let url = server.url(path);
-                // Warm-up (connections, statement cache), not counted.
-                let warm_secs = 2;
-                if let Some(bin) = &wrk {
-                    run_wrk(
-                        bin,
-                        &url,
-                        crate::baseline::READER,
-                        k.conns,
-                        warm_secs,
-                        v.loader_cpu,
-                    )?;
-                }
-                let (s0, p0, c0, m0, own0) = (
-                    cpu_of(server.pid(), false),
-                    postgres_cpu(postmaster),
-                    children_cpu(),
-                    machine_busy(),
-                    self_cpu(),
-                );
-                let (rps, p50, p99, secs) = match &wrk {
-                    Some(bin) => {
-                        let t = Instant::now();
-                        let (r, a, b) = run_wrk(
-                            bin,
-                            &url,
-                            crate::baseline::READER,
-                            k.conns,
-                            k.secs,
-                            v.loader_cpu,
-                        )?;
-                        (r, a, b, t.elapsed().as_secs_f64())
-                    }
+            for (ri, r) in reads.iter().enumerate() {
+                let url = server.url(&r.path);
+                let f = match &wrk {
+                    Some(bin) => wrk_figures(bin, &url, k, v, server.pid(), postmaster)?,
                     None => {
-                        let (url, conns, secs) = (url.clone(), k.conns, f64::from(k.secs));
-                        let t = Instant::now();
-                        let r = tokio::task::spawn_blocking(move || {
-                            super::load::run(&url, crate::baseline::READER, conns, secs, 2)
+                        let watch = Watch {
+                            postmaster,
+                            server: Some(server.pid()),
+                        };
+                        let (conns, secs) = (k.conns, f64::from(k.secs));
+                        let (run, before, after) = tokio::task::spawn_blocking(move || {
+                            super::load::run_sampled(
+                                &url,
+                                crate::baseline::READER,
+                                conns,
+                                secs,
+                                2,
+                                || crate::cpu::Sample::take(watch),
+                            )
                         })
                         .await??;
-                        (r.rps, r.p50_ms, r.p99_ms, t.elapsed().as_secs_f64())
+                        Figures::server_apart(&run, after.since(before))
                     }
                 };
-                let n = rps * secs;
-                let server_s = cpu_of(server.pid(), false) - s0;
-                let pg_s = postgres_cpu(postmaster) - p0;
-                let loader_s = (children_cpu() - c0) + (self_cpu() - own0);
-                let busy = machine_busy() - m0;
-                let f = Figures {
-                    rps,
-                    p50,
-                    p99,
-                    server_us: server_s / n * 1e6,
-                    pg_us: pg_s / n * 1e6,
-                    loader_us: loader_s / n * 1e6,
-                    other_us: (busy - server_s - pg_s - loader_s).max(0.0) / n * 1e6,
-                };
-                println!(
-                    "  rep {} [{}] {what}: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms; CPU us/req: \
-                     server {:.0}, postgres {:.0}, loader {:.0}, other {:.0}",
-                    rep + 1,
-                    vi + 1,
-                    f.rps,
-                    f.p50,
-                    f.p99,
-                    f.server_us,
-                    f.pg_us,
-                    f.loader_us,
-                    f.other_us
-                );
-                runs[vi][pi].push(f);
+                report::progress(rep, &format!("[{}] {}", vi + 1, r.label), &f);
+                runs[vi][ri].push(f);
             }
         }
-        for (pi, ((what, _), read)) in paths.iter().zip(STORE_READS).enumerate() {
-            let (p0, m0, own0) = (postgres_cpu(postmaster), machine_busy(), self_cpu());
-            let r = store_only::run(api_url, k.pool, k.conns, k.secs, read, &names).await?;
-            let n = r.rps * f64::from(k.secs);
-            let (pg_s, own_s) = (postgres_cpu(postmaster) - p0, self_cpu() - own0);
-            let busy = machine_busy() - m0;
-            let f = Figures {
-                rps: r.rps,
-                p50: r.p50_ms,
-                p99: r.p99_ms,
-                server_us: own_s / n * 1e6,
-                pg_us: pg_s / n * 1e6,
-                other_us: (busy - pg_s - own_s).max(0.0) / n * 1e6,
-                ..Figures::default()
-            };
-            println!(
-                "  rep {} [store] {what}: {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms; CPU us/call: \
-                 bench (sqlx) {:.0}, postgres {:.0}, other {:.0}",
-                rep + 1,
-                f.rps,
-                f.p50,
-                f.p99,
-                f.server_us,
-                f.pg_us,
-                f.other_us
-            );
-            store_runs[pi].push(f);
+        if k.store {
+            for (ri, r) in reads.iter().enumerate() {
+                let (p0, m0, own0) = (postgres_cpu(postmaster), machine_busy(), self_cpu());
+                let run =
+                    store_only::run(api_url, k.pool, k.conns, k.secs, r.store, &names).await?;
+                let n = run.rps * f64::from(k.secs);
+                let (pg_s, own_s) = (postgres_cpu(postmaster) - p0, self_cpu() - own0);
+                let busy = machine_busy() - m0;
+                let f = Figures {
+                    rps: run.rps,
+                    p50: run.p50_ms,
+                    p99: run.p99_ms,
+                    server_us: own_s / n * 1e6,
+                    pg_us: pg_s / n * 1e6,
+                    other_us: (busy - pg_s - own_s).max(0.0) / n * 1e6,
+                    ..Figures::default()
+                };
+                report::progress(rep, &format!("[store] {}", r.label), &f);
+                store_runs[ri].push(f);
+            }
         }
-        let (p0, c0, m0) = (postgres_cpu(postmaster), children_cpu(), machine_busy());
-        let t = Instant::now();
-        let (tps, latency) = super::pgbench::select_only_latency(pg_url, k.conns, k.secs).await?;
-        let n = tps * t.elapsed().as_secs_f64();
-        let pg_s = postgres_cpu(postmaster) - p0;
-        let loader_s = children_cpu() - c0;
-        let busy = machine_busy() - m0;
-        let f = Figures {
-            rps: tps,
-            p50: latency,
-            pg_us: pg_s / n * 1e6,
-            loader_us: loader_s / n * 1e6,
-            other_us: (busy - pg_s - loader_s).max(0.0) / n * 1e6,
-            ..Figures::default()
-        };
-        println!(
-            "  rep {}: pgbench -S: {tps:.0} tps, latency average {latency:.2} ms; CPU us/tx: postgres {:.0}, pgbench {:.0}, other {:.0}",
-            rep + 1,
-            f.pg_us,
-            f.loader_us,
-            f.other_us
-        );
+        let f = report::pgbench(pg_url, k.conns, k.secs, postmaster).await?;
+        report::progress_pgbench(rep, &f);
         pg_runs.push(f);
     }
-    let pick = |v: &[Figures], f: fn(&Figures) -> f64| median(v.iter().map(f).collect());
-    let pg_tps = pick(&pg_runs, |f| f.rps);
     println!();
     println!("Variants:");
-    for (vi, v) in VARIANTS.iter().enumerate() {
+    for (vi, v) in variants.iter().enumerate() {
         println!("{}. {}", vi + 1, v.label);
     }
-    println!(
-        "store. the handler's store function (same SQL, same decoding) from {} tasks in \
-         this process over a pool of {}: no HTTP, identity, service checks or JSON",
-        k.conns, k.pool
-    );
-    println!();
-    println!(
-        "| variant | read | req/s | p50 ms | p99 ms | ratio to pgbench -S | CPU us/req: server | postgres | load generator | other processes |"
-    );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (vi, per_path) in runs.iter().enumerate() {
-        for (pi, (what, _)) in paths.iter().enumerate() {
-            let r = &per_path[pi];
-            let rps = pick(r, |f| f.rps);
-            println!(
-                "| {} | `{what}` | {rps:.0} | {:.2} | {:.2} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} |",
-                vi + 1,
-                pick(r, |f| f.p50),
-                pick(r, |f| f.p99),
-                rps / pg_tps,
-                pick(r, |f| f.server_us),
-                pick(r, |f| f.pg_us),
-                pick(r, |f| f.loader_us),
-                pick(r, |f| f.other_us)
-            );
+    let labels: Vec<Vec<String>> = variants
+        .iter()
+        .enumerate()
+        .map(|(vi, _)| {
+            reads
+                .iter()
+                .map(|r| format!("[{}] {}", vi + 1, r.label))
+                .collect()
+        })
+        .collect();
+    let store_labels: Vec<String> = reads
+        .iter()
+        .map(|r| {
+            format!(
+                "[store] {}: its store function only (kineticd = sqlx in the bench)",
+                r.label
+            )
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for (vi, per_read) in runs.iter().enumerate() {
+        for (ri, r) in reads.iter().enumerate() {
+            rows.push(Row {
+                label: &labels[vi][ri],
+                about: &r.about,
+                statements: None,
+                runs: &per_read[ri],
+                targeted: r.targeted && vi == 0,
+            });
         }
     }
-    for (pi, (what, _)) in paths.iter().enumerate() {
-        let r = &store_runs[pi];
-        let rps = pick(r, |f| f.rps);
-        println!(
-            "| store | `{what}`: its store function only | {rps:.0} | {:.2} | {:.2} | {:.3} | {:.0} (sqlx, in the bench) | {:.0} | | {:.0} |",
-            pick(r, |f| f.p50),
-            pick(r, |f| f.p99),
-            rps / pg_tps,
-            pick(r, |f| f.server_us),
-            pick(r, |f| f.pg_us),
-            pick(r, |f| f.other_us)
-        );
+    if k.store {
+        for (ri, r) in reads.iter().enumerate() {
+            rows.push(Row {
+                label: &store_labels[ri],
+                about: &r.about,
+                statements: Some(1.0),
+                runs: &store_runs[ri],
+                targeted: false,
+            });
+        }
     }
-    println!(
-        "| | `pgbench -S -c {} -j 2 -T {}` | {pg_tps:.0} tps | {:.2} (average) | | 1 | | {:.0} | {:.0} | {:.0} |",
-        k.conns,
-        k.secs,
-        pick(&pg_runs, |f| f.p50),
-        pick(&pg_runs, |f| f.pg_us),
-        pick(&pg_runs, |f| f.loader_us),
-        pick(&pg_runs, |f| f.other_us)
-    );
-    println!();
-    println!(
-        "Little's law at {} connections: mean latency = connections / throughput, so a \
-         mean under {:.0} ms needs at least {:.0} req/s (pgbench's own: {:.2} ms at {pg_tps:.0} tps)",
-        k.conns,
-        super::TARGET_P99_MS,
-        k.conns as f64 / (super::TARGET_P99_MS / 1000.0),
-        k.conns as f64 / pg_tps * 1000.0
-    );
+    report::table(&rows, &pg_runs, k.conns, k.secs);
     println!(
         "per-request cost of the layers, measured in this process (100,000 iterations): \
          the `http` span with the JSON log layer at info {span_us:.2} us; the metrics \
-         middleware's counter and histogram {metrics_us:.2} us; load average {}",
-        loadavg()
+         middleware's counter and histogram {metrics_us:.2} us"
     );
+    drop(app);
     Ok(())
+}
+
+/// One `wrk` run of `url` (after a 2 s warm-up), with the CPU each party spent.
+fn wrk_figures(
+    bin: &std::path::Path,
+    url: &str,
+    k: &super::Knobs,
+    v: &Variant,
+    server: u32,
+    postmaster: u32,
+) -> Result<Figures> {
+    let user = crate::baseline::READER;
+    run_wrk(bin, url, user, k.conns, 2, v.loader_cpu)?;
+    let (s0, p0, c0, m0) = (
+        cpu_of(server, false),
+        postgres_cpu(postmaster),
+        children_cpu(),
+        machine_busy(),
+    );
+    let t = Instant::now();
+    let (rps, p50, p99) = run_wrk(bin, url, user, k.conns, k.secs, v.loader_cpu)?;
+    let n = (rps * t.elapsed().as_secs_f64()).max(1.0);
+    let server_s = cpu_of(server, false) - s0;
+    let pg_s = postgres_cpu(postmaster) - p0;
+    let loader_s = children_cpu() - c0;
+    let busy = machine_busy() - m0;
+    Ok(Figures {
+        rps,
+        p50,
+        p99,
+        server_us: server_s / n * 1e6,
+        pg_us: pg_s / n * 1e6,
+        loader_us: loader_s / n * 1e6,
+        other_us: (busy - server_s - pg_s - loader_s).max(0.0) / n * 1e6,
+    })
 }
 
 /// Microseconds per request of (the request span as `serve` logs it, the metrics

@@ -32,13 +32,8 @@ pub async fn init(url: &str) -> Result<()> {
     crate::support::pgbench_init(&binary(), 1, url).await
 }
 
-/// `pgbench -S -c {clients} -j 2 -T {secs}`: transactions per second.
-pub async fn select_only(url: &str, clients: usize, secs: u32) -> Result<f64> {
-    Ok(select_only_latency(url, clients, secs).await?.0)
-}
-
-/// As [`select_only`], with pgbench's own `latency average` in ms (per transaction,
-/// as its clients saw it).
+/// `pgbench -S -c {clients} -j 2 -T {secs}`: transactions per second, and pgbench's own
+/// `latency average` in ms (per transaction, as its clients saw it).
 pub async fn select_only_latency(url: &str, clients: usize, secs: u32) -> Result<(f64, f64)> {
     let bin = binary();
     let (c, t) = (clients.to_string(), secs.to_string());

@@ -16,18 +16,18 @@ use kineticd::store::{self, Db};
 
 use crate::load::Run;
 
-/// Which store function: the three reads of the bench.
+/// Which store function: the reads of the bench.
 #[derive(Debug, Clone, Copy)]
 pub enum Read {
-    Operation,
+    /// `GET /v1/operations/{id}`'s (the kept rendering or the row, with the reader's role).
+    Operation(uuid::Uuid),
     Cluster,
     ClusterPage,
 }
 
-/// What the reads name.
+/// What the cluster reads name, and who reads.
 #[derive(Debug, Clone)]
 pub struct Names {
-    pub operation: uuid::Uuid,
     pub project: String,
     pub zone: String,
     pub cluster: String,
@@ -36,9 +36,10 @@ pub struct Names {
 
 async fn once(db: &Db, read: Read, n: &Names) -> Result<()> {
     match read {
-        Read::Operation => {
-            let r = store::reads::operation(db, n.operation, &n.reader).await?;
-            ensure!(r.is_some(), "operation {} not found", n.operation);
+        Read::Operation(id) => {
+            let format = kineticd::service::operations::render_format();
+            let r = store::rendered::operation(db, id, &n.reader, format).await?;
+            ensure!(r.is_some(), "operation {id} not found");
         }
         Read::Cluster => {
             let parts = [n.project.as_str(), n.zone.as_str(), n.cluster.as_str()];

@@ -5,6 +5,8 @@ use std::convert::Infallible;
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderValue;
+use axum::http::header::CONTENT_TYPE;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -64,13 +66,15 @@ async fn list_operations(
 #[utoipa::path(get, path = "/v1/operations/{operation}", operation_id = "getOperation", tag = "operations",
     params(("operation" = String, Path, description = "operation id")),
     responses((status = 200, description = "The operation", body = Operation), ErrorResponses))]
-pub async fn get_operation(
-    s: &AppState,
-    caller: &Caller,
-    id: &str,
-) -> Result<Json<Operation>, ApiError> {
-    Ok(Json(service::operations::get(&s.db, caller, id).await?))
+pub async fn get_operation(s: &AppState, caller: &Caller, id: &str) -> Result<Response, ApiError> {
+    // The JSON text as rendered (or kept, for a finished operation): the same bytes and
+    // content type as `Json(operation)`, without serialising again.
+    let json = service::operations::get_json(&s.db, caller, id).await?;
+    Ok(([(CONTENT_TYPE, APPLICATION_JSON)], json).into_response())
 }
+
+/// The content type axum's `Json` answers with.
+const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// Server-sent events: one `progress` event (the Operation) per change, then `done`
 /// with the final Operation. A stream that ends without `done` (this replica shut down)
@@ -106,7 +110,7 @@ async fn get_or_watch(
     ApiPath(segment): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     match split_verb(&segment) {
-        None => Ok(get_operation(&s, &caller, &segment).await?.into_response()),
+        None => get_operation(&s, &caller, &segment).await,
         Some((id, "watch")) => watch_operation(&s, &caller, id).await,
         _ => Err(unknown_verb(&format!("GET /v1/operations/{segment}"))),
     }

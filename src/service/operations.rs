@@ -21,6 +21,10 @@ use crate::store::{Db, Row, StoreError};
 use super::access::{self, Caller};
 use super::{Error, Page, PageRequest, Result};
 
+pub use kept::{get_json, render_format};
+
+mod kept;
+
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
 
 pub fn render(row: &OperationRow) -> Result<Operation> {
@@ -115,15 +119,37 @@ async fn visible(
     let (row, stored_role) = crate::store::reads::operation(db, uuid, caller.email.as_str())
         .await?
         .ok_or_else(|| not_found(id))?;
-    match &row.team_id {
-        Some(team) => {
-            let role = access::role_from(caller, stored_role).ok_or_else(|| not_found(id))?;
-            access::check(role, need, action, team)?;
-        }
-        None if caller.admin || row.created_by == caller.email.as_str() => {}
-        None => return Err(not_found(id)),
-    }
+    let seen = Seen {
+        team_id: row.team_id.as_deref(),
+        created_by: &row.created_by,
+        stored_role,
+    };
+    seen.allow(caller, id, need, action)?;
     Ok(row)
+}
+
+/// What visibility is decided on: the operation's team and creator, and the caller's
+/// role in that team as stored.
+struct Seen<'a> {
+    team_id: Option<&'a str>,
+    created_by: &'a str,
+    stored_role: Option<String>,
+}
+
+impl Seen<'_> {
+    /// Members of the team with `need` or more see it; an operation without a team is
+    /// seen by its creator and admins; anyone else gets 404 (or 403 for too low a role).
+    fn allow(self, caller: &Caller, id: &str, need: Role, action: &str) -> Result<()> {
+        match self.team_id {
+            Some(team) => {
+                let role =
+                    access::role_from(caller, self.stored_role).ok_or_else(|| not_found(id))?;
+                access::check(role, need, action, team)
+            }
+            None if caller.admin || self.created_by == caller.email.as_str() => Ok(()),
+            None => Err(not_found(id)),
+        }
+    }
 }
 
 pub async fn get(db: &Db, caller: &Caller, id: &str) -> Result<Operation> {

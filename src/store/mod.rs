@@ -17,6 +17,7 @@ pub mod page_key;
 pub mod persisted;
 pub mod profiles;
 pub mod reads;
+pub mod rendered;
 pub mod replies;
 pub mod team_queue;
 pub mod teams;

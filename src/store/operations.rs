@@ -8,6 +8,8 @@
 //!   one cluster run one at a time in creation order and never wait on other clusters.
 //! - Every state change is announced with `pg_notify(EVENTS_CHANNEL, ...)` in the same
 //!   statement, so listeners never see a notification before the change is visible.
+//! - The end of an operation clears any kept rendering (`rendered`): one is kept only
+//!   after the end, from the finished row ([`super::rendered`]).
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -351,7 +353,8 @@ pub async fn finish(
 ) -> Result<bool, StoreError> {
     let sql = format!(
         "WITH u AS (UPDATE operations SET state = $3, steps = $4::json, response = $5, error = $6, \
-                      end_time = now(), update_time = now(), lease_owner = NULL, lease_expire_time = NULL \
+                      end_time = now(), update_time = now(), lease_owner = NULL, lease_expire_time = NULL, \
+                      rendered = NULL, rendered_format = NULL \
                     WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state) \
          SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state), \
                 pg_notify('{EVENTS_CHANNEL}', 'new') FROM u"
@@ -417,7 +420,8 @@ pub async fn request_cancel(
         let steps = withdrawn(&row.steps);
         let sql = format!(
             "UPDATE operations SET state = 'CANCELLED', cancel_requested = true, steps = $2::json, error = $3, \
-               end_time = now(), update_time = now() WHERE id = $1 RETURNING {COLUMNS}"
+               end_time = now(), update_time = now(), rendered = NULL, rendered_format = NULL \
+             WHERE id = $1 RETURNING {COLUMNS}"
         );
         let row: OperationRow = sqlx::query_as(AssertSqlSafe(sql))
             .bind(id)

@@ -6,6 +6,7 @@ mod common;
 mod cancel;
 mod corrupt;
 mod idempotency;
+mod kept_renderings;
 mod lease;
 mod ordering;
 mod retention;
