@@ -36,13 +36,18 @@ pub fn render_format() -> &'static str {
     &FORMAT
 }
 
-/// The OpenAPI schemas of `Operation` and of every schema it refers to, as JSON text.
+/// The OpenAPI schemas of `Operation` and of every schema it refers to, the kinds'
+/// response schemas (the members of its `response` union) included, as JSON text.
 fn schema_text() -> String {
     let mut schemas = vec![(
         "Operation".to_owned(),
         <Operation as PartialSchema>::schema(),
     )];
     <Operation as ToSchema>::schemas(&mut schemas);
+    for r in crate::service::operation_response::response_schemas() {
+        schemas.push((r.name, r.schema));
+        schemas.extend(r.uses);
+    }
     serde_json::to_string(&schemas).unwrap_or_default()
 }
 
@@ -90,7 +95,14 @@ mod tests {
     #[test]
     fn the_format_covers_the_schemas_operation_refers_to() {
         let text = schema_text();
-        for name in ["OperationMetadata", "Progress", "Step", "OperationError"] {
+        for name in [
+            "OperationMetadata",
+            "Progress",
+            "Step",
+            "OperationError",
+            "ClusterResponse",
+            "DrillReport",
+        ] {
             assert!(text.contains(&format!("\"{name}\"")), "{name} in {text}");
         }
     }
