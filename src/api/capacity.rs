@@ -12,13 +12,13 @@ use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::ClusterParams;
 use super::ErrorResponses;
 use super::error::{ApiError, ErrorBody};
-use super::extract::ApiPath;
+use super::extract::ClusterAt;
 use super::state::AppState;
 use crate::model::capacity::ClusterCapacity;
 use crate::service::capacity::Timing;
-use crate::service::clusters::ClusterPath;
 use crate::service::{self, Caller};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -33,7 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// `Server-Timing` header reports the cloud reads, the node and pod lists and the
 /// computation apart.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/capacity", operation_id = "getClusterCapacity", tag = "clusters",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
+    params(ClusterParams),
     responses((status = 200, description = "Accelerator capacity, fragmentation and pending pods", body = ClusterCapacity,
             headers(("Server-Timing" = String, description = "cloud, kube (both lists), nodes, pods and compute durations in ms"))),
         (status = 409, body = ErrorBody, description = "GKE_CLUSTER_NOT_FOUND or CLUSTER_NOT_READY: no API server to read"),
@@ -42,9 +42,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 async fn get_cluster_capacity(
     State(s): State<AppState>,
     caller: Caller,
-    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+    ClusterAt(path): ClusterAt,
 ) -> Result<Response, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let report = service::capacity::get(&s, &caller, &path).await?;
     Ok(with_server_timing(
         Json(report.capacity).into_response(),

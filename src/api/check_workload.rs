@@ -14,6 +14,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use super::ClusterParams;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
 use super::state::AppState;
@@ -29,7 +30,7 @@ use crate::service::{self, Caller};
 /// Read-only (VIEWER+). Body: the manifest as JSON, or YAML with
 /// `Content-Type: application/yaml`.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:checkWorkload", operation_id = "checkWorkload", tag = "clusters",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
+    params(ClusterParams),
     request_body(description = "A Kubernetes workload manifest", content((Object = "application/json"), (Object = "application/yaml"))),
     responses((status = 200, description = "Whether, when and where the workload would schedule", body = WorkloadCheck,
             headers(("Server-Timing" = String, description = "cloud, kube (both lists), nodes, pods and compute (the judgement) durations in ms"))),

@@ -7,10 +7,12 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::extract::{ClusterAt, PoolAt};
 use super::state::AppState;
+use super::{ClusterParams, PoolParams};
 use crate::domain::{PoolId, ProjectId, ZoneName};
 use crate::model::{Cluster, NodePool};
-use crate::service::clusters::{ClusterPath, ListClusters};
+use crate::service::clusters::ListClusters;
 use crate::service::{self, Caller};
 
 use super::error::ApiError;
@@ -93,14 +95,13 @@ async fn list_project_clusters(
 
 /// A cluster record with its node pools.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", operation_id = "getCluster", tag = "clusters",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
+    params(ClusterParams),
     responses((status = 200, description = "The cluster record with its node pools", body = Cluster), ErrorResponses))]
 async fn get_cluster(
     State(s): State<AppState>,
     caller: Caller,
-    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+    ClusterAt(path): ClusterAt,
 ) -> Result<Json<Cluster>, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     Ok(Json(service::clusters::get(&s.db, &caller, &path).await?))
 }
 
@@ -108,15 +109,14 @@ list_response!(ListNodePoolsResponse, node_pools: NodePool);
 
 /// Node pools of a cluster.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", operation_id = "listNodePools", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), PageQuery),
+    params(ClusterParams, PageQuery),
     responses((status = 200, description = "One page of the cluster's node pools", body = ListNodePoolsResponse), ErrorResponses))]
 async fn list_node_pools(
     State(s): State<AppState>,
     caller: Caller,
-    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+    ClusterAt(path): ClusterAt,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<ListNodePoolsResponse>, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let page =
         service::clusters::list_pools(&s.db, &caller, &path, &q.request(&s.page_key)).await?;
     Ok(Json(page.into()))
@@ -124,14 +124,13 @@ async fn list_node_pools(
 
 /// One node pool.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "getNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path)),
+    params(PoolParams),
     responses((status = 200, description = "The node pool record", body = NodePool), ErrorResponses))]
 async fn get_node_pool(
     State(s): State<AppState>,
     caller: Caller,
-    ApiPath((project, zone, cluster, pool)): ApiPath<(String, String, String, String)>,
+    PoolAt(path, pool): PoolAt,
 ) -> Result<Json<NodePool>, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     let pool = PoolId::parse(&pool)?;
     Ok(Json(
         service::clusters::get_pool(&s.db, &caller, &path, &pool).await?,

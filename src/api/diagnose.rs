@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::ClusterParams;
 use super::ErrorResponses;
 use super::error::ApiError;
 use super::state::AppState;
@@ -42,7 +43,7 @@ pub fn query(req: &Request) -> Result<DiagnoseQuery, ApiError> {
 /// Each check is OK, WARN or FAIL with its figures and a fix. Read-only (VIEWER+): no
 /// operation, nothing changed; every check is bounded by `checkTimeout`.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:diagnose", operation_id = "diagnoseCluster", tag = "clusters",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), DiagnoseQuery),
+    params(ClusterParams, DiagnoseQuery),
     responses((status = 200, description = "Every check with its status, message and fix, and a summary", body = Diagnosis,
             headers(("Server-Timing" = String, description = "cloud (GKE cluster and region), kube (both lists), nodes, pods and compute (the checks) durations in ms"))),
         ErrorResponses))]

@@ -12,6 +12,7 @@ use crate::service::clusters::ClusterPath;
 use crate::service::provision::drill::DrillRequest;
 use crate::service::provision::{self, Plan, Submitted};
 
+use super::PoolParams;
 use super::error::ApiError;
 use super::provision::{IfMatchOf, MutateQuery, MutationParts};
 use super::state::AppState;
@@ -22,7 +23,7 @@ use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
 /// `response` (a DrillReport). At its `deadline` the drill FAILS (DEADLINE_EXCEEDED,
 /// reason DRILL_DEADLINE_EXCEEDED) with the report so far in `error.details[0].metadata.report`.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:drill", operation_id = "drillNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery, IfMatchHeader),
+    params(PoolParams, MutateQuery, IfMatchHeader),
     request_body(content = Option<DrillRequest>, description = "optional: RECLAIM_NODES with a 900s deadline when absent"),
     responses((status = 202, description = "FAILOVER_DRILL operation; its response is a DrillReport", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]

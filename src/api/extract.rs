@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 use super::error::ApiError;
+use crate::service::clusters::ClusterPath;
 
 /// `axum::Json` with API errors.
 pub struct ApiJson<T>(pub T);
@@ -264,5 +265,33 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
                     )
                 }),
         }
+    }
+}
+
+/// The cluster a `.../projects/{project}/zones/{zone}/clusters/{cluster}...` route names,
+/// parsed and validated (400 for a malformed name) before the handler runs.
+pub struct ClusterAt(pub ClusterPath);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClusterAt {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let ApiPath((project, zone, cluster)) =
+            ApiPath::<(String, String, String)>::from_request_parts(parts, state).await?;
+        Ok(ClusterAt(ClusterPath::parse(&project, &zone, &cluster)?))
+    }
+}
+
+/// The cluster and the node pool id a `.../clusters/{cluster}/nodePools/{pool}` route
+/// names (the id as sent: the service looks it up).
+pub struct PoolAt(pub ClusterPath, pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PoolAt {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let ApiPath((project, zone, cluster, pool)) =
+            ApiPath::<(String, String, String, String)>::from_request_parts(parts, state).await?;
+        Ok(PoolAt(ClusterPath::parse(&project, &zone, &cluster)?, pool))
     }
 }

@@ -95,6 +95,27 @@ impl PageQuery {
     }
 }
 
+/// The path of a cluster (for the document; handlers read it with `ClusterAt`).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)] // never built: only its parameters are used
+pub struct ClusterParams {
+    project: String,
+    zone: String,
+    cluster: String,
+}
+
+/// The path of a node pool (for the document; handlers read it with `PoolAt`).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)] // never built: only its parameters are used
+pub struct PoolParams {
+    project: String,
+    zone: String,
+    cluster: String,
+    pool: String,
+}
+
 /// The `If-Match` header (AIP-154): the etag last read; a stale one is 409 ABORTED.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Header)]

@@ -25,11 +25,13 @@ use crate::service::provision::up::UpRequest;
 use crate::service::provision::{Plan, Submitted};
 
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiJsonOrEmpty, ApiPath, IfMatch};
+use super::extract::ClusterAt;
+use super::extract::{ApiJson, ApiJsonOrEmpty, IfMatch};
 use super::provision::MutationParts;
 use super::resize::UpdateMaskQuery;
 use super::state::AppState;
 use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
+use super::{ClusterParams, PoolParams};
 
 /// `?requestId=` of a preview.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
@@ -68,7 +70,7 @@ pub(super) async fn body_of<T: DeserializeOwned + Default>(
 
 /// **preview up**: the plan `PUT {cluster}` with this body would carry out; nothing changes.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:previewApply", operation_id = "previewApplyCluster", tag = "clusters",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), PreviewQuery, IfMatchHeader),
+    params(ClusterParams, PreviewQuery, IfMatchHeader),
     request_body(content = Option<UpRequest>, description = "as for applyCluster"),
     responses((status = 200, description = "The plan of the UP_CLUSTER operation", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub(super) async fn preview_apply_cluster(
@@ -83,7 +85,7 @@ pub(super) async fn preview_apply_cluster(
 
 /// **preview down**: the plan `DELETE {cluster}` would carry out; nothing changes.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:previewDelete", operation_id = "previewDeleteCluster", tag = "clusters",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), PreviewQuery, IfMatchHeader),
+    params(ClusterParams, PreviewQuery, IfMatchHeader),
     responses((status = 200, description = "The plan of the DOWN_CLUSTER operation", body = Plan), ErrorResponses))]
 pub(super) async fn preview_delete_cluster(
     s: &AppState,
@@ -97,23 +99,22 @@ pub(super) async fn preview_delete_cluster(
 /// **preview pool add**: the plan `POST .../nodePools` with this body would carry out;
 /// nothing changes.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools:previewCreate", operation_id = "previewCreateNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), PreviewQuery, IfMatchHeader),
+    params(ClusterParams, PreviewQuery, IfMatchHeader),
     request_body = AddPoolRequest,
     responses((status = 200, description = "The plan of the ADD_NODE_POOL operation", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub(super) async fn preview_create_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
-    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+    ClusterAt(path): ClusterAt,
     IfMatch(if_match): IfMatch,
     ApiJson(req): ApiJson<AddPoolRequest>,
 ) -> Result<Response, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     preview(super::provision::add_pool(&s, r.previewing(), path, if_match, req).await?)
 }
 
 /// **preview pool remove**: the plan `DELETE .../nodePools/{pool}` would carry out.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:previewDelete", operation_id = "previewDeleteNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), PreviewQuery, IfMatchHeader),
+    params(PoolParams, PreviewQuery, IfMatchHeader),
     responses((status = 200, description = "The plan of the REMOVE_NODE_POOL operation", body = Plan), ErrorResponses))]
 pub(super) async fn preview_delete_node_pool(
     s: &AppState,
@@ -128,7 +129,7 @@ pub(super) async fn preview_delete_node_pool(
 /// **preview pool resize**: the plan `PATCH .../nodePools/{pool}` with this mask and body
 /// would carry out.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:previewUpdate", operation_id = "previewUpdateNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), UpdateMaskQuery, PreviewQuery, IfMatchHeader),
+    params(PoolParams, UpdateMaskQuery, PreviewQuery, IfMatchHeader),
     request_body(content = Option<ResizeRequest>, description = "as for updateNodePool"),
     responses((status = 200, description = "The plan of the UPDATE_NODE_POOL operation", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub(super) async fn preview_update_node_pool(
@@ -147,7 +148,7 @@ pub(super) async fn preview_update_node_pool(
 /// **preview drill**: the plan `POST .../nodePools/{pool}:drill` with this body would
 /// carry out.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:previewDrill", operation_id = "previewDrillNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), PreviewQuery, IfMatchHeader),
+    params(PoolParams, PreviewQuery, IfMatchHeader),
     request_body(content = Option<DrillRequest>, description = "as for drillNodePool"),
     responses((status = 200, description = "The plan of the FAILOVER_DRILL operation", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub(super) async fn preview_drill_node_pool(

@@ -23,9 +23,11 @@ use crate::service::provision::up::UpRequest;
 use crate::service::provision::{self, Mutation, Plan, Submitted};
 
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiJsonOrEmpty, ApiPath, ApiQuery, IfMatch};
+use super::extract::{ApiJson, ApiJsonOrEmpty, ApiQuery, IfMatch};
+use super::extract::{ClusterAt, PoolAt};
 use super::state::AppState;
 use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader, idempotency};
+use super::{ClusterParams, PoolParams};
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
@@ -122,18 +124,17 @@ impl MutationParts {
 /// body at all, an existing cluster is reconciled as it is. `POST {cluster}:previewApply`
 /// answers the plan instead.
 #[utoipa::path(put, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", operation_id = "applyCluster", tag = "clusters",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery, IfMatchHeader),
+    params(ClusterParams, MutateQuery, IfMatchHeader),
     request_body(content = Option<UpRequest>, description = "optional: with no body at all, an existing cluster is reconciled as it is"),
     responses((status = 202, description = "UP_CLUSTER operation", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub async fn up_cluster(
     State(s): State<AppState>,
     r: MutationParts,
-    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+    ClusterAt(path): ClusterAt,
     IfMatch(if_match): IfMatch,
     ApiJsonOrEmpty(req): ApiJsonOrEmpty<UpRequest>,
 ) -> Result<Response, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     Ok(respond(apply(&s, r, path, if_match, req).await?))
 }
 
@@ -153,16 +154,15 @@ pub(super) async fn apply(
 /// **down**: delete the cluster and everything `up` made for it (APIs, the state bucket
 /// and profiles stay). `POST {cluster}:previewDelete` answers the plan instead.
 #[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", operation_id = "deleteCluster", tag = "clusters",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery, IfMatchHeader),
+    params(ClusterParams, MutateQuery, IfMatchHeader),
     responses((status = 202, description = "DOWN_CLUSTER operation", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
 pub async fn down_cluster(
     State(s): State<AppState>,
     r: MutationParts,
-    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+    ClusterAt(path): ClusterAt,
     IfMatch(if_match): IfMatch,
 ) -> Result<Response, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     Ok(respond(down(&s, r, path, if_match).await?))
 }
 
@@ -181,18 +181,17 @@ pub(super) async fn down(
 /// **pool add**: a GPU or TPU node pool (two for `failover`); the new pool id is in
 /// `metadata.target` at once. `POST .../nodePools:previewCreate` answers the plan instead.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", operation_id = "createNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery, IfMatchHeader),
+    params(ClusterParams, MutateQuery, IfMatchHeader),
     request_body = AddPoolRequest,
     responses((status = 202, description = "ADD_NODE_POOL operation", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
 pub async fn add_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
-    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+    ClusterAt(path): ClusterAt,
     IfMatch(if_match): IfMatch,
     ApiJson(req): ApiJson<AddPoolRequest>,
 ) -> Result<Response, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     Ok(respond(add_pool(&s, r, path, if_match, req).await?))
 }
 
@@ -213,16 +212,15 @@ pub(super) async fn add_pool(
 /// **pool remove**: delete a node pool (a failover pair goes together).
 /// `POST .../nodePools/{pool}:previewDelete` answers the plan instead.
 #[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "deleteNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery, IfMatchHeader),
+    params(PoolParams, MutateQuery, IfMatchHeader),
     responses((status = 202, description = "REMOVE_NODE_POOL operation", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
 pub async fn remove_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
-    ApiPath((project, zone, cluster, pool)): ApiPath<(String, String, String, String)>,
+    PoolAt(path, pool): PoolAt,
     IfMatch(if_match): IfMatch,
 ) -> Result<Response, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     Ok(respond(remove_pool(&s, r, path, &pool, if_match).await?))
 }
 

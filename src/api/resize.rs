@@ -17,8 +17,10 @@ use crate::service::clusters::ClusterPath;
 use crate::service::provision::resize::{ResizeRequest, resize};
 use crate::service::provision::{Plan, Submitted};
 
+use super::PoolParams;
 use super::error::ApiError;
-use super::extract::{ApiJsonOrEmpty, ApiPath, ApiQuery, IfMatch};
+use super::extract::PoolAt;
+use super::extract::{ApiJsonOrEmpty, ApiQuery, IfMatch};
 use super::provision::{IfMatchOf, MutateQuery, MutationParts, respond};
 use super::state::AppState;
 use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
@@ -49,7 +51,7 @@ pub struct UpdateMaskQuery {
 /// NOTHING_TO_UPDATE, INVALID_MIN_NODES, INVALID_MAX_NODES,
 /// TPU_MIN_NODES_NOT_WHOLE_SLICES, TPU_MAX_NODES_NOT_WHOLE_SLICES, FAILOVER_MAX_TOO_SMALL.
 #[utoipa::path(patch, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "updateNodePool", tag = "nodePools",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery, UpdateMaskQuery, IfMatchHeader),
+    params(PoolParams, MutateQuery, UpdateMaskQuery, IfMatchHeader),
     request_body(content = Option<ResizeRequest>, description = "the new bounds; may be empty when updateMask names the fields to reset"),
     responses((status = 202, description = "UPDATE_NODE_POOL operation", body = Operation),
               (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
@@ -57,11 +59,10 @@ pub async fn resize_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
     ApiQuery(q): ApiQuery<UpdateMaskQuery>,
-    ApiPath((project, zone, cluster, pool)): ApiPath<(String, String, String, String)>,
+    PoolAt(path, pool): PoolAt,
     IfMatch(if_match): IfMatch,
     ApiJsonOrEmpty(req): ApiJsonOrEmpty<ResizeRequest>,
 ) -> Result<Response, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     Ok(respond(update(&s, r, path, &pool, if_match, q, req).await?))
 }
 

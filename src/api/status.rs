@@ -8,15 +8,15 @@ use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::ClusterParams;
+use super::extract::ClusterAt;
 use super::state::AppState;
 use crate::model::status::ClusterStatus;
-use crate::service::clusters::ClusterPath;
 use crate::service::{self, Caller};
 
 use super::ErrorResponses;
 use super::accelerators::ListAcceleratorsResponse;
 use super::error::{ApiError, ErrorBody};
-use super::extract::ApiPath;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -30,30 +30,28 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// records and the cloud. A resource that cannot be read carries an `error` instead of
 /// failing the request; an unreachable Kubernetes API is reported in `kubernetes`.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/status", operation_id = "getClusterStatus", tag = "clusters",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
+    params(ClusterParams),
     responses((status = 200, description = "Live status of the cluster's resources and drift from the records", body = ClusterStatus),
         (status = 503, body = ErrorBody, description = "CLOUD_UNAVAILABLE: none of the cluster's cloud resources could be read"),
         ErrorResponses))]
 async fn get_cluster_status(
     State(s): State<AppState>,
     caller: Caller,
-    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+    ClusterAt(path): ClusterAt,
 ) -> Result<Json<ClusterStatus>, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     Ok(Json(service::status::get(&s, &caller, &path).await?))
 }
 
 /// The accelerator catalog with `live: true` on the entries the cluster has a node pool
 /// of (from its records).
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/accelerators", operation_id = "listClusterAccelerators", tag = "accelerators",
-    params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path)),
+    params(ClusterParams),
     responses((status = 200, description = "The accelerator catalog, with live set on the cluster's accelerators", body = ListAcceleratorsResponse), ErrorResponses))]
 async fn list_cluster_accelerators(
     State(s): State<AppState>,
     caller: Caller,
-    ApiPath((project, zone, cluster)): ApiPath<(String, String, String)>,
+    ClusterAt(path): ClusterAt,
 ) -> Result<Json<ListAcceleratorsResponse>, ApiError> {
-    let path = ClusterPath::parse(&project, &zone, &cluster)?;
     Ok(Json(ListAcceleratorsResponse {
         accelerators: service::accelerators::for_cluster(&s.db, &caller, &path, &s.prices).await?,
     }))
