@@ -1,18 +1,21 @@
 //! The cluster's custom methods that are POSTs on `{cluster}:verb` (AIP-136):
-//! `:checkWorkload` and `:diagnose` share one route, since the router sees one path
+//! `:checkWorkload`, `:diagnose` and the previews of `up` and `down`
+//! (`:previewApply`, `:previewDelete`) share one route, since the router sees one path
 //! segment; this module only dispatches, each verb's handler is documented in its own
 //! module ([`super::check_workload`], [`super::diagnose`]).
 //!
 //! Invariant: an unknown verb is 404 `METHOD_NOT_FOUND`, never a
 //! handler; the cluster path is validated before any handler runs.
 
-use axum::extract::{Request, State};
+use axum::extract::{FromRequestParts, Request, State};
 use axum::response::Response;
 use axum::routing::post;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::error::ApiError;
-use super::extract::{ApiPath, split_verb, unknown_verb};
+use super::extract::{ApiPath, IfMatch, split_verb, unknown_verb};
+use super::preview;
+use super::provision::MutationParts;
 use super::state::AppState;
 use crate::service::Caller;
 use crate::service::clusters::ClusterPath;
@@ -36,6 +39,17 @@ async fn cluster_verb(
             let path = ClusterPath::parse(&project, &zone, cluster)?;
             let body = super::check_workload::manifest(req, &s).await?;
             super::check_workload::check_workload(&s, &caller, &path, &body).await
+        }
+        Some((cluster, verb @ ("previewApply" | "previewDelete"))) => {
+            let path = ClusterPath::parse(&project, &zone, cluster)?;
+            let (mut parts, body) = req.into_parts();
+            let r = MutationParts::from_request_parts(&mut parts, &s).await?;
+            let IfMatch(if_match) = IfMatch::from_request_parts(&mut parts, &s).await?;
+            if verb == "previewDelete" {
+                return preview::preview_delete_cluster(&s, r, path, if_match).await;
+            }
+            let b = preview::body_of(parts, body, &s).await?;
+            preview::preview_apply_cluster(&s, r, path, if_match, b).await
         }
         Some((cluster, "diagnose")) => {
             let path = ClusterPath::parse(&project, &zone, cluster)?;

@@ -27,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
             super::provision::down_cluster
         ))
         .routes(routes!(list_node_pools, super::provision::add_node_pool))
+        .routes(routes!(super::preview::preview_create_node_pool))
         .routes(routes!(
             get_node_pool,
             super::provision::remove_node_pool,
@@ -48,8 +49,9 @@ pub struct ListClustersQuery {
     /// Only this team's clusters (`ml-research` or `teams/ml-research`).
     pub team: Option<String>,
     /// Only clusters in this state.
+    #[param(value_type = Option<crate::domain::ClusterState>)]
     pub state: Option<String>,
-    pub page_size: Option<i64>,
+    pub page_size: Option<i32>,
     pub page_token: Option<String>,
 }
 

@@ -6,16 +6,17 @@
 //! Invariant: the handler only parses; the service checks the pair, the mode and the
 //! deadline before anything is written.
 
-use axum::extract::State;
+use axum::extract::{FromRequestParts, Request, State};
 use axum::response::Response;
 
 use crate::model::Operation;
 use crate::service::clusters::ClusterPath;
 use crate::service::provision::drill::DrillRequest;
-use crate::service::provision::{self, Plan};
+use crate::service::provision::{self, Plan, Submitted};
 
 use super::error::ApiError;
-use super::extract::{ApiJsonOrEmpty, ApiPath, IfMatch, split_verb, unknown_verb};
+use super::extract::{ApiPath, ApiQuery, IfMatch, split_verb, unknown_verb};
+use super::preview::{self, body_of};
 use super::provision::{IfMatchOf, MutateQuery, MutationParts, respond};
 use super::state::AppState;
 use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
@@ -40,23 +41,46 @@ pub async fn drill_node_pool(
     pool: &str,
     if_match: Option<String>,
     req: DrillRequest,
-) -> Result<Response, ApiError> {
+) -> Result<Submitted<impl serde::Serialize>, ApiError> {
     let resource = format!("{}/nodePools/{pool}:drill", path.name());
     let m = r.mutation(path, IfMatchOf::Pool(if_match), "POST", &resource, &req)?;
-    Ok(respond(provision::drill::drill(s, &m, pool, req).await?))
+    Ok(provision::drill::drill(s, &m, pool, req).await?)
 }
 
-/// POST on a pool: its custom methods.
+/// POST on a pool: its custom methods (the drill and the previews of the pool's
+/// mutations).
 pub async fn pool_verb(
     State(s): State<AppState>,
-    r: MutationParts,
     ApiPath((project, zone, cluster, segment)): ApiPath<(String, String, String, String)>,
-    IfMatch(if_match): IfMatch,
-    ApiJsonOrEmpty(req): ApiJsonOrEmpty<DrillRequest>,
+    req: Request,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
-    match split_verb(&segment) {
-        Some((pool, "drill")) => drill_node_pool(&s, r, path, pool, if_match, req).await,
+    let Some((pool, verb)) = split_verb(&segment) else {
+        return Err(unknown_verb(&format!(
+            "POST {}/nodePools/{segment}",
+            path.name()
+        )));
+    };
+    let (mut parts, body) = req.into_parts();
+    let r = MutationParts::from_request_parts(&mut parts, &s).await?;
+    let IfMatch(if_match) = IfMatch::from_request_parts(&mut parts, &s).await?;
+    match verb {
+        "drill" => {
+            let b = body_of(parts, body, &s).await?;
+            Ok(respond(
+                drill_node_pool(&s, r, path, pool, if_match, b).await?,
+            ))
+        }
+        "previewDrill" => {
+            let b = body_of(parts, body, &s).await?;
+            preview::preview_drill_node_pool(&s, r, path, pool, if_match, b).await
+        }
+        "previewDelete" => preview::preview_delete_node_pool(&s, r, path, pool, if_match).await,
+        "previewUpdate" => {
+            let ApiQuery(q) = ApiQuery::from_request_parts(&mut parts, &s).await?;
+            let b = body_of(parts, body, &s).await?;
+            preview::preview_update_node_pool(&s, r, path, pool, if_match, q, b).await
+        }
         _ => Err(unknown_verb(&format!(
             "POST {}/nodePools/{segment}",
             path.name()

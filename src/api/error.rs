@@ -34,6 +34,7 @@ pub struct Status {
     /// The HTTP status code.
     pub code: u16,
     /// The canonical status name, e.g. `NOT_FOUND`.
+    #[schema(value_type = crate::domain::RpcCode)]
     pub status: String,
     pub message: String,
     pub details: Vec<ErrorInfo>,

@@ -14,7 +14,9 @@ macro_rules! list_response {
         #[serde(rename_all = "camelCase")]
         pub struct $name {
             pub $field: Vec<$item>,
+            /// Absent on the last page.
             #[serde(skip_serializing_if = "Option::is_none")]
+            #[schema(nullable = false)]
             pub next_page_token: Option<String>,
         }
 
@@ -46,8 +48,10 @@ pub mod idempotency;
 pub mod limits;
 pub mod metrics;
 pub mod openapi;
+pub mod operation_union;
 pub mod operations;
 pub mod panic;
+pub mod preview;
 pub mod profiles;
 pub mod provision;
 pub mod query_rules;
@@ -74,7 +78,7 @@ use error::ErrorBody;
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Results per page: default 50, at most 1000 (larger values are lowered).
-    pub page_size: Option<i64>,
+    pub page_size: Option<i32>,
     /// `nextPageToken` of the previous page.
     pub page_token: Option<String>,
 }
@@ -83,7 +87,7 @@ impl PageQuery {
     /// The service's page request; tokens are checked against `key`.
     pub fn request(&self, key: &PageKey) -> PageRequest {
         PageRequest {
-            size: self.page_size,
+            size: self.page_size.map(i64::from),
             token: self.page_token.clone(),
             key: key.clone(),
         }

@@ -2,6 +2,7 @@
 //! methods (`:verb`) are dispatched by one route per resource but documented as their
 //! own paths here.
 
+use utoipa::openapi::RefOr;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -26,7 +27,12 @@ use super::error::ErrorBody;
         super::operations::watch_operation,
         super::operations::cancel_operation,
         super::operations::wait_operation,
-        super::drill::drill_node_pool
+        super::drill::drill_node_pool,
+        super::preview::preview_apply_cluster,
+        super::preview::preview_delete_cluster,
+        super::preview::preview_delete_node_pool,
+        super::preview::preview_update_node_pool,
+        super::preview::preview_drill_node_pool
     ),
     components(schemas(ErrorBody, crate::model::drill::DrillReport)),
     modifiers(&Security),
@@ -89,14 +95,42 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// development-only routes (and the schemas only they use).
 pub fn published(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    super::operation_union::apply(&mut doc);
     doc.paths
         .paths
         .retain(|path, _| !path.starts_with(UNPUBLISHED_PREFIX));
     if let Some(c) = doc.components.as_mut() {
         c.schemas.retain(|name, _| name != "NoopRequest");
     }
+    for item in doc.paths.paths.values_mut() {
+        let ops = [
+            &mut item.put,
+            &mut item.post,
+            &mut item.patch,
+            &mut item.delete,
+        ];
+        for op in ops.into_iter().flatten() {
+            one_success_type(op);
+        }
+    }
     doc
 }
+
+/// A mutation answers 202 with its operation; its `validateOnly=true` form (200 with the
+/// plan) stays served for curl and scripts but is not published: generated clients get
+/// one success type per call and preview through the `:preview…` methods.
+fn one_success_type(op: &mut utoipa::openapi::path::Operation) {
+    if !op.responses.responses.contains_key("202") {
+        return;
+    }
+    op.responses.responses.remove("200");
+    if let Some(params) = op.parameters.as_mut() {
+        params.retain(|p| !matches!(p, RefOr::T(p) if p.name == VALIDATE_ONLY));
+    }
+}
+
+/// The query parameter of [`one_success_type`]'s hidden form.
+const VALIDATE_ONLY: &str = "validateOnly";
 
 /// The OpenAPI document as served at `/openapi.json` and committed as
 /// `openapi/kineticd.json`.

@@ -36,7 +36,7 @@ pub struct ListOperationsQuery {
     /// Terms joined by AND: `done=true|false`, `state=RUNNING`, `type=UP_CLUSTER`,
     /// `target="projects/p/zones/z/clusters/c"`, `team=ml`, `createdBy="a@x"`.
     pub filter: Option<String>,
-    pub page_size: Option<i64>,
+    pub page_size: Option<i32>,
     pub page_token: Option<String>,
 }
 
@@ -51,7 +51,7 @@ async fn list_operations(
     ApiQuery(q): ApiQuery<ListOperationsQuery>,
 ) -> Result<Json<ListOperationsResponse>, ApiError> {
     let page = service::PageRequest {
-        size: q.page_size,
+        size: q.page_size.map(i64::from),
         token: q.page_token,
         key: s.page_key.clone(),
     };

@@ -32,6 +32,7 @@ use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader, idempotency};
 #[into_params(parameter_in = Query)]
 pub struct MutateQuery {
     /// Return the plan (200) instead of starting an operation; nothing changes (AIP-163).
+    /// Served but not published: the document lists the `:preview…` methods instead.
     #[serde(default)]
     pub validate_only: bool,
     /// AIP-155 request id (or send the Idempotency-Key header).
@@ -77,6 +78,13 @@ pub(super) enum IfMatchOf {
 }
 
 impl MutationParts {
+    /// The same request as a preview: plan only. A request id is kept: it records
+    /// nothing, and names in the plan the pools the mutation sent with it will create.
+    pub(super) fn previewing(mut self) -> Self {
+        self.query.validate_only = true;
+        self
+    }
+
     /// The mutation context of `method` on `resource` (a path below `/v1/`) of the cluster
     /// at `path`, with the request id bound to a fingerprint of `body` and `if_match` as
     /// the service checks it.
@@ -111,7 +119,8 @@ impl MutationParts {
 }
 
 /// **up**: create the cluster (with its first accelerator pool) or reconcile it. With no
-/// body at all, an existing cluster is reconciled as it is.
+/// body at all, an existing cluster is reconciled as it is. `POST {cluster}:previewApply`
+/// answers the plan instead.
 #[utoipa::path(put, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", operation_id = "applyCluster", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery, IfMatchHeader),
     request_body(content = Option<UpRequest>, description = "optional: with no body at all, an existing cluster is reconciled as it is"),
@@ -125,13 +134,24 @@ pub async fn up_cluster(
     ApiJsonOrEmpty(req): ApiJsonOrEmpty<UpRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    Ok(respond(apply(&s, r, path, if_match, req).await?))
+}
+
+/// `up` of the cluster at `path` (the operation, or the plan when previewing).
+pub(super) async fn apply(
+    s: &AppState,
+    r: MutationParts,
+    path: ClusterPath,
+    if_match: Option<String>,
+    req: UpRequest,
+) -> Result<Submitted, ApiError> {
     let resource = path.name();
     let m = r.mutation(path, IfMatchOf::Cluster(if_match), "PUT", &resource, &req)?;
-    Ok(respond(provision::up::up(&s, &m, req).await?))
+    Ok(provision::up::up(s, &m, req).await?)
 }
 
 /// **down**: delete the cluster and everything `up` made for it (APIs, the state bucket
-/// and profiles stay).
+/// and profiles stay). `POST {cluster}:previewDelete` answers the plan instead.
 #[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", operation_id = "deleteCluster", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery, IfMatchHeader),
     responses((status = 202, description = "DOWN_CLUSTER operation", body = Operation),
@@ -143,13 +163,23 @@ pub async fn down_cluster(
     IfMatch(if_match): IfMatch,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    Ok(respond(down(&s, r, path, if_match).await?))
+}
+
+/// `down` of the cluster at `path`.
+pub(super) async fn down(
+    s: &AppState,
+    r: MutationParts,
+    path: ClusterPath,
+    if_match: Option<String>,
+) -> Result<Submitted, ApiError> {
     let resource = path.name();
     let m = r.mutation(path, IfMatchOf::Cluster(if_match), "DELETE", &resource, &())?;
-    Ok(respond(provision::down::down(&s, &m).await?))
+    Ok(provision::down::down(s, &m).await?)
 }
 
 /// **pool add**: a GPU or TPU node pool (two for `failover`); the new pool id is in
-/// `metadata.target` at once.
+/// `metadata.target` at once. `POST .../nodePools:previewCreate` answers the plan instead.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", operation_id = "createNodePool", tag = "nodePools",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), MutateQuery, IfMatchHeader),
     request_body = AddPoolRequest,
@@ -163,13 +193,25 @@ pub async fn add_node_pool(
     ApiJson(req): ApiJson<AddPoolRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    Ok(respond(add_pool(&s, r, path, if_match, req).await?))
+}
+
+/// `pool add` on the cluster at `path`.
+pub(super) async fn add_pool(
+    s: &AppState,
+    r: MutationParts,
+    path: ClusterPath,
+    if_match: Option<String>,
+    req: AddPoolRequest,
+) -> Result<Submitted, ApiError> {
     let resource = format!("{}/nodePools", path.name());
     // Adding a pool changes the cluster's pool list: If-Match is the cluster's etag.
     let m = r.mutation(path, IfMatchOf::Cluster(if_match), "POST", &resource, &req)?;
-    Ok(respond(provision::pools::add_pool(&s, &m, req).await?))
+    Ok(provision::pools::add_pool(s, &m, req).await?)
 }
 
 /// **pool remove**: delete a node pool (a failover pair goes together).
+/// `POST .../nodePools/{pool}:previewDelete` answers the plan instead.
 #[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "deleteNodePool", tag = "nodePools",
     params(("project" = String, Path), ("zone" = String, Path), ("cluster" = String, Path), ("pool" = String, Path), MutateQuery, IfMatchHeader),
     responses((status = 202, description = "REMOVE_NODE_POOL operation", body = Operation),
@@ -181,7 +223,18 @@ pub async fn remove_node_pool(
     IfMatch(if_match): IfMatch,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    Ok(respond(remove_pool(&s, r, path, &pool, if_match).await?))
+}
+
+/// `pool remove` of `pool` in the cluster at `path`.
+pub(super) async fn remove_pool(
+    s: &AppState,
+    r: MutationParts,
+    path: ClusterPath,
+    pool: &str,
+    if_match: Option<String>,
+) -> Result<Submitted, ApiError> {
     let resource = format!("{}/nodePools/{pool}", path.name());
     let m = r.mutation(path, IfMatchOf::Pool(if_match), "DELETE", &resource, &())?;
-    Ok(respond(provision::pools::remove_pool(&s, &m, &pool).await?))
+    Ok(provision::pools::remove_pool(s, &m, pool).await?)
 }

@@ -14,8 +14,8 @@ use utoipa::IntoParams;
 
 use crate::model::Operation;
 use crate::service::clusters::ClusterPath;
-use crate::service::provision::Plan;
 use crate::service::provision::resize::{ResizeRequest, resize};
+use crate::service::provision::{Plan, Submitted};
 
 use super::error::ApiError;
 use super::extract::{ApiJsonOrEmpty, ApiPath, ApiQuery, IfMatch};
@@ -62,10 +62,22 @@ pub async fn resize_node_pool(
     ApiJsonOrEmpty(req): ApiJsonOrEmpty<ResizeRequest>,
 ) -> Result<Response, ApiError> {
     let path = ClusterPath::parse(&project, &zone, &cluster)?;
+    Ok(respond(update(&s, r, path, &pool, if_match, q, req).await?))
+}
+
+/// The resize of `pool` in the cluster at `path` (the operation, or the plan when
+/// previewing).
+pub(super) async fn update(
+    s: &AppState,
+    r: MutationParts,
+    path: ClusterPath,
+    pool: &str,
+    if_match: Option<String>,
+    q: UpdateMaskQuery,
+    req: ResizeRequest,
+) -> Result<Submitted, ApiError> {
     let resource = format!("{}/nodePools/{pool}", path.name());
     let asked = json!({"updateMask": q.update_mask, "body": req});
     let m = r.mutation(path, IfMatchOf::Pool(if_match), "PATCH", &resource, &asked)?;
-    Ok(respond(
-        resize(&s, &m, &pool, q.update_mask.as_deref(), req).await?,
-    ))
+    Ok(resize(s, &m, pool, q.update_mask.as_deref(), req).await?)
 }

@@ -59,6 +59,7 @@ pub struct NoopRequest {
     /// Number of steps (1-100).
     pub steps: u32,
     #[serde(default)]
+    #[schema(format = Int32)]
     pub step_millis: u64,
     #[serde(default)]
     pub parallel: bool,

@@ -321,16 +321,15 @@ fn pool_row(base: &str, p: &NodePool, status: Option<&ClusterStatus>) -> PoolRow
     let live = status.and_then(|s| s.node_pools.iter().find(|l| l.pool_id == p.pool_id));
     PoolRow {
         id: p.pool_id.clone(),
-        kind: p.kind.clone(),
+        kind: p.kind.as_str().to_owned(),
         accelerator: p.accelerator.clone(),
         machine_type: p.machine_type.clone(),
         min: p.min_nodes,
         max: p.max_nodes,
         spot: p.spot,
-        failover: p
-            .failover
-            .as_ref()
-            .map_or_else(String::new, |f| format!("{} of {}", f.role, f.paired_pool)),
+        failover: p.failover.as_ref().map_or_else(String::new, |f| {
+            format!("{} of {}", f.role.as_str(), f.paired_pool)
+        }),
         state: p.state.as_str().to_owned(),
         state_class: view::state_class(p.state.as_str()),
         gke: live.and_then(|l| l.gke_status.clone()).unwrap_or_default(),

@@ -229,7 +229,7 @@ pub async fn accelerators(State(s): State<ConsoleState>, v: Viewer) -> Result<Re
                 |p| view::per_hour(&p.currency, p.spot_per_node_hour),
             ),
             name: a.name,
-            kind: a.kind,
+            kind: a.kind.as_str().to_owned(),
             family: a.family,
             machine_type: a.machine_type,
         })

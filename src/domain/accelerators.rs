@@ -9,8 +9,11 @@
 use std::fmt;
 
 /// GPU or TPU (stored and shown as `GPU` / `TPU`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "UPPERCASE")]
+#[schema(as = AcceleratorKind)]
 pub enum Kind {
     Gpu,
     Tpu,

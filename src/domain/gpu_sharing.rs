@@ -102,8 +102,11 @@ pub fn partitions_per_gpu(gke_accelerator_type: &str, size: &str) -> Option<u32>
 }
 
 /// GKE's GPU sharing strategies (`TIME_SHARING` / `MPS`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[schema(as = GpuSharingStrategy)]
 pub enum Strategy {
     TimeSharing,
     Mps,

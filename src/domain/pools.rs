@@ -53,7 +53,9 @@ impl PoolError {
 }
 
 /// Role of a pool in a spot/on-demand failover pair (seed 003); `SPOT` / `ON_DEMAND`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FailoverRole {
     Spot,
@@ -70,7 +72,9 @@ impl FailoverRole {
 }
 
 /// A taint's effect; serialised in GKE's spelling (`NO_SCHEDULE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum TaintEffect {
     NoSchedule,

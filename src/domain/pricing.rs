@@ -98,8 +98,17 @@ pub fn serialize_cents<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::
 
 impl PriceTable {
     /// Read a table from JSON (the `KINETIC_PRICES_FILE` format).
+    /// The currency must be an ISO 4217 code (three capital letters), as the API
+    /// document says of every `currency`.
     pub fn from_json(s: &str) -> Result<PriceTable, serde_json::Error> {
-        serde_json::from_str(s)
+        let t: PriceTable = serde_json::from_str(s)?;
+        if t.currency.len() != 3 || !t.currency.bytes().all(|b| b.is_ascii_uppercase()) {
+            return Err(<serde_json::Error as serde::de::Error>::custom(format!(
+                "currency {:?} is not an ISO 4217 code such as USD",
+                t.currency
+            )));
+        }
+        Ok(t)
     }
 
     /// Hourly price of one node of `acc`, if the table knows it.
@@ -172,6 +181,8 @@ mod tests {
         .unwrap();
         assert_eq!(custom.per_node(&acc("l4x2")), Some(2.0));
         assert_eq!(custom.per_node(&acc("t4")), None);
+        let err = PriceTable::from_json(r#"{"currency":"usd","perUnitHour":{}}"#).unwrap_err();
+        assert!(err.to_string().contains("ISO 4217"), "{err}");
         // Flex-start: its own price when the table has one, else on demand (flagged).
         let flex = PriceTable::from_json(
             r#"{"currency":"USD","perUnitHour":{"nvidia-l4":{"onDemand":0.71,"spot":0.28,"flexStart":0.4}}}"#,

@@ -53,7 +53,17 @@ pub const FLEX_START_LABEL: &str = "cloud.google.com/gke-flex-start";
 pub const QUEUED_KEY: &str = "cloud.google.com/gke-queued";
 
 /// A pool's provisioning mode (the API's `provisioning`), `ON_DEMAND` ... `QUEUED`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Provisioning {
     #[default]

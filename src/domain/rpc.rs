@@ -134,6 +134,24 @@ impl RpcCode {
     }
 }
 
+/// In the API document a code is its name (`status` of google.rpc.Status as Google's
+/// JSON APIs write it): an enum of every name.
+impl utoipa::PartialSchema for RpcCode {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(RpcCode::ALL.iter().map(|c| c.name())))
+            .description(Some("A google.rpc.Code by name."))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for RpcCode {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "RpcStatus".into()
+    }
+}
+
 impl fmt::Display for RpcCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

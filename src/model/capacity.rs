@@ -10,6 +10,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub use super::money::HourlyCost;
+
 /// `GET .../clusters/{cluster}/capacity`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -17,6 +19,7 @@ pub struct ClusterCapacity {
     /// `projects/{project}/zones/{zone}/clusters/{cluster}`.
     pub name: String,
     /// When the cluster was read (RFC 3339).
+    #[schema(format = DateTime)]
     pub check_time: String,
     pub summary: CapacitySummary,
     /// One entry per accelerator type (`nvidia-l4`, `tpu-v5-lite-podslice`), in name order.
@@ -36,24 +39,19 @@ pub struct CapacitySummary {
         example = "6 of 12 accelerators requested (50%); 6 free, 4 of them stranded on partly used nodes; 3 pods pending for accelerators; idle accelerators cost USD 4.26/hour"
     )]
     pub text: String,
+    #[schema(format = Int32)]
     pub allocatable: u64,
+    #[schema(format = Int32)]
     pub requested: u64,
+    #[schema(format = Int32)]
     pub free: u64,
     /// Free accelerators on nodes where some are requested (fragmentation).
+    #[schema(format = Int32)]
     pub stranded: u64,
+    #[schema(format = Int32)]
     pub pending_pods: u64,
     /// Free accelerators times their hourly price (types without a price are left out).
-    pub idle_cost: IdleCost,
-}
-
-/// Hourly cost of accelerators nobody requests.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct IdleCost {
-    #[schema(example = "USD")]
-    pub currency: String,
-    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
-    pub per_hour: f64,
+    pub idle_cost: HourlyCost,
 }
 
 /// Counts shared by every level (cluster, accelerator type, pool, node).
@@ -61,15 +59,20 @@ pub struct IdleCost {
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
     /// Allocatable accelerators (node `status.allocatable`).
+    #[schema(format = Int32)]
     pub allocatable: u64,
     /// Requested by pods bound to the nodes and not finished (limits count when a
     /// container has no request, as in Kubernetes).
+    #[schema(format = Int32)]
     pub requested: u64,
     /// `allocatable - requested`.
+    #[schema(format = Int32)]
     pub free: u64,
     /// Free accelerators on partly used nodes.
+    #[schema(format = Int32)]
     pub stranded: u64,
     /// The largest single-pod request that fits one schedulable node now.
+    #[schema(format = Int32)]
     pub largest_placeable_request: u64,
 }
 
@@ -99,18 +102,22 @@ pub struct PoolCapacity {
     pub accelerator_type: String,
     pub spot: bool,
     /// Accelerators per node.
+    #[schema(format = Int32)]
     pub per_node: u64,
     pub node_count: u32,
     /// The autoscaler's ceiling (records, else GKE); `null` when unknown.
+    #[schema(required = true)]
     pub max_nodes: Option<u32>,
     #[serde(flatten)]
     pub counts: Counts,
     /// Free accelerators of this pool times their price; `null` when the price is unknown.
-    pub idle_cost: Option<IdleCost>,
+    #[schema(required = true)]
+    pub idle_cost: Option<HourlyCost>,
     pub nodes: Vec<NodeCapacity>,
     /// Set when the pool's GPUs are partitioned (MIG) or shared (time-sharing, MPS):
     /// then `perNode` and the counts are `nvidia.com/gpu` units, not physical GPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub gpu_units: Option<GpuUnits>,
 }
 
@@ -122,15 +129,17 @@ pub struct GpuUnits {
     #[schema(example = 7)]
     pub units_per_gpu: u32,
     /// Physical GPUs on the pool's nodes (`allocatable / unitsPerGpu`).
+    #[schema(format = Int32)]
     pub physical_gpus: u64,
     /// MIG partition size (`cloud.google.com/gke-gpu-partition-size`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(example = "1g.5gb")]
+    #[schema(example = "1g.5gb", nullable = false)]
     pub partition_size: Option<String>,
-    /// TIME_SHARING | MPS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::domain::gpu_sharing::Strategy>, nullable = false)]
     pub sharing_strategy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub max_clients_per_gpu: Option<u32>,
 }
 
@@ -179,6 +188,7 @@ pub struct PendingPod {
     #[schema(example = "nvidia.com/gpu")]
     pub resource: String,
     /// Accelerators requested.
+    #[schema(format = Int32)]
     pub requested: u64,
     pub reason: PendingReason,
     /// What is wrong and what would fix it.
@@ -188,5 +198,6 @@ pub struct PendingPod {
     /// the pool that grows (SCALE_UP_PENDING); empty when no pool matches.
     pub pools: Vec<String>,
     /// kube-scheduler's explanation (PodScheduled condition), when it gave one.
+    #[schema(required = true)]
     pub scheduler_message: Option<String>,
 }

@@ -87,6 +87,7 @@ pub struct Diagnosis {
     /// `projects/{project}/zones/{zone}/clusters/{cluster}`.
     pub name: String,
     /// When the checks started (RFC 3339).
+    #[schema(format = DateTime)]
     pub check_time: String,
     pub checks: Vec<DiagnosisCheck>,
     pub summary: DiagnosisSummary,

@@ -9,6 +9,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub use super::money::HourlyCost;
+
 /// How the spot pool is taken away.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -44,17 +46,8 @@ pub enum DrillPhase {
 pub struct DrillEvent {
     pub phase: DrillPhase,
     /// RFC 3339.
+    #[schema(format = DateTime)]
     pub time: String,
-}
-
-/// An hourly cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HourlyCost {
-    #[schema(example = "USD")]
-    pub currency: String,
-    #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
-    pub amount: f64,
 }
 
 /// The response of a FAILOVER_DRILL operation. When the drill ends at its deadline the
@@ -72,6 +65,7 @@ pub struct DrillReport {
     pub timeline: Vec<DrillEvent>,
     /// From RECLAIM_STARTED to PODS_RUNNING (absent until the pods run again).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub time_to_recovery: Option<String>,
     /// Pods running on the spot pool's nodes when they were reclaimed.
     pub pods_affected: u32,
@@ -81,6 +75,7 @@ pub struct DrillReport {
     pub fallback_nodes_added: u32,
     /// What those fallback nodes cost per hour (on-demand price of the fallback pool).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub hourly_cost_on_fallback: Option<HourlyCost>,
 }
 

@@ -6,9 +6,11 @@
 
 pub mod accelerator;
 pub mod capacity;
+pub mod cloud_enums;
 pub mod cluster;
 pub mod diagnose;
 pub mod drill;
+pub mod money;
 pub mod operation;
 mod pool_view;
 pub mod profile;

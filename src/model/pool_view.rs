@@ -6,6 +6,7 @@
 //! (name, state, create time) are left for the renderer, which fills them from the
 //! pool's row; `gpuUnitsPerNode` and `provisioning` are computed from the record.
 
+use crate::domain::PoolState;
 use crate::domain::gpu_sharing;
 use crate::domain::pool_record::{
     CostRecord, FailoverRecord, PoolSpecRecord, SharingRecord, TaintRecord,
@@ -38,7 +39,7 @@ impl From<&TaintRecord> for Taint {
         Taint {
             key: t.key.clone(),
             value: t.value.clone(),
-            effect: t.effect.as_str().to_owned(),
+            effect: t.effect,
         }
     }
 }
@@ -46,7 +47,7 @@ impl From<&TaintRecord> for Taint {
 impl From<&FailoverRecord> for FailoverRef {
     fn from(f: &FailoverRecord) -> Self {
         FailoverRef {
-            role: f.role.as_str().to_owned(),
+            role: f.role,
             paired_pool: f.paired_pool.clone(),
         }
     }
@@ -72,7 +73,7 @@ impl From<&PoolSpecRecord> for NodePool {
             partition_size: s.partition_size.clone(),
             pool_id: s.pool_id.clone(),
             accelerator: s.accelerator.clone(),
-            kind: s.kind.as_str().to_owned(),
+            kind: s.kind,
             machine_type: s.machine_type.clone(),
             gke_accelerator_type: s.gke_accelerator_type.clone(),
             accelerator_count: s.accelerator_count,
@@ -85,12 +86,16 @@ impl From<&PoolSpecRecord> for NodePool {
             zones: s.zones.clone(),
             taints: s.taints.iter().map(Taint::from).collect(),
             labels: s.labels.clone(),
-            provisioning: Some(s.mode().as_str().to_owned()),
+            provisioning: Some(s.mode()),
             max_run_duration: s.max_run_duration.clone(),
             driver_version: s.driver_version.clone(),
             failover: s.failover.as_ref().map(FailoverRef::from),
             estimated_hourly_cost: s.estimated_hourly_cost.as_ref().map(EstimatedCost::from),
-            ..NodePool::default()
+            // Filled by the renderer from the pool's row.
+            name: String::new(),
+            state: PoolState::default(),
+            create_time: String::new(),
+            etag: String::new(),
         }
     }
 }
@@ -100,6 +105,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::domain::provisioning::Provisioning;
 
     /// The view's JSON holds every field of the record's JSON, spelled the same.
     fn assert_view_keeps(record: Value) {
@@ -125,7 +131,7 @@ mod tests {
         let spec: PoolSpecRecord = serde_json::from_value(whole).unwrap();
         let view = NodePool::from(&spec);
         assert_eq!(view.gpu_units_per_node, None, "whole GPUs");
-        assert_eq!(view.provisioning.as_deref(), Some("SPOT"));
+        assert_eq!(view.provisioning, Some(Provisioning::Spot));
         let shared = json!({
             "poolId": "gpu-a100-ab12", "accelerator": "gpu-a100x2", "kind": "GPU",
             "machineType": "a2-highgpu-2g", "gkeAcceleratorType": "nvidia-tesla-a100",

@@ -19,6 +19,8 @@ pub struct Profile {
     pub active: bool,
     /// The cluster no longer exists (or is not visible to the caller).
     pub stale: bool,
+    #[schema(format = DateTime)]
     pub create_time: String,
+    #[schema(format = DateTime)]
     pub update_time: String,
 }

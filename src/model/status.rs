@@ -17,6 +17,7 @@ pub struct ClusterStatus {
     /// `projects/{project}/zones/{zone}/clusters/{cluster}`.
     pub name: String,
     /// When the cloud was read (RFC 3339).
+    #[schema(format = DateTime)]
     pub check_time: String,
     pub cluster: ClusterLive,
     pub buckets: BucketsStatus,
@@ -28,6 +29,7 @@ pub struct ClusterStatus {
     /// in pool-id order.
     pub node_pools: Vec<PoolStatus>,
     /// GKE's `default-pool` (CPU, never recorded), when GKE has one.
+    #[schema(required = true)]
     pub default_pool: Option<PoolStatus>,
     pub kubernetes: KubernetesStatus,
     /// Differences between the records and the cloud; empty when they agree.
@@ -52,14 +54,19 @@ pub struct GkeClusterStatus {
     /// `projects/{p}/locations/{zone}/clusters/{c}`.
     pub name: String,
     /// `null` when it could not be checked (see `error`).
+    #[schema(required = true)]
     pub exists: Option<bool>,
-    /// PROVISIONING | RUNNING | RECONCILING | STOPPING | ERROR | DEGRADED.
-    #[schema(example = "RUNNING")]
+    /// GKE's status, as GKE reports it.
+    #[schema(value_type = Option<super::cloud_enums::GkeClusterState>, required = true)]
     pub status: Option<String>,
+    #[schema(required = true)]
     pub endpoint: Option<String>,
+    #[schema(required = true)]
     pub location: Option<String>,
+    #[schema(required = true)]
     pub current_master_version: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub error: Option<String>,
 }
 
@@ -70,9 +77,11 @@ pub struct ResourceStatus {
     /// Full resource name.
     pub name: String,
     /// `null` when it could not be checked (see `error`).
+    #[schema(required = true)]
     pub exists: Option<bool>,
     /// Why it could not be checked (any Google error other than 404).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub error: Option<String>,
 }
 
@@ -81,10 +90,13 @@ pub struct ResourceStatus {
 pub struct BucketStatus {
     /// `projects/_/buckets/{bucket}`.
     pub name: String,
+    #[schema(required = true)]
     pub exists: Option<bool>,
     /// The bucket's location as Google reports it (`US`, `US-CENTRAL1`).
+    #[schema(required = true)]
     pub location: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub error: Option<String>,
 }
 
@@ -102,12 +114,16 @@ pub struct BucketsStatus {
 pub struct RepositoryStatus {
     /// `projects/{p}/locations/{l}/repositories/{id}`.
     pub name: String,
+    #[schema(required = true)]
     pub exists: Option<bool>,
     /// `us`, `europe`, `asia` or a region.
+    #[schema(required = true)]
     pub location: Option<String>,
     /// DOCKER for kineticd's repositories.
+    #[schema(value_type = Option<super::cloud_enums::RepositoryFormat>, required = true)]
     pub format: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub error: Option<String>,
 }
 
@@ -117,10 +133,12 @@ pub struct RepositoryStatus {
 pub struct RouterStatus {
     /// `projects/{p}/regions/{r}/routers/{router}`.
     pub name: String,
+    #[schema(required = true)]
     pub exists: Option<bool>,
     /// The NAT (`.../routers/{router}/nats/{nat}`); exists only on an existing router.
     pub nat: ResourceStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub error: Option<String>,
 }
 
@@ -148,18 +166,21 @@ pub struct PoolStatus {
     /// The records hold this pool.
     pub recorded: bool,
     /// The record's state, when recorded.
+    #[schema(required = true)]
     pub record_state: Option<PoolState>,
-    /// GKE's status (PROVISIONING | RUNNING | RUNNING_WITH_ERROR | RECONCILING |
-    /// STOPPING | ERROR); `null` when GKE has no such pool or could not be read.
+    /// GKE's status; `null` when GKE has no such pool or could not be read.
+    #[schema(value_type = Option<super::cloud_enums::GkeNodePoolState>, required = true)]
     pub gke_status: Option<String>,
     /// `null` when the Kubernetes API could not be read.
+    #[schema(required = true)]
     pub nodes: Option<NodeCounts>,
     /// Allocatable `nvidia.com/gpu` plus `google.com/tpu` over the pool's nodes; `null`
     /// when the Kubernetes API could not be read.
+    #[schema(required = true, format = Int32)]
     pub accelerators_allocatable: Option<u64>,
     /// Canonical accelerator (`gpu-l4`, `tpu-v5litepod-16`): the record's, or for an
     /// unrecorded pool the catalog entry matching GKE's configuration.
-    #[schema(example = "gpu-l4")]
+    #[schema(example = "gpu-l4", required = true)]
     pub accelerator: Option<String>,
 }
 
@@ -170,6 +191,7 @@ pub struct KubernetesStatus {
     pub reachable: bool,
     /// Why it was not reachable.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub message: Option<String>,
 }
 

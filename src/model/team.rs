@@ -18,7 +18,9 @@ pub struct Team {
     pub display_name: String,
     /// GCP projects owned by the team; a project belongs to at most one team.
     pub projects: Vec<String>,
+    #[schema(format = DateTime)]
     pub create_time: String,
+    #[schema(format = DateTime)]
     pub update_time: String,
     pub etag: String,
 }
@@ -28,6 +30,7 @@ pub struct Team {
 pub struct Member {
     pub email: String,
     pub role: Role,
+    #[schema(format = DateTime)]
     pub add_time: String,
 }
 
@@ -47,5 +50,6 @@ pub struct Me {
     /// Service admins see and change everything.
     pub admin: bool,
     pub teams: Vec<TeamRole>,
+    #[schema(required = true)]
     pub active_profile: Option<Profile>,
 }

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::domain::workload::report::Fit;
 use crate::domain::workload::{PoolFit, Problem, Report};
 
 /// Whether and when a workload would schedule, per pool and overall.
@@ -16,8 +17,7 @@ pub struct WorkloadCheck {
     pub schedulable: bool,
     /// NOW (room on existing nodes) | AFTER_SCALE_UP (the autoscaler must add nodes) |
     /// NEVER. The worst over the workload's pod templates.
-    #[schema(example = "AFTER_SCALE_UP")]
-    pub verdict: String,
+    pub verdict: Fit,
     /// Every node pool of the cluster (GKE's default-pool included when it has nodes).
     pub pools: Vec<WorkloadPoolFit>,
     /// What stops the workload, or risks it, each with how to fix it.
@@ -29,8 +29,7 @@ pub struct WorkloadCheck {
 pub struct WorkloadPoolFit {
     #[schema(example = "gpu-l4-3f2a")]
     pub pool_id: String,
-    /// NOW | AFTER_SCALE_UP | NEVER
-    pub fits: String,
+    pub fits: Fit,
     /// Why, in words (for NEVER it starts with the reason code).
     pub reason: String,
 }
@@ -52,7 +51,7 @@ impl From<&PoolFit> for WorkloadPoolFit {
     fn from(p: &PoolFit) -> Self {
         WorkloadPoolFit {
             pool_id: p.pool_id.clone(),
-            fits: p.fits.as_str().to_owned(),
+            fits: p.fits,
             reason: p.reason.clone(),
         }
     }
@@ -72,7 +71,7 @@ impl From<&Report> for WorkloadCheck {
     fn from(r: &Report) -> Self {
         WorkloadCheck {
             schedulable: r.schedulable,
-            verdict: r.verdict.as_str().to_owned(),
+            verdict: r.verdict,
             pools: r.pools.iter().map(Into::into).collect(),
             problems: r.problems.iter().map(Into::into).collect(),
         }

@@ -41,8 +41,9 @@ pub trait OperationKind: Send + Sync + Sized + 'static {
     type Input: Serialize + DeserializeOwned + Send + Sync + 'static;
     /// One of its steps, as it reads a stored step.
     type Step: Send + Sync;
-    /// Its `response` once every step is done.
-    type Response: Serialize;
+    /// Its `response` once every step is done; its schema name is the `@type` the
+    /// response is read with, and its schema one member of the document's union.
+    type Response: Serialize + utoipa::ToSchema;
     /// What its steps are made from when it is enqueued (a provisioning plan; NOOP's
     /// spec).
     type Plan: Serialize;
@@ -162,6 +163,31 @@ impl<K: OperationKind> Workflow for Typed<K> {
     }
 }
 
+/// One operation type's `response` schema, for the API document.
+pub struct ResponseSchema {
+    pub op_type: OperationType,
+    pub name: String,
+    pub schema: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    /// The schemas it refers to, by name.
+    pub uses: Vec<(
+        String,
+        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    )>,
+}
+
+impl ResponseSchema {
+    fn of<R: utoipa::ToSchema>(op_type: OperationType) -> Self {
+        let mut uses = Vec::new();
+        R::schemas(&mut uses);
+        ResponseSchema {
+            op_type,
+            name: R::name().into_owned(),
+            schema: R::schema(),
+            uses,
+        }
+    }
+}
+
 /// The registration: every operation type and the kind that runs it.
 macro_rules! kinds {
     ($($variant:ident => $kind:ty),+ $(,)?) => {
@@ -181,6 +207,30 @@ macro_rules! kinds {
                 }
             )+
             r
+        }
+
+        /// The `@type` of the `response` of an operation of type `t`: the name of its
+        /// kind's response schema.
+        pub fn response_type(t: OperationType) -> std::borrow::Cow<'static, str> {
+            match t {
+                $(OperationType::$variant => {
+                    <<$kind as OperationKind>::Response as utoipa::ToSchema>::name()
+                })+
+            }
+        }
+
+        /// The response schemas of the kinds a production process runs: per type, the
+        /// schema's name, the schema, and the schemas it uses.
+        pub fn response_schemas() -> Vec<ResponseSchema> {
+            let mut out = Vec::new();
+            $(
+                if !<$kind as OperationKind>::TEST_ONLY {
+                    out.push(ResponseSchema::of::<<$kind as OperationKind>::Response>(
+                        OperationType::$variant,
+                    ));
+                }
+            )+
+            out
         }
 
         // Each kind is registered under its own type.

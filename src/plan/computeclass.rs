@@ -103,6 +103,7 @@ pub struct Toleration {
     pub key: String,
     pub operator: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub value: Option<String>,
     pub effect: String,
 }

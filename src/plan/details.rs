@@ -60,7 +60,7 @@ resources! {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DrillDetails {
-    /// RECLAIM_NODES | DELETE_POOL.
+    #[schema(value_type = crate::model::drill::DrillMode)]
     pub mode: String,
     pub spot_pool: String,
     pub fallback_pool: String,
@@ -87,11 +87,13 @@ pub enum BucketDetails {
 pub struct BucketSpec {
     /// Objects are deleted after this many days (the jobs and builds buckets).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub lifecycle_delete_age_days: Option<u32>,
     pub location: String,
     pub uniform_bucket_level_access: bool,
     /// Object versioning (the state bucket).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub versioning: Option<bool>,
 }
 
@@ -108,8 +110,10 @@ pub struct BucketDelete {
 pub struct RouterDetails {
     pub nat: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub nat_ip_allocate_option: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub source_subnetwork_ip_ranges_to_nat: Option<String>,
 }
 
@@ -158,6 +162,7 @@ pub struct MemberRole {
 #[serde(rename_all = "camelCase")]
 pub struct RepositoryDetails {
     pub docker_host: String,
+    #[schema(value_type = crate::model::cloud_enums::RepositoryFormat)]
     pub format: String,
 }
 
@@ -176,8 +181,10 @@ pub struct ClusterDetails {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DefaultPool {
+    #[schema(format = Int32)]
     pub disk_size_gb: i64,
     pub machine_type: String,
+    #[schema(format = Int32)]
     pub node_count: i64,
 }
 
@@ -187,33 +194,47 @@ pub struct DefaultPool {
 #[serde(rename_all = "camelCase")]
 pub struct PoolDetails {
     pub accelerator: String,
+    #[schema(value_type = Option<crate::model::cloud_enums::GpuDriverVersion>, required = true)]
     pub driver_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub estimated_hourly_cost: Option<crate::model::EstimatedCost>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub labels: Option<BTreeMap<String, String>>,
     pub machine_type: String,
+    #[schema(format = Int32)]
     pub max_nodes: i64,
+    #[schema(required = true)]
     pub max_run_duration: Option<String>,
+    #[schema(format = Int32)]
     pub min_nodes: i64,
     /// MIG partition size (absent: whole GPUs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub partition_size: Option<String>,
+    #[schema(required = true)]
     pub placement_topology: Option<String>,
     /// FLEX_START | QUEUED (absent for on-demand, spot and reservation pools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::domain::provisioning::Provisioning>, nullable = false)]
     pub provisioning: Option<String>,
+    #[schema(required = true)]
     pub reservation: Option<String>,
     /// GPU time-sharing or MPS (absent: not shared).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub sharing: Option<crate::model::GpuSharing>,
     /// A resize: the bounds the pool had before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub resized_from: Option<NodeBounds>,
     pub spot: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub taints: Option<Vec<PoolTaint>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub zones: Option<Vec<String>>,
 }
 
@@ -221,12 +242,15 @@ pub struct PoolDetails {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeBounds {
+    #[schema(format = Int32)]
     pub max_nodes: i64,
+    #[schema(format = Int32)]
     pub min_nodes: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PoolTaint {
+    #[schema(value_type = crate::domain::pools::TaintEffect)]
     pub effect: String,
     pub key: String,
     pub value: String,
@@ -241,6 +265,7 @@ pub struct KubeObjectDetails {
         default,
         skip_serializing_if = "Option::is_none"
     )]
+    #[schema(nullable = false)]
     pub compute_class: Option<super::class_object::ComputeClass>,
 }
 

@@ -147,6 +147,7 @@ impl<Id: ActionId> TryFrom<ActionWire<Id>> for Action<Id> {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
+    #[schema(value_type = crate::model::money::Currency)]
     pub currency: String,
     #[serde(serialize_with = "crate::domain::pricing::serialize_cents")]
     pub at_min: f64,

@@ -78,6 +78,7 @@ struct PlanFields {
     actions: Vec<Action>,
     warnings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     estimated_hourly_cost: Option<Cost>,
 }
 

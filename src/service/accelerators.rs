@@ -40,7 +40,7 @@ pub fn render(r: &Resolved, prices: &PriceTable) -> Accelerator {
     let price = |spot: bool| prices.per_node(&Resolved { spot, ..r.clone() });
     Accelerator {
         name: r.base_name(),
-        kind: r.kind.as_str().to_owned(),
+        kind: r.kind,
         family: r.family.to_owned(),
         gke_accelerator_type: r.gke_accelerator_type.to_owned(),
         machine_type: r.machine_type.to_owned(),

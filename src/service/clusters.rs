@@ -190,7 +190,9 @@ impl ListClusters {
         let team = given(team)
             .map(|t| TeamId::parse(t.strip_prefix("teams/").unwrap_or(t)))
             .transpose()?;
-        let state = given(state)
+        // An empty state is not a state (the document's enum has no "").
+        let state = state
+            .map(str::trim)
             .map(ClusterState::parse)
             .transpose()
             .map_err(|e| {

@@ -13,6 +13,7 @@ pub mod error;
 pub mod etag;
 pub mod live;
 pub mod noop_operations;
+pub mod operation_response;
 pub mod operations;
 pub mod page;
 pub mod profiles;

@@ -40,6 +40,9 @@ pub fn render(row: &OperationRow) -> Result<Operation> {
         (done * 100).checked_div(total).unwrap_or(0)
     };
     let ts = |t: Option<DateTime<Utc>>| t.map(model::timestamp);
+    let op_type: OperationType = stored
+        .state("op_type", &row.op_type)
+        .map_err(StoreError::from)?;
     Ok(Operation {
         name: format!("operations/{}", row.id),
         done: finished,
@@ -47,11 +50,9 @@ pub fn render(row: &OperationRow) -> Result<Operation> {
             .error
             .clone()
             .and_then(|e| serde_json::from_value::<OperationError>(e).ok()),
-        response: row.response.clone(),
+        response: (row.response.clone()).map(|r| super::operation_response::typed(op_type, r)),
         metadata: OperationMetadata {
-            op_type: stored
-                .state("op_type", &row.op_type)
-                .map_err(StoreError::from)?,
+            op_type,
             target: row.target.clone(),
             team: row.team_id.as_ref().map(|t| format!("teams/{t}")),
             created_by: row.created_by.clone(),

@@ -110,6 +110,12 @@ const ROUTES: &[Route] = &[
     r("PATCH", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", MUTATION, "resize: needs MEMBER"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:drill", MUTATION, "failover drill: needs MEMBER"),
     r("GET", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/status", READ, "a cluster of the team"),
+    r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:previewApply", MUTATION, "the plan of up: as up, needs MEMBER"),
+    r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:previewDelete", MUTATION, "the plan of down: as down, needs MEMBER"),
+    r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools:previewCreate", MUTATION, "the plan of pool add: needs MEMBER"),
+    r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:previewDelete", MUTATION, "the plan of pool remove: needs MEMBER"),
+    r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:previewUpdate", MUTATION, "the plan of a resize: needs MEMBER"),
+    r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:previewDrill", MUTATION, "the plan of a drill: needs MEMBER"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:checkWorkload", READ, "a read-only check; POST for its body"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:diagnose", READ, "read-only checks; POST per AIP-136"),
     r("GET", "/v1/teams", ANY_CALLER, "lists only the caller's teams"),
@@ -151,9 +157,11 @@ fn body(method: &str, template: &str, who: &str) -> Option<Value> {
         ("PUT", "{email}") => json!({"role": "ADMIN"}),
         ("PUT", "{profile}") => json!({"cluster": cluster}),
         ("PUT", "{cluster}") => json!({"accelerator": "gpu-l4"}),
-        ("POST", "nodePools") => json!({"accelerator": "gpu-t4"}),
+        ("POST", "nodePools" | "nodePools:previewCreate") => json!({"accelerator": "gpu-t4"}),
+        ("POST", "{cluster}:previewApply") => json!({"accelerator": "gpu-l4"}),
+        ("POST", "{pool}:previewUpdate") => json!({"minNodes": 0, "maxNodes": 3}),
         ("PATCH", "{pool}") => json!({"minNodes": 0, "maxNodes": 3}),
-        ("POST", "{pool}:drill") => json!({}),
+        ("POST", "{pool}:drill" | "{pool}:previewDrill") => json!({}),
         ("POST", "{cluster}:checkWorkload") => {
             json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p"}, "spec": {"containers": []}})
         }

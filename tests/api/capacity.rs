@@ -192,12 +192,12 @@ async fn fragmented_cluster_counted_by_hand() {
     assert_eq!(l4["acceleratorType"], "nvidia-l4");
     assert_eq!(l4["resource"], "nvidia.com/gpu");
     // 4 idle L4s at USD 0.71 on demand.
-    assert_eq!(l4["idleCost"], json!({"currency": "USD", "perHour": 2.84}));
+    assert_eq!(l4["idleCost"], json!({"currency": "USD", "amount": 2.84}));
     let spot = pool(&c, SPOT);
     assert_eq!(counts(spot), [1, 0, 1, 0, 1]);
     assert_eq!(spot["spot"], true);
     // 1 idle spot L4 at USD 0.28.
-    assert_eq!(spot["idleCost"]["perHour"], 0.28);
+    assert_eq!(spot["idleCost"]["amount"], 0.28);
     // Both pools are L4: 12 + 1 allocatable, 8 requested, 5 free, 4 stranded.
     assert_eq!(c["accelerators"].as_array().unwrap().len(), 1, "{c:#}");
     assert_eq!(counts(&c["accelerators"][0]), [13, 8, 5, 4, 3]);
@@ -241,7 +241,7 @@ async fn fragmented_cluster_counted_by_hand() {
         [13, 8, 5, 4, 4]
     );
     // 2.84 + 0.28.
-    assert_eq!(s["idleCost"], json!({"currency": "USD", "perHour": 3.12}));
+    assert_eq!(s["idleCost"], json!({"currency": "USD", "amount": 3.12}));
     assert_eq!(
         s["text"],
         "8 of 13 accelerators requested (61%); 5 free, 4 of them stranded on partly used \

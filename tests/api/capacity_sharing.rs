@@ -201,7 +201,7 @@ async fn one_gpu_pods_take_one_slice_or_one_share() {
     let l4 = pool(&c, SHARED);
     assert_eq!(counts(l4), [4, 3, 1, 1, 1], "{l4:#}");
     // USD 0.71 an L4 hour / 4 shares = 0.1775, in cents.
-    assert_eq!(l4["idleCost"]["perHour"], 0.18, "{l4:#}");
+    assert_eq!(l4["idleCost"]["amount"], 0.18, "{l4:#}");
     one_gpu_pods(&kube, "ts", 3..5, json!({STRATEGY: "time-sharing"})).await;
     assert_eq!(phases(&kube, "ts-").await, (4, 1));
 

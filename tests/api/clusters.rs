@@ -218,8 +218,11 @@ async fn list_filters() {
     expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_FILTER");
     let r = app.get(ALICE, "/v1/clusters?team=nope-team").await;
     expect_not_found(&r, "TEAM_NOT_FOUND");
-    // Empty values mean "no filter".
-    assert_eq!(list("/v1/clusters?team=&state=").await, all);
+    // An empty team means "no filter"; an empty state is not one of the document's
+    // enum: refused, not ignored.
+    assert_eq!(list("/v1/clusters?team=").await, all);
+    let r = app.get(ALICE, "/v1/clusters?state=").await;
+    expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_FILTER");
 
     // DELETED records are listed only when asked for.
     sqlx::query("UPDATE clusters SET state = 'DELETED' WHERE name = 'a3'")

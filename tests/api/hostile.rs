@@ -160,7 +160,9 @@ fn good_body(method: &str, template: &str) -> Option<Value> {
         ("put", "/v1/profiles/{profile}") => {
             Some(json!({"cluster": "projects/acme-project/zones/us-central1-a/clusters/kc"}))
         }
-        ("post", t) if t.ends_with("/nodePools") => Some(json!({"accelerator": "l4"})),
+        ("post", t) if t.ends_with("/nodePools") || t.ends_with("/nodePools:previewCreate") => {
+            Some(json!({"accelerator": "l4"}))
+        }
         ("post", "/v1/testing/noopOperations") => Some(json!({"team": "acme", "steps": 1})),
         _ => None,
     }

@@ -18,6 +18,7 @@ mod flex_sim;
 mod ordering;
 mod pools;
 mod preview;
+mod preview_methods;
 mod records;
 mod reservations;
 mod resize;

@@ -358,6 +358,13 @@ impl Env {
     pub async fn ok(&self, op: &Value) -> Value {
         let done = self.done(op).await;
         assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+        // The response names its member of the document's union.
+        let schema = match done["metadata"]["type"].as_str() {
+            Some("UPDATE_NODE_POOL") => "ResizeResponse",
+            Some("FAILOVER_DRILL") => "DrillReport",
+            _ => "ClusterResponse",
+        };
+        assert_eq!(done["response"]["@type"], schema, "{done}");
         done
     }
 

@@ -13,7 +13,20 @@ pub use super::reasons::{Failure, Problem, Reason};
 use super::{ClusterFacts, GPU, PodGroup, PoolFacts, TPU, Workload};
 
 /// When the pods can run on a pool (or at all); best first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[schema(as = WorkloadFit)]
 pub enum Fit {
     Now,
     AfterScaleUp,

@@ -27,6 +27,7 @@ pub struct NoopSpec {
     /// Number of steps (1-100).
     pub steps: u32,
     /// Sleep in every step, milliseconds.
+    #[schema(format = Int32)]
     pub step_millis: u64,
     /// Run all steps in parallel instead of as a chain.
     pub parallel: bool,
@@ -93,7 +94,7 @@ pub struct NoopStep {
 }
 
 /// The NOOP response: how many steps ran.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct NoopResponse {
     pub steps: usize,
 }

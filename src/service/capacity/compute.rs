@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::cloud::kube::{NodeInfo, PodInfo};
 use crate::domain::pricing::{PriceTable, cents};
 use crate::model::capacity::{
-    AcceleratorCapacity, CapacitySummary, ClusterCapacity, Counts, GpuUnits, IdleCost,
+    AcceleratorCapacity, CapacitySummary, ClusterCapacity, Counts, GpuUnits, HourlyCost,
     NodeCapacity, PendingPod, PoolCapacity,
 };
 
@@ -178,9 +178,9 @@ fn pool_capacity<'a>(
             counts.free,
             p.gpu_sharing.as_ref().map_or(1, |g| g.units_per_gpu()),
         )
-        .map(|per_hour| IdleCost {
+        .map(|amount| HourlyCost {
             currency: prices.currency.clone(),
-            per_hour,
+            amount,
         }),
         gpu_units: gpu_units(p, &counts),
         nodes,
@@ -209,7 +209,7 @@ fn summary(pools: &[PoolCapacity], pending: &[PendingPod], prices: &PriceTable) 
         pools
             .iter()
             .filter_map(|p| p.idle_cost.as_ref())
-            .map(|i| i.per_hour)
+            .map(|i| i.amount)
             .sum(),
     );
     let mut parts = Vec::new();
@@ -265,9 +265,9 @@ fn summary(pools: &[PoolCapacity], pending: &[PendingPod], prices: &PriceTable) 
         free: c.free,
         stranded: c.stranded,
         pending_pods: pending.len() as u64,
-        idle_cost: IdleCost {
+        idle_cost: HourlyCost {
             currency: prices.currency.clone(),
-            per_hour: idle,
+            amount: idle,
         },
     }
 }

@@ -169,12 +169,12 @@ fn fragmented_usage_per_node_pool_and_type() {
     assert_eq!(l4.counts, counts(12, 8, 4, 4, 3));
     assert_eq!((l4.per_node, l4.node_count, l4.max_nodes), (4, 3, Some(3)));
     // 4 free L4s at 0.71 on demand.
-    assert_eq!(l4.idle_cost.as_ref().map(|i| i.per_hour), Some(2.84));
+    assert_eq!(l4.idle_cost.as_ref().map(|i| i.amount), Some(2.84));
     let tpu = &c.node_pools[1];
     assert_eq!(tpu.counts, counts(4, 0, 4, 0, 4));
     assert!(tpu.spot);
     // 4 idle v5e chips at the spot price 0.48.
-    assert_eq!(tpu.idle_cost.as_ref().map(|i| i.per_hour), Some(1.92));
+    assert_eq!(tpu.idle_cost.as_ref().map(|i| i.amount), Some(1.92));
     let types: Vec<(&str, &str, Counts)> = c
         .accelerators
         .iter()
@@ -196,7 +196,7 @@ fn fragmented_usage_per_node_pool_and_type() {
         (s.allocatable, s.requested, s.free, s.stranded),
         (16, 8, 8, 4)
     );
-    assert_eq!(s.idle_cost.per_hour, 4.76);
+    assert_eq!(s.idle_cost.amount, 4.76);
     assert_eq!(
         s.text,
         "8 of 16 accelerators requested (50%); 8 free, 4 of them stranded on partly used \

@@ -33,6 +33,7 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(900);
 pub struct DrillRequest {
     /// RECLAIM_NODES (default: delete the spot pool's VMs, as a preemption does) or
     /// DELETE_POOL (delete the spot pool and create it again exactly).
+    #[schema(value_type = Option<crate::model::drill::DrillMode>)]
     pub mode: Option<String>,
     /// How long to watch for recovery (default `900s`, at most `21600s`); when it passes
     /// the drill FAILS with the timeline so far.

@@ -24,6 +24,7 @@ pub struct AddPoolRequest {
     pub zones: Option<Vec<String>>,
     /// GKE-managed driver: DEFAULT, LATEST or INSTALLATION_DISABLED (GPU pools only);
     /// unset: the NVIDIA driver installer DaemonSet is applied.
+    #[schema(value_type = Option<crate::model::cloud_enums::GpuDriverVersion>)]
     pub driver_version: Option<String>,
     /// Add a spot pool plus an on-demand pool of the same machine at 0 nodes that
     /// pending pods fail over to.
@@ -32,7 +33,7 @@ pub struct AddPoolRequest {
     /// FLEX_START (flex-start VMs, Dynamic Workload Scheduler) or QUEUED (flex-start with
     /// queued provisioning: nodes only for a ProvisioningRequest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(example = "FLEX_START")]
+    #[schema(value_type = Option<crate::domain::provisioning::Provisioning>, example = "FLEX_START")]
     pub provisioning: Option<String>,
     /// How long a node may run, e.g. `"86400s"` (flex-start: at most `"604800s"`, 7 days,
     /// the default there).

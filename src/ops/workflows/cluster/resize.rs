@@ -30,13 +30,16 @@ use crate::store::{self};
 use super::{ClusterOpInput, Env, gcp_error, store_error, wire};
 
 /// One pool's new bounds (per zone) and its estimate at them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolBounds {
     pub pool_id: String,
+    #[schema(format = Int32)]
     pub min_nodes: i64,
+    #[schema(format = Int32)]
     pub max_nodes: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<crate::model::EstimatedCost>, nullable = false)]
     pub estimated_hourly_cost: Option<CostRecord>,
 }
 
@@ -52,7 +55,7 @@ pub struct ResizeInput {
 }
 
 /// The response of a resize: the cluster and every pool's new bounds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResizeResponse {
     pub cluster: String,

@@ -19,7 +19,7 @@ use super::ClusterOpInput;
 use super::queued::QueuedTemplate;
 
 /// What a step found and did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Created,
@@ -123,6 +123,70 @@ pub struct ClusterResponse {
     pub workload: Option<WorkloadSelection>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub queued: Option<QueuedTemplate>,
+}
+
+// A ClusterResponse's fields, for its schema only: the flattened parts as the optional
+// fields they put beside the others (a plain comment: a doc comment would become the
+// schema's description).
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // never built: only its schema is used
+struct ClusterResponseFields {
+    /// The cluster's resource name.
+    cluster: String,
+    /// The pools the operation named.
+    node_pools: Vec<String>,
+    /// Each step's outcome, by step id.
+    outcomes: BTreeMap<String, Outcome>,
+    /// The ComputeClass of the failover pair the operation created (with
+    /// `nodeSelector`, `tolerations` and `snippet`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    compute_class: Option<String>,
+    /// What a pod template needs to use the new pools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    node_selector: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    tolerations: Option<Vec<crate::plan::computeclass::Toleration>>,
+    /// `nodeSelector` and `tolerations` (and a queued pool's objects) as YAML.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    snippet: Option<String>,
+    /// A queued-provisioning pool: the ProvisioningRequest to create.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>, nullable = false)]
+    provisioning_request: Option<Value>,
+    /// A queued-provisioning pool: the PodTemplate it names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>, nullable = false)]
+    pod_template: Option<Value>,
+    /// A queued-provisioning pool: the annotations of the job's pod template.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pod_annotations: Option<BTreeMap<String, String>>,
+}
+
+impl utoipa::PartialSchema for ClusterResponse {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        ClusterResponseFields::schema()
+    }
+}
+
+impl utoipa::ToSchema for ClusterResponse {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "ClusterResponse".into()
+    }
+
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        ClusterResponseFields::schemas(schemas);
+    }
 }
 
 impl ClusterResponse {
