@@ -378,6 +378,11 @@ fn every_cloud_error_maps_to_a_catalogued_reason() {
         ),
         (RpcCode::ResourceExhausted, "QUOTA_INSUFFICIENT")
     );
+    // An abandoned wait stays a cancellation (the runner ends the operation CANCELLED).
+    assert_eq!(
+        cloud_reason(499, "CANCELLED", "CANCELLED", "wait abandoned"),
+        (RpcCode::Cancelled, "CANCELLED")
+    );
     assert_eq!(
         cloud_reason(0, "UNAVAILABLE", "TRANSPORT", "connection refused"),
         (RpcCode::Unavailable, "CLOUD_UNAVAILABLE")

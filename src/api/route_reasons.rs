@@ -129,20 +129,73 @@ const PROFILE: &[&str] = &["INVALID_NAME", "PROFILE_NOT_FOUND"];
 /// A resource path that has custom methods (`{id}:verb`): an unknown verb is 404.
 const VERBS: &[&str] = &["METHOD_NOT_FOUND"];
 
+/// What `applyCluster` and its preview (`previewApplyCluster`) can answer.
+const APPLY_CLUSTER: &[&[&str]] = &[
+    CLUSTER,
+    CLUSTER_CHANGE,
+    POOL_SPEC,
+    &["CLOUD_UNAVAILABLE", "NO_ACCELERATOR_POOL"],
+];
+
+/// What `createNodePool` and its preview (`previewCreateNodePool`) can answer.
+const CREATE_NODE_POOL: &[&[&str]] = &[CLUSTER, CLUSTER_CHANGE, POOL_SPEC, &["CLOUD_UNAVAILABLE"]];
+
+/// What `deleteCluster` and its preview (`previewDeleteCluster`) can answer.
+const DELETE_CLUSTER: &[&[&str]] = &[
+    CLUSTER,
+    CLUSTER_CHANGE,
+    &["BUCKETS_NOT_EMPTY", "CLOUD_UNAVAILABLE"],
+];
+
+/// What `deleteNodePool` and its preview (`previewDeleteNodePool`) can answer.
+const DELETE_NODE_POOL: &[&[&str]] = &[CLUSTER, CLUSTER_CHANGE, POOL, &["NODE_POOL_CHANGED"]];
+
+/// What `drillNodePool` and its preview (`previewDrillNodePool`) can answer.
+const DRILL_NODE_POOL: &[&[&str]] = &[
+    CLUSTER,
+    CLUSTER_CHANGE,
+    POOL,
+    &[
+        "INVALID_DEADLINE",
+        "INVALID_DRILL_MODE",
+        "NODE_POOL_CHANGED",
+        "NODE_POOL_NOT_RUNNING",
+        "NO_FAILOVER_PAIR",
+    ],
+];
+
+/// What `updateNodePool` and its preview (`previewUpdateNodePool`) can answer.
+const UPDATE_NODE_POOL: &[&[&str]] = &[
+    CLUSTER,
+    CLUSTER_CHANGE,
+    POOL,
+    &[
+        "FAILOVER_MAX_TOO_SMALL",
+        "INVALID_MAX_NODES",
+        "INVALID_MIN_NODES",
+        "INVALID_UPDATE_MASK",
+        "NODE_POOL_BUSY",
+        "NODE_POOL_CHANGED",
+        "NODE_POOL_NOT_RESIZABLE",
+        "NODE_POOL_NOT_RUNNING",
+        "NOTHING_TO_UPDATE",
+        "PROVISIONING_CONFLICT",
+        "QUOTA_INSUFFICIENT",
+        "RESERVATION_EXHAUSTED",
+        "RESERVATION_NOT_FOUND",
+        "TPU_MAX_NODES_NOT_WHOLE_SLICES",
+        "TPU_MIN_NODES_NOT_WHOLE_SLICES",
+        "CLOUD_UNAVAILABLE",
+    ],
+];
+
 /// Each operation's own reasons, by operationId (besides [`implied`]). A reason written
 /// `REASON=STATUS` is answered with that HTTP status by this operation rather than its
 /// code's (e.g. UNKNOWN_ACCELERATOR is 404 where the accelerator is the resource read).
 pub const TABLE: &[(&str, &[&[&str]])] = &[
     ("activateProfile", &[PROFILE]),
-    (
-        "applyCluster",
-        &[
-            CLUSTER,
-            CLUSTER_CHANGE,
-            POOL_SPEC,
-            &["CLOUD_UNAVAILABLE", "NO_ACCELERATOR_POOL"],
-        ],
-    ),
+    ("applyCluster", APPLY_CLUSTER),
+    ("previewApplyCluster", APPLY_CLUSTER),
     ("cancelOperation", &[OPERATION, &["PERMISSION_DENIED"]]),
     (
         "checkWorkload",
@@ -152,10 +205,8 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
             &["INVALID_WORKLOAD", "MALFORMED_YAML", "UNSUPPORTED_KIND"],
         ],
     ),
-    (
-        "createNodePool",
-        &[CLUSTER, CLUSTER_CHANGE, POOL_SPEC, &["CLOUD_UNAVAILABLE"]],
-    ),
+    ("createNodePool", CREATE_NODE_POOL),
+    ("previewCreateNodePool", CREATE_NODE_POOL),
     (
         "createTeam",
         &[&[
@@ -169,14 +220,8 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
             "TEAM_EXISTS",
         ]],
     ),
-    (
-        "deleteCluster",
-        &[
-            CLUSTER,
-            CLUSTER_CHANGE,
-            &["BUCKETS_NOT_EMPTY", "CLOUD_UNAVAILABLE"],
-        ],
-    ),
+    ("deleteCluster", DELETE_CLUSTER),
+    ("previewDeleteCluster", DELETE_CLUSTER),
     (
         "deleteMember",
         &[
@@ -184,31 +229,16 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
             &["LAST_OWNER", "MEMBER_NOT_FOUND", "PERMISSION_DENIED"],
         ],
     ),
-    (
-        "deleteNodePool",
-        &[CLUSTER, CLUSTER_CHANGE, POOL, &["NODE_POOL_CHANGED"]],
-    ),
+    ("deleteNodePool", DELETE_NODE_POOL),
+    ("previewDeleteNodePool", DELETE_NODE_POOL),
     ("deleteProfile", &[PROFILE]),
     (
         "deleteTeam",
         &[TEAM, &["PERMISSION_DENIED", "TEAM_HAS_CLUSTERS"]],
     ),
     ("diagnoseCluster", &[CLUSTER, &["INVALID_TIMEOUT"]]),
-    (
-        "drillNodePool",
-        &[
-            CLUSTER,
-            CLUSTER_CHANGE,
-            POOL,
-            &[
-                "INVALID_DEADLINE",
-                "INVALID_DRILL_MODE",
-                "NODE_POOL_CHANGED",
-                "NODE_POOL_NOT_RUNNING",
-                "NO_FAILOVER_PAIR",
-            ],
-        ],
-    ),
+    ("drillNodePool", DRILL_NODE_POOL),
+    ("previewDrillNodePool", DRILL_NODE_POOL),
     ("getAccelerator", &[&["UNKNOWN_ACCELERATOR=404"]]),
     ("getCaller", &[]),
     ("getCluster", &[CLUSTER, VERBS]),
@@ -250,32 +280,8 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
             "PROJECT_NOT_FOUND",
         ]],
     ),
-    (
-        "updateNodePool",
-        &[
-            CLUSTER,
-            CLUSTER_CHANGE,
-            POOL,
-            &[
-                "FAILOVER_MAX_TOO_SMALL",
-                "INVALID_MAX_NODES",
-                "INVALID_MIN_NODES",
-                "INVALID_UPDATE_MASK",
-                "NODE_POOL_BUSY",
-                "NODE_POOL_CHANGED",
-                "NODE_POOL_NOT_RESIZABLE",
-                "NODE_POOL_NOT_RUNNING",
-                "NOTHING_TO_UPDATE",
-                "PROVISIONING_CONFLICT",
-                "QUOTA_INSUFFICIENT",
-                "RESERVATION_EXHAUSTED",
-                "RESERVATION_NOT_FOUND",
-                "TPU_MAX_NODES_NOT_WHOLE_SLICES",
-                "TPU_MIN_NODES_NOT_WHOLE_SLICES",
-                "CLOUD_UNAVAILABLE",
-            ],
-        ],
-    ),
+    ("updateNodePool", UPDATE_NODE_POOL),
+    ("previewUpdateNodePool", UPDATE_NODE_POOL),
     (
         "updateTeam",
         &[

@@ -237,6 +237,9 @@ pub fn cloud_reason(
         c => c,
     };
     match code {
+        // A wait kineticd abandoned because the operation was cancelled: the runner ends
+        // the operation CANCELLED on this code.
+        RpcCode::Cancelled => (RpcCode::Cancelled, "CANCELLED"),
         RpcCode::InvalidArgument | RpcCode::OutOfRange => {
             (RpcCode::InvalidArgument, "CLOUD_INVALID_ARGUMENT")
         }
