@@ -59,6 +59,7 @@ pub mod provision;
 pub mod query_rules;
 pub mod reasons;
 pub mod resize;
+pub mod route_reasons;
 pub mod route_table;
 pub mod state;
 pub mod status;

@@ -136,7 +136,7 @@ const VALIDATE_ONLY: &str = "validateOnly";
 /// `openapi/kineticd.json`.
 pub fn document() -> utoipa::openapi::OpenApi {
     let (_, doc) = router().split_for_parts();
-    published(doc)
+    super::route_reasons::listed(published(doc))
 }
 
 /// Pretty JSON of [`document`], newline-terminated (the committed file's exact bytes).

@@ -4,7 +4,9 @@
 //! errors-reference` prints it as docs/errors.md.
 //!
 //! Invariant: [`CATALOGUE`] is sorted by reason, has one entry per reason, and holds
-//! exactly the reason literals that code under src/ (the simulator aside) can emit;
+//! exactly the reason literals that code under src/ can emit (the simulator and the
+//! cloud clients aside: a cloud's reasons are mapped to these where a step fails, by
+//! `ops::steps::cloud_reason`, and kept in `cloudReason`);
 //! tests/errors_doc.rs scans the sources and fails on a reason missing here or an entry
 //! no code emits. The HTTP status is derived from the code ([`http_status`]) except for
 //! the few answers `ApiError::new` makes with a status no code maps to.
@@ -107,8 +109,32 @@ use RpcCode::{
 };
 use Seen::{Both, Console, Operation, Response};
 
-/// The metadata of an error Google (or the network to it) answered a step with.
-const CLOUD_CALL: &[&str] = &["service", "method", "httpStatus"];
+/// The metadata of an error a cloud API (Google's, or a cluster's Kubernetes API)
+/// answered a step with: the call, and the cloud's own reason and message.
+const CLOUD_CALL: &[&str] = &[
+    "service",
+    "method",
+    "httpStatus",
+    "cloudReason",
+    "cloudMessage",
+];
+
+/// Reasons renamed into another (old, new), answered under the new one with the old in
+/// `deprecatedReason` until the next release. An old spelling made from a cloud's reason
+/// (`GKE_{status}`, or any reason a cloud answered) is not listed: it is `cloudReason`.
+pub const ALIASES: &[(&str, &str)] = &[
+    ("BUCKET_CHECK_FAILED", "CLOUD_UNAVAILABLE"),
+    ("BUCKET_NOT_EMPTY", "BUCKETS_NOT_EMPTY"),
+    ("CLUSTER_NOT_RUNNING", "CLUSTER_NOT_READY"),
+    ("CLUSTER_NO_ENDPOINT", "CLUSTER_NOT_READY"),
+    ("GCE_QUOTA_EXCEEDED", "QUOTA_INSUFFICIENT"),
+    ("GCE_STOCKOUT", "ZONE_RESOURCE_EXHAUSTED"),
+    ("GKE_UNAVAILABLE", "CLOUD_UNAVAILABLE"),
+    ("LRO_DEADLINE_EXCEEDED", "CLOUD_UNAVAILABLE"),
+    ("QUOTA_EXCEEDED", "QUOTA_INSUFFICIENT"),
+    ("TRANSPORT", "CLOUD_UNAVAILABLE"),
+    ("ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_EXHAUSTED"),
+];
 
 /// Every reason, sorted by reason.
 pub const CATALOGUE: &[ReasonDoc] = &[
@@ -206,26 +232,10 @@ pub const CATALOGUE: &[ReasonDoc] = &[
     e(
         "BUCKETS_NOT_EMPTY",
         FailedPrecondition,
-        Response,
-        &["buckets"],
-        "`down` of a cluster with `forceDestroy: false` whose buckets still hold objects (checked before the operation starts).",
-        "Empty the buckets listed in `buckets`, or PUT the cluster with `forceDestroy: true`, then run down again.",
-    ),
-    e(
-        "BUCKET_CHECK_FAILED",
-        FailedPrecondition,
-        Response,
-        &[],
-        "`down` could not check whether one of the cluster's buckets is empty.",
-        "Retry; if it persists, check that kineticd's service account may list the bucket.",
-    ),
-    e(
-        "BUCKET_NOT_EMPTY",
-        FailedPrecondition,
-        Operation,
-        &["bucket"],
-        "A down operation's bucket deletion found objects in a bucket of a cluster with `forceDestroy: false`.",
-        "Empty the bucket (`gcloud storage rm -r gs://BUCKET/**`) or PUT the cluster with `forceDestroy: true`, then run down again.",
+        Both,
+        &["buckets", "bucket"],
+        "`down` of a cluster with `forceDestroy: false` whose buckets still hold objects: refused before the operation starts, or found by its bucket deletion (`bucket`, kept one release, names the same bucket as `buckets`).",
+        "Empty the buckets listed in `buckets` (`gcloud storage rm -r gs://BUCKET/**`), or PUT the cluster with `forceDestroy: true`, then run down again.",
     ),
     e(
         "CANCELLED",
@@ -236,12 +246,84 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         "Nothing; start the operation again if it is still wanted.",
     ),
     e(
+        "CLOUD_ABORTED",
+        Aborted,
+        Operation,
+        CLOUD_CALL,
+        "A Google or Kubernetes API reported a concurrent change (an etag conflict) and retries did not get past it.",
+        "Run the command again.",
+    ),
+    e(
+        "CLOUD_ALREADY_EXISTS",
+        AlreadyExists,
+        Operation,
+        CLOUD_CALL,
+        "A Google or Kubernetes API refused to create something that exists and that the step could not adopt.",
+        "Read `cloudMessage`; remove or rename the conflicting resource, then run the command again.",
+    ),
+    e(
+        "CLOUD_ERROR",
+        Unknown,
+        Operation,
+        CLOUD_CALL,
+        "A Google API failed a step with an error of no known kind (for example a long-running operation without an error code).",
+        "Read `cloudMessage`, then run the command again; report it if it persists.",
+    ),
+    e(
+        "CLOUD_FAILED_PRECONDITION",
+        FailedPrecondition,
+        Operation,
+        CLOUD_CALL,
+        "A Google or Kubernetes API refused a step because of the state of a resource (Google's reason in `cloudReason`).",
+        "Read `cloudMessage`, fix the resource's state, then run the command again.",
+    ),
+    e(
+        "CLOUD_INVALID_ARGUMENT",
+        InvalidArgument,
+        Operation,
+        CLOUD_CALL,
+        "A Google or Kubernetes API refused a request kineticd made as invalid (Google's reason in `cloudReason`).",
+        "Report it with the operation id and `cloudMessage`.",
+    ),
+    e(
+        "CLOUD_NOT_FOUND",
+        NotFound,
+        Operation,
+        CLOUD_CALL,
+        "A Google or Kubernetes API did not find something a step needed (for example a resource deleted outside kineticd).",
+        "Read `cloudMessage`; run up again to recreate what is missing.",
+    ),
+    e(
+        "CLOUD_PERMISSION_DENIED",
+        PermissionDenied,
+        Operation,
+        CLOUD_CALL,
+        "A Google or Kubernetes API refused kineticd's service account (missing role, API disabled: `cloudReason` says which, for example SERVICE_DISABLED).",
+        "Grant kineticd's service account the role `cloudMessage` names, or enable the API, then run the command again.",
+    ),
+    e(
+        "CLOUD_RATE_LIMITED",
+        ResourceExhausted,
+        Operation,
+        CLOUD_CALL,
+        "A Google or Kubernetes API kept refusing kineticd's calls for their rate (not quota) beyond the step's retries.",
+        "Run the command again later.",
+    ),
+    e(
         "CLOUD_UNAVAILABLE",
         Unavailable,
-        Response,
-        &["project", "service", "method", "cloudReason"],
-        "A Google API kineticd needed to answer (IAM policy, Compute Engine, the cluster's resources) failed; nothing was changed.",
-        "Retry shortly; if it persists, check `cloudReason` and kineticd's access to the project.",
+        Both,
+        &[
+            "project",
+            "service",
+            "method",
+            "httpStatus",
+            "cloudReason",
+            "cloudMessage",
+            "retryAfterSeconds",
+        ],
+        "A Google API kineticd needed (IAM policy, Compute Engine, GKE, Storage, the cluster's resources) failed, timed out or could not be reached; a request changed nothing, a step is retried first.",
+        "Retry (after `retryAfterSeconds` where given); if it persists, check `cloudReason` and kineticd's access to the project.",
     ),
     e(
         "CLUSTER_CHANGED",
@@ -269,27 +351,11 @@ pub const CATALOGUE: &[ReasonDoc] = &[
     ),
     e(
         "CLUSTER_NOT_READY",
-        FailedPrecondition,
-        Response,
-        &[],
-        "A live read (capacity, checkWorkload) found a GKE cluster without an endpoint yet.",
-        "Retry once the cluster is RUNNING.",
-    ),
-    e(
-        "CLUSTER_NOT_RUNNING",
         Unavailable,
-        Operation,
-        &[],
-        "A step found the GKE cluster not RUNNING (for example still provisioning); it is retried.",
-        "Nothing while it is retried; if the operation fails with it, check the cluster in GKE and run up again.",
-    ),
-    e(
-        "CLUSTER_NO_ENDPOINT",
-        Unavailable,
-        Operation,
-        &[],
-        "A step that talks to Kubernetes found the GKE cluster without an endpoint yet; it is retried.",
-        "Nothing while it is retried; if the operation fails with it, run up again once the cluster is RUNNING.",
+        Both,
+        &["retryAfterSeconds"],
+        "The GKE cluster is not RUNNING or has no endpoint yet (a live read such as capacity or checkWorkload answers it with Retry-After; a step is retried).",
+        "Retry once the cluster is RUNNING (after `retryAfterSeconds`); if an operation fails with it, check the cluster in GKE and run up again.",
     ),
     e(
         "CORRUPT_RECORD",
@@ -386,14 +452,6 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         "Ask for ON_DEMAND or SPOT, or for an accelerator that supports the mode.",
     ),
     e(
-        "GCE_STOCKOUT",
-        ResourceExhausted,
-        Operation,
-        CLOUD_CALL,
-        "Google had no capacity for the VMs in the zone (a GKE operation failed with GCE_STOCKOUT).",
-        "Try another zone, a reservation, SPOT or FLEX_START provisioning, or later.",
-    ),
-    e(
         "GKE_CLUSTER_NOT_FOUND",
         FailedPrecondition,
         Response,
@@ -402,12 +460,12 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         "Run up (PUT the cluster) to create it again.",
     ),
     e(
-        "GKE_UNAVAILABLE",
-        Unavailable,
-        Response,
-        &[],
-        "A live read could not read the GKE cluster.",
-        "Retry shortly.",
+        "GKE_RESOURCE_BROKEN",
+        FailedPrecondition,
+        Operation,
+        &["resource", "gkeStatus"],
+        "A GKE cluster or node pool kineticd waited for settled in a state other than RUNNING (`gkeStatus`, for example STOPPING or DEGRADED).",
+        "Delete it (down, or pool remove), then run the command again.",
     ),
     e(
         "GKE_VERSION_TOO_OLD",
@@ -424,14 +482,6 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         &["requestId"],
         "An unexpected error or a handler panic; the cause is in the server log only.",
         "Report it with the x-request-id (`requestId`).",
-    ),
-    e(
-        "INVALID_ARGUMENT",
-        InvalidArgument,
-        Operation,
-        CLOUD_CALL,
-        "kineticd refused to send an IAM policy change it found invalid (a step of up).",
-        "Report it with the operation id.",
     ),
     e(
         "INVALID_CLUSTER_NAME",
@@ -685,7 +735,7 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         "KUBERNETES_UNAVAILABLE",
         Unavailable,
         Both,
-        &["service"],
+        &["service", "cloudReason", "cloudMessage"],
         "The cluster's Kubernetes API did not answer (or not in time); a step is retried.",
         "Retry shortly; check the cluster in GKE if it persists.",
     ),
@@ -704,14 +754,6 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         &[],
         "Removing or demoting the team's last OWNER.",
         "Make someone else OWNER first.",
-    ),
-    e(
-        "LRO_DEADLINE_EXCEEDED",
-        DeadlineExceeded,
-        Operation,
-        CLOUD_CALL,
-        "A Google long-running operation did not finish within kineticd's wait; it is retried.",
-        "Nothing while it is retried; if the operation fails with it, run the command again.",
     ),
     e(
         "MALFORMED_JSON",
@@ -933,20 +975,24 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         "Drop the contradicting field or pick another mode, as the message says.",
     ),
     e(
-        "QUOTA_EXCEEDED",
-        ResourceExhausted,
-        Operation,
-        CLOUD_CALL,
-        "Google refused the change for lack of quota (the step failed with a quota error).",
-        "Request more quota (console.cloud.google.com/iam-admin/quotas) or ask for less, then run the command again.",
-    ),
-    e(
         "QUOTA_INSUFFICIENT",
         FailedPrecondition,
-        Response,
-        &["metric", "limit", "usage", "needed", "region", "pool"],
-        "The project's regional quota cannot hold what the request would add (checked before any operation).",
-        "Request more quota, free some, or ask for less.",
+        Both,
+        &[
+            "metric",
+            "limit",
+            "usage",
+            "needed",
+            "region",
+            "pool",
+            "service",
+            "method",
+            "httpStatus",
+            "cloudReason",
+            "cloudMessage",
+        ],
+        "The project's quota cannot hold what was asked: the pre-check before any operation (metric, limit, usage, needed), or Google refusing a step for quota (RESOURCE_EXHAUSTED in the operation's `error`, Google's reason in `cloudReason`).",
+        "Request more quota (console.cloud.google.com/iam-admin/quotas), free some, or ask for less, then run the command again.",
     ),
     e(
         "RATE_LIMITED",
@@ -1205,28 +1251,12 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         "Use one of the two multiples the message gives.",
     ),
     e(
-        "TRANSPORT",
-        Unavailable,
-        Operation,
-        CLOUD_CALL,
-        "A Google API could not be reached (connection failed or timed out); it is retried.",
-        "Nothing while it is retried; if the operation fails with it, check the network to Google and run the command again.",
-    ),
-    e(
         "UNEXPECTED_INSTANCE_GROUP",
         FailedPrecondition,
         Operation,
         &[],
         "A RECLAIM_NODES drill found a pool whose instance group is not a zonal managed instance group.",
         "Drill with mode DELETE_POOL instead.",
-    ),
-    e(
-        "UNKNOWN",
-        Unknown,
-        Operation,
-        CLOUD_CALL,
-        "A Google long-running operation failed without an error code.",
-        "Read the message, then run the command again.",
     ),
     e(
         "UNKNOWN_ACCELERATOR",
@@ -1279,6 +1309,14 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         ),
         415,
     ),
+    e(
+        "ZONE_RESOURCE_EXHAUSTED",
+        ResourceExhausted,
+        Operation,
+        CLOUD_CALL,
+        "Google had no capacity for the VMs in the zone (a stockout: GKE's GCE_STOCKOUT, Compute Engine's ZONE_RESOURCE_POOL_EXHAUSTED, in `cloudReason`).",
+        "Try another zone, a reservation, SPOT or FLEX_START provisioning, or later.",
+    ),
 ];
 
 /// The catalogue as Markdown (docs/errors.md).
@@ -1290,9 +1328,14 @@ pub fn markdown() -> String {
          Every error kineticd answers is Google-shaped (AIP-193): \
          `{\"error\":{code,status,message,details:[ErrorInfo]}}`, and the ErrorInfo's \
          `reason` (domain `kineticd`) says what happened. A failed operation's `error` has \
-         the same shape; its ErrorInfo also carries `step`, the step that failed, and a step \
-         that failed on a Google call keeps Google's own reason (for example \
-         `SERVICE_DISABLED`) with `service`, `method` and `httpStatus`.\n\n\
+         the same shape; its ErrorInfo also carries `step`, the step that failed. A step that \
+         failed on a Google or Kubernetes call answers a reason of this catalogue; the \
+         cloud's own reason and message (for example `SERVICE_DISABLED`) are in \
+         `cloudReason` and `cloudMessage`, with `service`, `method` and `httpStatus`.\n\n\
+         FAILED_PRECONDITION is HTTP 409 (the API contract fixes it; Google's mapping says \
+         400); a transient condition that says \"try again\" is UNAVAILABLE, 503 with \
+         `Retry-After`. The reasons each operation can answer are in the OpenAPI \
+         document (`x-kineticd-reasons` on each error response).\n\n\
          *Seen* is where the reason appears: `response` (an error response of the API, and \
          console pages showing the same error), `operation` (a failed operation's `error`; \
          the HTTP status is then not an answer but what the code stands for), `console` \
@@ -1321,6 +1364,23 @@ pub fn markdown() -> String {
             cell(d.fix),
         ));
     }
+    out.push_str(
+        "\n## Renamed reasons\n\n\
+         Reasons that meant the same were merged. Until the next release an answer that \
+         used to carry an old spelling also carries it in the ErrorInfo metadata as \
+         `deprecatedReason`, so a tool matching on it can move over.\n\n\
+         | Old reason (alias until the next release) | Now |\n|---|---|\n",
+    );
+    for (old, new) in ALIASES {
+        out.push_str(&format!("| `{old}` | `{new}` |\n"));
+    }
+    out.push_str(
+        "\nBesides these, a failed step used to answer a cloud's own reason \
+         (`quotaExceeded`, `SERVICE_DISABLED`, `Forbidden`, ...) or `GKE_<status>` (for \
+         example `GKE_ERROR`): it now answers the reason of this catalogue for it \
+         (`CLOUD_*`, `GKE_RESOURCE_BROKEN`, ...), with the old one as `deprecatedReason` \
+         until the next release and the cloud's in `cloudReason`.\n",
+    );
     out
 }
 
@@ -1355,6 +1415,20 @@ mod tests {
     }
 
     #[test]
+    fn aliases_are_sorted_retired_and_point_at_entries() {
+        for w in ALIASES.windows(2) {
+            assert!(w[0].0 < w[1].0, "{} then {}", w[0].0, w[1].0);
+        }
+        for (old, new) in ALIASES {
+            assert!(find(old).is_none(), "{old} is both an alias and a reason");
+            assert!(
+                find(new).is_some(),
+                "{old} points at {new}, not in CATALOGUE"
+            );
+        }
+    }
+
+    #[test]
     fn overrides_only_where_the_code_does_not_give_the_status() {
         for d in CATALOGUE {
             if let Some(h) = d.http_override {
@@ -1364,6 +1438,7 @@ mod tests {
         }
         assert_eq!(find("CLUSTER_NOT_FOUND").map(|d| d.http()), Some(404));
         assert_eq!(find("QUOTA_INSUFFICIENT").map(|d| d.http()), Some(409));
+        assert_eq!(find("CLUSTER_NOT_READY").map(|d| d.http()), Some(503));
         assert_eq!(find("BODY_TOO_LARGE").map(|d| d.http()), Some(413));
     }
 }

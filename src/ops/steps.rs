@@ -138,7 +138,8 @@ pub enum ErrorClass {
 pub struct StepError {
     pub class: ErrorClass,
     pub code: RpcCode,
-    /// The cause's own reason (e.g. Google's QUOTA_EXCEEDED, GCE_STOCKOUT).
+    /// A reason of kineticd's catalogue; a cloud's own reason (Google's QUOTA_EXCEEDED,
+    /// GCE_STOCKOUT, ...) is mapped by [`cloud_reason`] and kept in `cloudReason`.
     pub reason: String,
     pub message: String,
     pub metadata: BTreeMap<String, String>,
@@ -169,6 +170,91 @@ impl StepError {
 
     pub fn is_retryable(&self) -> bool {
         self.class == ErrorClass::Retryable
+    }
+
+    /// Marks an error whose reason was `old` before a rename: `deprecatedReason` keeps
+    /// the old spelling in the metadata for one release, for tools that match on it.
+    pub fn was(self, old: &str) -> StepError {
+        self.with(DEPRECATED_REASON, old)
+    }
+
+    /// An error a cloud API (Google's, or a cluster's Kubernetes API) answered with
+    /// `cloud_reason` (its HTTP status `http`, canonical status `status`) and
+    /// `cloud_message`, as a kineticd reason ([`cloud_reason`]) with the cloud's own
+    /// reason and message in `cloudReason` / `cloudMessage`.
+    pub fn from_cloud(
+        class: ErrorClass,
+        http: u16,
+        status: &str,
+        cloud_reason: &str,
+        cloud_message: &str,
+        message: impl Into<String>,
+    ) -> StepError {
+        let (code, reason) = self::cloud_reason(http, status, cloud_reason, cloud_message);
+        let mut e = StepError {
+            class,
+            code,
+            reason: reason.to_owned(),
+            message: message.into(),
+            metadata: BTreeMap::new(),
+        }
+        .with("cloudReason", cloud_reason)
+        .with("cloudMessage", cloud_message);
+        if cloud_reason != reason {
+            e = e.was(cloud_reason);
+        }
+        e
+    }
+}
+
+/// The ErrorInfo metadata key naming the reason an answer carried before a rename.
+pub const DEPRECATED_REASON: &str = "deprecatedReason";
+
+/// The kineticd reason (and its google.rpc code) of an error a cloud API answered:
+/// stockouts and quota first (whatever status the API chose for them), then by status.
+/// Every reason returned is in the catalogue (src/api/reasons.rs).
+pub fn cloud_reason(
+    http: u16,
+    status: &str,
+    reason: &str,
+    message: &str,
+) -> (RpcCode, &'static str) {
+    let lower = message.to_ascii_lowercase();
+    if reason.contains("STOCKOUT")
+        || reason.contains("RESOURCE_POOL_EXHAUSTED")
+        || lower.contains("does not have enough resources")
+    {
+        return (RpcCode::ResourceExhausted, "ZONE_RESOURCE_EXHAUSTED");
+    }
+    if reason.eq_ignore_ascii_case("quotaExceeded") || reason.contains("QUOTA_EXCEEDED") {
+        return (RpcCode::ResourceExhausted, "QUOTA_INSUFFICIENT");
+    }
+    if http == 0 {
+        return (RpcCode::Unavailable, "CLOUD_UNAVAILABLE");
+    }
+    let code = match RpcCode::from_status(status) {
+        RpcCode::Unknown if http >= 400 => RpcCode::from_http(http),
+        c => c,
+    };
+    match code {
+        // A wait kineticd abandoned because the operation was cancelled: the runner ends
+        // the operation CANCELLED on this code.
+        RpcCode::Cancelled => (RpcCode::Cancelled, "CANCELLED"),
+        RpcCode::InvalidArgument | RpcCode::OutOfRange => {
+            (RpcCode::InvalidArgument, "CLOUD_INVALID_ARGUMENT")
+        }
+        RpcCode::NotFound => (RpcCode::NotFound, "CLOUD_NOT_FOUND"),
+        RpcCode::AlreadyExists => (RpcCode::AlreadyExists, "CLOUD_ALREADY_EXISTS"),
+        RpcCode::PermissionDenied | RpcCode::Unauthenticated => {
+            (RpcCode::PermissionDenied, "CLOUD_PERMISSION_DENIED")
+        }
+        RpcCode::FailedPrecondition => (RpcCode::FailedPrecondition, "CLOUD_FAILED_PRECONDITION"),
+        RpcCode::Aborted => (RpcCode::Aborted, "CLOUD_ABORTED"),
+        RpcCode::ResourceExhausted => (RpcCode::ResourceExhausted, "CLOUD_RATE_LIMITED"),
+        RpcCode::Unavailable | RpcCode::Internal | RpcCode::DeadlineExceeded => {
+            (RpcCode::Unavailable, "CLOUD_UNAVAILABLE")
+        }
+        _ => (RpcCode::Unknown, "CLOUD_ERROR"),
     }
 }
 

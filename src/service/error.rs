@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 use crate::domain::{NameError, RpcCode};
 use crate::store::StoreError;
 
+/// The ErrorInfo metadata key naming the reason an answer carried before a rename.
+pub const DEPRECATED_REASON: &str = "deprecatedReason";
+
 /// A failed service call, Google-shaped (AIP-193) with a reason.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{code} {reason}: {message}")]
@@ -34,6 +37,19 @@ impl Error {
     pub fn with(mut self, key: &str, value: impl ToString) -> Self {
         self.metadata.insert(key.to_owned(), value.to_string());
         self
+    }
+
+    /// Marks an answer whose reason was `old` before a rename: `deprecatedReason` keeps
+    /// the old spelling in the metadata for one release, for tools that match on it.
+    pub fn was(self, old: &str) -> Self {
+        self.with(DEPRECATED_REASON, old)
+    }
+
+    /// UNAVAILABLE that says when to try again (`retryAfterSeconds`, which the API
+    /// copies into `Retry-After`): a transient condition, not a refusal.
+    pub fn unavailable(reason: &str, message: impl Into<String>, retry_after_seconds: u32) -> Self {
+        Self::new(RpcCode::Unavailable, reason, message)
+            .with("retryAfterSeconds", retry_after_seconds)
     }
 
     /// INVALID_ARGUMENT: the request itself is wrong.

@@ -4,9 +4,9 @@
 //!
 //! Invariant: every read is timed apart ([`Timing`]), so a view reports what its own
 //! judgement cost separately from the cloud's latency; errors are the views' common
-//! contract: no GKE cluster 409 GKE_CLUSTER_NOT_FOUND, no endpoint yet 409
-//! CLUSTER_NOT_READY, GKE or Kubernetes unreadable 503 GKE_UNAVAILABLE /
-//! KUBERNETES_UNAVAILABLE. An unreadable region only leaves quota unjudged.
+//! contract: no GKE cluster 409 GKE_CLUSTER_NOT_FOUND, no endpoint yet 503
+//! CLUSTER_NOT_READY (with Retry-After: it is transient), GKE or Kubernetes unreadable
+//! 503 CLOUD_UNAVAILABLE / KUBERNETES_UNAVAILABLE. An unreadable region only leaves quota unjudged.
 
 use std::time::{Duration, Instant};
 
@@ -84,18 +84,23 @@ pub async fn read(cloud: &Cloud, n: &ClusterNames) -> Result<Live> {
             )
         } else {
             unavailable(
-                "GKE_UNAVAILABLE",
+                "CLOUD_UNAVAILABLE",
                 format!("the GKE cluster could not be read: {e}"),
             )
+            .with("service", e.service)
+            .with("method", e.method)
+            .with("cloudReason", &e.reason)
+            .was("GKE_UNAVAILABLE")
         }
     })?;
     let region = region
         .inspect_err(|e| tracing::warn!(error = %e, region = %n.region, "region quotas not read; quota not judged"))
         .ok();
     let access = ClusterAccess::for_gke(&gke).ok_or_else(|| {
-        Error::precondition(
+        Error::unavailable(
             "CLUSTER_NOT_READY",
             "the GKE cluster has no endpoint yet; retry once it is RUNNING",
+            30,
         )
     })?;
     let k = cloud.kube.cluster(access);

@@ -434,28 +434,39 @@ impl TestApp {
     }
 
     /// Send `method path` as `user` (dev identity header), with an optional JSON body.
+    /// An error answer must be one the published document lists for the operation.
     pub async fn call(&self, user: &str, method: Method, path: &str, body: Option<Value>) -> Resp {
-        let mut req = self.request_as(user, method, path);
+        let mut req = self.request_as(user, method.clone(), path);
         if let Some(b) = body {
             req = req.json(&b);
         }
-        Self::read(req.send().await.expect("request")).await
+        Self::read_as(Some(&method), req.send().await.expect("request")).await
     }
 
+    /// Read a response of the app. An error answer must carry a reason the published
+    /// document lists for some method of the route (the request's method is unknown
+    /// here; [`TestApp::call`] checks with it).
     pub async fn read(r: reqwest::Response) -> Resp {
+        Self::read_as(None, r).await
+    }
+
+    async fn read_as(method: Option<&Method>, r: reqwest::Response) -> Resp {
         let status = r.status();
         let headers = r.headers().clone();
+        let url = r.url().clone();
         let text = r.text().await.expect("body");
         let body = if text.is_empty() {
             Value::Null
         } else {
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         };
-        Resp {
+        let resp = Resp {
             status,
             body,
             headers,
-        }
+        };
+        reasons_conform(method, &url, &resp);
+        resp
     }
 
     pub async fn get(&self, user: &str, path: &str) -> Resp {
@@ -557,4 +568,80 @@ pub async fn start_sim_with(
 pub async fn get_json(http: &reqwest::Client, url: &str) -> Value {
     let r = http.get(url).send().await.expect("GET");
     r.json().await.expect("JSON body")
+}
+
+/// The published OpenAPI document (as JSON) and its route table, built once.
+fn published() -> &'static (Value, kineticd::api::route_table::RouteTable) {
+    static DOC: OnceLock<(Value, kineticd::api::route_table::RouteTable)> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let doc = kineticd::api::openapi::document();
+        let table = kineticd::api::route_table::RouteTable::from_openapi(&doc);
+        (serde_json::to_value(&doc).expect("document as JSON"), table)
+    })
+}
+
+/// Checks an answer of the app (one carrying `x-request-id`) against the published
+/// document: an error's reason must be in the catalogue and, on a documented operation,
+/// listed under the answer's status in that operation's `x-kineticd-reasons`. Panics
+/// otherwise; with `KINETIC_REASONS_MISSING=FILE` it appends `operationId status reason`
+/// lines to FILE instead (to fill src/api/route_reasons.rs from a whole test run).
+#[track_caller]
+fn reasons_conform(method: Option<&Method>, url: &reqwest::Url, r: &Resp) {
+    let reason = r.reason();
+    if r.status.as_u16() < 400 || reason.is_empty() || !r.headers.contains_key("x-request-id") {
+        return;
+    }
+    assert!(
+        kineticd::api::reasons::find(reason).is_some(),
+        "{} {url} answered {} {reason}, a reason missing from the catalogue (src/api/reasons.rs)",
+        method.map(Method::as_str).unwrap_or("?"),
+        r.status
+    );
+    let (doc, routes) = published();
+    let Some(route) = routes.find(url.path()) else {
+        return; // not a published route (404 ROUTE_NOT_FOUND, the testing routes)
+    };
+    let item = &doc["paths"][&route.path];
+    let methods: Vec<String> = match method {
+        Some(m) if *m == Method::HEAD => vec!["get".into()],
+        Some(m) => vec![m.as_str().to_ascii_lowercase()],
+        None => ["get", "put", "post", "delete", "patch"]
+            .map(String::from)
+            .to_vec(),
+    };
+    let ops: Vec<&Value> = methods
+        .iter()
+        .map(|m| &item[m.as_str()])
+        .filter(|o| o.is_object())
+        .collect();
+    if ops.is_empty() {
+        return; // an undocumented method: 405
+    }
+    let status = r.status.as_u16().to_string();
+    let listed = ops.iter().any(|o| {
+        o["responses"][&status][kineticd::api::route_reasons::EXTENSION]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x == reason))
+    });
+    if listed {
+        return;
+    }
+    let id = ops[0]["operationId"].as_str().unwrap_or("?");
+    if let Ok(file) = std::env::var("KINETIC_REASONS_MISSING") {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+            .expect("KINETIC_REASONS_MISSING file");
+        writeln!(f, "{id} {status} {reason}").expect("write");
+        return;
+    }
+    panic!(
+        "{} {url} answered {status} {reason}, which the published document does not list for \
+         operation {id} (add it to TABLE in src/api/route_reasons.rs, then regenerate \
+         openapi/kineticd.json); body: {}",
+        method.map(Method::as_str).unwrap_or("?"),
+        r.body
+    );
 }

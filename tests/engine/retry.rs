@@ -38,7 +38,12 @@ async fn terminal_failure_fails_at_once_naming_the_step() {
     assert_eq!(done["metadata"]["state"], "FAILED", "{done}");
     let err = &done["error"];
     assert_eq!(err["code"], 8, "RESOURCE_EXHAUSTED: {err}");
-    assert_eq!(err["details"][0]["reason"], "QUOTA_EXCEEDED");
+    assert_eq!(err["details"][0]["reason"], "QUOTA_INSUFFICIENT");
+    // The old spelling, kept one release for tools that match on it.
+    assert_eq!(
+        err["details"][0]["metadata"]["deprecatedReason"],
+        "QUOTA_EXCEEDED"
+    );
     assert_eq!(err["details"][0]["metadata"]["step"], "step-1");
     assert!(err["message"].as_str().unwrap().contains("step-1"));
     let steps = &done["metadata"]["progress"]["steps"];

@@ -103,6 +103,31 @@ async fn down_deletes_everything_up_made_but_the_apis_state_bucket_and_profiles(
     assert_eq!(profiles["profiles"][0]["stale"], false);
 }
 
+/// A bucket check that fails says "try again": 503 CLOUD_UNAVAILABLE with Retry-After
+/// (it was 409 BUCKET_CHECK_FAILED, kept one release as `deprecatedReason`); nothing is
+/// enqueued, and down goes through once the check does.
+#[tokio::test]
+async fn a_failed_bucket_check_is_unavailable_with_retry_after() {
+    let env = env().await;
+    env.up_ok("kb", json!({"accelerator": "cpu", "forceDestroy": false}))
+        .await;
+    env.arm("storage", "objects.list", "HTTP_403", 1).await;
+    let r = env.app.delete(OWNER, &cluster_path("kb")).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+    assert_eq!(r.reason(), "CLOUD_UNAVAILABLE");
+    let meta = &r.body["error"]["details"][0]["metadata"];
+    assert_eq!(
+        meta["deprecatedReason"], "BUCKET_CHECK_FAILED",
+        "{}",
+        r.body
+    );
+    assert_eq!(meta["method"], "objects.list", "{}", r.body);
+    assert_eq!(r.headers["retry-after"], "5");
+    let ops = env.operations_of("DOWN_CLUSTER").await;
+    assert_eq!(ops["operations"], json!([]));
+    env.ok(&down(&env, "kb").await).await;
+}
+
 #[tokio::test]
 async fn force_destroy_false_refuses_at_once_naming_the_buckets() {
     let env = env().await;

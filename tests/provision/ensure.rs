@@ -12,8 +12,8 @@ use kineticd::cloud::gcp::types::storage::Bucket;
 
 use crate::support::*;
 
-/// `up` of `cluster` with `body` runs to its end and fails with the cloud's `reason` at
-/// one of `steps`; the failed operation.
+/// `up` of `cluster` with `body` runs to its end and fails with `reason` at one of
+/// `steps`; the failed operation.
 async fn up_fails_at(env: &Env, cluster: &str, body: Value, reason: &str, steps: &[&str]) -> Value {
     let failed = env.done(&env.up(cluster, body).await).await;
     assert_eq!(failed["metadata"]["state"], "FAILED", "{failed}");
@@ -174,11 +174,12 @@ async fn kubernetes_faults_fail_or_retry_the_in_cluster_steps() {
     env.arm("kube", "kube.apply", "QUOTA_EXCEEDED", 1).await;
     let body = json!({"accelerator": "gpu-l4"});
     let steps = ["ksa", "lws", "nvidia-driver"];
-    let failed = up_fails_at(&env, "kk", body, "Forbidden", &steps).await;
-    assert_eq!(
-        failed["error"]["details"][0]["metadata"]["service"],
-        "kubernetes"
-    );
+    let failed = up_fails_at(&env, "kk", body, "CLOUD_PERMISSION_DENIED", &steps).await;
+    let meta = &failed["error"]["details"][0]["metadata"];
+    assert_eq!(meta["service"], "kubernetes");
+    // The API server's own reason is kept, not answered as kineticd's.
+    assert_eq!(meta["cloudReason"], "Forbidden", "{failed}");
+    assert_eq!(meta["deprecatedReason"], "Forbidden", "{failed}");
     env.up_ok("kk", json!({})).await;
     let applied = env.ok_calls("kube", "kube.apply").await;
     let ksa = applied

@@ -341,7 +341,7 @@ async fn a_failover_pair_is_added_and_removed_together() {
 }
 
 #[tokio::test]
-async fn a_stockout_fails_the_pool_step_with_googles_reason_and_leaves_records_consistent() {
+async fn a_stockout_fails_the_pool_step_with_its_reason_and_leaves_records_consistent() {
     let env = env_up("ks").await;
     env.arm("container", "nodePools.create", "STOCKOUT", 1)
         .await;
@@ -350,7 +350,19 @@ async fn a_stockout_fails_the_pool_step_with_googles_reason_and_leaves_records_c
     let failed = env.done(&op).await;
     assert_eq!(failed["metadata"]["state"], "FAILED", "{failed}");
     let d = &failed["error"]["details"][0];
-    assert_eq!(d["reason"], "GCE_STOCKOUT", "{failed}");
+    assert_eq!(d["reason"], "ZONE_RESOURCE_EXHAUSTED", "{failed}");
+    assert_eq!(failed["error"]["code"], 8, "RESOURCE_EXHAUSTED: {failed}");
+    assert_eq!(d["metadata"]["cloudReason"], "GCE_STOCKOUT", "{failed}");
+    assert_eq!(
+        d["metadata"]["deprecatedReason"], "GCE_STOCKOUT",
+        "{failed}"
+    );
+    assert!(
+        d["metadata"]["cloudMessage"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{failed}"
+    );
     assert_eq!(d["metadata"]["step"], format!("pool:{pool}"));
     assert_eq!(d["metadata"]["method"], "nodePools.create");
     let rec = env

@@ -415,18 +415,18 @@ async fn faults_at_set_autoscaling_are_retried_or_leave_the_record_as_it_was() {
     assert_eq!(sent[0]["body"], sent[1]["body"], "the same request again");
     assert_eq!(env.pool("kx", id).await["maxNodes"], 6);
 
-    // GKE's operation ends with QUOTA_EXCEEDED: the operation fails with GKE's reason,
-    // the record keeps its bounds and its state.
+    // GKE's operation ends with QUOTA_EXCEEDED: the operation fails with kineticd's
+    // QUOTA_INSUFFICIENT (GKE's reason kept in cloudReason), the record keeps its bounds
+    // and its state.
     env.arm("container", "nodePools.setAutoscaling", "QUOTA_EXCEEDED", 1)
         .await;
     let r = env.patch_pool("kx", id, "", json!({"minNodes": 1})).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     let failed = env.done(&r.body).await;
     assert_eq!(failed["metadata"]["state"], "FAILED", "{failed}");
-    assert_eq!(
-        failed["error"]["details"][0]["reason"], "QUOTA_EXCEEDED",
-        "{failed}"
-    );
+    let d = &failed["error"]["details"][0];
+    assert_eq!(d["reason"], "QUOTA_INSUFFICIENT", "{failed}");
+    assert_eq!(d["metadata"]["cloudReason"], "QUOTA_EXCEEDED", "{failed}");
     let p = env.pool("kx", id).await;
     assert_eq!(bounds(&p), (Some(0), Some(6)), "{p}");
     assert_eq!(p["state"], "RUNNING");

@@ -33,7 +33,7 @@ pub struct NoopSpec {
     pub parallel: bool,
     /// Step index -> number of retryable failures (UNAVAILABLE) before success.
     pub fail_retryable: std::collections::BTreeMap<String, u32>,
-    /// Step index that fails terminally (QUOTA_EXCEEDED).
+    /// Step index that fails terminally (QUOTA_INSUFFICIENT).
     pub fail_terminal_at: Option<u32>,
     /// Step index that waits (like a long cloud call) until the operation is cancelled.
     pub hang_at: Option<u32>,
@@ -158,9 +158,10 @@ impl OperationKind for Noop {
             if step.fail_terminal {
                 return Err(StepError::terminal(
                     RpcCode::ResourceExhausted,
-                    "QUOTA_EXCEEDED",
+                    "QUOTA_INSUFFICIENT",
                     "injected terminal failure: quota exceeded",
                 )
+                .was("QUOTA_EXCEEDED")
                 .with("service", "noop")
                 .with("method", "noop.step"));
             }

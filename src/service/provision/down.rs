@@ -25,10 +25,16 @@ async fn non_empty(cloud: &Cloud, buckets: &[&str]) -> Result<Vec<String>> {
             Ok(_) => {}
             Err(e) if e.is_not_found() => {}
             Err(e) => {
-                return Err(Error::precondition(
-                    "BUCKET_CHECK_FAILED",
+                // Transient as far as the caller can tell: 503 with Retry-After, not 409.
+                return Err(Error::unavailable(
+                    "CLOUD_UNAVAILABLE",
                     format!("could not check whether bucket {b} is empty ({e}); try again"),
-                ));
+                    5,
+                )
+                .with("service", e.service)
+                .with("method", e.method)
+                .with("cloudReason", &e.reason)
+                .was("BUCKET_CHECK_FAILED"));
             }
         }
     }

@@ -359,7 +359,9 @@ async fn assert_deleted_once(env: &Env, n: &ClusterNames, pool: &str) {
     );
 }
 
-/// The operation failed at one of `candidates` with the cloud's `reason`; returns the step.
+/// The operation failed at one of `candidates` with `reason`: a catalogued reason, or
+/// the cloud's own, which the answer keeps in `cloudReason` under a catalogued reason of
+/// kineticd's; returns the step.
 #[track_caller]
 pub(crate) fn assert_failed_at(op: &Value, candidates: &[String], reason: &str) -> String {
     assert_eq!(op["done"], true, "{op}");
@@ -371,7 +373,17 @@ pub(crate) fn assert_failed_at(op: &Value, candidates: &[String], reason: &str) 
         "failed at {at:?}, expected one of {candidates:?}: {}",
         op["error"]
     );
-    assert_eq!(detail["reason"], reason, "{}", op["error"]);
+    if kineticd::api::reasons::find(reason).is_some() {
+        assert_eq!(detail["reason"], reason, "{}", op["error"]);
+    } else {
+        assert_eq!(detail["metadata"]["cloudReason"], reason, "{}", op["error"]);
+        let ours = detail["reason"].as_str().unwrap_or("");
+        assert!(
+            kineticd::api::reasons::find(ours).is_some(),
+            "{ours} is not catalogued: {}",
+            op["error"]
+        );
+    }
     assert_eq!(step(op, &at)["state"], "FAILED", "{}", step(op, &at));
     let message = op["error"]["message"].as_str().unwrap_or("");
     assert!(message.contains(&format!("step {at} ")), "{message}");

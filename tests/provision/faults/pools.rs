@@ -127,11 +127,11 @@ async fn pool_add_refused_by_gke_then_remove_and_add_again() {
     each([
         (
             "nodePools.create QUOTA_EXCEEDED".to_owned(),
-            pool_add_refused_case("QUOTA_EXCEEDED", "QUOTA_EXCEEDED"),
+            pool_add_refused_case("QUOTA_EXCEEDED", "QUOTA_INSUFFICIENT"),
         ),
         (
             "nodePools.create STOCKOUT".to_owned(),
-            pool_add_refused_case("STOCKOUT", "GCE_STOCKOUT"),
+            pool_add_refused_case("STOCKOUT", "ZONE_RESOURCE_EXHAUSTED"),
         ),
     ])
     .await;

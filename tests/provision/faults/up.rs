@@ -241,7 +241,10 @@ async fn up_refused_by_gke_at_the_cluster_then_up_again_recreates_it() {
     let op = env.up(CLUSTER, gpu()).await;
     let p1 = pool_of(&op);
     let failed = finish(&env, &op).await;
-    assert_failed_at(&failed, &["cluster".to_owned()], "QUOTA_EXCEEDED");
+    assert_failed_at(&failed, &["cluster".to_owned()], "QUOTA_INSUFFICIENT");
+    let meta = &failed["error"]["details"][0]["metadata"];
+    assert_eq!(meta["cloudReason"], "QUOTA_EXCEEDED", "{failed}");
+    assert_eq!(meta["deprecatedReason"], "QUOTA_EXCEEDED", "{failed}");
     assert_eq!(cluster_state(&env).await, "ERROR");
 
     let again = up(&env).await;

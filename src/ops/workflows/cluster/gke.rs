@@ -24,13 +24,15 @@ fn in_progress(status: Option<&str>) -> bool {
 fn broken(what: &str, name: &str, status: &str, message: Option<&str>) -> StepError {
     StepError::terminal(
         RpcCode::FailedPrecondition,
-        &format!("GKE_{status}"),
+        "GKE_RESOURCE_BROKEN",
         format!(
             "{what} {name} is {status}{}: delete it (down, or pool remove) and try again",
             message.map(|m| format!(" ({m})")).unwrap_or_default()
         ),
     )
     .with("resource", name)
+    .with("gkeStatus", status)
+    .was(&format!("GKE_{status}"))
 }
 
 impl<Id: ActionId> Step<'_, Id> {
@@ -66,13 +68,14 @@ impl<Id: ActionId> Step<'_, Id> {
             Some("RUNNING") => Ok(c),
             other => Err(StepError::retryable(
                 RpcCode::Unavailable,
-                "CLUSTER_NOT_RUNNING",
+                "CLUSTER_NOT_READY",
                 format!(
                     "cluster {} is {}",
                     c.name,
                     other.unwrap_or("in an unknown state")
                 ),
-            )),
+            )
+            .was("CLUSTER_NOT_RUNNING")),
         }
     }
 }

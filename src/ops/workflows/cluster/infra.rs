@@ -118,12 +118,14 @@ pub async fn delete_bucket(s: &Step<'_>, kind: BucketKind) -> Result<Value, Step
         Err(e) if e.is_not_found() => outcome(Outcome::Absent),
         Err(e) if is_bucket_not_empty(&e) => Err(StepError::terminal(
             RpcCode::FailedPrecondition,
-            "BUCKET_NOT_EMPTY",
+            "BUCKETS_NOT_EMPTY",
             format!(
                 "bucket {name} is not empty and the cluster has forceDestroy: false: empty it (gcloud storage rm -r gs://{name}/**) or PUT the cluster with forceDestroy: true, then run down again"
             ),
         )
-        .with("bucket", &name)),
+        .with("buckets", &name)
+        .with("bucket", &name)
+        .was("BUCKET_NOT_EMPTY")),
         Err(e) => Err(gcp_error(e)),
     }
 }

@@ -29,9 +29,10 @@ pub async fn cluster_and_version<Id: ActionId>(
     let access = ClusterAccess::for_gke(&gke).ok_or_else(|| {
         StepError::retryable(
             RpcCode::Unavailable,
-            "CLUSTER_NO_ENDPOINT",
+            "CLUSTER_NOT_READY",
             format!("cluster {} has no endpoint yet", gke.name),
         )
+        .was("CLUSTER_NO_ENDPOINT")
     })?;
     Ok((gke.current_master_version, s.env.cloud.kube.cluster(access)))
 }

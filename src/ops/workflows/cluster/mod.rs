@@ -247,51 +247,73 @@ pub async fn recorded_pool(
     Ok(spec)
 }
 
-/// A Google error as a step error: its retry class, canonical code and reason (kept for
-/// the operation's `error.details`), and which call failed.
+/// A Google error as a step error: its retry class, a kineticd reason for it (Google's
+/// own reason and message kept in `cloudReason` / `cloudMessage`), and which call failed.
 pub fn gcp_error(e: GcpError) -> StepError {
     let class = if e.is_retryable() {
         ErrorClass::Retryable
     } else {
         ErrorClass::Terminal
     };
-    StepError {
+    StepError::from_cloud(
         class,
-        code: RpcCode::from_status(&e.status),
-        reason: e.reason.clone(),
-        message: e.to_string(),
-        metadata: Default::default(),
-    }
+        e.http_status,
+        &e.status,
+        &e.reason,
+        &e.message,
+        e.to_string(),
+    )
     .with("service", e.service)
     .with("method", e.method)
     .with("httpStatus", e.http_status)
 }
 
-/// A Kubernetes error as a step error.
+/// A Kubernetes error as a step error (an API server's refusal mapped like a Google one,
+/// its `Status.reason` kept in `cloudReason`).
 pub fn kube_error(e: KubeError) -> StepError {
     let retry = e.retry() == crate::cloud::gcp::RetryClass::Retryable;
-    let (code, reason) = match &e {
-        KubeError::Cancelled { .. } => (RpcCode::Cancelled, "CANCELLED".to_owned()),
-        KubeError::Deadline { .. } => (
-            RpcCode::DeadlineExceeded,
-            "KUBERNETES_WAIT_TIMEOUT".to_owned(),
-        ),
-        KubeError::Api { code, reason, .. } => (
-            RpcCode::from_status(crate::cloud::gcp::error::status_for_http(*code)),
-            reason.clone(),
-        ),
-        KubeError::ChecksumMismatch { .. } => (
-            RpcCode::FailedPrecondition,
-            "MANIFEST_CHECKSUM_MISMATCH".to_owned(),
-        ),
-        _ => (RpcCode::Unavailable, "KUBERNETES_UNAVAILABLE".to_owned()),
-    };
-    let mut s = if retry {
-        StepError::retryable(code, &reason, e.to_string())
+    let class = if retry {
+        ErrorClass::Retryable
     } else {
-        StepError::terminal(code, &reason, e.to_string())
+        ErrorClass::Terminal
     };
-    s = s.with("service", "kubernetes");
+    let (code, reason) = match &e {
+        KubeError::Cancelled { .. } => (RpcCode::Cancelled, "CANCELLED"),
+        KubeError::Deadline { .. } => (RpcCode::DeadlineExceeded, "KUBERNETES_WAIT_TIMEOUT"),
+        KubeError::Api {
+            code: http,
+            reason,
+            message,
+            ..
+        } if *http < 500 && *http != 429 => {
+            let status = crate::cloud::gcp::error::status_for_http(*http);
+            return StepError::from_cloud(class, *http, status, reason, message, e.to_string())
+                .with("service", "kubernetes");
+        }
+        KubeError::ChecksumMismatch { .. } => {
+            (RpcCode::FailedPrecondition, "MANIFEST_CHECKSUM_MISMATCH")
+        }
+        _ => (RpcCode::Unavailable, "KUBERNETES_UNAVAILABLE"),
+    };
+    let mut s = StepError {
+        class,
+        code,
+        reason: reason.to_owned(),
+        message: e.to_string(),
+        metadata: Default::default(),
+    }
+    .with("service", "kubernetes");
+    if let KubeError::Api {
+        reason: cloud,
+        message,
+        ..
+    } = &e
+    {
+        s = s.with("cloudReason", cloud).with("cloudMessage", message);
+        if cloud != reason {
+            s = s.was(cloud);
+        }
+    }
     s
 }
 

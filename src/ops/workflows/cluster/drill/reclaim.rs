@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::cloud::gcp::compute::mig::MigRef;
 use crate::cloud::gcp::types::mig::DeleteInstancesRequest;
 use crate::model::drill::DrillMode;
-use crate::ops::steps::{RpcCode, StepError};
+use crate::ops::steps::{ErrorClass, RpcCode, StepError};
 use crate::store;
 
 use super::super::kube::cluster;
@@ -76,11 +76,16 @@ async fn delete_vms(s: &Step<'_>, pool: &str) -> Result<(u32, bool), StepError> 
             .map_err(gcp_error)?;
         if let Some(e) = op.error.as_ref().filter(|e| !e.errors.is_empty()) {
             let first = &e.errors[0];
-            return Err(StepError::terminal(
-                RpcCode::FailedPrecondition,
+            return Err(StepError::from_cloud(
+                ErrorClass::Terminal,
+                400,
+                "FAILED_PRECONDITION",
                 &first.code,
+                &first.message,
                 format!("deleting the VMs of {}: {}", mig.name, first.message),
-            ));
+            )
+            .with("service", "compute")
+            .with("method", "instanceGroupManagers.deleteInstances"));
         }
         deleted += count;
         all_done &= op.is_done();
