@@ -261,3 +261,20 @@ fn money_has_one_shape() {
     let drill = &schemas["DrillReport"]["properties"]["hourlyCostOnFallback"];
     assert_eq!(drill["$ref"], "#/components/schemas/HourlyCost", "{drill}");
 }
+
+#[test]
+fn an_operations_error_details_are_typed_by_at_type() {
+    let doc = doc();
+    let schemas = &doc["components"]["schemas"];
+    let details = &schemas["OperationError"]["properties"]["details"];
+    let mapping = &details["items"]["discriminator"]["mapping"];
+    assert_eq!(
+        mapping["type.googleapis.com/google.rpc.ErrorInfo"], "#/components/schemas/ErrorInfo",
+        "{details}"
+    );
+    assert_eq!(mapping["DrillReport"], "#/components/schemas/DrillReport");
+    assert_eq!(
+        schemas["ErrorInfo"]["properties"]["@type"]["enum"],
+        serde_json::json!(["type.googleapis.com/google.rpc.ErrorInfo"])
+    );
+}

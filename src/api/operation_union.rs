@@ -10,10 +10,11 @@
 use std::collections::BTreeMap;
 
 use utoipa::openapi::schema::{
-    Discriminator, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
+    ArrayBuilder, Discriminator, ObjectBuilder, OneOfBuilder, Schema, SchemaType, Type,
 };
 use utoipa::openapi::{OpenApi, Ref, RefOr};
 
+use crate::domain::rpc::ERROR_INFO_TYPE;
 use crate::service::operation_response::{TYPE_KEY, response_schemas};
 
 /// Type `Operation.response` and `OperationMetadata.plan` in `doc`.
@@ -70,6 +71,40 @@ pub fn apply(doc: &mut OpenApi) {
         "OperationMetadata",
         "plan",
         Schema::OneOf(plan).into(),
+    );
+    type_error_details(components);
+}
+
+/// `OperationError.details`: the ErrorInfo, then (a failed drill) its DrillReport, each
+/// named by `@type`.
+fn type_error_details(components: &mut utoipa::openapi::Components) {
+    let info = "ErrorInfo";
+    if let Some(RefOr::T(Schema::Object(o))) = components.schemas.get_mut(info) {
+        let tag = ObjectBuilder::new()
+            .schema_type(SchemaType::Type(Type::String))
+            .enum_values(Some([ERROR_INFO_TYPE]))
+            .build();
+        o.properties.insert(TYPE_KEY.to_owned(), tag.into());
+    }
+    let report = <crate::model::drill::DrillReport as utoipa::ToSchema>::name().into_owned();
+    let mut discriminator = Discriminator::new(TYPE_KEY);
+    for (tag, name) in [(ERROR_INFO_TYPE, info), (report.as_str(), report.as_str())] {
+        let reference = format!("#/components/schemas/{name}");
+        discriminator.mapping.insert(tag.to_owned(), reference);
+    }
+    let detail = OneOfBuilder::new()
+        .item(Ref::from_schema_name(info))
+        .item(Ref::from_schema_name(&report))
+        .discriminator(Some(discriminator));
+    let details = ArrayBuilder::new().items(detail).description(Some(
+        "The ErrorInfo (its `reason`, and `metadata.step` naming the failed step); a failed \
+         drill adds its DrillReport so far.",
+    ));
+    set_property(
+        components,
+        "OperationError",
+        "details",
+        Schema::Array(details.build()).into(),
     );
 }
 

@@ -6,6 +6,9 @@
 
 use std::fmt;
 
+/// The `@type` of a google.rpc.ErrorInfo detail.
+pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+
 /// A google.rpc.Code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(i32)]

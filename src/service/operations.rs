@@ -50,9 +50,8 @@ pub fn render(row: &OperationRow) -> Result<Operation> {
     Ok(Operation {
         name: format!("operations/{}", row.id),
         done: finished,
-        error: row
-            .error
-            .clone()
+        error: (row.error.clone())
+            .map(super::operation_response::typed_error)
             .and_then(|e| serde_json::from_value::<OperationError>(e).ok()),
         response: (row.response.clone()).map(|r| super::operation_response::typed(op_type, r)),
         metadata: OperationMetadata {

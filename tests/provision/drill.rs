@@ -364,6 +364,11 @@ async fn a_workload_that_cannot_fail_over_ends_at_the_deadline_never_recovered()
     assert_eq!(info["metadata"]["step"], "drill-watch");
     assert_eq!(info["metadata"]["podsNeverRecovered"], "2");
     let rep: Value = serde_json::from_str(info["metadata"]["report"].as_str().unwrap()).unwrap();
+    // The same report as a typed detail beside the ErrorInfo.
+    let typed = &error["details"][1];
+    assert_eq!(typed["@type"], "DrillReport", "{error}");
+    assert_eq!(typed["timeline"], rep["timeline"]);
+    assert_eq!(typed["podsNeverRecovered"], 2);
     assert_eq!(
         phases(&rep["timeline"]),
         ["RECLAIM_STARTED", "SPOT_NODES_GONE", "PODS_PENDING"],

@@ -24,7 +24,7 @@ use super::{Seen, not_found, parse_id, render};
 
 /// Bump when what [`render`] writes for a finished operation changes while the
 /// Operation schema stays the same (a computed value, a timestamp's form).
-const RENDER_REVISION: u32 = 1;
+const RENDER_REVISION: u32 = 2;
 
 /// The format of a kept rendering: [`RENDER_REVISION`] and a hash of the OpenAPI
 /// schema of `Operation` with every schema it refers to, computed once per process.
