@@ -21,7 +21,8 @@ use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
 /// **drill**: reclaim the spot pool of the failover pair `pool` belongs to (either pool
 /// may be named), watch the pods fail over, and report the timeline in the operation's
 /// `response` (a DrillReport). At its `deadline` the drill FAILS (DEADLINE_EXCEEDED,
-/// reason DRILL_DEADLINE_EXCEEDED) with the report so far in `error.details[0].metadata.report`.
+/// reason DRILL_DEADLINE_EXCEEDED) with the report so far in `error.details[1]` (a
+/// DrillReport; also as text in `error.details[0].metadata.report`).
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:drill", operation_id = "drillNodePool", tag = "nodePools",
     params(PoolParams, MutateQuery, IfMatchHeader),
     request_body(content = Option<DrillRequest>, description = "optional: RECLAIM_NODES with a 900s deadline when absent"),

@@ -52,8 +52,9 @@ pub struct DrillEvent {
 
 /// The response of a FAILOVER_DRILL operation. When the drill ends at its deadline the
 /// operation FAILS (DEADLINE_EXCEEDED, reason DRILL_DEADLINE_EXCEEDED) and this report,
-/// as far as it got, is in the error's `ErrorInfo.metadata.report` (a JSON string), with
-/// `podsNeverRecovered` and `timeline` also as their own metadata entries.
+/// as far as it got, is the error's second detail (`details[1]`, `@type` DrillReport) and,
+/// as JSON text, the ErrorInfo's `metadata.report`, with `podsNeverRecovered` and
+/// `timeline` also as their own metadata entries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DrillReport {
