@@ -21,6 +21,13 @@ use kineticd_client::types::{
 };
 use kineticd_client::{Client, Error, types};
 
+/// `$call` aimed at the test cluster (its project, zone and name set).
+macro_rules! in_cluster {
+    ($call:expr) => {
+        $call.project(PROJECT).zone(ZONE).cluster(CLUSTER)
+    };
+}
+
 const USER: &str = "openapi-client-rs@example.com"; // dev-mode identity (X-Kinetic-User)
 const TEAM: &str = "openapi-client-rs";
 const PROJECT: &str = "openapi-client-rs-gcp";
@@ -120,14 +127,7 @@ async fn generated_rust_client_drives_serve_dev() {
     assert!(!team.etag.is_empty(), "team etag");
 
     // Nothing there yet: a typed Google error.
-    match client
-        .get_cluster()
-        .project(PROJECT)
-        .zone(ZONE)
-        .cluster(CLUSTER)
-        .send()
-        .await
-    {
+    match in_cluster!(client.get_cluster()).send().await {
         Err(Error::ErrorResponse(e)) => {
             assert_eq!(e.status().as_u16(), 404);
             assert_eq!(e.error.status, RpcStatus::NotFound);
@@ -138,11 +138,7 @@ async fn generated_rust_client_drives_serve_dev() {
     }
 
     // 2. up, and wait.
-    let up = client
-        .apply_cluster()
-        .project(PROJECT)
-        .zone(ZONE)
-        .cluster(CLUSTER)
+    let up = in_cluster!(client.apply_cluster())
         .body(Some(types::UpRequest {
             accelerator: Some(GPU.to_owned()),
             ..Default::default()
@@ -153,11 +149,7 @@ async fn generated_rust_client_drives_serve_dev() {
         .into_inner();
     check_started(&up, OperationType::UpCluster, &name);
     wait_done(&client, up).await;
-    let cluster = client
-        .get_cluster()
-        .project(PROJECT)
-        .zone(ZONE)
-        .cluster(CLUSTER)
+    let cluster = in_cluster!(client.get_cluster())
         .send()
         .await
         .expect("getCluster")
@@ -167,11 +159,7 @@ async fn generated_rust_client_drives_serve_dev() {
     assert_eq!(cluster.created_by, USER);
 
     // 3. Its node pools: the L4 pool `up` made.
-    let listed = client
-        .list_node_pools()
-        .project(PROJECT)
-        .zone(ZONE)
-        .cluster(CLUSTER)
+    let listed = in_cluster!(client.list_node_pools())
         .send()
         .await
         .expect("listNodePools")
@@ -187,11 +175,7 @@ async fn generated_rust_client_drives_serve_dev() {
 
     // 4. Preview a TPU pool add (`:previewCreate`): a plan that creates one node pool,
     // nothing queued.
-    let plan: Plan = client
-        .preview_create_node_pool()
-        .project(PROJECT)
-        .zone(ZONE)
-        .cluster(CLUSTER)
+    let plan: Plan = in_cluster!(client.preview_create_node_pool())
         .body_map(|b| b.accelerator(Some(TPU.to_owned())))
         .send()
         .await
@@ -227,11 +211,7 @@ async fn generated_rust_client_drives_serve_dev() {
     assert_eq!(ops.operations.len(), 1, "a preview queues no operation");
 
     // 5. Add the TPU pool, and wait.
-    let add = client
-        .create_node_pool()
-        .project(PROJECT)
-        .zone(ZONE)
-        .cluster(CLUSTER)
+    let add = in_cluster!(client.create_node_pool())
         .body_map(|b| b.accelerator(Some(TPU.to_owned())))
         .send()
         .await
@@ -244,11 +224,7 @@ async fn generated_rust_client_drives_serve_dev() {
         .to_owned();
     check_started(&add, OperationType::AddNodePool, &target);
     wait_done(&client, add).await;
-    let tpu = client
-        .get_node_pool()
-        .project(PROJECT)
-        .zone(ZONE)
-        .cluster(CLUSTER)
+    let tpu = in_cluster!(client.get_node_pool())
         .pool(&tpu_id)
         .send()
         .await
@@ -258,11 +234,7 @@ async fn generated_rust_client_drives_serve_dev() {
     assert_eq!(tpu.kind, AcceleratorKind::Tpu);
     assert_eq!(tpu.state, PoolState::Running);
     assert_eq!(tpu.tpu_topology.as_deref(), Some("4x4"));
-    let mut ids: Vec<String> = client
-        .list_node_pools()
-        .project(PROJECT)
-        .zone(ZONE)
-        .cluster(CLUSTER)
+    let mut ids: Vec<String> = in_cluster!(client.list_node_pools())
         .send()
         .await
         .expect("listNodePools")
@@ -277,22 +249,14 @@ async fn generated_rust_client_drives_serve_dev() {
     assert_eq!(ids, want);
 
     // 6. down, and wait: the record stays, DELETED.
-    let down = client
-        .delete_cluster()
-        .project(PROJECT)
-        .zone(ZONE)
-        .cluster(CLUSTER)
+    let down = in_cluster!(client.delete_cluster())
         .send()
         .await
         .expect("deleteCluster")
         .into_inner();
     check_started(&down, OperationType::DownCluster, &name);
     wait_done(&client, down).await;
-    let gone = client
-        .get_cluster()
-        .project(PROJECT)
-        .zone(ZONE)
-        .cluster(CLUSTER)
+    let gone = in_cluster!(client.get_cluster())
         .send()
         .await
         .expect("getCluster after down")
