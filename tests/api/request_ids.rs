@@ -47,13 +47,7 @@ async fn a_retried_team_create_gets_the_first_answer() {
         "TEAM_NOT_FOUND",
     );
     // Without a key a repeat is what it always was.
-    let r = app
-        .post(
-            ALICE,
-            "/v1/teams",
-            json!({"teamId": "retry-team", "projects": []}),
-        )
-        .await;
+    let r = create_team(&app, "/v1/teams", "retry-team").await;
     expect_error(&r, 409, "ALREADY_EXISTS", "TEAM_EXISTS");
 }
 
@@ -80,21 +74,9 @@ async fn concurrent_identical_creates_get_one_answer() {
 async fn a_failed_request_leaves_no_key() {
     let app = acme_app(ALICE).await;
     // Refused (the team exists): the key is not kept, so a corrected retry runs.
-    let r = app
-        .post(
-            ALICE,
-            "/v1/teams?requestId=k-1",
-            json!({"teamId": "acme", "projects": []}),
-        )
-        .await;
+    let r = create_team(&app, "/v1/teams?requestId=k-1", "acme").await;
     expect_error(&r, 409, "ALREADY_EXISTS", "TEAM_EXISTS");
-    let r = app
-        .post(
-            ALICE,
-            "/v1/teams?requestId=k-1",
-            json!({"teamId": "acme2", "projects": []}),
-        )
-        .await;
+    let r = create_team(&app, "/v1/teams?requestId=k-1", "acme2").await;
     assert_eq!(r.status.as_u16(), 201, "{:#}", r.body);
 }
 
@@ -202,4 +184,10 @@ async fn a_retried_cancel_answers_as_the_first() {
     let again = ok(app.post(ALICE, &path, Value::Null).await);
     assert_eq!(first, again);
     assert_eq!(first["metadata"]["cancelRequested"], true, "{first:#}");
+}
+
+/// `POST path` creating team `id` (no projects), as Alice.
+async fn create_team(app: &TestApp, path: &str, id: &str) -> Resp {
+    app.post(ALICE, path, json!({"teamId": id, "projects": []}))
+        .await
 }
