@@ -10,12 +10,17 @@
 //! (as .ci/run does): then they fail.
 
 mod common;
+// Running tools and reading their output, as the other generated clients do.
+#[path = "generated_clients/tools.rs"]
+#[allow(dead_code)]
+mod tools;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::dev_server::DevServer;
+use tools::{output_text, run};
 
 const DEFAULT_VENV: &str = "/var/tmp/kineticd-venv";
 
@@ -92,26 +97,6 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-fn output_text(out: &Output) -> String {
-    format!(
-        "--- stdout\n{}\n--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// Runs `cmd` to completion; panics with its output unless it succeeded.
-fn run(cmd: &mut Command, what: &str) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{}",
-        out.status,
-        output_text(&out)
-    );
-    out
 }
 
 /// Generates the typed client package `kineticd_client` into `dir` (with
