@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use kineticd::ops::{self, WorkerConfig, WorkerPool};
 use serde_json::{Value, json};
 
@@ -98,20 +98,8 @@ async fn real_operations(app: &App) -> Result<Vec<Op>> {
 
 /// `method path` as [`OWNER`]; the JSON answer, failing on a non-2xx status.
 async fn call(app: &App, method: &str, path: &str, body: Value) -> Result<Value> {
-    let mut req = app
-        .http
-        .request(method.parse()?, format!("{}{path}", app.api))
-        .header("x-kinetic-user", OWNER);
-    if !body.is_null() {
-        req = req.json(&body);
-    }
-    let r = req.send().await?;
-    let status = r.status();
-    let v: Value = r.json().await.unwrap_or(Value::Null);
-    if !status.is_success() {
-        bail!("{method} {path}: {status} {v}");
-    }
-    Ok(v)
+    let method = method.parse()?;
+    crate::app_support::call_api(&app.http, &app.api, OWNER, method, path, body).await
 }
 
 /// Waits for operation `op` to end SUCCEEDED; its id.

@@ -14,6 +14,7 @@
 //! so every sample sees the same 2,000 pods.
 
 #[path = "../support/app.rs"]
+#[allow(dead_code)] // shared by the benches; this one starts the app only
 mod app_support;
 mod cluster;
 #[path = "../support/mod.rs"]

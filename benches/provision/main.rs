@@ -93,20 +93,7 @@ async fn start(pg: &PrivatePostgres, speed: f64) -> Result<Bench> {
 
 impl Bench {
     async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Result<Value> {
-        let mut req = self
-            .http
-            .request(method.clone(), format!("{}{path}", self.api))
-            .header("x-kinetic-user", OWNER);
-        if !body.is_null() {
-            req = req.json(&body);
-        }
-        let r = req.send().await?;
-        let status = r.status();
-        let v: Value = r.json().await.unwrap_or(Value::Null);
-        if !status.is_success() {
-            bail!("{method} {path}: {status} {v}");
-        }
-        Ok(v)
+        app_support::call_api(&self.http, &self.api, OWNER, method, path, body).await
     }
 
     /// A new team and project, then `up` of a gpu-l4 cluster to its end.

@@ -98,3 +98,28 @@ pub async fn start_at(
         _sim: sim,
     })
 }
+
+/// `method path` with `body` (none when it is null) as `user` against the API at `api`:
+/// the JSON answer, or an error naming the call on a non-2xx status.
+pub async fn call_api(
+    http: &reqwest::Client,
+    api: &str,
+    user: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: serde_json::Value,
+) -> Result<serde_json::Value> {
+    let mut req = http
+        .request(method.clone(), format!("{api}{path}"))
+        .header("x-kinetic-user", user);
+    if !body.is_null() {
+        req = req.json(&body);
+    }
+    let r = req.send().await?;
+    let status = r.status();
+    let v: serde_json::Value = r.json().await.unwrap_or(serde_json::Value::Null);
+    if !status.is_success() {
+        anyhow::bail!("{method} {path}: {status} {v}");
+    }
+    Ok(v)
+}
