@@ -7,11 +7,12 @@
 //! type or outcome are UPPER_SNAKE, as the API spells them (`SUCCEEDED`, `NOT_FOUND`);
 //! `docs/metrics.md` lists every family (a test compares it with a scrape).
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
+use axum::http::{Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -117,20 +118,74 @@ fn describe() {
     );
 }
 
+/// The request counter and duration histogram of one label set.
+#[derive(Clone)]
+struct Series {
+    requests: metrics::Counter,
+    duration: metrics::Histogram,
+}
+
+impl Series {
+    fn register(route: &str, method: &Method, status: u16) -> Series {
+        let labels = [
+            ("route", route.to_owned()),
+            ("method", method.to_string()),
+            ("status", status.to_string()),
+        ];
+        Series {
+            requests: metrics::counter!("kineticd_http_requests_total", &labels),
+            duration: metrics::histogram!("kineticd_http_request_duration_seconds", &labels),
+        }
+    }
+}
+
+/// The series registered so far, by route template, then method and status: a request
+/// whose labels were seen before records through its cached handles, with no label
+/// strings built and no key hashed by the recorder. Bounded like the labels themselves.
+type SeriesCache = RwLock<HashMap<String, Vec<(Method, u16, Series)>>>;
+
+static SERIES: OnceLock<SeriesCache> = OnceLock::new();
+
+/// The handles of `(route, method, status)`, registered on first use. Before the
+/// process-wide recorder is installed nothing is cached (handles taken then would stay
+/// no-ops).
+fn series(route: &str, method: &Method, status: u16) -> Series {
+    if HANDLE.get().is_none() {
+        return Series::register(route, method, status);
+    }
+    let cache = SERIES.get_or_init(Default::default);
+    let found = |v: &Vec<(Method, u16, Series)>| {
+        v.iter()
+            .find(|(m, s, _)| m == method && *s == status)
+            .map(|(_, _, series)| series.clone())
+    };
+    if let Some(s) = cache
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(route)
+        .and_then(found)
+    {
+        return s;
+    }
+    let mut map = cache.write().unwrap_or_else(|e| e.into_inner());
+    let entry = map.entry(route.to_owned()).or_default();
+    if let Some(s) = found(entry) {
+        return s;
+    }
+    let s = Series::register(route, method, status);
+    entry.push((method.clone(), status, s.clone()));
+    s
+}
+
 pub async fn track(req: Request, next: Next) -> Response {
     let start = Instant::now();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let method = req.method().to_string();
+    let route = req.extensions().get::<MatchedPath>().cloned();
+    let method = req.method().clone();
     let resp = next.run(req).await;
-    let status = resp.status().as_u16().to_string();
-    let labels = [("route", route), ("method", method), ("status", status)];
-    metrics::counter!("kineticd_http_requests_total", &labels).increment(1);
-    metrics::histogram!("kineticd_http_request_duration_seconds", &labels)
-        .record(start.elapsed().as_secs_f64());
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    let s = series(route, &method, resp.status().as_u16());
+    s.requests.increment(1);
+    s.duration.record(start.elapsed().as_secs_f64());
     resp
 }
 

@@ -20,15 +20,14 @@ const REQUEST_ID: &str = "x-request-id";
 
 /// Middleware: run the rest of the stack, turning a panic into [`panicked`].
 pub async fn catch_panic(req: Request, next: Next) -> Response {
-    let id = req
-        .headers()
-        .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
+    // The header value itself (a reference count), read as text only on a panic.
+    let id = req.headers().get(REQUEST_ID).cloned();
     match AssertUnwindSafe(next.run(req)).catch_unwind().await {
         Ok(resp) => resp,
-        Err(payload) => panicked(&id, payload.as_ref()).into_response(),
+        Err(payload) => {
+            let id = id.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("");
+            panicked(id, payload.as_ref()).into_response()
+        }
     }
 }
 

@@ -34,10 +34,12 @@ fn parse_template(path: &str) -> Vec<Segment> {
         .collect()
 }
 
+/// Whether `path` is an instance of `template` (no allocation: run for every route on
+/// every request that consults the table).
 fn matches(template: &[Segment], path: &str) -> bool {
-    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    template.len() == parts.len()
-        && template.iter().zip(parts).all(|(t, p)| match t {
+    let mut parts = path.trim_start_matches('/').split('/');
+    template.iter().all(|t| {
+        parts.next().is_some_and(|p| match t {
             Segment::Literal(l) => l == p,
             Segment::Param => !p.is_empty(),
             Segment::ParamVerb(v) => p
@@ -45,6 +47,7 @@ fn matches(template: &[Segment], path: &str) -> bool {
                 .and_then(|rest| rest.strip_suffix(':'))
                 .is_some_and(|id| !id.is_empty()),
         })
+    }) && parts.next().is_none()
 }
 
 /// One documented method of a route.

@@ -17,6 +17,15 @@ use super::route_table::RouteTable;
 
 /// The methods a custom-method path allows, if `path` is one.
 fn allowed(routes: &RouteTable, path: &str) -> Option<Vec<Method>> {
+    // Only a last segment with a `:` can be a custom method's (`{id}:verb`): the table
+    // is not consulted for any other path (most requests).
+    if !path
+        .rsplit('/')
+        .next()
+        .is_some_and(|last| last.contains(':'))
+    {
+        return None;
+    }
     let route = routes.find(path).filter(|r| r.is_custom_method())?;
     Some(route.ops.iter().map(|o| o.method.clone()).collect())
 }

@@ -16,7 +16,9 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request, StatusCode};
 use tokio::net::TcpListener;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::{
+    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 use crate::api::auth::Authenticator;
@@ -35,6 +37,23 @@ pub use crate::api::state::AppState;
 
 pub const BODY_LIMIT: usize = 1024 * 1024;
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Request ids: random (version 4) UUIDs, as `tower_http`'s `MakeRequestUuid` makes
+/// them, but drawn from the thread's generator rather than one `getrandom` system call
+/// per request (an id needs to be unique, not secret).
+#[derive(Clone, Copy)]
+struct RequestUuid;
+
+impl MakeRequestId for RequestUuid {
+    fn make_request_id<B>(&mut self, _: &Request<B>) -> Option<RequestId> {
+        let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
+        let mut buf = uuid::Uuid::encode_buffer();
+        let text = id.hyphenated().encode_lower(&mut buf);
+        axum::http::HeaderValue::from_str(text)
+            .ok()
+            .map(RequestId::new)
+    }
+}
 
 /// The shared outbound HTTP client (JWKS now; cloud clients later).
 pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
@@ -179,7 +198,7 @@ pub fn router(state: AppState) -> Router {
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::WARN)),
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
-        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, RequestUuid))
         .with_state(state)
 }
 

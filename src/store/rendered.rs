@@ -10,6 +10,9 @@
 //! the row held before, [`super::operations::finish`]). Anything else comes back as the
 //! full row.
 
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
 use sqlx::{AssertSqlSafe, PgExecutor};
 use uuid::Uuid;
 
@@ -68,15 +71,18 @@ pub async fn operation(
     email: &str,
     format: &str,
 ) -> Result<Option<OperationRead>, StoreError> {
-    let sql = format!(
-        "SELECT {}, \
-           CASE WHEN o.fresh THEN o.rendered END AS kept, \
-           (SELECT m.role FROM team_members m WHERE m.team_id = o.team_id AND m.email = $2) AS reader_role \
-         FROM (SELECT *, (rendered_format = $3 AND end_time IS NOT NULL AND team_id IS NOT NULL) AS fresh \
-               FROM operations WHERE id = $1) o",
-        select_list()
-    );
-    let row: Option<ReadRow> = sqlx::query_as(AssertSqlSafe(sql))
+    // Built once per process: the text is the same for every read.
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {}, \
+               CASE WHEN o.fresh THEN o.rendered END AS kept, \
+               (SELECT m.role FROM team_members m WHERE m.team_id = o.team_id AND m.email = $2) AS reader_role \
+             FROM (SELECT *, (rendered_format = $3 AND end_time IS NOT NULL AND team_id IS NOT NULL) AS fresh \
+                   FROM operations WHERE id = $1) o",
+            select_list()
+        )
+    });
+    let row: Option<ReadRow> = sqlx::query_as(AssertSqlSafe(Cow::Borrowed(SQL.as_str())))
         .bind(id)
         .bind(email)
         .bind(format)
