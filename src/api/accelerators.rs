@@ -10,7 +10,6 @@ use super::state::AppState;
 use crate::model::accelerator::Accelerator;
 use crate::service::{self, Caller};
 
-use super::ErrorResponses;
 use super::error::ApiError;
 use super::extract::ApiPath;
 
@@ -28,7 +27,7 @@ pub struct ListAcceleratorsResponse {
 /// Every canonical accelerator with its GKE type, machine type, shape, aliases and
 /// estimated prices.
 #[utoipa::path(get, path = "/v1/accelerators", operation_id = "listAccelerators", tag = "accelerators",
-    responses((status = 200, description = "The accelerator catalog", body = ListAcceleratorsResponse), ErrorResponses))]
+    responses((status = 200, description = "The accelerator catalog", body = ListAcceleratorsResponse)))]
 async fn list_accelerators(
     State(s): State<AppState>,
     _caller: Caller,
@@ -41,7 +40,7 @@ async fn list_accelerators(
 /// Resolve any accepted spelling (`a100x4`, `gpu:4`, `v5e-16`, `l4:spot`).
 #[utoipa::path(get, path = "/v1/accelerators/{spec}", operation_id = "getAccelerator", tag = "accelerators",
     params(("spec" = String, Path, description = "any accepted spelling")),
-    responses((status = 200, description = "The accelerator the spelling resolves to", body = Accelerator), ErrorResponses))]
+    responses((status = 200, description = "The accelerator the spelling resolves to", body = Accelerator)))]
 async fn get_accelerator(
     State(s): State<AppState>,
     _caller: Caller,

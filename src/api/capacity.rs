@@ -13,7 +13,6 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::ClusterParams;
-use super::ErrorResponses;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ClusterAt;
 use super::state::AppState;
@@ -37,8 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses((status = 200, description = "Accelerator capacity, fragmentation and pending pods", body = ClusterCapacity,
             headers(("Server-Timing" = String, description = "cloud, kube (both lists), nodes, pods and compute durations in ms"))),
         (status = 409, body = ErrorBody, description = "GKE_CLUSTER_NOT_FOUND or CLUSTER_NOT_READY: no API server to read"),
-        (status = 503, body = ErrorBody, description = "GKE_UNAVAILABLE or KUBERNETES_UNAVAILABLE: the cluster could not be read"),
-        ErrorResponses))]
+        (status = 503, body = ErrorBody, description = "GKE_UNAVAILABLE or KUBERNETES_UNAVAILABLE: the cluster could not be read")))]
 async fn get_cluster_capacity(
     State(s): State<AppState>,
     caller: Caller,

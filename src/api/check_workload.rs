@@ -18,7 +18,7 @@ use super::ClusterParams;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
 use super::state::AppState;
-use super::{BodyErrorResponses, ErrorResponses};
+
 use crate::model::workload::WorkloadCheck;
 use crate::service::clusters::ClusterPath;
 use crate::service::{self, Caller};
@@ -35,8 +35,7 @@ use crate::service::{self, Caller};
     responses((status = 200, description = "Whether, when and where the workload would schedule", body = WorkloadCheck,
             headers(("Server-Timing" = String, description = "cloud, kube (both lists), nodes, pods and compute (the judgement) durations in ms"))),
         (status = 409, body = ErrorBody, description = "GKE_CLUSTER_NOT_FOUND or CLUSTER_NOT_READY: the GKE cluster is missing or has no endpoint yet"),
-        (status = 503, body = ErrorBody, description = "GKE_UNAVAILABLE or KUBERNETES_UNAVAILABLE: the cluster could not be read"),
-        BodyErrorResponses, ErrorResponses))]
+        (status = 503, body = ErrorBody, description = "GKE_UNAVAILABLE or KUBERNETES_UNAVAILABLE: the cluster could not be read")))]
 pub async fn check_workload(
     s: &AppState,
     caller: &Caller,

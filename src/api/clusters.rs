@@ -15,9 +15,9 @@ use crate::model::{Cluster, NodePool};
 use crate::service::clusters::ListClusters;
 use crate::service::{self, Caller};
 
+use super::PageQuery;
 use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery};
-use super::{ErrorResponses, PageQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -59,7 +59,7 @@ pub struct ListClustersQuery {
 
 /// Clusters of the caller's teams.
 #[utoipa::path(get, path = "/v1/clusters", operation_id = "listClusters", tag = "clusters", params(ListClustersQuery),
-    responses((status = 200, description = "One page of the clusters of the caller's teams", body = ListClustersResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the clusters of the caller's teams", body = ListClustersResponse)))]
 async fn list_clusters(
     State(s): State<AppState>,
     caller: Caller,
@@ -77,7 +77,7 @@ async fn list_clusters(
 /// Clusters of one project; `{zone}` is a zone or `-` for every zone.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters", operation_id = "listProjectClusters", tag = "clusters",
     params(("project" = String, Path), ("zone" = String, Path, description = "a zone, or - for all"), PageQuery),
-    responses((status = 200, description = "One page of the project's clusters", body = ListClustersResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the project's clusters", body = ListClustersResponse)))]
 async fn list_project_clusters(
     State(s): State<AppState>,
     caller: Caller,
@@ -96,7 +96,7 @@ async fn list_project_clusters(
 /// A cluster record with its node pools.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", operation_id = "getCluster", tag = "clusters",
     params(ClusterParams),
-    responses((status = 200, description = "The cluster record with its node pools", body = Cluster), ErrorResponses))]
+    responses((status = 200, description = "The cluster record with its node pools", body = Cluster)))]
 async fn get_cluster(
     State(s): State<AppState>,
     caller: Caller,
@@ -110,7 +110,7 @@ list_response!(ListNodePoolsResponse, node_pools: NodePool);
 /// Node pools of a cluster.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", operation_id = "listNodePools", tag = "nodePools",
     params(ClusterParams, PageQuery),
-    responses((status = 200, description = "One page of the cluster's node pools", body = ListNodePoolsResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the cluster's node pools", body = ListNodePoolsResponse)))]
 async fn list_node_pools(
     State(s): State<AppState>,
     caller: Caller,
@@ -125,7 +125,7 @@ async fn list_node_pools(
 /// One node pool.
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "getNodePool", tag = "nodePools",
     params(PoolParams),
-    responses((status = 200, description = "The node pool record", body = NodePool), ErrorResponses))]
+    responses((status = 200, description = "The node pool record", body = NodePool)))]
 async fn get_node_pool(
     State(s): State<AppState>,
     caller: Caller,

@@ -12,7 +12,6 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::ClusterParams;
-use super::ErrorResponses;
 use super::error::ApiError;
 use super::state::AppState;
 use crate::model::diagnose::Diagnosis;
@@ -45,8 +44,7 @@ pub fn query(req: &Request) -> Result<DiagnoseQuery, ApiError> {
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:diagnose", operation_id = "diagnoseCluster", tag = "clusters",
     params(ClusterParams, DiagnoseQuery),
     responses((status = 200, description = "Every check with its status, message and fix, and a summary", body = Diagnosis,
-            headers(("Server-Timing" = String, description = "cloud (GKE cluster and region), kube (both lists), nodes, pods and compute (the checks) durations in ms"))),
-        ErrorResponses))]
+            headers(("Server-Timing" = String, description = "cloud (GKE cluster and region), kube (both lists), nodes, pods and compute (the checks) durations in ms")))))]
 pub async fn diagnose_cluster(
     s: &AppState,
     caller: &Caller,

@@ -12,11 +12,11 @@ use crate::service::clusters::ClusterPath;
 use crate::service::provision::drill::DrillRequest;
 use crate::service::provision::{self, Plan, Submitted};
 
+use super::IfMatchHeader;
 use super::PoolParams;
 use super::error::ApiError;
 use super::provision::{IfMatchOf, MutateQuery, MutationParts};
 use super::state::AppState;
-use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
 
 /// **drill**: reclaim the spot pool of the failover pair `pool` belongs to (either pool
 /// may be named), watch the pods fail over, and report the timeline in the operation's
@@ -27,7 +27,7 @@ use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
     params(PoolParams, MutateQuery, IfMatchHeader),
     request_body(content = Option<DrillRequest>, description = "optional: RECLAIM_NODES with a 900s deadline when absent"),
     responses((status = 202, description = "FAILOVER_DRILL operation; its response is a DrillReport", body = Operation),
-              (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
+              (status = 200, description = "validateOnly: the plan", body = Plan)))]
 pub async fn drill_node_pool(
     s: &AppState,
     r: MutationParts,

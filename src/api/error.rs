@@ -129,7 +129,7 @@ impl ApiError {
                 status: self.status.to_owned(),
                 message: self.message.clone(),
                 details: vec![ErrorInfo {
-                    type_url: "type.googleapis.com/google.rpc.ErrorInfo".to_owned(),
+                    type_url: crate::domain::rpc::ERROR_INFO_TYPE.to_owned(),
                     reason: self.reason.clone(),
                     domain: "kineticd".to_owned(),
                     metadata: self.metadata.clone(),

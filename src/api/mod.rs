@@ -68,11 +68,10 @@ pub mod testing;
 pub mod verbs;
 
 use serde::Deserialize;
-use utoipa::{IntoParams, IntoResponses};
+use utoipa::IntoParams;
 
 use crate::service::PageRequest;
 use crate::service::page::PageKey;
-use error::ErrorBody;
 
 /// `?pageSize=&pageToken=` (AIP-158).
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -123,54 +122,4 @@ pub struct PoolParams {
 pub struct IfMatchHeader {
     #[serde(rename = "If-Match")]
     pub if_match: Option<String>,
-}
-
-/// The extra error response of every route that takes a JSON body.
-#[derive(IntoResponses)]
-#[allow(dead_code)]
-pub enum BodyErrorResponses {
-    /// INVALID_ARGUMENT (UNSUPPORTED_MEDIA_TYPE): the body is not sent as
-    /// `Content-Type: application/json`.
-    #[response(status = 415)]
-    UnsupportedMediaType(ErrorBody),
-}
-
-/// The error responses every authenticated route can give (Google error shape).
-#[derive(IntoResponses)]
-#[allow(dead_code)]
-pub enum ErrorResponses {
-    /// INVALID_ARGUMENT: a field, path or query value is wrong; the reason names it.
-    #[response(status = 400)]
-    BadRequest(ErrorBody),
-    /// UNAUTHENTICATED: TOKEN_MISSING, TOKEN_EXPIRED, TOKEN_BAD_SIGNATURE, TOKEN_BAD_AUDIENCE, ...
-    #[response(status = 401)]
-    Unauthenticated(ErrorBody),
-    /// PERMISSION_DENIED: a team member whose role is too small; or CROSS_SITE_REQUEST:
-    /// a change that a browser marked as another site's (`Sec-Fetch-Site`, `Origin`), or
-    /// a POST that takes no body sent with a form's content type.
-    #[response(status = 403)]
-    PermissionDenied(ErrorBody),
-    /// NOT_FOUND: absent, or owned by a team the caller is not in.
-    #[response(status = 404)]
-    NotFound(ErrorBody),
-    /// ALREADY_EXISTS / FAILED_PRECONDITION / ABORTED.
-    #[response(status = 409)]
-    Conflict(ErrorBody),
-    /// INVALID_ARGUMENT: request body over 1 MiB.
-    #[response(status = 413)]
-    TooLarge(ErrorBody),
-    /// RESOURCE_EXHAUSTED: RATE_LIMITED (the caller's request rate) or TOO_MANY_WATCHES;
-    /// the `Retry-After` header says how many seconds to wait.
-    #[response(status = 429)]
-    TooManyRequests(ErrorBody),
-    /// INTERNAL: the cause is in the server log under the x-request-id.
-    #[response(status = 500)]
-    Internal(ErrorBody),
-    /// UNAVAILABLE: DATABASE_UNAVAILABLE (PostgreSQL down or every connection busy);
-    /// retry shortly.
-    #[response(status = 503)]
-    Unavailable(ErrorBody),
-    /// DEADLINE_EXCEEDED: REQUEST_TIMEOUT, the request outlived the server's deadline.
-    #[response(status = 504)]
-    DeadlineExceeded(ErrorBody),
 }

@@ -20,7 +20,6 @@ use crate::model::Operation;
 use crate::service::operations::WatchEvent;
 use crate::service::{self, Caller};
 
-use super::ErrorResponses;
 use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery, split_verb, unknown_verb};
 
@@ -46,7 +45,7 @@ list_response!(ListOperationsResponse, operations: Operation);
 
 /// Operations of the caller's teams, newest first.
 #[utoipa::path(get, path = "/v1/operations", operation_id = "listOperations", tag = "operations", params(ListOperationsQuery),
-    responses((status = 200, description = "One page of operations, newest first", body = ListOperationsResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of operations, newest first", body = ListOperationsResponse)))]
 async fn list_operations(
     State(s): State<AppState>,
     caller: Caller,
@@ -65,7 +64,7 @@ async fn list_operations(
 /// An operation.
 #[utoipa::path(get, path = "/v1/operations/{operation}", operation_id = "getOperation", tag = "operations",
     params(("operation" = String, Path, description = "operation id")),
-    responses((status = 200, description = "The operation", body = Operation), ErrorResponses))]
+    responses((status = 200, description = "The operation", body = Operation)))]
 pub async fn get_operation(s: &AppState, caller: &Caller, id: &str) -> Result<Response, ApiError> {
     // The JSON text as rendered (or kept, for a finished operation): the same bytes and
     // content type as `Json(operation)`, without serialising again.
@@ -81,7 +80,7 @@ const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json
 /// is reconnected.
 #[utoipa::path(get, path = "/v1/operations/{operation}:watch", operation_id = "watchOperation", tag = "operations",
     params(("operation" = String, Path, description = "operation id")),
-    responses((status = 200, description = "text/event-stream of `progress` and `done` events, each carrying an Operation", content_type = "text/event-stream", body = Operation), ErrorResponses))]
+    responses((status = 200, description = "text/event-stream of `progress` and `done` events, each carrying an Operation", content_type = "text/event-stream", body = Operation)))]
 pub async fn watch_operation(
     s: &AppState,
     caller: &Caller,
@@ -121,7 +120,7 @@ async fn get_or_watch(
 /// with error code 1.
 #[utoipa::path(post, path = "/v1/operations/{operation}:cancel", operation_id = "cancelOperation", tag = "operations",
     params(("operation" = String, Path, description = "operation id"), RequestIdQuery),
-    responses((status = 200, description = "The operation once cancellation is requested", body = Operation), ErrorResponses))]
+    responses((status = 200, description = "The operation once cancellation is requested", body = Operation)))]
 pub async fn cancel_operation(
     s: &AppState,
     caller: &Caller,
@@ -145,7 +144,7 @@ pub struct WaitQuery {
 /// early, in the same shape, when this replica shuts down: ask again).
 #[utoipa::path(post, path = "/v1/operations/{operation}:wait", operation_id = "waitOperation", tag = "operations",
     params(("operation" = String, Path, description = "operation id"), WaitQuery),
-    responses((status = 200, description = "The operation: done, or still running at the timeout or at this replica's shutdown", body = Operation), ErrorResponses))]
+    responses((status = 200, description = "The operation: done, or still running at the timeout or at this replica's shutdown", body = Operation)))]
 pub async fn wait_operation(
     s: &AppState,
     caller: &Caller,

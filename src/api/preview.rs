@@ -24,13 +24,13 @@ use crate::service::provision::resize::ResizeRequest;
 use crate::service::provision::up::UpRequest;
 use crate::service::provision::{Plan, Submitted};
 
+use super::IfMatchHeader;
 use super::error::ApiError;
 use super::extract::ClusterAt;
 use super::extract::{ApiJson, ApiJsonOrEmpty, IfMatch};
 use super::provision::MutationParts;
 use super::resize::UpdateMaskQuery;
 use super::state::AppState;
-use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
 use super::{ClusterParams, PoolParams};
 
 /// `?requestId=` of a preview.
@@ -72,7 +72,7 @@ pub(super) async fn body_of<T: DeserializeOwned + Default>(
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:previewApply", operation_id = "previewApplyCluster", tag = "clusters",
     params(ClusterParams, PreviewQuery, IfMatchHeader),
     request_body(content = Option<UpRequest>, description = "as for applyCluster"),
-    responses((status = 200, description = "The plan of the UP_CLUSTER operation", body = Plan), ErrorResponses, BodyErrorResponses))]
+    responses((status = 200, description = "The plan of the UP_CLUSTER operation", body = Plan)))]
 pub(super) async fn preview_apply_cluster(
     s: &AppState,
     r: MutationParts,
@@ -86,7 +86,7 @@ pub(super) async fn preview_apply_cluster(
 /// **preview down**: the plan `DELETE {cluster}` would carry out; nothing changes.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:previewDelete", operation_id = "previewDeleteCluster", tag = "clusters",
     params(ClusterParams, PreviewQuery, IfMatchHeader),
-    responses((status = 200, description = "The plan of the DOWN_CLUSTER operation", body = Plan), ErrorResponses))]
+    responses((status = 200, description = "The plan of the DOWN_CLUSTER operation", body = Plan)))]
 pub(super) async fn preview_delete_cluster(
     s: &AppState,
     r: MutationParts,
@@ -101,7 +101,7 @@ pub(super) async fn preview_delete_cluster(
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools:previewCreate", operation_id = "previewCreateNodePool", tag = "nodePools",
     params(ClusterParams, PreviewQuery, IfMatchHeader),
     request_body = AddPoolRequest,
-    responses((status = 200, description = "The plan of the ADD_NODE_POOL operation", body = Plan), ErrorResponses, BodyErrorResponses))]
+    responses((status = 200, description = "The plan of the ADD_NODE_POOL operation", body = Plan)))]
 pub(super) async fn preview_create_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
@@ -115,7 +115,7 @@ pub(super) async fn preview_create_node_pool(
 /// **preview pool remove**: the plan `DELETE .../nodePools/{pool}` would carry out.
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:previewDelete", operation_id = "previewDeleteNodePool", tag = "nodePools",
     params(PoolParams, PreviewQuery, IfMatchHeader),
-    responses((status = 200, description = "The plan of the REMOVE_NODE_POOL operation", body = Plan), ErrorResponses))]
+    responses((status = 200, description = "The plan of the REMOVE_NODE_POOL operation", body = Plan)))]
 pub(super) async fn preview_delete_node_pool(
     s: &AppState,
     r: MutationParts,
@@ -131,7 +131,7 @@ pub(super) async fn preview_delete_node_pool(
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:previewUpdate", operation_id = "previewUpdateNodePool", tag = "nodePools",
     params(PoolParams, UpdateMaskQuery, PreviewQuery, IfMatchHeader),
     request_body(content = Option<ResizeRequest>, description = "as for updateNodePool"),
-    responses((status = 200, description = "The plan of the UPDATE_NODE_POOL operation", body = Plan), ErrorResponses, BodyErrorResponses))]
+    responses((status = 200, description = "The plan of the UPDATE_NODE_POOL operation", body = Plan)))]
 pub(super) async fn preview_update_node_pool(
     s: &AppState,
     r: MutationParts,
@@ -150,7 +150,7 @@ pub(super) async fn preview_update_node_pool(
 #[utoipa::path(post, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:previewDrill", operation_id = "previewDrillNodePool", tag = "nodePools",
     params(PoolParams, PreviewQuery, IfMatchHeader),
     request_body(content = Option<DrillRequest>, description = "as for drillNodePool"),
-    responses((status = 200, description = "The plan of the FAILOVER_DRILL operation", body = Plan), ErrorResponses, BodyErrorResponses))]
+    responses((status = 200, description = "The plan of the FAILOVER_DRILL operation", body = Plan)))]
 pub(super) async fn preview_drill_node_pool(
     s: &AppState,
     r: MutationParts,

@@ -14,9 +14,9 @@ use crate::domain::ProfileId;
 use crate::model::Profile;
 use crate::service::{self, Caller};
 
+use super::PageQuery;
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery, split_verb, unknown_verb};
-use super::{BodyErrorResponses, ErrorResponses, PageQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -31,7 +31,7 @@ list_response!(ListProfilesResponse, profiles: Profile);
 
 /// The caller's profiles.
 #[utoipa::path(get, path = "/v1/profiles", operation_id = "listProfiles", tag = "profiles", params(PageQuery),
-    responses((status = 200, description = "One page of the caller's profiles", body = ListProfilesResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the caller's profiles", body = ListProfilesResponse)))]
 async fn list_profiles(
     State(s): State<AppState>,
     caller: Caller,
@@ -44,7 +44,7 @@ async fn list_profiles(
 /// One of the caller's profiles.
 #[utoipa::path(get, path = "/v1/profiles/{profile}", operation_id = "getProfile", tag = "profiles",
     params(("profile" = String, Path, description = "profile id")),
-    responses((status = 200, description = "The profile", body = Profile), ErrorResponses))]
+    responses((status = 200, description = "The profile", body = Profile)))]
 async fn get_profile(
     State(s): State<AppState>,
     caller: Caller,
@@ -68,7 +68,7 @@ pub struct PutProfileRequest {
 #[utoipa::path(put, path = "/v1/profiles/{profile}", operation_id = "replaceProfile", tag = "profiles",
     request_body = PutProfileRequest,
     params(("profile" = String, Path, description = "profile id"), RequestIdQuery),
-    responses((status = 200, description = "The profile as stored", body = Profile), ErrorResponses, BodyErrorResponses))]
+    responses((status = 200, description = "The profile as stored", body = Profile)))]
 async fn put_profile(
     State(s): State<AppState>,
     caller: Caller,
@@ -86,7 +86,7 @@ async fn put_profile(
 /// Delete one of the caller's profiles.
 #[utoipa::path(delete, path = "/v1/profiles/{profile}", operation_id = "deleteProfile", tag = "profiles",
     params(("profile" = String, Path, description = "profile id"), RequestIdQuery),
-    responses((status = 204, description = "deleted"), ErrorResponses))]
+    responses((status = 204, description = "deleted")))]
 async fn delete_profile(
     State(s): State<AppState>,
     caller: Caller,
@@ -101,7 +101,7 @@ async fn delete_profile(
 /// Make this profile the caller's only active one.
 #[utoipa::path(post, path = "/v1/profiles/{profile}:activate", operation_id = "activateProfile", tag = "profiles",
     params(("profile" = String, Path, description = "profile id"), RequestIdQuery),
-    responses((status = 200, description = "The profile, now the caller's active one", body = Profile), ErrorResponses))]
+    responses((status = 200, description = "The profile, now the caller's active one", body = Profile)))]
 pub async fn activate_profile(
     s: &AppState,
     caller: &Caller,

@@ -26,8 +26,8 @@ use super::error::ApiError;
 use super::extract::{ApiJson, ApiJsonOrEmpty, ApiQuery, IfMatch};
 use super::extract::{ClusterAt, PoolAt};
 use super::state::AppState;
-use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader, idempotency};
 use super::{ClusterParams, PoolParams};
+use super::{IfMatchHeader, idempotency};
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
@@ -127,7 +127,7 @@ impl MutationParts {
     params(ClusterParams, MutateQuery, IfMatchHeader),
     request_body(content = Option<UpRequest>, description = "optional: with no body at all, an existing cluster is reconciled as it is"),
     responses((status = 202, description = "UP_CLUSTER operation", body = Operation),
-              (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
+              (status = 200, description = "validateOnly: the plan", body = Plan)))]
 pub async fn up_cluster(
     State(s): State<AppState>,
     r: MutationParts,
@@ -156,7 +156,7 @@ pub(super) async fn apply(
 #[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", operation_id = "deleteCluster", tag = "clusters",
     params(ClusterParams, MutateQuery, IfMatchHeader),
     responses((status = 202, description = "DOWN_CLUSTER operation", body = Operation),
-              (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
+              (status = 200, description = "validateOnly: the plan", body = Plan)))]
 pub async fn down_cluster(
     State(s): State<AppState>,
     r: MutationParts,
@@ -184,7 +184,7 @@ pub(super) async fn down(
     params(ClusterParams, MutateQuery, IfMatchHeader),
     request_body = AddPoolRequest,
     responses((status = 202, description = "ADD_NODE_POOL operation", body = Operation),
-              (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
+              (status = 200, description = "validateOnly: the plan", body = Plan)))]
 pub async fn add_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
@@ -214,7 +214,7 @@ pub(super) async fn add_pool(
 #[utoipa::path(delete, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "deleteNodePool", tag = "nodePools",
     params(PoolParams, MutateQuery, IfMatchHeader),
     responses((status = 202, description = "REMOVE_NODE_POOL operation", body = Operation),
-              (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses))]
+              (status = 200, description = "validateOnly: the plan", body = Plan)))]
 pub async fn remove_node_pool(
     State(s): State<AppState>,
     r: MutationParts,

@@ -17,13 +17,13 @@ use crate::service::clusters::ClusterPath;
 use crate::service::provision::resize::{ResizeRequest, resize};
 use crate::service::provision::{Plan, Submitted};
 
+use super::IfMatchHeader;
 use super::PoolParams;
 use super::error::ApiError;
 use super::extract::PoolAt;
 use super::extract::{ApiJsonOrEmpty, ApiQuery, IfMatch};
 use super::provision::{IfMatchOf, MutateQuery, MutationParts, respond};
 use super::state::AppState;
-use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader};
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
@@ -54,7 +54,7 @@ pub struct UpdateMaskQuery {
     params(PoolParams, MutateQuery, UpdateMaskQuery, IfMatchHeader),
     request_body(content = Option<ResizeRequest>, description = "the new bounds; may be empty when updateMask names the fields to reset"),
     responses((status = 202, description = "UPDATE_NODE_POOL operation", body = Operation),
-              (status = 200, description = "validateOnly: the plan", body = Plan), ErrorResponses, BodyErrorResponses))]
+              (status = 200, description = "validateOnly: the plan", body = Plan)))]
 pub async fn resize_node_pool(
     State(s): State<AppState>,
     r: MutationParts,

@@ -14,7 +14,6 @@ use super::state::AppState;
 use crate::model::status::ClusterStatus;
 use crate::service::{self, Caller};
 
-use super::ErrorResponses;
 use super::accelerators::ListAcceleratorsResponse;
 use super::error::{ApiError, ErrorBody};
 
@@ -32,8 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/status", operation_id = "getClusterStatus", tag = "clusters",
     params(ClusterParams),
     responses((status = 200, description = "Live status of the cluster's resources and drift from the records", body = ClusterStatus),
-        (status = 503, body = ErrorBody, description = "CLOUD_UNAVAILABLE: none of the cluster's cloud resources could be read"),
-        ErrorResponses))]
+        (status = 503, body = ErrorBody, description = "CLOUD_UNAVAILABLE: none of the cluster's cloud resources could be read")))]
 async fn get_cluster_status(
     State(s): State<AppState>,
     caller: Caller,
@@ -46,7 +44,7 @@ async fn get_cluster_status(
 /// of (from its records).
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/accelerators", operation_id = "listClusterAccelerators", tag = "accelerators",
     params(ClusterParams),
-    responses((status = 200, description = "The accelerator catalog, with live set on the cluster's accelerators", body = ListAcceleratorsResponse), ErrorResponses))]
+    responses((status = 200, description = "The accelerator catalog, with live set on the cluster's accelerators", body = ListAcceleratorsResponse)))]
 async fn list_cluster_accelerators(
     State(s): State<AppState>,
     caller: Caller,

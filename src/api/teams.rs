@@ -15,7 +15,7 @@ use crate::service::{self, Caller};
 
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, ApiQuery, IfMatch};
-use super::{BodyErrorResponses, ErrorResponses, IfMatchHeader, PageQuery};
+use super::{IfMatchHeader, PageQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -28,7 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Who am I: email, admin flag, teams with roles, active profile.
 #[utoipa::path(get, path = "/v1/me", operation_id = "getCaller", tag = "identity",
-    responses((status = 200, description = "The caller", body = Me), ErrorResponses))]
+    responses((status = 200, description = "The caller", body = Me)))]
 async fn me(State(s): State<AppState>, caller: Caller) -> Result<Json<Me>, ApiError> {
     Ok(Json(service::teams::me(&s.db, &caller).await?))
 }
@@ -52,7 +52,7 @@ pub struct CreateTeamRequest {
 /// the policy) and nothing is created.
 #[utoipa::path(post, path = "/v1/teams", operation_id = "createTeam", tag = "teams", request_body = CreateTeamRequest,
     params(RequestIdQuery),
-    responses((status = 201, description = "The created team", body = Team), ErrorResponses, BodyErrorResponses))]
+    responses((status = 201, description = "The created team", body = Team)))]
 async fn create_team(
     State(s): State<AppState>,
     caller: Caller,
@@ -79,7 +79,7 @@ list_response!(ListTeamsResponse, teams: Team);
 
 /// Teams the caller belongs to (service admins: all teams).
 #[utoipa::path(get, path = "/v1/teams", operation_id = "listTeams", tag = "teams", params(PageQuery),
-    responses((status = 200, description = "One page of the caller's teams", body = ListTeamsResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the caller's teams", body = ListTeamsResponse)))]
 async fn list_teams(
     State(s): State<AppState>,
     caller: Caller,
@@ -92,7 +92,7 @@ async fn list_teams(
 /// A team (VIEWER or more).
 #[utoipa::path(get, path = "/v1/teams/{team}", operation_id = "getTeam", tag = "teams",
     params(("team" = String, Path, description = "team id")),
-    responses((status = 200, description = "The team", body = Team), ErrorResponses))]
+    responses((status = 200, description = "The team", body = Team)))]
 async fn get_team(
     State(s): State<AppState>,
     caller: Caller,
@@ -127,7 +127,7 @@ pub struct UpdateTeamQuery {
 /// projects the team holds already are not checked again.
 #[utoipa::path(patch, path = "/v1/teams/{team}", operation_id = "updateTeam", tag = "teams", request_body = UpdateTeamRequest,
     params(("team" = String, Path, description = "team id"), UpdateTeamQuery, RequestIdQuery, IfMatchHeader),
-    responses((status = 200, description = "The updated team", body = Team), ErrorResponses, BodyErrorResponses))]
+    responses((status = 200, description = "The updated team", body = Team)))]
 async fn update_team(
     State(s): State<AppState>,
     caller: Caller,
@@ -153,7 +153,7 @@ async fn update_team(
 /// Delete a team (OWNER; refused while it has clusters).
 #[utoipa::path(delete, path = "/v1/teams/{team}", operation_id = "deleteTeam", tag = "teams",
     params(("team" = String, Path, description = "team id"), RequestIdQuery, IfMatchHeader),
-    responses((status = 204, description = "deleted"), ErrorResponses))]
+    responses((status = 204, description = "deleted")))]
 async fn delete_team(
     State(s): State<AppState>,
     caller: Caller,
@@ -172,7 +172,7 @@ list_response!(ListMembersResponse, members: Member);
 /// Members of a team (VIEWER or more).
 #[utoipa::path(get, path = "/v1/teams/{team}/members", operation_id = "listMembers", tag = "teams",
     params(("team" = String, Path, description = "team id"), PageQuery),
-    responses((status = 200, description = "One page of the team's members", body = ListMembersResponse), ErrorResponses))]
+    responses((status = 200, description = "One page of the team's members", body = ListMembersResponse)))]
 async fn list_members(
     State(s): State<AppState>,
     caller: Caller,
@@ -195,7 +195,7 @@ pub struct PutMemberRequest {
     request_body = PutMemberRequest,
     params(("team" = String, Path, description = "team id"),
            ("email" = String, Path, description = "member email"), RequestIdQuery, IfMatchHeader),
-    responses((status = 200, description = "The member with its role", body = Member), ErrorResponses, BodyErrorResponses))]
+    responses((status = 200, description = "The member with its role", body = Member)))]
 async fn put_member(
     State(s): State<AppState>,
     caller: Caller,
@@ -216,7 +216,7 @@ async fn put_member(
 #[utoipa::path(delete, path = "/v1/teams/{team}/members/{email}", operation_id = "deleteMember", tag = "teams",
     params(("team" = String, Path, description = "team id"),
            ("email" = String, Path, description = "member email"), RequestIdQuery, IfMatchHeader),
-    responses((status = 204, description = "removed"), ErrorResponses))]
+    responses((status = 204, description = "removed")))]
 async fn delete_member(
     State(s): State<AppState>,
     caller: Caller,

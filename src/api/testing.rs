@@ -19,7 +19,7 @@ use crate::service::{self, Caller};
 
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiQuery};
-use super::{BodyErrorResponses, ErrorResponses, idempotency};
+use super::idempotency;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -81,7 +81,7 @@ pub struct MutationQuery {
 /// Enqueue a NOOP operation (engine testing; development and test mode only).
 #[utoipa::path(post, path = "/v1/testing/noopOperations", operation_id = "createNoopOperation", tag = "testing",
     request_body = NoopRequest, params(MutationQuery),
-    responses((status = 202, description = "The queued NOOP operation", body = Operation), ErrorResponses, BodyErrorResponses))]
+    responses((status = 202, description = "The queued NOOP operation", body = Operation)))]
 async fn create_noop(
     State(s): State<AppState>,
     caller: Caller,

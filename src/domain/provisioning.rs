@@ -22,7 +22,9 @@
 //!   accelerator-optimized machine types only (A2, A3, A4, G2, ...), so GPUs attached to N1
 //!   machines (T4, V100, P4, P100) cannot be flex-start.
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
+use utoipa::ToSchema;
 
 use super::accelerators::{Kind, Resolved};
 use super::gke_version::GkeVersion;
@@ -53,17 +55,7 @@ pub const FLEX_START_LABEL: &str = "cloud.google.com/gke-flex-start";
 pub const QUEUED_KEY: &str = "cloud.google.com/gke-queued";
 
 /// A pool's provisioning mode (the API's `provisioning`), `ON_DEMAND` ... `QUEUED`.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    serde::Serialize,
-    serde::Deserialize,
-    utoipa::ToSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Provisioning {
     #[default]

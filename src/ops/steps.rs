@@ -312,7 +312,7 @@ pub fn status_json(
         "status": code.name(),
         "message": message,
         "details": [{
-            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "@type": crate::domain::rpc::ERROR_INFO_TYPE,
             "reason": reason,
             "domain": "kineticd",
             "metadata": metadata,

@@ -11,20 +11,11 @@ use super::judge::{Judgement, judge};
 use super::queued;
 pub use super::reasons::{Failure, Problem, Reason};
 use super::{ClusterFacts, GPU, PodGroup, PoolFacts, TPU, Workload};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// When the pods can run on a pool (or at all); best first.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    serde::Serialize,
-    serde::Deserialize,
-    utoipa::ToSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[schema(as = WorkloadFit)]
 pub enum Fit {
