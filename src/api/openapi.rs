@@ -113,7 +113,7 @@ pub fn published(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi 
             one_success_type(op);
         }
     }
-    doc
+    super::route_reasons::listed(doc)
 }
 
 /// A mutation answers 202 with its operation; its `validateOnly=true` form (200 with the
@@ -136,7 +136,7 @@ const VALIDATE_ONLY: &str = "validateOnly";
 /// `openapi/kineticd.json`.
 pub fn document() -> utoipa::openapi::OpenApi {
     let (_, doc) = router().split_for_parts();
-    super::route_reasons::listed(published(doc))
+    published(doc)
 }
 
 /// Pretty JSON of [`document`], newline-terminated (the committed file's exact bytes).
