@@ -11,6 +11,9 @@
 //! * a connection with a request in flight (its handler running, or its response body
 //!   still being sent: `:wait`, `:watch`, the console's event streams) is never closed by
 //!   these bounds (the request deadline of `api::limits` is the handler's bound);
+//! * the bounds cost a request nothing: the phase is a few timestamps under an
+//!   uncontended lock, and one timer per connection looks at it at least every shorter
+//!   bound (an idle connection wakes that often); no phase change wakes the connection;
 //! * the router is built once: each connection gets a clone of it (a few pointers).
 //!   Serving the `Router` itself made axum rebuild every route per connection (about
 //!   0.8 MiB each, tests/idle_connections.rs);
@@ -26,7 +29,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::{Pin, pin};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -38,7 +41,6 @@ use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 use tokio::time::Instant;
 use tower::ServiceExt as _;
 
@@ -72,7 +74,7 @@ impl Phase {
     }
 }
 
-type Tracker = Arc<watch::Sender<Phase>>;
+type Tracker = Arc<Mutex<Phase>>;
 
 /// Serve `router` on `listener` until `shutdown` resolves, then drain in-flight requests.
 pub async fn serve(
@@ -103,21 +105,40 @@ pub async fn serve(
 
 async fn connection(stream: TcpStream, router: Router, limits: ConnectionLimits, w: Watcher) {
     let now = Instant::now();
-    let (tx, mut rx) = watch::channel(Phase {
+    let tracker: Tracker = Arc::new(Mutex::new(Phase {
         in_flight: 0,
         head_since: Some(now),
         idle_since: now,
-    });
-    let tracker = Arc::new(tx);
+    }));
     let io = TokioIo::new(Watched {
         inner: stream,
         tracker: tracker.clone(),
     });
-    let conn = hyper::server::conn::http1::Builder::new()
-        .serve_connection(io, Tracked { router, tracker });
+    let conn = hyper::server::conn::http1::Builder::new().serve_connection(
+        io,
+        Tracked {
+            router,
+            tracker: tracker.clone(),
+        },
+    );
     let mut conn = pin!(w.watch(conn));
+    // Nothing wakes this loop when the phase changes (that would cost every request
+    // three wake-ups and timer moves): it looks at the phase at least every `tick`, the
+    // shorter bound, so a deadline that starts between two looks (a head's, an idle
+    // wait's after a response) is never earlier than the next look, and is met exactly.
+    let Some(tick) = [limits.header_read, limits.idle]
+        .into_iter()
+        .flatten()
+        .min()
+    else {
+        if let Err(e) = conn.await {
+            tracing::debug!(error = %e, "connection ended with an error");
+        }
+        return;
+    };
+    let sleep = tokio::time::sleep(tick);
+    let mut sleep = pin!(sleep);
     loop {
-        let deadline = rx.borrow_and_update().deadline(limits);
         tokio::select! {
             ended = conn.as_mut() => {
                 if let Err(e) = ended {
@@ -125,28 +146,28 @@ async fn connection(stream: TcpStream, router: Router, limits: ConnectionLimits,
                 }
                 return;
             }
-            changed = rx.changed() => {
-                if changed.is_err() {
-                    // Cannot happen while the connection holds the tracker.
-                    let _ = conn.as_mut().await;
-                    return;
-                }
-            }
-            () = sleep_until(deadline) => {
-                if rx.borrow().deadline(limits).is_some_and(|d| d <= Instant::now()) {
+            () = sleep.as_mut() => {
+                let now = Instant::now();
+                let deadline = phase(&tracker).deadline(limits);
+                if deadline.is_some_and(|d| d <= now) {
                     tracing::debug!("closing a connection past its header-read or idle bound");
                     return;
                 }
+                let next = deadline.map_or(now + tick, |d| d.min(now + tick));
+                sleep.as_mut().reset(next);
             }
         }
     }
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
+/// The connection's phase now (a poisoned lock still holds a whole `Phase`).
+fn phase(tracker: &Tracker) -> Phase {
+    *tracker.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Change the connection's phase.
+fn update(tracker: &Tracker, f: impl FnOnce(&mut Phase)) {
+    f(&mut tracker.lock().unwrap_or_else(PoisonError::into_inner));
 }
 
 /// The socket, noting when a request's head starts to arrive.
@@ -164,12 +185,10 @@ impl AsyncRead for Watched {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
         if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.tracker.send_if_modified(|p| {
-                let starts = p.in_flight == 0 && p.head_since.is_none();
-                if starts {
+            update(&self.tracker, |p| {
+                if p.in_flight == 0 && p.head_since.is_none() {
                     p.head_since = Some(Instant::now());
                 }
-                starts
             });
         }
         r
@@ -211,7 +230,7 @@ struct InFlight(Tracker);
 
 impl InFlight {
     fn start(tracker: &Tracker) -> InFlight {
-        tracker.send_modify(|p| {
+        update(tracker, |p| {
             p.in_flight += 1;
             p.head_since = None;
         });
@@ -221,7 +240,7 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.send_modify(|p| {
+        update(&self.0, |p| {
             p.in_flight = p.in_flight.saturating_sub(1);
             if p.in_flight == 0 {
                 p.idle_since = Instant::now();
