@@ -24,7 +24,6 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sqlx::{Connection, Executor, PgConnection};
 
 const OVERLAY: &str = "deploy/overlays/production";
 const RELEASE_JOB_OVERLAY: &str = "deploy/overlays/production/migrate";
@@ -168,13 +167,8 @@ fn env_value(var: &Value, docs: &[Value], database_url: &str) -> (String, String
 /// A database with nothing in it, as a new Cloud SQL database is.
 async fn empty_database() -> String {
     let name = format!("kt_deploy_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = PgConnection::connect(&common::db_url("postgres"))
-        .await
-        .expect("connect");
-    admin
-        .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .await
-        .expect("create database");
+    let mut admin = common::admin_connection().await;
+    common::ddl(&mut admin, format!("CREATE DATABASE {name}")).await;
     common::db_url(&name)
 }
 

@@ -94,6 +94,25 @@ fn verifier(url: &str) -> IapVerifier {
 }
 
 /// Key `k1`, a JWKS server publishing it, and a verifier of that server.
+/// `n` verifications of `token` at once, each in a task of its own; their results.
+async fn verify_concurrently(
+    v: &IapVerifier,
+    token: &str,
+    n: usize,
+) -> Vec<Result<Identity, AuthError>> {
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let (v, t) = (v.clone(), token.to_owned());
+            tokio::spawn(async move { v.verify(Some(&t)).await })
+        })
+        .collect();
+    let mut results = Vec::with_capacity(n);
+    for t in tasks {
+        results.push(t.await.expect("verification task"));
+    }
+    results
+}
+
 async fn one_key_verifier() -> (TestKey, JwksServer, IapVerifier) {
     let k1 = new_key("k1");
     let (srv, url) = JwksServer::start(&[&k1]).await;
@@ -194,14 +213,8 @@ async fn valid_token_accepted_and_keys_cached() {
 async fn concurrent_first_use_is_one_fetch() {
     let (k1, srv, v) = one_key_verifier().await;
     let token = sign(&k1, &claims());
-    let tasks: Vec<_> = (0..20)
-        .map(|_| {
-            let (v, t) = (v.clone(), token.clone());
-            tokio::spawn(async move { v.verify(Some(&t)).await })
-        })
-        .collect();
-    for t in tasks {
-        assert_eq!(t.await.unwrap().unwrap(), alice());
+    for identity in verify_concurrently(&v, &token, 20).await {
+        assert_eq!(identity.unwrap(), alice());
     }
     assert_eq!(srv.hits(), 1);
 }
@@ -705,14 +718,8 @@ async fn stale_keys_are_served_at_once_while_the_key_server_hangs() {
             for _ in 0..20 {
                 assert_eq!(v.verify(Some(&t1)).await?, alice());
             }
-            let concurrent: Vec<_> = (0..20)
-                .map(|_| {
-                    let (v, t1) = (v.clone(), t1.clone());
-                    tokio::spawn(async move { v.verify(Some(&t1)).await })
-                })
-                .collect();
-            for c in concurrent {
-                assert_eq!(c.await.unwrap()?, alice());
+            for identity in verify_concurrently(&v, &t1, 20).await {
+                assert_eq!(identity?, alice());
             }
             Ok::<_, AuthError>(())
         }

@@ -7,42 +7,35 @@
 #[path = "common/api_paths.rs"]
 mod api_paths;
 
+/// `file` (under openapi/) holds exactly `generated`; with UPDATE_OPENAPI set it is
+/// rewritten instead. `regenerate`: the command that writes it.
+fn assert_committed(file: &str, generated: &str, regenerate: &str) {
+    let path = format!("{}/openapi/{file}", env!("CARGO_MANIFEST_DIR"));
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    if committed == generated {
+        return;
+    }
+    if std::env::var_os("UPDATE_OPENAPI").is_some() {
+        std::fs::write(&path, generated).unwrap_or_else(|e| panic!("write openapi/{file}: {e}"));
+        return;
+    }
+    panic!(
+        "openapi/{file} is out of date with the code: run `{regenerate} > openapi/{file}` \
+         (or UPDATE_OPENAPI=1 cargo test --test openapi) and commit it"
+    );
+}
+
 #[test]
 fn committed_openapi_matches_the_code() {
     let generated = kineticd::api::openapi::document_json();
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/kineticd.json");
-    let committed = std::fs::read_to_string(path).unwrap_or_default();
-    if committed != generated {
-        if std::env::var_os("UPDATE_OPENAPI").is_some() {
-            std::fs::write(path, &generated).expect("write openapi/kineticd.json");
-            return;
-        }
-        panic!(
-            "openapi/kineticd.json is out of date with the code: run \
-             `cargo run -- openapi > openapi/kineticd.json` (or UPDATE_OPENAPI=1 cargo test --test openapi) and commit it"
-        );
-    }
+    assert_committed("kineticd.json", &generated, "cargo run -- openapi");
 }
 
 #[test]
 fn committed_openapi30_rendering_matches_the_code() {
     let generated = kineticd::api::openapi30::document_json();
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/openapi/kineticd.openapi30.json"
-    );
-    let committed = std::fs::read_to_string(path).unwrap_or_default();
-    if committed != generated {
-        if std::env::var_os("UPDATE_OPENAPI").is_some() {
-            std::fs::write(path, &generated).expect("write openapi/kineticd.openapi30.json");
-            return;
-        }
-        panic!(
-            "openapi/kineticd.openapi30.json is out of date with the code: run \
-             `cargo run -- openapi --openapi-version 3.0 > openapi/kineticd.openapi30.json` \
-             (or UPDATE_OPENAPI=1 cargo test --test openapi) and commit it"
-        );
-    }
+    let regenerate = "cargo run -- openapi --openapi-version 3.0";
+    assert_committed("kineticd.openapi30.json", &generated, regenerate);
 }
 
 #[test]

@@ -17,10 +17,9 @@ mod tools;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use common::dev_server::DevServer;
-use tools::{output_text, run};
+use tools::{Scratch, run, run_client};
 
 const DEFAULT_VENV: &str = "/var/tmp/kineticd-venv";
 
@@ -71,32 +70,9 @@ impl Tools {
     }
 }
 
-/// A folder of this test process under the system temp dir, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(label: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "kineticd-openapi-scratch-{label}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create scratch folder");
-        Scratch(dir)
-    }
-
-    /// The document the code generates, written here.
-    fn document(&self) -> PathBuf {
-        let path = self.0.join("kineticd.json");
-        std::fs::write(&path, kineticd::api::openapi::document_json()).expect("write document");
-        path
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// The document the code generates, written to `scratch`.
+fn document(scratch: &Scratch) -> PathBuf {
+    scratch.write("kineticd.json", &kineticd::api::openapi::document_json())
 }
 
 /// Generates the typed client package `kineticd_client` into `dir` (with
@@ -128,8 +104,8 @@ fn third_party_validator_accepts_the_document() {
     let Some(tools) = Tools::find("third_party_validator_accepts_the_document") else {
         return;
     };
-    let scratch = Scratch::new("validate");
-    let document = scratch.document();
+    let scratch = Scratch::new("openapi-validate");
+    let document = document(&scratch);
     let out = run(
         tools.command("openapi-spec-validator").arg(&document),
         "openapi-spec-validator",
@@ -143,8 +119,8 @@ async fn generated_python_client_drives_serve_dev() {
     let Some(tools) = Tools::find("generated_python_client_drives_serve_dev") else {
         return;
     };
-    let scratch = Scratch::new("client");
-    generate_client(&tools, &scratch.document(), &scratch.0);
+    let scratch = Scratch::new("openapi-client");
+    generate_client(&tools, &document(&scratch), &scratch.0);
 
     // A fresh database on the test server (DATABASE_URL's, or the private one).
     let (db, url) = common::fresh_db().await;
@@ -159,21 +135,6 @@ async fn generated_python_client_drives_serve_dev() {
         .arg(&server.api)
         .env("PYTHONPATH", &scratch.0)
         .current_dir(&scratch.0);
-    let run = tokio::process::Command::from(cmd)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(600), run)
-        .await
-        .expect("the client script finished within 600 s")
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "the generated client's script failed ({}):\n{}\n--- server log (last lines)\n{}",
-        out.status,
-        output_text(&out),
-        server.log_tail(40)
-    );
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(said.contains("typed client: ok"), "script output: {said}");
+    let said = run_client(cmd, "the generated Python client's script", &server).await;
     println!("{said}");
 }

@@ -2,7 +2,7 @@
 
 use reqwest::StatusCode;
 
-use crate::common::TestApp;
+use crate::common::{TestApp, ids};
 
 const U: &str = "someone@example.com";
 
@@ -11,8 +11,7 @@ async fn catalog_lists_every_canonical_name_with_prices() {
     let app = TestApp::spawn().await;
     let r = app.get(U, "/v1/accelerators").await;
     assert_eq!(r.status, StatusCode::OK);
-    let list = r.body["accelerators"].as_array().unwrap();
-    let names: Vec<&str> = list.iter().map(|a| a["name"].as_str().unwrap()).collect();
+    let names = ids(&r.body, "accelerators", "name");
     for must in [
         "gpu-l4",
         "gpu-l4x8",
@@ -27,6 +26,7 @@ async fn catalog_lists_every_canonical_name_with_prices() {
     ] {
         assert!(names.contains(&must), "{must} missing");
     }
+    let list = r.body["accelerators"].as_array().unwrap();
     let l4 = list.iter().find(|a| a["name"] == "gpu-l4").unwrap();
     assert_eq!(l4["kind"], "GPU");
     assert_eq!(l4["gkeAcceleratorType"], "nvidia-l4");

@@ -15,6 +15,17 @@ async fn put(app: &TestApp, user: &str, id: &str, body: Value) -> Value {
     ok(app.put(user, &format!("/v1/profiles/{id}"), body).await)
 }
 
+/// [`put`] of a profile of `cluster` and `namespace`.
+async fn put_in(app: &TestApp, user: &str, id: &str, cluster: &str, namespace: &str) -> Value {
+    put(
+        app,
+        user,
+        id,
+        json!({"cluster": cluster, "namespace": namespace}),
+    )
+    .await
+}
+
 async fn activate(app: &TestApp, user: &str, id: &str) -> Value {
     ok(app
         .post(user, &format!("/v1/profiles/{id}:activate"), json!({}))
@@ -48,13 +59,7 @@ async fn put_get_list_delete() {
 
     // Replace: new cluster and namespace, same profile.
     let other = "projects/acme-project/zones/europe-west4-b/clusters/other";
-    let p2 = put(
-        &app,
-        ALICE,
-        "research",
-        json!({"cluster": other, "namespace": "team-a"}),
-    )
-    .await;
+    let p2 = put_in(&app, ALICE, "research", other, "team-a").await;
     assert_eq!(p2["cluster"], other);
     assert_eq!(p2["namespace"], "team-a");
     assert_eq!(p2["createTime"], p["createTime"]);
@@ -80,13 +85,7 @@ async fn put_get_list_delete() {
         );
     }
     // Bob's profile of the same id is separate.
-    put(
-        &app,
-        BOB,
-        "research",
-        json!({"cluster": KC, "namespace": "bob"}),
-    )
-    .await;
+    put_in(&app, BOB, "research", KC, "bob").await;
     assert_eq!(
         ok(app.get(ALICE, "/v1/profiles/research").await)["namespace"],
         "team-a"
@@ -149,13 +148,7 @@ async fn only_one_profile_is_active() {
         ["two"]
     );
     // Replacing keeps the active flag.
-    let p = put(
-        &app,
-        ALICE,
-        "two",
-        json!({"cluster": KC, "namespace": "ns2"}),
-    )
-    .await;
+    let p = put_in(&app, ALICE, "two", KC, "ns2").await;
     assert_eq!(p["active"], true);
 
     // Unknown profile: 404, and the active one stays active.
@@ -318,13 +311,7 @@ async fn invalid_profile_requests() {
     let list = ok(app.get(ALICE, "/v1/profiles").await);
     assert_eq!(list["profiles"].as_array().unwrap().len(), 1);
     assert_eq!(
-        put(
-            &app,
-            ALICE,
-            "work",
-            json!({"cluster": KC, "namespace": "n".repeat(63)})
-        )
-        .await["namespace"],
+        put_in(&app, ALICE, "work", KC, &"n".repeat(63)).await["namespace"],
         "n".repeat(63)
     );
 }

@@ -17,23 +17,26 @@ const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
 const PROJECT: &str = "proj-alpha2";
 
+/// A binding of `role` to `members`; `conditional`: only until 2030.
+fn binding(&(role, members, conditional): &(&str, &[&str], bool)) -> Binding {
+    let until_2030 = Expr {
+        expression: "request.time < timestamp(\"2030-01-01T00:00:00Z\")".into(),
+        title: "until 2030".into(),
+        ..Expr::default()
+    };
+    Binding {
+        role: role.to_owned(),
+        members: members.iter().map(|m| (*m).to_owned()).collect(),
+        condition: conditional.then_some(until_2030),
+    }
+}
+
 /// Replace `project`'s policy by `bindings` (role, members, conditional).
 async fn set_policy(gcp: &GcpClients, project: &str, bindings: &[(&str, &[&str], bool)]) {
     let current = gcp.resource_manager.get_iam_policy(project).await.unwrap();
     let policy = Policy {
         version: Some(3),
-        bindings: bindings
-            .iter()
-            .map(|(role, members, conditional)| Binding {
-                role: (*role).to_owned(),
-                members: members.iter().map(|m| (*m).to_owned()).collect(),
-                condition: conditional.then(|| Expr {
-                    expression: "request.time < timestamp(\"2030-01-01T00:00:00Z\")".into(),
-                    title: "until 2030".into(),
-                    ..Expr::default()
-                }),
-            })
-            .collect(),
+        bindings: bindings.iter().map(binding).collect(),
         etag: current.etag,
         ..Policy::default()
     };
@@ -95,14 +98,11 @@ async fn policy_reads(sim: &Sim, project: &str) -> usize {
         ("method", "projects.getIamPolicy"),
     ];
     let http = kineticd::app::http_client().unwrap();
+    let of_project = format!("/projects/{project}:");
     crate::sim_journal::sim_journal(&http, &sim.url(), &query)
         .await
         .iter()
-        .filter(|e| {
-            e["path"]
-                .as_str()
-                .is_some_and(|p| p.contains(&format!("/projects/{project}:")))
-        })
+        .filter(|e| e["path"].as_str().is_some_and(|p| p.contains(&of_project)))
         .count()
 }
 

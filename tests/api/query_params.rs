@@ -5,22 +5,23 @@
 use reqwest::Method;
 use serde_json::json;
 
+use crate::common::{Resp, TestApp};
 use crate::support::{acme_app, expect_error, message, ok};
 
 const ALICE: &str = "alice@example.com";
 const UP: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc";
 
+/// `PUT {UP}?{flag}=true` of a gpu-l4 cluster.
+async fn up_with(app: &TestApp, flag: &str) -> Resp {
+    let body = json!({"accelerator": "gpu-l4"});
+    app.put(ALICE, &format!("{UP}?{flag}=true"), body).await
+}
+
 #[tokio::test]
 async fn a_misspelt_validate_only_runs_nothing() {
     let app = acme_app(ALICE).await;
     for spelling in ["validate_only", "validateonly", "ValidateOnly"] {
-        let r = app
-            .put(
-                ALICE,
-                &format!("{UP}?{spelling}=true"),
-                json!({"accelerator": "gpu-l4"}),
-            )
-            .await;
+        let r = up_with(&app, spelling).await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "UNKNOWN_QUERY_PARAMETER");
         let info = &r.body["error"]["details"][0]["metadata"];
         assert_eq!(info["parameter"], spelling, "{:#}", r.body);
@@ -46,13 +47,7 @@ async fn a_misspelt_validate_only_runs_nothing() {
         "{ops:#}"
     );
     // The right spelling passes the check (this app has no cloud to preview against).
-    let r = app
-        .put(
-            ALICE,
-            &format!("{UP}?validateOnly=true"),
-            json!({"accelerator": "gpu-l4"}),
-        )
-        .await;
+    let r = up_with(&app, "validateOnly").await;
     assert_ne!(r.reason(), "UNKNOWN_QUERY_PARAMETER", "{:#}", r.body);
 }
 

@@ -21,6 +21,18 @@ async fn send(app: &TestApp, method: Method, path: &str, key: &str, body: Option
     TestApp::read(req.send().await.expect("request")).await
 }
 
+/// The same request sent twice under one idempotency key: the first answer and the retry's.
+async fn send_twice(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    key: &str,
+    body: Option<Value>,
+) -> (Resp, Resp) {
+    let first = send(app, method.clone(), path, key, body.clone()).await;
+    (first, send(app, method, path, key, body).await)
+}
+
 #[tokio::test]
 async fn a_retried_team_create_gets_the_first_answer() {
     let app = TestApp::spawn().await;
@@ -114,53 +126,18 @@ async fn member_team_and_profile_changes_replay() {
     );
 
     let patch = json!({"displayName": "Acme Corp"});
-    let a = send(
-        &app,
-        Method::PATCH,
-        "/v1/teams/acme",
-        "p-1",
-        Some(patch.clone()),
-    )
-    .await;
-    let b = send(&app, Method::PATCH, "/v1/teams/acme", "p-1", Some(patch)).await;
+    let (a, b) = send_twice(&app, Method::PATCH, "/v1/teams/acme", "p-1", Some(patch)).await;
     assert_eq!(ok(a), ok(b));
 
     let profile = "/v1/profiles/work";
     let body = json!({"cluster": "projects/acme-project/zones/us-central1-a/clusters/kc"});
-    let a = send(&app, Method::PUT, profile, "pr-1", Some(body.clone())).await;
-    let b = send(&app, Method::PUT, profile, "pr-1", Some(body)).await;
+    let (a, b) = send_twice(&app, Method::PUT, profile, "pr-1", Some(body)).await;
     assert_eq!(ok(a), ok(b));
-    let a = send(
-        &app,
-        Method::POST,
-        "/v1/profiles/work:activate",
-        "pa-1",
-        None,
-    )
-    .await;
-    let b = send(
-        &app,
-        Method::POST,
-        "/v1/profiles/work:activate",
-        "pa-1",
-        None,
-    )
-    .await;
+    let activate = "/v1/profiles/work:activate";
+    let (a, b) = send_twice(&app, Method::POST, activate, "pa-1", None).await;
     assert_eq!(ok(a), ok(b));
-    assert_eq!(
-        send(&app, Method::DELETE, profile, "pd-1", None)
-            .await
-            .status
-            .as_u16(),
-        204
-    );
-    assert_eq!(
-        send(&app, Method::DELETE, profile, "pd-1", None)
-            .await
-            .status
-            .as_u16(),
-        204
-    );
+    let (a, b) = send_twice(&app, Method::DELETE, profile, "pd-1", None).await;
+    assert_eq!((a.status.as_u16(), b.status.as_u16()), (204, 204));
     expect_error(
         &app.delete(ALICE, profile).await,
         404,

@@ -13,6 +13,7 @@ use kineticd::cloud::gcp::types::container::{Cluster, NodePool};
 use kineticd::cloud::gcp::types::storage::Bucket;
 use kineticd::domain::resource_names::ClusterNames;
 use kineticd::domain::{ClusterName, ClusterState, PoolState, ProjectId, ZoneName};
+use kineticd::sim::Sim;
 use kineticd::store;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -27,6 +28,14 @@ const STATUS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/
 const ACCELERATORS: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/accelerators";
 const WAIT: Duration = Duration::from_secs(120);
 
+/// An app on the simulator where ALICE's team `acme` holds project P; its GCP clients.
+async fn acme_on_sim() -> (TestApp, Sim, GcpClients) {
+    let (app, sim) = TestApp::spawn_sim().await;
+    app.team(ALICE, "acme", &[P]).await;
+    let gcp = app.state.cloud.gcp.clone();
+    (app, sim, gcp)
+}
+
 fn names() -> ClusterNames {
     ClusterNames::new(
         &ProjectId::parse(P).unwrap(),
@@ -35,8 +44,10 @@ fn names() -> ClusterNames {
     )
 }
 
-/// A recorded pool's spec (the `model::NodePool` fields that status compares).
-fn spec(accelerator: &str, min: i64, max: i64, spot: bool) -> Value {
+/// A recorded pool's spec (the `model::NodePool` fields that status compares); spot
+/// when the accelerator is spelt `...:spot`.
+fn spec(accelerator: &str, min: i64, max: i64) -> Value {
+    let spot = accelerator.ends_with(":spot");
     json!({"accelerator": accelerator, "kind": "GPU", "machineType": "g2-standard-4",
            "gkeAcceleratorType": "nvidia-l4", "acceleratorCount": 1,
            "minNodes": min, "maxNodes": max, "spot": spot, "reservation": null})
@@ -163,12 +174,10 @@ fn drift(s: &Value) -> Vec<(String, String, String)> {
 
 #[tokio::test]
 async fn status_reads_everything_live_and_reports_drift() {
-    let (app, _sim) = TestApp::spawn_sim().await;
-    let gcp = app.state.cloud.gcp.clone();
+    let (app, _sim, gcp) = acme_on_sim().await;
     let n = names();
-    app.team(ALICE, "acme", &[P]).await;
     let rec = app.cluster("acme", P, Z, C).await;
-    record_pool(&app, rec.id, "gpu-l4-ab12", spec("gpu-l4", 1, 11, false)).await;
+    record_pool(&app, rec.id, "gpu-l4-ab12", spec("gpu-l4", 1, 11)).await;
     provision(&gcp, &[l4_pool("gpu-l4-ab12", 1, false)]).await;
 
     // Everything present: no drift, live facts filled in.
@@ -243,16 +252,10 @@ async fn status_reads_everything_live_and_reports_drift() {
     // A GKE pool without a record is UNRECORDED (and listed, with its accelerator).
     add_gke_pool(&gcp, &l4_pool("gpu-l4-zz99", 1, false)).await;
     // A recorded pool GKE has with another shape is DIFFERENT.
-    record_pool(
-        &app,
-        rec.id,
-        "gpu-l4-sp01",
-        spec("gpu-l4:spot", 0, 10, true),
-    )
-    .await;
+    record_pool(&app, rec.id, "gpu-l4-sp01", spec("gpu-l4:spot", 0, 10)).await;
     add_gke_pool(&gcp, &l4_pool("gpu-l4-sp01", 0, false)).await;
     // A recorded pool GKE does not have is MISSING.
-    record_pool(&app, rec.id, "gpu-l4-gone", spec("gpu-l4", 0, 10, false)).await;
+    record_pool(&app, rec.id, "gpu-l4-gone", spec("gpu-l4", 0, 10)).await;
     let s = ok(app.get(ALICE, STATUS).await);
     let d = drift(&s);
     let pools = "projects/acme-project/locations/us-central1-a/clusters/kc/nodePools";
@@ -305,11 +308,9 @@ async fn status_reads_everything_live_and_reports_drift() {
 
 #[tokio::test]
 async fn unreadable_resources_and_kubernetes_do_not_fail_the_request() {
-    let (app, sim) = TestApp::spawn_sim().await;
-    let gcp = app.state.cloud.gcp.clone();
-    app.team(ALICE, "acme", &[P]).await;
+    let (app, sim, gcp) = acme_on_sim().await;
     let rec = app.cluster("acme", P, Z, C).await;
-    record_pool(&app, rec.id, "gpu-l4-ab12", spec("gpu-l4", 1, 11, false)).await;
+    record_pool(&app, rec.id, "gpu-l4-ab12", spec("gpu-l4", 1, 11)).await;
     provision(&gcp, &[l4_pool("gpu-l4-ab12", 1, false)]).await;
 
     let arm = |body: Value| {
@@ -349,8 +350,7 @@ async fn unreadable_resources_and_kubernetes_do_not_fail_the_request() {
 
 #[tokio::test]
 async fn viewers_read_status_and_others_get_404() {
-    let (app, _sim) = TestApp::spawn_sim().await;
-    app.team(ALICE, "acme", &[P]).await;
+    let (app, _sim, _) = acme_on_sim().await;
     app.member(ALICE, "acme", BOB, "VIEWER").await;
     app.cluster("acme", P, Z, C).await;
 
@@ -382,10 +382,8 @@ async fn viewers_read_status_and_others_get_404() {
 
 #[tokio::test]
 async fn deleted_records_report_leftovers_only() {
-    let (app, _sim) = TestApp::spawn_sim().await;
-    let gcp = app.state.cloud.gcp.clone();
+    let (app, _sim, gcp) = acme_on_sim().await;
     let n = names();
-    app.team(ALICE, "acme", &[P]).await;
     store::clusters::insert(
         &app.db,
         store::clusters::NewCluster {
@@ -436,18 +434,12 @@ async fn cluster_accelerators_mark_recorded_pools_live() {
     app.team(ALICE, "acme", &[P]).await;
     app.member(ALICE, "acme", BOB, "VIEWER").await;
     let rec = app.cluster("acme", P, Z, C).await;
-    record_pool(
-        &app,
-        rec.id,
-        "gpu-l4-ab12",
-        spec("gpu-l4:spot", 0, 10, true),
-    )
-    .await;
+    record_pool(&app, rec.id, "gpu-l4-ab12", spec("gpu-l4:spot", 0, 10)).await;
     record_pool(
         &app,
         rec.id,
         "tpu-v5litepod-cd34",
-        spec("tpu-v5litepod-16", 0, 4, false),
+        spec("tpu-v5litepod-16", 0, 4),
     )
     .await;
 

@@ -54,13 +54,8 @@ async fn update_mask_limits_the_change_to_the_masked_fields() {
     assert_eq!(t["projects"], json!(["acme-project", "acme-two"]));
     // Unknown paths are refused and nothing changes.
     for mask in ["colour", "displayName,teamId", "etag"] {
-        let r = app
-            .patch(
-                ALICE,
-                &format!("/v1/teams/acme?updateMask={mask}"),
-                json!({"displayName": "No"}),
-            )
-            .await;
+        let path = format!("/v1/teams/acme?updateMask={mask}");
+        let r = app.patch(ALICE, &path, json!({"displayName": "No"})).await;
         expect_error(&r, 400, "INVALID_ARGUMENT", "INVALID_UPDATE_MASK");
     }
     assert_eq!(

@@ -52,6 +52,12 @@ pub async fn explicit_sim_cluster() -> (Sim, KubeCluster) {
     (sim, cluster)
 }
 
+/// How many `method` calls (`kube.apply`, `kube.list`, ...) the simulator's journal holds.
+pub fn calls(sim: &Sim, method: &str) -> usize {
+    let entries = sim.journal().entries();
+    entries.iter().filter(|e| e.method == method).count()
+}
+
 /// Add `default-pool` (one e2-standard-4 node) and then `pools` to cluster `k1`.
 pub fn add_pools(sim: &Sim, pools: impl IntoIterator<Item = PoolNodes>) {
     let mut w = sim.world();

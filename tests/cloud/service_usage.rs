@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    arm, assert_unknown_field, check_operation_wait, journal, post_refused, quick_lro,
-    start_explicit,
+    arm, assert_not_found, assert_unknown_field, check_operation_wait, journal, post_refused,
+    quick_lro, start_explicit,
 };
 
 const PROJECT: &str = "demo-project";
@@ -146,11 +146,7 @@ async fn validation_like_google() {
     .await;
     // Nothing was enabled by any of it.
     assert!(!enabled(su, "compute.googleapis.com").await);
-    let e = su
-        .get_operation("operations/acf.p2-nope")
-        .await
-        .unwrap_err();
-    assert!(e.is_not_found());
+    assert_not_found(su.get_operation("operations/acf.p2-nope").await);
 }
 
 #[tokio::test]

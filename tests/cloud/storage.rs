@@ -324,12 +324,11 @@ async fn empty_list_omits_items_and_empty_bucket_helper() {
     }
     assert_eq!(gcp.storage.empty_bucket(bucket).await.unwrap(), 5);
     gcp.storage.delete_bucket(bucket).await.unwrap();
-    let e = gcp
-        .storage
-        .list_objects(bucket, &ListObjects::default())
-        .await
-        .unwrap_err();
-    assert!(e.is_not_found());
+    assert_not_found(
+        gcp.storage
+            .list_objects(bucket, &ListObjects::default())
+            .await,
+    );
 }
 
 #[tokio::test]

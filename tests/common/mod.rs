@@ -74,15 +74,28 @@ fn template_name() -> String {
     format!("kineticd_tpl_{h:016x}")
 }
 
+/// A connection to the server's `postgres` database, to create databases from.
+pub async fn admin_connection() -> PgConnection {
+    PgConnection::connect(&db_url("postgres"))
+        .await
+        .expect("connect to postgres")
+}
+
+/// Runs database DDL (`CREATE DATABASE ...`: names cannot be bound), panicking with the
+/// statement if it fails.
+pub async fn ddl(admin: &mut PgConnection, sql: String) {
+    if let Err(e) = admin.execute(sqlx::AssertSqlSafe(sql.clone())).await {
+        panic!("{sql}: {e}");
+    }
+}
+
 static TEMPLATE: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
 
 async fn ensure_template() -> String {
     TEMPLATE
         .get_or_init(|| async {
             let name = template_name();
-            let mut admin = PgConnection::connect(&db_url("postgres"))
-                .await
-                .expect("connect to postgres");
+            let mut admin = admin_connection().await;
             // Serialise template creation across test processes sharing one server.
             admin
                 .execute("SELECT pg_advisory_lock(7301)")
@@ -96,16 +109,8 @@ async fn ensure_template() -> String {
                     .expect("query");
             if !exists {
                 let tmp = format!("{name}_build_{}", std::process::id());
-                admin
-                    .execute(sqlx::AssertSqlSafe(format!(
-                        "DROP DATABASE IF EXISTS {tmp}"
-                    )))
-                    .await
-                    .expect("drop");
-                admin
-                    .execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {tmp}")))
-                    .await
-                    .expect("create");
+                ddl(&mut admin, format!("DROP DATABASE IF EXISTS {tmp}")).await;
+                ddl(&mut admin, format!("CREATE DATABASE {tmp}")).await;
                 {
                     let db = store::connect(&db_url(&tmp), 2)
                         .await
@@ -113,12 +118,7 @@ async fn ensure_template() -> String {
                     store::migrate(&db).await.expect("migrate template");
                     db.close().await;
                 }
-                admin
-                    .execute(sqlx::AssertSqlSafe(format!(
-                        "ALTER DATABASE {tmp} RENAME TO {name}"
-                    )))
-                    .await
-                    .expect("rename");
+                ddl(&mut admin, format!("ALTER DATABASE {tmp} RENAME TO {name}")).await;
             }
             admin
                 .execute("SELECT pg_advisory_unlock(7301)")
@@ -134,15 +134,9 @@ async fn ensure_template() -> String {
 pub async fn fresh_db() -> (Db, String) {
     let template = ensure_template().await;
     let name = format!("kt_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = PgConnection::connect(&db_url("postgres"))
-        .await
-        .expect("connect");
-    admin
-        .execute(sqlx::AssertSqlSafe(format!(
-            "CREATE DATABASE {name} TEMPLATE {template}"
-        )))
-        .await
-        .expect("clone template");
+    let mut admin = admin_connection().await;
+    let clone = format!("CREATE DATABASE {name} TEMPLATE {template}");
+    ddl(&mut admin, clone).await;
     let url = db_url(&name);
     // A generous wait for a free connection: on a loaded machine, 1,000 woken waiters
     // sharing 10 connections must queue, not fail.

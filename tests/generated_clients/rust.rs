@@ -19,7 +19,7 @@ use kineticd_client::types::{
     AcceleratorKind, ActionKind, ClusterState, OperationState, OperationType, Plan, PoolState,
     RpcStatus,
 };
-use kineticd_client::{Client, Error, types};
+use kineticd_client::{Client, Error, ResponseValue, types};
 
 /// `$call` aimed at the test cluster (its project, zone and name set).
 macro_rules! in_cluster {
@@ -37,6 +37,21 @@ const GPU: &str = "gpu-l4";
 const TPU: &str = "tpu-v5litepod-16";
 /// How long one operation may take at most; the server's long-poll answers once done.
 const DEADLINE: Duration = Duration::from_secs(300);
+
+/// `.answer(what)` on a call's future: its typed answer; a failed call panics naming
+/// `what` (its operationId).
+trait Answer<T> {
+    async fn answer(self, what: &str) -> T;
+}
+
+impl<T, E: std::fmt::Debug, F: Future<Output = Result<ResponseValue<T>, E>>> Answer<T> for F {
+    async fn answer(self, what: &str) -> T {
+        match self.await {
+            Ok(answer) => answer.into_inner(),
+            Err(e) => panic!("{what}: {e:?}"),
+        }
+    }
+}
 
 fn cluster_name() -> String {
     format!("projects/{PROJECT}/zones/{ZONE}/clusters/{CLUSTER}")
@@ -59,9 +74,8 @@ async fn wait_done(client: &Client, started: types::Operation) -> types::Operati
             .operation(&id)
             .timeout("20s")
             .send()
-            .await
-            .expect("waitOperation")
-            .into_inner();
+            .answer("waitOperation")
+            .await;
     }
     assert_eq!(
         op.metadata.state,
@@ -79,6 +93,19 @@ async fn wait_done(client: &Client, started: types::Operation) -> types::Operati
         op.name, op.metadata.type_, op.metadata.state
     );
     op
+}
+
+/// Waits for `started`, a just-started `type_` operation on the test cluster, and reads
+/// the cluster record after it.
+async fn cluster_after(
+    client: &Client,
+    started: types::Operation,
+    type_: OperationType,
+) -> types::Cluster {
+    check_started(&started, type_, &cluster_name());
+    wait_done(client, started).await;
+    let read = in_cluster!(client.get_cluster()).send();
+    read.answer("getCluster").await
 }
 
 /// A just-started operation of `type_` on `target`, by this caller for this team.
@@ -118,9 +145,8 @@ async fn generated_rust_client_drives_serve_dev() {
         .create_team()
         .body_map(|b| b.team_id(TEAM).projects(vec![PROJECT.to_owned()]))
         .send()
-        .await
-        .expect("createTeam")
-        .into_inner();
+        .answer("createTeam")
+        .await;
     assert_eq!(team.name, format!("teams/{TEAM}"));
     assert_eq!(team.team_id, TEAM);
     assert_eq!(team.projects, [PROJECT]);
@@ -144,16 +170,9 @@ async fn generated_rust_client_drives_serve_dev() {
             ..Default::default()
         }))
         .send()
-        .await
-        .expect("applyCluster")
-        .into_inner();
-    check_started(&up, OperationType::UpCluster, &name);
-    wait_done(&client, up).await;
-    let cluster = in_cluster!(client.get_cluster())
-        .send()
-        .await
-        .expect("getCluster")
-        .into_inner();
+        .answer("applyCluster")
+        .await;
+    let cluster = cluster_after(&client, up, OperationType::UpCluster).await;
     assert_eq!(cluster.name, name);
     assert_eq!(cluster.state, ClusterState::Running);
     assert_eq!(cluster.created_by, USER);
@@ -161,9 +180,8 @@ async fn generated_rust_client_drives_serve_dev() {
     // 3. Its node pools: the L4 pool `up` made.
     let listed = in_cluster!(client.list_node_pools())
         .send()
-        .await
-        .expect("listNodePools")
-        .into_inner();
+        .answer("listNodePools")
+        .await;
     assert_eq!(listed.node_pools.len(), 1, "{:?}", listed.node_pools);
     assert!(listed.next_page_token.is_none(), "one page");
     let gpu = &listed.node_pools[0];
@@ -178,9 +196,8 @@ async fn generated_rust_client_drives_serve_dev() {
     let plan: Plan = in_cluster!(client.preview_create_node_pool())
         .body_map(|b| b.accelerator(Some(TPU.to_owned())))
         .send()
-        .await
-        .expect("previewCreateNodePool")
-        .into_inner();
+        .answer("previewCreateNodePool")
+        .await;
     // Action is a tagged union (on `type`); the pool it creates is a typed PoolDetails.
     let creates: Vec<&types::PoolDetails> = plan
         .actions
@@ -205,18 +222,16 @@ async fn generated_rust_client_drives_serve_dev() {
         .list_operations()
         .filter(format!("target=\"{name}\""))
         .send()
-        .await
-        .expect("listOperations")
-        .into_inner();
+        .answer("listOperations")
+        .await;
     assert_eq!(ops.operations.len(), 1, "a preview queues no operation");
 
     // 5. Add the TPU pool, and wait.
     let add = in_cluster!(client.create_node_pool())
         .body_map(|b| b.accelerator(Some(TPU.to_owned())))
         .send()
-        .await
-        .expect("createNodePool")
-        .into_inner();
+        .answer("createNodePool")
+        .await;
     let target = add.metadata.target.clone();
     let tpu_id = target
         .strip_prefix(&format!("{name}/nodePools/"))
@@ -227,18 +242,16 @@ async fn generated_rust_client_drives_serve_dev() {
     let tpu = in_cluster!(client.get_node_pool())
         .pool(&tpu_id)
         .send()
-        .await
-        .expect("getNodePool")
-        .into_inner();
+        .answer("getNodePool")
+        .await;
     assert_eq!(tpu.accelerator, TPU);
     assert_eq!(tpu.kind, AcceleratorKind::Tpu);
     assert_eq!(tpu.state, PoolState::Running);
     assert_eq!(tpu.tpu_topology.as_deref(), Some("4x4"));
     let mut ids: Vec<String> = in_cluster!(client.list_node_pools())
         .send()
+        .answer("listNodePools")
         .await
-        .expect("listNodePools")
-        .into_inner()
         .node_pools
         .into_iter()
         .map(|p| p.pool_id)
@@ -251,16 +264,9 @@ async fn generated_rust_client_drives_serve_dev() {
     // 6. down, and wait: the record stays, DELETED.
     let down = in_cluster!(client.delete_cluster())
         .send()
-        .await
-        .expect("deleteCluster")
-        .into_inner();
-    check_started(&down, OperationType::DownCluster, &name);
-    wait_done(&client, down).await;
-    let gone = in_cluster!(client.get_cluster())
-        .send()
-        .await
-        .expect("getCluster after down")
-        .into_inner();
+        .answer("deleteCluster")
+        .await;
+    let gone = cluster_after(&client, down, OperationType::DownCluster).await;
     assert_eq!(gone.state, ClusterState::Deleted);
     println!("typed client: ok");
 }

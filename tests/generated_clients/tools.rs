@@ -4,6 +4,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use crate::common::dev_server::DevServer;
 
 const DEFAULT_VENV: &str = "/var/tmp/kineticd-venv";
 const DEFAULT_NPM_DIR: &str = "/var/tmp/kineticd-npm";
@@ -136,4 +139,27 @@ pub fn run(cmd: &mut Command, what: &str) -> Output {
         output_text(&out)
     );
     out
+}
+
+/// Runs `cmd`, a generated client's program driving `server`, for at most 600 s; panics
+/// with its output and the server log's last lines unless it succeeded and printed
+/// `typed client: ok`. Returns what it printed.
+pub async fn run_client(cmd: Command, what: &str, server: &DevServer) -> String {
+    let run = tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(600), run)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish within 600 s"))
+        .unwrap_or_else(|e| panic!("run {what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}\n--- server log (last lines)\n{}",
+        out.status,
+        output_text(&out),
+        server.log_tail(40)
+    );
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("typed client: ok"), "{what} output: {said}");
+    said
 }

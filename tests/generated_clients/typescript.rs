@@ -6,11 +6,11 @@
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::common;
 use super::common::dev_server::DevServer;
-use super::tools::{Scratch, Tools, output_text, run};
+use super::tools::{Scratch, Tools, run, run_client};
 
 /// The committed sources of the TypeScript side.
 fn source(name: &str) -> String {
@@ -101,24 +101,7 @@ async fn generated_typescript_client_drives_serve_dev() {
         .arg(&server.api)
         .current_dir(&scratch.0)
         .stdin(std::process::Stdio::null());
-    let out = tokio::time::timeout(
-        Duration::from_secs(600),
-        tokio::process::Command::from(cmd)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the client program finished within 600 s")
-    .expect("run node");
-    assert!(
-        out.status.success(),
-        "the generated TypeScript client's program failed ({}):\n{}\n--- server log (last lines)\n{}",
-        out.status,
-        output_text(&out),
-        server.log_tail(40)
-    );
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(said.contains("typed client: ok"), "program output: {said}");
+    let said = run_client(cmd, "the generated TypeScript client's program", &server).await;
     println!(
         "{said}generate {:.1} s, tsc {:.1} s",
         generated.as_secs_f64(),

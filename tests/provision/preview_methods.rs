@@ -22,19 +22,19 @@ async fn send(env: &Env, method: reqwest::Method, path: &str, body: Option<Value
     env.app.call(OWNER, method, path, body).await
 }
 
+/// A POST with no body (a custom method).
+async fn post(env: &Env, path: &str) -> Resp {
+    send(env, reqwest::Method::POST, path, None).await
+}
+
 /// `preview` (a `:preview…` POST) and `legacy` (the mutation with `validateOnly=true`)
 /// both answer 200 with the same plan.
 async fn same_plan(env: &Env, preview: &str, legacy: (reqwest::Method, String), body: Value) {
     let p = send(env, reqwest::Method::POST, preview, Some(body.clone())).await;
     assert_eq!(p.status, StatusCode::OK, "{preview}: {}", p.body);
     let (method, path) = legacy;
-    let l = send(
-        env,
-        method,
-        &format!("{path}?validateOnly=true"),
-        Some(body),
-    )
-    .await;
+    let validate_only = format!("{path}?validateOnly=true");
+    let l = send(env, method, &validate_only, Some(body)).await;
     assert_eq!(l.status, StatusCode::OK, "{path}: {}", l.body);
     assert!(
         !p.body["actions"].as_array().unwrap().is_empty(),
@@ -130,13 +130,7 @@ async fn previews_refuse_other_verbs_unknown_methods_and_what_the_mutation_refus
     env.up_ok("kq", json!({"accelerator": "cpu"})).await;
     let c = cluster_path("kq");
     // `validateOnly` is the mutation's; a preview does not take it.
-    let r = send(
-        &env,
-        reqwest::Method::POST,
-        &format!("{c}:previewApply?validateOnly=true"),
-        None,
-    )
-    .await;
+    let r = post(&env, &format!("{c}:previewApply?validateOnly=true")).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
     assert_eq!(r.reason(), "UNKNOWN_QUERY_PARAMETER");
     // A custom method is POST only.
@@ -146,31 +140,13 @@ async fn previews_refuse_other_verbs_unknown_methods_and_what_the_mutation_refus
         .await;
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{}", r.body);
     // A misspelt verb is not a preview.
-    let r = send(
-        &env,
-        reqwest::Method::POST,
-        &format!("{c}:previewDown"),
-        None,
-    )
-    .await;
+    let r = post(&env, &format!("{c}:previewDown")).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
     assert_eq!(r.reason(), "METHOD_NOT_FOUND");
-    let r = send(
-        &env,
-        reqwest::Method::POST,
-        &format!("{}:previewResize", pool_path("kq", "nope")),
-        None,
-    )
-    .await;
+    let r = post(&env, &format!("{}:previewResize", pool_path("kq", "nope"))).await;
     assert_eq!(r.reason(), "METHOD_NOT_FOUND", "{}", r.body);
     // A preview's refusal is the mutation's: a pool that is not there.
-    let r = send(
-        &env,
-        reqwest::Method::POST,
-        &format!("{}:previewDelete", pool_path("kq", "nope")),
-        None,
-    )
-    .await;
+    let r = post(&env, &format!("{}:previewDelete", pool_path("kq", "nope"))).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
     assert_eq!(r.reason(), "NODE_POOL_NOT_FOUND");
 }

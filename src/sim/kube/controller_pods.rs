@@ -63,6 +63,17 @@ impl Controller {
         }])
     }
 
+    /// The metadata of a new object `name` that `owner` controls through this controller:
+    /// in the owner's namespace, labelled as `template` says.
+    pub(super) fn owned_metadata(self, owner: &Value, name: &str, template: &Value) -> Value {
+        json!({
+            "name": name,
+            "namespace": owner["metadata"]["namespace"],
+            "labels": template["metadata"]["labels"],
+            "ownerReferences": self.owner_ref(owner),
+        })
+    }
+
     /// A Normal event on `obj`, signed by this controller.
     pub(super) fn event(self, api: &mut ApiStore, obj: &Value, reason: &str, message: &str) {
         events::record(
@@ -156,12 +167,7 @@ pub(super) fn pod_from_template(controller: Controller, owner: &Value, name: &st
     let mut pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": owner["metadata"]["namespace"],
-            "labels": t["metadata"]["labels"],
-            "ownerReferences": controller.owner_ref(owner),
-        },
+        "metadata": controller.owned_metadata(owner, name, t),
         "spec": t["spec"].clone(),
     });
     if let Some(a) = t["metadata"].get("annotations") {

@@ -278,11 +278,10 @@ fn serve(c: &mut ClusterKube, target: &Target, req: &Req) -> Reply {
             name,
             sub,
         } => {
-            let Some(def) = resolve(&defs, group, version, plural, namespace.as_deref(), false)
-            else {
+            let ns = namespace.as_deref();
+            let Some(def) = resolve(&defs, group, version, plural, ns, false) else {
                 return KStatus::no_resource().into();
             };
-            let ns = namespace.as_deref();
             match (sub.as_deref(), &req.method) {
                 (None | Some("status"), &Method::GET) => verbs::get(c, &def, ns, name, req),
                 (Some(_), _) => KStatus::method_not_allowed("writing a subresource").into(),

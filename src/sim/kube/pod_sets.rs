@@ -112,6 +112,21 @@ mod tests {
                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
     }
 
+    /// Creates the StatefulSet or Job (`plural`) `name` in `default` with `spec` and the
+    /// pod [`template`]; returns its key.
+    fn create_owner(api: &mut ApiStore, plural: &str, name: &str, mut spec: Value) -> ObjKey {
+        let (group, kind) = match plural {
+            "statefulsets" => ("apps", "StatefulSet"),
+            _ => ("batch", "Job"),
+        };
+        spec["template"] = template();
+        let key = ObjKey::new(group, plural, "default", name);
+        let owner = json!({"apiVersion": format!("{group}/v1"), "kind": kind,
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec});
+        api.create(key.clone(), &owner, "test", "Update", None);
+        key
+    }
+
     fn pods(api: &ApiStore) -> Vec<String> {
         api.list("", "pods", Some("default"))
             .map(|(k, _)| k.name.clone())
@@ -126,11 +141,7 @@ mod tests {
     #[test]
     fn a_statefulset_makes_its_ordinals_in_order_and_removes_from_the_top() {
         let mut api = ApiStore::default();
-        let key = ObjKey::new("apps", "statefulsets", "default", "db");
-        let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
-            "metadata": {"name": "db", "namespace": "default"},
-            "spec": {"replicas": 2, "template": template()}});
-        api.create(key.clone(), &sts, "test", "Update", None);
+        let key = create_owner(&mut api, "statefulsets", "db", json!({"replicas": 2}));
         assert!(run(&mut api));
         assert_eq!(pods(&api), ["db-0"], "db-1 waits for db-0 to run");
         let p = api
@@ -158,11 +169,7 @@ mod tests {
     #[test]
     fn a_job_keeps_its_parallelism_of_pods() {
         let mut api = ApiStore::default();
-        let key = ObjKey::new("batch", "jobs", "default", "train");
-        let job = json!({"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": "train", "namespace": "default"},
-            "spec": {"parallelism": 2, "template": template()}});
-        api.create(key.clone(), &job, "test", "Update", None);
+        let key = create_owner(&mut api, "jobs", "train", json!({"parallelism": 2}));
         run(&mut api);
         let names = pods(&api);
         assert_eq!(names.len(), 2, "{names:?}");

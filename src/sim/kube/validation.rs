@@ -214,24 +214,20 @@ pub fn field_validation(
         return Ok(());
     }
     let (kind, version) = (&def.kind, &def.version);
+    // Each unknown field as the server words it, joined with ", ".
+    let listed = |each: fn(&String) -> String| -> String {
+        unknown.iter().map(each).collect::<Vec<_>>().join(", ")
+    };
     Err(KStatus::bad_request(if apply {
-        let fields: Vec<String> = unknown
-            .iter()
-            .map(|f| format!(".{f}: field not declared in schema"))
-            .collect();
+        let fields = listed(|f| format!(".{f}: field not declared in schema"));
         format!(
-            "failed to create typed patch object ({}/{version}, Kind={kind}): {}",
-            def.group,
-            fields.join(", ")
+            "failed to create typed patch object ({}/{version}, Kind={kind}): {fields}",
+            def.group
         )
     } else {
-        let fields: Vec<String> = unknown
-            .iter()
-            .map(|f| format!("unknown field \"{f}\""))
-            .collect();
+        let fields = listed(|f| format!("unknown field \"{f}\""));
         format!(
-            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
-            fields.join(", ")
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {fields}"
         )
     }))
 }

@@ -35,12 +35,7 @@ fn desired_replicaset(d: &Value, hash: &str) -> Value {
     json!({
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
-        "metadata": {
-            "name": name,
-            "namespace": d["metadata"]["namespace"],
-            "labels": template["metadata"]["labels"],
-            "ownerReferences": Controller::Deployment.owner_ref(d),
-        },
+        "metadata": Controller::Deployment.owned_metadata(d, &name, &template),
         "spec": {"replicas": replicas(d), "selector": selector, "template": template},
     })
 }

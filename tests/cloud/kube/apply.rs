@@ -5,7 +5,7 @@ use kineticd::cloud::kube::KubeError;
 use kineticd::cloud::kube::apply::APPLY_TRIES;
 use kineticd::sim::faults::{FaultKind, FaultSpec};
 
-use super::sim_cluster;
+use super::{calls, sim_cluster};
 
 /// Deliberately out of order: the custom resource and the deployment come before the
 /// namespace and the CRD they need.
@@ -67,14 +67,6 @@ metadata:
   name: demo
 "#;
 
-fn apply_count(sim: &kineticd::sim::Sim) -> usize {
-    sim.journal()
-        .entries()
-        .iter()
-        .filter(|e| e.method == "kube.apply")
-        .count()
-}
-
 #[tokio::test]
 async fn apply_twice_changes_nothing() {
     let (sim, cluster) = sim_cluster().await;
@@ -91,7 +83,7 @@ async fn apply_twice_changes_nothing() {
         ]
     );
     assert!(first.iter().all(|a| a.resource_version.is_some()));
-    assert_eq!(apply_count(&sim), 5);
+    assert_eq!(calls(&sim, "kube.apply"), 5);
 
     let rv_before = sim.world().kube.clusters["k1"].api.resource_version;
     let second = cluster.apply_yaml(MANIFEST).await.expect("second apply");
@@ -101,7 +93,7 @@ async fn apply_twice_changes_nothing() {
         rv_before,
         "the second apply changed nothing in the cluster"
     );
-    assert_eq!(apply_count(&sim), 10);
+    assert_eq!(calls(&sim, "kube.apply"), 10);
 
     // The simulator's state dump shows the objects.
     let state: serde_json::Value = kineticd::app::http_client()
@@ -235,7 +227,7 @@ async fn unknown_kind_and_invalid_objects_are_terminal() {
 #[tokio::test]
 async fn transient_errors_of_one_object_are_sent_again() {
     let (sim, cluster) = sim_cluster().await;
-    let before = apply_count(&sim);
+    let before = calls(&sim, "kube.apply");
     sim.faults().arm(FaultSpec {
         service: "kube".into(),
         method: "kube.apply".into(),
@@ -246,7 +238,7 @@ async fn transient_errors_of_one_object_are_sent_again() {
     let applied = cluster.apply_yaml(MANIFEST).await.expect("ridden out");
     assert_eq!(applied.len(), 5);
     assert_eq!(
-        apply_count(&sim) - before,
+        calls(&sim, "kube.apply") - before,
         5 + (APPLY_TRIES - 1) as usize,
         "each faulted apply sent again, nothing else"
     );

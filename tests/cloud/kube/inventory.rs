@@ -5,7 +5,7 @@ use kube::Api;
 use kube::api::PostParams;
 use serde_json::json;
 
-use super::{add_pools, gpu_pool, sim_cluster, spot_gpu_pool, tpu_pool};
+use super::{add_pools, calls, gpu_pool, sim_cluster, spot_gpu_pool, tpu_pool};
 
 pub fn pod(name: &str, spec: serde_json::Value) -> Pod {
     serde_json::from_value(json!({
@@ -111,14 +111,6 @@ async fn nodes_pools_and_pods() {
     assert_eq!(only_pending[0].name, "gpu-too-large");
 }
 
-fn list_count(sim: &kineticd::sim::Sim) -> usize {
-    sim.journal()
-        .entries()
-        .iter()
-        .filter(|e| e.method == "kube.list")
-        .count()
-}
-
 fn fail_lists(sim: &kineticd::sim::Sim, count: u32) {
     sim.faults().arm(kineticd::sim::faults::FaultSpec {
         service: "kube".into(),
@@ -138,12 +130,12 @@ async fn transient_list_errors_are_sent_again() {
     use kineticd::cloud::kube::CALL_TRIES;
     let (sim, cluster) = sim_cluster().await;
     add_pools(&sim, [gpu_pool("gpu-l4-1a2b", 2, 10)]);
-    let before = list_count(&sim);
+    let before = calls(&sim, "kube.list");
     fail_lists(&sim, CALL_TRIES - 1);
     let inv = cluster.inventory().await.expect("ridden out");
     assert!(inv.nodes.iter().any(|n| n.gpus > 0), "{:?}", inv.nodes);
     assert_eq!(
-        list_count(&sim) - before,
+        calls(&sim, "kube.list") - before,
         2 + (CALL_TRIES - 1) as usize,
         "nodes and pods, each faulted list sent again, nothing else"
     );

@@ -99,12 +99,13 @@ pub(super) fn request_id(q: &Rq) -> Result<Option<String>, SimError> {
 
 /// The operation a requestId already started.
 fn replay(state: &Compute, rid: Option<&str>) -> Option<Operation> {
-    let name = state.request_ids.get(rid?)?;
-    state
-        .operations
-        .iter()
-        .find(|o| &o.op.name == name)
-        .map(|o| o.op.clone())
+    named_operation(state, state.request_ids.get(rid?)?)
+}
+
+/// The operation named `name` as it stands now (names are unique: the newest is it).
+fn named_operation(state: &Compute, name: &str) -> Option<Operation> {
+    let mut ops = state.operations.iter().rev();
+    ops.find(|o| o.op.name == name).map(|o| o.op.clone())
 }
 
 struct Start<'a> {
@@ -174,13 +175,7 @@ fn start(w: &mut World, clock: &Clock, s: Start<'_>) -> Operation {
         state.request_ids.insert(rid, name.clone());
     }
     super::tick(w, clock);
-    w.compute
-        .operations
-        .iter()
-        .rev()
-        .find(|o| o.op.name == name)
-        .map(|o| o.op.clone())
-        .unwrap_or_default()
+    named_operation(&w.compute, &name).unwrap_or_default()
 }
 
 fn not_ready(what: &str) -> SimError {
