@@ -14,10 +14,9 @@
 //! PERMISSION_DENIED CROSS_SITE_REQUEST before any handler runs. curl and generated
 //! clients (no `Origin`, no `Sec-Fetch-Site`, no body or a JSON one) pass.
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header::{CONTENT_TYPE, HOST, ORIGIN};
 use axum::http::{HeaderMap, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
@@ -77,15 +76,15 @@ fn cross_site(req: &Request, routes: &RouteTable) -> Option<String> {
     None
 }
 
-/// Middleware: refuse a mutation that another site's page may have sent.
-pub async fn refuse(State(routes): State<RouteTable>, req: Request, next: Next) -> Response {
+/// The refusal of a mutation that another site's page may have sent.
+pub fn refusal(routes: &RouteTable, req: &Request) -> Option<Response> {
     let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     if safe || !req.uri().path().starts_with("/v1/") {
-        return next.run(req).await;
+        return None;
     }
-    match cross_site(&req, &routes) {
-        None => next.run(req).await,
-        Some(why) => ApiError::new(
+    let why = cross_site(req, routes)?;
+    Some(
+        ApiError::new(
             StatusCode::FORBIDDEN,
             REASON,
             format!(
@@ -96,7 +95,7 @@ pub async fn refuse(State(routes): State<RouteTable>, req: Request, next: Next) 
             ),
         )
         .into_response(),
-    }
+    )
 }
 
 #[cfg(test)]

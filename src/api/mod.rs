@@ -43,6 +43,7 @@ pub mod docs;
 pub mod drill;
 pub mod error;
 pub mod extract;
+pub mod gate;
 pub mod health;
 pub mod idempotency;
 pub mod limits;

@@ -9,8 +9,7 @@
 //! is close, and every parameter the method takes. Paths the document does not have
 //! (the console, `/docs`) are not checked here.
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
@@ -85,20 +84,12 @@ fn check(
     Err(err)
 }
 
-/// Middleware: 400 for a query parameter the route's document does not list.
-pub async fn refuse_unknown(
-    State(routes): State<RouteTable>,
-    req: Request,
-    next: Next,
-) -> Response {
-    let query = req.uri().query().unwrap_or("");
-    if query.is_empty() {
-        return next.run(req).await;
-    }
-    match check(&routes, req.method(), req.uri().path(), query) {
-        Ok(()) => next.run(req).await,
-        Err(e) => e.into_response(),
-    }
+/// The 400 for a query parameter the route's document does not list.
+pub fn refusal(routes: &RouteTable, req: &Request) -> Option<Response> {
+    let query = req.uri().query().filter(|q| !q.is_empty())?;
+    check(routes, req.method(), req.uri().path(), query)
+        .err()
+        .map(IntoResponse::into_response)
 }
 
 #[cfg(test)]

@@ -14,16 +14,34 @@ use crate::service::Services;
 
 use super::auth::{Authenticator, HasAuth};
 
+/// Cloned for every request (and by every middleware that takes state): one reference
+/// count, not one per handle.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppParts>);
+
+impl AppState {
+    pub fn new(parts: AppParts) -> AppState {
+        AppState(Arc::new(parts))
+    }
+}
+
+pub struct AppParts {
     /// Database, events, cloud clients, prices, page key.
     pub services: Services,
     pub auth: Arc<Authenticator>,
     pub metrics: PrometheusHandle,
 }
 
-/// Handlers read `state.db`, `state.cloud`, ... straight through.
+/// Handlers read `state.auth`, and `state.db`, `state.cloud`, ... straight through.
 impl Deref for AppState {
+    type Target = AppParts;
+
+    fn deref(&self) -> &AppParts {
+        &self.0
+    }
+}
+
+impl Deref for AppParts {
     type Target = Services;
 
     fn deref(&self) -> &Services {

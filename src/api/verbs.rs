@@ -6,10 +6,9 @@
 //! Invariant: the table is built from the OpenAPI document, so every documented
 //! `:verb` route is covered and none is listed twice.
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header::ALLOW;
 use axum::http::{HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
@@ -30,33 +29,31 @@ fn allowed(routes: &RouteTable, path: &str) -> Option<Vec<Method>> {
     Some(route.ops.iter().map(|o| o.method.clone()).collect())
 }
 
-/// Middleware: 405 with `Allow` for a documented custom method called with another verb.
-pub async fn check_method(State(routes): State<RouteTable>, req: Request, next: Next) -> Response {
-    let allowed = allowed(&routes, req.uri().path());
-    match allowed {
-        Some(methods) if !methods.contains(req.method()) => {
-            let allow = methods
-                .iter()
-                .map(Method::as_str)
-                .collect::<Vec<_>>()
-                .join(",");
-            let mut resp = ApiError::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "METHOD_NOT_ALLOWED",
-                format!(
-                    "{} is not supported on {}; use {allow}",
-                    req.method(),
-                    req.uri().path()
-                ),
-            )
-            .into_response();
-            if let Ok(v) = HeaderValue::from_str(&allow) {
-                resp.headers_mut().insert(ALLOW, v);
-            }
-            resp
-        }
-        _ => next.run(req).await,
+/// The 405 with `Allow` for a documented custom method called with another verb.
+pub fn method_refusal(routes: &RouteTable, req: &Request) -> Option<Response> {
+    let methods = allowed(routes, req.uri().path())?;
+    if methods.contains(req.method()) {
+        return None;
     }
+    let allow = methods
+        .iter()
+        .map(Method::as_str)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut resp = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "METHOD_NOT_ALLOWED",
+        format!(
+            "{} is not supported on {}; use {allow}",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+    .into_response();
+    if let Ok(v) = HeaderValue::from_str(&allow) {
+        resp.headers_mut().insert(ALLOW, v);
+    }
+    Some(resp)
 }
 
 #[cfg(test)]

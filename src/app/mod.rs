@@ -24,7 +24,6 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use crate::api::auth::Authenticator;
 use crate::api::error::ApiError;
 use crate::api::route_table::RouteTable;
-use crate::api::verbs::check_method;
 use crate::auth::{IapConfig, IapVerifier, Mode};
 use crate::cloud::Cloud;
 use crate::config::{Identity, Settings};
@@ -33,7 +32,7 @@ use crate::service::Services;
 use crate::service::page::PageKey;
 use crate::store::{Db, StoreError};
 
-pub use crate::api::state::AppState;
+pub use crate::api::state::{AppParts, AppState};
 
 pub const BODY_LIMIT: usize = 1024 * 1024;
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -92,7 +91,7 @@ impl AppState {
                 Mode::Iap(IapVerifier::new(cfg, http_client()?))
             }
         };
-        Ok(AppState {
+        Ok(AppState::new(AppParts {
             auth: Arc::new(Authenticator {
                 identity: Arc::new(crate::auth::Authenticator {
                     mode,
@@ -117,7 +116,7 @@ impl AppState {
                 db,
                 cloud: Arc::new(cloud),
             },
-        })
+        }))
     }
 }
 
@@ -163,14 +162,9 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
-            routes.clone(),
-            crate::api::query_rules::refuse_unknown,
+            routes,
+            crate::api::gate::admit,
         ))
-        .layer(axum::middleware::from_fn_with_state(
-            routes.clone(),
-            crate::api::cross_site::refuse,
-        ))
-        .layer(axum::middleware::from_fn_with_state(routes, check_method))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn(crate::api::panic::catch_panic))
         .layer(axum::middleware::from_fn_with_state(
