@@ -28,7 +28,7 @@ pub struct Knobs {
 /// The same app state as `serve --dev` but with [`ADMIN`] a service admin (every team
 /// visible, as `KINETIC_ADMINS` makes it), on its own port.
 pub async fn admin_server(state: &AppState) -> Result<String> {
-    let mut s = state.clone();
+    let mut s = state.parts();
     s.auth = Arc::new(Authenticator {
         identity: Arc::new(kineticd::auth::Authenticator {
             mode: Mode::Dev,
@@ -38,7 +38,11 @@ pub async fn admin_server(state: &AppState) -> Result<String> {
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    tokio::spawn(app::serve(listener, app::router(s), std::future::pending()));
+    tokio::spawn(app::serve(
+        listener,
+        app::router(AppState::new(s)),
+        std::future::pending(),
+    ));
     Ok(format!("http://{addr}"))
 }
 

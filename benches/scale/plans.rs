@@ -112,9 +112,9 @@ async fn explaining(url: &str, state: &AppState) -> Result<AppState> {
         .max_connections(1)
         .connect_with(opts)
         .await?;
-    let mut s = state.clone();
+    let mut s = state.parts();
     s.services.db = db;
-    Ok(s)
+    Ok(AppState::new(s))
 }
 
 async fn request(http: &reqwest::Client, url: &str, user: &str) -> Result<()> {

@@ -23,8 +23,14 @@ impl AppState {
     pub fn new(parts: AppParts) -> AppState {
         AppState(Arc::new(parts))
     }
+
+    /// A copy of the parts, to build a state that differs in one (benchmarks, tests).
+    pub fn parts(&self) -> AppParts {
+        (*self.0).clone()
+    }
 }
 
+#[derive(Clone)]
 pub struct AppParts {
     /// Database, events, cloud clients, prices, page key.
     pub services: Services,
