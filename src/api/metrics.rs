@@ -107,6 +107,7 @@ fn describe() {
     for outcome in ["ALLOWED", "REFUSED", "UNAVAILABLE"] {
         metrics::counter!("kineticd_project_claims_total", "outcome" => outcome).increment(0);
     }
+    crate::cloud::call_metrics::describe();
     describe_gauge!(
         "kineticd_queue_depth",
         "Operations QUEUED for a worker (all processes); refreshed every few seconds"
