@@ -109,7 +109,8 @@ pub fn env_only() -> Vec<Variable> {
         "Most requests per second sent to one project's Google API (compute, container, \
          ...). Google's 429s lower the rate of that project's API (to 70% of what was \
          sent, at most once a second), successes raise it back; see the \
-         kineticd_cloud_rate_limit metric and the `apis` check of `:diagnose`",
+         kineticd_cloud_rate_limit metric and the `apis` check of `:diagnose`. Against a \
+         simulator at KINETIC_SIM_SPEED > 1 it is multiplied by that speed, as its clock is",
     ));
     let manifests = ManifestConfig::default().env();
     for (url_var, url) in manifests.iter().filter(|(n, _)| n.ends_with("_URL")) {

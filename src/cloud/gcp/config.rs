@@ -270,6 +270,18 @@ impl GcpConfig {
         Ok(cfg)
     }
 
+    /// Against a simulator whose virtual time runs `speed` times faster than real time:
+    /// operations polled, and the adaptive rate's ceiling raised, by the same factor, so
+    /// kineticd makes as many calls per virtual second as against Google and its rate
+    /// limit is not hit by the compressed clock alone. Speed 0 (instant) or 1 changes
+    /// only the poll schedule's floor ([`super::lro::PollSchedule::for_speed`]).
+    pub fn at_sim_speed(&mut self, speed: f64) {
+        self.poll = super::lro::PollSchedule::for_speed(speed);
+        if speed.is_finite() && speed > 1.0 {
+            self.rate_ceiling *= speed;
+        }
+    }
+
     pub fn url(&self, s: Service) -> &Url {
         match s {
             Service::Container => &self.container,
@@ -352,6 +364,17 @@ mod tests {
             let e = GcpConfig::from_lookup(|k| (k == var).then(|| bad.to_owned())).unwrap_err();
             assert!(e.to_string().contains(var), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_faster_simulator_is_polled_and_paced_faster() {
+        let mut c = GcpConfig::google();
+        c.at_sim_speed(100.0);
+        assert_eq!(c.rate_ceiling, DEFAULT_CEILING * 100.0);
+        assert_eq!(c.poll, super::super::lro::PollSchedule::for_speed(100.0));
+        let mut c = GcpConfig::google();
+        c.at_sim_speed(0.0);
+        assert_eq!(c.rate_ceiling, DEFAULT_CEILING);
     }
 
     #[test]
