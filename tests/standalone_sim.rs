@@ -1,7 +1,8 @@
 //! The README's standalone set-up, end to end: `kineticd sim` runs as its own process
 //! and prints `export KEY=value` lines; `kineticd serve` (production mode: no `--dev`,
 //! its environment cleared) gets only those variables plus a database and the dev
-//! identity, and an `up` of a gpu-l4 cluster through the REST API succeeds, with the
+//! identity, and an `up` of a gpu-l4 cluster through the REST API succeeds (its first
+//! Compute call answered 429 and sent again), with the
 //! manifests served by the simulator (nothing fetched from the internet). The same
 //! processes' output is plain text (no ANSI colours into pipes or files); their
 //! `/metrics` expose exactly the families `docs/metrics.md` lists, each described, in one
@@ -72,6 +73,19 @@ impl Standalone {
             .await
             .expect("create team");
         assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
+        // Google rate-limits the first Compute call: kineticd sends it again (counted
+        // in /metrics) and the up goes on as if nothing happened.
+        let r = http
+            .post(format!("{}/sim/v1/faults", sim.url()))
+            .json(&json!({"service": "compute", "kind": "HTTP_429", "count": 1}))
+            .send()
+            .await
+            .expect("arm a 429");
+        assert!(
+            r.status().is_success(),
+            "{}",
+            r.text().await.unwrap_or_default()
+        );
         let r = call(reqwest::Method::PUT, CLUSTER)
             .json(&json!({"accelerator": "gpu-l4"}))
             .send()

@@ -107,6 +107,16 @@ fn describe() {
     for outcome in ["ALLOWED", "REFUSED", "UNAVAILABLE"] {
         metrics::counter!("kineticd_project_claims_total", "outcome" => outcome).increment(0);
     }
+    describe_counter!(
+        "kineticd_cloud_call_retries_total",
+        "Cloud calls sent again after a retryable answer (within the caller's budget), by \
+         service, method and reason (RATE_LIMITED, UNAVAILABLE, TIMEOUT, TRANSPORT, OTHER)"
+    );
+    describe_gauge!(
+        "kineticd_cloud_rate_limit",
+        "Requests per second kineticd sends at most to a project's Google API: the \
+         ceiling, lowered after 429s and raised back as calls succeed"
+    );
     describe_gauge!(
         "kineticd_queue_depth",
         "Operations QUEUED for a worker (all processes); refreshed every few seconds"

@@ -10,7 +10,6 @@ use anyhow::Context;
 
 use crate::cloud::Cloud;
 use crate::cloud::gcp::GcpConfig;
-use crate::cloud::gcp::lro::PollSchedule;
 use crate::cloud::kube::manifests::ManifestConfig;
 use crate::config::Settings;
 use crate::sim::clock::ClockMode;
@@ -45,7 +44,7 @@ pub fn sim_config(
 ) -> Result<(GcpConfig, ManifestConfig), url::ParseError> {
     let root = url::Url::parse(sim_url)?;
     let mut gcp = GcpConfig::single_root(&root);
-    gcp.poll = PollSchedule::for_speed(speed);
+    gcp.at_sim_speed(speed);
     Ok((gcp, crate::sim::kube::manifests::config(sim_url)))
 }
 

@@ -1,11 +1,13 @@
 //! The one place a cloud call (Google or Kubernetes) is counted and timed:
 //! `kineticd_cloud_calls_total{service,method,outcome}` and
-//! `kineticd_cloud_call_duration_seconds{service,method}` (see `docs/metrics.md`).
+//! `kineticd_cloud_call_duration_seconds{service,method}` (see `docs/metrics.md`); the
+//! retries are counted by [`crate::cloud::retry`], the adaptive rates by
+//! [`crate::cloud::rate`].
 //!
 //! Invariant: every label is from a bounded set: `service` is a Google service short
 //! name or `kubernetes`, `method` a method name without resource names
 //! (`clusters.create`, `deployments.patch`), `outcome` `OK`, `TRANSPORT` or a canonical
-//! google.rpc status name.
+//! google.rpc status name; `project` (of the rates) only a project bound to a team.
 
 use std::time::Duration;
 

@@ -11,7 +11,6 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use crate::cloud::gcp::GcpConfig;
-use crate::cloud::gcp::lro::PollSchedule;
 use crate::cloud::kube::manifests::ManifestConfig;
 use crate::domain::Email;
 use crate::domain::pricing::PriceTable;
@@ -235,8 +234,9 @@ impl Settings {
         let mut gcp = GcpConfig::from_env()?;
         let gcp_explicit = std::env::var_os("KINETIC_GCP_URL").is_some();
         if gcp_explicit && let Some(speed) = sim_speed {
-            // A separate simulator at that speed: poll its operations accordingly.
-            gcp.poll = PollSchedule::for_speed(speed);
+            // A separate simulator at that speed: poll its operations (and pace calls)
+            // accordingly.
+            gcp.at_sim_speed(speed);
         }
         let manifests =
             ManifestConfig::from_env().map_err(|e| ConfigError::Manifests(e.to_string()))?;

@@ -93,6 +93,25 @@ pub fn env_only() -> Vec<Variable> {
         "Seconds one call to a Google API or a cluster's Kubernetes API may take before it \
          is given up (a retryable timeout: its step tries again with backoff)",
     ));
+    out.push(env(
+        crate::cloud::gcp::config::RETRY_VAR,
+        &crate::cloud::retry::DEFAULT_REQUEST_WINDOW
+            .as_secs()
+            .to_string(),
+        "Seconds a cloud call made while answering a request (preview, the checks before \
+         an operation is accepted, live status, placement) may keep retrying a retryable \
+         answer (429, 5xx, a timeout) with jittered backoff; `:diagnose` stops at its own \
+         checkTimeout, and an operation's steps retry each call for up to 60 s",
+    ));
+    out.push(env(
+        crate::cloud::gcp::config::RATE_VAR,
+        &crate::cloud::rate::DEFAULT_CEILING.to_string(),
+        "Most requests per second sent to one project's Google API (compute, container, \
+         ...). Google's 429s lower the rate of that project's API (to 70% of what was \
+         sent, at most once a second), successes raise it back; see the \
+         kineticd_cloud_rate_limit metric and the `apis` check of `:diagnose`. Against a \
+         simulator at KINETIC_SIM_SPEED > 1 it is multiplied by that speed, as its clock is",
+    ));
     let manifests = ManifestConfig::default().env();
     for (url_var, url) in manifests.iter().filter(|(n, _)| n.ends_with("_URL")) {
         let what = if url_var.contains("LWS") {

@@ -13,6 +13,7 @@ mod kube;
 mod lists;
 mod reservations;
 mod resource_manager;
+mod retries;
 mod service_usage;
 mod sim;
 #[path = "../serve_process/journal.rs"]

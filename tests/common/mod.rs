@@ -543,7 +543,9 @@ pub async fn start_sim() -> (kineticd::sim::Sim, kineticd::cloud::gcp::GcpClient
     start_sim_with(cfg).await
 }
 
-/// A simulator with `cfg`, and the production GCP clients pointed at it.
+/// A simulator with `cfg`, and the production GCP clients pointed at it, making one
+/// attempt per call (`CallBudget::once`), so that a test sees each answer the simulator
+/// gives; the retries themselves are tested in `tests/cloud/retries.rs`.
 pub async fn start_sim_with(
     cfg: kineticd::sim::SimConfig,
 ) -> (kineticd::sim::Sim, kineticd::cloud::gcp::GcpClients) {
@@ -554,7 +556,8 @@ pub async fn start_sim_with(
     let gcp = kineticd::cloud::gcp::GcpClients::new(
         kineticd::cloud::gcp::GcpConfig::single_root(&root),
         app::http_client().expect("http client"),
-    );
+    )
+    .with_budget(kineticd::cloud::retry::CallBudget::once());
     (sim, gcp)
 }
 

@@ -119,7 +119,14 @@ async fn a_cloud_failure_while_checking_the_zone_is_unavailable_not_a_pass() {
             json!({"accelerator": "tpu-v5litepod-4"}),
         ),
     ] {
-        env.arm("compute", method, "HTTP_503", 1).await;
+        // More failures in a row than a request's call rides out.
+        env.arm(
+            "compute",
+            method,
+            "HTTP_503",
+            kineticd::cloud::retry::MAX_TRIES,
+        )
+        .await;
         let r = env
             .app
             .put(

@@ -22,7 +22,7 @@ const S: Service = Service::ArtifactRegistry;
 
 #[derive(Debug, Clone)]
 pub struct ArtifactRegistry {
-    http: GcpHttp,
+    pub(super) http: GcpHttp,
     rmw: RmwPolicy,
 }
 

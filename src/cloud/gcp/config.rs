@@ -6,6 +6,9 @@
 
 use std::time::Duration;
 
+use crate::cloud::rate::DEFAULT_CEILING;
+use crate::cloud::retry::DEFAULT_REQUEST_WINDOW;
+
 use url::Url;
 
 /// The seven services kineticd calls.
@@ -103,6 +106,13 @@ pub struct GcpConfig {
     pub call_timeout: Duration,
     /// How long-running operations are polled.
     pub poll: super::lro::PollSchedule,
+    /// How long a call made while answering a request may keep retrying
+    /// (`KINETIC_CLOUD_RETRY_SECONDS`); a step's calls get
+    /// [`crate::cloud::retry::DEFAULT_STEP_WINDOW`].
+    pub request_retry: Duration,
+    /// The ceiling of the adaptive rate per project and API, in requests per second
+    /// (`KINETIC_CLOUD_RATE_PER_SECOND`); 429s lower it, successes raise it back.
+    pub rate_ceiling: f64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -113,7 +123,16 @@ pub enum ConfigError {
     BadAuth(String),
     #[error("{CALL_TIMEOUT_VAR} must be a number of seconds between 0.1 and 3600, not {0:?}")]
     BadCallTimeout(String),
+    #[error("{RETRY_VAR} must be a number of seconds between 0 and 600, not {0:?}")]
+    BadRetry(String),
+    #[error("{RATE_VAR} must be a number of requests per second between 1 and 100000, not {0:?}")]
+    BadRate(String),
 }
+
+/// The variable that sets [`GcpConfig::request_retry`].
+pub const RETRY_VAR: &str = "KINETIC_CLOUD_RETRY_SECONDS";
+/// The variable that sets [`GcpConfig::rate_ceiling`].
+pub const RATE_VAR: &str = "KINETIC_CLOUD_RATE_PER_SECOND";
 
 /// The variable that sets [`GcpConfig::call_timeout`].
 pub const CALL_TIMEOUT_VAR: &str = "KINETIC_CLOUD_CALL_TIMEOUT_SECONDS";
@@ -130,6 +149,15 @@ fn parse_call_timeout(value: &str) -> Result<Duration, ConfigError> {
         .filter(|s| (0.1..=3600.0).contains(s))
         .map(Duration::from_secs_f64)
         .ok_or_else(|| ConfigError::BadCallTimeout(value.to_owned()))
+}
+
+/// A finite number within `min..=max`.
+fn parse_number(value: &str, min: f64, max: f64) -> Option<f64> {
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| (min..=max).contains(v))
 }
 
 fn with_slash(mut u: Url) -> Url {
@@ -166,6 +194,8 @@ impl GcpConfig {
             auth: AuthMode::Google,
             call_timeout: DEFAULT_CALL_TIMEOUT,
             poll: Default::default(),
+            request_retry: DEFAULT_REQUEST_WINDOW,
+            rate_ceiling: DEFAULT_CEILING,
         }
     }
 
@@ -185,6 +215,8 @@ impl GcpConfig {
             auth: AuthMode::None,
             call_timeout: DEFAULT_CALL_TIMEOUT,
             poll: Default::default(),
+            request_retry: DEFAULT_REQUEST_WINDOW,
+            rate_ceiling: DEFAULT_CEILING,
         }
     }
 
@@ -227,7 +259,27 @@ impl GcpConfig {
         if let Some(t) = get(CALL_TIMEOUT_VAR) {
             cfg.call_timeout = parse_call_timeout(&t)?;
         }
+        if let Some(t) = get(RETRY_VAR) {
+            cfg.request_retry = parse_number(&t, 0.0, 600.0)
+                .map(Duration::from_secs_f64)
+                .ok_or(ConfigError::BadRetry(t))?;
+        }
+        if let Some(r) = get(RATE_VAR) {
+            cfg.rate_ceiling = parse_number(&r, 1.0, 100_000.0).ok_or(ConfigError::BadRate(r))?;
+        }
         Ok(cfg)
+    }
+
+    /// Against a simulator whose virtual time runs `speed` times faster than real time:
+    /// operations polled, and the adaptive rate's ceiling raised, by the same factor, so
+    /// kineticd makes as many calls per virtual second as against Google and its rate
+    /// limit is not hit by the compressed clock alone. Speed 0 (instant) or 1 changes
+    /// only the poll schedule's floor ([`super::lro::PollSchedule::for_speed`]).
+    pub fn at_sim_speed(&mut self, speed: f64) {
+        self.poll = super::lro::PollSchedule::for_speed(speed);
+        if speed.is_finite() && speed > 1.0 {
+            self.rate_ceiling *= speed;
+        }
     }
 
     pub fn url(&self, s: Service) -> &Url {
@@ -288,6 +340,41 @@ mod tests {
         assert_eq!(c.auth, AuthMode::None);
         assert!(GcpConfig::from_lookup(env(&[("KINETIC_GCP_AUTH", "maybe")])).is_err());
         assert_eq!(c.call_timeout, DEFAULT_CALL_TIMEOUT);
+    }
+
+    #[test]
+    fn retry_window_and_rate_from_env() {
+        let c = GcpConfig::from_lookup(|_| None).unwrap();
+        assert_eq!(c.request_retry, DEFAULT_REQUEST_WINDOW);
+        assert_eq!(c.rate_ceiling, DEFAULT_CEILING);
+        let c = GcpConfig::from_lookup(|k| match k {
+            RETRY_VAR => Some("2.5".into()),
+            RATE_VAR => Some("20".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(c.request_retry, Duration::from_millis(2500));
+        assert_eq!(c.rate_ceiling, 20.0);
+        for (var, bad) in [
+            (RETRY_VAR, "-1"),
+            (RETRY_VAR, "soon"),
+            (RATE_VAR, "0"),
+            (RATE_VAR, "NaN"),
+        ] {
+            let e = GcpConfig::from_lookup(|k| (k == var).then(|| bad.to_owned())).unwrap_err();
+            assert!(e.to_string().contains(var), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_faster_simulator_is_polled_and_paced_faster() {
+        let mut c = GcpConfig::google();
+        c.at_sim_speed(100.0);
+        assert_eq!(c.rate_ceiling, DEFAULT_CEILING * 100.0);
+        assert_eq!(c.poll, super::super::lro::PollSchedule::for_speed(100.0));
+        let mut c = GcpConfig::google();
+        c.at_sim_speed(0.0);
+        assert_eq!(c.rate_ceiling, DEFAULT_CEILING);
     }
 
     #[test]

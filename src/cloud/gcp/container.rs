@@ -22,7 +22,7 @@ const SVC: Service = Service::Container;
 
 #[derive(Debug, Clone)]
 pub struct Container {
-    http: GcpHttp,
+    pub(super) http: GcpHttp,
 }
 
 fn parent(project: &str, location: &str) -> String {

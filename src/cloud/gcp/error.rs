@@ -64,6 +64,8 @@ pub fn status_for_http(code: u16) -> &'static str {
     RpcCode::from_http(code).name()
 }
 
+/// Reasons Google gives for a rate limit (the first three) or a transient failure
+/// (`backendError`), whatever the HTTP status.
 const RATE_LIMIT_REASONS: [&str; 4] = [
     "rateLimitExceeded",
     "userRateLimitExceeded",
@@ -247,6 +249,14 @@ impl GcpError {
 
     pub fn is_retryable(&self) -> bool {
         self.retry == RetryClass::Retryable
+    }
+
+    /// Google refused to serve the request for its rate (429, or 403
+    /// `rateLimitExceeded` and its kin), not for quota: it was not processed, and the
+    /// project's API is asked to be sent less.
+    pub fn is_rate_limited(&self) -> bool {
+        self.is_retryable()
+            && (self.http_status == 429 || RATE_LIMIT_REASONS[..3].contains(&self.reason.as_str()))
     }
 }
 

@@ -1,12 +1,15 @@
 //! The HTTP layer every Google client shares: base URLs, auth, per-call timeout, the
-//! user agent, one refresh-and-retry on 401, error parsing, and metrics per
-//! service/method/outcome (see `docs/metrics.md`).
+//! user agent, one refresh-and-retry on 401, retries of retryable answers within the
+//! handle's [`CallBudget`] ([`crate::cloud::retry`]), the adaptive rate per project and
+//! API ([`crate::cloud::rate`]), error parsing, and metrics per service/method/outcome
+//! (see `docs/metrics.md`).
 //!
 //! Invariant: a call either returns the decoded body or a [`GcpError`] with a retry
-//! class; no client sees reqwest errors or raw error bodies.
+//! class; no client sees reqwest errors or raw error bodies. Only reads, and requests
+//! Google refused with a rate limit, are sent again here: nothing is done twice.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use serde::Serialize;
@@ -17,6 +20,8 @@ use url::Url;
 use super::auth::TokenSource;
 use super::config::{GcpConfig, Service};
 use super::error::GcpError;
+use crate::cloud::rate::{AdaptiveRates, project_of};
+use crate::cloud::retry::{CallBudget, Failure, Retries, RetryReason, parse_retry_after};
 
 /// A shared, cheap-to-clone handle for calling Google APIs.
 #[derive(Debug, Clone)]
@@ -25,6 +30,10 @@ pub struct GcpHttp {
     pub config: Arc<GcpConfig>,
     client: reqwest::Client,
     tokens: TokenSource,
+    /// How long and how often a call made through this handle is retried.
+    budget: CallBudget,
+    /// The adaptive rate per project and API, shared by every clone.
+    rates: AdaptiveRates,
 }
 
 /// One API call, built by a client and executed by [`GcpHttp::call`].
@@ -88,10 +97,30 @@ impl GcpHttp {
     pub fn new(config: GcpConfig, client: reqwest::Client) -> GcpHttp {
         let tokens = TokenSource::new(config.auth);
         GcpHttp {
+            budget: CallBudget::request(config.request_retry),
+            rates: AdaptiveRates::new(config.rate_ceiling),
             config: Arc::new(config),
             client,
             tokens,
         }
+    }
+
+    /// This handle with calls retried within `budget` (the rest is shared).
+    pub fn with_budget(&self, budget: CallBudget) -> GcpHttp {
+        GcpHttp {
+            budget,
+            ..self.clone()
+        }
+    }
+
+    /// The budget of calls made through this handle.
+    pub fn budget(&self) -> &CallBudget {
+        &self.budget
+    }
+
+    /// The adaptive rate per project and API (shared by every clone).
+    pub fn rates(&self) -> &AdaptiveRates {
+        &self.rates
     }
 
     /// The token source these calls use (shared with the Kubernetes clients, which
@@ -169,26 +198,99 @@ impl GcpHttp {
     }
 
     async fn call_text(&self, c: &Call<'_>) -> Result<String, GcpError> {
-        let started = Instant::now();
-        let r = self.attempt(c, false).await;
-        let r = match r {
-            Err(e) if e.http_status == 401 => {
-                self.tokens.invalidate().await;
-                self.attempt(c, true).await
+        let svc = c.service.name();
+        let project = project_of(&c.path);
+        let mut retries = Retries::start(&self.budget, svc, c.method);
+        let mut last: Option<GcpError> = None;
+        loop {
+            if let Some(p) = project
+                && let Err(wait) = self.rates.acquire(p, svc, retries.deadline()).await
+            {
+                return Err(last.unwrap_or_else(|| self.slowed(c, p, wait)));
             }
-            other => other,
-        };
-        record_call(c.service.name(), c.method, &r, started);
-        r
+            let started = Instant::now();
+            let r = self.attempt_refreshing(c, retries.remaining()).await;
+            record_call(
+                svc,
+                c.method,
+                r.as_ref().map(|_| ()).map_err(|f| &f.error),
+                started,
+            );
+            let f = match r {
+                Ok(text) => {
+                    if let Some(p) = project {
+                        self.rates.answered(p, svc, false);
+                    }
+                    return Ok(text);
+                }
+                Err(f) => f,
+            };
+            let throttled = f.error.is_rate_limited();
+            if let Some(p) = project
+                && f.error.http_status != 0
+            {
+                self.rates.answered(p, svc, throttled);
+            }
+            let failure = Failure {
+                // Sent again only when that cannot do anything twice: a read, or a
+                // request Google refused to serve (rate limited). A write that failed
+                // otherwise is left to its step, which checks what happened first.
+                retryable: f.error.is_retryable() && (c.http == Method::GET || throttled),
+                reason: retry_reason(&f.error, throttled),
+                retry_after: f.retry_after,
+            };
+            match retries.after(failure) {
+                Some(wait) => {
+                    tokio::time::sleep(wait).await;
+                    last = Some(f.error);
+                }
+                None => return Err(f.error),
+            }
+        }
     }
 
-    async fn attempt(&self, c: &Call<'_>, retried: bool) -> Result<String, GcpError> {
+    /// The error of a call this process's own adaptive rate held back past the call's
+    /// deadline (nothing was sent).
+    fn slowed(&self, c: &Call<'_>, project: &str, wait: Duration) -> GcpError {
+        let rate = self
+            .rates
+            .of_project(project)
+            .into_iter()
+            .find(|r| r.api == c.service.name())
+            .map_or(0.0, |r| r.rate);
+        GcpError::classified(
+            c.service.name(),
+            c.method,
+            429,
+            "RESOURCE_EXHAUSTED".into(),
+            "CLIENT_RATE_LIMITED".into(),
+            format!(
+                "not sent: Google answered 429 to project {project}'s {} API, so kineticd \
+                 sends it at most {rate:.1} requests/s for now, and the next slot (in {} ms) \
+                 is past this call's deadline",
+                c.service.name(),
+                wait.as_millis()
+            ),
+        )
+    }
+
+    /// One attempt, and once more with a fresh token after a 401.
+    async fn attempt_refreshing(&self, c: &Call<'_>, left: Duration) -> Result<String, Failed> {
+        match self.attempt(c, false, left).await {
+            Err(f) if f.error.http_status == 401 => {
+                self.tokens.invalidate().await;
+                self.attempt(c, true, left).await
+            }
+            other => other,
+        }
+    }
+
+    async fn attempt(&self, c: &Call<'_>, retried: bool, left: Duration) -> Result<String, Failed> {
         let svc = c.service.name();
         let url = self.url(c)?;
-        let mut req = self
-            .client
-            .request(c.http.clone(), url)
-            .timeout(self.config.call_timeout);
+        // Never past the budget's deadline (a request's own), nor the call timeout.
+        let timeout = self.config.call_timeout.min(left.max(MIN_ATTEMPT));
+        let mut req = self.client.request(c.http.clone(), url).timeout(timeout);
         if !c.query.is_empty() {
             req = req.query(&c.query);
         }
@@ -209,13 +311,18 @@ impl GcpHttp {
         }
         let resp = req.send().await.map_err(|e| {
             let what = if e.is_timeout() {
-                "timed out"
+                TIMED_OUT
             } else {
                 "connection failed"
             };
             GcpError::transport(svc, c.method, format!("{what}: {e}"))
         })?;
         let status = resp.status();
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
         let text = resp
             .text()
             .await
@@ -223,12 +330,58 @@ impl GcpHttp {
         if status.is_success() {
             return Ok(text);
         }
-        let mut err = GcpError::from_response(svc, c.method, status.as_u16(), &text);
+        let mut error = GcpError::from_response(svc, c.method, status.as_u16(), &text);
         if status == StatusCode::UNAUTHORIZED && retried {
-            err.message = format!("{} (after refreshing the access token)", err.message);
+            error.message = format!("{} (after refreshing the access token)", error.message);
         }
-        Err(err)
+        Err(Failed {
+            error,
+            retry_after: retry_after.or_else(|| retry_info(&text)),
+        })
     }
+}
+
+/// The shortest attempt timeout, even with the budget spent (the first attempt is always
+/// made).
+const MIN_ATTEMPT: Duration = Duration::from_millis(50);
+const TIMED_OUT: &str = "timed out";
+
+/// A failed attempt: the error, and how long the server asked to wait.
+struct Failed {
+    error: GcpError,
+    retry_after: Option<Duration>,
+}
+
+impl From<GcpError> for Failed {
+    fn from(error: GcpError) -> Failed {
+        Failed {
+            error,
+            retry_after: None,
+        }
+    }
+}
+
+/// The retries counter's reason for a retryable error.
+fn retry_reason(e: &GcpError, throttled: bool) -> RetryReason {
+    if throttled {
+        RetryReason::RateLimited
+    } else if e.http_status == 0 && e.message.starts_with(TIMED_OUT) {
+        RetryReason::Timeout
+    } else {
+        RetryReason::of_http(e.http_status)
+    }
+}
+
+/// google.rpc.RetryInfo's `retryDelay` (`"1.5s"`) in an AIP-193 error body.
+fn retry_info(body: &str) -> Option<Duration> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let delay = v["error"]["details"].as_array()?.iter().find_map(|d| {
+        d["@type"]
+            .as_str()
+            .filter(|t| t.ends_with("google.rpc.RetryInfo"))
+            .and(d["retryDelay"].as_str())
+    })?;
+    parse_retry_after(delay.strip_suffix('s')?)
 }
 
 /// Count and time one call, and log it (at debug; inside the step's span when a step
@@ -237,7 +390,7 @@ impl GcpHttp {
 fn record_call(
     service: &'static str,
     method: &'static str,
-    r: &Result<String, GcpError>,
+    r: Result<(), &GcpError>,
     started: Instant,
 ) {
     let outcome = match r {

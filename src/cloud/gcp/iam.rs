@@ -22,7 +22,7 @@ const S: Service = Service::Iam;
 
 #[derive(Debug, Clone)]
 pub struct Iam {
-    http: GcpHttp,
+    pub(super) http: GcpHttp,
     rmw: RmwPolicy,
 }
 

@@ -50,4 +50,20 @@ impl GcpClients {
             http,
         }
     }
+
+    /// These clients with their calls retried within `budget` (the connection pool,
+    /// token source and adaptive rates are shared with `self`).
+    pub fn with_budget(&self, budget: crate::cloud::retry::CallBudget) -> GcpClients {
+        let http = self.http.with_budget(budget);
+        let mut c = self.clone();
+        c.container.http = http.clone();
+        c.compute.http = http.clone();
+        c.storage.http = http.clone();
+        c.iam.http = http.clone();
+        c.resource_manager.http = http.clone();
+        c.service_usage.http = http.clone();
+        c.artifact_registry.http = http.clone();
+        c.http = http;
+        c
+    }
 }

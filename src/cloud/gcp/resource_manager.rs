@@ -21,7 +21,7 @@ const S: Service = Service::ResourceManager;
 
 #[derive(Debug, Clone)]
 pub struct ResourceManager {
-    http: GcpHttp,
+    pub(super) http: GcpHttp,
     rmw: RmwPolicy,
 }
 

@@ -45,7 +45,7 @@ pub(crate) use aip151_operations;
 
 #[derive(Debug, Clone)]
 pub struct ServiceUsage {
-    http: GcpHttp,
+    pub(super) http: GcpHttp,
 }
 
 impl ServiceUsage {

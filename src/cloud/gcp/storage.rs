@@ -28,7 +28,7 @@ const S: Service = Service::Storage;
 
 #[derive(Debug, Clone)]
 pub struct Storage {
-    http: GcpHttp,
+    pub(super) http: GcpHttp,
     rmw: RmwPolicy,
 }
 

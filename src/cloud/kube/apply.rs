@@ -7,7 +7,7 @@
 //! namespaced object without a namespace lands in `default` and a cluster-scoped one
 //! never carries a namespace. Applying the same manifest twice changes nothing, so one
 //! object's apply that fails with a retryable error (429, 5xx, a timeout) is sent again
-//! at once, a few times with short backoff ([`APPLY_TRIES`], through
+//! after a short backoff, a few times ([`APPLY_TRIES`], through
 //! [`KubeCluster::idempotent`]): a manifest of many
 //! objects is not started over for one transient error (the crash soak, tests/soak.rs,
 //! found the LeaderWorkerSet step needing a dozen attempts at 25% transient faults).
@@ -289,7 +289,9 @@ impl KubeCluster {
         let params = PatchParams::apply(FIELD_MANAGER).force();
         let patch = Patch::Apply(&obj);
         let applied = self
-            .idempotent(&action, || api.patch(&name, &params, &patch))
+            .idempotent("objects.apply", &action, || {
+                api.patch(&name, &params, &patch)
+            })
             .await?;
         Ok(Applied {
             api_version: ar.api_version.clone(),

@@ -21,6 +21,7 @@ use rustls::pki_types::pem::PemObject;
 
 use super::KubeError;
 use crate::cloud::gcp::auth::TokenSource;
+use crate::cloud::retry::{CallBudget, DEFAULT_REQUEST_WINDOW};
 
 /// Refresh a token this long before it expires.
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(300);
@@ -209,9 +210,13 @@ struct Inner {
     builds: AtomicU64,
 }
 
-/// Clients for every cluster, cached per cluster key; cheap to clone.
+/// Clients for every cluster, cached per cluster key; cheap to clone. The cache is
+/// shared by every clone; the [`CallBudget`] is the handle's own.
 #[derive(Clone)]
-pub struct KubeClients(Arc<Inner>);
+pub struct KubeClients {
+    inner: Arc<Inner>,
+    budget: CallBudget,
+}
 
 impl std::fmt::Debug for KubeClients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -228,12 +233,28 @@ impl KubeClients {
     }
 
     pub fn with_timeout(tokens: impl TokenProvider, timeout: Duration) -> KubeClients {
-        KubeClients(Arc::new(Inner {
-            tokens: Arc::new(tokens),
-            timeout,
-            cache: Mutex::new(HashMap::new()),
-            builds: AtomicU64::new(0),
-        }))
+        KubeClients {
+            inner: Arc::new(Inner {
+                tokens: Arc::new(tokens),
+                timeout,
+                cache: Mutex::new(HashMap::new()),
+                builds: AtomicU64::new(0),
+            }),
+            budget: CallBudget::request(DEFAULT_REQUEST_WINDOW),
+        }
+    }
+
+    /// These clients with their idempotent calls retried within `budget`.
+    pub fn with_budget(&self, budget: CallBudget) -> KubeClients {
+        KubeClients {
+            inner: self.inner.clone(),
+            budget,
+        }
+    }
+
+    /// The budget of calls made through this handle.
+    pub fn budget(&self) -> &CallBudget {
+        &self.budget
     }
 
     /// A handle on one cluster (no I/O).
@@ -243,11 +264,11 @@ impl KubeClients {
 
     /// How many clients were built so far (observability and tests).
     pub fn builds(&self) -> u64 {
-        self.0.builds.load(Ordering::Relaxed)
+        self.inner.builds.load(Ordering::Relaxed)
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Cached>> {
-        self.0.cache.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A client for `access` with a valid token, from the cache when nothing changed.
@@ -259,7 +280,7 @@ impl KubeClients {
         {
             return Ok(c.client.clone());
         }
-        let token = self.0.tokens.token().await?;
+        let token = self.inner.tokens.token().await?;
         let (token, expires_at) = match token {
             Some(t) => (Some(t.token), t.expires_at),
             None => (None, None),
@@ -272,8 +293,8 @@ impl KubeClients {
             c.expires_at = expires_at;
             return Ok(c.client.clone());
         }
-        let client = build_client(access, token.as_deref(), self.0.timeout)?;
-        self.0.builds.fetch_add(1, Ordering::Relaxed);
+        let client = build_client(access, token.as_deref(), self.inner.timeout)?;
+        self.inner.builds.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(cluster = %access.key, "built kubernetes client");
         cache.insert(
             access.key.clone(),
@@ -295,7 +316,7 @@ impl KubeClients {
     /// After a 401: forget the client and make the token source fetch a new token.
     pub async fn unauthorized(&self, key: &str) {
         self.forget(key);
-        self.0.tokens.invalidate().await;
+        self.inner.tokens.invalidate().await;
     }
 }
 

@@ -248,7 +248,9 @@ impl KubeCluster {
     pub async fn nodes(&self) -> Result<Vec<NodeInfo>, KubeError> {
         let api: Api<Node> = Api::all(self.client().await?);
         let params = ListParams::default();
-        let l = self.idempotent("list nodes", || api.list(&params)).await?;
+        let l = self
+            .idempotent("nodes.list", "list nodes", || api.list(&params))
+            .await?;
         Ok(l.items.iter().map(NodeInfo::from_node).collect())
     }
 
@@ -260,7 +262,9 @@ impl KubeCluster {
             None => Api::all(client),
         };
         let params = ListParams::default();
-        let l = self.idempotent("list pods", || api.list(&params)).await?;
+        let l = self
+            .idempotent("pods.list", "list pods", || api.list(&params))
+            .await?;
         Ok(l.items.iter().map(PodInfo::from_pod).collect())
     }
 
@@ -270,7 +274,7 @@ impl KubeCluster {
         let api: Api<Pod> = Api::all(client);
         let params = ListParams::default().fields("status.phase=Pending");
         let l = self
-            .idempotent("list pending pods", || api.list(&params))
+            .idempotent("pods.list", "list pending pods", || api.list(&params))
             .await?;
         Ok(l.items.iter().map(PodInfo::from_pod).collect())
     }

@@ -28,13 +28,19 @@ pub use manifests::{
 pub use objects::ObjectKind;
 pub use wait::{WaitFor, WaitOptions};
 
+use crate::cloud::gcp::RetryClass;
+use crate::cloud::retry::{Failure, Retries, RetryReason};
+
+/// The `service` label of Kubernetes calls.
+const SERVICE: &str = "kubernetes";
+
 /// Tries of one idempotent call (an object's apply, a list) that fails with a retryable
-/// error (429, 5xx, a timeout), and the first delay between them (doubling): a step of
-/// many calls is not started over for one transient error. The crash soak (tests/soak.rs)
-/// found a manifest step needing a dozen attempts, and a drill's reclaim step (an
-/// inventory and five Google calls) giving up after twelve, at 25% transient faults.
-pub const CALL_TRIES: u32 = 4;
-const CALL_FIRST_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+/// error (429, 5xx, a timeout), under either budget: a step of many calls is not started
+/// over for one transient error. The crash soak (tests/soak.rs) found a manifest step
+/// needing a dozen attempts, and a drill's reclaim step (an inventory and five Google
+/// calls) giving up after twelve, at 25% transient faults. The budget of the handle
+/// ([`KubeClients::with_budget`]) sets the tries and the deadline.
+pub const CALL_TRIES: u32 = crate::cloud::retry::MAX_TRIES;
 
 /// One cluster's API server, reached through the shared client cache; cheap to clone.
 #[derive(Clone, Debug)]
@@ -66,33 +72,56 @@ impl KubeCluster {
         err
     }
 
-    /// `call` (idempotent), sent again at once on a retryable error, up to [`CALL_TRIES`]
-    /// times with short backoff; the last error, classified for `action`.
+    /// `call` (idempotent) of `method` (`nodes.list`: a bounded label), sent again on a
+    /// retryable error after a backoff (or the server's `retryAfterSeconds`) within the
+    /// handle's budget ([`crate::cloud::retry`], the mechanism Google's calls use too);
+    /// the last error, classified for `action`.
     pub(crate) async fn idempotent<T, Fut>(
         &self,
+        method: &'static str,
         action: &str,
         mut call: impl FnMut() -> Fut,
     ) -> Result<T, KubeError>
     where
         Fut: std::future::Future<Output = Result<T, kube::Error>>,
     {
-        let mut delay = CALL_FIRST_DELAY;
-        let mut tries = 1;
+        let mut retries = Retries::start(self.clients.budget(), SERVICE, method);
         loop {
-            match call().await {
-                Ok(v) => return Ok(v),
-                Err(e) => {
-                    let err = self.fail(action, e).await;
-                    if tries >= CALL_TRIES
-                        || err.retry() != crate::cloud::gcp::RetryClass::Retryable
-                    {
-                        return Err(err);
-                    }
-                    tracing::debug!(error = %err, tries, "{action} failed; sending it again");
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                    tries += 1;
+            let e = match tokio::time::timeout_at(retries.deadline(), call()).await {
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) => e,
+                // The budget's deadline (a request's own) is over: no retry either.
+                Err(_) => {
+                    return Err(KubeError::Transport {
+                        action: action.to_owned(),
+                        message: format!(
+                            "no answer within the call's deadline (after {} tries)",
+                            retries.tries()
+                        ),
+                    });
                 }
+            };
+            let retry_after = match &e {
+                kube::Error::Api(s) => s
+                    .details
+                    .as_ref()
+                    .map(|d| d.retry_after_seconds)
+                    .filter(|s| *s > 0)
+                    .map(|s| std::time::Duration::from_secs(u64::from(s))),
+                _ => None,
+            };
+            let err = self.fail(action, e).await;
+            let failure = Failure {
+                retryable: err.retry() == RetryClass::Retryable,
+                reason: match err.http_status() {
+                    Some(code) => RetryReason::of_http(code),
+                    None => RetryReason::Transport,
+                },
+                retry_after,
+            };
+            match retries.after(failure) {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => return Err(err),
             }
         }
     }

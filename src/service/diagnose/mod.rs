@@ -210,6 +210,9 @@ pub async fn run(
         .collect();
     let started = Instant::now();
     let deadline = started + timeout;
+    // Every cloud call retries within the diagnosis deadline, not past it (the reads'
+    // own bound, `read`, ends first and says "not checked within").
+    let cloud = &cloud.with_budget(cloud.gcp.http.budget().until(deadline + GRACE / 2));
     let check_time = model::timestamp(chrono::Utc::now());
     let n = ClusterNames::new(&path.project, &path.zone, &path.cluster);
     let name = path.name();

@@ -3,6 +3,9 @@
 //! Registry repository, the network, and the router's Cloud NAT: what `up` ensures
 //! before the GKE cluster, by the names `up` gives them.
 //!
+//! The `apis` check also tells kineticd's adaptive request rate to the project's APIs
+//! (below its ceiling while Google answers 429: WARN).
+//!
 //! Invariant: reads only (`services.get`, `serviceAccounts.get`,
 //! `projects.getIamPolicy`, `buckets.get`, `repositories.get`, `networks.get`,
 //! `routers.get`), each bounded by the diagnosis deadline; a read that fails or times
@@ -14,6 +17,7 @@ use tokio::time::Instant;
 
 use crate::cloud::Cloud;
 use crate::cloud::gcp::types::storage::Bucket;
+use crate::cloud::rate::ApiRate;
 use crate::domain::resource_names::{APIS, ClusterNames};
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 use crate::plan::Account;
@@ -76,13 +80,15 @@ async fn apis(c: &Ctx<'_>) -> DiagnosisCheck {
         }
     }
     if off.is_empty() {
-        return ok(
+        let enabled = format!(
+            "all {} APIs up enables are ENABLED in project {}",
+            APIS.len(),
+            c.n.project
+        );
+        return rates(
             ID,
-            format!(
-                "all {} APIs up enables are ENABLED in project {}",
-                APIS.len(),
-                c.n.project
-            ),
+            enabled,
+            &c.cloud.gcp.http.rates().of_project(&c.n.project),
         );
     }
     check(
@@ -406,4 +412,77 @@ async fn network(c: &Ctx<'_>) -> (DiagnosisCheck, DiagnosisCheck) {
         other => unread("nat", &format!("router {}", n.router), other, c.timeout),
     };
     (network, nat)
+}
+
+/// The `apis` check of enabled APIs, with kineticd's adaptive request rate to each: OK
+/// at the ceiling, WARN while Google's 429s hold one below it.
+fn rates(id: &str, enabled: String, rates: &[ApiRate]) -> DiagnosisCheck {
+    let slowed: Vec<String> = rates
+        .iter()
+        .filter(|r| r.rate < r.ceiling)
+        .map(|r| format!("{} {:.1}", r.api, r.rate))
+        .collect();
+    let ceiling = rates
+        .first()
+        .map_or(String::new(), |r| format!("{}", r.ceiling));
+    if slowed.is_empty() {
+        let at = if ceiling.is_empty() {
+            "no request sent yet".to_owned()
+        } else {
+            format!("at most {ceiling} requests/s per API, no 429 to slow it")
+        };
+        return ok(id, format!("{enabled}; kineticd's request rate: {at}"));
+    }
+    check(
+        id,
+        CheckStatus::Warn,
+        format!(
+            "{enabled}; Google answered 429 (rate limit), so kineticd sends less: {} \
+             requests/s (ceiling {ceiling}), climbing back as calls succeed",
+            slowed.join(", ")
+        ),
+        "nothing to do if it passes; if it lasts, raise the project's API request quota \
+         (Cloud console, IAM & Admin > Quotas) or spread the work over time"
+            .into(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rate(api: &'static str, rate: f64) -> ApiRate {
+        ApiRate {
+            api,
+            rate,
+            ceiling: 100.0,
+        }
+    }
+
+    #[test]
+    fn the_apis_check_tells_the_adaptive_rate() {
+        let c = rates("apis", "all on".into(), &[]);
+        assert_eq!(c.status, CheckStatus::Ok);
+        assert!(c.message.ends_with("no request sent yet"), "{}", c.message);
+        let c = rates("apis", "all on".into(), &[rate("compute", 100.0)]);
+        assert_eq!(c.status, CheckStatus::Ok);
+        assert!(
+            c.message.contains("at most 100 requests/s per API"),
+            "{}",
+            c.message
+        );
+        let c = rates(
+            "apis",
+            "all on".into(),
+            &[rate("compute", 35.3), rate("container", 100.0)],
+        );
+        assert_eq!(c.status, CheckStatus::Warn);
+        assert!(
+            c.message.contains("compute 35.3 requests/s (ceiling 100)"),
+            "{}",
+            c.message
+        );
+        assert!(!c.message.contains("container"), "{}", c.message);
+        assert!(!c.fix.is_empty());
+    }
 }

@@ -14,14 +14,15 @@ pub(crate) const DOWN_AT: [At; 10] = [
         "HTTP_503",
         QUOTA,
     ),
-    at(
+    // Google refused to serve it (429): the client sends it again itself.
+    client(at(
         &["builds-bucket"],
         "storage",
         "buckets.delete",
         &["jobs-bucket"],
         "HTTP_429",
         QUOTA,
-    ),
+    )),
     at(
         &["repository"],
         "artifactregistry",

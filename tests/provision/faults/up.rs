@@ -20,14 +20,15 @@ pub(crate) const UP_AT: [At; 17] = [
         "HTTP_503",
         QUOTA,
     ),
-    at(
+    // Google refused to serve it (429): the client sends it again itself.
+    client(at(
         &["jobs-bucket"],
         "storage",
         "buckets.insert",
         &["state-bucket", "builds-bucket"],
         "HTTP_429",
         QUOTA,
-    ),
+    )),
     at(
         &["builds-bucket"],
         "storage",
@@ -44,14 +45,15 @@ pub(crate) const UP_AT: [At; 17] = [
         "HTTP_503",
         COMPUTE_QUOTA,
     )),
-    accepted(at(
+    // Google refused to serve it (429): the client sends it again itself.
+    client(accepted(at(
         &["router"],
         "compute",
         "routers.insert",
         &[],
         "HTTP_429",
         COMPUTE_QUOTA,
-    )),
+    ))),
     at(
         &["node-sa"],
         "iam",

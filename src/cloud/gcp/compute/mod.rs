@@ -82,7 +82,7 @@ fn zones<'a>(project: &str) -> Call<'a> {
 
 #[derive(Debug, Clone)]
 pub struct Compute {
-    http: GcpHttp,
+    pub(super) http: GcpHttp,
 }
 
 /// Where a Compute operation lives.

@@ -150,7 +150,8 @@ impl Env {
         let timing = Timing::polling(cloud.gcp.http.config.poll);
         Env {
             db,
-            cloud,
+            // A step's calls are retried within its attempt, not a request's budget.
+            cloud: cloud.for_steps(),
             timing,
             manifests,
         }
