@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::cluster::ClusterKube;
 use super::objects::ApiStore;
+use super::rbac::{self, Caller};
 use super::request::{Reply, Req, Target, parse, resolve};
 use super::resources;
 use super::status::KStatus;
@@ -150,20 +151,35 @@ async fn handle(
         media,
         body,
     };
-    if req.method == Method::GET && watch::is_watch(&req) {
-        return tag("kube.watch", watch::serve(sim.clone(), key, &target, &req));
-    }
     let auth = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let caller = match rbac::authenticate(auth.as_deref()) {
+        Ok(caller) => caller,
+        Err(s) => return tag(name, s.into_response()),
+    };
+    if let Some(caller) = &caller {
+        let attrs = rbac::attributes(&target, &rest, &req);
+        let denied = {
+            let world = sim.world();
+            let c = world.kube.clusters.get(&key);
+            c.and_then(|c| rbac::authorize(&c.api, caller, &attrs).err())
+        };
+        if let Some(s) = denied {
+            return tag(name, s.into_response());
+        }
+    }
+    if req.method == Method::GET && watch::is_watch(&req) {
+        return tag("kube.watch", watch::serve(sim.clone(), key, &target, &req));
+    }
     let resp = {
         let mut world = sim.world();
         match world.kube.clusters.get_mut(&key) {
             None => unknown_cluster(&key),
             Some(c) => {
                 c.record_authorization(auth.as_deref());
-                let reply = serve(c, &target, &req);
+                let reply = serve(c, &target, &req, caller.as_ref());
                 if c.is_dirty() {
                     c.reconcile(sim.clock());
                 }
@@ -230,7 +246,10 @@ fn version() -> Value {
     })
 }
 
-fn serve(c: &mut ClusterKube, target: &Target, req: &Req) -> Reply {
+fn serve(c: &mut ClusterKube, target: &Target, req: &Req, caller: Option<&Caller>) -> Reply {
+    if req.method == Method::POST && rbac::review::addresses(target) {
+        return rbac::review::self_subject(&c.api, caller, req);
+    }
     let discovery = !matches!(target, Target::Collection { .. } | Target::Object { .. });
     if discovery && req.method != Method::GET {
         return KStatus::method_not_allowed(&format!("{} on discovery", req.method)).into();
