@@ -7,7 +7,7 @@
 //! pods -o wide` showing the pod Running on the GPU node, `get -w` seeing the rollout of
 //! an `apply --server-side` change, `delete`, strict field validation refusing a typo,
 //! `explain`, and the OpenAPI v2 document read raw. Assertions are on kubectl's own
-//! output.
+//! output. [`rbac`] runs kubectl as team members under the simulator's RBAC.
 //!
 //! Skipped with a message where kubectl is not installed, unless
 //! KINETIC_REQUIRE_KUBECTL=1 (set by .ci/run).

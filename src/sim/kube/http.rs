@@ -1,10 +1,11 @@
 //! The HTTP face of the simulated API servers: `/kube/{key}/...` paths as the kube crate
 //! builds them (`/version`, discovery under `/api` and `/apis`, legacy or aggregated by
 //! `Accept`, and object paths, parsed in `request`), Kubernetes `Status` errors,
-//! injected faults.
+//! injected faults, and a user's requests authorised by RBAC (`rbac`).
 //!
 //! Invariant: a request is parsed and checked for faults before the world lock is taken;
-//! the lock is held for the whole (synchronous) state change plus reconcile, so the
+//! a user's request is authorised under one short hold of the lock before anything else
+//! (watches included); the lock is held for the whole (synchronous) state change plus reconcile, so the
 //! response shows the settled object, and it is never held across an `.await`.
 
 use axum::Router;

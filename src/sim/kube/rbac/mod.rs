@@ -15,6 +15,8 @@ pub mod defaults;
 pub mod proto;
 pub mod review;
 pub mod rules;
+#[cfg(test)]
+mod tests;
 
 use axum::http::Method;
 use serde_json::json;
