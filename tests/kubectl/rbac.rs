@@ -160,6 +160,14 @@ async fn members_get_what_their_bindings_grant_through_kubectl() {
     assert!(!can_i(&reader, &["list", "nodes"]));
     assert!(!can_i(&reader, &["list", "secrets", "-n", "default"]));
 
+    // A binding's role never changes (kube-apiserver refuses; delete and recreate).
+    let (ok, _, err) = admin.run(
+        &["apply", "-f", "-"],
+        Some(&binding("viewer-view", "edit", VIEWER)),
+    );
+    assert!(!ok && err.contains("cannot change roleRef"), "{err}");
+    assert!(!can_i(&viewer, &["create", "jobs", "-n", NS]));
+
     // Deleting the editor's binding takes the access away at once.
     admin.ok(&["delete", "rolebinding", "bob-edit", "-n", NS], None);
     assert!(!can_i(&editor, &["create", "jobs", "-n", NS]));

@@ -5,7 +5,8 @@
 //! simulated. A user's request is authorised by [`rules`] over the stored Roles,
 //! ClusterRoles and bindings plus the [`defaults`]; a denied request gets
 //! kube-apiserver's 403 `Forbidden` Status. [`review`] answers
-//! `SelfSubjectAccessReview`s, so `kubectl auth can-i` works.
+//! `SelfSubjectAccessReview`s, so `kubectl auth can-i` works; [`validation`] checks
+//! bindings as kube-apiserver does before they are stored.
 //!
 //! Invariant: the administrator's requests never evaluate RBAC (no cost on that path); a
 //! user's request is authorised before anything else reads or changes the cluster, with
@@ -17,6 +18,7 @@ pub mod review;
 pub mod rules;
 #[cfg(test)]
 mod tests;
+pub mod validation;
 
 use axum::http::Method;
 use serde_json::json;

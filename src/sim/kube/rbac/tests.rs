@@ -260,3 +260,49 @@ fn forbidden_status_as_kube_apiserver_words_it() {
         "forbidden: User \"bob@x.com\" cannot post path \"/version\""
     );
 }
+
+#[test]
+fn bindings_are_checked_before_they_are_stored() {
+    let c = ClusterKube::new("k");
+    let defs = crate::sim::kube::resources::all(&c.api);
+    let def = |plural: &str| {
+        crate::sim::kube::resources::find(&defs, RBAC, "v1", plural).expect("served")
+    };
+    let (rb, crb) = (def("rolebindings"), def("clusterrolebindings"));
+    let good = json!({
+        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "edit"},
+        "subjects": [
+            {"apiGroup": RBAC, "kind": "User", "name": "bob@x.com"},
+            {"kind": "ServiceAccount", "name": "runner", "namespace": "t"},
+        ],
+    });
+    assert_eq!(validation::check_binding(&rb, "b", &good, None), Ok(()));
+    assert_eq!(
+        validation::check_binding(&crb, "b", &good, Some(&good)),
+        Ok(())
+    );
+    let mut moved = good.clone();
+    moved["roleRef"]["name"] = json!("view");
+    let err = validation::check_binding(&rb, "b", &moved, Some(&good)).expect_err("moved");
+    assert_eq!(err.code, 422);
+    assert!(
+        err.message.ends_with(": cannot change roleRef"),
+        "{}",
+        err.message
+    );
+    let bad = json!({
+        "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "r"},
+        "subjects": [{"kind": "User", "name": "bob@x.com"}, {"kind": "Robot", "name": "r2"}],
+    });
+    assert_eq!(
+        validation::check_binding(&rb, "b", &bad, None).map_err(|e| e.code),
+        Err(422)
+    );
+    let err = validation::check_binding(&crb, "b", &bad, None).expect_err("bad");
+    assert_eq!(
+        err.message,
+        "ClusterRoleBinding \"b\" is invalid: [roleRef.kind: Unsupported value: \"Role\": supported values: \"ClusterRole\", \
+         subjects[0].apiGroup: Unsupported value: \"\": supported values: \"rbac.authorization.k8s.io\", \
+         subjects[1].kind: Unsupported value: \"Robot\": supported values: \"ServiceAccount\", \"User\", \"Group\"]"
+    );
+}
