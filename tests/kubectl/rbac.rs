@@ -130,6 +130,32 @@ async fn members_get_what_their_bindings_grant_through_kubectl() {
         ),
     );
 
+    // The Status body as any client reads it (the simulator takes tokens over http too).
+    let refused = kineticd::app::http_client()
+        .expect("http")
+        .post(format!("{plain}/apis/batch/v1/namespaces/{NS}/jobs"))
+        .bearer_auth(format!("user:{VIEWER}"))
+        .json(&serde_json::json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}}))
+        .send()
+        .await
+        .expect("POST job");
+    assert_eq!(refused.status(), 403);
+    let status: serde_json::Value = refused.json().await.expect("Status");
+    assert_eq!(
+        (
+            &status["kind"],
+            &status["reason"],
+            &status["code"],
+            &status["details"]
+        ),
+        (
+            &serde_json::json!("Status"),
+            &serde_json::json!("Forbidden"),
+            &serde_json::json!(403),
+            &serde_json::json!({"kind": "jobs", "group": "batch"})
+        )
+    );
+
     // Someone with no binding can do nothing.
     forbidden(
         &nobody,
@@ -144,6 +170,14 @@ async fn members_get_what_their_bindings_grant_through_kubectl() {
         "nodes is forbidden: User \"nobody@example.com\" cannot list resource \"nodes\" in API group \"\" at the cluster scope",
     );
     assert!(!can_i(&nobody, &["get", "jobs", "-n", NS]));
+    // A watch (`--raw` paths start at the host, so the cluster's path prefix is given).
+    let watch_pods = format!("{}/api/v1/namespaces/{NS}/pods?watch=1", url.path());
+    forbidden(
+        &nobody,
+        &["get", "--raw", &watch_pods],
+        None,
+        "pods is forbidden: User \"nobody@example.com\" cannot watch resource \"pods\" in API group \"\" in the namespace \"team\"",
+    );
 
     // A group bound to `view` cluster-wide reads every namespace, not nodes or secrets.
     let crb = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: readers\n\
