@@ -6,7 +6,7 @@
 //! can do nothing; a group bound cluster-wide to `view` reads every namespace but not
 //! nodes or secrets; deleting the editor's binding takes the access away at once.
 
-use super::{Kubectl, gpu_cluster, kubectl_available, tls_front};
+use super::{Kubectl, gpu_cluster, kubectl_available, line_with, tls_front};
 
 const NS: &str = "team";
 const EDITOR: &str = "bob@example.com";
@@ -113,6 +113,10 @@ async fn members_get_what_their_bindings_grant_through_kubectl() {
     ));
     assert!(!can_i(&viewer, &["create", "jobs", "-n", NS]));
     assert!(!can_i(&viewer, &["get", "secrets", "-n", NS]));
+    let list = viewer.ok(&["auth", "can-i", "--list", "-n", NS], None);
+    let jobs = line_with(&list, &["jobs.batch", "[get list watch]"]);
+    assert!(!jobs.contains("create"), "{list}");
+    assert!(!list.contains("secrets"), "{list}");
     forbidden(
         &viewer,
         &["create", "-n", NS, "-f", "-"],

@@ -248,8 +248,10 @@ fn version() -> Value {
 }
 
 fn serve(c: &mut ClusterKube, target: &Target, req: &Req, caller: Option<&Caller>) -> Reply {
-    if req.method == Method::POST && rbac::review::addresses(target) {
-        return rbac::review::self_subject(&c.api, caller, req);
+    if req.method == Method::POST
+        && let Some(reply) = rbac::review::serve(&c.api, caller, target, req)
+    {
+        return reply;
     }
     let discovery = !matches!(target, Target::Collection { .. } | Target::Object { .. });
     if discovery && req.method != Method::GET {

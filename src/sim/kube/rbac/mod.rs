@@ -5,7 +5,7 @@
 //! simulated. A user's request is authorised by [`rules`] over the stored Roles,
 //! ClusterRoles and bindings plus the [`defaults`]; a denied request gets
 //! kube-apiserver's 403 `Forbidden` Status. [`review`] answers
-//! `SelfSubjectAccessReview`s, so `kubectl auth can-i` works; [`validation`] checks
+//! the self reviews (`kubectl auth can-i`, also `--list`); [`validation`] checks
 //! bindings as kube-apiserver does before they are stored.
 //!
 //! Invariant: the administrator's requests never evaluate RBAC (no cost on that path); a

@@ -2,7 +2,8 @@
 //! (`application/vnd.kubernetes.protobuf`): the `k8s\0` envelope (`runtime.Unknown`, the
 //! object's bytes in field 2), the review's `spec` (field 2) with `resourceAttributes`
 //! (1: namespace, verb, group, version, resource, subresource, name as fields 1-7) or
-//! `nonResourceAttributes` (2: path, verb), read into the JSON `spec` the review reads.
+//! `nonResourceAttributes` (2: path, verb), read into the JSON `spec` the review reads;
+//! a `SelfSubjectRulesReview`'s spec is its `namespace` (field 1).
 //!
 //! Invariant: only what a review needs is read; a body that is not well-formed
 //! protobuf is refused (`None`), never guessed at.
@@ -86,6 +87,16 @@ pub fn review_spec(body: &[u8]) -> Option<Value> {
         );
     }
     Some(Value::Object(out))
+}
+
+/// A rules review's `spec` (`namespace`, field 1) from a protobuf body.
+pub fn rules_review_spec(body: &[u8]) -> Option<Value> {
+    let unknown = fields(body.strip_prefix(MAGIC)?)?;
+    let review = fields(field(&unknown, 2)?)?;
+    match field(&review, 2) {
+        Some(spec) => strings(spec, &["namespace"]),
+        None => Some(json!({})),
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
-//! `SelfSubjectAccessReview` (`POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews`):
-//! may the caller do what the review's `spec` describes (`resourceAttributes` or
-//! `nonResourceAttributes`; in JSON or, as kubectl sends it, protobuf)? Answered 201 with the review and its `status`, as
-//! kube-apiserver does; `kubectl auth can-i` prints `yes` or `no` from it.
+//! The self reviews of `authorization.k8s.io/v1`, in JSON or (as kubectl sends them)
+//! protobuf, answered 201 with the review and its `status` as kube-apiserver does:
+//! `SelfSubjectAccessReview` (may the caller do what `spec.resourceAttributes` or
+//! `spec.nonResourceAttributes` describe? `kubectl auth can-i` prints `yes` or `no`) and
+//! `SelfSubjectRulesReview` (every rule the caller holds in `spec.namespace`; `kubectl
+//! auth can-i --list`).
 //!
 //! Invariant: a review is decided by the same evaluation as a request ([`super::rules`]);
 //! it is not stored, and the administrator is allowed everything.
@@ -16,12 +18,67 @@ use crate::sim::kube::status::KStatus;
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 const GROUP: &str = "authorization.k8s.io";
-const PLURAL: &str = "selfsubjectaccessreviews";
+const ACCESS: &str = "selfsubjectaccessreviews";
+const RULES: &str = "selfsubjectrulesreviews";
 
-/// Whether `target` is the review collection.
-pub fn addresses(target: &Target) -> bool {
-    matches!(target, Target::Collection { group, plural, namespace: None, .. }
-        if group == GROUP && plural == PLURAL)
+/// The answer to a POST of a self review; `None` when `target` is no review.
+pub fn serve(
+    store: &ApiStore,
+    caller: Option<&Caller>,
+    target: &Target,
+    req: &Req,
+) -> Option<Reply> {
+    let Target::Collection {
+        group,
+        plural,
+        namespace: None,
+        ..
+    } = target
+    else {
+        return None;
+    };
+    if group != GROUP {
+        return None;
+    }
+    let (kind, spec) = match plural.as_str() {
+        ACCESS => (
+            "SelfSubjectAccessReview",
+            proto::review_spec as fn(&[u8]) -> Option<Value>,
+        ),
+        RULES => (
+            "SelfSubjectRulesReview",
+            proto::rules_review_spec as fn(&[u8]) -> Option<Value>,
+        ),
+        _ => return None,
+    };
+    let spec = if req.media == PROTOBUF {
+        spec(&req.body).ok_or_else(|| format!("not a {kind} in protobuf"))
+    } else {
+        serde_json::from_slice::<Value>(&req.body)
+            .map(|mut v| v["spec"].take())
+            .map_err(|e| e.to_string())
+    };
+    let spec = match spec {
+        Ok(spec) => spec,
+        Err(e) => return Some(KStatus::bad_request(format!("invalid review body: {e}")).into()),
+    };
+    let status = match plural.as_str() {
+        ACCESS => access(store, caller, &spec),
+        _ => Ok(rules_status(store, caller, &spec)),
+    };
+    Some(match status {
+        Ok(status) => Reply::Json(
+            StatusCode::CREATED,
+            json!({
+                "kind": kind,
+                "apiVersion": "authorization.k8s.io/v1",
+                "metadata": {"creationTimestamp": null},
+                "spec": spec,
+                "status": status,
+            }),
+        ),
+        Err(s) => s.into(),
+    })
 }
 
 fn text(v: &Value, k: &str) -> String {
@@ -68,40 +125,29 @@ fn attrs(spec: &Value) -> Result<Attrs, KStatus> {
     }
 }
 
-/// Answer a review by `caller` (`None`: the administrator).
-pub fn self_subject(store: &ApiStore, caller: Option<&Caller>, req: &Req) -> Reply {
-    let spec = if req.media == PROTOBUF {
-        proto::review_spec(&req.body)
-            .ok_or_else(|| "not a SelfSubjectAccessReview in protobuf".to_owned())
-    } else {
-        serde_json::from_slice::<Value>(&req.body)
-            .map(|mut v| v["spec"].take())
-            .map_err(|e| e.to_string())
-    };
-    let spec = match spec {
-        Ok(spec) => spec,
-        Err(e) => return KStatus::bad_request(format!("invalid review body: {e}")).into(),
-    };
-    let spec = &spec;
-    let a = match attrs(spec) {
-        Ok(a) => a,
-        Err(s) => return s.into(),
-    };
-    let status = match caller {
+/// The status of an access review by `caller` (`None`: the administrator).
+fn access(store: &ApiStore, caller: Option<&Caller>, spec: &Value) -> Result<Value, KStatus> {
+    let a = attrs(spec)?;
+    Ok(match caller {
         None => json!({"allowed": true}),
         Some(c) => match rules::allowed_by(store, c, &a) {
             Some(reason) => json!({"allowed": true, "reason": reason}),
             None => json!({"allowed": false}),
         },
+    })
+}
+
+/// The status of a rules review: the caller's rules split as kube lists them.
+fn rules_status(store: &ApiStore, caller: Option<&Caller>, spec: &Value) -> Value {
+    let all = match caller {
+        None => vec![
+            json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}),
+            json!({"verbs": ["*"], "nonResourceURLs": ["*"]}),
+        ],
+        Some(c) => rules::rules_of(store, c, spec["namespace"].as_str().unwrap_or("")),
     };
-    Reply::Json(
-        StatusCode::CREATED,
-        json!({
-            "kind": "SelfSubjectAccessReview",
-            "apiVersion": "authorization.k8s.io/v1",
-            "metadata": {"creationTimestamp": null},
-            "spec": spec,
-            "status": status,
-        }),
-    )
+    let (non_resource, resource): (Vec<Value>, Vec<Value>) = all
+        .into_iter()
+        .partition(|r| r.get("nonResourceURLs").is_some());
+    json!({"resourceRules": resource, "nonResourceRules": non_resource, "incomplete": false})
 }

@@ -90,26 +90,31 @@ fn selects(selector: &Value, labels: &Value) -> bool {
         .is_some_and(|want| want.iter().all(|(k, v)| &labels[k] == v))
 }
 
-/// Whether a ClusterRole (its own rules, and those of the roles it aggregates) allows.
-fn cluster_role_allows(store: &ApiStore, role: &Value, a: &Attrs, depth: u8) -> bool {
-    if strs_rules(role).any(|r| rule_allows(r, a)) {
-        return true;
-    }
+/// A ClusterRole's rules: its own and those of the roles it aggregates.
+fn cluster_role_rules<'a>(
+    store: &'a ApiStore,
+    role: &'a Value,
+    depth: u8,
+    out: &mut Vec<&'a Value>,
+) {
+    out.extend(strs_rules(role));
     let Some(selectors) = role["aggregationRule"]["clusterRoleSelectors"].as_array() else {
-        return false;
+        return;
     };
     if depth >= MAX_AGGREGATION_DEPTH {
-        return false;
+        return;
     }
     let name = &role["metadata"]["name"];
-    all_cluster_roles(store)
+    for r in all_cluster_roles(store)
         .filter(|r| &r["metadata"]["name"] != name)
         .filter(|r| {
             selectors
                 .iter()
                 .any(|s| selects(s, &r["metadata"]["labels"]))
         })
-        .any(|r| cluster_role_allows(store, r, a, depth + 1))
+    {
+        cluster_role_rules(store, r, depth + 1, out);
+    }
 }
 
 fn strs_rules(role: &Value) -> impl Iterator<Item = &Value> {
@@ -139,58 +144,89 @@ fn binds(binding: &Value, ns: &str, caller: &Caller) -> bool {
         })
 }
 
-/// Whether the role a binding refers to allows the request.
-fn role_allows(store: &ApiStore, binding: &Value, ns: &str, a: &Attrs) -> bool {
+/// The rules of the role a binding (in namespace `ns`, "" for a ClusterRoleBinding)
+/// refers to; none when the role does not exist.
+fn binding_rules<'a>(store: &'a ApiStore, binding: &Value, ns: &str) -> Vec<&'a Value> {
     let role_ref = &binding["roleRef"];
     let name = role_ref["name"].as_str().unwrap_or("");
+    let mut out = Vec::new();
     match role_ref["kind"].as_str() {
-        Some("ClusterRole") => object(store, "clusterroles", "", name)
-            .is_some_and(|r| cluster_role_allows(store, r, a, 0)),
-        Some("Role") if !ns.is_empty() => object(store, "roles", ns, name)
-            .is_some_and(|r| strs_rules(r).any(|rule| rule_allows(rule, a))),
-        _ => false,
+        Some("ClusterRole") => {
+            if let Some(r) = object(store, "clusterroles", "", name) {
+                cluster_role_rules(store, r, 0, &mut out);
+            }
+        }
+        Some("Role") if !ns.is_empty() => {
+            out.extend(
+                object(store, "roles", ns, name)
+                    .into_iter()
+                    .flat_map(strs_rules),
+            );
+        }
+        _ => {}
     }
+    out
 }
 
-/// Why the request is allowed (kube-apiserver's RBAC reason), or `None`: denied.
-pub fn allowed_by(store: &ApiStore, caller: &Caller, a: &Attrs) -> Option<String> {
-    let describe = |binding: &Value, ns: &str| {
-        let kind = binding["kind"].as_str().unwrap_or("ClusterRoleBinding");
-        let name = binding["metadata"]["name"].as_str().unwrap_or("");
-        let role_kind = binding["roleRef"]["kind"].as_str().unwrap_or("");
-        let role = binding["roleRef"]["name"].as_str().unwrap_or("");
-        let at = if ns.is_empty() {
-            format!("{kind} {name:?}")
-        } else {
-            format!("{kind} \"{name}/{ns}\"")
-        };
-        format!(
-            "RBAC: allowed by {at} of {role_kind} {role:?} to User {:?}",
-            caller.user
-        )
-    };
+/// The bindings naming the caller that count in namespace `ns` (the ClusterRoleBindings,
+/// then the RoleBindings of `ns`), each with its namespace ("" for cluster bindings).
+fn caller_bindings<'a>(
+    store: &'a ApiStore,
+    caller: &'a Caller,
+    ns: &'a str,
+) -> impl Iterator<Item = (&'a Value, &'a str)> {
     let stored = store
         .list(RBAC, "clusterrolebindings", None)
         .map(|(_, b)| b);
-    let defaults = defaults::cluster_role_bindings().iter().filter(|d| {
+    let defaults = defaults::cluster_role_bindings().iter().filter(move |d| {
         let name = d["metadata"]["name"].as_str().unwrap_or("");
         store
             .get(&ObjKey::new(RBAC, "clusterrolebindings", "", name))
             .is_none()
     });
-    if let Some(b) = stored
-        .chain(defaults)
-        .find(|b| binds(b, "", caller) && role_allows(store, b, "", a))
-    {
-        return Some(describe(b, ""));
+    let cluster = stored.chain(defaults).map(|b| (b, ""));
+    let local = (!ns.is_empty())
+        .then(|| store.list(RBAC, "rolebindings", Some(ns)))
+        .into_iter()
+        .flatten()
+        .map(move |(_, b)| (b, ns));
+    cluster
+        .chain(local)
+        .filter(|(b, bns)| binds(b, bns, caller))
+}
+
+/// Why the request is allowed (kube-apiserver's RBAC reason), or `None`: denied.
+pub fn allowed_by(store: &ApiStore, caller: &Caller, a: &Attrs) -> Option<String> {
+    let (b, ns) = caller_bindings(store, caller, &a.namespace).find(|(b, ns)| {
+        binding_rules(store, b, ns)
+            .iter()
+            .any(|r| rule_allows(r, a))
+    })?;
+    let kind = b["kind"].as_str().unwrap_or("ClusterRoleBinding");
+    let name = b["metadata"]["name"].as_str().unwrap_or("");
+    let role_kind = b["roleRef"]["kind"].as_str().unwrap_or("");
+    let role = b["roleRef"]["name"].as_str().unwrap_or("");
+    let at = if ns.is_empty() {
+        format!("{kind} {name:?}")
+    } else {
+        format!("{kind} \"{name}/{ns}\"")
+    };
+    Some(format!(
+        "RBAC: allowed by {at} of {role_kind} {role:?} to User {:?}",
+        caller.user
+    ))
+}
+
+/// Every rule the caller holds in namespace `ns` (cluster-wide ones included), as
+/// `SelfSubjectRulesReview` lists them.
+pub fn rules_of(store: &ApiStore, caller: &Caller, ns: &str) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for (b, bns) in caller_bindings(store, caller, ns) {
+        for r in binding_rules(store, b, bns) {
+            if !out.contains(r) {
+                out.push(r.clone());
+            }
+        }
     }
-    if a.namespace.is_empty() {
-        return None;
-    }
-    let ns = a.namespace.as_str();
-    store
-        .list(RBAC, "rolebindings", Some(ns))
-        .map(|(_, b)| b)
-        .find(|b| binds(b, ns, caller) && role_allows(store, b, ns, a))
-        .map(|b| describe(b, ns))
+    out
 }
