@@ -7,13 +7,17 @@
 //! pods -o wide` showing the pod Running on the GPU node, `get -w` seeing the rollout of
 //! an `apply --server-side` change, `delete`, strict field validation refusing a typo,
 //! `explain`, and the OpenAPI v2 document read raw. Assertions are on kubectl's own
-//! output.
+//! output. [`rbac`] runs kubectl as team members under the simulator's RBAC.
 //!
 //! Skipped with a message where kubectl is not installed, unless
 //! KINETIC_REQUIRE_KUBECTL=1 (set by .ci/run).
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "kubectl/rbac.rs"]
+mod rbac;
+#[path = "kubectl/tls_front.rs"]
+mod tls_front;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -76,16 +80,28 @@ struct Kubectl {
 }
 
 impl Kubectl {
+    /// kubectl as the cluster's administrator.
     fn new(server: &str) -> Kubectl {
+        Kubectl::with_token(server, "simulated")
+    }
+
+    /// kubectl sending bearer `token` (`user:EMAIL` authenticates as that user).
+    fn with_token(server: &str, token: &str) -> Kubectl {
         let dir = std::env::temp_dir().join(format!(
             "kineticd-kubectl-{}",
             uuid::Uuid::new_v4().simple()
         ));
         std::fs::create_dir_all(&dir).expect("temp dir");
+        // The TLS front's certificate is self-signed.
+        let insecure = if server.starts_with("https:") {
+            "\n    insecure-skip-tls-verify: true"
+        } else {
+            ""
+        };
         let config = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {server}\n\
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {server}{insecure}\n\
              contexts:\n- name: sim\n  context: {{cluster: sim, user: sim, namespace: default}}\n\
-             current-context: sim\nusers:\n- name: sim\n  user: {{token: simulated}}\n"
+             current-context: sim\nusers:\n- name: sim\n  user: {{token: \"{token}\"}}\n"
         );
         std::fs::write(dir.join("config"), config).expect("kubeconfig");
         Kubectl { dir }

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::start_sim;
 use simctl::{
     Want, arm, assert_not_found, assert_retried_once, assert_unknown_field, failed_with, journal,
-    post_refused, quick_rmw, raw,
+    post_refused, quick_rmw, raw, service_account,
 };
 
 const PROJECT: &str = "demo-project";
@@ -462,4 +462,36 @@ async fn bucket_policy_etags_and_read_modify_write() {
         .await
         .unwrap_err();
     assert!(e.is_not_found());
+}
+
+#[tokio::test]
+async fn a_deleted_accounts_bucket_grants_stay_in_deleted_form() {
+    let (_sim, gcp) = start_sim().await;
+    let bucket = "deleted-member-bucket";
+    plain_bucket(&gcp, bucket).await;
+    let (sa, member) = service_account(&gcp, PROJECT, "kn-c2-nodes").await;
+    let cancel = CancellationToken::new();
+    let grant = [("roles/storage.objectAdmin", member.as_str())];
+    let storage = gcp.storage.clone().with_rmw_policy(quick_rmw(3));
+    storage
+        .add_bucket_bindings(bucket, &grant, &cancel)
+        .await
+        .unwrap();
+    gcp.iam
+        .delete_service_account(PROJECT, &sa.email)
+        .await
+        .unwrap();
+    let gone = format!("deleted:serviceAccount:{}?uid={}", sa.email, sa.unique_id);
+    // The grant shows in the deleted form, and a read-modify-write keeps it.
+    let other = [("roles/storage.objectViewer", "user:bob@example.com")];
+    let after = storage
+        .add_bucket_bindings(bucket, &other, &cancel)
+        .await
+        .unwrap();
+    assert!(
+        after.has_binding("roles/storage.objectAdmin", &gone),
+        "{after:?}"
+    );
+    assert!(!after.has_binding("roles/storage.objectAdmin", &member));
+    assert!(after.has_binding("roles/storage.objectViewer", "user:bob@example.com"));
 }

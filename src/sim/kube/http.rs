@@ -1,10 +1,11 @@
 //! The HTTP face of the simulated API servers: `/kube/{key}/...` paths as the kube crate
 //! builds them (`/version`, discovery under `/api` and `/apis`, legacy or aggregated by
 //! `Accept`, and object paths, parsed in `request`), Kubernetes `Status` errors,
-//! injected faults.
+//! injected faults, and a user's requests authorised by RBAC (`rbac`).
 //!
 //! Invariant: a request is parsed and checked for faults before the world lock is taken;
-//! the lock is held for the whole (synchronous) state change plus reconcile, so the
+//! a user's request is authorised under one short hold of the lock before anything else
+//! (watches included); the lock is held for the whole (synchronous) state change plus reconcile, so the
 //! response shows the settled object, and it is never held across an `.await`.
 
 use axum::Router;
@@ -17,6 +18,7 @@ use serde_json::{Value, json};
 
 use super::cluster::ClusterKube;
 use super::objects::ApiStore;
+use super::rbac::{self, Caller};
 use super::request::{Reply, Req, Target, parse, resolve};
 use super::resources;
 use super::status::KStatus;
@@ -150,20 +152,35 @@ async fn handle(
         media,
         body,
     };
-    if req.method == Method::GET && watch::is_watch(&req) {
-        return tag("kube.watch", watch::serve(sim.clone(), key, &target, &req));
-    }
     let auth = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let caller = match rbac::authenticate(auth.as_deref()) {
+        Ok(caller) => caller,
+        Err(s) => return tag(name, s.into_response()),
+    };
+    if let Some(caller) = &caller {
+        let attrs = rbac::attributes(&target, &rest, &req);
+        let denied = {
+            let world = sim.world();
+            let c = world.kube.clusters.get(&key);
+            c.and_then(|c| rbac::authorize(&c.api, caller, &attrs).err())
+        };
+        if let Some(s) = denied {
+            return tag(name, s.into_response());
+        }
+    }
+    if req.method == Method::GET && watch::is_watch(&req) {
+        return tag("kube.watch", watch::serve(sim.clone(), key, &target, &req));
+    }
     let resp = {
         let mut world = sim.world();
         match world.kube.clusters.get_mut(&key) {
             None => unknown_cluster(&key),
             Some(c) => {
                 c.record_authorization(auth.as_deref());
-                let reply = serve(c, &target, &req);
+                let reply = serve(c, &target, &req, caller.as_ref());
                 if c.is_dirty() {
                     c.reconcile(sim.clock());
                 }
@@ -230,7 +247,12 @@ fn version() -> Value {
     })
 }
 
-fn serve(c: &mut ClusterKube, target: &Target, req: &Req) -> Reply {
+fn serve(c: &mut ClusterKube, target: &Target, req: &Req, caller: Option<&Caller>) -> Reply {
+    if req.method == Method::POST
+        && let Some(reply) = rbac::review::serve(&c.api, caller, target, req)
+    {
+        return reply;
+    }
     let discovery = !matches!(target, Target::Collection { .. } | Target::Object { .. });
     if discovery && req.method != Method::GET {
         return KStatus::method_not_allowed(&format!("{} on discovery", req.method)).into();

@@ -2,7 +2,8 @@
 //! `/kube/{cluster}/` ([`http`]), with node objects that follow the GKE node pools,
 //! a scheduler, a cluster autoscaler and status controllers on the simulator clock
 //! ([`cluster`]), plus admin endpoints: the simulator's own manifests and spot reclaims
-//! ([`admin`]), and objects held unhealthy ([`ailments`]).
+//! ([`admin`]), and objects held unhealthy ([`ailments`]); requests by users are
+//! authenticated and authorised with RBAC ([`rbac`]).
 //!
 //! Invariant: the GKE simulator drives this module only through [`State`]'s pool and
 //! cluster functions; every change marks the cluster for reconciliation, which
@@ -27,6 +28,7 @@ pub mod openapi;
 pub mod pod_sets;
 pub mod provisioning_request;
 pub mod quantities;
+pub mod rbac;
 pub mod request;
 pub mod resources;
 pub mod scale_up_events;

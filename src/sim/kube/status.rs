@@ -8,7 +8,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// A Kubernetes `Status` failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +16,8 @@ pub struct KStatus {
     pub code: u16,
     pub reason: &'static str,
     pub message: String,
+    /// `details` (`{name, group, kind}`), when the failure names a resource.
+    pub details: Option<Value>,
 }
 
 impl KStatus {
@@ -24,6 +26,7 @@ impl KStatus {
             code,
             reason,
             message: message.into(),
+            details: None,
         }
     }
     pub fn no_resource() -> KStatus {
@@ -48,7 +51,7 @@ impl KStatus {
 impl IntoResponse for KStatus {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = json!({
+        let mut body = json!({
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
@@ -57,6 +60,9 @@ impl IntoResponse for KStatus {
             "reason": self.reason,
             "code": self.code,
         });
+        if let Some(details) = self.details {
+            body["details"] = details;
+        }
         (code, Json(body)).into_response()
     }
 }

@@ -2,6 +2,7 @@
 //! YAML for apply patches), apiVersion and kind match the path, name and namespace
 //! agree with the URL and are valid, the namespace exists, CRDs are well-formed,
 //! quantities are canonicalised ([`quantities`]), pods are admitted ([`admission`]),
+//! RBAC bindings are well-formed ([`rbac::validation`]),
 //! and, when asked (`fieldValidation=Strict`), no field is unknown ([`openapi`]).
 //!
 //! Invariant: [`validate`] either fails without changing the cluster or leaves the
@@ -13,6 +14,7 @@ use super::admission;
 use super::cluster::ClusterKube;
 use super::openapi;
 use super::quantities;
+use super::rbac;
 use super::request::Req;
 use super::resources::{CRD_GROUP, CRD_PLURAL, ResourceDef, crd_defs};
 use super::status::KStatus;
@@ -189,6 +191,7 @@ pub fn validate(
 /// object goes through (created, applied, patched or replaced).
 pub fn normalise_and_admit(def: &ResourceDef, name: &str, body: &mut Value) -> Result<(), KStatus> {
     quantities::normalise(&def.kind, body).map_err(|e| e.status(def, name))?;
+    rbac::validation::check_binding(def, name, body, None)?;
     if def.group.is_empty()
         && def.plural == "pods"
         && let Some(spec) = body.get_mut("spec")

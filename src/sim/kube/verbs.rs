@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::cluster::{ClusterKube, initial_status, namespaced_keys};
 use super::objects::{ObjKey, Outcome, Write, write_existing};
+use super::rbac::validation::check_binding;
 use super::request::{Reply, Req};
 use super::resources::{CRD_GROUP, CRD_PLURAL, ResourceDef, crd_defs};
 use super::selectors::selected;
@@ -196,6 +197,7 @@ fn store_write(
     match write_existing(existing, body, write, &finish)? {
         Outcome::Unchanged => {}
         Outcome::Changed(obj) => {
+            check_binding(def, &k.name, &obj, Some(existing))?;
             c.api.put(k.clone(), obj);
             c.mark_dirty();
         }

@@ -3,7 +3,7 @@
 //! custom roles ([`roles`]).
 //!
 //! Invariant: an account ID is unique within its project while the account exists; a
-//! deleted account's grants on project policies turn into the `deleted:` form; every
+//! deleted account's grants on project and bucket policies turn into the `deleted:` form; every
 //! response, error or not, is tagged with its Google method.
 
 mod list;
@@ -162,6 +162,7 @@ fn delete_account(
         .map(|a| (a.account.email.clone(), a.account.unique_id.clone()))?;
     w.iam.accounts.remove(&email);
     w.resource_manager.account_deleted(&email, &unique_id);
+    w.storage.account_deleted(&email, &unique_id);
     Ok::<_, SimError>(Json(serde_json::json!({})))
 }
 

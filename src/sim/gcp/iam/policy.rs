@@ -97,15 +97,18 @@ impl Stored {
     /// Replace `serviceAccount:{email}` by the `deleted:` form Google shows after the
     /// account is deleted.
     pub fn mark_deleted(&mut self, email: &str, unique_id: &str) {
-        let live = format!("serviceAccount:{email}");
-        let gone = format!("deleted:serviceAccount:{email}?uid={unique_id}");
         for b in &mut self.policy.bindings {
-            for m in &mut b.members {
-                if *m == live {
-                    m.clone_from(&gone);
-                }
-            }
+            mark_deleted_members(&mut b.members, email, unique_id);
         }
+    }
+}
+
+/// Replace `serviceAccount:{email}` among `members` by its `deleted:` form (project and
+/// bucket policies alike).
+pub fn mark_deleted_members(members: &mut [String], email: &str, unique_id: &str) {
+    let live = format!("serviceAccount:{email}");
+    for m in members.iter_mut().filter(|m| **m == live) {
+        *m = format!("deleted:serviceAccount:{email}?uid={unique_id}");
     }
 }
 

@@ -125,6 +125,16 @@ impl State {
     fn bucket(&mut self, name: &str) -> Result<&mut BucketRecord, SimError> {
         self.buckets.get_mut(name).ok_or_else(no_such_bucket)
     }
+
+    /// IAM deleted `email`: its bucket grants turn into `deleted:serviceAccount:...`
+    /// (the etag stays), as Google shows them.
+    pub fn account_deleted(&mut self, email: &str, unique_id: &str) {
+        for rec in self.buckets.values_mut() {
+            for b in &mut rec.policy.bindings {
+                super::iam::policy::mark_deleted_members(&mut b.members, email, unique_id);
+            }
+        }
+    }
 }
 
 /// Google's bucket naming rules.
@@ -344,7 +354,7 @@ fn set_policy(
     do_set_policy(sim, &bucket, &body)
 }
 
-const BUCKET_MEMBER_PREFIXES: [&str; 9] = [
+const BUCKET_MEMBER_PREFIXES: [&str; 12] = [
     "user:",
     "serviceAccount:",
     "group:",
@@ -354,6 +364,9 @@ const BUCKET_MEMBER_PREFIXES: [&str; 9] = [
     "projectViewer:",
     "principal:",
     "principalSet:",
+    "deleted:user:",
+    "deleted:serviceAccount:",
+    "deleted:group:",
 ];
 
 fn do_set_policy(sim: &Sim, bucket: &str, body: &Bytes) -> Result<Json<BucketPolicy>, SimError> {
