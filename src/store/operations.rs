@@ -78,18 +78,17 @@ pub struct NewOperation<'a> {
 /// unfinished operation of a key): the insert first takes a transaction-scoped advisory
 /// lock on the key and stamps `create_time` with the clock *after* taking it, so a
 /// concurrent enqueue on the same key commits strictly before or after, never interleaved.
+/// One statement: the row is built from the lock's result, so the lock is taken first.
 pub async fn insert(
     tx: &mut PgConnection,
     op: &NewOperation<'_>,
 ) -> Result<OperationRow, StoreError> {
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7301))")
-        .bind(op.serial_key)
-        .execute(&mut *tx)
-        .await?;
     let sql = format!(
-        "WITH ins AS (INSERT INTO operations (id, op_type, target, serial_key, team_id, cluster_id, \
+        "WITH l AS (SELECT pg_advisory_xact_lock(hashtextextended($4, 7301))), \
+         ins AS (INSERT INTO operations (id, op_type, target, serial_key, team_id, cluster_id, \
              created_by, request_id, state, input, plan, steps, create_time, update_time) \
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11::json, clock_timestamp(), clock_timestamp()) \
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11::json, clock_timestamp(), clock_timestamp() \
+           FROM l \
            RETURNING {COLUMNS}), \
          n AS (SELECT pg_notify('{EVENTS_CHANNEL}', 'new')) \
          SELECT ins.* FROM ins, n"
@@ -202,6 +201,20 @@ pub async fn claim(
     lease_seconds: f64,
     deadline_seconds_by_type: &[(String, f64)],
 ) -> Result<Option<OperationRow>, StoreError> {
+    let rows = claim_many(ex, owner, lease_seconds, deadline_seconds_by_type, 1).await?;
+    Ok(rows.into_iter().next())
+}
+
+/// [`claim`] of up to `limit` operations in one statement (one commit), oldest first.
+/// Two operations of one serial key are never claimed together: only the oldest
+/// unfinished one of a key passes the claim's condition.
+pub async fn claim_many(
+    ex: impl PgExecutor<'_>,
+    owner: &str,
+    lease_seconds: f64,
+    deadline_seconds_by_type: &[(String, f64)],
+    limit: i64,
+) -> Result<Vec<OperationRow>, StoreError> {
     let types: Vec<&str> = deadline_seconds_by_type
         .iter()
         .map(|(t, _)| t.as_str())
@@ -217,7 +230,7 @@ pub async fn claim(
                              WHERE p.serial_key = o.serial_key AND p.end_time IS NULL \
                                AND (p.create_time, p.id) < (o.create_time, o.id)) \
            ORDER BY o.create_time, o.id \
-           FOR UPDATE OF o SKIP LOCKED LIMIT 1), \
+           FOR UPDATE OF o SKIP LOCKED LIMIT $5), \
          d AS (SELECT t, s FROM unnest($3::text[], $4::float8[]) AS u(t, s)) \
          UPDATE operations SET \
            state = CASE WHEN operations.cancel_requested THEN 'CANCELLING' ELSE 'RUNNING' END, \
@@ -237,22 +250,29 @@ pub async fn claim(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let claimed: Option<Claimed> = sqlx::query_as(AssertSqlSafe(sql))
+    let claimed: Vec<Claimed> = sqlx::query_as(AssertSqlSafe(sql))
         .bind(owner)
         .bind(lease_seconds)
         .bind(types)
         .bind(secs)
-        .fetch_optional(ex)
+        .bind(limit.max(1))
+        .fetch_all(ex)
         .await?;
-    Ok(claimed.map(|c| {
-        if c.rescued {
-            // Its owner stopped renewing the lease without handing it back.
-            metrics::counter!("kineticd_lease_rescues_total").increment(1);
-            tracing::warn!(operation.id = %c.row.id, operation.type = %c.row.op_type,
-                "claimed an operation whose lease had expired");
-        }
-        c.row
-    }))
+    let mut rows: Vec<OperationRow> = claimed
+        .into_iter()
+        .map(|c| {
+            if c.rescued {
+                // Its owner stopped renewing the lease without handing it back.
+                metrics::counter!("kineticd_lease_rescues_total").increment(1);
+                tracing::warn!(operation.id = %c.row.id, operation.type = %c.row.op_type,
+                    "claimed an operation whose lease had expired");
+            }
+            c.row
+        })
+        .collect();
+    // RETURNING keeps no order: oldest first, as claimed.
+    rows.sort_by_key(|a| (a.create_time, a.id));
+    Ok(rows)
 }
 
 /// A claimed row, and whether it was taken over from an owner whose lease expired
@@ -280,6 +300,29 @@ pub async fn heartbeat(
     .bind(generation)
     .bind(lease_seconds)
     .fetch_optional(ex)
+    .await?)
+}
+
+/// [`heartbeat`] of many leases in one statement: `(id, generation)` pairs. Returns, for
+/// each lease still held (fence unmoved, operation unfinished), its id and whether
+/// cancellation was requested; an absent id lost its lease (or its operation ended).
+pub async fn heartbeat_many(
+    ex: impl PgExecutor<'_>,
+    leases: &[(Uuid, i64)],
+    lease_seconds: f64,
+) -> Result<Vec<(Uuid, bool)>, StoreError> {
+    let ids: Vec<Uuid> = leases.iter().map(|l| l.0).collect();
+    let generations: Vec<i64> = leases.iter().map(|l| l.1).collect();
+    Ok(sqlx::query_as(
+        "UPDATE operations o SET lease_expire_time = now() + make_interval(secs => $3) \
+         FROM unnest($1::uuid[], $2::int8[]) AS h(id, generation) \
+         WHERE o.id = h.id AND o.generation = h.generation AND o.end_time IS NULL \
+         RETURNING o.id, o.cancel_requested",
+    )
+    .bind(ids)
+    .bind(generations)
+    .bind(lease_seconds)
+    .fetch_all(ex)
     .await?)
 }
 
