@@ -153,6 +153,10 @@ impl Drop for WorkerPool {
 /// from the start (a rate over a missing series is no rate at all).
 fn register_counters(registry: &Registry) {
     metrics::counter!("kineticd_lease_rescues_total").increment(0);
+    metrics::describe_gauge!(
+        "kineticd_operations_running",
+        "Operations this process runs now (at most KINETIC_WORKERS); registered at 0 at start"
+    );
     metrics::gauge!("kineticd_operations_running").set(0.0);
     for (workflow, _) in registry.deadlines() {
         metrics::counter!("kineticd_step_retries_total", "workflow" => workflow.clone())
