@@ -152,8 +152,8 @@ async fn waves_on(
         let line = format!(
             "{tag}: {n} ups at once on {} replica(s): wall {:.2} s = {:.2}x one up; each: median \
              {:.2} s, max {:.2} s; accept median {:.0} ms, max {:.0} ms; RSS {:.1} -> peak {:.1} \
-             MiB all replicas (largest one {:.1}); peak DB sessions {}; CPU s: replicas {:.1}, \
-             separate sim {:.1}",
+             MiB all replicas (largest one {:.1}); peak DB sessions {} (busy {}); CPU s: \
+             replicas {:.1}, separate sim {:.1}",
             fleet.apis.len(),
             w.wall_s,
             w.wall_s / single.wall_s,
@@ -165,6 +165,7 @@ async fn waves_on(
             w.peak_rss_total_mib,
             w.peak_rss_mib,
             w.peak_db_sessions,
+            w.peak_db_busy,
             w.replicas_cpu_s,
             w.sim_cpu_s,
         );

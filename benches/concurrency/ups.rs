@@ -45,8 +45,10 @@ pub struct Wave {
     pub peak_rss_total_mib: f64,
     /// RSS of the replicas before the wave (MiB, summed).
     pub idle_rss_total_mib: f64,
-    /// Most database sessions on the bench's database at once (all replicas).
+    /// Most database sessions on the bench's database at once (all replicas), and most
+    /// of them running a statement or idle inside a transaction.
     pub peak_db_sessions: i64,
+    pub peak_db_busy: i64,
     /// CPU seconds the replicas (and the simulator) used during the wave.
     pub replicas_cpu_s: f64,
     pub sim_cpu_s: f64,
@@ -96,7 +98,7 @@ pub async fn wave(
         ops.push(r??);
     }
     stop.store(true, Ordering::SeqCst);
-    let (peak_rss_mib, peak_rss_total_mib, peak_db_sessions) = sampler.await??;
+    let (peak_rss_mib, peak_rss_total_mib, (peak_db_sessions, peak_db_busy)) = sampler.await??;
     let replicas_cpu_s = fleet.pids.iter().map(|&p| cpu_seconds(p)).sum::<f64>() - cpu0;
     let sim_cpu_s = fleet.sim_pid.map_or(0.0, cpu_seconds) - sim0;
 
@@ -117,6 +119,7 @@ pub async fn wave(
         peak_rss_total_mib,
         idle_rss_total_mib,
         peak_db_sessions,
+        peak_db_busy,
         replicas_cpu_s,
         sim_cpu_s,
     })
@@ -165,24 +168,40 @@ async fn one_up(http: &reqwest::Client, api: &str, user: &str, path: &str) -> Re
 }
 
 /// Every 100 ms until `stop`: the largest RSS of one replica and of all together, and
-/// the most sessions on the database of `url`.
-async fn sample(pids: Vec<u32>, url: String, stop: Arc<AtomicBool>) -> Result<(f64, f64, i64)> {
+/// the most sessions on the database of `url` (all, and busy: active or in a transaction).
+async fn sample(
+    pids: Vec<u32>,
+    url: String,
+    stop: Arc<AtomicBool>,
+) -> Result<(f64, f64, (i64, i64))> {
     let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await?;
-    let (mut one, mut all, mut sessions) = (0f64, 0f64, 0i64);
+    let (mut one, mut all, mut sessions, mut busy) = (0f64, 0f64, 0i64, 0i64);
     while !stop.load(Ordering::SeqCst) {
         let rss: Vec<f64> = pids.iter().map(|&p| rss_mib(p)).collect();
         one = rss.iter().copied().fold(one, f64::max);
         all = all.max(rss.iter().sum());
-        let s: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity \
+        let (s, b): (i64, i64) = sqlx::query_as(
+            "SELECT count(*), count(*) FILTER (WHERE state <> 'idle') FROM pg_stat_activity \
              WHERE datname = current_database() AND pid <> pg_backend_pid()",
         )
         .fetch_one(&mut c)
         .await?;
         sessions = sessions.max(s);
+        if b > busy && std::env::var_os("KBENCH_SHOW_SESSIONS").is_some() {
+            let rows: Vec<(String, String, f64)> = sqlx::query_as(
+                "SELECT coalesce(state, ''), left(query, 100), \
+                   coalesce(extract(epoch FROM now() - xact_start), 0)::float8 \
+                 FROM pg_stat_activity WHERE datname = current_database() \
+                   AND pid <> pg_backend_pid() AND state <> 'idle'",
+            )
+            .fetch_all(&mut c)
+            .await?;
+            eprintln!("busy sessions: {rows:#?}");
+        }
+        busy = busy.max(b);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Ok((one, all, sessions))
+    Ok((one, all, (sessions, busy)))
 }
 
 pub fn time(v: &Value) -> Result<DateTime<Utc>> {

@@ -85,10 +85,29 @@ impl Run {
     async fn save(&self, steps: &[StepRecord]) -> Option<Outcome> {
         let json = serde_json::to_value(steps).unwrap_or(Value::Null);
         match operations::save_steps(&self.env.db, self.op.id, self.op.generation, &json).await {
-            Ok(true) => None,
+            Ok(true) => {
+                self.progressed().await;
+                None
+            }
             Ok(false) => Some(Outcome::LeaseLost),
             Err(e) => Some(self.hand_back(&e).await),
         }
+    }
+
+    /// Announce that the steps changed (committed): `:watch` streams re-read.
+    async fn progressed(&self) {
+        let state = if self.lost.is_cancelled() {
+            return;
+        } else if self.op.cancel_requested {
+            OperationState::Cancelling
+        } else {
+            OperationState::Running
+        };
+        announce(
+            &self.env.db,
+            &[format!("{}:{}", self.op.id, state.as_str())],
+        )
+        .await;
     }
 
     /// A write failed: hand the operation back once the database answers (see
@@ -202,11 +221,13 @@ impl Run {
         }
         let mut conn = self.env.db.acquire().await?;
         let ok = self.wf.commit_step(&mut conn, &json, ctx).await?;
-        Ok(if ok {
-            Completed::Launched(launch)
-        } else {
-            Completed::Lost
-        })
+        drop(conn);
+        if !ok {
+            return Ok(Completed::Lost);
+        }
+        drop(g);
+        self.progressed().await;
+        Ok(Completed::Launched(launch))
     }
 
     /// The last step's completion (with its effect) and the operation's successful end,
@@ -231,7 +252,7 @@ impl Run {
             return Ok(Completed::Lost);
         }
         tx.commit().await?;
-        finished(&self.op, OperationState::Succeeded);
+        finished(&self.env.db, &self.op, OperationState::Succeeded).await;
         Ok(Completed::Ended(Outcome::Finished(
             OperationState::Succeeded,
         )))
@@ -425,12 +446,22 @@ async fn finish(
     if !wf.finish(&mut conn, op, f).await? {
         return Ok(Outcome::LeaseLost);
     }
-    finished(op, state);
+    drop(conn);
+    finished(&env.db, op, state).await;
     Ok(Outcome::Finished(state))
 }
 
-/// Count and log the end of `op`, once its final state is committed.
-fn finished(op: &OperationRow, state: OperationState) {
+/// Announce committed changes; a failure is logged, never the operation's (the change is
+/// committed; listeners fall back to re-reading).
+pub(super) async fn announce(db: &Db, payloads: &[String]) {
+    if let Err(e) = operations::announce(db, payloads).await {
+        tracing::warn!(error = %format_args!("{e:#}"), "could not announce an operation change");
+    }
+}
+
+/// Announce, count and log the end of `op`, once its final state is committed.
+pub(super) async fn finished(db: &Db, op: &OperationRow, state: OperationState) {
+    announce(db, &operations::finished_events(op.id, state)).await;
     metrics::counter!("kineticd_operations_finished_total",
         "type" => op.op_type.clone(), "state" => state.as_str())
     .increment(1);

@@ -309,7 +309,14 @@ async fn fail_unknown(db: &Db, op: operations::OperationRow) {
         response: None,
         error: Some(&err),
     };
-    if let Err(e) = operations::finish(db, op.id, op.generation, f).await {
-        tracing::warn!(operation.id = %op.id, error = %format_args!("{e:#}"), "could not fail the operation");
+    match operations::finish(db, op.id, op.generation, f).await {
+        Ok(true) => {
+            let state = crate::domain::OperationState::Failed;
+            runner::announce(db, &operations::finished_events(op.id, state)).await
+        }
+        Ok(false) => {}
+        Err(e) => {
+            tracing::warn!(operation.id = %op.id, error = %format_args!("{e:#}"), "could not fail the operation")
+        }
     }
 }

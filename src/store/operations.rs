@@ -6,8 +6,12 @@
 //!   newer claim exists (the fence). No transaction here spans a cloud call.
 //! - Only the oldest unfinished operation of a `serial_key` is claimable, so operations on
 //!   one cluster run one at a time in creation order and never wait on other clusters.
-//! - Every state change is announced with `pg_notify(EVENTS_CHANNEL, ...)` in the same
-//!   statement, so listeners never see a notification before the change is visible.
+//! - Every state change is announced with `pg_notify(EVENTS_CHANNEL, ...)`, in the same
+//!   statement or, for the engine's own writes (steps saved, operation finished), by
+//!   [`announce`] right after the change committed: listeners never see a notification
+//!   before the change is visible. (A committing NOTIFY holds a database-wide lock
+//!   through its WAL flush, so notifying inside every step's commit would serialise all
+//!   the engine's commits on that flush; [`announce`] commits without waiting for one.)
 //! - The end of an operation clears any kept rendering (`rendered`): one is kept only
 //!   after the end, from the finished row ([`super::rendered`]).
 
@@ -326,7 +330,8 @@ pub async fn heartbeat_many(
     .await?)
 }
 
-/// Persist the steps array (fenced) and announce the change. False: fence moved.
+/// Persist the steps array (fenced); the caller announces the change once it committed
+/// ([`announce`]). False: fence moved.
 pub async fn save_steps(
     ex: impl PgExecutor<'_>,
     id: Uuid,
@@ -336,8 +341,8 @@ pub async fn save_steps(
     write_steps(ex, (id, generation), steps, None).await
 }
 
-/// The NOOP workflow's step completion: the steps (fenced), the step's effect row and
-/// the change notification, in one statement (so one round trip and all-or-nothing).
+/// The NOOP workflow's step completion: the steps (fenced) and the step's effect row in
+/// one statement (so one round trip and all-or-nothing).
 pub async fn save_steps_with_noop_effect(
     ex: impl PgExecutor<'_>,
     id: Uuid,
@@ -365,8 +370,8 @@ async fn write_steps(
     };
     let sql = format!(
         "WITH u AS (UPDATE operations SET steps = $3::json, update_time = now() \
-                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state){effect_row} \
-         SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state) FROM u"
+                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id){effect_row} \
+         SELECT u.id FROM u"
     );
     let mut q = sqlx::query(AssertSqlSafe(sql))
         .bind(id)
@@ -386,33 +391,52 @@ pub struct Finish<'a> {
     pub error: Option<&'a Value>,
 }
 
-/// Finish the operation (fenced) and announce it; also wakes workers, since the next
-/// operation of the same serial key becomes claimable. False: fence moved.
+/// Finish the operation (fenced); the caller announces it once committed ([`announce`]
+/// with [`finished_events`]). False: fence moved.
 pub async fn finish(
     ex: impl PgExecutor<'_>,
     id: Uuid,
     generation: i64,
     f: Finish<'_>,
 ) -> Result<bool, StoreError> {
-    let sql = format!(
-        "WITH u AS (UPDATE operations SET state = $3, steps = $4::json, response = $5, error = $6, \
-                      end_time = now(), update_time = now(), lease_owner = NULL, lease_expire_time = NULL, \
-                      rendered = NULL, rendered_format = NULL \
-                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state) \
-         SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state), \
-                pg_notify('{EVENTS_CHANNEL}', 'new') FROM u"
-    );
-    let n = sqlx::query(AssertSqlSafe(sql))
-        .bind(id)
-        .bind(generation)
-        .bind(f.state.as_str())
-        .bind(f.steps.to_string())
-        .bind(f.response)
-        .bind(f.error)
-        .execute(ex)
-        .await?
-        .rows_affected();
+    let n = sqlx::query(
+        "UPDATE operations SET state = $3, steps = $4::json, response = $5, error = $6, \
+           end_time = now(), update_time = now(), lease_owner = NULL, lease_expire_time = NULL, \
+           rendered = NULL, rendered_format = NULL \
+         WHERE id = $1 AND generation = $2 AND end_time IS NULL",
+    )
+    .bind(id)
+    .bind(generation)
+    .bind(f.state.as_str())
+    .bind(f.steps.to_string())
+    .bind(f.response)
+    .bind(f.error)
+    .execute(ex)
+    .await?
+    .rows_affected();
     Ok(n > 0)
+}
+
+/// What announces an operation's end: its new state, and new claimable work (the next
+/// operation of its serial key).
+pub fn finished_events(id: Uuid, state: OperationState) -> [String; 2] {
+    [format!("{id}:{}", state.as_str()), "new".to_owned()]
+}
+
+/// Announce committed changes (`payloads` on [`EVENTS_CHANNEL`]) in a transaction of
+/// their own that does not wait for its WAL flush: the changes themselves are durable
+/// already; a notification lost in a crash is what listeners recover from anyway (they
+/// resync on reconnect, and every waiter has a fallback).
+pub async fn announce(ex: impl PgExecutor<'_>, payloads: &[String]) -> Result<(), StoreError> {
+    sqlx::query(
+        "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, p) \
+         FROM unnest($2::text[]) AS p",
+    )
+    .bind(EVENTS_CHANNEL)
+    .bind(payloads)
+    .execute(ex)
+    .await?;
+    Ok(())
 }
 
 /// Give the lease back (graceful shutdown): another worker may claim it at once.
