@@ -153,7 +153,7 @@ async fn waves_on(
             "{tag}: {n} ups at once on {} replica(s): wall {:.2} s = {:.2}x one up; each: median \
              {:.2} s, max {:.2} s; accept median {:.0} ms, max {:.0} ms; RSS {:.1} -> peak {:.1} \
              MiB all replicas (largest one {:.1}); peak DB sessions {} (busy {}); CPU s: \
-             replicas {:.1}, separate sim {:.1}",
+             replicas {:.1}, separate sim {:.1}; :wait answered 503 {} times",
             fleet.apis.len(),
             w.wall_s,
             w.wall_s / single.wall_s,
@@ -168,6 +168,7 @@ async fn waves_on(
             w.peak_db_busy,
             w.replicas_cpu_s,
             w.sim_cpu_s,
+            w.unavailable,
         );
         println!("  {line}");
         lines.push(line);

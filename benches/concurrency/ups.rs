@@ -52,6 +52,8 @@ pub struct Wave {
     /// CPU seconds the replicas (and the simulator) used during the wave.
     pub replicas_cpu_s: f64,
     pub sim_cpu_s: f64,
+    /// `:wait` calls answered 503 DATABASE_UNAVAILABLE (retried after 1 s).
+    pub unavailable: usize,
 }
 
 pub async fn wave(
@@ -122,6 +124,7 @@ pub async fn wave(
         peak_db_busy,
         replicas_cpu_s,
         sim_cpu_s,
+        unavailable: ops.iter().map(|o| o.unavailable).sum(),
     })
 }
 
@@ -130,6 +133,8 @@ struct Done {
     create: DateTime<Utc>,
     end: DateTime<Utc>,
     accept_ms: f64,
+    /// `:wait` answers 503 on the way.
+    unavailable: usize,
 }
 
 async fn one_up(http: &reqwest::Client, api: &str, user: &str, path: &str) -> Result<Done> {
@@ -137,15 +142,26 @@ async fn one_up(http: &reqwest::Client, api: &str, user: &str, path: &str) -> Re
     let op = put(http, api, user, path, json!({"accelerator": "gpu-l4"})).await?;
     let accept_ms = t0.elapsed().as_secs_f64() * 1e3;
     let name = op["name"].as_str().context("operation name")?.to_owned();
+    let mut unavailable = 0;
     let done = loop {
-        let v = call(
+        let r = call(
             http,
             api,
             user,
             &format!("/v1/{name}:wait?timeout=30s"),
             Value::Null,
         )
-        .await?;
+        .await;
+        // A 503 (every pooled connection busy past the acquire wait) says retry after 1 s,
+        // as a client would; counted.
+        let v = match r {
+            Err(e) if e.to_string().contains("503 Service Unavailable") => {
+                unavailable += 1;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            r => r?,
+        };
         if v["done"] == true {
             break v;
         }
@@ -164,6 +180,7 @@ async fn one_up(http: &reqwest::Client, api: &str, user: &str, path: &str) -> Re
         create: time(&done["metadata"]["createTime"])?,
         end: time(&done["metadata"]["endTime"])?,
         accept_ms,
+        unavailable,
     })
 }
 
