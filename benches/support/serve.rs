@@ -32,11 +32,23 @@ impl Serve {
         cpu: Option<usize>,
         http: &reqwest::Client,
     ) -> Result<Serve> {
+        Self::start_with(name, &[], db_url, env, cpu, http).await
+    }
+
+    /// [`Serve::start`] with `flags` after `serve` (e.g. `--dev`).
+    pub async fn start_with(
+        name: &str,
+        flags: &[&str],
+        db_url: &str,
+        env: &[(&str, String)],
+        cpu: Option<usize>,
+        http: &reqwest::Client,
+    ) -> Result<Serve> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let log =
             std::env::temp_dir().join(format!("kineticd-bench-{name}-{}.log", std::process::id()));
         let out = File::create(&log)?;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kineticd"));
+        let mut cmd = Command::new(kineticd_binary());
         pin(&mut cmd, cpu);
         // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
         unsafe {
@@ -46,7 +58,9 @@ impl Serve {
             });
         }
         let child = cmd
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("serve")
+            .args(flags)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("DATABASE_URL", db_url)
@@ -112,6 +126,14 @@ impl Drop for Serve {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The `kineticd` binary a bench runs: `KBENCH_KINETICD` when set (an older build, to
+/// compare before and after in one session), else the one cargo built with the bench.
+pub fn kineticd_binary() -> std::ffi::OsString {
+    std::env::var_os("KBENCH_KINETICD")
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_kineticd").into())
 }
 
 /// Run `cmd` only on `cpu` (sched_setaffinity in the child before exec).

@@ -19,10 +19,11 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use sqlx::PgConnection;
 
 use crate::domain::OperationType;
+use crate::store::StoreError;
 use crate::store::operations::{self, Finish, OperationRow};
-use crate::store::{Db, StoreError};
 
 use super::record_states::{self, End, Records};
 use super::steps::{RpcCode, StepError, StepRecord};
@@ -81,16 +82,17 @@ pub trait OperationKind: Send + Sync + Sized + 'static {
         steps: &[StepRecord],
     ) -> Result<Self::Response, StepError>;
 
-    /// Persist the steps after `completed` finished (fenced), with any effect of the
-    /// step on our own database, atomically; the default stores the steps alone.
+    /// Persist the steps after `completed` finished (fenced) on `conn` (alone, or in
+    /// the caller's transaction), with any effect of the step on our own database,
+    /// atomically; the default stores the steps alone.
     fn commit_step<'a>(
         &'a self,
-        db: &'a Db,
+        conn: &'a mut PgConnection,
         steps: &'a Value,
         completed: &'a StepCtx,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let op = &completed.op;
-        Box::pin(operations::save_steps(db, op.id, op.generation, steps))
+        Box::pin(operations::save_steps(conn, op.id, op.generation, steps))
     }
 }
 
@@ -130,23 +132,23 @@ impl<K: OperationKind> Workflow for Typed<K> {
 
     fn commit_step<'a>(
         &'a self,
-        db: &'a Db,
+        conn: &'a mut PgConnection,
         steps: &'a Value,
         completed: &'a StepCtx,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.0.commit_step(db, steps, completed)
+        self.0.commit_step(conn, steps, completed)
     }
 
     fn finish<'a>(
         &'a self,
-        db: &'a Db,
+        conn: &'a mut PgConnection,
         op: &'a OperationRow,
         f: Finish<'a>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         match K::RECORDS {
-            Records::Untouched => Box::pin(operations::finish(db, op.id, op.generation, f)),
+            Records::Untouched => Box::pin(operations::finish(conn, op.id, op.generation, f)),
             Records::Cluster(r) => {
-                Box::pin(async move { record_states::finish(db, &r, records_of, op, f).await })
+                Box::pin(async move { record_states::finish(conn, &r, records_of, op, f).await })
             }
         }
     }

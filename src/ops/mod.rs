@@ -8,6 +8,7 @@
 
 pub mod events;
 pub mod kinds;
+pub mod leases;
 pub mod outage;
 pub mod outcome;
 pub mod queue;

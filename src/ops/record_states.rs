@@ -30,7 +30,7 @@ use uuid::Uuid;
 
 use crate::domain::{ClusterState, OperationState, OperationType, PoolState, SettledState};
 use crate::store::operations::{self, Finish, OperationRow};
-use crate::store::{Db, StoreError, clusters, node_pools};
+use crate::store::{StoreError, clusters, node_pools};
 
 use super::steps::any_started;
 
@@ -216,16 +216,17 @@ pub fn pool_shown(settled: Settled, intents: &Intents, pool: &str) -> Option<Poo
 }
 
 /// End the operation (fenced) with the record changes its end implies, in one
-/// transaction: `records` is what its kind declared.
+/// transaction (a savepoint inside the caller's, when `conn` is in one): `records` is
+/// what its kind declared.
 pub async fn finish(
-    db: &Db,
+    conn: &mut sqlx::PgConnection,
     records: &ClusterRecords,
     records_of: RecordsOf,
     op: &OperationRow,
     f: Finish<'_>,
 ) -> Result<bool, StoreError> {
     let end = End::of(f.state, f.steps);
-    let mut tx = db.begin().await?;
+    let mut tx = sqlx::Connection::begin(conn).await?;
     if !operations::finish(&mut *tx, op.id, op.generation, f).await? {
         return Ok(false);
     }

@@ -7,6 +7,8 @@
 //!   stops without another write.
 //! - A step's completion (and any effect it commits on our database) is one write, so a
 //!   crash either keeps both or neither; a step interrupted mid-run is re-run (ensure).
+//!   The last step's completion and the operation's successful end are one transaction
+//!   (one commit where there were two).
 //! - No transaction is open while a step runs.
 //! - Each step attempt runs inside one `step` span carrying `operation.id`,
 //!   `operation.type`, `step.id` and `attempt`, so every line it logs (cloud calls
@@ -33,6 +35,7 @@ use crate::store::operations::{self, Finish, OperationRow};
 use crate::store::{Db, StoreError};
 
 use super::events::Events;
+use super::leases::Leases;
 use super::outage;
 pub use super::outcome::Outcome;
 use super::steps::{
@@ -51,8 +54,9 @@ pub struct RunEnv {
     pub db: Db,
     pub events: Arc<Events>,
     pub policy: RetryPolicy,
-    pub lease: Duration,
     pub step_concurrency: usize,
+    /// The process's leases, renewed together ([`super::leases`]).
+    pub leases: Arc<Leases>,
     /// Graceful shutdown: launch no new step; finish the running ones, then release.
     pub drain: CancellationToken,
     /// Grace is over: stop now and release the lease.
@@ -81,10 +85,29 @@ impl Run {
     async fn save(&self, steps: &[StepRecord]) -> Option<Outcome> {
         let json = serde_json::to_value(steps).unwrap_or(Value::Null);
         match operations::save_steps(&self.env.db, self.op.id, self.op.generation, &json).await {
-            Ok(true) => None,
+            Ok(true) => {
+                self.progressed().await;
+                None
+            }
             Ok(false) => Some(Outcome::LeaseLost),
             Err(e) => Some(self.hand_back(&e).await),
         }
+    }
+
+    /// Announce that the steps changed (committed): `:watch` streams re-read.
+    async fn progressed(&self) {
+        let state = if self.lost.is_cancelled() {
+            return;
+        } else if self.op.cancel_requested {
+            OperationState::Cancelling
+        } else {
+            OperationState::Running
+        };
+        announce(
+            &self.env.db,
+            &[format!("{}:{}", self.op.id, state.as_str())],
+        )
+        .await;
     }
 
     /// A write failed: hand the operation back once the database answers (see
@@ -166,14 +189,16 @@ impl Run {
     }
 
     /// Mark step `i` done and, when `launch_free > 0`, start the steps it unblocked, all
-    /// in one write. Returns the started steps, or `None` when the fence moved.
+    /// in one write. When `last` (nothing else runs or will) and every step is done, the
+    /// operation ends SUCCEEDED in the same transaction: one commit, not two.
     async fn complete(
         &self,
         i: usize,
         value: Value,
         ctx: &StepCtx,
         launch_free: usize,
-    ) -> Result<Option<Vec<usize>>, StoreError> {
+        last: bool,
+    ) -> Result<Completed, StoreError> {
         let mut g = self.steps.lock().await;
         let now = Utc::now();
         g[i].state = StepState::Done;
@@ -187,9 +212,61 @@ impl Run {
             g[j].attempts += 1;
         }
         let json = serde_json::to_value(&*g).unwrap_or(Value::Null);
-        let ok = self.wf.commit_step(&self.env.db, &json, ctx).await?;
-        Ok(ok.then_some(launch))
+        if last && launch.is_empty() && g.iter().all(|s| s.state.finished_ok()) {
+            // A response that cannot be written fails the operation: the driver's
+            // conclusion does that after the ordinary commit below.
+            if let Ok(response) = self.wf.response(&self.op, &g) {
+                return self.complete_and_succeed(&json, ctx, &response).await;
+            }
+        }
+        let mut conn = self.env.db.acquire().await?;
+        let ok = self.wf.commit_step(&mut conn, &json, ctx).await?;
+        drop(conn);
+        if !ok {
+            return Ok(Completed::Lost);
+        }
+        drop(g);
+        self.progressed().await;
+        Ok(Completed::Launched(launch))
     }
+
+    /// The last step's completion (with its effect) and the operation's successful end,
+    /// in one transaction.
+    async fn complete_and_succeed(
+        &self,
+        steps: &Value,
+        ctx: &StepCtx,
+        response: &Value,
+    ) -> Result<Completed, StoreError> {
+        let mut tx = self.env.db.begin().await?;
+        if !self.wf.commit_step(&mut tx, steps, ctx).await? {
+            return Ok(Completed::Lost);
+        }
+        let f = Finish {
+            state: OperationState::Succeeded,
+            steps,
+            response: Some(response),
+            error: None,
+        };
+        if !self.wf.finish(&mut tx, &self.op, f).await? {
+            return Ok(Completed::Lost);
+        }
+        tx.commit().await?;
+        finished(&self.env.db, &self.op, OperationState::Succeeded).await;
+        Ok(Completed::Ended(Outcome::Finished(
+            OperationState::Succeeded,
+        )))
+    }
+}
+
+/// What persisting a step's completion did.
+enum Completed {
+    /// Saved; these steps started.
+    Launched(Vec<usize>),
+    /// Saved, and the operation ended.
+    Ended(Outcome),
+    /// The fence moved: nothing was saved.
+    Lost,
 }
 
 /// The `outcome` label of a step attempt that failed and may be retried.
@@ -289,14 +366,9 @@ pub async fn run(env: RunEnv, wf: Arc<dyn Workflow>, row: OperationRow) -> Outco
         op: Arc::new(row),
         lost: lost.clone(),
     });
-    let _stop_heartbeat = AbortOnDrop(tokio::spawn(heartbeat(
-        env.db.clone(),
-        run.op.id,
-        run.op.generation,
-        env.lease,
-        cancel.clone(),
-        lost.clone(),
-    )));
+    let _lease = env
+        .leases
+        .hold(run.op.id, run.op.generation, cancel.clone(), lost.clone());
     if run.op.cancel_requested {
         cancel.cancel();
     }
@@ -370,14 +442,30 @@ async fn finish(
     f: Finish<'_>,
 ) -> Result<Outcome, StoreError> {
     let state = f.state;
-    if !wf.finish(&env.db, op, f).await? {
+    let mut conn = env.db.acquire().await?;
+    if !wf.finish(&mut conn, op, f).await? {
         return Ok(Outcome::LeaseLost);
     }
+    drop(conn);
+    finished(&env.db, op, state).await;
+    Ok(Outcome::Finished(state))
+}
+
+/// Announce committed changes; a failure is logged, never the operation's (the change is
+/// committed; listeners fall back to re-reading).
+pub(super) async fn announce(db: &Db, payloads: &[String]) {
+    if let Err(e) = operations::announce(db, payloads).await {
+        tracing::warn!(error = %format_args!("{e:#}"), "could not announce an operation change");
+    }
+}
+
+/// Announce, count and log the end of `op`, once its final state is committed.
+pub(super) async fn finished(db: &Db, op: &OperationRow, state: OperationState) {
+    announce(db, &operations::finished_events(op.id, state)).await;
     metrics::counter!("kineticd_operations_finished_total",
         "type" => op.op_type.clone(), "state" => state.as_str())
     .increment(1);
     tracing::info!(operation.id = %op.id, operation.type = %op.op_type, state = state.as_str(), "operation finished");
-    Ok(Outcome::Finished(state))
 }
 
 /// Fires at the operation's deadline (a year away when it has none).
@@ -598,14 +686,17 @@ impl Driver {
         };
         // This write carries every unsaved launch as well.
         self.flush_at = None;
-        match self.run.complete(i, v, ctx, free).await {
-            Ok(Some(launched)) => {
+        // Nothing else runs, and nothing stops the operation from ending here.
+        let last = self.inflight.is_empty() && self.launching();
+        match self.run.complete(i, v, ctx, free, last).await {
+            Ok(Completed::Launched(launched)) => {
                 for j in launched {
                     self.push(j, Duration::ZERO);
                 }
                 None
             }
-            Ok(None) => Some(Outcome::LeaseLost),
+            Ok(Completed::Ended(outcome)) => Some(outcome),
+            Ok(Completed::Lost) => Some(Outcome::LeaseLost),
             // Whether it committed or not, the next claim resumes from what is stored
             // (a step whose completion was lost re-runs: ensure).
             Err(e) => Some(self.run.hand_back(&e).await),
@@ -682,39 +773,5 @@ async fn release(run: &Run) -> Outcome {
         Ok(true) => Outcome::Released,
         Ok(false) => Outcome::LeaseLost,
         Err(e) => run.hand_back(&e).await,
-    }
-}
-
-async fn heartbeat(
-    db: Db,
-    id: uuid::Uuid,
-    generation: i64,
-    lease: Duration,
-    cancel: CancellationToken,
-    lost: CancellationToken,
-) {
-    let every = lease / 3;
-    loop {
-        tokio::time::sleep(every).await;
-        match operations::heartbeat(&db, id, generation, lease.as_secs_f64()).await {
-            Ok(Some(true)) => cancel.cancel(),
-            Ok(Some(false)) => {}
-            Ok(None) => {
-                tracing::warn!(operation.id = %id, "lease lost to another worker");
-                lost.cancel();
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(operation.id = %id, error = %format_args!("{e:#}"), "heartbeat failed; retrying")
-            }
-        }
-    }
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

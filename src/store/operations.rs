@@ -6,8 +6,12 @@
 //!   newer claim exists (the fence). No transaction here spans a cloud call.
 //! - Only the oldest unfinished operation of a `serial_key` is claimable, so operations on
 //!   one cluster run one at a time in creation order and never wait on other clusters.
-//! - Every state change is announced with `pg_notify(EVENTS_CHANNEL, ...)` in the same
-//!   statement, so listeners never see a notification before the change is visible.
+//! - Every state change is announced with `pg_notify(EVENTS_CHANNEL, ...)`, in the same
+//!   statement or, for the engine's own writes (steps saved, operation finished), by
+//!   [`announce`] right after the change committed: listeners never see a notification
+//!   before the change is visible. (A committing NOTIFY holds a database-wide lock
+//!   through its WAL flush, so notifying inside every step's commit would serialise all
+//!   the engine's commits on that flush; [`announce`] commits without waiting for one.)
 //! - The end of an operation clears any kept rendering (`rendered`): one is kept only
 //!   after the end, from the finished row ([`super::rendered`]).
 
@@ -78,18 +82,17 @@ pub struct NewOperation<'a> {
 /// unfinished operation of a key): the insert first takes a transaction-scoped advisory
 /// lock on the key and stamps `create_time` with the clock *after* taking it, so a
 /// concurrent enqueue on the same key commits strictly before or after, never interleaved.
+/// One statement: the row is built from the lock's result, so the lock is taken first.
 pub async fn insert(
     tx: &mut PgConnection,
     op: &NewOperation<'_>,
 ) -> Result<OperationRow, StoreError> {
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7301))")
-        .bind(op.serial_key)
-        .execute(&mut *tx)
-        .await?;
     let sql = format!(
-        "WITH ins AS (INSERT INTO operations (id, op_type, target, serial_key, team_id, cluster_id, \
+        "WITH l AS (SELECT pg_advisory_xact_lock(hashtextextended($4, 7301))), \
+         ins AS (INSERT INTO operations (id, op_type, target, serial_key, team_id, cluster_id, \
              created_by, request_id, state, input, plan, steps, create_time, update_time) \
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11::json, clock_timestamp(), clock_timestamp()) \
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11::json, clock_timestamp(), clock_timestamp() \
+           FROM l \
            RETURNING {COLUMNS}), \
          n AS (SELECT pg_notify('{EVENTS_CHANNEL}', 'new')) \
          SELECT ins.* FROM ins, n"
@@ -202,6 +205,20 @@ pub async fn claim(
     lease_seconds: f64,
     deadline_seconds_by_type: &[(String, f64)],
 ) -> Result<Option<OperationRow>, StoreError> {
+    let rows = claim_many(ex, owner, lease_seconds, deadline_seconds_by_type, 1).await?;
+    Ok(rows.into_iter().next())
+}
+
+/// [`claim`] of up to `limit` operations in one statement (one commit), oldest first.
+/// Two operations of one serial key are never claimed together: only the oldest
+/// unfinished one of a key passes the claim's condition.
+pub async fn claim_many(
+    ex: impl PgExecutor<'_>,
+    owner: &str,
+    lease_seconds: f64,
+    deadline_seconds_by_type: &[(String, f64)],
+    limit: i64,
+) -> Result<Vec<OperationRow>, StoreError> {
     let types: Vec<&str> = deadline_seconds_by_type
         .iter()
         .map(|(t, _)| t.as_str())
@@ -217,7 +234,7 @@ pub async fn claim(
                              WHERE p.serial_key = o.serial_key AND p.end_time IS NULL \
                                AND (p.create_time, p.id) < (o.create_time, o.id)) \
            ORDER BY o.create_time, o.id \
-           FOR UPDATE OF o SKIP LOCKED LIMIT 1), \
+           FOR UPDATE OF o SKIP LOCKED LIMIT $5), \
          d AS (SELECT t, s FROM unnest($3::text[], $4::float8[]) AS u(t, s)) \
          UPDATE operations SET \
            state = CASE WHEN operations.cancel_requested THEN 'CANCELLING' ELSE 'RUNNING' END, \
@@ -237,22 +254,29 @@ pub async fn claim(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let claimed: Option<Claimed> = sqlx::query_as(AssertSqlSafe(sql))
+    let claimed: Vec<Claimed> = sqlx::query_as(AssertSqlSafe(sql))
         .bind(owner)
         .bind(lease_seconds)
         .bind(types)
         .bind(secs)
-        .fetch_optional(ex)
+        .bind(limit.max(1))
+        .fetch_all(ex)
         .await?;
-    Ok(claimed.map(|c| {
-        if c.rescued {
-            // Its owner stopped renewing the lease without handing it back.
-            metrics::counter!("kineticd_lease_rescues_total").increment(1);
-            tracing::warn!(operation.id = %c.row.id, operation.type = %c.row.op_type,
-                "claimed an operation whose lease had expired");
-        }
-        c.row
-    }))
+    let mut rows: Vec<OperationRow> = claimed
+        .into_iter()
+        .map(|c| {
+            if c.rescued {
+                // Its owner stopped renewing the lease without handing it back.
+                metrics::counter!("kineticd_lease_rescues_total").increment(1);
+                tracing::warn!(operation.id = %c.row.id, operation.type = %c.row.op_type,
+                    "claimed an operation whose lease had expired");
+            }
+            c.row
+        })
+        .collect();
+    // RETURNING keeps no order: oldest first, as claimed.
+    rows.sort_by_key(|a| (a.create_time, a.id));
+    Ok(rows)
 }
 
 /// A claimed row, and whether it was taken over from an owner whose lease expired
@@ -283,7 +307,31 @@ pub async fn heartbeat(
     .await?)
 }
 
-/// Persist the steps array (fenced) and announce the change. False: fence moved.
+/// [`heartbeat`] of many leases in one statement: `(id, generation)` pairs. Returns, for
+/// each lease still held (fence unmoved, operation unfinished), its id and whether
+/// cancellation was requested; an absent id lost its lease (or its operation ended).
+pub async fn heartbeat_many(
+    ex: impl PgExecutor<'_>,
+    leases: &[(Uuid, i64)],
+    lease_seconds: f64,
+) -> Result<Vec<(Uuid, bool)>, StoreError> {
+    let ids: Vec<Uuid> = leases.iter().map(|l| l.0).collect();
+    let generations: Vec<i64> = leases.iter().map(|l| l.1).collect();
+    Ok(sqlx::query_as(
+        "UPDATE operations o SET lease_expire_time = now() + make_interval(secs => $3) \
+         FROM unnest($1::uuid[], $2::int8[]) AS h(id, generation) \
+         WHERE o.id = h.id AND o.generation = h.generation AND o.end_time IS NULL \
+         RETURNING o.id, o.cancel_requested",
+    )
+    .bind(ids)
+    .bind(generations)
+    .bind(lease_seconds)
+    .fetch_all(ex)
+    .await?)
+}
+
+/// Persist the steps array (fenced); the caller announces the change once it committed
+/// ([`announce`]). False: fence moved.
 pub async fn save_steps(
     ex: impl PgExecutor<'_>,
     id: Uuid,
@@ -293,8 +341,8 @@ pub async fn save_steps(
     write_steps(ex, (id, generation), steps, None).await
 }
 
-/// The NOOP workflow's step completion: the steps (fenced), the step's effect row and
-/// the change notification, in one statement (so one round trip and all-or-nothing).
+/// The NOOP workflow's step completion: the steps (fenced) and the step's effect row in
+/// one statement (so one round trip and all-or-nothing).
 pub async fn save_steps_with_noop_effect(
     ex: impl PgExecutor<'_>,
     id: Uuid,
@@ -322,8 +370,8 @@ async fn write_steps(
     };
     let sql = format!(
         "WITH u AS (UPDATE operations SET steps = $3::json, update_time = now() \
-                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state){effect_row} \
-         SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state) FROM u"
+                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id){effect_row} \
+         SELECT u.id FROM u"
     );
     let mut q = sqlx::query(AssertSqlSafe(sql))
         .bind(id)
@@ -343,33 +391,52 @@ pub struct Finish<'a> {
     pub error: Option<&'a Value>,
 }
 
-/// Finish the operation (fenced) and announce it; also wakes workers, since the next
-/// operation of the same serial key becomes claimable. False: fence moved.
+/// Finish the operation (fenced); the caller announces it once committed ([`announce`]
+/// with [`finished_events`]). False: fence moved.
 pub async fn finish(
     ex: impl PgExecutor<'_>,
     id: Uuid,
     generation: i64,
     f: Finish<'_>,
 ) -> Result<bool, StoreError> {
-    let sql = format!(
-        "WITH u AS (UPDATE operations SET state = $3, steps = $4::json, response = $5, error = $6, \
-                      end_time = now(), update_time = now(), lease_owner = NULL, lease_expire_time = NULL, \
-                      rendered = NULL, rendered_format = NULL \
-                    WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id, state) \
-         SELECT pg_notify('{EVENTS_CHANNEL}', u.id::text || ':' || u.state), \
-                pg_notify('{EVENTS_CHANNEL}', 'new') FROM u"
-    );
-    let n = sqlx::query(AssertSqlSafe(sql))
-        .bind(id)
-        .bind(generation)
-        .bind(f.state.as_str())
-        .bind(f.steps.to_string())
-        .bind(f.response)
-        .bind(f.error)
-        .execute(ex)
-        .await?
-        .rows_affected();
+    let n = sqlx::query(
+        "UPDATE operations SET state = $3, steps = $4::json, response = $5, error = $6, \
+           end_time = now(), update_time = now(), lease_owner = NULL, lease_expire_time = NULL, \
+           rendered = NULL, rendered_format = NULL \
+         WHERE id = $1 AND generation = $2 AND end_time IS NULL",
+    )
+    .bind(id)
+    .bind(generation)
+    .bind(f.state.as_str())
+    .bind(f.steps.to_string())
+    .bind(f.response)
+    .bind(f.error)
+    .execute(ex)
+    .await?
+    .rows_affected();
     Ok(n > 0)
+}
+
+/// What announces an operation's end: its new state, and new claimable work (the next
+/// operation of its serial key).
+pub fn finished_events(id: Uuid, state: OperationState) -> [String; 2] {
+    [format!("{id}:{}", state.as_str()), "new".to_owned()]
+}
+
+/// Announce committed changes (`payloads` on [`EVENTS_CHANNEL`]) in a transaction of
+/// their own that does not wait for its WAL flush: the changes themselves are durable
+/// already; a notification lost in a crash is what listeners recover from anyway (they
+/// resync on reconnect, and every waiter has a fallback).
+pub async fn announce(ex: impl PgExecutor<'_>, payloads: &[String]) -> Result<(), StoreError> {
+    sqlx::query(
+        "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, p) \
+         FROM unnest($2::text[]) AS p",
+    )
+    .bind(EVENTS_CHANNEL)
+    .bind(payloads)
+    .execute(ex)
+    .await?;
+    Ok(())
 }
 
 /// Give the lease back (graceful shutdown): another worker may claim it at once.

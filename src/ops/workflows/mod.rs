@@ -18,7 +18,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::store::operations::{self, OperationRow};
-use crate::store::{Db, StoreError};
+use sqlx::PgConnection;
+
+use crate::store::StoreError;
 
 use super::steps::{StepError, StepRecord};
 
@@ -42,29 +44,30 @@ pub trait Workflow: Send + Sync + 'static {
 
     fn run_step<'a>(&'a self, ctx: &'a StepCtx) -> BoxFuture<'a, Result<Value, StepError>>;
 
-    /// Persist the steps after `completed` finished (fenced on the claim's generation),
+    /// Persist the steps after `completed` finished (fenced on the claim's generation) on
+    /// `conn` (alone, or in the caller's transaction, which may also end the operation),
     /// together with any effect the step commits on our own database, atomically.
     /// False: the fence moved. The default stores the steps alone.
     fn commit_step<'a>(
         &'a self,
-        db: &'a Db,
+        conn: &'a mut PgConnection,
         steps: &'a serde_json::Value,
         completed: &'a StepCtx,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let op = &completed.op;
-        Box::pin(operations::save_steps(db, op.id, op.generation, steps))
+        Box::pin(operations::save_steps(conn, op.id, op.generation, steps))
     }
 
-    /// End the operation (fenced on the claim's generation), together with the record
-    /// changes its outcome implies, atomically. False: the fence moved. The default
-    /// ends the operation alone.
+    /// End the operation (fenced on the claim's generation) on `conn` (alone, or in the
+    /// caller's transaction), together with the record changes its outcome implies,
+    /// atomically. False: the fence moved. The default ends the operation alone.
     fn finish<'a>(
         &'a self,
-        db: &'a Db,
+        conn: &'a mut PgConnection,
         op: &'a OperationRow,
         f: operations::Finish<'a>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(operations::finish(db, op.id, op.generation, f))
+        Box::pin(operations::finish(conn, op.id, op.generation, f))
     }
 
     /// The operation's `response` once every step is done (an error fails the

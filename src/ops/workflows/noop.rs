@@ -14,8 +14,8 @@ use crate::domain::OperationType;
 use crate::ops::kinds::OperationKind;
 use crate::ops::record_states::Records;
 use crate::ops::steps::{RpcCode, StepError, StepRecord};
+use crate::store::StoreError;
 use crate::store::operations;
-use crate::store::{Db, StoreError};
 
 use super::StepCtx;
 use super::cluster::Env;
@@ -177,12 +177,12 @@ impl OperationKind for Noop {
 
     fn commit_step<'a>(
         &'a self,
-        db: &'a Db,
+        conn: &'a mut sqlx::PgConnection,
         steps: &'a Value,
         ctx: &'a StepCtx,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(operations::save_steps_with_noop_effect(
-            db,
+            conn,
             ctx.op.id,
             ctx.op.generation,
             steps,
