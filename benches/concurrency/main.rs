@@ -198,14 +198,3 @@ async fn call(
 ) -> Result<Value> {
     app_support::call_api(http, api, user, reqwest::Method::POST, path, body).await
 }
-
-/// `PUT path` with `body` as `user`: the JSON answer.
-async fn put(
-    http: &reqwest::Client,
-    api: &str,
-    user: &str,
-    path: &str,
-    body: Value,
-) -> Result<Value> {
-    app_support::call_api(http, api, user, reqwest::Method::PUT, path, body).await
-}

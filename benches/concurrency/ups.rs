@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::procs::{cpu_seconds, rss_mib};
-use crate::{ZONE, call, put};
+use crate::{ZONE, app_support, call};
 
 /// Projects (one `up` each) per team.
 const PER_TEAM: usize = 10;
@@ -139,7 +139,8 @@ struct Done {
 
 async fn one_up(http: &reqwest::Client, api: &str, user: &str, path: &str) -> Result<Done> {
     let t0 = Instant::now();
-    let op = put(http, api, user, path, json!({"accelerator": "gpu-l4"})).await?;
+    let body = json!({"accelerator": "gpu-l4"});
+    let op = app_support::call_api(http, api, user, reqwest::Method::PUT, path, body).await?;
     let accept_ms = t0.elapsed().as_secs_f64() * 1e3;
     let name = op["name"].as_str().context("operation name")?.to_owned();
     let mut unavailable = 0;
