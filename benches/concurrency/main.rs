@@ -83,10 +83,14 @@ async fn run(pg: &PrivatePostgres, wants: &dyn Fn(&str) -> bool) -> Result<()> {
         pg.ensure_database("kbench_up").await?;
         let http = reqwest::Client::new();
         let url = pg.url("kbench_up");
-        let env = [
+        let mut env = vec![
             ("KINETIC_SIM_LISTEN", "127.0.0.1:0".to_owned()),
             ("RUST_LOG", "warn".to_owned()),
         ];
+        // Operations at once per replica, when not the default (KINETIC_WORKERS).
+        if let Ok(w) = std::env::var("KBENCH_WORKERS") {
+            env.push(("KINETIC_WORKERS", w));
+        }
         let serve = serve::Serve::start_with("up", &["--dev"], &url, &env, None, &http).await?;
         let fleet = ups::Fleet {
             apis: vec![serve.url("")],

@@ -206,8 +206,9 @@ async fn sample(
         .await?;
         sessions = sessions.max(s);
         if b > busy && std::env::var_os("KBENCH_SHOW_SESSIONS").is_some() {
-            let rows: Vec<(String, String, f64)> = sqlx::query_as(
-                "SELECT coalesce(state, ''), left(query, 100), \
+            let rows: Vec<(String, String, String, f64)> = sqlx::query_as(
+                "SELECT coalesce(state, ''), coalesce(wait_event_type || ':' || wait_event, ''), \
+                   left(query, 100), \
                    coalesce(extract(epoch FROM now() - xact_start), 0)::float8 \
                  FROM pg_stat_activity WHERE datname = current_database() \
                    AND pid <> pg_backend_pid() AND state <> 'idle'",
