@@ -1,5 +1,5 @@
 //! The cluster's custom methods that are POSTs on `{cluster}:verb` (AIP-136):
-//! `:checkWorkload`, `:diagnose` and the previews of `up` and `down`
+//! `:checkWorkload`, `:diagnose`, `:syncAccess` and the previews of `up` and `down`
 //! (`:previewApply`, `:previewDelete`) share one route, since the router sees one path
 //! segment; this module only dispatches, each verb's handler is documented in its own
 //! module ([`super::check_workload`], [`super::diagnose`]).
@@ -50,6 +50,10 @@ async fn cluster_verb(
             }
             let b = preview::body_of(parts, body, &s).await?;
             preview::preview_apply_cluster(&s, r, path, if_match, b).await
+        }
+        Some((cluster, "syncAccess")) => {
+            let path = ClusterPath::parse(&project, &zone, cluster)?;
+            super::sync_access::sync_cluster_access(&s, &caller, &path).await
         }
         Some((cluster, "diagnose")) => {
             let path = ClusterPath::parse(&project, &zone, cluster)?;

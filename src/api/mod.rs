@@ -64,6 +64,7 @@ pub mod route_reasons;
 pub mod route_table;
 pub mod state;
 pub mod status;
+pub mod sync_access;
 pub mod teams;
 pub mod testing;
 pub mod verbs;

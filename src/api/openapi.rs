@@ -23,6 +23,7 @@ use super::error::ErrorBody;
         super::profiles::activate_profile,
         super::check_workload::check_workload,
         super::diagnose::diagnose_cluster,
+        super::sync_access::sync_cluster_access,
         super::operations::get_operation,
         super::operations::watch_operation,
         super::operations::cancel_operation,

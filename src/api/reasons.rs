@@ -139,6 +139,14 @@ pub const ALIASES: &[(&str, &str)] = &[
 /// Every reason, sorted by reason.
 pub const CATALOGUE: &[ReasonDoc] = &[
     e(
+        "ACCESS_SYNC_FORBIDDEN",
+        PermissionDenied,
+        Operation,
+        &["resource", "permission"],
+        "A SYNC_ACCESS operation could not read or set the IAM policy of a project, bucket, repository or service account: kineticd's service account lacks the permission `permission` names (access already granted is unchanged).",
+        "Grant kineticd's service account a role with that permission (deploy/README.md lists them), then POST .../clusters/{c}:syncAccess.",
+    ),
+    e(
         "ACCELERATOR_NOT_IN_ZONE",
         InvalidArgument,
         Response,
@@ -1097,6 +1105,14 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         &[],
         "The operation's steps could not make progress (a dependency is missing; a bug).",
         "Report it with the operation id; run the command again.",
+    ),
+    e(
+        "TEAM_DELETED",
+        FailedPrecondition,
+        Operation,
+        &[],
+        "A SYNC_ACCESS operation ran after its cluster's team was deleted: there is no roster to derive access from.",
+        "Nothing to do: a deleted team's clusters are deleted with it.",
     ),
     e(
         "TEAM_EXISTS",

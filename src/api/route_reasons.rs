@@ -238,6 +238,7 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
     ),
     ("diagnoseCluster", &[CLUSTER, &["INVALID_TIMEOUT"]]),
     ("drillNodePool", DRILL_NODE_POOL),
+    ("syncClusterAccess", &[CLUSTER, &["PERMISSION_DENIED"]]),
     ("previewDrillNodePool", DRILL_NODE_POOL),
     ("getAccelerator", &[&["UNKNOWN_ACCELERATOR=404"]]),
     ("getCaller", &[]),

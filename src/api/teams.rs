@@ -9,7 +9,8 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::state::AppState;
-use crate::domain::{Email, Role, TeamId};
+use crate::domain::access::Member as RosterEntry;
+use crate::domain::{Role, TeamId};
 use crate::model::{Me, Member, Team};
 use crate::service::{self, Caller};
 
@@ -194,7 +195,7 @@ pub struct PutMemberRequest {
 #[utoipa::path(put, path = "/v1/teams/{team}/members/{email}", operation_id = "replaceMember", tag = "teams",
     request_body = PutMemberRequest,
     params(("team" = String, Path, description = "team id"),
-           ("email" = String, Path, description = "member email"), RequestIdQuery, IfMatchHeader),
+           ("email" = String, Path, description = "member: an address (a person or service account), or group:ADDRESS for a Google group"), RequestIdQuery, IfMatchHeader),
     responses((status = 200, description = "The member with its role", body = Member)))]
 async fn put_member(
     State(s): State<AppState>,
@@ -204,18 +205,25 @@ async fn put_member(
     key: RequestKey,
     ApiJson(req): ApiJson<PutMemberRequest>,
 ) -> Result<Json<Member>, ApiError> {
-    let (team, email) = (TeamId::parse(&team)?, Email::parse(&email)?);
+    let (team, member) = (TeamId::parse(&team)?, RosterEntry::parse(&email)?);
     let etag = if_match.as_deref();
     let idem = key.bind(&req)?;
-    let m =
-        service::teams::put_member(&s.db, &caller, &team, &email, req.role, etag, idem.as_ref());
+    let m = service::teams::put_member(
+        &s.db,
+        &caller,
+        &team,
+        &member,
+        req.role,
+        etag,
+        idem.as_ref(),
+    );
     Ok(Json(m.await?))
 }
 
 /// Remove a member (ADMIN or more, or yourself; never the last OWNER).
 #[utoipa::path(delete, path = "/v1/teams/{team}/members/{email}", operation_id = "deleteMember", tag = "teams",
     params(("team" = String, Path, description = "team id"),
-           ("email" = String, Path, description = "member email"), RequestIdQuery, IfMatchHeader),
+           ("email" = String, Path, description = "member: an address (a person or service account), or group:ADDRESS for a Google group"), RequestIdQuery, IfMatchHeader),
     responses((status = 204, description = "removed")))]
 async fn delete_member(
     State(s): State<AppState>,
@@ -224,8 +232,8 @@ async fn delete_member(
     IfMatch(if_match): IfMatch,
     key: RequestKey,
 ) -> Result<StatusCode, ApiError> {
-    let (team, email) = (TeamId::parse(&team)?, Email::parse(&email)?);
+    let (team, member) = (TeamId::parse(&team)?, RosterEntry::parse(&email)?);
     let (etag, idem) = (if_match.as_deref(), key.bind(&())?);
-    service::teams::delete_member(&s.db, &caller, &team, &email, etag, idem.as_ref()).await?;
+    service::teams::delete_member(&s.db, &caller, &team, &member, etag, idem.as_ref()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -8,7 +8,7 @@ use askama::Template;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
-use crate::domain::{Email, Role, TeamId};
+use crate::domain::{Role, TeamId};
 use crate::service::clusters::ListClusters;
 use crate::service::{self, PageRequest};
 
@@ -170,7 +170,7 @@ pub async fn put_member(
     p: Posted,
 ) -> Result<Response, PageError> {
     let id = TeamId::parse(&team)?;
-    let email = Email::parse(p.field("email"))?;
+    let member = crate::domain::access::Member::parse(p.field("email"))?;
     let role = Role::parse(p.field("role")).ok_or_else(|| {
         PageError::from(service::Error::invalid(
             "INVALID_ROLE",
@@ -181,7 +181,7 @@ pub async fn put_member(
         &s.services.db,
         &p.viewer.caller,
         &id,
-        &email,
+        &member,
         role,
         None,
         None,

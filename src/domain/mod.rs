@@ -4,6 +4,7 @@
 //! that holds a `TeamId` or a `ClusterName` never re-checks it.
 
 pub mod accelerators;
+pub mod access;
 pub mod compute_class;
 pub mod duration;
 pub mod gke_version;

@@ -145,6 +145,8 @@ states!(
         UpdateNodePool = "UPDATE_NODE_POOL",
         /// Reclaim a spot pool and time its failover.
         FailoverDrill = "FAILOVER_DRILL",
+        /// Converge the cluster's IAM and RBAC with its team's roster.
+        SyncAccess = "SYNC_ACCESS",
         /// The engine's test workflow (development and test mode only).
         Noop = "NOOP",
     }
@@ -154,6 +156,15 @@ impl StepState {
     /// DONE or SKIPPED: later steps may start.
     pub fn finished_ok(self) -> bool {
         matches!(self, StepState::Done | StepState::Skipped)
+    }
+}
+
+impl OperationType {
+    /// Whether it counts toward a team's cap of unfinished operations: SYNC_ACCESS does
+    /// not (at most one is queued per cluster, and a roster change must never be refused
+    /// because the team is busy).
+    pub fn counts_toward_cap(self) -> bool {
+        !matches!(self, OperationType::SyncAccess)
     }
 }
 

@@ -21,13 +21,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sqlx::PgConnection;
 
-use crate::domain::OperationType;
+use crate::domain::{OperationState, OperationType};
 use crate::store::StoreError;
 use crate::store::operations::{self, Finish, OperationRow};
 
 use super::record_states::{self, End, Records};
 use super::steps::{RpcCode, StepError, StepRecord};
-use super::workflows::cluster::{self, Env, drill, resize};
+use super::workflows::cluster::{self, Env, access, drill, resize};
 use super::workflows::{Registry, StepCtx, Workflow, noop};
 
 /// One kind of operation.
@@ -81,6 +81,13 @@ pub trait OperationKind: Send + Sync + Sized + 'static {
         input: &Self::Input,
         steps: &[StepRecord],
     ) -> Result<Self::Response, StepError>;
+
+    /// An operation to enqueue, in the transaction that ends `op` SUCCEEDED (after `up`:
+    /// its SYNC_ACCESS); none by default.
+    fn follow_up(&self, op: &OperationRow) -> Option<super::queue::Enqueue> {
+        let _ = op;
+        None
+    }
 
     /// Persist the steps after `completed` finished (fenced) on `conn` (alone, or in
     /// the caller's transaction), with any effect of the step on our own database,
@@ -145,12 +152,27 @@ impl<K: OperationKind> Workflow for Typed<K> {
         op: &'a OperationRow,
         f: Finish<'a>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        match K::RECORDS {
-            Records::Untouched => Box::pin(operations::finish(conn, op.id, op.generation, f)),
-            Records::Cluster(r) => {
-                Box::pin(async move { record_states::finish(conn, &r, records_of, op, f).await })
+        let next = match f.state {
+            OperationState::Succeeded => self.0.follow_up(op),
+            _ => None,
+        };
+        Box::pin(async move {
+            let Some(next) = next else {
+                return finish_records::<K>(conn, op, f).await;
+            };
+            let mut tx = sqlx::Connection::begin(conn).await?;
+            if !finish_records::<K>(&mut tx, op, f).await? {
+                return Ok(false);
             }
-        }
+            super::queue::enqueue_coalesced(&mut tx, &next)
+                .await
+                .map_err(|e| match e {
+                    super::queue::EnqueueError::Store(e) => e,
+                    other => StoreError::Db(sqlx::Error::Protocol(other.to_string())),
+                })?;
+            tx.commit().await?;
+            Ok(true)
+        })
     }
 
     fn response(&self, op: &OperationRow, steps: &[StepRecord]) -> Result<Value, StepError> {
@@ -162,6 +184,18 @@ impl<K: OperationKind> Workflow for Typed<K> {
                 format!("the {} response could not be written: {e}", K::TYPE),
             )
         })
+    }
+}
+
+/// End `op` with what the records of kind `K` show after it.
+async fn finish_records<K: OperationKind>(
+    conn: &mut PgConnection,
+    op: &OperationRow,
+    f: Finish<'_>,
+) -> Result<bool, StoreError> {
+    match K::RECORDS {
+        Records::Untouched => operations::finish(conn, op.id, op.generation, f).await,
+        Records::Cluster(r) => record_states::finish(conn, &r, records_of, op, f).await,
     }
 }
 
@@ -249,6 +283,7 @@ kinds! {
     RemoveNodePool => cluster::Provisioning<cluster::RemovePool>,
     UpdateNodePool => resize::Resize,
     FailoverDrill => drill::Drill,
+    SyncAccess => access::SyncAccess,
     Noop => noop::Noop,
 }
 

@@ -101,7 +101,9 @@ pub async fn enqueue_in(tx: &mut PgConnection, req: &Enqueue) -> Result<Enqueued
             return Ok(Enqueued { op, created: false });
         }
     }
-    if let Some(over) = crate::store::team_queue::over_cap(tx, &req.team_id).await? {
+    if req.op_type.counts_toward_cap()
+        && let Some(over) = crate::store::team_queue::over_cap(tx, &req.team_id).await?
+    {
         return Err(EnqueueError::TooMany(over));
     }
     let op = operations::insert(
@@ -122,6 +124,24 @@ pub async fn enqueue_in(tx: &mut PgConnection, req: &Enqueue) -> Result<Enqueued
     )
     .await?;
     Ok(Enqueued { op, created: true })
+}
+
+/// Enqueue `req` unless an operation of its type is still QUEUED under its serial key
+/// (then that one, `created: false`): for kinds that read what they converge when they
+/// run (SYNC_ACCESS), one queued operation covers every request made before it starts.
+pub async fn enqueue_coalesced(
+    tx: &mut PgConnection,
+    req: &Enqueue,
+) -> Result<Enqueued, EnqueueError> {
+    let queued =
+        crate::store::access::queued_with_key(&mut *tx, &req.serial_key, req.op_type.as_str())
+            .await?;
+    if let Some(id) = queued
+        && let Some(op) = operations::get(&mut *tx, id).await?
+    {
+        return Ok(Enqueued { op, created: false });
+    }
+    enqueue_in(tx, req).await
 }
 
 /// The `input` an operation of kind `K` stores: its typed input, serialized (plain data:

@@ -97,7 +97,7 @@ pub async fn project_team(
     Ok(team)
 }
 
-fn cluster_not_found(name: &str) -> Error {
+pub fn cluster_not_found(name: &str) -> Error {
     Error::not_found("CLUSTER_NOT_FOUND", format!("cluster {name} not found")).with("cluster", name)
 }
 

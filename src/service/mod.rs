@@ -6,6 +6,7 @@
 
 pub mod accelerators;
 pub mod access;
+pub mod access_sync;
 pub mod capacity;
 pub mod clusters;
 pub mod diagnose;

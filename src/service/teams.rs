@@ -10,12 +10,14 @@ use crate::ops::queue::Idempotency;
 use std::collections::BTreeSet;
 
 use crate::cloud::Cloud;
-use crate::domain::{Email, ProjectId, Role, TeamId};
+use crate::domain::access::Member as RosterEntry;
+use crate::domain::{ProjectId, Role, TeamId};
 use crate::model::{self, Member, Team};
+use crate::ops::workflows::cluster::access::SyncReason;
 use crate::store::{self, Db, teams::MemberRecord, teams::TeamRecord};
 
 use super::access::{self, Caller, team_not_found};
-use super::{Error, Page, PageRequest, Result, project_authority};
+use super::{Error, Page, PageRequest, Result, access_sync, project_authority};
 
 pub fn render_team(t: TeamRecord) -> Team {
     Team {
@@ -308,7 +310,7 @@ pub async fn put_member(
     db: &Db,
     caller: &Caller,
     team: &TeamId,
-    email: &Email,
+    member: &RosterEntry,
     role: Role,
     team_etag: Option<&str>,
     idem: Option<&Idempotency>,
@@ -325,7 +327,8 @@ pub async fn put_member(
     };
     lock_checked(&mut tx, team, team_etag).await?;
     let owners = store::teams::lock_owner_count(&mut tx, team).await?;
-    let old = store::teams::role_in(&mut *tx, team, email.as_str())
+    let entry = member.to_string();
+    let old = store::teams::role_in(&mut *tx, team, &entry)
         .await?
         .and_then(|r| Role::parse(&r));
     if role == Role::Owner || old == Some(Role::Owner) {
@@ -334,11 +337,19 @@ pub async fn put_member(
     if old == Some(Role::Owner) && role != Role::Owner && owners <= 1 {
         return Err(last_owner(team));
     }
-    let m = store::teams::upsert_member(&mut tx, team, email.as_str(), role.as_str()).await?;
+    let m = store::teams::upsert_member(&mut tx, team, &entry, role.as_str()).await?;
     store::teams::touch_team(&mut tx, team).await?;
+    let reason = match old {
+        None => Some(SyncReason::MemberAdded),
+        Some(r) if r != role => Some(SyncReason::MemberChanged),
+        Some(_) => None,
+    };
+    if let Some(reason) = reason {
+        access_sync::enqueue_team(&mut tx, team, who, reason).await?;
+    }
     let m = render_member(m);
     replies::commit(tx, who, idem, &m).await?;
-    tracing::info!(team, member = %email.log_id(), role = role.as_str(), by = %caller.email.log_id(), "member set");
+    tracing::info!(team, member = %member.email.log_id(), role = role.as_str(), by = %caller.email.log_id(), "member set");
     Ok(m)
 }
 
@@ -348,7 +359,7 @@ pub async fn delete_member(
     db: &Db,
     caller: &Caller,
     team: &TeamId,
-    email: &Email,
+    member: &RosterEntry,
     team_etag: Option<&str>,
     idem: Option<&Idempotency>,
 ) -> Result<()> {
@@ -360,7 +371,7 @@ pub async fn delete_member(
     let my_role = access::team_role(db, caller, team)
         .await?
         .ok_or_else(|| team_not_found(team))?;
-    let is_self = *email == caller.email;
+    let is_self = member.person() == Some(&caller.email);
     if !is_self {
         access::check(my_role, Role::Admin, "removing members", team)?;
     }
@@ -370,13 +381,14 @@ pub async fn delete_member(
     };
     lock_checked(&mut tx, team, team_etag).await?;
     let owners = store::teams::lock_owner_count(&mut tx, team).await?;
-    let old = store::teams::role_in(&mut *tx, team, email.as_str())
+    let entry = member.to_string();
+    let old = store::teams::role_in(&mut *tx, team, &entry)
         .await?
         .and_then(|r| Role::parse(&r))
         .ok_or_else(|| {
             Error::not_found(
                 "MEMBER_NOT_FOUND",
-                format!("{email} is not a member of teams/{team}"),
+                format!("{member} is not a member of teams/{team}"),
             )
         })?;
     if old == Role::Owner && !is_self {
@@ -385,10 +397,11 @@ pub async fn delete_member(
     if old == Role::Owner && owners <= 1 {
         return Err(last_owner(team));
     }
-    store::teams::delete_member(&mut tx, team, email.as_str()).await?;
+    store::teams::delete_member(&mut tx, team, &entry).await?;
     store::teams::touch_team(&mut tx, team).await?;
+    access_sync::enqueue_team(&mut tx, team, who, SyncReason::MemberRemoved).await?;
     replies::commit(tx, who, idem, &()).await?;
-    tracing::info!(team, member = %email.log_id(), by = %caller.email.log_id(), "member removed");
+    tracing::info!(team, member = %member.email.log_id(), by = %caller.email.log_id(), "member removed");
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 //! stored state or spec that does not decode is [`StoreError::Corrupt`] naming its row,
 //! never a default.
 
+pub mod access;
 pub mod clusters;
 pub mod db;
 mod keyed;

@@ -118,6 +118,7 @@ const ROUTES: &[Route] = &[
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:previewDrill", MUTATION, "the plan of a drill: needs MEMBER"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:checkWorkload", READ, "a read-only check; POST for its body"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:diagnose", READ, "read-only checks; POST per AIP-136"),
+    r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:syncAccess", MUTATION, "converge IAM and RBAC: needs MEMBER"),
     r("GET", "/v1/teams", ANY_CALLER, "lists only the caller's teams"),
     r("POST", "/v1/teams", Caller { outsider: 201, viewer: 201 }, "anyone signed in may found a team"),
     r("GET", "/v1/teams/{team}", READ, "the team"),

@@ -7,7 +7,9 @@ pub mod api_paths;
 pub mod dev_server;
 pub mod gke;
 pub mod iap_keys;
+pub mod kubectl;
 pub mod shell;
+pub mod tls_front;
 
 use std::net::SocketAddr;
 use std::sync::OnceLock;

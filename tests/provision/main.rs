@@ -5,6 +5,7 @@
 mod common;
 
 mod access;
+mod access_sync;
 mod compat;
 mod computeclass;
 mod diagnose;

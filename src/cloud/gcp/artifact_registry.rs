@@ -135,6 +135,21 @@ impl ArtifactRegistry {
             .await
     }
 
+    /// Read-modify-write of the repository's policy: `mutate` edits the policy read and
+    /// says whether it changed.
+    pub async fn modify_repository_iam_policy(
+        &self,
+        project: &str,
+        location: &str,
+        repository_id: &str,
+        cancel: &CancellationToken,
+        mutate: impl FnMut(&mut Policy) -> bool,
+    ) -> Result<Policy, GcpError> {
+        self.policy_of(project, location, repository_id)
+            .modify(cancel, mutate)
+            .await
+    }
+
     /// Grant each `(role, member)` on the repository (idempotent read-modify-write).
     pub async fn add_repository_bindings(
         &self,

@@ -16,6 +16,7 @@ pub mod manifests;
 pub mod metered;
 pub mod objects;
 pub mod quantity;
+pub mod rbac;
 pub mod wait;
 
 pub use apply::{Applied, FIELD_MANAGER, parse_manifest};

@@ -8,6 +8,7 @@
 //! nothing twice. Record states change together with the operation's end, in one
 //! transaction (`ops::record_states`), as each kind's [`Provision::RECORDS`] declares.
 
+pub mod access;
 mod compute_class;
 pub mod drill;
 mod exec;
@@ -46,6 +47,7 @@ use crate::ops::record_states::Records;
 use crate::ops::steps::{ErrorClass, RpcCode, StepError, StepRecord};
 use crate::store::Db;
 use crate::store::StoreError;
+use crate::store::operations::OperationRow;
 
 use super::StepCtx;
 use manifest_cache::ManifestStore;
@@ -222,6 +224,13 @@ impl<P: Provision> OperationKind for Provisioning<P> {
         steps: &[StepRecord],
     ) -> Result<results::ClusterResponse, StepError> {
         Ok(results::ClusterResponse::of(input, steps))
+    }
+
+    /// A successful `up` is followed by a SYNC_ACCESS of its cluster.
+    fn follow_up(&self, op: &OperationRow) -> Option<crate::ops::queue::Enqueue> {
+        (P::TYPE == OperationType::UpCluster)
+            .then(|| access::after_up(op))
+            .flatten()
     }
 }
 
