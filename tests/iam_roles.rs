@@ -590,9 +590,12 @@ fn the_grant_condition_names_exactly_the_roles_kineticd_grants() {
         .split(',')
         .map(|r| r.trim().trim_matches('"'))
         .collect();
+    let members =
+        kineticd::domain::access::managed_roles(kineticd::domain::access::GrantOn::Project);
     let granted: BTreeSet<&str> = kineticd::plan::up::NODE_ROLES
         .iter()
         .chain(kineticd::plan::up::BUILD_ROLES.iter())
+        .chain(members.iter())
         .copied()
         .collect();
     assert_eq!(
@@ -631,4 +634,69 @@ fn the_service_account_condition_covers_every_account_kineticd_creates_and_no_ot
     for default in ["123456789012-compute", "team-project-1", "kineticd"] {
         assert!(!default.starts_with(prefix), "{default} matches {prefix:?}");
     }
+}
+
+/// The members' table ("What team members get") is the grant table of
+/// `src/domain/access.rs`, row for row: a VIEWER's rows ("every role") and a MEMBER's
+/// ("MEMBER+"), each resource by the name the table uses.
+#[test]
+fn the_members_table_is_the_grants_sync_access_makes() {
+    use kineticd::domain::Role;
+    use kineticd::domain::access::{GrantOn, iam_grants};
+    let readme = readme();
+    let section = readme
+        .split("### What team members get (SYNC_ACCESS)")
+        .nth(1)
+        .expect("deploy/README.md has no members' table");
+    let section = section.split("\n#").next().unwrap_or(section);
+    let resource = |on: GrantOn| match on {
+        GrantOn::Project => "project",
+        GrantOn::StateBucket => "`TEAM_PROJECT-kinetic-state`",
+        GrantOn::JobsBucket => "`TEAM_PROJECT-kn-CLUSTER-jobs`",
+        GrantOn::BuildsBucket => "`TEAM_PROJECT-kn-CLUSTER-builds`",
+        GrantOn::Repository => "repository `kn-CLUSTER`",
+        GrantOn::BuildsServiceAccount => "`kn-CLUSTER-builds@TEAM_PROJECT.iam.gserviceaccount.com`",
+    };
+    let mut documented = BTreeSet::new();
+    for line in section.lines().filter(|l| l.starts_with("| ")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        if cells.len() != 4 || !cells[2].starts_with('`') {
+            continue;
+        }
+        for role in cells[2].split(", ") {
+            documented.insert((
+                cells[0].to_owned(),
+                cells[1].to_owned(),
+                role.trim_matches('`').to_owned(),
+            ));
+        }
+    }
+    let viewer = iam_grants(Role::Viewer);
+    let mut derived = BTreeSet::new();
+    for g in &viewer {
+        derived.insert((
+            "every role".to_owned(),
+            resource(g.on).to_owned(),
+            g.role.to_owned(),
+        ));
+    }
+    for g in iam_grants(Role::Member)
+        .iter()
+        .filter(|g| !viewer.contains(g))
+    {
+        derived.insert((
+            "MEMBER+".to_owned(),
+            resource(g.on).to_owned(),
+            g.role.to_owned(),
+        ));
+    }
+    assert_eq!(
+        documented, derived,
+        "deploy/README.md's members' table differs from src/domain/access.rs"
+    );
+    assert_eq!(
+        iam_grants(Role::Owner),
+        iam_grants(Role::Member),
+        "ADMIN and OWNER get a MEMBER's IAM"
+    );
 }

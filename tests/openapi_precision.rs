@@ -205,7 +205,12 @@ fn an_operations_response_is_a_union_discriminated_by_its_type() {
         .collect();
     assert_eq!(
         members,
-        ["ClusterResponse", "ResizeResponse", "DrillReport"]
+        [
+            "ClusterResponse",
+            "ResizeResponse",
+            "DrillReport",
+            "AccessSyncReport"
+        ]
     );
     for m in members {
         let s = &schemas[m];

@@ -139,14 +139,6 @@ pub const ALIASES: &[(&str, &str)] = &[
 /// Every reason, sorted by reason.
 pub const CATALOGUE: &[ReasonDoc] = &[
     e(
-        "ACCESS_SYNC_FORBIDDEN",
-        PermissionDenied,
-        Operation,
-        &["resource", "permission"],
-        "A SYNC_ACCESS operation could not read or set the IAM policy of a project, bucket, repository or service account: kineticd's service account lacks the permission `permission` names (access already granted is unchanged).",
-        "Grant kineticd's service account a role with that permission (deploy/README.md lists them), then POST .../clusters/{c}:syncAccess.",
-    ),
-    e(
         "ACCELERATOR_NOT_IN_ZONE",
         InvalidArgument,
         Response,
@@ -161,6 +153,14 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         &[],
         "Creating a cluster or adding a node pool without an `accelerator`.",
         "Send `accelerator` (GET /v1/accelerators lists them; `cpu` for a cluster without one).",
+    ),
+    e(
+        "ACCESS_SYNC_FORBIDDEN",
+        PermissionDenied,
+        Operation,
+        &["resource", "permission"],
+        "A SYNC_ACCESS operation could not read or set the IAM policy of a project, bucket, repository or service account: kineticd's service account lacks the permission `permission` names (access already granted is unchanged).",
+        "Grant kineticd's service account a role with that permission (deploy/README.md lists them), then POST .../clusters/{c}:syncAccess.",
     ),
     e(
         "ALREADY_APPLIED",

@@ -84,7 +84,7 @@ pub trait OperationKind: Send + Sync + Sized + 'static {
 
     /// An operation to enqueue, in the transaction that ends `op` SUCCEEDED (after `up`:
     /// its SYNC_ACCESS); none by default.
-    fn follow_up(&self, op: &OperationRow) -> Option<super::queue::Enqueue> {
+    fn follow_up(&self, op: &OperationRow) -> Option<super::enqueue::Enqueue> {
         let _ = op;
         None
     }
@@ -164,10 +164,10 @@ impl<K: OperationKind> Workflow for Typed<K> {
             if !finish_records::<K>(&mut tx, op, f).await? {
                 return Ok(false);
             }
-            super::queue::enqueue_coalesced(&mut tx, &next)
+            super::enqueue::enqueue_coalesced(&mut tx, &next)
                 .await
                 .map_err(|e| match e {
-                    super::queue::EnqueueError::Store(e) => e,
+                    super::enqueue::EnqueueError::Store(e) => e,
                     other => StoreError::Db(sqlx::Error::Protocol(other.to_string())),
                 })?;
             tx.commit().await?;

@@ -6,6 +6,7 @@
 //! crashes, with each finished step's result kept and never run again; operations on one
 //! cluster run one at a time in order, and never wait for another cluster.
 
+pub mod enqueue;
 pub mod events;
 pub mod kinds;
 pub mod leases;

@@ -337,3 +337,67 @@ async fn sync_access_on_demand_coalesces_and_needs_a_member() {
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
 }
+
+/// A fault at each step's write (the bindings, the project policy, a bucket policy, the
+/// builds account's policy) is ridden out: the sync succeeds and the member holds each
+/// grant once; a sync run again changes nothing (no policy is written, no binding
+/// applied).
+#[tokio::test]
+async fn a_fault_at_each_step_is_ridden_out_and_a_second_sync_changes_nothing() {
+    let env = env().await;
+    env.up_ok("kc", json!({"accelerator": "cpu"})).await;
+    settled(&env).await;
+    let faults = [
+        ("kube", "kube.apply"),
+        ("cloudresourcemanager", "projects.setIamPolicy"),
+        ("storage", "buckets.setIamPolicy"),
+        ("iam", "serviceAccounts.setIamPolicy"),
+    ];
+    for (i, (service, method)) in faults.iter().enumerate() {
+        env.arm(service, method, "HTTP_503", 1).await;
+        let who = format!("m{i}@example.com");
+        assert_eq!(put_member(&env, &who, "MEMBER").await, StatusCode::OK);
+        let done = settled(&env).await;
+        assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{method}: {done}");
+        let member = format!("user:{who}");
+        let viewers = project_members(&env, "roles/container.clusterViewer").await;
+        assert_eq!(
+            viewers.iter().filter(|m| **m == member).count(),
+            1,
+            "{method}"
+        );
+        let failed = env
+            .journal(service, method)
+            .await
+            .iter()
+            .filter(|e| e["status"] == 503)
+            .count();
+        assert_eq!(failed, 1, "{method}: the fault fired once");
+    }
+    let writes = env.ok_calls("", "").await.len();
+    let path = format!("{}:syncAccess", cluster_path("kc"));
+    let r = env.app.post(OWNER, &path, json!({})).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let again = env
+        .app
+        .wait_done(OWNER, r.body["name"].as_str().unwrap())
+        .await;
+    assert_eq!(again["metadata"]["state"], "SUCCEEDED", "{again}");
+    let report = &again["response"];
+    for field in ["granted", "revoked", "bindingsApplied", "bindingsDeleted"] {
+        assert_eq!(report[field], json!([]), "{field}: {again}");
+    }
+    let after: Vec<Value> = env
+        .ok_calls("", "")
+        .await
+        .into_iter()
+        .skip(writes)
+        .collect();
+    assert!(
+        after.iter().all(|e| {
+            let m = e["method"].as_str().unwrap_or_default();
+            !m.ends_with("setIamPolicy") && m != "kube.apply" && m != "kube.delete"
+        }),
+        "a second sync wrote: {after:?}"
+    );
+}

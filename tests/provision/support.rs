@@ -224,11 +224,37 @@ impl Env {
         r.body
     }
 
-    /// Run to the end and return the final operation.
+    /// Run to the end and return the final operation; after a successful `up`, also
+    /// wait for the SYNC_ACCESS that follows it, so what a test measures next is not
+    /// interleaved with its calls.
     pub async fn done(&self, op: &Value) -> Value {
-        self.app
+        let done = self
+            .app
             .wait_done(OWNER, op["name"].as_str().expect("operation name"))
-            .await
+            .await;
+        if done["metadata"]["type"] == "UP_CLUSTER" && done["metadata"]["state"] == "SUCCEEDED" {
+            self.syncs_settled().await;
+        }
+        done
+    }
+
+    /// Wait (60 s at most) until no SYNC_ACCESS operation is unfinished.
+    pub async fn syncs_settled(&self) {
+        let path = "/v1/operations?filter=type=SYNC_ACCESS%20AND%20done=false";
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let r = self.app.get(OWNER, path).await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+            if r.body["operations"].as_array().is_none_or(|a| a.is_empty()) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "syncs still running: {}",
+                r.body
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 
     /// `up` to the end, asserting success.
@@ -362,6 +388,7 @@ impl Env {
         let schema = match done["metadata"]["type"].as_str() {
             Some("UPDATE_NODE_POOL") => "ResizeResponse",
             Some("FAILOVER_DRILL") => "DrillReport",
+            Some("SYNC_ACCESS") => "AccessSyncReport",
             _ => "ClusterResponse",
         };
         assert_eq!(done["response"]["@type"], schema, "{done}");
@@ -443,6 +470,11 @@ impl Env {
         loop {
             let cur = self.op(op).await;
             if cur["done"] == true {
+                if cur["metadata"]["type"] == "UP_CLUSTER"
+                    && cur["metadata"]["state"] == "SUCCEEDED"
+                {
+                    self.syncs_settled().await;
+                }
                 return cur;
             }
             assert!(std::time::Instant::now() < deadline, "not done: {cur}");

@@ -28,9 +28,29 @@ async fn create_counts(env: &Env) -> Vec<usize> {
     out
 }
 
-/// The one successful `service`/`method` call (asserting there was exactly one).
-async fn only_call(env: &Env, service: &str, method: &str) -> Value {
-    let mut calls = env.ok_calls(service, method).await;
+/// An end later than any call of a test.
+const EVER: &str = "9999-12-31T23:59:59Z";
+
+/// The successful `service`/`method` calls made by `end` (an RFC 3339 time: an
+/// operation's `endTime`).
+async fn up_calls(env: &Env, end: &str, service: &str, method: &str) -> Vec<Value> {
+    let end = chrono::DateTime::parse_from_rfc3339(end).expect("endTime");
+    env.ok_calls(service, method)
+        .await
+        .into_iter()
+        .filter(|c| {
+            c["time"]
+                .as_str()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .is_some_and(|t| t <= end)
+        })
+        .collect()
+}
+
+/// The one successful `service`/`method` call made by `end` (asserting there was
+/// exactly one).
+async fn only_call(env: &Env, end: &str, service: &str, method: &str) -> Value {
+    let mut calls = up_calls(env, end, service, method).await;
     assert_eq!(calls.len(), 1, "{service} {method}: {calls:?}");
     calls.remove(0)
 }
@@ -60,6 +80,11 @@ fn labels_ok(l: &Value) {
 async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     let env = env().await;
     let done = env.up_ok("kc", json!({"accelerator": "gpu-l4"})).await;
+    // What `up` itself sent: the SYNC_ACCESS that follows it writes policies too.
+    let end = done["metadata"]["endTime"]
+        .as_str()
+        .expect("endTime")
+        .to_owned();
     let pool = done["response"]["nodePools"][0]
         .as_str()
         .unwrap()
@@ -70,7 +95,7 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     );
 
     // APIs: the seven of the reference, once.
-    let apis = only_call(&env, "serviceusage", "services.batchEnable").await;
+    let apis = only_call(&env, &end, "serviceusage", "services.batchEnable").await;
     let mut ids: Vec<&str> = apis["body"]["serviceIds"]
         .as_array()
         .unwrap()
@@ -93,7 +118,7 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
 
     // Buckets: state (US, versioned), jobs (region), builds (registry location); uniform
     // access; 30-day lifecycle on jobs and builds.
-    let buckets = env.ok_calls("storage", "buckets.insert").await;
+    let buckets = up_calls(&env, &end, "storage", "buckets.insert").await;
     assert_eq!(buckets.len(), 3);
     let state = body_of(&buckets, "ml-proj-kinetic-state");
     assert_eq!(state["location"], "US");
@@ -117,10 +142,10 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     }
 
     // Network (auto subnets), router with the NAT.
-    let net = only_call(&env, "compute", "networks.insert").await;
+    let net = only_call(&env, &end, "compute", "networks.insert").await;
     assert_eq!(net["body"]["name"], "kn-kc");
     assert_eq!(net["body"]["autoCreateSubnetworks"], true);
-    let router = only_call(&env, "compute", "routers.insert").await;
+    let router = only_call(&env, &end, "compute", "routers.insert").await;
     assert_path_has(&router, "/regions/us-central1/");
     let r = &router["body"];
     assert_eq!(r["name"], "kn-kc-router");
@@ -138,14 +163,14 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     );
 
     // Service accounts, repository.
-    let sas = env.ok_calls("iam", "serviceAccounts.create").await;
+    let sas = up_calls(&env, &end, "iam", "serviceAccounts.create").await;
     let mut sa_ids: Vec<&str> = sas
         .iter()
         .map(|e| e["body"]["accountId"].as_str().unwrap())
         .collect();
     sa_ids.sort();
     assert_eq!(sa_ids, ["kn-kc-builds", "kn-kc-nodes"]);
-    let repo = only_call(&env, "artifactregistry", "repositories.create").await;
+    let repo = only_call(&env, &end, "artifactregistry", "repositories.create").await;
     assert_path_has(&repo, "/locations/us/");
     assert!(
         repo["query"]
@@ -156,7 +181,7 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     assert_eq!(repo["body"]["format"], "DOCKER");
 
     // The GKE cluster.
-    let cl = only_call(&env, "container", "clusters.create").await;
+    let cl = only_call(&env, &end, "container", "clusters.create").await;
     assert_path_has(&cl, "/locations/us-central1-a/");
     let c = &cl["body"]["cluster"];
     assert_eq!(c["name"], "kc");
@@ -181,7 +206,7 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     assert_eq!(dp["config"]["diskSizeGb"], 50);
 
     // The accelerator pool.
-    let np = only_call(&env, "container", "nodePools.create").await;
+    let np = only_call(&env, &end, "container", "nodePools.create").await;
     let p = &np["body"]["nodePool"];
     assert_eq!(p["name"], pool.as_str());
     assert_eq!(p["initialNodeCount"], 0);
@@ -236,7 +261,7 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     ] {
         assert!(has(last, role, build), "{role} for build SA: {last}");
     }
-    let bucket_policies = env.ok_calls("storage", "buckets.setIamPolicy").await;
+    let bucket_policies = up_calls(&env, &end, "storage", "buckets.setIamPolicy").await;
     assert_eq!(bucket_policies.len(), 2);
     for b in &bucket_policies {
         for role in [
@@ -258,7 +283,7 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
             && has(rb, "roles/artifactregistry.writer", build),
         "{rb}"
     );
-    let wi = env.ok_calls("iam", "serviceAccounts.setIamPolicy").await;
+    let wi = up_calls(&env, &end, "iam", "serviceAccounts.setIamPolicy").await;
     assert!(has(
         &wi.last().unwrap()["body"]["policy"]["bindings"],
         "roles/iam.workloadIdentityUser",
@@ -266,7 +291,7 @@ async fn up_with_gpu_l4_sends_exactly_the_reference_resources() {
     ));
 
     // In the cluster: the KSA annotated for Workload Identity, LWS, the driver installer.
-    let applied = env.ok_calls("kube", "kube.apply").await;
+    let applied = up_calls(&env, &end, "kube", "kube.apply").await;
     let paths: Vec<&str> = applied
         .iter()
         .map(|e| e["path"].as_str().unwrap())
@@ -355,7 +380,7 @@ async fn up_with_a_multi_host_tpu_places_it_compactly_without_a_driver_installer
             json!({"accelerator": "tpu-v5litepod-16", "minNodes": 4}),
         )
         .await;
-    let np = only_call(&env, "container", "nodePools.create").await;
+    let np = only_call(&env, EVER, "container", "nodePools.create").await;
     let p = &np["body"]["nodePool"];
     assert!(p["name"].as_str().unwrap().starts_with("tpu-v5litepod-"));
     assert_eq!(p["initialNodeCount"], 4);
@@ -431,7 +456,7 @@ async fn up_in_a_european_zone_puts_the_builds_bucket_in_eu() {
     };
     assert_eq!(location("-builds"), "EU");
     assert_eq!(location("-jobs"), "EUROPE-WEST4");
-    let repo = only_call(&env, "artifactregistry", "repositories.create").await;
+    let repo = only_call(&env, EVER, "artifactregistry", "repositories.create").await;
     assert!(
         repo["path"]
             .as_str()

@@ -206,7 +206,8 @@ impl KubeCluster {
     }
 
     /// The ClusterRole that aggregates LeaderWorkerSet rights into `edit` and `admin`
-    /// (the LWS release does not), applied so a MEMBER can run multi-host jobs.
+    /// (the LWS release does not), applied (when it is missing or differs) so a MEMBER
+    /// can run multi-host jobs.
     pub async fn ensure_lws_edit_role(&self) -> Result<(), KubeError> {
         let mut meta = managed_meta(LWS_EDIT_ROLE, None, None);
         if let Some(labels) = meta.labels.as_mut() {
@@ -235,6 +236,23 @@ impl KubeCluster {
             }]),
         };
         let api: Api<ClusterRole> = Api::all(self.client().await?);
+        let have = self
+            .idempotent("clusterroles.get", "get ClusterRole", || {
+                api.get_opt(LWS_EDIT_ROLE)
+            })
+            .await?;
+        let labels_held = |h: &ClusterRole| {
+            let want = obj.metadata.labels.iter().flatten();
+            let held = h.metadata.labels.as_ref();
+            want.into_iter()
+                .all(|(k, v)| held.and_then(|l| l.get(k)) == Some(v))
+        };
+        if have
+            .as_ref()
+            .is_some_and(|h| h.rules == obj.rules && labels_held(h))
+        {
+            return Ok(());
+        }
         let pp = apply_params();
         let patch = Patch::Apply(&obj);
         self.idempotent("clusterroles.apply", "apply ClusterRole", || {

@@ -225,7 +225,9 @@ async fn finish(env: &Env, op: &Value) -> Value {
 /// PUT the cluster and wait for the end.
 async fn up(env: &Env) -> Value {
     let op = env.up(CLUSTER, gpu()).await;
-    finish(env, &op).await
+    let done = finish(env, &op).await;
+    env.syncs_settled().await;
+    done
 }
 
 /// DELETE the cluster and wait for the end.

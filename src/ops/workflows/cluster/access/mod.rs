@@ -110,6 +110,7 @@ pub struct GrantChange {
 #[serde(rename_all = "camelCase", default)]
 pub struct AccessSyncReport {
     /// Roster entries access was derived from.
+    #[schema(format = Int32)]
     pub members: usize,
     /// IAM grants made.
     pub granted: Vec<GrantChange>,
