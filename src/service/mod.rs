@@ -8,6 +8,7 @@ pub mod accelerators;
 pub mod access;
 pub mod capacity;
 pub mod clusters;
+pub mod credentials;
 pub mod diagnose;
 pub mod error;
 pub mod etag;
