@@ -10,6 +10,12 @@
 #                             (name, type, state) and fails unless it ended in STATE
 #                             (default SUCCEEDED)
 #   kn cluster                the active profile's cluster (projects/P/zones/Z/clusters/C)
+#   kn kubeconfig [CLUSTER] [--write]
+#                             a kubeconfig for CLUSTER (default: the active profile's),
+#                             as `gcloud container clusters get-credentials` writes it;
+#                             prints it, or with --write merges it into the first file
+#                             of $KUBECONFIG (default ~/.kube/config) and makes its
+#                             context current (merging into an existing file needs kubectl)
 #
 # PATH is relative to /v1/ (`teams`, `operations/ID`, "$(kn cluster)/nodePools") unless
 # it starts with / (`/healthz`). A request that gets an error prints its status, reason
@@ -160,6 +166,47 @@ cluster() {
     die "no active profile: run up, or PUT profiles/NAME {\"cluster\": ...} and POST profiles/NAME:activate"
 }
 
+# kubeconfig [CLUSTER] [--write]: prints the cluster's kubeconfig, or merges it.
+kubeconfig() {
+  local name='' write=false arg
+  for arg in "$@"; do
+    case $arg in
+      --write) write=true ;;
+      -*) usage ;;
+      *)
+        [ -z "$name" ] || usage
+        name=${arg#/v1/}
+        ;;
+    esac
+  done
+  [ -n "$name" ] || name=$(cluster)
+  local config
+  config=$(request GET "$name/credentials" | jq -er .kubeconfig) || return
+  if ! "$write"; then
+    printf '%s\n' "$config"
+    return
+  fi
+  local target=${KUBECONFIG:-$HOME/.kube/config}
+  target=${target%%:*}
+  mkdir -p "$(dirname "$target")"
+  local new
+  new=$(mktemp)
+  printf '%s\n' "$config" >"$new"
+  if [ -s "$target" ]; then
+    command -v kubectl >/dev/null || die "merging into $target needs kubectl (or run: kn kubeconfig >FILE)"
+    # The new file first: its entries and current-context win (kubectl's merge rule).
+    KUBECONFIG="$new:$target" kubectl config view --flatten >"$new.merged" ||
+      die "kubectl could not merge into $target"
+    mv "$new.merged" "$target"
+    rm -f "$new"
+  else
+    mv "$new" "$target"
+  fi
+  chmod 600 "$target"
+  printf 'kn: wrote context %s to %s\n' \
+    "$(printf '%s' "$config" | sed -n 's/^current-context: //p')" "$target" >&2
+}
+
 main() {
   [ $# -ge 1 ] || usage
   local cmd=$1
@@ -182,6 +229,10 @@ main() {
     cluster)
       [ $# -eq 0 ] || usage
       cluster
+      ;;
+    kubeconfig)
+      [ $# -le 2 ] || usage
+      kubeconfig "$@"
       ;;
     *) usage ;;
   esac

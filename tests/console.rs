@@ -360,6 +360,33 @@ async fn pages_render_for_members_with_their_content() {
             page.body
         );
         assert_eq!(page.count("[data-testid=status-error]"), 0, "{}", page.body);
+        // RUNNING: "Connect" shows the commands that write a kubeconfig.
+        assert_eq!(
+            page.count("details[data-testid=connect]"),
+            1,
+            "{}",
+            page.body
+        );
+        assert_eq!(
+            page.text("[data-testid=connect-gcloud]"),
+            format!(
+                "gcloud container clusters get-credentials kc --zone {ZONE} --project {PROJECT}"
+            )
+        );
+        assert!(
+            page.text("[data-testid=connect-kn]").starts_with(&format!(
+                "kn kubeconfig projects/{PROJECT}/zones/{ZONE}/clusters/kc"
+            )),
+            "{}",
+            page.body
+        );
+        assert!(
+            page.text("[data-testid=connect-curl]").contains(&format!(
+                "/v1/projects/{PROJECT}/zones/{ZONE}/clusters/kc/credentials"
+            )),
+            "{}",
+            page.body
+        );
 
         let op = b.get_ok(&format!("/console/operations/{op_id}")).await;
         assert_eq!(op.text("[data-testid=op-type]"), "UP_CLUSTER");
@@ -757,6 +784,10 @@ async fn pool_add_remove_and_down_preview_then_run_from_the_console() {
     let done = env.app.wait_done(OWNER, &format!("operations/{id}")).await;
     assert_eq!(done["metadata"]["type"], "DOWN_CLUSTER");
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    // A DELETED cluster has no credentials: no "Connect".
+    let page = b.get_ok(&base).await;
+    assert_eq!(page.text("[data-testid=cluster-state]"), "DELETED");
+    assert_eq!(page.count("[data-testid=connect]"), 0, "{}", page.body);
 }
 
 /// Every input, select and textarea (hidden inputs aside) has a `<label for>`, a

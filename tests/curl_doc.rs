@@ -30,6 +30,7 @@ fn the_document_covers_a_whole_day() {
         ("poll", "kn get \"$OP\""),
         ("wait", "kn wait "),
         ("status", "/status\""),
+        ("credentials", "kn kubeconfig"),
         ("pool add with failover", "\"failover\":true"),
         ("pool list", "/nodePools\" |"),
         ("pool resize", "kn patch \"$C/nodePools/"),

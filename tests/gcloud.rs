@@ -5,7 +5,8 @@
 //! the GKE cluster, its node pools and operations, the network, the router, the buckets,
 //! the repository, the service accounts and the enabled services, and the accelerator
 //! types kineticd checked; then gcloud resizes the pool (`node-pools update
-//! --enable-autoscaling`) and reads the new autoscaling back.
+//! --enable-autoscaling`) and reads the new autoscaling back. `container clusters
+//! get-credentials` writes the kubeconfig kineticd's `.../credentials` answers.
 //!
 //! Skips with a message where gcloud is not installed, unless `KINETIC_REQUIRE_GCLOUD=1`
 //! (set by `.ci/run`).
@@ -147,11 +148,17 @@ fn field<'a>(list: &'a Value, field: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// `up` of a gpu-l4 cluster through kineticd against the simulator at `sim_url`, to its
-/// end; the cluster as kineticd records it.
-async fn up(sim_url: &str) -> Value {
+/// `up` of a gpu-l4 cluster through kineticd against the simulator `sim`, to its end;
+/// the app and the cluster as kineticd records it.
+async fn up(sim: &SimProcess) -> (TestApp, Value) {
+    let sim_url = sim
+        .exports()
+        .into_iter()
+        .find(|(k, _)| k == "KINETIC_GCP_URL")
+        .expect("KINETIC_GCP_URL")
+        .1;
     let (db, url) = common::fresh_db().await;
-    let app = TestApp::spawn_on(db, url, sim_url, |s| s).await;
+    let app = TestApp::spawn_on(db, url, &sim_url, |s| s).await;
     app.team(OWNER, "gcloud-team", &[PROJECT]).await;
     let _workers = app.workers(common::test_worker_config(2));
     let path = format!("/v1/projects/{PROJECT}/zones/{ZONE}/clusters/{CLUSTER}");
@@ -164,7 +171,19 @@ async fn up(sim_url: &str) -> Value {
     assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
     let cluster = app.get(OWNER, &path).await;
     assert_eq!(cluster.status, StatusCode::OK, "{}", cluster.body);
-    cluster.body
+    (app, cluster.body)
+}
+
+/// A `kineticd sim` at speed 0, [`up`] through kineticd against it, and gcloud configured
+/// for it; `None` (the test skips) when gcloud is not installed.
+async fn up_on_a_sim() -> Option<(SimProcess, TestApp, Value, Gcloud)> {
+    if !common::shell::gcloud_installed() {
+        return None;
+    }
+    let sim = SimProcess::start(&["--speed", "0"]);
+    let (app, cluster) = up(&sim).await;
+    let g = Gcloud::configure(&sim.printed).await;
+    Some((sim, app, cluster, g))
 }
 
 /// What gcloud answered, by command.
@@ -354,18 +373,9 @@ fn check_iam_and_services(a: &Answers, resources: &Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcloud_lists_and_describes_what_up_created() {
-    if !common::shell::gcloud_installed() {
+    let Some((_sim, _app, cluster, g)) = up_on_a_sim().await else {
         return;
-    }
-    let sim = SimProcess::start(&["--speed", "0"]);
-    let sim_url = sim
-        .exports()
-        .into_iter()
-        .find(|(k, _)| k == "KINETIC_GCP_URL")
-        .expect("KINETIC_GCP_URL")
-        .1;
-    let cluster = up(&sim_url).await;
-    let g = Gcloud::configure(&sim.printed).await;
+    };
     let a = Answers::ask(&g, commands(&cluster)).await;
     check_container(&a, &cluster);
     check_compute(&a, &cluster["resources"]);
@@ -397,6 +407,64 @@ async fn gcloud_lists_and_describes_what_up_created() {
     assert_eq!(a["enabled"], true, "{described}");
     assert_eq!(a["minNodeCount"], 1, "{described}");
     assert_eq!(a["maxNodeCount"], 5, "{described}");
+}
+
+/// `gcloud container clusters get-credentials` and kineticd's `.../credentials` write
+/// the same kubeconfig for a cluster `up` made: the same names, current context, CA and
+/// exec user; kineticd adds the namespace of the caller's profile. One difference is the
+/// simulator's: gcloud writes `https://` before the
+/// endpoint GKE answers, which the simulator gives as a whole `http://` URL that
+/// kineticd keeps (a real GKE endpoint is an address, the same in both).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_credentials_writes_kineticds_kubeconfig() {
+    let Some((_sim, app, _, g)) = up_on_a_sim().await else {
+        return;
+    };
+    let file = g.config.join("kubeconfig");
+    let out = g
+        .command(&[
+            "container",
+            "clusters",
+            "get-credentials",
+            CLUSTER,
+            "--zone",
+            ZONE,
+        ])
+        .env("KUBECONFIG", &file)
+        .output()
+        .await
+        .expect("run gcloud");
+    assert!(
+        out.status.success(),
+        "gcloud get-credentials: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&file).expect("gcloud wrote the kubeconfig");
+    let mut gcloud: Value = serde_saphyr::from_str(&text).expect("gcloud's kubeconfig is YAML");
+
+    let path = format!("/v1/projects/{PROJECT}/zones/{ZONE}/clusters/{CLUSTER}/credentials");
+    let r = app.get(OWNER, &path).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let mut ours: Value =
+        serde_saphyr::from_str(r.body.as_str().expect("YAML text")).expect("kineticd's is YAML");
+    // kineticd's one addition: the namespace of the caller's profile of the cluster (the
+    // one `up` saved, namespace `default`).
+    let context = ours["contexts"][0]["context"]
+        .as_object_mut()
+        .expect("a context");
+    assert_eq!(context.remove("namespace"), Some(Value::from("default")));
+
+    let server = &mut gcloud["clusters"][0]["cluster"]["server"];
+    let unprefixed = server.as_str().and_then(|s| s.strip_prefix("https://"));
+    *server = Value::from(unprefixed.expect("gcloud's server is https://ENDPOINT"));
+    // gcloud names the plugin by its full path when it finds it only in the SDK's bin.
+    let command = &mut gcloud["users"][0]["user"]["exec"]["command"];
+    *command = Value::from(short(command.as_str().expect("an exec command")));
+    assert_eq!(ours, gcloud, "kineticd's:\n{ours:#}\ngcloud's:\n{text}");
+    assert_eq!(
+        ours["current-context"],
+        format!("gke_{PROJECT}_{ZONE}_{CLUSTER}").as_str()
+    );
 }
 
 /// gcloud makes a reservation in the simulator (`reservations.insert`, then waits on its

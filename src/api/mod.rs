@@ -37,6 +37,7 @@ pub mod capacity;
 pub mod check_workload;
 pub mod cluster_verbs;
 pub mod clusters;
+pub mod credentials;
 pub mod cross_site;
 pub mod diagnose;
 pub mod docs;

@@ -87,6 +87,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::accelerators::router())
         .merge(super::status::router())
         .merge(super::capacity::router())
+        .merge(super::credentials::router())
         .merge(super::cluster_verbs::router())
         .merge(super::operations::router())
         .merge(super::testing::router())

@@ -366,6 +366,14 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         "Retry once the cluster is RUNNING (after `retryAfterSeconds`); if an operation fails with it, check the cluster in GKE and run up again.",
     ),
     e(
+        "CLUSTER_STATE_NOT_RUNNING",
+        FailedPrecondition,
+        Response,
+        &["cluster", "state"],
+        "Credentials were asked for a cluster that is not RUNNING (or RECONCILING): it is being created, being deleted, deleted or in ERROR.",
+        "Wait for the cluster's operation to finish (GET /v1/operations?filter=target=...), or run up to repair it, then ask again.",
+    ),
+    e(
         "CORRUPT_RECORD",
         Internal,
         Both,

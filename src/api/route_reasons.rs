@@ -244,6 +244,18 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
     ("getCaller", &[]),
     ("getCluster", &[CLUSTER, VERBS]),
     ("getClusterCapacity", &[CLUSTER, LIVE]),
+    (
+        "getClusterCredentials",
+        &[
+            CLUSTER,
+            &[
+                "CLOUD_UNAVAILABLE",
+                "CLUSTER_NOT_READY",
+                "CLUSTER_STATE_NOT_RUNNING",
+                "GKE_CLUSTER_NOT_FOUND",
+            ],
+        ],
+    ),
     ("getClusterStatus", &[CLUSTER, LIVE]),
     ("getHealth", &[]),
     ("getMetrics", &[]),

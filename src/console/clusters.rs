@@ -11,6 +11,7 @@ use askama::Template;
 use axum::extract::State;
 use axum::response::Response;
 
+use crate::domain::ClusterState;
 use crate::model::capacity::{ClusterCapacity, Counts, NodeCapacity};
 use crate::model::status::ClusterStatus;
 use crate::model::{Cluster, NodePool};
@@ -90,6 +91,33 @@ pub struct ResourceRow {
     pub exists: String,
 }
 
+/// The "Connect" disclosure: the commands that write a kubeconfig for the cluster (shown
+/// only while it is RUNNING or RECONCILING, when credentials are given).
+pub struct ConnectView {
+    pub gcloud: String,
+    pub kn: String,
+    pub curl: String,
+}
+
+impl ConnectView {
+    fn of(c: &Cluster, cluster: &str) -> Option<ConnectView> {
+        if !matches!(c.state, ClusterState::Running | ClusterState::Reconciling) {
+            return None;
+        }
+        Some(ConnectView {
+            gcloud: format!(
+                "gcloud container clusters get-credentials {cluster} --zone {} --project {}",
+                c.zone, c.project
+            ),
+            kn: format!("kn kubeconfig {} --write", c.name),
+            curl: format!(
+                "curl -fsS -H \"Authorization: Bearer $TOKEN\" \"$KN_URL/v1/{}/credentials\" > kubeconfig.yaml",
+                c.name
+            ),
+        })
+    }
+}
+
 pub struct StatusView {
     pub gke: String,
     pub version: String,
@@ -113,6 +141,7 @@ struct ClusterPage {
     pools: Vec<PoolRow>,
     status: Result<StatusView, PageError>,
     capacity: Result<CapacityView, PageError>,
+    connect: Option<ConnectView>,
     base: String,
     up_href: String,
 }
@@ -379,6 +408,7 @@ pub async fn page(
             c.zone,
             path.cluster.as_str()
         ),
+        connect: ConnectView::of(&c, path.cluster.as_str()),
         project: c.project,
         zone: c.zone,
         team: c.team.strip_prefix("teams/").unwrap_or(&c.team).to_owned(),

@@ -66,43 +66,15 @@ pub async fn pool_records(db: &Db, cluster_id: uuid::Uuid) -> Result<Vec<PoolSpe
 pub async fn read(cloud: &Cloud, n: &ClusterNames) -> Result<Live> {
     let started = Instant::now();
     let (gke, region) = tokio::join!(
-        cloud
-            .gcp
-            .container
-            .get_cluster(&n.project, &n.zone, &n.cluster),
+        gke(cloud, n),
         cloud.gcp.compute.get_region(&n.project, &n.region),
     );
     let cloud_time = started.elapsed();
-    let gke = gke.map_err(|e| {
-        if e.is_not_found() {
-            Error::precondition(
-                "GKE_CLUSTER_NOT_FOUND",
-                format!(
-                    "GKE has no cluster {}; run up to create it",
-                    n.gke_cluster()
-                ),
-            )
-        } else {
-            unavailable(
-                "CLOUD_UNAVAILABLE",
-                format!("the GKE cluster could not be read: {e}"),
-            )
-            .with("service", e.service)
-            .with("method", e.method)
-            .with("cloudReason", &e.reason)
-            .was("GKE_UNAVAILABLE")
-        }
-    })?;
+    let gke = gke?;
     let region = region
         .inspect_err(|e| tracing::warn!(error = %e, region = %n.region, "region quotas not read; quota not judged"))
         .ok();
-    let access = ClusterAccess::for_gke(&gke).ok_or_else(|| {
-        Error::unavailable(
-            "CLUSTER_NOT_READY",
-            "the GKE cluster has no endpoint yet; retry once it is RUNNING",
-            30,
-        )
-    })?;
+    let access = access(&gke)?;
     let k = cloud.kube.cluster(access);
     let started = Instant::now();
     let (nodes, pods) = tokio::join!(
@@ -123,6 +95,48 @@ pub async fn read(cloud: &Cloud, n: &ClusterNames) -> Result<Live> {
             list_pods,
             compute: Duration::ZERO,
         },
+    })
+}
+
+/// The GKE cluster `n` (`clusters.get`): 409 GKE_CLUSTER_NOT_FOUND when GKE has none,
+/// 503 CLOUD_UNAVAILABLE when it cannot be read.
+pub async fn gke(cloud: &Cloud, n: &ClusterNames) -> Result<GkeCluster> {
+    cloud
+        .gcp
+        .container
+        .get_cluster(&n.project, &n.zone, &n.cluster)
+        .await
+        .map_err(|e| {
+            if e.is_not_found() {
+                Error::precondition(
+                    "GKE_CLUSTER_NOT_FOUND",
+                    format!(
+                        "GKE has no cluster {}; run up to create it",
+                        n.gke_cluster()
+                    ),
+                )
+            } else {
+                unavailable(
+                    "CLOUD_UNAVAILABLE",
+                    format!("the GKE cluster could not be read: {e}"),
+                )
+                .with("service", e.service)
+                .with("method", e.method)
+                .with("cloudReason", &e.reason)
+                .was("GKE_UNAVAILABLE")
+            }
+        })
+}
+
+/// How to reach the API server of `gke`: 503 CLUSTER_NOT_READY (with Retry-After) until
+/// it has an endpoint.
+pub fn access(gke: &GkeCluster) -> Result<ClusterAccess> {
+    ClusterAccess::for_gke(gke).ok_or_else(|| {
+        Error::unavailable(
+            "CLUSTER_NOT_READY",
+            "the GKE cluster has no endpoint yet; retry once it is RUNNING",
+            30,
+        )
     })
 }
 

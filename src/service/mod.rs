@@ -9,6 +9,7 @@ pub mod access;
 pub mod access_sync;
 pub mod capacity;
 pub mod clusters;
+pub mod credentials;
 pub mod diagnose;
 pub mod error;
 pub mod etag;

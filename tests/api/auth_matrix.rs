@@ -103,6 +103,7 @@ const ROUTES: &[Route] = &[
     r("DELETE", CL, MUTATION, "down: needs MEMBER"),
     r("GET", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/accelerators", READ, "a cluster of the team"),
     r("GET", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/capacity", READ, "a cluster of the team"),
+    r("GET", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/credentials", READ, "a kubeconfig for a cluster of the team"),
     r("GET", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", READ, "a cluster of the team"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools", MUTATION, "add a pool: needs MEMBER"),
     r("GET", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", READ, "a pool of the team"),

@@ -16,6 +16,7 @@ mod connections;
 mod console_limits;
 mod conventions;
 mod corrupt;
+mod credentials;
 mod cross_site;
 mod etag_lock;
 mod hostile;
