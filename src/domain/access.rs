@@ -338,6 +338,51 @@ pub fn rbac_bindings(member: &Member, role: Role, namespaces: &[String]) -> Vec<
     }
 }
 
+/// A team's roster as principals with their roles; entries that do not parse (stored
+/// before groups were validated) are listed in `skipped` with why, never guessed at.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Roster {
+    pub members: Vec<(Member, Role)>,
+    pub skipped: Vec<String>,
+}
+
+impl Roster {
+    /// The roster from its stored `(entry, role)` rows.
+    pub fn parse(rows: &[(String, String)]) -> Roster {
+        let mut r = Roster {
+            members: Vec::with_capacity(rows.len()),
+            skipped: Vec::new(),
+        };
+        for (entry, role) in rows {
+            match (Member::parse(entry), Role::parse(role)) {
+                (Ok(m), Some(role)) => r.members.push((m, role)),
+                (Err(e), _) => r.skipped.push(format!("roster entry {entry:?}: {e}")),
+                (_, None) => r
+                    .skipped
+                    .push(format!("roster entry {entry:?}: unknown role {role:?}")),
+            }
+        }
+        r
+    }
+}
+
+/// The namespaces MEMBERs get `edit` in: [`JOBS_NAMESPACE`] and every namespace the
+/// team's profiles name for the cluster, distinct and ordered.
+pub fn binding_namespaces(profile_namespaces: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out: std::collections::BTreeSet<String> = profile_namespaces.into_iter().collect();
+    out.insert(JOBS_NAMESPACE.to_owned());
+    out.into_iter().collect()
+}
+
+/// Every RBAC binding `members` justify in a cluster whose MEMBERs edit `namespaces`:
+/// what a sync makes, and what a status or a diagnosis expects to find.
+pub fn wanted_bindings(members: &[(Member, Role)], namespaces: &[String]) -> Vec<RbacBinding> {
+    members
+        .iter()
+        .flat_map(|(m, role)| rbac_bindings(m, *role, namespaces))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,5 +470,29 @@ mod tests {
         let grp = rbac_bindings(&m("group:ml@example.com"), Role::Viewer, &ns);
         assert_ne!(grp[0].name, viewer[0].name);
         assert_eq!(grp[0].subject_kind, "Group");
+    }
+
+    #[test]
+    fn a_roster_parses_skips_what_it_cannot_and_wants_every_members_bindings() {
+        let rows = [
+            ("alice@example.com", "OWNER"),
+            ("bob@example.com", "MEMBER"),
+            ("team@googlegroups.com", "VIEWER"),
+            ("carol@example.com", "CHIEF"),
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()));
+        let r = Roster::parse(&rows);
+        assert_eq!(r.members.len(), 2);
+        assert_eq!(r.skipped.len(), 2, "{:?}", r.skipped);
+        assert!(r.skipped[1].contains("unknown role \"CHIEF\""));
+        let ns = binding_namespaces(["research".to_owned(), "default".to_owned()]);
+        assert_eq!(ns, ["default", "research"]);
+        assert_eq!(binding_namespaces(Vec::new()), [JOBS_NAMESPACE]);
+        let want = wanted_bindings(&r.members, &ns);
+        // alice: admin; bob: view plus edit in both namespaces.
+        assert_eq!(want.len(), 4);
+        assert_eq!(want[0].cluster_role, "admin");
+        assert_eq!(want[0].member, "alice@example.com");
+        assert!(want[1..].iter().all(|b| b.member == "bob@example.com"));
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// Every check id, in the order they are reported.
-pub const CHECK_IDS: [&str; 16] = [
+pub const CHECK_IDS: [&str; 17] = [
     "apis",
     "service-accounts",
     "buckets",
@@ -27,6 +27,7 @@ pub const CHECK_IDS: [&str; 16] = [
     "pending-pods",
     "warning-events",
     "quota",
+    "access",
 ];
 
 /// OK, WARN or FAIL.
@@ -44,7 +45,7 @@ pub enum CheckStatus {
 pub struct DiagnosisCheck {
     /// Stable id (one of `apis`, `service-accounts`, `buckets`, `repository`, `network`,
     /// `nat`, `gke-cluster`, `version-skew`, `node-pools`, `lws`, `workload-identity`,
-    /// `nvidia-driver`, `nodes`, `pending-pods`, `warning-events`, `quota`).
+    /// `nvidia-driver`, `nodes`, `pending-pods`, `warning-events`, `quota`, `access`).
     #[schema(example = "nat")]
     pub id: String,
     pub status: CheckStatus,

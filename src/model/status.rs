@@ -32,7 +32,9 @@ pub struct ClusterStatus {
     #[schema(required = true)]
     pub default_pool: Option<PoolStatus>,
     pub kubernetes: KubernetesStatus,
-    /// Differences between the records and the cloud; empty when they agree.
+    /// Differences between the records and the cloud, and between the team's roster and
+    /// the cluster's managed RBAC bindings (not while an `up` or a SYNC_ACCESS of the
+    /// cluster is under way); empty when they agree.
     pub drift: Vec<Drift>,
 }
 
@@ -199,9 +201,11 @@ pub struct KubernetesStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum DriftProblem {
-    /// Recorded (or required by the record) but absent in the cloud; `up` re-creates it.
+    /// Recorded (or required by the record) but absent in the cloud; `up` re-creates it
+    /// (an access binding the roster justifies: `:syncAccess` makes it).
     Missing,
-    /// In the cloud but not in the records.
+    /// In the cloud but not in the records (an access binding labelled
+    /// `managed-by: kineticd` the roster no longer justifies: `:syncAccess` deletes it).
     Unrecorded,
     /// Both exist but their configuration differs.
     Different,
@@ -213,7 +217,8 @@ pub enum DriftProblem {
 pub struct Drift {
     /// Full resource name.
     pub resource: String,
-    /// Plan resource type: `storage.bucket`, `container.nodePool`, ...
+    /// Plan resource type: `storage.bucket`, `container.nodePool`, ...; for access,
+    /// `rbac.clusterRoleBinding` or `rbac.roleBinding`.
     #[serde(rename = "type")]
     #[schema(example = "storage.bucket")]
     pub resource_type: String,

@@ -164,6 +164,10 @@ pub struct Plan<Id: ActionId = StepId> {
     pub warnings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub estimated_hourly_cost: Option<Cost>,
+    /// The preview of `up` only: the access the SYNC_ACCESS after it gives the team's
+    /// roster (absent elsewhere, and when the roster is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access: Option<up::access::AccessPreview>,
 }
 
 impl<Id: ActionId> Default for Plan<Id> {
@@ -172,6 +176,7 @@ impl<Id: ActionId> Default for Plan<Id> {
             actions: Vec::new(),
             warnings: Vec::new(),
             estimated_hourly_cost: None,
+            access: None,
         }
     }
 }

@@ -11,6 +11,7 @@ use utoipa::openapi::schema::Schema;
 use utoipa::openapi::{RefOr, schema::OneOf};
 use utoipa::{PartialSchema, ToSchema};
 
+use super::up::access::AccessPreview;
 use super::{Action, ActionId, ActionKind, Cost, Resource};
 
 /// The fields of every action besides `type` and `details` (for the schema only).
@@ -80,6 +81,11 @@ struct PlanFields {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     estimated_hourly_cost: Option<Cost>,
+    /// The preview of `up` only: the IAM grants and RBAC bindings the SYNC_ACCESS that
+    /// follows `up` gives the team's roster (absent elsewhere, and for an empty roster).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    access: Option<AccessPreview>,
 }
 
 impl<Id: ActionId> PartialSchema for super::Plan<Id> {

@@ -135,12 +135,39 @@ pub async fn queued_with_key(
     serial_key: &str,
     op_type: &str,
 ) -> Result<Option<uuid::Uuid>, StoreError> {
+    oldest_in(ex, serial_key, op_type, &["QUEUED"]).await
+}
+
+/// The oldest operation of `op_type` under `serial_key` that is not final (QUEUED,
+/// RUNNING or CANCELLING), if any: access a status finds unconverged may be its to fix.
+pub async fn unfinished_with_key(
+    ex: impl PgExecutor<'_>,
+    serial_key: &str,
+    op_type: &str,
+) -> Result<Option<uuid::Uuid>, StoreError> {
+    oldest_in(
+        ex,
+        serial_key,
+        op_type,
+        &["QUEUED", "RUNNING", "CANCELLING"],
+    )
+    .await
+}
+
+/// The oldest operation of `op_type` under `serial_key` in one of `states`.
+async fn oldest_in(
+    ex: impl PgExecutor<'_>,
+    serial_key: &str,
+    op_type: &str,
+    states: &[&str],
+) -> Result<Option<uuid::Uuid>, StoreError> {
     Ok(sqlx::query_scalar(
         "SELECT id FROM operations WHERE serial_key = $1 AND op_type = $2 \
-         AND state = 'QUEUED' ORDER BY id LIMIT 1",
+         AND state = ANY($3) ORDER BY id LIMIT 1",
     )
     .bind(serial_key)
     .bind(op_type)
+    .bind(states)
     .fetch_optional(ex)
     .await?)
 }

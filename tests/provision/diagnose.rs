@@ -25,6 +25,8 @@ const VIEWER: &str = "viewer@example.com";
 const STRANGER: &str = "stranger@example.com";
 
 async fn diagnose_as(env: &Env, user: &str, cluster: &str, query: &str) -> Resp {
+    // The `access` check is OK once the syncs of the roster are done.
+    env.access_settled().await;
     let path = format!("{}:diagnose{query}", cluster_path(cluster));
     env.app.post(user, &path, json!({})).await
 }
@@ -131,6 +133,7 @@ async fn healthy_cluster_is_all_ok_read_only_and_refused_to_strangers() {
     let env = env().await;
     healthy(&env).await;
     env.app.member(OWNER, "ml-team", VIEWER, "VIEWER").await;
+    env.access_settled().await;
     let ops_before = operation_count(&env).await;
     sim(&env, reqwest::Method::DELETE, "/sim/v1/journal", None).await;
 
@@ -463,7 +466,7 @@ async fn iam_drift_fails_its_checks_and_up_repairs_it() {
     assert_eq!(body["summary"]["fail"], 2);
     assert_eq!(
         body["summary"]["text"],
-        "14 OK, 0 WARN, 2 FAIL; FAIL: service-accounts, workload-identity"
+        "15 OK, 0 WARN, 2 FAIL; FAIL: service-accounts, workload-identity"
     );
 
     // Both fixes name `up` too, and it repairs both.

@@ -6,6 +6,7 @@ mod common;
 
 mod access;
 mod access_sync;
+mod access_view;
 mod compat;
 mod computeclass;
 mod diagnose;

@@ -8,6 +8,7 @@
 //! as KEEP unless the live facts say its resource (an API, a Kubernetes object too) is
 //! missing.
 
+pub mod access;
 mod project;
 
 use std::collections::BTreeMap;
@@ -92,6 +93,7 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
         actions,
         warnings: pools.warnings,
         estimated_hourly_cost: pools.cost,
+        access: None,
     }
 }
 

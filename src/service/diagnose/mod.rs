@@ -10,8 +10,10 @@
 //! out, so the whole call ends by that deadline (plus the record read and a 200 ms
 //! grace). A missing GKE cluster is a FAIL of `gke-cluster` (the checks that need its
 //! API server say "not checked"), not an error. VIEWER+ of the owning team may call it;
-//! others get the same 404 as for every cluster read.
+//! others get the same 404 as for every cluster read. The `access` check reads the
+//! team's roster (the records) besides the cloud, as the SYNC_ACCESS it checks does.
 
+mod access;
 mod gke;
 mod kube;
 mod nodes;
@@ -216,6 +218,10 @@ pub async fn run(
     let check_time = model::timestamp(chrono::Utc::now());
     let n = ClusterNames::new(&path.project, &path.zone, &path.cluster);
     let name = path.name();
+    let who = access::Record {
+        id: rec.id,
+        team: rec.team_id.clone(),
+    };
 
     let project_checks = project::checks(cloud, &n, &name, deadline, timeout);
     let cluster_checks = async {
@@ -233,6 +239,7 @@ pub async fn run(
             Box::pin(async { nodes::pending_pods(&shared) }),
             Box::pin(nodes::warning_events(&shared)),
             Box::pin(async { quota::quota(&shared) }),
+            Box::pin(access::access(db, cloud, &who, &shared)),
         ];
         let checks = bounded(futures, deadline).await;
         (checks, timing, checks_started.elapsed())

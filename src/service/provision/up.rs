@@ -15,6 +15,7 @@ use crate::store::{
     self, ClusterSpecRecord, PoolSpecRecord, clusters::ClusterRecord, clusters::NewCluster,
 };
 
+use super::super::status::access::wanted;
 use super::super::status::up_live_state;
 use super::super::{Error, Result, Services};
 use super::placement::check_placement;
@@ -72,8 +73,9 @@ async fn reconcile(
         ));
     }
     let force_destroy = req.force_destroy.unwrap_or(c.spec.force_destroy);
-    let p = reconcile_plan(svc, m, &c, req.accelerator.is_some(), force_destroy).await?;
+    let mut p = reconcile_plan(svc, m, &c, req.accelerator.is_some(), force_destroy).await?;
     if m.validate_only {
+        p.access = access_preview(svc, m, team).await?;
         return Ok(Submitted::Plan(p));
     }
     let (mut tx, c) = super::lock_live_cluster(&svc.db, m).await?;
@@ -114,6 +116,21 @@ async fn reconcile_plan(
     }))
 }
 
+/// What the SYNC_ACCESS after `up` will grant `team`'s roster on the cluster (shown by
+/// the preview only: the operation's stored plan is its actions).
+async fn access_preview(
+    svc: &Services,
+    m: &Mutation,
+    team: &str,
+) -> Result<Option<crate::plan::up::access::AccessPreview>> {
+    let want = wanted(&svc.db, team, &m.path.name()).await?;
+    Ok(crate::plan::up::access::preview(
+        &m.names(),
+        &want.roster.members,
+        &want.bindings,
+    ))
+}
+
 /// The UP_CLUSTER operation's own part.
 fn up_operation<'a>(
     m: &Mutation,
@@ -148,8 +165,9 @@ async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Res
         Choice::Cpu => None,
     };
     let force_destroy = req.force_destroy.unwrap_or(true);
-    let p = create_plan(svc, m, &choice, first.as_ref(), force_destroy).await?;
+    let mut p = create_plan(svc, m, &choice, first.as_ref(), force_destroy).await?;
     if m.validate_only {
+        p.access = access_preview(svc, m, team).await?;
         return Ok(Submitted::Plan(p));
     }
     let spec = ClusterSpecRecord {

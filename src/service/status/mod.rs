@@ -8,7 +8,10 @@
 //! counted as missing; only when nothing at all could be read does the request fail
 //! (503 CLOUD_UNAVAILABLE). A DELETED record expects nothing in the cloud: its drift
 //! lists what still exists (UNRECORDED leftovers) except the project's state bucket,
-//! which `down` keeps by design.
+//! which `down` keeps by design. A settled record's drift also lists its access drift
+//! ([`access`]): a managed RBAC binding the roster justifies and the cluster lacks
+//! (MISSING), one it no longer justifies (UNRECORDED), or one binding another role or
+//! subject (DIFFERENT), each repaired by `:syncAccess`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -41,6 +44,7 @@ use super::clusters::{ClusterPath, record};
 use super::{Caller, Error, Result};
 use pools::{DEFAULT_POOL, KubePools, Recorded, accelerator_of, kube_pools, pool_drift};
 
+pub mod access;
 pub mod pools;
 
 /// One read of one resource: there, absent (404), or unknown (any other error).
@@ -211,15 +215,55 @@ pub async fn get(svc: &Services, caller: &Caller, path: &ClusterPath) -> Result<
     {
         return Err(cloud_unavailable(&n.project, first));
     }
-    let (kubernetes, by_pool) = kube_pools(cloud, &live.gke).await;
+    let ((kubernetes, by_pool), access) = tokio::join!(
+        kube_pools(cloud, &live.gke),
+        access_drift(svc, &rec, path, &live.gke)
+    );
     let drift = if rec.state == ClusterState::Deleted {
         leftovers(&n, prices, &live)
     } else {
-        drift(&n, path, prices, rec.spec.force_destroy, &live, &pools)
+        let mut d = drift(&n, path, prices, rec.spec.force_destroy, &live, &pools);
+        d.extend(access?);
+        d
     };
     Ok(render(
         path, rec.state, &n, &live, &pools, kubernetes, by_pool, drift,
     ))
+}
+
+/// Access drift of a settled record (RUNNING or ERROR): the managed RBAC bindings
+/// missing, extra or different ([`access::gaps`]). None while an operation of the
+/// cluster is under way (`up`, which a sync follows, or a SYNC_ACCESS itself: either
+/// converges access when it ends), and none when the Kubernetes API does not answer
+/// (as for the other Kubernetes reads).
+async fn access_drift(
+    svc: &Services,
+    rec: &store::clusters::ClusterRecord,
+    path: &ClusterPath,
+    gke: &Probe<GkeCluster>,
+) -> Result<Vec<Drift>> {
+    if !matches!(rec.state, ClusterState::Running | ClusterState::Error) {
+        return Ok(Vec::new());
+    }
+    let Some(k) = gke
+        .found()
+        .and_then(ClusterAccess::for_gke)
+        .map(|a| svc.cloud.kube.cluster(a))
+    else {
+        return Ok(Vec::new());
+    };
+    if access::sync_under_way(&svc.db, rec.id).await?.is_some() {
+        return Ok(Vec::new());
+    }
+    let cluster = path.name();
+    let want = access::wanted(&svc.db, &rec.team_id, &cluster).await?;
+    let Ok(Ok(have)) = tokio::time::timeout(pools::KUBE_TIMEOUT, k.managed_bindings()).await else {
+        return Ok(Vec::new());
+    };
+    Ok(access::gaps(&want.bindings, &have)
+        .iter()
+        .map(|g| access::drift(&cluster, g))
+        .collect())
 }
 
 /// Plan action ids of the resources (and `existing_pools`) the cloud says are gone.

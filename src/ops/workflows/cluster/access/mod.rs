@@ -22,8 +22,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::domain::OperationType;
-use crate::domain::Role;
-use crate::domain::access::Member;
+use crate::domain::access::Roster;
 use crate::ops::kinds::OperationKind;
 use crate::ops::queue::{self, Enqueue, EnqueueError};
 use crate::ops::record_states::Records;
@@ -140,31 +139,12 @@ impl AccessSyncReport {
     }
 }
 
-/// The team's roster as principals with their roles; entries that do not parse (stored
-/// before groups were validated) are reported, never guessed at.
-pub(super) struct Roster {
-    pub members: Vec<(Member, Role)>,
-    pub skipped: Vec<String>,
-}
-
+/// The team's roster as principals with their roles ([`Roster::parse`]).
 pub(super) async fn roster(env: &Env, team: &str) -> Result<Roster, StepError> {
     let rows = crate::store::access::roster(&env.db, team)
         .await
         .map_err(store_error)?;
-    let mut r = Roster {
-        members: Vec::with_capacity(rows.len()),
-        skipped: Vec::new(),
-    };
-    for (entry, role) in rows {
-        match (Member::parse(&entry), Role::parse(&role)) {
-            (Ok(m), Some(role)) => r.members.push((m, role)),
-            (Err(e), _) => r.skipped.push(format!("roster entry {entry:?}: {e}")),
-            (_, None) => r
-                .skipped
-                .push(format!("roster entry {entry:?}: unknown role {role:?}")),
-        }
-    }
-    Ok(r)
+    Ok(Roster::parse(&rows))
 }
 
 /// The SYNC_ACCESS kind.

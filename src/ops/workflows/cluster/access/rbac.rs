@@ -7,28 +7,21 @@
 //! it should be is deleted and applied again (its `roleRef` cannot change in place). A
 //! cluster that is not running yet is skipped: the sync that follows `up` binds it.
 
-use std::collections::BTreeSet;
-
 use crate::cloud::kube::ClusterAccess;
 use crate::cloud::kube::rbac::describe;
-use crate::domain::access::{BindingScope, JOBS_NAMESPACE, RbacBinding, rbac_bindings};
+use crate::domain::access::{BindingScope, RbacBinding, binding_namespaces, wanted_bindings};
 use crate::domain::resource_names::ClusterNames;
 use crate::ops::steps::StepError;
 
 use super::super::{Env, gcp_error, kube_error, store_error};
 use super::{AccessSyncReport, Roster};
 
-/// The namespaces MEMBERs get `edit` in: Kinetic's own, and every namespace a team
-/// member's profile names for this cluster.
+/// The namespaces MEMBERs get `edit` in ([`binding_namespaces`]).
 async fn namespaces(env: &Env, team: &str, cluster: &str) -> Result<Vec<String>, StepError> {
-    let mut out: BTreeSet<String> =
-        crate::store::access::profile_namespaces(&env.db, team, cluster)
-            .await
-            .map_err(store_error)?
-            .into_iter()
-            .collect();
-    out.insert(JOBS_NAMESPACE.to_owned());
-    Ok(out.into_iter().collect())
+    let profiles = crate::store::access::profile_namespaces(&env.db, team, cluster)
+        .await
+        .map_err(store_error)?;
+    Ok(binding_namespaces(profiles))
 }
 
 pub(super) async fn converge(
@@ -70,11 +63,7 @@ pub(super) async fn converge(
     };
     let kube = env.cloud.kube.cluster(access);
     let ns = namespaces(env, team, cluster).await?;
-    let want: Vec<RbacBinding> = roster
-        .members
-        .iter()
-        .flat_map(|(m, role)| rbac_bindings(m, *role, &ns))
-        .collect();
+    let want: Vec<RbacBinding> = wanted_bindings(&roster.members, &ns);
     let have = kube.managed_bindings().await.map_err(kube_error)?;
     for h in &have {
         let keep = want.iter().any(|w| h.matches(w));
