@@ -46,7 +46,7 @@ async fn access_drift(env: &Env) -> Vec<Value> {
 async fn status_and_diagnose_see_access_drift_and_sync_access_repairs_it() {
     let env = env().await;
     env.up_ok(C, json!({"accelerator": "cpu"})).await;
-    env.access_settled().await;
+    env.syncs_settled().await;
     let s = env.status(C).await;
     assert_eq!(s["drift"], json!([]), "{s}");
     let check = access_check(&env).await;
@@ -130,7 +130,7 @@ async fn status_and_diagnose_see_access_drift_and_sync_access_repairs_it() {
         .post(OWNER, &format!("{}:syncAccess", cluster_path(C)), json!({}))
         .await;
     assert!(r.status.is_success(), "{}", r.body);
-    env.access_settled().await;
+    env.syncs_settled().await;
     let s = env.status(C).await;
     assert_eq!(s["drift"], json!([]), "{s}");
     let check = access_check(&env).await;
@@ -194,7 +194,7 @@ async fn the_preview_of_up_lists_the_grants_and_bindings_the_sync_after_it_makes
     assert!(done["metadata"]["plan"].get("access").is_none(), "{done}");
     let again = env.preview_up(C, json!({})).await;
     assert_eq!(again["access"], plan["access"]);
-    env.access_settled().await;
+    env.syncs_settled().await;
     let jobs = format!("projects/_/buckets/{PROJECT}-kn-{C}-jobs");
     assert!(
         has_grant(&again, &jobs, "roles/storage.objectAdmin"),

@@ -26,7 +26,7 @@ const STRANGER: &str = "stranger@example.com";
 
 async fn diagnose_as(env: &Env, user: &str, cluster: &str, query: &str) -> Resp {
     // The `access` check is OK once the syncs of the roster are done.
-    env.access_settled().await;
+    env.syncs_settled().await;
     let path = format!("{}:diagnose{query}", cluster_path(cluster));
     env.app.post(user, &path, json!({})).await
 }
@@ -133,7 +133,7 @@ async fn healthy_cluster_is_all_ok_read_only_and_refused_to_strangers() {
     let env = env().await;
     healthy(&env).await;
     env.app.member(OWNER, "ml-team", VIEWER, "VIEWER").await;
-    env.access_settled().await;
+    env.syncs_settled().await;
     let ops_before = operation_count(&env).await;
     sim(&env, reqwest::Method::DELETE, "/sim/v1/journal", None).await;
 

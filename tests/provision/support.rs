@@ -310,23 +310,6 @@ impl Env {
         self.app.get(OWNER, &path).await.body
     }
 
-    /// Wait (60 s at most) until no SYNC_ACCESS of the owner's is queued or running.
-    pub async fn access_settled(&self) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        loop {
-            let list = self.operations_of("SYNC_ACCESS").await;
-            let ops = list["operations"].as_array().cloned().unwrap_or_default();
-            if ops.iter().all(|o| o["done"] == true) {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "SYNC_ACCESS not done: {list}"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-    }
-
     /// POST a node pool to `cluster`, as the owner.
     pub async fn post_pool(&self, cluster: &str, body: Value) -> Resp {
         let path = format!("{}/nodePools", cluster_path(cluster));
