@@ -203,15 +203,13 @@ fn an_operations_response_is_a_union_discriminated_by_its_type() {
         .iter()
         .map(|m| m["$ref"].as_str().unwrap().rsplit('/').next().unwrap())
         .collect();
-    assert_eq!(
-        members,
-        [
-            "ClusterResponse",
-            "ResizeResponse",
-            "DrillReport",
-            "AccessSyncReport"
-        ]
-    );
+    // One member per kind a production process runs, as the kinds register them.
+    let kinds: Vec<String> = kineticd::ops::kinds::response_schemas()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(members, kinds);
+    assert!(members.contains(&"ClusterResponse"), "{members:?}");
     for m in members {
         let s = &schemas[m];
         assert_eq!(

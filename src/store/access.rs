@@ -9,7 +9,7 @@
 
 use sqlx::PgExecutor;
 
-use super::StoreError;
+use super::{StoreError, keyed};
 
 /// One recorded grant.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, sqlx::FromRow)]
@@ -25,12 +25,8 @@ pub async fn roster(
     ex: impl PgExecutor<'_>,
     team_id: &str,
 ) -> Result<Vec<(String, String)>, StoreError> {
-    Ok(
-        sqlx::query_as("SELECT email, role FROM team_members WHERE team_id = $1 ORDER BY email")
-            .bind(team_id)
-            .fetch_all(ex)
-            .await?,
-    )
+    let sql = "SELECT email, role FROM team_members WHERE team_id = $1 ORDER BY email";
+    Ok(keyed::rows(sql, &[team_id]).fetch_all(ex).await?)
 }
 
 /// The namespaces the team's members' profiles name for `cluster`
@@ -40,25 +36,24 @@ pub async fn profile_namespaces(
     team_id: &str,
     cluster: &str,
 ) -> Result<Vec<String>, StoreError> {
-    Ok(sqlx::query_scalar(
-        "SELECT DISTINCT p.namespace FROM profiles p \
+    let sql = "SELECT DISTINCT p.namespace FROM profiles p \
          JOIN team_members m ON m.email = p.owner_email AND m.team_id = $1 \
-         WHERE p.cluster = $2 ORDER BY 1",
-    )
-    .bind(team_id)
-    .bind(cluster)
-    .fetch_all(ex)
-    .await?)
+         WHERE p.cluster = $2 ORDER BY 1";
+    Ok(keyed::scalars(sql, &[team_id, cluster])
+        .fetch_all(ex)
+        .await?)
 }
 
 /// The grants recorded on `resource`.
 pub async fn grants(ex: impl PgExecutor<'_>, resource: &str) -> Result<Vec<GrantRow>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT role, member, state FROM access_grants WHERE resource = $1 ORDER BY role, member",
-    )
-    .bind(resource)
-    .fetch_all(ex)
-    .await?)
+    let sql =
+        "SELECT role, member, state FROM access_grants WHERE resource = $1 ORDER BY role, member";
+    Ok(keyed::rows(sql, &[resource]).fetch_all(ex).await?)
+}
+
+/// `(role, member)` pairs as the two arrays a statement unnests.
+fn columns(grants: &[(String, String)]) -> (Vec<&str>, Vec<&str>) {
+    grants.iter().map(|(r, m)| (r.as_str(), m.as_str())).unzip()
 }
 
 /// Record `(role, member)` grants on `resource` in `state` (an existing row takes the
@@ -73,8 +68,7 @@ pub async fn record(
     if grants.is_empty() {
         return Ok(());
     }
-    let (roles, members): (Vec<&str>, Vec<&str>) =
-        grants.iter().map(|(r, m)| (r.as_str(), m.as_str())).unzip();
+    let (roles, members) = columns(grants);
     sqlx::query(
         "INSERT INTO access_grants (resource, role, member, state, team_id) \
          SELECT $1, r, m, $4, $5 FROM unnest($2::text[], $3::text[]) AS g(r, m) \
@@ -99,8 +93,7 @@ pub async fn forget(
     if grants.is_empty() {
         return Ok(());
     }
-    let (roles, members): (Vec<&str>, Vec<&str>) =
-        grants.iter().map(|(r, m)| (r.as_str(), m.as_str())).unzip();
+    let (roles, members) = columns(grants);
     sqlx::query(
         "DELETE FROM access_grants g USING unnest($2::text[], $3::text[]) AS d(r, m) \
          WHERE g.resource = $1 AND g.role = d.r AND g.member = d.m",
@@ -119,13 +112,9 @@ pub async fn team_clusters(
     ex: impl PgExecutor<'_>,
     team_id: &str,
 ) -> Result<Vec<(uuid::Uuid, String, String, String)>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT id, project_id, zone, name FROM clusters \
-         WHERE team_id = $1 AND state <> 'DELETED' ORDER BY project_id, zone, name",
-    )
-    .bind(team_id)
-    .fetch_all(ex)
-    .await?)
+    let sql = "SELECT id, project_id, zone, name FROM clusters \
+         WHERE team_id = $1 AND state <> 'DELETED' ORDER BY project_id, zone, name";
+    Ok(keyed::rows(sql, &[team_id]).fetch_all(ex).await?)
 }
 
 /// The operation of `op_type` still QUEUED under `serial_key`, if any (a sync queued

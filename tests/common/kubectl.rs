@@ -99,3 +99,27 @@ impl Drop for Kubectl {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A Job a member runs (busybox, `true`).
+pub const JOB: &str = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: train
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox
+        command: ["true"]
+"#;
+
+/// `kubectl auth can-i` as `k`: true for "yes" (exit 0), false for "no" (exit 1).
+pub fn can_i(k: &Kubectl, args: &[&str]) -> bool {
+    let mut all = vec!["auth", "can-i"];
+    all.extend(args);
+    let (ok, out, err) = k.run(&all, None);
+    assert_eq!(out.trim(), if ok { "yes" } else { "no" }, "{all:?}: {err}");
+    ok
+}

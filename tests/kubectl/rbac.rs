@@ -7,24 +7,11 @@
 //! nodes or secrets; deleting the editor's binding takes the access away at once.
 
 use super::{Kubectl, gpu_cluster, kubectl_available, line_with, tls_front};
+use crate::common::kubectl::{JOB, can_i};
 
 const NS: &str = "team";
 const EDITOR: &str = "bob@example.com";
 const VIEWER: &str = "viewer@example.com";
-
-const JOB: &str = r#"apiVersion: batch/v1
-kind: Job
-metadata:
-  name: train
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: main
-        image: busybox
-        command: ["true"]
-"#;
 
 /// A RoleBinding `name` in the team namespace of ClusterRole `role` to User `user`.
 fn binding(name: &str, role: &str, user: &str) -> String {
@@ -33,15 +20,6 @@ fn binding(name: &str, role: &str, user: &str) -> String {
          roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: {role}\n\
          subjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: {user}\n"
     )
-}
-
-/// `kubectl auth can-i` as `k`: true for "yes" (exit 0), false for "no" (exit 1).
-fn can_i(k: &Kubectl, args: &[&str]) -> bool {
-    let mut all = vec!["auth", "can-i"];
-    all.extend(args);
-    let (ok, out, err) = k.run(&all, None);
-    assert_eq!(out.trim(), if ok { "yes" } else { "no" }, "{all:?}: {err}");
-    ok
 }
 
 /// Run kubectl, which must be refused with kube-apiserver's Forbidden `message`.

@@ -14,27 +14,13 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::common::kubectl::{Kubectl, kubectl_available};
+use crate::common::kubectl::{JOB, Kubectl, can_i, kubectl_available};
 use crate::common::tls_front;
 use crate::support::*;
 
 const BOB: &str = "bob@example.com";
 const CAROL: &str = "carol@example.com";
 const TEAM: &str = "ml-team";
-
-const JOB: &str = r#"apiVersion: batch/v1
-kind: Job
-metadata:
-  name: train
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: main
-        image: busybox
-        command: ["true"]
-"#;
 
 /// The SYNC_ACCESS operations of the team so far, newest first.
 async fn syncs(env: &Env) -> Vec<Value> {
@@ -86,13 +72,17 @@ async fn bucket_members(env: &Env, bucket: &str, role: &str) -> Vec<String> {
         .collect()
 }
 
-/// `kubectl auth can-i` as `k`.
-fn can_i(k: &Kubectl, args: &[&str]) -> bool {
-    let mut all = vec!["auth", "can-i"];
-    all.extend(args);
-    let (ok, out, err) = k.run(&all, None);
-    assert_eq!(out.trim(), if ok { "yes" } else { "no" }, "{all:?}: {err}");
-    ok
+/// kubectl on `cluster` as `email` (through the TLS front: kubectl sends a bearer token
+/// only over https); `None` as the administrator.
+fn kubectl_as(env: &Env, cluster: &str, email: Option<&str>) -> Kubectl {
+    let plain = format!("{}/kube/{}", env.sim.url(), kube_key(cluster));
+    let url = url::Url::parse(&plain).expect("endpoint");
+    let backend = url.socket_addrs(|| None).expect("address")[0];
+    let endpoint = format!("{}{}", tls_front::start(backend), url.path());
+    match email {
+        Some(e) => Kubectl::with_token(&endpoint, &format!("user:{e}")),
+        None => Kubectl::new(&endpoint),
+    }
 }
 
 async fn put_member(env: &Env, who: &str, role: &str) -> StatusCode {
@@ -168,13 +158,9 @@ async fn the_roster_becomes_iam_and_rbac_and_leaving_takes_it_away() {
     );
 
     // RBAC through the real kubectl as each member.
-    let plain = format!("{}/kube/{}", env.sim.url(), kube_key("ka"));
-    let url = url::Url::parse(&plain).expect("endpoint");
-    let backend = url.socket_addrs(|| None).expect("address")[0];
-    let endpoint = format!("{}{}", tls_front::start(backend), url.path());
-    let admin = Kubectl::new(&endpoint);
-    let as_bob = Kubectl::with_token(&endpoint, &format!("user:{BOB}"));
-    let as_carol = Kubectl::with_token(&endpoint, &format!("user:{CAROL}"));
+    let admin = kubectl_as(&env, "ka", None);
+    let as_bob = kubectl_as(&env, "ka", Some(BOB));
+    let as_carol = kubectl_as(&env, "ka", Some(CAROL));
     assert!(can_i(&as_bob, &["create", "jobs"]));
     assert!(can_i(&as_bob, &["get", "pods", "--subresource=log"]));
     assert!(can_i(
@@ -400,4 +386,66 @@ async fn a_fault_at_each_step_is_ridden_out_and_a_second_sync_changes_nothing() 
         }),
         "a second sync wrote: {after:?}"
     );
+}
+
+/// Removal does not wait for the cluster's other operations: with a pool add hung in
+/// GKE's `nodePools.create`, a removed member's bindings are gone within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removal_does_not_wait_behind_a_long_operation_of_the_cluster() {
+    if !kubectl_available() {
+        return;
+    }
+    let env = env().await;
+    env.up_ok("kd", json!({"accelerator": "cpu"})).await;
+    assert_eq!(put_member(&env, BOB, "MEMBER").await, StatusCode::OK);
+    settled(&env).await;
+    let as_bob = kubectl_as(&env, "kd", Some(BOB));
+    assert!(can_i(&as_bob, &["create", "jobs"]));
+
+    env.arm("container", "nodePools.create", "TIMEOUT", 1).await;
+    let r = env.post_pool("kd", json!({"accelerator": "gpu-l4"})).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let pool_op = r.body;
+    let hung = Instant::now();
+    // Its pool step is waiting on the hung `nodePools.create`.
+    loop {
+        let op = env.op(&pool_op).await;
+        let waiting = op["metadata"]["progress"]["steps"]
+            .as_array()
+            .is_some_and(|steps| {
+                steps.iter().any(|st| {
+                    st["id"].as_str().is_some_and(|id| id.starts_with("pool:"))
+                        && st["state"] == "RUNNING"
+                })
+            });
+        if waiting {
+            break;
+        }
+        assert!(
+            hung.elapsed() < Duration::from_secs(30),
+            "the pool add never reached GKE: {op}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let removed = Instant::now();
+    let r = env
+        .app
+        .delete(OWNER, &format!("/v1/teams/{TEAM}/members/{BOB}"))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    while can_i(&as_bob, &["get", "jobs"]) {
+        assert!(
+            removed.elapsed() < Duration::from_secs(10),
+            "Bob kept access"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pool = env.op(&pool_op).await;
+    assert_eq!(
+        pool["done"], false,
+        "the pool add is still waiting on GKE: {pool}"
+    );
+    let name = pool_op["name"].as_str().expect("name");
+    env.app.op_action(OWNER, name, "cancel").await;
 }

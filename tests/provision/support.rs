@@ -385,13 +385,12 @@ impl Env {
         let done = self.done(op).await;
         assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
         // The response names its member of the document's union.
-        let schema = match done["metadata"]["type"].as_str() {
-            Some("UPDATE_NODE_POOL") => "ResizeResponse",
-            Some("FAILOVER_DRILL") => "DrillReport",
-            Some("SYNC_ACCESS") => "AccessSyncReport",
-            _ => "ClusterResponse",
-        };
-        assert_eq!(done["response"]["@type"], schema, "{done}");
+        let t: kineticd::domain::OperationType = done["metadata"]["type"]
+            .as_str()
+            .and_then(|t| t.parse().ok())
+            .expect("an operation type");
+        let schema = kineticd::ops::kinds::response_type(t);
+        assert_eq!(done["response"]["@type"], schema.as_ref(), "{done}");
         done
     }
 

@@ -15,12 +15,12 @@ use tokio_util::sync::CancellationToken;
 use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::types::iam::Policy;
 use crate::domain::access::{GrantOn, iam_grants};
-use crate::domain::resource_names::ClusterNames;
 use crate::ops::steps::{RpcCode, StepError};
 use crate::store::access as ledger;
 
 use super::super::{Env, gcp_error, store_error};
-use super::{AccessSyncReport, GrantChange, Roster};
+use super::{AccessSyncReport, GrantChange, Scope};
+use crate::domain::access::Roster;
 
 /// A policy kineticd converges.
 enum Target<'a> {
@@ -217,19 +217,11 @@ async fn converge(
 }
 
 /// The project's policy.
-pub(super) async fn project(
-    env: &Env,
-    team: &str,
-    n: &ClusterNames,
-    roster: &Roster,
-    cancel: &CancellationToken,
-) -> Result<AccessSyncReport, StepError> {
-    let mut report = AccessSyncReport {
-        members: roster.members.len(),
-        skipped: roster.skipped.clone(),
-        ..AccessSyncReport::default()
-    };
-    let want = desired(roster, GrantOn::Project);
+pub(super) async fn project(s: &Scope<'_>) -> Result<AccessSyncReport, StepError> {
+    let (env, team, n, cancel) = (s.env, s.team, s.names, s.cancel);
+    let mut report = s.report();
+    report.skipped = s.roster.skipped.clone();
+    let want = desired(s.roster, GrantOn::Project);
     if !converge(
         env,
         team,
@@ -254,17 +246,9 @@ pub(super) async fn project(
 
 /// The buckets', repository's and builds service account's policies, one after the
 /// other (a resource `up` has not made yet is skipped: the sync after `up` grants it).
-pub(super) async fn resources(
-    env: &Env,
-    team: &str,
-    n: &ClusterNames,
-    roster: &Roster,
-    cancel: &CancellationToken,
-) -> Result<AccessSyncReport, StepError> {
-    let mut report = AccessSyncReport {
-        members: roster.members.len(),
-        ..AccessSyncReport::default()
-    };
+pub(super) async fn resources(s: &Scope<'_>) -> Result<AccessSyncReport, StepError> {
+    let (env, team, n, cancel) = (s.env, s.team, s.names, s.cancel);
+    let mut report = s.report();
     let targets = [
         (GrantOn::StateBucket, Target::Bucket(&n.state_bucket)),
         (GrantOn::JobsBucket, Target::Bucket(&n.jobs_bucket)),
@@ -286,7 +270,7 @@ pub(super) async fn resources(
         ),
     ];
     for (on, target) in &targets {
-        let want = desired(roster, *on);
+        let want = desired(s.roster, *on);
         if !converge(env, team, target, want, cancel, &mut report).await? {
             report.skipped.push(format!(
                 "{}: not found (up makes it; the sync after up grants on it)",

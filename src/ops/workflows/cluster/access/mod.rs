@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 use crate::domain::OperationType;
 use crate::domain::access::Roster;
+use crate::domain::resource_names::ClusterNames;
 use crate::ops::kinds::OperationKind;
 use crate::ops::queue::{self, Enqueue, EnqueueError};
 use crate::ops::record_states::Records;
@@ -147,6 +148,27 @@ pub(super) async fn roster(env: &Env, team: &str) -> Result<Roster, StepError> {
     Ok(Roster::parse(&rows))
 }
 
+/// What each step of a sync works from.
+pub(super) struct Scope<'a> {
+    pub env: &'a Env,
+    pub team: &'a str,
+    pub names: &'a ClusterNames,
+    /// `projects/p/zones/z/clusters/c`.
+    pub cluster: String,
+    pub roster: &'a Roster,
+    pub cancel: &'a tokio_util::sync::CancellationToken,
+}
+
+impl Scope<'_> {
+    /// An empty report of this roster.
+    pub fn report(&self) -> AccessSyncReport {
+        AccessSyncReport {
+            members: self.roster.members.len(),
+            ..AccessSyncReport::default()
+        }
+    }
+}
+
 /// The SYNC_ACCESS kind.
 pub struct SyncAccess {
     env: Arc<Env>,
@@ -208,17 +230,18 @@ impl OperationKind for SyncAccess {
                 )
             })?;
             let roster = roster(&self.env, team).await?;
+            let scope = Scope {
+                env: &self.env,
+                team,
+                names: &names,
+                cluster: input.cluster_name(),
+                roster: &roster,
+                cancel: &ctx.cancel,
+            };
             let report = match step {
-                AccessStep::IamProject => {
-                    iam::project(&self.env, team, &names, &roster, &ctx.cancel).await?
-                }
-                AccessStep::IamResources => {
-                    iam::resources(&self.env, team, &names, &roster, &ctx.cancel).await?
-                }
-                AccessStep::Rbac => {
-                    let cluster = input.cluster_name();
-                    rbac::converge(&self.env, team, &names, &cluster, &roster).await?
-                }
+                AccessStep::IamProject => iam::project(&scope).await?,
+                AccessStep::IamResources => iam::resources(&scope).await?,
+                AccessStep::Rbac => rbac::converge(&scope).await?,
             };
             serde_json::to_value(report).map_err(|e| {
                 StepError::terminal(RpcCode::Internal, "BAD_STEP_RESULT", e.to_string())

@@ -10,11 +10,10 @@
 use crate::cloud::kube::ClusterAccess;
 use crate::cloud::kube::rbac::describe;
 use crate::domain::access::{BindingScope, RbacBinding, binding_namespaces, wanted_bindings};
-use crate::domain::resource_names::ClusterNames;
 use crate::ops::steps::StepError;
 
 use super::super::{Env, gcp_error, kube_error, store_error};
-use super::{AccessSyncReport, Roster};
+use super::{AccessSyncReport, Scope};
 
 /// The namespaces MEMBERs get `edit` in ([`binding_namespaces`]).
 async fn namespaces(env: &Env, team: &str, cluster: &str) -> Result<Vec<String>, StepError> {
@@ -24,17 +23,9 @@ async fn namespaces(env: &Env, team: &str, cluster: &str) -> Result<Vec<String>,
     Ok(binding_namespaces(profiles))
 }
 
-pub(super) async fn converge(
-    env: &Env,
-    team: &str,
-    n: &ClusterNames,
-    cluster: &str,
-    roster: &Roster,
-) -> Result<AccessSyncReport, StepError> {
-    let mut report = AccessSyncReport {
-        members: roster.members.len(),
-        ..AccessSyncReport::default()
-    };
+pub(super) async fn converge(s: &Scope<'_>) -> Result<AccessSyncReport, StepError> {
+    let (env, team, n, cluster, roster) = (s.env, s.team, s.names, s.cluster.as_str(), s.roster);
+    let mut report = s.report();
     let gke = match env
         .cloud
         .gcp
