@@ -25,8 +25,8 @@ pub async fn roster(
     ex: impl PgExecutor<'_>,
     team_id: &str,
 ) -> Result<Vec<(String, String)>, StoreError> {
-    let sql = "SELECT email, role FROM team_members WHERE team_id = $1 ORDER BY email";
-    Ok(keyed::rows(sql, &[team_id]).fetch_all(ex).await?)
+    let all = super::teams::list_members(ex, team_id, None, i64::MAX).await?;
+    Ok(all.into_iter().map(|m| (m.email, m.role)).collect())
 }
 
 /// The namespaces the team's members' profiles name for `cluster`
@@ -51,9 +51,24 @@ pub async fn grants(ex: impl PgExecutor<'_>, resource: &str) -> Result<Vec<Grant
     Ok(keyed::rows(sql, &[resource]).fetch_all(ex).await?)
 }
 
-/// `(role, member)` pairs as the two arrays a statement unnests.
-fn columns(grants: &[(String, String)]) -> (Vec<&str>, Vec<&str>) {
-    grants.iter().map(|(r, m)| (r.as_str(), m.as_str())).unzip()
+/// Run `sql` for `(role, member)` pairs on `resource`: `$1` the resource, `$2` and `$3`
+/// the roles and members as arrays to unnest, then `tail` as `$4`, `$5`, … (nothing for
+/// no pairs).
+async fn for_pairs(
+    ex: impl PgExecutor<'_>,
+    sql: &'static str,
+    resource: &str,
+    grants: &[(String, String)],
+    tail: &[&str],
+) -> Result<(), StoreError> {
+    if grants.is_empty() {
+        return Ok(());
+    }
+    let (roles, members): (Vec<&str>, Vec<&str>) =
+        grants.iter().map(|(r, m)| (r.as_str(), m.as_str())).unzip();
+    let q = sqlx::query(sql).bind(resource).bind(roles).bind(members);
+    tail.iter().fold(q, |q, k| q.bind(*k)).execute(ex).await?;
+    Ok(())
 }
 
 /// Record `(role, member)` grants on `resource` in `state` (an existing row takes the
@@ -65,23 +80,10 @@ pub async fn record(
     grants: &[(String, String)],
     state: &str,
 ) -> Result<(), StoreError> {
-    if grants.is_empty() {
-        return Ok(());
-    }
-    let (roles, members) = columns(grants);
-    sqlx::query(
-        "INSERT INTO access_grants (resource, role, member, state, team_id) \
+    let sql = "INSERT INTO access_grants (resource, role, member, state, team_id) \
          SELECT $1, r, m, $4, $5 FROM unnest($2::text[], $3::text[]) AS g(r, m) \
-         ON CONFLICT (resource, role, member) DO UPDATE SET state = EXCLUDED.state",
-    )
-    .bind(resource)
-    .bind(&roles)
-    .bind(&members)
-    .bind(state)
-    .bind(team_id)
-    .execute(ex)
-    .await?;
-    Ok(())
+         ON CONFLICT (resource, role, member) DO UPDATE SET state = EXCLUDED.state";
+    for_pairs(ex, sql, resource, grants, &[state, team_id]).await
 }
 
 /// Forget `(role, member)` grants on `resource`.
@@ -90,20 +92,9 @@ pub async fn forget(
     resource: &str,
     grants: &[(String, String)],
 ) -> Result<(), StoreError> {
-    if grants.is_empty() {
-        return Ok(());
-    }
-    let (roles, members) = columns(grants);
-    sqlx::query(
-        "DELETE FROM access_grants g USING unnest($2::text[], $3::text[]) AS d(r, m) \
-         WHERE g.resource = $1 AND g.role = d.r AND g.member = d.m",
-    )
-    .bind(resource)
-    .bind(&roles)
-    .bind(&members)
-    .execute(ex)
-    .await?;
-    Ok(())
+    let sql = "DELETE FROM access_grants g USING unnest($2::text[], $3::text[]) AS d(r, m) \
+         WHERE g.resource = $1 AND g.role = d.r AND g.member = d.m";
+    for_pairs(ex, sql, resource, grants, &[]).await
 }
 
 /// The team's clusters whose access a roster change must converge: live (not DELETED)

@@ -408,6 +408,19 @@ impl Env {
 
     /// Successful (2xx) journal entries of a method.
     pub async fn ok_calls(&self, service: &str, method: &str) -> Vec<Value> {
+        self.ok_calls_by(service, method, "9999-12-31T23:59:59Z")
+            .await
+    }
+
+    /// [`Env::ok_calls`] made by `end` (an RFC 3339 time: an operation's `endTime`).
+    pub async fn ok_calls_by(&self, service: &str, method: &str, end: &str) -> Vec<Value> {
+        let end = chrono::DateTime::parse_from_rfc3339(end).expect("an RFC 3339 time");
+        let by_end = |e: &Value| {
+            e["time"]
+                .as_str()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .is_some_and(|t| t <= end)
+        };
         self.journal(service, method)
             .await
             .into_iter()
@@ -415,6 +428,7 @@ impl Env {
                 e["status"]
                     .as_u64()
                     .is_some_and(|s| (200..300).contains(&s))
+                    && by_end(e)
             })
             .collect()
     }

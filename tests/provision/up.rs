@@ -31,20 +31,9 @@ async fn create_counts(env: &Env) -> Vec<usize> {
 /// An end later than any call of a test.
 const EVER: &str = "9999-12-31T23:59:59Z";
 
-/// The successful `service`/`method` calls made by `end` (an RFC 3339 time: an
-/// operation's `endTime`).
+/// The successful `service`/`method` calls made by `end` ([`Env::ok_calls_by`]).
 async fn up_calls(env: &Env, end: &str, service: &str, method: &str) -> Vec<Value> {
-    let end = chrono::DateTime::parse_from_rfc3339(end).expect("endTime");
-    env.ok_calls(service, method)
-        .await
-        .into_iter()
-        .filter(|c| {
-            c["time"]
-                .as_str()
-                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                .is_some_and(|t| t <= end)
-        })
-        .collect()
+    env.ok_calls_by(service, method, end).await
 }
 
 /// The one successful `service`/`method` call made by `end` (asserting there was
