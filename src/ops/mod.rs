@@ -4,7 +4,10 @@
 //! Invariant (the engine's contract, see ARCHITECTURE.md "Guarantees"): an accepted
 //! operation is a committed row; it runs to an end (SUCCEEDED, FAILED, CANCELLED) across
 //! crashes, with each finished step's result kept and never run again; operations on one
-//! cluster run one at a time in order, and never wait for another cluster.
+//! cluster run one at a time in order, and never wait for another cluster. A cluster's
+//! SYNC_ACCESS operations have a queue key of their own (`access:{cluster}`): they run
+//! one at a time among themselves, beside the cluster's provisioning, so a removed
+//! member's access never waits behind an `up`.
 
 pub mod enqueue;
 pub mod events;
