@@ -70,8 +70,9 @@ pub struct AccessSubject {
     pub name: String,
 }
 
-/// The resource a grant on `on` is made on, as the sync names it.
-fn resource(n: &ClusterNames, on: GrantOn) -> String {
+/// The resource a grant on `on` is made on, by the names `up` gives the cluster's
+/// resources: what the preview shows, and what the sync records and reports.
+pub fn grant_resource(n: &ClusterNames, on: GrantOn) -> String {
     let r = cluster_resources(n);
     let name = match on {
         GrantOn::Project => return format!("projects/{}", n.project),
@@ -98,7 +99,7 @@ pub fn preview(
         .iter()
         .flat_map(|(m, role)| {
             iam_grants(*role).into_iter().map(move |g| AccessGrant {
-                resource: resource(n, g.on),
+                resource: grant_resource(n, g.on),
                 role: g.role.to_owned(),
                 member: m.iam_member(),
             })

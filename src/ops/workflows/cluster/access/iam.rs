@@ -16,6 +16,7 @@ use crate::cloud::gcp::GcpError;
 use crate::cloud::gcp::types::iam::Policy;
 use crate::domain::access::{GrantOn, iam_grants};
 use crate::ops::steps::{RpcCode, StepError};
+use crate::plan::up::access::grant_resource;
 use crate::store::access as ledger;
 
 use super::super::{Env, gcp_error, store_error};
@@ -38,22 +39,6 @@ enum Target<'a> {
 }
 
 impl Target<'_> {
-    /// The resource name the ledger and the report use.
-    fn resource(&self) -> String {
-        match self {
-            Target::Project(p) => format!("projects/{p}"),
-            Target::Bucket(b) => format!("projects/_/buckets/{b}"),
-            Target::Repository {
-                project,
-                location,
-                id,
-            } => format!("projects/{project}/locations/{location}/repositories/{id}"),
-            Target::ServiceAccount { project, email } => {
-                format!("projects/{project}/serviceAccounts/{email}")
-            }
-        }
-    }
-
     /// The permission `setIamPolicy` on it needs.
     fn set_permission(&self) -> &'static str {
         match self {
@@ -116,7 +101,7 @@ fn desired(roster: &Roster, on: GrantOn) -> BTreeSet<(String, String)> {
 
 /// A failed policy call as a step error; a refusal (403) names the missing permission
 /// and is terminal: retrying will not grant it.
-fn policy_error(t: &Target<'_>, e: GcpError) -> StepError {
+fn policy_error(t: &Target<'_>, resource: &str, e: GcpError) -> StepError {
     if e.http_status == 403 {
         let permission = if e.method.ends_with("getIamPolicy") {
             t.set_permission().replace("setIamPolicy", "getIamPolicy")
@@ -128,27 +113,28 @@ fn policy_error(t: &Target<'_>, e: GcpError) -> StepError {
             "ACCESS_SYNC_FORBIDDEN",
             format!(
                 "kineticd may not change the IAM policy of {}: it lacks {permission} (Google said: {}). Grant kineticd's service account a role with it (see deploy/README.md), then POST .../clusters/{{c}}:syncAccess; access already granted is unchanged",
-                t.resource(),
+                resource,
                 e.message
             ),
         )
-        .with("resource", t.resource())
+        .with("resource", resource)
         .with("permission", permission);
     }
     gcp_error(e)
 }
 
-/// Converge one policy with what the roster asks for there; false when the resource is
-/// not there (404).
+/// Converge the policy of `target` (the resource `on` names, [`grant_resource`]: the
+/// ledger, the report and the preview of `up` name it alike) with what the roster asks
+/// for there; false when the resource is not there (404).
 async fn converge(
-    env: &Env,
-    team: &str,
+    s: &Scope<'_>,
+    on: GrantOn,
     target: &Target<'_>,
-    want: BTreeSet<(String, String)>,
-    cancel: &CancellationToken,
     report: &mut AccessSyncReport,
 ) -> Result<bool, StepError> {
-    let resource = target.resource();
+    let (env, team, cancel) = (s.env, s.team, s.cancel);
+    let want = desired(s.roster, on);
+    let resource = grant_resource(s.names, on);
     let recorded = ledger::grants(&env.db, &resource)
         .await
         .map_err(store_error)?;
@@ -187,7 +173,7 @@ async fn converge(
         if e.http_status == 404 {
             return Ok(false);
         }
-        return Err(policy_error(target, e));
+        return Err(policy_error(target, &resource, e));
     }
     // Held from someone else before we came: theirs, not ours.
     let held: Vec<(String, String)> = fresh
@@ -218,16 +204,13 @@ async fn converge(
 
 /// The project's policy.
 pub(super) async fn project(s: &Scope<'_>) -> Result<AccessSyncReport, StepError> {
-    let (env, team, n, cancel) = (s.env, s.team, s.names, s.cancel);
+    let n = s.names;
     let mut report = s.report();
     report.skipped = s.roster.skipped.clone();
-    let want = desired(s.roster, GrantOn::Project);
     if !converge(
-        env,
-        team,
+        s,
+        GrantOn::Project,
         &Target::Project(&n.project),
-        want,
-        cancel,
         &mut report,
     )
     .await?
@@ -247,7 +230,7 @@ pub(super) async fn project(s: &Scope<'_>) -> Result<AccessSyncReport, StepError
 /// The buckets', repository's and builds service account's policies, one after the
 /// other (a resource `up` has not made yet is skipped: the sync after `up` grants it).
 pub(super) async fn resources(s: &Scope<'_>) -> Result<AccessSyncReport, StepError> {
-    let (env, team, n, cancel) = (s.env, s.team, s.names, s.cancel);
+    let n = s.names;
     let mut report = s.report();
     let targets = [
         (GrantOn::StateBucket, Target::Bucket(&n.state_bucket)),
@@ -270,11 +253,10 @@ pub(super) async fn resources(s: &Scope<'_>) -> Result<AccessSyncReport, StepErr
         ),
     ];
     for (on, target) in &targets {
-        let want = desired(s.roster, *on);
-        if !converge(env, team, target, want, cancel, &mut report).await? {
+        if !converge(s, *on, target, &mut report).await? {
             report.skipped.push(format!(
                 "{}: not found (up makes it; the sync after up grants on it)",
-                target.resource()
+                grant_resource(n, *on)
             ));
         }
     }
