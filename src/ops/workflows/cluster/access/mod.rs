@@ -107,7 +107,7 @@ pub struct GrantChange {
 
 /// What a SYNC_ACCESS operation did.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase")]
 pub struct AccessSyncReport {
     /// Roster entries access was derived from.
     #[schema(format = Int32)]
