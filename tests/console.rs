@@ -851,3 +851,54 @@ async fn every_control_has_a_label() {
     }
     assert!(controls > 10, "only {controls} controls checked");
 }
+
+/// Issue 29: the team page shows the policy against the team's usage and the requests
+/// waiting for approval, decided from its buttons; previews show the verdict.
+#[tokio::test]
+async fn the_team_page_shows_the_policy_and_approvals_decided_from_it() {
+    let env = env().await;
+    console_up(&env, "kc").await;
+    let bob = "bob@example.com";
+    env.app.member(OWNER, TEAM, bob, "MEMBER").await;
+    let policy = json!({"maxAccelerators": {"gpu-t4": 4}, "approvalAboveHourlyCostUsd": 0.01});
+    let r = env
+        .app
+        .patch(OWNER, "/v1/teams/ml-team/policy", policy)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let b = Browser::new(&env, bob);
+    let base = cluster_page("kc");
+    let add = format!("{base}/pools/add?preview=1&accelerator=gpu-t4&minNodes=0");
+    let preview = b.get_ok(&add).await;
+    assert_eq!(preview.text("[data-testid=plan-verdict]"), "NEEDS_APPROVAL");
+    assert!(
+        preview.count("[data-testid=plan-violations] li") > 0,
+        "{}",
+        preview.body
+    );
+    assert!(
+        preview
+            .text("[data-testid=plan-warnings]")
+            .contains("lowered from 10 to 4")
+    );
+    let id = operation_of(&b.submit(&preview, "[data-testid=confirm-form]").await);
+
+    let o = Browser::new(&env, OWNER);
+    let team = o.get_ok(&format!("/console/teams/{TEAM}")).await;
+    let cap = "[data-testid=policy-limit][data-rule=\"maxAccelerators.gpu-t4\"]";
+    assert_eq!(team.count(cap), 1, "{}", team.body);
+    let row = format!("[data-testid=approval-row][data-operation=\"operations/{id}\"]");
+    assert_eq!(team.count(&row), 1, "{}", team.body);
+    // Bob (a MEMBER) sees it waiting, without the buttons.
+    let seen = b.get_ok(&format!("/console/teams/{TEAM}")).await;
+    assert_eq!(
+        (seen.count(&row), seen.count("[data-testid=approve-form]")),
+        (1, 0)
+    );
+    let approved = o.submit(&team, "[data-testid=approve-form]").await;
+    assert_eq!(operation_of(&approved), id);
+    let done = env.app.wait_done(OWNER, &format!("operations/{id}")).await;
+    assert_eq!(done["metadata"]["state"], "SUCCEEDED", "{done}");
+    let team = o.get_ok(&format!("/console/teams/{TEAM}")).await;
+    assert_eq!(team.count("[data-testid=approval-row]"), 0, "{}", team.body);
+}

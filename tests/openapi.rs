@@ -137,7 +137,8 @@ fn every_operation_is_complete_for_client_generators() {
 fn is_identifier(id: &str) -> bool {
     const VERBS: &[&str] = &[
         "get", "list", "create", "update", "delete", "replace", "apply", "cancel", "wait", "watch",
-        "activate", "check", "diagnose", "drill", "preview", "sync",
+        "activate", "check", "diagnose", "drill", "preview", "sync", "approve", "reject",
+        "evaluate",
     ];
     id.chars().all(|c| c.is_ascii_alphanumeric())
         && VERBS.iter().any(|v| {

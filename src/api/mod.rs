@@ -54,6 +54,7 @@ pub mod openapi30;
 pub mod operation_union;
 pub mod operations;
 pub mod panic;
+pub mod policy;
 pub mod pool_verbs;
 pub mod preview;
 pub mod profiles;

@@ -28,6 +28,8 @@ use super::error::ErrorBody;
         super::operations::watch_operation,
         super::operations::cancel_operation,
         super::operations::wait_operation,
+        super::operations::approve_operation,
+        super::operations::reject_operation,
         super::drill::drill_node_pool,
         super::preview::preview_apply_cluster,
         super::preview::preview_delete_cluster,
@@ -88,6 +90,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::status::router())
         .merge(super::capacity::router())
         .merge(super::credentials::router())
+        .merge(super::policy::router())
         .merge(super::cluster_verbs::router())
         .merge(super::operations::router())
         .merge(super::testing::router())

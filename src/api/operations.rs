@@ -1,4 +1,5 @@
-//! `/v1/operations`: get, list, and the custom methods `:cancel`, `:wait`, `:watch`.
+//! `/v1/operations`: get, list, and the custom methods `:cancel`, `:wait`, `:watch`,
+//! `:approve` and `:reject`.
 
 use super::idempotency::{RequestIdQuery, RequestKey};
 use std::convert::Infallible;
@@ -18,10 +19,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::state::AppState;
 use crate::model::Operation;
 use crate::service::operations::WatchEvent;
+use crate::service::provision::approval::Decision;
 use crate::service::{self, Caller};
 
 use super::error::ApiError;
-use super::extract::{ApiPath, ApiQuery, split_verb, unknown_verb};
+use super::extract::{ApiJsonOrEmpty, ApiPath, ApiQuery, split_verb, unknown_verb};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -157,16 +159,58 @@ pub async fn wait_operation(
     ))
 }
 
+/// The body of `:approve` and `:reject`.
+#[derive(Debug, Default, Deserialize, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecisionRequest {
+    /// Why (kept with the decision; a rejection's comment is in the operation's error).
+    pub comment: Option<String>,
+}
+
+/// What `:approve` and `:reject` answer.
+type Decided = Result<Json<Operation>, ApiError>;
+
+/// Approve an operation waiting for approval (PENDING_APPROVAL): an ADMIN or OWNER of
+/// its team other than its requester. The request is checked again as its requester
+/// (the policy under the team's lock: a DENIED re-check is 403 POLICY_VIOLATION and
+/// the operation keeps waiting) and the operation joins its cluster's queue.
+#[utoipa::path(post, path = "/v1/operations/{operation}:approve", operation_id = "approveOperation", tag = "operations",
+    request_body = DecisionRequest,
+    params(("operation" = String, Path, description = "operation id")),
+    responses((status = 200, description = "The operation, QUEUED", body = Operation)))]
+pub async fn approve_operation(s: &AppState, c: &Caller, id: &str, b: DecisionRequest) -> Decided {
+    decide(s, c, id, Decision::Approve(b.comment)).await
+}
+
+/// Reject an operation waiting for approval: it ends CANCELLED with reason
+/// APPROVAL_REJECTED and the comment. Same callers as `:approve`.
+#[utoipa::path(post, path = "/v1/operations/{operation}:reject", operation_id = "rejectOperation", tag = "operations",
+    request_body = DecisionRequest,
+    params(("operation" = String, Path, description = "operation id")),
+    responses((status = 200, description = "The operation, CANCELLED", body = Operation)))]
+pub async fn reject_operation(s: &AppState, c: &Caller, id: &str, b: DecisionRequest) -> Decided {
+    decide(s, c, id, Decision::Reject(b.comment)).await
+}
+
+async fn decide(s: &AppState, caller: &Caller, id: &str, d: Decision) -> Decided {
+    Ok(Json(
+        service::provision::approval::decide(&s.services, caller, id, d).await?,
+    ))
+}
+
 async fn verb(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath(segment): ApiPath<String>,
     ApiQuery(q): ApiQuery<WaitQuery>,
     key: RequestKey,
+    ApiJsonOrEmpty(body): ApiJsonOrEmpty<DecisionRequest>,
 ) -> Result<Json<Operation>, ApiError> {
     match split_verb(&segment) {
         Some((id, "cancel")) => cancel_operation(&s, &caller, id, &key).await,
         Some((id, "wait")) => wait_operation(&s, &caller, id, &q).await,
+        Some((id, "approve")) => approve_operation(&s, &caller, id, body).await,
+        Some((id, "reject")) => reject_operation(&s, &caller, id, body).await,
         _ => Err(unknown_verb(&format!("POST /v1/operations/{segment}"))),
     }
 }

@@ -116,6 +116,7 @@ impl MutationParts {
             idempotency,
             if_match,
             pool_if_match,
+            approving: None,
         })
     }
 }

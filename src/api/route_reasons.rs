@@ -129,16 +129,26 @@ const PROFILE: &[&str] = &["INVALID_NAME", "PROFILE_NOT_FOUND"];
 /// A resource path that has custom methods (`{id}:verb`): an unknown verb is 404.
 const VERBS: &[&str] = &["METHOD_NOT_FOUND"];
 
+/// A request the team's policy judges (an apply; its preview shows the verdict).
+const POLICY: &[&str] = &["POLICY_VIOLATION"];
+
 /// What `applyCluster` and its preview (`previewApplyCluster`) can answer.
 const APPLY_CLUSTER: &[&[&str]] = &[
     CLUSTER,
     CLUSTER_CHANGE,
     POOL_SPEC,
+    POLICY,
     &["CLOUD_UNAVAILABLE", "NO_ACCELERATOR_POOL"],
 ];
 
 /// What `createNodePool` and its preview (`previewCreateNodePool`) can answer.
-const CREATE_NODE_POOL: &[&[&str]] = &[CLUSTER, CLUSTER_CHANGE, POOL_SPEC, &["CLOUD_UNAVAILABLE"]];
+const CREATE_NODE_POOL: &[&[&str]] = &[
+    CLUSTER,
+    CLUSTER_CHANGE,
+    POOL_SPEC,
+    POLICY,
+    &["CLOUD_UNAVAILABLE"],
+];
 
 /// What `deleteCluster` and its preview (`previewDeleteCluster`) can answer.
 const DELETE_CLUSTER: &[&[&str]] = &[
@@ -165,28 +175,46 @@ const DRILL_NODE_POOL: &[&[&str]] = &[
 ];
 
 /// What `updateNodePool` and its preview (`previewUpdateNodePool`) can answer.
-const UPDATE_NODE_POOL: &[&[&str]] = &[
+const UPDATE_NODE_POOL: &[&[&str]] = &[CLUSTER, CLUSTER_CHANGE, POOL, POLICY, RESIZE];
+
+/// What approving replays: an apply, a pool add or a resize, as its requester.
+const APPROVE: &[&[&str]] = &[
+    OPERATION,
     CLUSTER,
     CLUSTER_CHANGE,
+    POOL_SPEC,
     POOL,
-    &[
-        "FAILOVER_MAX_TOO_SMALL",
-        "INVALID_MAX_NODES",
-        "INVALID_MIN_NODES",
-        "INVALID_UPDATE_MASK",
-        "NODE_POOL_BUSY",
-        "NODE_POOL_CHANGED",
-        "NODE_POOL_NOT_RESIZABLE",
-        "NODE_POOL_NOT_RUNNING",
-        "NOTHING_TO_UPDATE",
-        "PROVISIONING_CONFLICT",
-        "QUOTA_INSUFFICIENT",
-        "RESERVATION_EXHAUSTED",
-        "RESERVATION_NOT_FOUND",
-        "TPU_MAX_NODES_NOT_WHOLE_SLICES",
-        "TPU_MIN_NODES_NOT_WHOLE_SLICES",
-        "CLOUD_UNAVAILABLE",
-    ],
+    POLICY,
+    RESIZE,
+    DECIDE,
+    &["NO_ACCELERATOR_POOL"],
+];
+
+/// Who may decide a pending operation, and whether it still waits.
+const DECIDE: &[&str] = &[
+    "APPROVAL_BY_REQUESTER",
+    "OPERATION_NOT_PENDING_APPROVAL",
+    "PERMISSION_DENIED",
+];
+
+/// A resize's own refusals.
+const RESIZE: &[&str] = &[
+    "FAILOVER_MAX_TOO_SMALL",
+    "INVALID_MAX_NODES",
+    "INVALID_MIN_NODES",
+    "INVALID_UPDATE_MASK",
+    "NODE_POOL_BUSY",
+    "NODE_POOL_CHANGED",
+    "NODE_POOL_NOT_RESIZABLE",
+    "NODE_POOL_NOT_RUNNING",
+    "NOTHING_TO_UPDATE",
+    "PROVISIONING_CONFLICT",
+    "QUOTA_INSUFFICIENT",
+    "RESERVATION_EXHAUSTED",
+    "RESERVATION_NOT_FOUND",
+    "TPU_MAX_NODES_NOT_WHOLE_SLICES",
+    "TPU_MIN_NODES_NOT_WHOLE_SLICES",
+    "CLOUD_UNAVAILABLE",
 ];
 
 /// Each operation's own reasons, by operationId (besides [`implied`]). A reason written
@@ -197,6 +225,22 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
     ("applyCluster", APPLY_CLUSTER),
     ("previewApplyCluster", APPLY_CLUSTER),
     ("cancelOperation", &[OPERATION, &["PERMISSION_DENIED"]]),
+    ("approveOperation", APPROVE),
+    ("rejectOperation", &[OPERATION, DECIDE]),
+    ("getTeamPolicy", &[TEAM]),
+    ("evaluateTeamPolicy", &[TEAM]),
+    (
+        "updateTeamPolicy",
+        &[
+            TEAM,
+            &[
+                "ETAG_CONFLICTING",
+                "INVALID_POLICY",
+                "INVALID_UPDATE_MASK",
+                "PERMISSION_DENIED",
+            ],
+        ],
+    ),
     (
         "checkWorkload",
         &[

@@ -113,6 +113,7 @@ impl AppState {
                 test_workflows: settings.test_workflows,
                 prices: Arc::new(settings.prices.clone()),
                 page_key: page_key(&db).await?,
+                approval_ttl: settings.approval_ttl,
                 db,
                 cloud: Arc::new(cloud),
             },

@@ -89,6 +89,10 @@ pub struct ServeArgs {
     /// Days finished operations are kept before they are deleted.
     #[arg(long, env = "KINETIC_OPERATION_RETENTION_DAYS", default_value_t = 30)]
     pub operation_retention_days: u32,
+    /// Seconds a request waiting for approval (the team's policy asks for it) waits
+    /// before it ends CANCELLED with APPROVAL_EXPIRED (default 7 days).
+    #[arg(long, env = "KINETIC_APPROVAL_TTL_SECONDS", default_value_t = 604_800)]
+    pub approval_ttl_seconds: u64,
     /// Enable the NOOP engine test workflow (`POST /v1/testing/noopOperations`): `true`
     /// or `false`, default `true` with --dev, else `false`.
     #[arg(long, env = "KINETIC_TEST_WORKFLOWS")]
@@ -136,6 +140,8 @@ pub struct Settings {
     pub workers: usize,
     pub lease: Duration,
     pub operation_retention: Duration,
+    /// How long a PENDING_APPROVAL operation waits for a decision.
+    pub approval_ttl: Duration,
     pub test_workflows: bool,
     pub shutdown_grace: Duration,
     pub data_dir: PathBuf,
@@ -266,6 +272,7 @@ impl Settings {
             operation_retention: Duration::from_secs(
                 u64::from(a.operation_retention_days) * 86_400,
             ),
+            approval_ttl: Duration::from_secs(a.approval_ttl_seconds),
             test_workflows: a.test_workflows.unwrap_or(a.dev),
             shutdown_grace: Duration::from_secs(a.shutdown_grace_seconds),
             data_dir: a.data_dir,

@@ -158,6 +158,8 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ConsoleState) -> Router<S
         .route("/console/operations/{id}/live", get(operations::live))
         .route("/console/operations/{id}/events", get(operations::events))
         .route("/console/operations/{id}/cancel", post(operations::cancel))
+        // `approve` and `reject` (the static routes above take precedence).
+        .route("/console/operations/{id}/{verb}", post(operations::decide))
         .route("/console/dev/user", post(dev_user::switch_user))
         .route("/console/assets/{file}", get(assets::serve))
         .route("/console/{*rest}", any(error::not_found))

@@ -1,5 +1,6 @@
 //! The operation page: metadata, the plan's DAG as a timeline (steps as bars over
-//! time), the error with the failed step and the cloud's reason, and a cancel button.
+//! time), the error with the failed step and the cloud's reason, a cancel button, and
+//! approve / reject for an operation waiting for approval.
 //! The live part is also served alone (`.../live`) and refreshed by the page's script on
 //! every event of `.../events`, a server-sent stream from the service's watch.
 //!
@@ -20,6 +21,7 @@ use futures::StreamExt;
 use crate::model::Operation;
 use crate::service;
 use crate::service::operations::WatchEvent;
+use crate::service::provision::approval::Decision;
 
 use super::ConsoleState;
 use super::error::PageError;
@@ -348,5 +350,26 @@ pub async fn cancel(
     p: Posted,
 ) -> Result<Response, PageError> {
     let op = service::operations::cancel(&s.services.db, &p.viewer.caller, &id, None).await?;
+    Ok(Redirect::to(&view::operation_href(&op.name)).into_response())
+}
+
+/// `POST /console/operations/{id}/approve` or `/reject`: decide a pending operation (an
+/// ADMIN or OWNER other than its requester), with the form's `comment`.
+pub async fn decide(
+    State(s): State<ConsoleState>,
+    Path((id, verb)): Path<(String, String)>,
+    p: Posted,
+) -> Result<Response, PageError> {
+    let comment = Some(p.field("comment").trim().to_owned()).filter(|c| !c.is_empty());
+    let d = match verb.as_str() {
+        "approve" => Decision::Approve(comment),
+        "reject" => Decision::Reject(comment),
+        _ => {
+            return Err(PageError::not_found(format!(
+                "no page {verb} for an operation"
+            )));
+        }
+    };
+    let op = service::provision::approval::decide(&s.services, &p.viewer.caller, &id, d).await?;
     Ok(Redirect::to(&view::operation_href(&op.name)).into_response())
 }

@@ -45,6 +45,9 @@ pub struct PlanView {
     pub actions: Vec<ActionRow>,
     pub warnings: Vec<String>,
     pub cost: String,
+    /// The team policy's verdict (empty on plans it does not judge) and its reasons.
+    pub verdict: String,
+    pub violations: Vec<String>,
 }
 
 fn plan_view(plan: &Plan) -> PlanView {
@@ -78,6 +81,16 @@ fn plan_view(plan: &Plan) -> PlanView {
             || "no estimate".to_owned(),
             |c| view::cost_range(&c.currency, c.at_min, c.at_max),
         ),
+        verdict: plan
+            .policy
+            .as_ref()
+            .map(|p| p.verdict.as_str().to_owned())
+            .unwrap_or_default(),
+        violations: plan
+            .policy
+            .iter()
+            .flat_map(|p| p.violations.iter().map(|v| v.message.clone()))
+            .collect(),
     }
 }
 
@@ -100,6 +113,7 @@ fn mutation(
         idempotency: service::request_id::bind(key, method, resource, body)?,
         if_match: None,
         pool_if_match: None,
+        approving: None,
     })
 }
 

@@ -118,6 +118,25 @@ struct TeamPage {
     members: Vec<MemberRow>,
     clusters: Vec<ClusterRow>,
     new_member_options: Vec<RoleOption>,
+    /// The policy's limits against the team's usage (`policy:evaluate`).
+    limits: Vec<LimitRow>,
+    usage: String,
+    approvals: Vec<ApprovalRow>,
+}
+
+struct LimitRow {
+    rule: String,
+    limit: String,
+    current: String,
+    exceeded: bool,
+}
+
+struct ApprovalRow {
+    operation: String,
+    href: String,
+    requested_by: String,
+    expires: String,
+    reasons: String,
 }
 
 pub async fn page(
@@ -132,6 +151,9 @@ pub async fn page(
         .await?
         .unwrap_or(Role::Viewer);
     let members = service::teams::list_members(db, &v.caller, &id, &page_of(&s)).await?;
+    let eval = service::policy::evaluate(db, &v.caller, &id).await?;
+    let approvals =
+        service::provision::approval::pending(&s.services, &v.caller, id.as_str()).await?;
     let clusters = all_clusters(&s, &v.caller, || ListClusters {
         team: Some(id.clone()),
         ..ListClusters::default()
@@ -159,6 +181,30 @@ pub async fn page(
             .collect(),
         clusters: clusters.iter().map(ClusterRow::of).collect(),
         new_member_options: options("MEMBER"),
+        usage: format!(
+            "{} clusters, {} node pools, {:.2} USD/h at the pools' maximum sizes",
+            eval.usage.clusters, eval.usage.node_pools, eval.usage.hourly_cost_usd
+        ),
+        limits: eval
+            .limits
+            .into_iter()
+            .map(|l| LimitRow {
+                rule: l.rule,
+                limit: l.limit,
+                current: l.current,
+                exceeded: l.exceeded,
+            })
+            .collect(),
+        approvals: approvals
+            .into_iter()
+            .map(|a| ApprovalRow {
+                href: view::operation_href(&a.operation),
+                operation: a.operation,
+                requested_by: a.requested_by,
+                expires: view::short_time(&a.expire_time),
+                reasons: a.reasons.join("; "),
+            })
+            .collect(),
         id: t.team_id,
     })
 }

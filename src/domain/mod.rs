@@ -11,6 +11,7 @@ pub mod gke_version;
 pub mod gpu_sharing;
 pub mod hash;
 pub mod names;
+pub mod policy;
 pub mod pool_record;
 pub mod pools;
 pub mod pricing;

@@ -106,6 +106,9 @@ states!(
 states!(
     /// An operation's state; SUCCEEDED, FAILED and CANCELLED are final.
     OperationState, "operation state" {
+        /// Waiting for an ADMIN's or OWNER's approval (the team's policy asks for it):
+        /// claimed by no worker, blocking nothing, CANCELLED when it expires.
+        PendingApproval = "PENDING_APPROVAL",
         Queued = "QUEUED",
         Running = "RUNNING",
         Succeeded = "SUCCEEDED",

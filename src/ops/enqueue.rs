@@ -11,7 +11,7 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::domain::OperationType;
+use crate::domain::{OperationState, OperationType};
 use crate::store::operations::{self, NewOperation, OperationRow};
 use crate::store::{Db, StoreError};
 
@@ -69,6 +69,24 @@ pub struct Enqueued {
 /// key names an earlier operation, returns it with `created: false`: the caller must roll
 /// back its own changes.
 pub async fn enqueue_in(tx: &mut PgConnection, req: &Enqueue) -> Result<Enqueued, EnqueueError> {
+    enqueue_as(tx, req, OperationState::Queued).await
+}
+
+/// [`enqueue_in`] as PENDING_APPROVAL: claimed by no worker and outside the team's cap
+/// until it is approved. `req.serial_key` should be the operation's own (it joins its
+/// cluster's queue when approved).
+pub async fn enqueue_pending(
+    tx: &mut PgConnection,
+    req: &Enqueue,
+) -> Result<Enqueued, EnqueueError> {
+    enqueue_as(tx, req, OperationState::PendingApproval).await
+}
+
+async fn enqueue_as(
+    tx: &mut PgConnection,
+    req: &Enqueue,
+    state: OperationState,
+) -> Result<Enqueued, EnqueueError> {
     let id = Uuid::now_v7();
     if let Some(idem) = &req.idempotency {
         let fresh = operations::insert_idempotency_key(
@@ -101,6 +119,7 @@ pub async fn enqueue_in(tx: &mut PgConnection, req: &Enqueue) -> Result<Enqueued
         }
     }
     if req.op_type.counts_toward_cap()
+        && state == OperationState::Queued
         && let Some(over) = crate::store::team_queue::over_cap(tx, &req.team_id).await?
     {
         return Err(EnqueueError::TooMany(over));
@@ -119,6 +138,7 @@ pub async fn enqueue_in(tx: &mut PgConnection, req: &Enqueue) -> Result<Enqueued
             input: &req.input,
             plan: req.plan.as_ref(),
             steps: serde_json::to_value(&req.steps).unwrap_or(Value::Null),
+            state,
         },
     )
     .await?;

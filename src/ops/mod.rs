@@ -9,6 +9,7 @@
 //! one at a time among themselves, beside the cluster's provisioning, so a removed
 //! member's access never waits behind an `up`.
 
+pub mod approvals;
 pub mod enqueue;
 pub mod events;
 pub mod kinds;

@@ -18,7 +18,7 @@ use super::steps::{cancelled_status, skip_unstarted_json};
 
 pub use super::enqueue::{
     Enqueue, EnqueueError, Enqueued, IDEMPOTENCY_TTL_HOURS, Idempotency, enqueue,
-    enqueue_coalesced, enqueue_in,
+    enqueue_coalesced, enqueue_in, enqueue_pending,
 };
 
 /// The `input` an operation of kind `K` stores: its typed input, serialized (plain data:
@@ -68,7 +68,7 @@ pub async fn cancel(db: &Db, id: Uuid) -> Result<Option<OperationRow>, StoreErro
     else {
         return Ok(None);
     };
-    if c.ended {
+    if c.withdrawn {
         kinds::withdrawn(&mut tx, &c.row).await?;
     }
     tx.commit().await?;

@@ -92,6 +92,11 @@ impl WorkerPool {
             cfg.lease,
             stop_renewing.clone(),
         ));
+        tokio::spawn(expire_approvals(
+            db.clone(),
+            cfg.poll,
+            stop_claiming.clone(),
+        ));
         let env = RunEnv {
             db,
             events,
@@ -137,6 +142,21 @@ impl WorkerPool {
         }
         self.stop_renewing.cancel();
         let _ = (&mut self.renewals).await;
+    }
+}
+
+/// End expired approvals every `every` until `stop` (each replica with workers sweeps;
+/// they skip each other's rows).
+async fn expire_approvals(db: Db, every: Duration, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.cancelled() => return,
+        }
+        if let Err(e) = super::approvals::expire_due(&db, 100).await {
+            tracing::warn!(error = %format_args!("{e:#}"), "approval expiry failed");
+        }
     }
 }
 

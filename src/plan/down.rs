@@ -58,7 +58,7 @@ pub fn plan(input: &DownInput<'_>) -> Plan {
             n.state_bucket
         )],
         estimated_hourly_cost: None,
-        access: None,
+        ..Plan::default()
     }
 }
 

@@ -168,6 +168,10 @@ pub struct Plan<Id: ActionId = StepId> {
     /// roster (absent elsewhere, and when the roster is empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access: Option<up::access::AccessPreview>,
+    /// The team's policy on the request (pool add, up, resize): its verdict and the rules
+    /// behind it. Absent on plans the policy does not judge (down, pool remove, drills).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::domain::policy::PolicyCheck>,
 }
 
 impl<Id: ActionId> Default for Plan<Id> {
@@ -177,6 +181,7 @@ impl<Id: ActionId> Default for Plan<Id> {
             warnings: Vec::new(),
             estimated_hourly_cost: None,
             access: None,
+            policy: None,
         }
     }
 }

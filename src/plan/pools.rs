@@ -196,7 +196,7 @@ pub fn add(n: &ClusterNames, pools: &[PoolSpecRecord], prices: &PriceTable) -> P
             at_min,
             at_max,
         }),
-        access: None,
+        ..Plan::default()
     }
 }
 

@@ -80,7 +80,7 @@ pub fn plan(n: &ClusterNames, pools: &[PoolResize<'_>], currency: &str) -> Plan 
             at_min: crate::domain::pricing::cents(at_min),
             at_max: crate::domain::pricing::cents(at_max),
         }),
-        access: None,
+        ..Plan::default()
     }
 }
 

@@ -106,7 +106,7 @@ pub fn parse_id(id: &str) -> Result<Uuid> {
 }
 
 /// The row, if the caller may see it; `need` is the role required beyond seeing it.
-async fn visible(
+pub(super) async fn visible(
     db: &Db,
     caller: &Caller,
     id: &str,

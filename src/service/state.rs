@@ -29,6 +29,8 @@ pub struct Services {
     pub cloud: Arc<Cloud>,
     /// Signs and checks page tokens (the database's key: shared by replicas).
     pub page_key: PageKey,
+    /// How long a PENDING_APPROVAL operation waits for a decision.
+    pub approval_ttl: std::time::Duration,
 }
 
 impl Services {

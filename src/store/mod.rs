@@ -7,6 +7,7 @@
 //! never a default.
 
 pub mod access;
+pub mod approvals;
 pub mod clusters;
 pub mod db;
 mod keyed;
@@ -16,6 +17,7 @@ pub mod node_pools;
 pub mod operations;
 pub mod page_key;
 pub mod persisted;
+pub mod policies;
 pub mod profiles;
 pub mod reads;
 pub mod rendered;

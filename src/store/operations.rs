@@ -61,7 +61,8 @@ pub(super) const COLUMNS: &str = "id, op_type, target, serial_key, team_id, clus
      state, cancel_requested, attempt, input, plan, steps, response, error, lease_owner, \
      lease_expire_time, generation, deadline, create_time, start_time, update_time, end_time";
 
-/// A new operation, QUEUED with its steps PENDING (borrowed from the request).
+/// A new operation (QUEUED, or PENDING_APPROVAL) with its steps PENDING (borrowed from
+/// the request).
 #[derive(Debug, Clone)]
 pub struct NewOperation<'a> {
     pub id: Uuid,
@@ -75,6 +76,8 @@ pub struct NewOperation<'a> {
     pub input: &'a Value,
     pub plan: Option<&'a Value>,
     pub steps: Value,
+    /// QUEUED, or PENDING_APPROVAL for an operation that waits for a person.
+    pub state: OperationState,
 }
 
 ///
@@ -90,8 +93,8 @@ pub async fn insert(
     let sql = format!(
         "WITH l AS (SELECT pg_advisory_xact_lock(hashtextextended($4, 7301))), \
          ins AS (INSERT INTO operations (id, op_type, target, serial_key, team_id, cluster_id, \
-             created_by, request_id, state, input, plan, steps, create_time, update_time) \
-           SELECT $1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9, $10, $11::json, clock_timestamp(), clock_timestamp() \
+             created_by, request_id, state, input, plan, steps, create_time, queue_time, update_time) \
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8, $12, $9, $10, $11::json, clock_timestamp(), clock_timestamp(), clock_timestamp() \
            FROM l \
            RETURNING {COLUMNS}), \
          n AS (SELECT pg_notify('{EVENTS_CHANNEL}', 'new')) \
@@ -109,6 +112,7 @@ pub async fn insert(
         .bind(op.input)
         .bind(op.plan)
         .bind(op.steps.to_string())
+        .bind(op.state.as_str())
         .fetch_one(&mut *tx)
         .await?)
 }
@@ -232,8 +236,8 @@ pub async fn claim_many(
              AND (o.state = 'QUEUED' OR o.lease_expire_time < now()) \
              AND NOT EXISTS (SELECT 1 FROM operations p \
                              WHERE p.serial_key = o.serial_key AND p.end_time IS NULL \
-                               AND (p.create_time, p.id) < (o.create_time, o.id)) \
-           ORDER BY o.create_time, o.id \
+                               AND (p.queue_time, p.id) < (o.queue_time, o.id)) \
+           ORDER BY o.queue_time, o.id \
            FOR UPDATE OF o SKIP LOCKED LIMIT $5), \
          d AS (SELECT t, s FROM unnest($3::text[], $4::float8[]) AS u(t, s)) \
          UPDATE operations SET \
@@ -464,11 +468,15 @@ pub async fn release(
 pub struct CancelRequested {
     /// The row after the change.
     pub row: OperationRow,
-    /// The operation was QUEUED and ended CANCELLED now (it never ran).
+    /// The operation was QUEUED or PENDING_APPROVAL and ended CANCELLED now (it never
+    /// ran).
     pub ended: bool,
+    /// It was QUEUED: its records were changed for it and must be settled (a pending
+    /// operation changed none).
+    pub withdrawn: bool,
 }
 
-/// Ask for cancellation. A QUEUED operation ends CANCELLED at once, with `cancelled` as
+/// Ask for cancellation. A QUEUED (or PENDING_APPROVAL) operation ends CANCELLED at once, with `cancelled` as
 /// its error and `withdrawn(steps)` as its steps; a running one is flagged and its worker
 /// told. `None` if absent.
 pub async fn request_cancel(
@@ -481,9 +489,14 @@ pub async fn request_cancel(
         return Ok(None);
     };
     if row.end_time.is_some() {
-        return Ok(Some(CancelRequested { row, ended: false }));
+        return Ok(Some(CancelRequested {
+            row,
+            ended: false,
+            withdrawn: false,
+        }));
     }
-    if row.state == OperationState::Queued && row.lease_owner.is_none() {
+    let pending = row.state == OperationState::PendingApproval;
+    if (row.state == OperationState::Queued || pending) && row.lease_owner.is_none() {
         let steps = withdrawn(&row.steps);
         let sql = format!(
             "UPDATE operations SET state = 'CANCELLED', cancel_requested = true, steps = $2::json, error = $3, \
@@ -498,7 +511,11 @@ pub async fn request_cancel(
             .await?;
         notify(&mut *tx, &format!("{id}:CANCELLED")).await?;
         notify(&mut *tx, "new").await?;
-        return Ok(Some(CancelRequested { row, ended: true }));
+        return Ok(Some(CancelRequested {
+            row,
+            ended: true,
+            withdrawn: !pending,
+        }));
     }
     let sql = format!(
         "UPDATE operations SET cancel_requested = true, \
@@ -511,17 +528,22 @@ pub async fn request_cancel(
         .await?;
     notify(&mut *tx, &format!("{id}:cancel")).await?;
     notify(&mut *tx, &format!("{id}:{}", row.state)).await?;
-    Ok(Some(CancelRequested { row, ended: false }))
+    Ok(Some(CancelRequested {
+        row,
+        ended: false,
+        withdrawn: false,
+    }))
 }
 
-/// (type, input) of every unfinished operation on a cluster record.
+/// (type, input) of every unfinished operation on a cluster record (those waiting for
+/// approval aside: they hold no record).
 pub async fn unfinished_on_cluster(
     ex: impl PgExecutor<'_>,
     cluster_id: Uuid,
 ) -> Result<Vec<Unfinished>, StoreError> {
     Ok(sqlx::query_as(
         "SELECT id, op_type, input FROM operations WHERE cluster_id = $1 AND end_time IS NULL \
-         ORDER BY create_time, id",
+           AND state <> 'PENDING_APPROVAL' ORDER BY queue_time, id",
     )
     .bind(cluster_id)
     .fetch_all(ex)

@@ -4,7 +4,7 @@
 //!
 //! Invariant: with no cap configured nothing is counted; with one, the count read here
 //! covers every operation of the team whose `end_time` is NULL (QUEUED, RUNNING,
-//! CANCELLING). Concurrent enqueues of one team may each see the same count, so the cap
+//! CANCELLING) except those waiting for approval (they hold no worker). Concurrent enqueues of one team may each see the same count, so the cap
 //! can be passed by at most the number of enqueues racing at that moment.
 
 use sqlx::PgConnection;
@@ -26,7 +26,8 @@ pub async fn over_cap(tx: &mut PgConnection, team: &str) -> Result<Option<OverCa
     let (cap, unfinished): (Option<i64>, i64) = sqlx::query_as(
         "WITH c AS (SELECT nullif(current_setting('kinetic.max_operations_per_team', true), '')::bigint AS cap) \
          SELECT c.cap, (SELECT count(*) FROM operations \
-                        WHERE c.cap IS NOT NULL AND end_time IS NULL AND team_id = $1) \
+                        WHERE c.cap IS NOT NULL AND end_time IS NULL AND team_id = $1 \
+                              AND state <> 'PENDING_APPROVAL') \
          FROM c",
     )
     .bind(team)

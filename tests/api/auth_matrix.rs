@@ -90,6 +90,8 @@ const ROUTES: &[Route] = &[
     r("GET", "/v1/operations", ANY_CALLER, "lists only the operations of the caller's teams"),
     r("GET", "/v1/operations/{operation}", READ, "an operation of the team"),
     r("POST", "/v1/operations/{operation}:cancel", MUTATION, "cancelling another's operation needs MEMBER"),
+    r("POST", "/v1/operations/{operation}:approve", MUTATION, "deciding an approval needs ADMIN"),
+    r("POST", "/v1/operations/{operation}:reject", MUTATION, "deciding an approval needs ADMIN"),
     r("POST", "/v1/operations/{operation}:wait", READ, "a read that blocks; POST per AIP-151"),
     r("GET", "/v1/operations/{operation}:watch", READ, "a streamed read"),
     r("GET", "/v1/profiles", ANY_CALLER, "profiles are per caller: lists the caller's own"),
@@ -126,6 +128,9 @@ const ROUTES: &[Route] = &[
     r("DELETE", "/v1/teams/{team}", MUTATION, "needs OWNER"),
     r("PATCH", "/v1/teams/{team}", MUTATION, "needs ADMIN"),
     r("GET", "/v1/teams/{team}/members", READ, "the team's members"),
+    r("GET", "/v1/teams/{team}/policy", READ, "the team's policy: every member reads it"),
+    r("PATCH", "/v1/teams/{team}/policy", MUTATION, "needs ADMIN"),
+    r("GET", "/v1/teams/{team}/policy:evaluate", READ, "usage against the policy: every member reads it"),
     r("PUT", "/v1/teams/{team}/members/{email}", MUTATION, "needs ADMIN"),
     r("DELETE", "/v1/teams/{team}/members/{email}", MUTATION, "needs ADMIN (or the member itself)"),
     r("POST", "/v1/testing/noopOperations", MUTATION, "test-only route; creates an operation for the team, needs MEMBER"),
@@ -163,6 +168,8 @@ fn body(method: &str, template: &str, who: &str) -> Option<Value> {
         ("POST", "{cluster}:previewApply") => json!({"accelerator": "gpu-l4"}),
         ("POST", "{pool}:previewUpdate") => json!({"minNodes": 0, "maxNodes": 3}),
         ("PATCH", "{pool}") => json!({"minNodes": 0, "maxNodes": 3}),
+        ("PATCH", "policy") => json!({"maxClusters": 3}),
+        ("POST", "{operation}:approve" | "{operation}:reject") => json!({"comment": "ok"}),
         ("POST", "{pool}:drill" | "{pool}:previewDrill") => json!({}),
         ("POST", "{cluster}:checkWorkload") => {
             json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p"}, "spec": {"containers": []}})

@@ -156,6 +156,7 @@ fn good_body(method: &str, template: &str) -> Option<Value> {
     match (method, template) {
         ("post", "/v1/teams") => Some(json!({"teamId": "new-team"})),
         ("patch", "/v1/teams/{team}") => Some(json!({"displayName": "Acme"})),
+        ("patch", "/v1/teams/{team}/policy") => Some(json!({"maxClusters": 2})),
         ("put", "/v1/teams/{team}/members/{email}") => Some(json!({"role": "VIEWER"})),
         ("put", "/v1/profiles/{profile}") => {
             Some(json!({"cluster": "projects/acme-project/zones/us-central1-a/clusters/kc"}))

@@ -18,6 +18,7 @@ mod faults;
 mod flex;
 mod flex_sim;
 mod ordering;
+mod policy;
 mod pools;
 mod preview;
 mod preview_methods;

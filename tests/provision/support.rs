@@ -112,6 +112,20 @@ pub async fn env_up(name: &str) -> Env {
 /// [`env`] on a simulator configured by `cfg` (quotas, stockouts, an explicit clock).
 pub async fn env_with(cfg: kineticd::sim::SimConfig) -> Env {
     let (app, sim) = TestApp::spawn_sim_with(cfg).await;
+    env_of(app, sim).await
+}
+
+/// [`env`] with the app's settings changed by `tweak`.
+pub async fn env_with_settings(
+    tweak: impl FnOnce(kineticd::config::Settings) -> kineticd::config::Settings,
+) -> Env {
+    let (sim, _) = crate::common::start_sim_with(speed_zero()).await;
+    let (db, url) = crate::common::fresh_db().await;
+    let app = TestApp::spawn_on(db, url, &sim.url(), tweak).await;
+    env_of(app, sim).await
+}
+
+async fn env_of(app: TestApp, sim: Sim) -> Env {
     app.team(OWNER, "ml-team", &[PROJECT]).await;
     // Binding the project read its IAM policy: the journal starts after the set-up.
     let cleared = app

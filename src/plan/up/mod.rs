@@ -93,7 +93,7 @@ pub fn plan(input: &UpInput<'_>) -> Plan {
         actions,
         warnings: pools.warnings,
         estimated_hourly_cost: pools.cost,
-        access: None,
+        ..Plan::default()
     }
 }
 

@@ -13,9 +13,11 @@
 //! and again under the cluster's row lock in the enqueue transaction ([`lock`]), so a
 //! change committed in between is refused, never overwritten.
 
+pub mod approval;
 pub mod down;
 pub mod drill;
 pub mod flex;
+pub mod guard;
 pub mod placement;
 pub mod pool_request;
 pub mod pools;
@@ -62,6 +64,9 @@ pub struct Mutation {
     /// `If-Match` on the node pool a request names (remove, resize, drill): the pool's
     /// record must still carry this etag when it is read ([`check_pool_etag`]).
     pub pool_if_match: Option<String>,
+    /// Set when an approval replays the request ([`approval::approve`]): the policy's
+    /// NEEDS_APPROVAL is accepted and the pending operation is queued, not a new one.
+    pub approving: Option<approval::Approving>,
 }
 
 impl Mutation {
@@ -124,6 +129,7 @@ pub enum Begin {
 pub async fn begin(db: &Db, m: &Mutation, action: &str) -> Result<Begin> {
     let team = project_team(db, &m.caller, &m.path.project, Role::Member, action).await?;
     if !m.validate_only
+        && m.approving.is_none()
         && let Some(op) = queue::replay(db, m.caller.email.as_str(), m.idempotency.as_ref())
             .await
             .map_err(enqueue_error)?
@@ -297,7 +303,11 @@ pub async fn submit<K, R>(
 where
     K: OperationKind<Input = ClusterOpInput<R>, Plan = Plan>,
 {
-    let op = enqueue(tx, &operation::<K, R>(m, r, plan)?).await?;
+    let req = operation::<K, R>(m, r, plan)?;
+    let op = match &m.approving {
+        Some(a) => approval::approved(tx, a, &req).await?,
+        None => enqueue(tx, &req).await?,
+    };
     Ok(Submitted::Operation(Box::new(op)))
 }
 

@@ -18,12 +18,13 @@ use crate::store::{self, Db, PoolSpecRecord, clusters::ClusterRecord};
 use super::super::clusters::ClusterPath;
 use super::super::{Error, Result, Services};
 use super::flex;
+use super::guard::{self, Guard};
 use super::placement::check_placement;
 pub use super::pool_request::AddPoolRequest;
 use super::version;
 use super::{
-    Begin, Mutation, OpRequest, Plan, Submitted, begin, live, not_deleting, parse_accelerator,
-    pool_error, submit,
+    Begin, Mutation, OpRequest, Plan, Submitted, approval, begin, live, not_deleting,
+    parse_accelerator, pool_error, submit,
 };
 
 /// GKE's `gpuDriverVersion` values a pool may ask for.
@@ -279,26 +280,30 @@ async fn check_pools(
     Ok(warnings)
 }
 
+/// The ids of the cluster's pools (new ids never reuse one).
+async fn existing_ids(db: &Db, c: &ClusterRecord) -> Result<Vec<String>> {
+    Ok(store::node_pools::list(db, c.id, None, 10_000)
+        .await?
+        .into_iter()
+        .map(|p| p.pool_id)
+        .collect())
+}
+
 /// The records of the new pools, their ids fixed now (never reused within the cluster).
-async fn pool_records(
+fn pool_records(
     svc: &Services,
     m: &Mutation,
-    c: &ClusterRecord,
+    existing: &[String],
     acc: &Resolved,
     shapes: &[PoolShape],
     zones: &[String],
     req: &AddPoolRequest,
-) -> Result<Vec<PoolSpecRecord>> {
-    let existing: Vec<String> = store::node_pools::list(&svc.db, c.id, None, 10_000)
-        .await?
-        .into_iter()
-        .map(|p| p.pool_id)
-        .collect();
+) -> Vec<PoolSpecRecord> {
     let seed = m.id_seed();
     let ids = new_pool_ids(
         &acc.pool_prefix(),
         shapes.len(),
-        &existing,
+        existing,
         seed.as_deref(),
         m.validate_only,
     );
@@ -308,7 +313,7 @@ async fn pool_records(
         let class = ClassName::for_pair(&ids[0]);
         shapes.iter_mut().for_each(|s| join_class(s, &class));
     }
-    Ok(shapes
+    shapes
         .iter()
         .enumerate()
         .map(|(i, s)| {
@@ -324,7 +329,7 @@ async fn pool_records(
                 &svc.prices,
             )
         })
-        .collect())
+        .collect()
 }
 
 /// A failover pair needs a GKE version with custom compute classes: the cluster's
@@ -375,20 +380,33 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
     warnings.extend(flex::check_version(&svc.cloud, m, mode.mode, &acc).await?);
     warnings.extend(flex::price_warning(&svc.prices, &acc, mode.mode));
     warnings.extend(check_pools(&svc.cloud, m, &acc, &shapes, &zones).await?);
-    let records = pool_records(svc, m, &c, &acc, &shapes, &zones, &req).await?;
+    let existing = existing_ids(&svc.db, &c).await?;
+    // The policy: read with the plan for a preview; for an apply, under the cluster's
+    // and the team's locks in the enqueue transaction (see [`guard`]).
+    let (mut held, guard) = Guard::hold(&svc.db, m, &team).await?;
+    let zone = m.path.zone.to_string();
+    let (check, notes) =
+        guard::fit_and_judge(&guard, &svc.prices, &mut shapes, &zones, &zone, false);
+    let records = pool_records(svc, m, &existing, &acc, &shapes, &zones, &req);
     let mut p = add(&m.names(), &records, &svc.prices);
     p.warnings.extend(warnings);
-    if m.validate_only {
+    p.warnings.extend(notes);
+    p.policy = Some(check.clone());
+    let Some((mut tx, c)) = held.take() else {
         return Ok(Submitted::Plan(p));
-    }
-    let (mut tx, c) = super::lock_live_cluster(&svc.db, m).await?;
-    for r in &records {
-        store::node_pools::insert(&mut *tx, c.id, &r.pool_id, PoolState::Provisioning, r).await?;
-    }
+    };
+    let waits = guard::enforce(&check)?;
     let ids: Vec<String> = records.iter().map(|r| r.pool_id.clone()).collect();
     let request = serde_json::to_value(&req).unwrap_or_default();
     let first = ids[0].clone();
     let op = OpRequest::on_pools(m, &team, c.id, &first, ids, request);
+    if waits && m.approving.is_none() {
+        let verb = approval::Verb::AddPool { body: req };
+        return approval::pend::<Provisioning<AddPool>, _>(svc, tx, m, op, &p, verb, &check).await;
+    }
+    for r in &records {
+        store::node_pools::insert(&mut *tx, c.id, &r.pool_id, PoolState::Provisioning, r).await?;
+    }
     submit::<Provisioning<AddPool>, _>(tx, m, op, &p).await
 }
 

@@ -18,6 +18,7 @@ use serde_json::json;
 
 use crate::cloud::Cloud;
 use crate::domain::accelerators::{self, Choice, Resolved};
+use crate::domain::policy::{Ask, PoolUse};
 use crate::domain::provisioning::Provisioning;
 use crate::domain::resize::{self, Bounds, ResizeError, Update};
 use crate::domain::resource_names::ClusterNames;
@@ -31,9 +32,10 @@ use crate::store::persisted::CostRecord;
 use crate::store::{self, clusters::ClusterRecord};
 
 use super::super::{Error, Result, Services};
+use super::guard::{self, Guard};
 use super::pools::{QuotaAsk, check_region_quota};
 use super::reservations;
-use super::{Begin, Mutation, OpRequest, Submitted, begin, live, not_deleting, submit};
+use super::{Begin, Mutation, OpRequest, Submitted, approval, begin, live, not_deleting, submit};
 
 /// The body of `PATCH .../nodePools/{pool}`: the pool's autoscaling bounds (per zone).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -318,10 +320,15 @@ pub async fn resize(
         .collect();
     let mut p = plan(&names, &resizes, &svc.prices.currency);
     p.warnings.extend(warnings);
-    if m.validate_only {
+    // The policy: read with the plan for a preview; for an apply, under the cluster's
+    // and the team's locks in the enqueue transaction (see [`guard`]).
+    let (mut held, guard) = Guard::hold(&svc.db, m, &team).await?;
+    let check = guard.judge(&policy_ask(&changes, m.path.zone.as_str()));
+    p.policy = Some(check.clone());
+    let Some((mut tx, c)) = held.take() else {
         return Ok(Submitted::Plan(p));
-    }
-    let (mut tx, c) = super::lock_live_cluster(&svc.db, m).await?;
+    };
+    let waits = guard::enforce(&check)?;
     let ids: Vec<String> = changes.iter().map(|ch| ch.rec.pool_id.clone()).collect();
     not_resizing(&mut tx, c.id, &ids).await?;
     for ch in &changes {
@@ -353,5 +360,28 @@ pub async fn resize(
             .collect(),
     };
     let op = OpRequest::on_pools(m, &team, c.id, pool_id.as_str(), ids, input);
+    if waits && m.approving.is_none() {
+        let verb = approval::Verb::Resize {
+            pool: pool_id.to_string(),
+            update_mask: mask.map(str::to_owned),
+            body: req,
+        };
+        return approval::pend::<Resize, _>(svc, tx, m, op, &p, verb, &check).await;
+    }
     submit::<Resize, _>(tx, m, op, &p).await
+}
+
+/// A resize as the policy sees it: each pool's new bounds replacing its old ones (the
+/// bounds asked for are never lowered to fit).
+fn policy_ask(changes: &[Change], cluster_zone: &str) -> Ask {
+    let mut ask = Ask::default();
+    for ch in changes {
+        let mut to = ch.rec.spec.clone();
+        to.min_nodes = i64::from(ch.to.min);
+        to.max_nodes = i64::from(ch.to.max);
+        ask.replaces
+            .extend(PoolUse::of_record(&ch.rec.spec, cluster_zone));
+        ask.pools.extend(PoolUse::of_record(&to, cluster_zone));
+    }
+    ask
 }

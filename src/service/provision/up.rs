@@ -18,11 +18,12 @@ use crate::store::{
 use super::super::status::access::wanted;
 use super::super::status::up_live_state;
 use super::super::{Error, Result, Services};
+use super::guard::{self, Guard};
 use super::placement::check_placement;
 use super::pools::{check_quota, new_pool_ids};
 use super::{
-    Begin, Mutation, OpRequest, Plan, Submitted, begin, parse_accelerator, pool_error, submit,
-    transaction,
+    Begin, Mutation, OpRequest, Plan, Submitted, approval, begin, parse_accelerator, pool_error,
+    submit, transaction,
 };
 
 /// The body of `PUT .../clusters/{c}`.
@@ -74,6 +75,9 @@ async fn reconcile(
     }
     let force_destroy = req.force_destroy.unwrap_or(c.spec.force_destroy);
     let mut p = reconcile_plan(svc, m, &c, req.accelerator.is_some(), force_destroy).await?;
+    // A reconcile adds nothing the policy counts (its pools are counted already): a
+    // tightened policy never blocks a repair.
+    p.policy = Some(crate::domain::policy::PolicyCheck::allowed());
     if m.validate_only {
         p.access = access_preview(svc, m, team).await?;
         return Ok(Submitted::Plan(p));
@@ -160,15 +164,40 @@ struct FirstPool {
 /// A new cluster, with its first pool unless it is a cpu cluster.
 async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Result<Submitted> {
     let choice = requested_accelerator(m, &req)?;
-    let first = match &choice {
-        Choice::Accelerator(r) => Some(first_pool(svc, m, r, &req)?),
+    let acc = match &choice {
+        Choice::Accelerator(r) => Some(r),
         Choice::Cpu => None,
     };
+    let mut shape = acc.map(|r| first_shape(r, &req)).transpose()?;
+    let mut warnings = create_checks(svc, m, acc, shape.as_ref()).await?;
+    // The policy: read with the plan for a preview; for an apply, under the team's lock
+    // in the enqueue transaction (see [`guard`]).
+    let (mut held, guard) = if m.validate_only {
+        (None, Guard::read(&svc.db, team).await?)
+    } else {
+        let mut tx = transaction(&svc.db).await?;
+        let g = Guard::locked(&mut tx, team).await?;
+        (Some(tx), g)
+    };
+    let zone = m.path.zone.to_string();
+    let shapes = shape.as_mut().map(std::slice::from_mut).unwrap_or_default();
+    let (check, notes) = guard::fit_and_judge(&guard, &svc.prices, shapes, &[], &zone, true);
+    warnings.extend(notes);
+    let first = acc.zip(shape).map(|(r, s)| first_pool(svc, m, r, s));
     let force_destroy = req.force_destroy.unwrap_or(true);
-    let mut p = create_plan(svc, m, &choice, first.as_ref(), force_destroy).await?;
-    if m.validate_only {
+    let mut p = create_plan(svc, m, first.as_ref(), force_destroy);
+    p.warnings.extend(warnings);
+    p.policy = Some(check.clone());
+    let Some(mut tx) = held.take() else {
         p.access = access_preview(svc, m, team).await?;
         return Ok(Submitted::Plan(p));
+    };
+    let waits = guard::enforce(&check)?;
+    let pools: Vec<String> = first.iter().map(|f| f.id.clone()).collect();
+    if waits && m.approving.is_none() {
+        let op = up_operation(m, team, uuid::Uuid::now_v7(), pools, true, &req);
+        let verb = approval::Verb::Up { body: req };
+        return approval::pend::<Provisioning<Up>, _>(svc, tx, m, op, &p, verb, &check).await;
     }
     let spec = ClusterSpecRecord {
         accelerator: Some(match &choice {
@@ -180,9 +209,7 @@ async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Res
         spot: Some(first.as_ref().is_some_and(|f| f.shape.spot)),
         reservation: req.reservation.clone(),
     };
-    let mut tx = transaction(&svc.db).await?;
     let record = insert_cluster(&mut tx, m, team, spec).await?;
-    let mut pools = Vec::new();
     if let Some(f) = &first {
         store::node_pools::insert(
             &mut *tx,
@@ -192,7 +219,6 @@ async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Res
             &f.record,
         )
         .await?;
-        pools.push(f.id.clone());
     }
     let op = up_operation(m, team, record.id, pools, true, &req);
     submit::<Provisioning<Up>, _>(tx, m, op, &p).await
@@ -221,18 +247,22 @@ fn requested_accelerator(m: &Mutation, req: &UpRequest) -> Result<Choice> {
     Ok(choice)
 }
 
-/// The first pool of a new cluster: shaped, named (from the request id when there is
-/// one) and priced.
-fn first_pool(svc: &Services, m: &Mutation, r: &Resolved, req: &UpRequest) -> Result<FirstPool> {
+/// The shape of a new cluster's first pool.
+fn first_shape(r: &Resolved, req: &UpRequest) -> Result<PoolShape> {
     let spot = spot_of(r, req.spot).map_err(pool_error)?;
-    let s = shape(
+    shape(
         r,
         req.min_nodes.unwrap_or(0),
         spot,
         req.reservation.as_deref(),
         None,
     )
-    .map_err(pool_error)?;
+    .map_err(pool_error)
+}
+
+/// The first pool of a new cluster: named (from the request id when there is one) and
+/// priced.
+fn first_pool(svc: &Services, m: &Mutation, r: &Resolved, s: PoolShape) -> FirstPool {
     let seed = m.id_seed();
     let id = new_pool_ids(&r.pool_prefix(), 1, &[], seed.as_deref(), m.validate_only).remove(0);
     let record = pool_record(
@@ -245,35 +275,41 @@ fn first_pool(svc: &Services, m: &Mutation, r: &Resolved, req: &UpRequest) -> Re
         },
         &svc.prices,
     );
-    Ok(FirstPool {
+    FirstPool {
         id,
         record,
         shape: s,
-    })
+    }
 }
 
-/// The creation plan, after the zone, the accelerator's availability there and the
-/// quota are checked (warnings where they could not be).
-async fn create_plan(
+/// The checks before a creation is planned: the zone, the accelerator's availability
+/// there, the quota and the reservation (warnings where they could not be checked).
+async fn create_checks(
     svc: &Services,
     m: &Mutation,
-    choice: &Choice,
-    first: Option<&FirstPool>,
-    force_destroy: bool,
-) -> Result<Plan> {
+    acc: Option<&Resolved>,
+    shape: Option<&PoolShape>,
+) -> Result<Vec<String>> {
     let n: ClusterNames = m.names();
-    let acc = match choice {
-        Choice::Accelerator(r) => Some(r),
-        Choice::Cpu => None,
-    };
     let mut warnings =
         check_placement(&svc.cloud, &n.project, std::slice::from_ref(&n.zone), acc).await?;
-    if let Some(f) = first {
-        warnings.extend(check_quota(&svc.cloud, &n, &f.shape, m.validate_only).await?);
-        let first = std::slice::from_ref(&f.shape);
+    if let Some(s) = shape {
+        warnings.extend(check_quota(&svc.cloud, &n, s, m.validate_only).await?);
+        let first = std::slice::from_ref(s);
         warnings.extend(super::reservations::check_reservations(&svc.cloud, &n, first, &[]).await?);
     }
-    let mut p = plan(&UpInput {
+    Ok(warnings)
+}
+
+/// The creation plan.
+fn create_plan(
+    svc: &Services,
+    m: &Mutation,
+    first: Option<&FirstPool>,
+    force_destroy: bool,
+) -> Plan {
+    let n: ClusterNames = m.names();
+    plan(&UpInput {
         names: &n,
         cluster_exists: false,
         existing_pools: &[],
@@ -287,9 +323,7 @@ async fn create_plan(
         force_destroy,
         prices: &svc.prices,
         live: None,
-    });
-    p.warnings.extend(warnings);
-    Ok(p)
+    })
 }
 
 /// Insert the new cluster's record; a concurrent creation of the same name is refused.

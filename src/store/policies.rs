@@ -1,0 +1,151 @@
+//! Team policies and what a team holds, as the policy counts it.
+//!
+//! Invariants:
+//! - A policy check reads the policy and the team's usage in **one statement**
+//!   ([`standing`]). With `lock`, the same statement bumps `teams.usage_seq`, taking the
+//!   team's row lock for the rest of the caller's transaction; when another bump
+//!   committed after the statement's snapshot was taken (it waited on the lock), the
+//!   read is stale and is repeated once, now under the lock. So the check and the
+//!   enqueue of concurrent requests of one team happen one at a time, and a request
+//!   always counts every pool committed before it.
+//! - A policy is replaced only at the version it was read at ([`put`]).
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{PgConnection, PgExecutor};
+
+use super::StoreError;
+
+/// A team's stored policy.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PolicyRecord {
+    pub policy: Value,
+    pub version: i64,
+    pub update_time: DateTime<Utc>,
+}
+
+/// One of the team's pools as stored, with its cluster.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct TeamPool {
+    pub project: String,
+    pub cluster: String,
+    pub zone: String,
+    pub pool: String,
+    pub spec: Value,
+}
+
+/// The policy and the usage it is checked against, read together.
+#[derive(Debug, Clone)]
+pub struct Standing {
+    pub policy: Option<PolicyRecord>,
+    /// Live (not DELETED) clusters of the team.
+    pub clusters: i64,
+    /// Pools (not DELETED) of those clusters.
+    pub pools: Vec<TeamPool>,
+}
+
+#[derive(sqlx::FromRow)]
+struct StandingRow {
+    policy: Option<Value>,
+    version: Option<i64>,
+    update_time: Option<DateTime<Utc>>,
+    clusters: i64,
+    pools: sqlx::types::Json<Vec<TeamPool>>,
+    seen: Option<i64>,
+    bumped: Option<i64>,
+}
+
+const STANDING: &str = "WITH bump AS (UPDATE teams SET usage_seq = usage_seq + 1 \
+                                      WHERE team_id = $1 AND $2 RETURNING usage_seq) \
+     SELECT p.policy, p.version, p.update_time, \
+            (SELECT count(*) FROM clusters c WHERE c.team_id = $1 AND c.state <> 'DELETED') AS clusters, \
+            (SELECT coalesce(json_agg(json_build_object('project', c.project_id, 'cluster', c.name, 'zone', c.zone, \
+                                      'pool', n.pool_id, 'spec', n.spec) ORDER BY c.name, n.pool_id), '[]') \
+             FROM clusters c JOIN node_pools n ON n.cluster_id = c.id \
+             WHERE c.team_id = $1 AND c.state <> 'DELETED' AND n.state <> 'DELETED') AS pools, \
+            (SELECT usage_seq FROM teams WHERE team_id = $1) AS seen, \
+            (SELECT usage_seq FROM bump) AS bumped \
+     FROM (SELECT 1) one LEFT JOIN team_policies p ON p.team_id = $1";
+
+async fn read(
+    ex: impl PgExecutor<'_>,
+    team: &str,
+    lock: bool,
+) -> Result<(Standing, bool), StoreError> {
+    let r: StandingRow = sqlx::query_as(STANDING)
+        .bind(team)
+        .bind(lock)
+        .fetch_one(ex)
+        .await?;
+    let fresh = !lock || matches!((r.seen, r.bumped), (Some(s), Some(b)) if b == s + 1);
+    let policy = match (r.policy, r.version, r.update_time) {
+        (Some(policy), Some(version), Some(update_time)) => Some(PolicyRecord {
+            policy,
+            version,
+            update_time,
+        }),
+        _ => None,
+    };
+    Ok((
+        Standing {
+            policy,
+            clusters: r.clusters,
+            pools: r.pools.0,
+        },
+        fresh,
+    ))
+}
+
+/// The team's policy and usage now (no lock: previews and reports).
+pub async fn standing(ex: impl PgExecutor<'_>, team: &str) -> Result<Standing, StoreError> {
+    Ok(read(ex, team, false).await?.0)
+}
+
+/// The team's policy and usage, holding the team's lock until `tx` ends.
+pub async fn standing_locked(tx: &mut PgConnection, team: &str) -> Result<Standing, StoreError> {
+    let (s, fresh) = read(&mut *tx, team, true).await?;
+    if fresh {
+        return Ok(s);
+    }
+    Ok(read(&mut *tx, team, true).await?.0)
+}
+
+/// The team's stored policy, if it has one.
+pub async fn get(ex: impl PgExecutor<'_>, team: &str) -> Result<Option<PolicyRecord>, StoreError> {
+    Ok(
+        sqlx::query_as("SELECT policy, version, update_time FROM team_policies WHERE team_id = $1")
+            .bind(team)
+            .fetch_optional(ex)
+            .await?,
+    )
+}
+
+/// The team's policy locked for a change in `tx`.
+pub async fn lock(tx: &mut PgConnection, team: &str) -> Result<Option<PolicyRecord>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT policy, version, update_time FROM team_policies WHERE team_id = $1 FOR UPDATE",
+    )
+    .bind(team)
+    .fetch_optional(&mut *tx)
+    .await?)
+}
+
+/// Store `policy` as the team's (a new version), returning the stored record.
+pub async fn put(
+    tx: &mut PgConnection,
+    team: &str,
+    policy: &Value,
+    by: &str,
+) -> Result<PolicyRecord, StoreError> {
+    Ok(sqlx::query_as(
+        "INSERT INTO team_policies (team_id, policy, updated_by) VALUES ($1, $2, $3) \
+         ON CONFLICT (team_id) DO UPDATE SET policy = EXCLUDED.policy, \
+           updated_by = EXCLUDED.updated_by, version = team_policies.version + 1, update_time = now() \
+         RETURNING policy, version, update_time",
+    )
+    .bind(team)
+    .bind(policy)
+    .bind(by)
+    .fetch_one(&mut *tx)
+    .await?)
+}
