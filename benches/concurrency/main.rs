@@ -20,7 +20,6 @@
 
 #[allow(dead_code)]
 #[path = "../support/app.rs"]
-#[allow(dead_code)] // shared by the benches; this one calls the API only
 mod app_support;
 #[path = "../support/serve.rs"]
 mod serve;
