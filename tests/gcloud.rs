@@ -23,6 +23,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use common::TestApp;
+use common::shell::stdout_of;
 use serve_process::SimProcess;
 
 const OWNER: &str = "gcloud-owner@example.com";
@@ -102,15 +103,11 @@ impl Gcloud {
 
     /// Run `gcloud ARGS`, asserting success; its standard output.
     async fn run(&self, args: &[&str]) -> String {
-        let out = self.command(args).output().await.expect("run gcloud");
-        assert!(
-            out.status.success(),
-            "gcloud {} failed ({}):\n{}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        stdout_of(
+            &mut self.command(args),
+            &format!("gcloud {}", args.join(" ")),
+        )
+        .await
     }
 
     /// Run `gcloud` with the whitespace-separated words of `line`, asserting success.
@@ -421,24 +418,16 @@ async fn get_credentials_writes_kineticds_kubeconfig() {
         return;
     };
     let file = g.config.join("kubeconfig");
-    let out = g
-        .command(&[
-            "container",
-            "clusters",
-            "get-credentials",
-            CLUSTER,
-            "--zone",
-            ZONE,
-        ])
-        .env("KUBECONFIG", &file)
-        .output()
-        .await
-        .expect("run gcloud");
-    assert!(
-        out.status.success(),
-        "gcloud get-credentials: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = [
+        "container",
+        "clusters",
+        "get-credentials",
+        CLUSTER,
+        "--zone",
+        ZONE,
+    ];
+    let mut cmd = g.command(&args);
+    stdout_of(cmd.env("KUBECONFIG", &file), "gcloud get-credentials").await;
     let text = std::fs::read_to_string(&file).expect("gcloud wrote the kubeconfig");
     let mut gcloud: Value = serde_saphyr::from_str(&text).expect("gcloud's kubeconfig is YAML");
 

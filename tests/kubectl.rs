@@ -28,7 +28,7 @@ use serde_json::json;
 
 use common::gke::{autoscaled_pool, default_pool, gke_done};
 use common::kubectl::{Kubectl, kubectl_available};
-use common::tls_front;
+use common::{sim_admin, tls_front};
 
 const P: &str = "kubectl-proj";
 const Z: &str = "us-central1-a";
@@ -95,18 +95,15 @@ fn line_with<'a>(text: &'a str, parts: &[&str]) -> &'a str {
         .unwrap_or_else(|| panic!("no line with {parts:?} in:\n{text}"))
 }
 
-async fn advance(http: &reqwest::Client, sim_url: &str, seconds: u64) {
-    let r = http
-        .post(format!("{sim_url}/sim/v1/clock:advance"))
-        .json(&json!({"seconds": seconds}))
-        .send()
-        .await
-        .expect("advance");
-    assert!(
-        r.status().is_success(),
-        "{}",
-        r.text().await.unwrap_or_default()
-    );
+async fn advance(sim: &kineticd::sim::Sim, seconds: u64) {
+    let body = json!({"seconds": seconds});
+    sim_admin(
+        sim,
+        reqwest::Method::POST,
+        "/sim/v1/clock:advance",
+        Some(body),
+    )
+    .await;
 }
 
 /// A RUNNING cluster (CPU default pool, L4 pool at 0 nodes) and its Kubernetes endpoint.
@@ -129,8 +126,7 @@ async fn gpu_cluster() -> (kineticd::sim::Sim, String) {
         .create_cluster(P, Z, &cluster)
         .await
         .expect("create cluster");
-    let http = kineticd::app::http_client().expect("http");
-    advance(&http, &sim.url(), 3600).await;
+    advance(&sim, 3600).await;
     gke_done(&gcp, &op, Duration::from_secs(60), "cluster created").await;
     let c = gcp
         .container
@@ -167,7 +163,6 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
         return;
     }
     let (sim, endpoint) = gpu_cluster().await;
-    let http = kineticd::app::http_client().expect("http");
     let k = Kubectl::new(&endpoint);
 
     // The default pool's node, the GPU pool empty.
@@ -225,7 +220,7 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
     );
 
     // The autoscaler's node arrives after its delay on the simulator clock.
-    advance(&http, &sim.url(), 61).await;
+    advance(&sim, 61).await;
     let wide = k.until(&["get", "nodes", "-o", "wide"], "gke-l4-");
     let header: Vec<&str> = line_with(&wide, &["NAME"]).split_whitespace().collect();
     assert_eq!(

@@ -11,7 +11,6 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use kineticd::ops::{self, WorkerConfig, WorkerPool};
 use serde_json::{Value, json};
 
 use crate::app_support::App;
@@ -43,12 +42,7 @@ pub struct Seeded {
 /// The real operations, then the baseline, into `app`'s (migrated, empty) database.
 pub async fn fill(app: &App) -> Result<Seeded> {
     let t = Instant::now();
-    let workers = WorkerPool::start(
-        app.db.clone(),
-        app.state.events.clone(),
-        ops::registry(&app.db, &app.state.cloud, false),
-        WorkerConfig::default(),
-    );
+    let workers = app.start_workers();
     let real = real_operations(app).await;
     workers.shutdown(Duration::from_secs(10)).await;
     let mut ops = real?;

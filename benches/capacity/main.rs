@@ -35,10 +35,9 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 use cluster::{build_cluster, pod_spec};
+use support::{OWNER, ZONE};
 
-pub const OWNER: &str = "bench@example.com";
 pub const PROJECT: &str = "bench-capacity";
-pub const ZONE: &str = "us-central1-a";
 pub const CLUSTER: &str = "big";
 pub const NODES_PER_POOL: u32 = 50;
 pub const PODS: usize = 2_000;
@@ -66,10 +65,9 @@ pub const POOLS: [(&str, &str, &str, u64, bool); 4] = [
 ];
 
 fn main() -> Result<()> {
-    if support::bench_args("capacity").is_none() {
+    if support::start("capacity").is_none() {
         return Ok(());
     }
-    support::init_tracing();
     kineticd::auth::install_tls_provider();
     let runs: usize = support::env_or("KBENCH_RUNS", 100)?;
     support::on_private_postgres(async |pg| run(pg, runs.max(1)).await)

@@ -33,26 +33,21 @@ mod ups;
 use anyhow::{Context, Result};
 use kineticd::devdb::PrivatePostgres;
 use serde_json::Value;
-use support::env_or;
+use support::{OWNER, ZONE, env_or};
 
-const OWNER: &str = "bench@example.com";
-const ZONE: &str = "us-central1-a";
 const SIM_SPEED: f64 = 100.0;
 
 fn main() -> Result<()> {
-    let Some(args) = support::bench_args("concurrency") else {
+    let Some(sections) = support::start("concurrency") else {
         return Ok(());
     };
-    let only: Vec<String> = args.into_iter().filter(|a| !a.starts_with('-')).collect();
-    let wants = |s: &str| only.is_empty() || only.iter().any(|o| o == s);
-    support::init_tracing();
     kineticd::auth::install_tls_provider();
     let dir = std::env::temp_dir().join(format!("kbench-concurrency-{}", std::process::id()));
     let r = support::runtime()?.block_on(async {
         let pg = PrivatePostgres::start(&dir)
             .await
             .map_err(|e| anyhow::anyhow!("starting a durable private PostgreSQL: {e}"))?;
-        let r = run(&pg, &wants).await;
+        let r = run(&pg, &sections).await;
         let _ = pg.stop().await;
         r
     });
@@ -60,9 +55,9 @@ fn main() -> Result<()> {
     r
 }
 
-async fn run(pg: &PrivatePostgres, wants: &dyn Fn(&str) -> bool) -> Result<()> {
+async fn run(pg: &PrivatePostgres, sections: &support::Sections) -> Result<()> {
     let mut lines: Vec<String> = vec![format!("load average at start: {}", support::loadavg())];
-    if wants("roundtrip") {
+    if sections.wants("roundtrip") {
         let runs: usize = env_or("KBENCH_RUNS", 200)?;
         pg.ensure_database("kbench_rt").await?;
         pg.ensure_database("kbench_pgb").await?;
@@ -78,7 +73,7 @@ async fn run(pg: &PrivatePostgres, wants: &dyn Fn(&str) -> bool) -> Result<()> {
         println!("  {line}");
         lines.push(line);
     }
-    if wants("up") {
+    if sections.wants("up") {
         let waves = env_list("KBENCH_WAVES", &[25, 50, 100, 200])?;
         pg.ensure_database("kbench_up").await?;
         let http = reqwest::Client::new();
@@ -99,7 +94,7 @@ async fn run(pg: &PrivatePostgres, wants: &dyn Fn(&str) -> bool) -> Result<()> {
         };
         lines.extend(waves_on(&fleet, &http, &url, "one", &waves).await?);
     }
-    if wants("replicas") {
+    if sections.wants("replicas") {
         let replicas: usize = env_or("KBENCH_REPLICAS", 4)?;
         let n: usize = env_or("KBENCH_REPLICA_UPS", 1_000)?;
         pg.ensure_database("kbench_replicas").await?;

@@ -11,7 +11,6 @@ use crate::records;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use kineticd::ops::{self, WorkerConfig, WorkerPool};
 use serde_json::{Value, json};
 
 use crate::app_support::App;
@@ -27,12 +26,7 @@ const POOLS_PER_CLUSTER: usize = 3;
 
 /// Seeds the team (see the module documentation).
 pub async fn seed(app: &App) -> Result<()> {
-    let workers = WorkerPool::start(
-        app.db.clone(),
-        app.state.events.clone(),
-        ops::registry(&app.db, &app.state.cloud, false),
-        WorkerConfig::default(),
-    );
+    let workers = app.start_workers();
     call(
         app,
         reqwest::Method::POST,

@@ -43,9 +43,9 @@ use kineticd::ops::{self, Events, WorkerConfig, WorkerPool};
 use kineticd::store::Db;
 
 use server::Server;
+use support::OWNER;
 
 const TEAM: &str = "bench-team";
-const OWNER: &str = "bench@example.com";
 /// Operations in the throughput run, and steps per NOOP operation.
 const OPS: usize = 1_000;
 const STEPS: u32 = 10;
@@ -56,18 +56,15 @@ const TARGET_MEDIAN_MS: f64 = 25.0;
 const TARGET_RSS_MB: f64 = 60.0;
 
 fn main() -> Result<()> {
-    let Some(args) = support::bench_args("engine") else {
+    let Some(sections) = support::start("engine") else {
         return Ok(());
     };
-    let only: Vec<String> = args.into_iter().filter(|a| !a.starts_with('-')).collect();
-    let wants = |s: &str| only.is_empty() || only.iter().any(|o| o == s);
-    support::init_tracing();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async {
         let server = Server::start().await?;
-        let r = run(&server, &wants).await;
+        let r = run(&server, &sections).await;
         server.stop().await;
         r
     })
@@ -108,7 +105,7 @@ impl Report {
     }
 }
 
-async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
+async fn run(server: &Server, sections: &support::Sections) -> Result<()> {
     let mut rep = Report::default();
     rep.put("engine.server", server.kind());
     rep.put("engine.cpus", std::thread::available_parallelism()?.get());
@@ -116,7 +113,7 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
     let mut commits_per_sec = None;
     let mut tps = None;
 
-    if wants("throughput") {
+    if sections.wants("throughput") {
         println!("== throughput: {OPS} NOOP operations x {STEPS} steps, {WORKERS} workers");
         let t = throughput::run(server).await?;
         rep.put_num("engine.ops_per_sec", t.ops_per_sec(), 1);
@@ -139,7 +136,7 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
         commits_per_sec = Some(t.steps_per_sec());
     }
 
-    if wants("latency") {
+    if sections.wants("latency") {
         println!("== latency: one {STEPS}-step NOOP at a time, idle pool of {WORKERS} workers");
         let l = latency::run(server, 0).await?;
         rep.put_num("engine.noop_latency_db_median_ms", l.db.0, 2);
@@ -165,7 +162,7 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
         rep.put_num("engine.history.claim_delay_median_ms", h.claim_delay.0, 2);
     }
 
-    if wants("pgbench") {
+    if sections.wants("pgbench") {
         println!(
             "== pgbench: TPC-B scale 4, -c 4 -j 2 -T {} -M prepared",
             pgbench::SECONDS
@@ -188,7 +185,7 @@ async fn run(server: &Server, wants: &dyn Fn(&str) -> bool) -> Result<()> {
         rep.check(format!("ratio {r:.3} >= {TARGET_RATIO}"), r >= TARGET_RATIO);
     }
 
-    if wants("rss") {
+    if sections.wants("rss") {
         println!("== rss: kineticd serve, 8 workers, idle");
         let r = rss::run(server).await?;
         rep.put_num("engine.idle_rss_mb", r.rss_mb, 1);

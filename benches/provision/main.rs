@@ -40,23 +40,20 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc};
 use kineticd::devdb::PrivatePostgres;
-use kineticd::ops::{self, WorkerConfig, WorkerPool};
+use kineticd::ops::WorkerPool;
 use kineticd::plan::Plan;
 use kineticd::sim::Sim;
 use serde_json::{Value, json};
-use support::env_or;
+use support::{OWNER, ZONE, env_or};
 
 const DEFAULT_SPEED: f64 = 100.0;
 const DEFAULT_RUNS: usize = 7;
 const TARGET_RATIO: f64 = 1.10;
-const OWNER: &str = "bench@example.com";
-const ZONE: &str = "us-central1-a";
 
 fn main() -> Result<()> {
-    if support::bench_args("provision").is_none() {
+    if support::start("provision").is_none() {
         return Ok(());
     }
-    support::init_tracing();
     kineticd::auth::install_tls_provider();
     let speed: f64 = env_or("KBENCH_SIM_SPEED", DEFAULT_SPEED)?;
     let runs: usize = env_or("KBENCH_RUNS", DEFAULT_RUNS)?;
@@ -76,13 +73,7 @@ struct Bench {
 
 async fn start(pg: &PrivatePostgres, speed: f64) -> Result<Bench> {
     let app = app_support::start(pg, "kbench_provision", speed, |_| {}).await?;
-    // The production worker configuration (8 workers, 8 steps at once per operation).
-    let workers = WorkerPool::start(
-        app.db.clone(),
-        app.state.events.clone(),
-        ops::registry(&app.db, &app.state.cloud, false),
-        WorkerConfig::default(),
-    );
+    let workers = app.start_workers();
     Ok(Bench {
         api: app.api,
         http: app.http,

@@ -22,19 +22,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use kineticd::devdb::PrivatePostgres;
-use kineticd::ops::{self, WorkerConfig, WorkerPool};
 use kineticd::sim::faults::{FaultKind, FaultSpec};
 use serde_json::{Value, json};
-use support::env_or;
-
-const OWNER: &str = "bench@example.com";
-const ZONE: &str = "us-central1-a";
+use support::{OWNER, ZONE, env_or};
 
 fn main() -> Result<()> {
-    if support::bench_args("rate_limits").is_none() {
+    if support::start("rate_limits").is_none() {
         return Ok(());
     }
-    support::init_tracing();
     kineticd::auth::install_tls_provider();
     let speed: f64 = env_or("KBENCH_SIM_SPEED", 100.0)?;
     let ups: usize = env_or("KBENCH_UPS", 40)?;
@@ -54,12 +49,7 @@ async fn run(
     p429: f64,
 ) -> Result<()> {
     let app = app_support::start(pg, "kbench_rate_limits", speed, |_| {}).await?;
-    let _workers = WorkerPool::start(
-        app.db.clone(),
-        app.state.events.clone(),
-        ops::registry(&app.db, &app.state.cloud, false),
-        WorkerConfig::default(),
-    );
+    let _workers = app.start_workers();
     let call = async |method: reqwest::Method, path: &str, body: Value| {
         app_support::call_api(&app.http, &app.api, OWNER, method, path, body).await
     };

@@ -12,7 +12,7 @@ use kineticd::app::{self, AppState};
 use kineticd::cloud::Cloud;
 use kineticd::config::{Identity, LogFormat, Settings};
 use kineticd::devdb::PrivatePostgres;
-use kineticd::ops::WorkerConfig;
+use kineticd::ops::{self, WorkerConfig, WorkerPool};
 use kineticd::sim::clock::ClockMode;
 use kineticd::sim::{Sim, SimConfig};
 use kineticd::store::{self, Db};
@@ -26,6 +26,19 @@ pub struct App {
     pub state: AppState,
     /// The simulator, kept running for as long as the app.
     pub _sim: Sim,
+}
+
+impl App {
+    /// The operation workers with the production configuration (8 workers, 8 steps at
+    /// once per operation) on this app's database and cloud.
+    pub fn start_workers(&self) -> WorkerPool {
+        WorkerPool::start(
+            self.db.clone(),
+            self.state.events.clone(),
+            ops::registry(&self.db, &self.state.cloud, false),
+            WorkerConfig::default(),
+        )
+    }
 }
 
 /// Database `name` (created if absent, migrated), the simulator at `speed` (its

@@ -17,6 +17,30 @@ pub fn bench_args(name: &str) -> Option<Vec<String>> {
     None
 }
 
+/// The owner (the dev identity's email) of what the provisioning benches create, and
+/// the zone they create it in.
+pub const OWNER: &str = "bench@example.com";
+pub const ZONE: &str = "us-central1-a";
+
+/// The sections a run was asked for: its arguments other than options (none: all).
+pub struct Sections(Vec<String>);
+
+impl Sections {
+    pub fn wants(&self, section: &str) -> bool {
+        self.0.is_empty() || self.0.iter().any(|o| o == section)
+    }
+}
+
+/// What a bench's `main` does first: [`bench_args`] (`None`: not run by `cargo bench`,
+/// nothing to do), then [`init_tracing`]; the sections asked for.
+pub fn start(name: &str) -> Option<Sections> {
+    let args = bench_args(name)?;
+    init_tracing();
+    Some(Sections(
+        args.into_iter().filter(|a| !a.starts_with('-')).collect(),
+    ))
+}
+
 /// Logs at `warn` (or as `RUST_LOG` says) to stderr.
 pub fn init_tracing() {
     tracing_subscriber::fmt()

@@ -55,10 +55,9 @@ struct Knobs {
 }
 
 fn main() -> Result<()> {
-    if support::bench_args("waiters").is_none() {
+    if support::start("waiters").is_none() {
         return Ok(());
     }
-    support::init_tracing();
     let k = Knobs {
         waits: env_or("KBENCH_WAITS", 1000usize)?,
         watches: env_or("KBENCH_WATCHES", 200usize)?,

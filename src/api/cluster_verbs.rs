@@ -13,7 +13,7 @@ use axum::routing::post;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::error::ApiError;
-use super::extract::{ApiPath, IfMatch, split_verb, unknown_verb};
+use super::extract::{ApiPath, ClusterTarget, IfMatch, split_verb, unknown_verb};
 use super::preview;
 use super::provision::MutationParts;
 use super::state::AppState;
@@ -45,11 +45,12 @@ async fn cluster_verb(
             let (mut parts, body) = req.into_parts();
             let r = MutationParts::from_request_parts(&mut parts, &s).await?;
             let IfMatch(if_match) = IfMatch::from_request_parts(&mut parts, &s).await?;
+            let t = ClusterTarget(path, if_match);
             if verb == "previewDelete" {
-                return preview::preview_delete_cluster(&s, r, path, if_match).await;
+                return preview::preview_delete_cluster(&s, r, t).await;
             }
             let b = preview::body_of(parts, body, &s).await?;
-            preview::preview_apply_cluster(&s, r, path, if_match, b).await
+            preview::preview_apply_cluster(&s, r, t, b).await
         }
         Some((cluster, "syncAccess")) => {
             let path = ClusterPath::parse(&project, &zone, cluster)?;

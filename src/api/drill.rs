@@ -8,13 +8,13 @@
 //! deadline before anything is written.
 
 use crate::model::Operation;
-use crate::service::clusters::ClusterPath;
 use crate::service::provision::drill::DrillRequest;
 use crate::service::provision::{self, Plan, Submitted};
 
 use super::IfMatchHeader;
 use super::PoolParams;
 use super::error::ApiError;
+use super::extract::PoolTarget;
 use super::provision::{IfMatchOf, MutateQuery, MutationParts};
 use super::state::AppState;
 
@@ -31,12 +31,10 @@ use super::state::AppState;
 pub async fn drill_node_pool(
     s: &AppState,
     r: MutationParts,
-    path: ClusterPath,
-    pool: &str,
-    if_match: Option<String>,
+    PoolTarget(path, pool, if_match): PoolTarget,
     req: DrillRequest,
 ) -> Result<Submitted<impl serde::Serialize>, ApiError> {
     let resource = format!("{}/nodePools/{pool}:drill", path.name());
     let m = r.mutation(path, IfMatchOf::Pool(if_match), "POST", &resource, &req)?;
-    Ok(provision::drill::drill(s, &m, pool, req).await?)
+    Ok(provision::drill::drill(s, &m, &pool, req).await?)
 }

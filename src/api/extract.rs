@@ -295,3 +295,31 @@ impl<S: Send + Sync> FromRequestParts<S> for PoolAt {
         Ok(PoolAt(ClusterPath::parse(&project, &zone, &cluster)?, pool))
     }
 }
+
+/// The cluster a mutation names (up, down, pool add) and its `If-Match`: [`ClusterAt`],
+/// then [`IfMatch`] (a malformed path is refused before a malformed etag).
+pub struct ClusterTarget(pub ClusterPath, pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClusterTarget {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let ClusterAt(path) = ClusterAt::from_request_parts(parts, state).await?;
+        let IfMatch(if_match) = IfMatch::from_request_parts(parts, state).await?;
+        Ok(ClusterTarget(path, if_match))
+    }
+}
+
+/// The node pool a mutation names (remove, resize, drill) and its `If-Match`: [`PoolAt`],
+/// then [`IfMatch`].
+pub struct PoolTarget(pub ClusterPath, pub String, pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for PoolTarget {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let PoolAt(path, pool) = PoolAt::from_request_parts(parts, state).await?;
+        let IfMatch(if_match) = IfMatch::from_request_parts(parts, state).await?;
+        Ok(PoolTarget(path, pool, if_match))
+    }
+}

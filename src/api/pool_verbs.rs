@@ -14,7 +14,7 @@ use crate::service::clusters::ClusterPath;
 
 use super::drill::drill_node_pool;
 use super::error::ApiError;
-use super::extract::{ApiPath, ApiQuery, IfMatch, split_verb, unknown_verb};
+use super::extract::{ApiPath, ApiQuery, IfMatch, PoolTarget, split_verb, unknown_verb};
 use super::preview::{self, body_of};
 use super::provision::{MutationParts, respond};
 use super::state::AppState;
@@ -40,26 +40,23 @@ pub async fn pool_verb(
     let (mut parts, body) = req.into_parts();
     let r = MutationParts::from_request_parts(&mut parts, &s).await?;
     let IfMatch(if_match) = IfMatch::from_request_parts(&mut parts, &s).await?;
+    let name = path.name();
+    let t = PoolTarget(path, pool.to_owned(), if_match);
     match verb {
         "drill" => {
             let b = body_of(parts, body, &s).await?;
-            Ok(respond(
-                drill_node_pool(&s, r, path, pool, if_match, b).await?,
-            ))
+            Ok(respond(drill_node_pool(&s, r, t, b).await?))
         }
         "previewDrill" => {
             let b = body_of(parts, body, &s).await?;
-            preview::preview_drill_node_pool(&s, r, path, pool, if_match, b).await
+            preview::preview_drill_node_pool(&s, r, t, b).await
         }
-        "previewDelete" => preview::preview_delete_node_pool(&s, r, path, pool, if_match).await,
+        "previewDelete" => preview::preview_delete_node_pool(&s, r, t).await,
         "previewUpdate" => {
             let ApiQuery(q) = ApiQuery::from_request_parts(&mut parts, &s).await?;
             let b = body_of(parts, body, &s).await?;
-            preview::preview_update_node_pool(&s, r, path, pool, if_match, q, b).await
+            preview::preview_update_node_pool(&s, r, t, q, b).await
         }
-        _ => Err(unknown_verb(&format!(
-            "POST {}/nodePools/{segment}",
-            path.name()
-        ))),
+        _ => Err(unknown_verb(&format!("POST {name}/nodePools/{segment}"))),
     }
 }

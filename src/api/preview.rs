@@ -17,7 +17,6 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::service::clusters::ClusterPath;
 use crate::service::provision::drill::DrillRequest;
 use crate::service::provision::pools::AddPoolRequest;
 use crate::service::provision::resize::ResizeRequest;
@@ -26,8 +25,8 @@ use crate::service::provision::{Plan, Submitted};
 
 use super::IfMatchHeader;
 use super::error::ApiError;
-use super::extract::ClusterAt;
-use super::extract::{ApiJson, ApiJsonOrEmpty, IfMatch};
+use super::extract::{ApiJson, ApiJsonOrEmpty};
+use super::extract::{ClusterTarget, PoolTarget};
 use super::provision::MutationParts;
 use super::resize::UpdateMaskQuery;
 use super::state::AppState;
@@ -76,11 +75,10 @@ pub(super) async fn body_of<T: DeserializeOwned + Default>(
 pub(super) async fn preview_apply_cluster(
     s: &AppState,
     r: MutationParts,
-    path: ClusterPath,
-    if_match: Option<String>,
+    t: ClusterTarget,
     req: UpRequest,
 ) -> Result<Response, ApiError> {
-    preview(super::provision::apply(s, r.previewing(), path, if_match, req).await?)
+    preview(super::provision::apply(s, r.previewing(), t, req).await?)
 }
 
 /// **preview down**: the plan `DELETE {cluster}` would carry out; nothing changes.
@@ -90,10 +88,9 @@ pub(super) async fn preview_apply_cluster(
 pub(super) async fn preview_delete_cluster(
     s: &AppState,
     r: MutationParts,
-    path: ClusterPath,
-    if_match: Option<String>,
+    t: ClusterTarget,
 ) -> Result<Response, ApiError> {
-    preview(super::provision::down(s, r.previewing(), path, if_match).await?)
+    preview(super::provision::down(s, r.previewing(), t).await?)
 }
 
 /// **preview pool add**: the plan `POST .../nodePools` with this body would carry out;
@@ -105,11 +102,10 @@ pub(super) async fn preview_delete_cluster(
 pub(super) async fn preview_create_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
-    ClusterAt(path): ClusterAt,
-    IfMatch(if_match): IfMatch,
+    t: ClusterTarget,
     ApiJson(req): ApiJson<AddPoolRequest>,
 ) -> Result<Response, ApiError> {
-    preview(super::provision::add_pool(&s, r.previewing(), path, if_match, req).await?)
+    preview(super::provision::add_pool(&s, r.previewing(), t, req).await?)
 }
 
 /// **preview pool remove**: the plan `DELETE .../nodePools/{pool}` would carry out.
@@ -119,11 +115,9 @@ pub(super) async fn preview_create_node_pool(
 pub(super) async fn preview_delete_node_pool(
     s: &AppState,
     r: MutationParts,
-    path: ClusterPath,
-    pool: &str,
-    if_match: Option<String>,
+    t: PoolTarget,
 ) -> Result<Response, ApiError> {
-    preview(super::provision::remove_pool(s, r.previewing(), path, pool, if_match).await?)
+    preview(super::provision::remove_pool(s, r.previewing(), t).await?)
 }
 
 /// **preview pool resize**: the plan `PATCH .../nodePools/{pool}` with this mask and body
@@ -135,14 +129,11 @@ pub(super) async fn preview_delete_node_pool(
 pub(super) async fn preview_update_node_pool(
     s: &AppState,
     r: MutationParts,
-    path: ClusterPath,
-    pool: &str,
-    if_match: Option<String>,
+    t: PoolTarget,
     q: UpdateMaskQuery,
     req: ResizeRequest,
 ) -> Result<Response, ApiError> {
-    let r = r.previewing();
-    preview(super::resize::update(s, r, path, pool, if_match, q, req).await?)
+    preview(super::resize::update(s, r.previewing(), t, q, req).await?)
 }
 
 /// **preview drill**: the plan `POST .../nodePools/{pool}:drill` with this body would
@@ -154,10 +145,8 @@ pub(super) async fn preview_update_node_pool(
 pub(super) async fn preview_drill_node_pool(
     s: &AppState,
     r: MutationParts,
-    path: ClusterPath,
-    pool: &str,
-    if_match: Option<String>,
+    t: PoolTarget,
     req: DrillRequest,
 ) -> Result<Response, ApiError> {
-    preview(super::drill::drill_node_pool(s, r.previewing(), path, pool, if_match, req).await?)
+    preview(super::drill::drill_node_pool(s, r.previewing(), t, req).await?)
 }

@@ -23,8 +23,8 @@ use crate::service::provision::up::UpRequest;
 use crate::service::provision::{self, Mutation, Plan, Submitted};
 
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiJsonOrEmpty, ApiQuery, IfMatch};
-use super::extract::{ClusterAt, PoolAt};
+use super::extract::{ApiJson, ApiJsonOrEmpty, ApiQuery};
+use super::extract::{ClusterTarget, PoolTarget};
 use super::state::AppState;
 use super::{ClusterParams, PoolParams};
 use super::{IfMatchHeader, idempotency};
@@ -132,19 +132,17 @@ impl MutationParts {
 pub async fn up_cluster(
     State(s): State<AppState>,
     r: MutationParts,
-    ClusterAt(path): ClusterAt,
-    IfMatch(if_match): IfMatch,
+    t: ClusterTarget,
     ApiJsonOrEmpty(req): ApiJsonOrEmpty<UpRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(respond(apply(&s, r, path, if_match, req).await?))
+    Ok(respond(apply(&s, r, t, req).await?))
 }
 
-/// `up` of the cluster at `path` (the operation, or the plan when previewing).
+/// `up` of the target's cluster (the operation, or the plan when previewing).
 pub(super) async fn apply(
     s: &AppState,
     r: MutationParts,
-    path: ClusterPath,
-    if_match: Option<String>,
+    ClusterTarget(path, if_match): ClusterTarget,
     req: UpRequest,
 ) -> Result<Submitted, ApiError> {
     let resource = path.name();
@@ -161,18 +159,16 @@ pub(super) async fn apply(
 pub async fn down_cluster(
     State(s): State<AppState>,
     r: MutationParts,
-    ClusterAt(path): ClusterAt,
-    IfMatch(if_match): IfMatch,
+    t: ClusterTarget,
 ) -> Result<Response, ApiError> {
-    Ok(respond(down(&s, r, path, if_match).await?))
+    Ok(respond(down(&s, r, t).await?))
 }
 
-/// `down` of the cluster at `path`.
+/// `down` of the target's cluster.
 pub(super) async fn down(
     s: &AppState,
     r: MutationParts,
-    path: ClusterPath,
-    if_match: Option<String>,
+    ClusterTarget(path, if_match): ClusterTarget,
 ) -> Result<Submitted, ApiError> {
     let resource = path.name();
     let m = r.mutation(path, IfMatchOf::Cluster(if_match), "DELETE", &resource, &())?;
@@ -189,19 +185,17 @@ pub(super) async fn down(
 pub async fn add_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
-    ClusterAt(path): ClusterAt,
-    IfMatch(if_match): IfMatch,
+    t: ClusterTarget,
     ApiJson(req): ApiJson<AddPoolRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(respond(add_pool(&s, r, path, if_match, req).await?))
+    Ok(respond(add_pool(&s, r, t, req).await?))
 }
 
-/// `pool add` on the cluster at `path`.
+/// `pool add` on the target's cluster.
 pub(super) async fn add_pool(
     s: &AppState,
     r: MutationParts,
-    path: ClusterPath,
-    if_match: Option<String>,
+    ClusterTarget(path, if_match): ClusterTarget,
     req: AddPoolRequest,
 ) -> Result<Submitted, ApiError> {
     let resource = format!("{}/nodePools", path.name());
@@ -219,21 +213,18 @@ pub(super) async fn add_pool(
 pub async fn remove_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
-    PoolAt(path, pool): PoolAt,
-    IfMatch(if_match): IfMatch,
+    t: PoolTarget,
 ) -> Result<Response, ApiError> {
-    Ok(respond(remove_pool(&s, r, path, &pool, if_match).await?))
+    Ok(respond(remove_pool(&s, r, t).await?))
 }
 
-/// `pool remove` of `pool` in the cluster at `path`.
+/// `pool remove` of the target's node pool.
 pub(super) async fn remove_pool(
     s: &AppState,
     r: MutationParts,
-    path: ClusterPath,
-    pool: &str,
-    if_match: Option<String>,
+    PoolTarget(path, pool, if_match): PoolTarget,
 ) -> Result<Submitted, ApiError> {
     let resource = format!("{}/nodePools/{pool}", path.name());
     let m = r.mutation(path, IfMatchOf::Pool(if_match), "DELETE", &resource, &())?;
-    Ok(provision::pools::remove_pool(s, &m, pool).await?)
+    Ok(provision::pools::remove_pool(s, &m, &pool).await?)
 }

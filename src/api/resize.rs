@@ -13,15 +13,14 @@ use serde_json::json;
 use utoipa::IntoParams;
 
 use crate::model::Operation;
-use crate::service::clusters::ClusterPath;
 use crate::service::provision::resize::{ResizeRequest, resize};
 use crate::service::provision::{Plan, Submitted};
 
 use super::IfMatchHeader;
 use super::PoolParams;
 use super::error::ApiError;
-use super::extract::PoolAt;
-use super::extract::{ApiJsonOrEmpty, ApiQuery, IfMatch};
+use super::extract::PoolTarget;
+use super::extract::{ApiJsonOrEmpty, ApiQuery};
 use super::provision::{IfMatchOf, MutateQuery, MutationParts, respond};
 use super::state::AppState;
 
@@ -59,26 +58,22 @@ pub async fn resize_node_pool(
     State(s): State<AppState>,
     r: MutationParts,
     ApiQuery(q): ApiQuery<UpdateMaskQuery>,
-    PoolAt(path, pool): PoolAt,
-    IfMatch(if_match): IfMatch,
+    t: PoolTarget,
     ApiJsonOrEmpty(req): ApiJsonOrEmpty<ResizeRequest>,
 ) -> Result<Response, ApiError> {
-    Ok(respond(update(&s, r, path, &pool, if_match, q, req).await?))
+    Ok(respond(update(&s, r, t, q, req).await?))
 }
 
-/// The resize of `pool` in the cluster at `path` (the operation, or the plan when
-/// previewing).
+/// The resize of the target's node pool (the operation, or the plan when previewing).
 pub(super) async fn update(
     s: &AppState,
     r: MutationParts,
-    path: ClusterPath,
-    pool: &str,
-    if_match: Option<String>,
+    PoolTarget(path, pool, if_match): PoolTarget,
     q: UpdateMaskQuery,
     req: ResizeRequest,
 ) -> Result<Submitted, ApiError> {
     let resource = format!("{}/nodePools/{pool}", path.name());
     let asked = json!({"updateMask": q.update_mask, "body": req});
     let m = r.mutation(path, IfMatchOf::Pool(if_match), "PATCH", &resource, &asked)?;
-    Ok(resize(s, &m, pool, q.update_mask.as_deref(), req).await?)
+    Ok(resize(s, &m, &pool, q.update_mask.as_deref(), req).await?)
 }

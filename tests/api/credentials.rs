@@ -20,6 +20,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::gke::{create_cluster_and_wait, default_pool};
+use crate::common::shell::stdout_of;
 use crate::common::{Resp, TestApp};
 use crate::support::{ACME_KC, ALICE, BOB, C, EVE, NOPE, P, Z, expect_error, expect_not_found};
 
@@ -199,22 +200,14 @@ async fn kubectl(dir: &Path, bin: &Path, args: &[&str]) -> String {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![bin.to_owned()];
     paths.extend(std::env::split_paths(&path));
-    let out = tokio::process::Command::new("kubectl")
-        .args(args)
+    let mut cmd = tokio::process::Command::new("kubectl");
+    cmd.args(args)
         .arg("--kubeconfig")
         .arg(dir.join("config"))
         .arg("--cache-dir")
         .arg(dir.join("cache"))
-        .env("PATH", std::env::join_paths(paths).expect("PATH"))
-        .output()
-        .await
-        .expect("run kubectl");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .env("PATH", std::env::join_paths(paths).expect("PATH"));
+    stdout_of(&mut cmd, &format!("kubectl {args:?}")).await
 }
 
 /// kubectl reads the kubeconfig `text` as written: its view of the file, its current

@@ -12,9 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    Want, advance, arm, assert_not_found, assert_retried_once, assert_unknown_field,
-    check_operation_wait, failed_with, journal, post_refused, quick_lro, service_account,
-    start_explicit,
+    Want, advance, arm, assert_first_grant, assert_not_found, assert_retried_once,
+    assert_unknown_field, check_operation_wait, failed_with, journal, post_refused, quick_lro,
+    service_account, start_explicit,
 };
 
 const PROJECT: &str = "demo-project";
@@ -252,12 +252,8 @@ async fn repository_policy_read_modify_write() {
         .await
         .unwrap();
     assert!(done.has_binding("roles/artifactregistry.reader", &member));
-    let sets = journal(&sim, "artifactregistry", "repositories.setIamPolicy").await;
-    assert_eq!(
-        sets[0]["body"],
-        json!({"policy": {"version": 3, "etag": "ACAB",
-               "bindings": [{"role": "roles/artifactregistry.reader", "members": [member]}]}})
-    );
+    let (svc, set) = ("artifactregistry", "repositories.setIamPolicy");
+    assert_first_grant(&sim, svc, set, "roles/artifactregistry.reader", &member).await;
     // A stale etag is an etag conflict.
     let e = ar
         .set_repository_iam_policy(PROJECT, "us", "kn-c1", &p)

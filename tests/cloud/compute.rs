@@ -12,10 +12,11 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::container::{P, admin, advance, arm, journal, raw_post};
-use crate::common::{get_json, start_sim, start_sim_with};
+use super::container::{P, raw_post};
+use crate::common::{get_json, sim_admin, start_sim, start_sim_with};
 use crate::storage::simctl::{
-    Want, assert_not_found, cancel_after_first_poll, failed_with, until_journal,
+    Want, advance, arm, assert_not_found, assert_unknown_field, cancel_after_first_poll,
+    failed_with, journal, until_journal,
 };
 
 const R: &str = "us-central1";
@@ -180,14 +181,8 @@ async fn not_found_conflict_and_invalid() {
 
     // Unknown fields and malformed requestIds are refused.
     let path = format!("/compute/v1/projects/{P}/global/networks");
-    let (status, body) = raw_post(&sim, &path, json!({"name": "kn-x", "autoSubnets": true})).await;
-    assert_eq!(status, 400, "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("autoSubnets")
-    );
+    let body = json!({"name": "kn-x", "autoSubnets": true});
+    let body = assert_unknown_field(&sim, &path, body, "autoSubnets").await;
     assert_eq!(body["error"]["errors"][0]["reason"], "invalid");
     let (status, _) = raw_post(
         &sim,
@@ -452,7 +447,7 @@ async fn region_quotas_and_overrides() {
     let q = r.quota("NVIDIA_L4_GPUS").unwrap();
     assert_eq!((q.limit, q.usage), (32.0, 0.0));
     let body = json!({"region": R, "metric": "NVIDIA_H100_GPUS", "limit": 2.5});
-    admin(&sim, reqwest::Method::POST, "/sim/v1/quotas", body).await;
+    sim_admin(&sim, reqwest::Method::POST, "/sim/v1/quotas", Some(body)).await;
     let r = gcp.compute.get_region(P, R).await.unwrap();
     assert_eq!(r.quota("NVIDIA_H100_GPUS").unwrap().limit, 2.5);
     let other = gcp.compute.get_region(P, "europe-west4").await.unwrap();

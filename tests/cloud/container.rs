@@ -19,7 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::gke::{autoscaled_pool, default_pool};
 use crate::common::{start_sim, start_sim_with};
-use crate::storage::simctl::{Want, assert_not_found, cancel_after_first_poll, failed_with};
+use crate::storage::simctl::{
+    Want, advance, arm, assert_not_found, assert_unknown_field, cancel_after_first_poll,
+    failed_with, journal,
+};
 
 mod pools;
 
@@ -29,39 +32,6 @@ pub const Z: &str = "us-central1-a";
 const WAIT: Duration = Duration::from_secs(120);
 
 // ---- simulator admin helpers (shared with compute.rs) ----
-
-pub async fn admin(sim: &Sim, method: reqwest::Method, path: &str, body: Value) -> Value {
-    let r = kineticd::app::http_client()
-        .unwrap()
-        .request(method, format!("{}{path}", sim.url()))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{path}: {}", r.status());
-    r.json().await.unwrap_or(Value::Null)
-}
-
-pub async fn arm(sim: &Sim, service: &str, method: &str, kind: &str, count: u32) {
-    let body = json!({"service": service, "method": method, "kind": kind, "count": count});
-    admin(sim, reqwest::Method::POST, "/sim/v1/faults", body).await;
-}
-
-pub async fn journal(sim: &Sim, service: &str, method: &str) -> Vec<Value> {
-    let path = format!("/sim/v1/journal?service={service}&method={method}");
-    let v = admin(sim, reqwest::Method::GET, &path, Value::Null).await;
-    v["entries"].as_array().cloned().unwrap_or_default()
-}
-
-pub async fn advance(sim: &Sim, seconds: f64) {
-    admin(
-        sim,
-        reqwest::Method::POST,
-        "/sim/v1/clock:advance",
-        json!({"seconds": seconds}),
-    )
-    .await;
-}
 
 /// POST raw JSON to the simulator (bodies the typed clients cannot produce).
 pub async fn raw_post(sim: &Sim, path: &str, body: Value) -> (u16, Value) {
@@ -152,6 +122,16 @@ async fn add_node_pool(gcp: &GcpClients, cluster: &str, pool: &NodePool) {
         .await
         .unwrap();
     wait(gcp, &op).await.unwrap();
+}
+
+/// Create `pool` in cluster `cluster`: its operation fails; the error.
+async fn failed_node_pool(gcp: &GcpClients, cluster: &str, pool: &NodePool) -> GcpError {
+    let op = gcp
+        .container
+        .create_node_pool(P, Z, cluster, pool)
+        .await
+        .unwrap();
+    wait(gcp, &op).await.unwrap_err()
 }
 
 /// A RUNNING cluster `name` (speed 0).
@@ -261,20 +241,8 @@ async fn cluster_not_found_conflict_and_invalid() {
 
     // Unknown JSON fields are refused like Google does.
     let path = format!("/container/v1/projects/{P}/locations/{Z}/clusters");
-    let (status, body) = raw_post(
-        &sim,
-        &path,
-        json!({"cluster": {"name": "delta", "nodeCont": 1}}),
-    )
-    .await;
-    assert_eq!(status, 400, "{body}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("nodeCont"),
-        "{body}"
-    );
+    let body = json!({"cluster": {"name": "delta", "nodeCont": 1}});
+    assert_unknown_field(&sim, &path, body, "nodeCont").await;
     let (status, _) = raw_post(&sim, &path, json!({"clusterr": {"name": "delta"}})).await;
     assert_eq!(status, 400);
 }

@@ -8,8 +8,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    Want, arm, assert_not_found, assert_retried_once, assert_unknown_field, failed_with, journal,
-    post_refused, quick_rmw, service_account,
+    Want, arm, assert_first_grant, assert_not_found, assert_retried_once, assert_unknown_field,
+    failed_with, journal, post_refused, quick_rmw, service_account,
 };
 
 const PROJECT: &str = "demo-project";
@@ -203,12 +203,8 @@ async fn service_account_policy_etags_and_bindings() {
         .unwrap();
     assert!(after.has_binding("roles/iam.workloadIdentityUser", wi));
     assert_eq!(after.version, Some(3));
-    let sets = journal(&sim, "iam", "serviceAccounts.setIamPolicy").await;
-    assert_eq!(
-        sets[0]["body"],
-        json!({"policy": {"version": 3, "etag": "ACAB",
-               "bindings": [{"role": "roles/iam.workloadIdentityUser", "members": [wi]}]}})
-    );
+    let (svc, set) = ("iam", "serviceAccounts.setIamPolicy");
+    assert_first_grant(&sim, svc, set, "roles/iam.workloadIdentityUser", wi).await;
 
     // A stale etag is an etag conflict: 409 ABORTED, retryable, not "already exists".
     let e = gcp

@@ -12,12 +12,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::start_sim;
 use crate::storage::simctl::{
-    Want, arm, assert_retried_once, assert_unknown_field, failed_with, journal, post_refused,
-    quick_rmw, raw, service_account, statuses,
+    Want, arm, assert_retried_once, assert_statuses, assert_unknown_field, failed_with, journal,
+    post_refused, quick_rmw, raw, service_account, statuses,
 };
 
 const PROJECT: &str = "demo-project";
 const LOG_WRITER: &str = "roles/logging.logWriter";
+/// The service and method the journal records a project policy write under.
+const CRM: &str = "cloudresourcemanager";
+const SET_POLICY: &str = "projects.setIamPolicy";
 
 #[tokio::test]
 async fn project_get_and_missing_projects() {
@@ -84,7 +87,7 @@ async fn policy_read_and_stale_etag_conflict() {
     assert!(e.message.contains("concurrent policy changes"));
     assert!(e.is_retryable());
     assert!(!e.is_already_exists());
-    let sets = journal(&sim, "cloudresourcemanager", "projects.setIamPolicy").await;
+    let sets = journal(&sim, CRM, SET_POLICY).await;
     assert_eq!(sets[1]["body"]["policy"]["etag"], json!(p.etag));
     assert_eq!(sets[1]["body"]["policy"]["version"], 3);
 
@@ -127,10 +130,7 @@ async fn read_modify_write_survives_a_concurrent_writer() {
     assert_eq!(attempts.load(Ordering::SeqCst), 2);
     assert!(done.has_binding("roles/container.admin", "user:us@example.com"));
     assert!(done.has_binding("roles/viewer", "user:racer@example.com"));
-    assert_eq!(
-        statuses(&sim, "cloudresourcemanager", "projects.setIamPolicy").await,
-        vec![200, 409, 200]
-    );
+    assert_statuses(&sim, CRM, SET_POLICY, &[200, 409, 200]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -160,7 +160,7 @@ async fn concurrent_grants_all_land() {
             "u{i} lost"
         );
     }
-    let st = statuses(&sim, "cloudresourcemanager", "projects.setIamPolicy").await;
+    let st = statuses(&sim, CRM, SET_POLICY).await;
     assert_eq!(st.iter().filter(|s| **s == 200).count(), 12);
 }
 
@@ -177,18 +177,14 @@ async fn idempotent_grants_remove_and_deleted_accounts() {
         .add_bindings(PROJECT, &grants, &cancel)
         .await
         .unwrap();
-    let sets = journal(&sim, "cloudresourcemanager", "projects.setIamPolicy")
-        .await
-        .len();
+    let sets = journal(&sim, CRM, SET_POLICY).await.len();
     let p = gcp
         .resource_manager
         .add_bindings(PROJECT, &grants, &cancel)
         .await
         .unwrap();
     assert_eq!(
-        journal(&sim, "cloudresourcemanager", "projects.setIamPolicy")
-            .await
-            .len(),
+        journal(&sim, CRM, SET_POLICY).await.len(),
         sets,
         "nothing to change: no write"
     );
@@ -227,10 +223,7 @@ async fn unknown_service_account_member_is_refused() {
     assert_eq!(e.http_status, 400);
     assert!(e.message.contains("does not exist"), "{e}");
     // Retried briefly (IAM is eventually consistent), then given up.
-    assert_eq!(
-        statuses(&sim, "cloudresourcemanager", "projects.setIamPolicy").await,
-        vec![400, 400]
-    );
+    assert_statuses(&sim, CRM, SET_POLICY, &[400, 400]).await;
     // Conditions need version 3: the simulator refuses version 1, the client always
     // writes version 3.
     let mut p = gcp.resource_manager.get_iam_policy(PROJECT).await.unwrap();
@@ -270,18 +263,11 @@ async fn faults_retried_by_the_helper_or_terminal() {
     let (sim, gcp) = start_sim().await;
     let rm = gcp.resource_manager.clone().with_rmw_policy(quick_rmw(3));
     let cancel = CancellationToken::new();
-    arm(
-        &sim,
-        "cloudresourcemanager",
-        "projects.setIamPolicy",
-        "HTTP_503",
-        1,
-    )
-    .await;
+    arm(&sim, CRM, SET_POLICY, "HTTP_503", 1).await;
     rm.add_bindings(PROJECT, &[(LOG_WRITER, "user:a@example.com")], &cancel)
         .await
         .unwrap();
-    assert_retried_once(&sim, "cloudresourcemanager", "projects.setIamPolicy").await;
+    assert_retried_once(&sim, CRM, SET_POLICY).await;
 
     arm(&sim, "cloudresourcemanager", "projects.get", "HTTP_503", 1).await;
     let e = gcp.resource_manager.get_project(PROJECT).await.unwrap_err();

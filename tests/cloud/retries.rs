@@ -11,9 +11,9 @@ use kineticd::cloud::gcp::types::compute::Network;
 use kineticd::cloud::retry::CallBudget;
 use uuid::Uuid;
 
-use super::container::{P, Z, arm};
+use super::container::{P, Z};
 use crate::common::start_sim;
-use crate::storage::simctl::statuses;
+use crate::storage::simctl::{arm, assert_statuses, statuses};
 
 const R: &str = "us-central1";
 
@@ -33,19 +33,13 @@ async fn a_read_is_sent_again_after_retryable_answers() {
     arm(&sim, "compute", "regions.get", "HTTP_429", 1).await;
     let region = gcp.compute.get_region(P, R).await.expect("ridden out");
     assert_eq!(region.name, R);
-    assert_eq!(
-        statuses(&sim, "compute", "regions.get").await,
-        [503, 429, 200]
-    );
+    assert_statuses(&sim, "compute", "regions.get", &[503, 429, 200]).await;
 
     // GKE's 429 (RESOURCE_EXHAUSTED, ErrorInfo RATE_LIMIT_EXCEEDED) too.
     arm(&sim, "container", "clusters.get", "HTTP_429", 2).await;
     let e = gcp.container.get_cluster(P, Z, "none").await.unwrap_err();
     assert!(e.is_not_found(), "{e}");
-    assert_eq!(
-        statuses(&sim, "container", "clusters.get").await,
-        [429, 429, 404]
-    );
+    assert_statuses(&sim, "container", "clusters.get", &[429, 429, 404]).await;
 }
 
 #[tokio::test]
@@ -70,10 +64,7 @@ async fn a_write_is_sent_again_only_when_rate_limited() {
         .insert_network(P, &net, Uuid::new_v4())
         .await
         .expect("ridden out");
-    assert_eq!(
-        statuses(&sim, "compute", "networks.insert").await,
-        [503, 429, 200]
-    );
+    assert_statuses(&sim, "compute", "networks.insert", &[503, 429, 200]).await;
 }
 
 #[tokio::test]

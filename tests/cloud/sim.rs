@@ -2,26 +2,10 @@
 //! refresh-and-retry, fault counts and probabilities, journal filters, state dump.
 
 use kineticd::cloud::gcp::storage::Storage;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::common::start_sim;
-use crate::storage::simctl::{arm, statuses};
-
-async fn admin(
-    sim: &kineticd::sim::Sim,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> Value {
-    let http = kineticd::app::http_client().unwrap();
-    let mut req = http.request(method, format!("{}{path}", sim.url()));
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let r = req.send().await.unwrap();
-    assert!(r.status().is_success(), "{path}: {}", r.status());
-    r.json().await.unwrap_or(Value::Null)
-}
+use crate::common::{sim_admin, start_sim};
+use crate::storage::simctl::{arm, assert_statuses};
 
 fn bucket(name: &str) -> kineticd::cloud::gcp::types::storage::Bucket {
     serde_json::from_value(json!({"name": name, "location": "US"})).unwrap()
@@ -41,26 +25,20 @@ async fn an_expired_token_is_refreshed_once_and_the_call_retried() {
         .await
         .expect("retried after refresh");
     assert_eq!(b.name, "sim-bucket-401");
-    assert_eq!(
-        statuses(&sim, "storage", "buckets.get").await,
-        vec![401, 200]
-    );
+    assert_statuses(&sim, "storage", "buckets.get", &[401, 200]).await;
     // Two 401s in a row: refreshed once, then the error is reported (not retried forever).
     arm(&sim, "storage", "buckets.get", "HTTP_401", 2).await;
     let e = storage.get_bucket("sim-bucket-401").await.unwrap_err();
     assert_eq!(e.http_status, 401);
     assert!(!e.is_retryable());
     assert!(e.message.contains("after refreshing"), "{e}");
-    assert_eq!(
-        statuses(&sim, "storage", "buckets.get").await,
-        vec![401, 200, 401, 401]
-    );
+    assert_statuses(&sim, "storage", "buckets.get", &[401, 200, 401, 401]).await;
 }
 
 #[tokio::test]
 async fn faults_fire_by_count_and_can_be_disarmed() {
     let (sim, gcp) = start_sim().await;
-    let armed = admin(
+    let armed = sim_admin(
         &sim,
         reqwest::Method::POST,
         "/sim/v1/faults",
@@ -85,7 +63,7 @@ async fn faults_fire_by_count_and_can_be_disarmed() {
         .await
         .unwrap();
     // Always-on (no count) until disarmed.
-    admin(
+    sim_admin(
         &sim,
         reqwest::Method::POST,
         "/sim/v1/faults",
@@ -102,13 +80,13 @@ async fn faults_fire_by_count_and_can_be_disarmed() {
             429
         );
     }
-    let listed = admin(&sim, reqwest::Method::GET, "/sim/v1/faults", None).await;
+    let listed = sim_admin(&sim, reqwest::Method::GET, "/sim/v1/faults", None).await;
     assert_eq!(listed["faults"].as_array().unwrap().len(), 1);
     assert_eq!(listed["faults"][0]["fired"], 3);
-    admin(&sim, reqwest::Method::DELETE, "/sim/v1/faults", None).await;
+    sim_admin(&sim, reqwest::Method::DELETE, "/sim/v1/faults", None).await;
     gcp.storage.get_bucket("sim-bucket-cnt").await.unwrap();
     // Probability 0 never fires.
-    admin(
+    sim_admin(
         &sim,
         reqwest::Method::POST,
         "/sim/v1/faults",
@@ -128,7 +106,7 @@ async fn journal_filters_and_state_dump() {
         .await
         .unwrap();
     gcp.storage.get_bucket("sim-bucket-j").await.unwrap();
-    let all = admin(&sim, reqwest::Method::GET, "/sim/v1/journal", None).await;
+    let all = sim_admin(&sim, reqwest::Method::GET, "/sim/v1/journal", None).await;
     let entries = all["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 2);
     let e = &entries[0];
@@ -141,7 +119,7 @@ async fn journal_filters_and_state_dump() {
     assert_eq!(e["method"], "buckets.insert");
     assert_eq!(e["query"], "project=sim-project-1");
     assert_eq!(e["body"]["name"], "sim-bucket-j");
-    let by_path = admin(
+    let by_path = sim_admin(
         &sim,
         reqwest::Method::GET,
         "/sim/v1/journal?path=sim-bucket-j",
@@ -149,12 +127,12 @@ async fn journal_filters_and_state_dump() {
     )
     .await;
     assert_eq!(by_path["entries"].as_array().unwrap().len(), 1);
-    let state = admin(&sim, reqwest::Method::GET, "/sim/v1/state", None).await;
+    let state = sim_admin(&sim, reqwest::Method::GET, "/sim/v1/state", None).await;
     assert!(
         state["storage"].to_string().contains("sim-bucket-j"),
         "{state}"
     );
-    admin(&sim, reqwest::Method::DELETE, "/sim/v1/journal", None).await;
-    let none = admin(&sim, reqwest::Method::GET, "/sim/v1/journal", None).await;
+    sim_admin(&sim, reqwest::Method::DELETE, "/sim/v1/journal", None).await;
+    let none = sim_admin(&sim, reqwest::Method::GET, "/sim/v1/journal", None).await;
     assert_eq!(none["entries"], json!([]));
 }

@@ -61,6 +61,24 @@ fn server_url_template() -> &'static str {
     })
 }
 
+/// `method path` (with `body`) on the simulator's admin API (`/sim/v1/...`), which must
+/// succeed; its JSON answer (null when it has none).
+pub async fn sim_admin(
+    sim: &kineticd::sim::Sim,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Value {
+    let http = app::http_client().unwrap();
+    let mut req = http.request(method, format!("{}{path}", sim.url()));
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = req.send().await.expect("simulator");
+    assert!(r.status().is_success(), "{path}: {}", r.status());
+    r.json().await.unwrap_or(Value::Null)
+}
+
 pub fn db_url(name: &str) -> String {
     server_url_template().replace("{db}", name)
 }

@@ -10,6 +10,22 @@ use std::time::Duration;
 
 use super::dev_server::DevServer;
 
+/// Runs `cmd` (`what` names it) to completion and asserts it exited 0, else panics with
+/// its stderr; its stdout.
+pub async fn stdout_of(cmd: &mut tokio::process::Command, what: &str) -> String {
+    let out = cmd
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("run {what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Whether `jq` is installed. Without it, a test that needs it says SKIPPED (`what`
 /// names it), except where `KINETIC_REQUIRE_JQ` is set (CI), where it fails.
 pub fn jq_or_skip(what: &str) -> bool {

@@ -108,13 +108,22 @@ async fn put_member(env: &Env, who: &str, role: &str) -> StatusCode {
     r.status
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_roster_becomes_iam_and_rbac_and_leaving_takes_it_away() {
+/// A fresh environment with cluster `name` up on `accelerator`, when kubectl is installed
+/// (these tests read the cluster's RBAC through it); `None` (the test is skipped) when not.
+async fn up_with_kubectl(name: &str, accelerator: &str) -> Option<Env> {
     if !kubectl_available() {
-        return;
+        return None;
     }
     let env = env().await;
-    env.up_ok("ka", json!({"accelerator": "gpu-l4"})).await;
+    env.up_ok(name, json!({"accelerator": accelerator})).await;
+    Some(env)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_roster_becomes_iam_and_rbac_and_leaving_takes_it_away() {
+    let Some(env) = up_with_kubectl("ka", "gpu-l4").await else {
+        return;
+    };
     // The sync that follows `up` grants the owner.
     let first = settled(&env).await;
     assert_eq!(first["metadata"]["state"], "SUCCEEDED", "{first}");
@@ -397,11 +406,9 @@ async fn a_fault_at_each_step_is_ridden_out_and_a_second_sync_changes_nothing() 
 /// GKE's `nodePools.create`, a removed member's bindings are gone within seconds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removal_does_not_wait_behind_a_long_operation_of_the_cluster() {
-    if !kubectl_available() {
+    let Some(env) = up_with_kubectl("kd", "cpu").await else {
         return;
-    }
-    let env = env().await;
-    env.up_ok("kd", json!({"accelerator": "cpu"})).await;
+    };
     assert_eq!(put_member(&env, BOB, "MEMBER").await, StatusCode::OK);
     settled(&env).await;
     let as_bob = kubectl_as(&env, "kd", Some(BOB));

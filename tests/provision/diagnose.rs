@@ -17,7 +17,7 @@ use kube::api::{ListParams, PostParams};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::common::Resp;
+use crate::common::{Resp, sim_admin};
 use crate::support::{Env, OWNER, PROJECT, ZONE, cluster_path, env};
 
 const C: &str = "doc";
@@ -81,19 +81,6 @@ async fn healthy(env: &Env) -> String {
         .to_owned()
 }
 
-async fn sim(env: &Env, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-    let mut req = env
-        .app
-        .http
-        .request(method, format!("{}{path}", env.sim.url()));
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let r = req.send().await.expect("simulator");
-    assert!(r.status().is_success(), "{path}: {}", r.status());
-    r.json().await.unwrap_or(Value::Null)
-}
-
 /// The simulated cluster's Kubernetes key (the last segment of its endpoint).
 async fn kube_key(env: &Env) -> (String, kineticd::cloud::kube::KubeCluster) {
     let gke = env.gke_cluster(C).await;
@@ -104,8 +91,8 @@ async fn kube_key(env: &Env) -> (String, kineticd::cloud::kube::KubeCluster) {
 }
 
 async fn ail(env: &Env, key: &str, body: Value) {
-    sim(
-        env,
+    sim_admin(
+        &env.sim,
         reqwest::Method::POST,
         &format!("/sim/v1/kube/{key}/ailments"),
         Some(body),
@@ -114,8 +101,8 @@ async fn ail(env: &Env, key: &str, body: Value) {
 }
 
 async fn heal(env: &Env, key: &str) {
-    sim(
-        env,
+    sim_admin(
+        &env.sim,
         reqwest::Method::DELETE,
         &format!("/sim/v1/kube/{key}/ailments"),
         None,
@@ -135,7 +122,7 @@ async fn healthy_cluster_is_all_ok_read_only_and_refused_to_strangers() {
     env.app.member(OWNER, "ml-team", VIEWER, "VIEWER").await;
     env.syncs_settled().await;
     let ops_before = operation_count(&env).await;
-    sim(&env, reqwest::Method::DELETE, "/sim/v1/journal", None).await;
+    sim_admin(&env.sim, reqwest::Method::DELETE, "/sim/v1/journal", None).await;
 
     let r = diagnose_as(&env, VIEWER, C, "").await;
     assert_eq!(
@@ -230,8 +217,8 @@ async fn each_fault_fails_its_check_and_names_the_fix() {
     let (key, k) = kube_key(&env).await;
 
     // The router's NAT removed behind kineticd's back.
-    sim(
-        &env,
+    sim_admin(
+        &env.sim,
         reqwest::Method::DELETE,
         &format!(
             "/sim/v1/compute/projects/{PROJECT}/regions/us-central1/routers/kn-{C}-router/nats"
@@ -328,8 +315,8 @@ async fn each_fault_fails_its_check_and_names_the_fix() {
     heal(&env, &key).await;
 
     // The region's L4 quota at its usage: the pool cannot grow to its maximum.
-    sim(
-        &env,
+    sim_admin(
+        &env.sim,
         reqwest::Method::POST,
         "/sim/v1/quotas",
         Some(json!({"region": "us-central1", "metric": "NVIDIA_L4_GPUS", "limit": 1.0})),
@@ -348,7 +335,7 @@ async fn each_fault_fails_its_check_and_names_the_fix() {
         &["request more NVIDIA_L4_GPUS in region us-central1"],
     );
     others_ok(&checks, &["quota"]);
-    sim(&env, reqwest::Method::DELETE, "/sim/v1/quotas", None).await;
+    sim_admin(&env.sim, reqwest::Method::DELETE, "/sim/v1/quotas", None).await;
 
     // A read that never answers: its check is WARN at the deadline, the rest still OK.
     env.arm("serviceusage", "services.get", "TIMEOUT", 100)
@@ -361,7 +348,7 @@ async fn each_fault_fails_its_check_and_names_the_fix() {
     others_ok(&checks, &["apis"]);
     assert_eq!(body["summary"]["verdict"], "DEGRADED");
     assert!(took < Duration::from_secs(5), "bounded: took {took:?}");
-    sim(&env, reqwest::Method::DELETE, "/sim/v1/faults", None).await;
+    sim_admin(&env.sim, reqwest::Method::DELETE, "/sim/v1/faults", None).await;
 
     // A pod no node can take: Pending with the scheduler's reason, and its
     // FailedScheduling event is a recent warning.

@@ -43,10 +43,7 @@ pub(super) fn listed(items: &[String]) -> String {
 
 pub async fn lws(s: &Shared) -> Vec<DiagnosisCheck> {
     const ID: &str = "lws";
-    let k = match s.kube_or_why(ID) {
-        Ok(k) => k,
-        Err(c) => return vec![c],
-    };
+    let k = or_return!(s.kube_or_why(ID));
     let deadline = s.deadline;
     let (crd, dep) = tokio::join!(
         read(deadline, k.get_crd(LWS_CRD), nf),
@@ -102,10 +99,7 @@ pub async fn lws(s: &Shared) -> Vec<DiagnosisCheck> {
 
 pub async fn workload_identity(cloud: &Cloud, s: &Shared) -> Vec<DiagnosisCheck> {
     const ID: &str = "workload-identity";
-    let k = match s.kube_or_why(ID) {
-        Ok(k) => k,
-        Err(c) => return vec![c],
-    };
+    let k = or_return!(s.kube_or_why(ID));
     let deadline = s.deadline;
     let email = s.n.node_sa_email();
     let member = s.n.ksa_member();
@@ -231,10 +225,7 @@ pub async fn nvidia_driver(s: &Shared) -> Vec<DiagnosisCheck> {
             ),
         )];
     }
-    let k = match s.kube_or_why(ID) {
-        Ok(k) => k,
-        Err(c) => return vec![c],
-    };
+    let k = or_return!(s.kube_or_why(ID));
     let gpu_nodes = match &s.nodes {
         Read::Found(n) => n
             .iter()

@@ -13,6 +13,18 @@
 //! others get the same 404 as for every cluster read. The `access` check reads the
 //! team's roster (the records) besides the cloud, as the SYNC_ACCESS it checks does.
 
+/// The value of `r`, or (returned from the check function it stands in) the one check
+/// `r` failed with: how a check that needs the cluster's API server, or a read shared
+/// with other checks, starts.
+macro_rules! or_return {
+    ($r:expr) => {
+        match $r {
+            Ok(v) => v,
+            Err(c) => return vec![c],
+        }
+    };
+}
+
 mod access;
 mod gke;
 mod kube;
@@ -150,6 +162,21 @@ impl Shared {
             format!("not checked: {why}"),
             "see the gke-cluster check, then diagnose again".into(),
         ))
+    }
+
+    /// A list read up front (`what`: the nodes, the pods) when the cluster's API server
+    /// could be reached and the list was read; else the check that says why not.
+    pub fn kube_read<'a, T>(
+        &'a self,
+        id: &str,
+        what: &str,
+        r: &'a Read<T>,
+    ) -> std::result::Result<&'a T, DiagnosisCheck> {
+        self.kube_or_why(id)?;
+        match r {
+            Read::Found(v) => Ok(v),
+            other => Err(unread(id, what, other, self.timeout)),
+        }
     }
 }
 

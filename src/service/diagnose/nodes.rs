@@ -21,12 +21,7 @@ const EVENT_WINDOW_MINUTES: i64 = 60;
 
 pub fn nodes(s: &Shared) -> Vec<DiagnosisCheck> {
     const ID: &str = "nodes";
-    if let Err(c) = s.kube_or_why(ID) {
-        return vec![c];
-    }
-    let Read::Found(nodes) = &s.nodes else {
-        return vec![unread(ID, "the node list", &s.nodes, s.timeout)];
-    };
+    let nodes = or_return!(s.kube_read(ID, "the node list", &s.nodes));
     let not_ready: Vec<String> = nodes
         .iter()
         .filter_map(|n: &NodeHealth| {
@@ -96,12 +91,7 @@ pub fn nodes(s: &Shared) -> Vec<DiagnosisCheck> {
 
 pub fn pending_pods(s: &Shared) -> Vec<DiagnosisCheck> {
     const ID: &str = "pending-pods";
-    if let Err(c) = s.kube_or_why(ID) {
-        return vec![c];
-    }
-    let Read::Found(pods) = &s.pods else {
-        return vec![unread(ID, "the pod list", &s.pods, s.timeout)];
-    };
+    let pods = or_return!(s.kube_read(ID, "the pod list", &s.pods));
     let pending: Vec<String> = pods
         .iter()
         .filter(|p| p.is_pending())
@@ -138,10 +128,7 @@ pub fn pending_pods(s: &Shared) -> Vec<DiagnosisCheck> {
 
 pub async fn warning_events(s: &Shared) -> Vec<DiagnosisCheck> {
     const ID: &str = "warning-events";
-    let k = match s.kube_or_why(ID) {
-        Ok(k) => k,
-        Err(c) => return vec![c],
-    };
+    let k = or_return!(s.kube_or_why(ID));
     let deadline = s.deadline;
     let events = match read(deadline, k.warning_events(), nf).await {
         Read::Found(e) => e,

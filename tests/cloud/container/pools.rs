@@ -3,10 +3,10 @@
 //! operations, and GKE's machine type / accelerator / TPU topology rules.
 
 use kineticd::cloud::gcp::types::container::NodeTaint;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::*;
-use crate::common::start_sim;
+use crate::common::{sim_admin, start_sim};
 use crate::storage::simctl::assert_not_found;
 
 #[tokio::test]
@@ -157,12 +157,11 @@ async fn quota_exceeded_ends_the_operation_with_quota_exceeded() {
     running_cluster(&gcp, "short").await;
     let c = &gcp.container;
     let body = json!({"region": "us-central1", "metric": "NVIDIA_L4_GPUS", "limit": 8});
-    admin(&sim, reqwest::Method::POST, "/sim/v1/quotas", body).await;
+    sim_admin(&sim, reqwest::Method::POST, "/sim/v1/quotas", Some(body)).await;
     assert_eq!(region_quota(&gcp, "NVIDIA_L4_GPUS").await, (0.0, 8.0));
 
     let pool = gpu_pool("gpu-l4x2-0002", "g2-standard-24", "nvidia-l4", 2, 5);
-    let op = c.create_node_pool(P, Z, "short", &pool).await.unwrap();
-    let e = wait(&gcp, &op).await.unwrap_err();
+    let e = failed_node_pool(&gcp, "short", &pool).await;
     assert_eq!(e.reason, "QUOTA_EXCEEDED", "{e}");
     assert_eq!(e.status, "RESOURCE_EXHAUSTED");
     assert_eq!(
@@ -194,11 +193,7 @@ async fn quota_exceeded_ends_the_operation_with_quota_exceeded() {
 
     // The QUOTA_EXCEEDED fault produces the same operation error.
     arm(&sim, "container", "nodePools.create", "QUOTA_EXCEEDED", 1).await;
-    let op = c
-        .create_node_pool(P, Z, "short", &l4_pool("gpu-l4-0004", 0))
-        .await
-        .unwrap();
-    let e = wait(&gcp, &op).await.unwrap_err();
+    let e = failed_node_pool(&gcp, "short", &l4_pool("gpu-l4-0004", 0)).await;
     assert_eq!(e.reason, "QUOTA_EXCEEDED", "{e}");
     assert!(
         e.message.starts_with("Quota 'NVIDIA_L4_GPUS' exceeded."),
@@ -212,12 +207,8 @@ async fn stockout_ends_the_operation_with_gce_stockout() {
     running_cluster(&gcp, "stock").await;
     let c = &gcp.container;
     let body = json!({"zone": Z, "acceleratorType": "nvidia-l4"});
-    admin(&sim, reqwest::Method::POST, "/sim/v1/stockouts", body).await;
-    let op = c
-        .create_node_pool(P, Z, "stock", &l4_pool("gpu-l4-0005", 1))
-        .await
-        .unwrap();
-    let e = wait(&gcp, &op).await.unwrap_err();
+    sim_admin(&sim, reqwest::Method::POST, "/sim/v1/stockouts", Some(body)).await;
+    let e = failed_node_pool(&gcp, "stock", &l4_pool("gpu-l4-0005", 1)).await;
     assert_eq!(e.reason, "GCE_STOCKOUT", "{e}");
     assert!(
         e.message
@@ -235,13 +226,7 @@ async fn stockout_ends_the_operation_with_gce_stockout() {
         &gpu_pool("gpu-t4-0006", "n1-standard-4", "nvidia-tesla-t4", 1, 1),
     )
     .await;
-    admin(
-        &sim,
-        reqwest::Method::DELETE,
-        "/sim/v1/stockouts",
-        Value::Null,
-    )
-    .await;
+    sim_admin(&sim, reqwest::Method::DELETE, "/sim/v1/stockouts", None).await;
 
     // The STOCKOUT fault on clusters.create leaves the cluster in ERROR.
     arm(&sim, "container", "clusters.create", "STOCKOUT", 1).await;
@@ -376,7 +361,5 @@ async fn machine_and_accelerator_combinations_are_checked() {
     let path = format!("/container/v1/projects/{P}/locations/{Z}/clusters/shapes/nodePools");
     let sim_body =
         json!({"nodePool": {"name": "x", "config": {"machineType": "e2-medium", "gpus": 1}}});
-    let (status, body) = raw_post(&sim, &path, sim_body).await;
-    assert_eq!(status, 400, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("gpus"));
+    assert_unknown_field(&sim, &path, sim_body, "gpus").await;
 }

@@ -40,6 +40,17 @@ pub async fn journal(sim: &Sim, service: &str, method: &str) -> Vec<Value> {
     crate::sim_journal::sim_journal(&http(), &sim.url(), &query).await
 }
 
+/// The first `method` (a setIamPolicy) sent to `service` wrote back the policy it read
+/// (the simulator's first etag, `ACAB`) at version 3 with `role` granted to `member`.
+pub async fn assert_first_grant(sim: &Sim, service: &str, method: &str, role: &str, member: &str) {
+    let sets = journal(sim, service, method).await;
+    assert_eq!(
+        sets[0]["body"],
+        json!({"policy": {"version": 3, "etag": "ACAB",
+               "bindings": [{"role": role, "members": [member]}]}})
+    );
+}
+
 /// The HTTP statuses the journal recorded for `service`/`method`, in order.
 pub async fn statuses(sim: &Sim, service: &str, method: &str) -> Vec<u64> {
     journal(sim, service, method)
@@ -49,14 +60,20 @@ pub async fn statuses(sim: &Sim, service: &str, method: &str) -> Vec<u64> {
         .collect()
 }
 
+/// Check the journal recorded exactly `want`, in order, as the HTTP statuses of
+/// `service`/`method`.
+pub async fn assert_statuses(sim: &Sim, service: &str, method: &str, want: &[u64]) {
+    assert_eq!(
+        statuses(sim, service, method).await,
+        want,
+        "{service} {method}"
+    );
+}
+
 /// Check the journal holds exactly one faulted (503) call of `service`/`method` and the
 /// retry that succeeded.
 pub async fn assert_retried_once(sim: &Sim, service: &str, method: &str) {
-    assert_eq!(
-        statuses(sim, service, method).await,
-        [503, 200],
-        "{service} {method}"
-    );
+    assert_statuses(sim, service, method, &[503, 200]).await;
 }
 
 /// Wait (a bounded poll with a generous deadline) until the journal holds `n` calls of

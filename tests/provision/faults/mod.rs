@@ -697,6 +697,24 @@ const fn accepted(mut a: At) -> At {
     a
 }
 
+/// The project IAM binding of a service account's roles (`node-sa-roles`,
+/// `build-sa-roles`): a policy read-modify-write of the project, which the client redoes
+/// itself on a retryable error; refused for quota like the other calls.
+const fn project_roles(
+    step: &'static [&'static str],
+    prepare: &'static [&'static str],
+    retry: &'static str,
+) -> At {
+    client(at(
+        step,
+        "cloudresourcemanager",
+        "projects.setIamPolicy",
+        prepare,
+        retry,
+        QUOTA,
+    ))
+}
+
 /// A fresh environment for a test that runs a single case, counted against [`SLOTS`]
 /// while the permit lives.
 async fn slot_env() -> (tokio::sync::SemaphorePermit<'static>, Env) {

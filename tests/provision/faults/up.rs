@@ -70,22 +70,16 @@ pub(crate) const UP_AT: [At; 17] = [
         "HTTP_500",
         QUOTA,
     ),
-    client(at(
+    project_roles(
         &["node-sa-roles"],
-        "cloudresourcemanager",
-        "projects.setIamPolicy",
         &["build-sa", "build-sa-roles"],
         "HTTP_503",
-        QUOTA,
-    )),
-    client(at(
+    ),
+    project_roles(
         &["build-sa-roles"],
-        "cloudresourcemanager",
-        "projects.setIamPolicy",
         &["node-sa", "node-sa-roles"],
         "HTTP_429",
-        QUOTA,
-    )),
+    ),
     client(at(
         &["jobs-bucket-iam"],
         "storage",
