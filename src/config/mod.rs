@@ -89,6 +89,9 @@ pub struct ServeArgs {
     /// Days finished operations are kept before they are deleted.
     #[arg(long, env = "KINETIC_OPERATION_RETENTION_DAYS", default_value_t = 30)]
     pub operation_retention_days: u32,
+    /// Days audit events (`/v1/teams/{team}/events`) are kept before they are deleted.
+    #[arg(long, env = "KINETIC_AUDIT_RETENTION_DAYS", default_value_t = 400)]
+    pub audit_retention_days: u32,
     /// Enable the NOOP engine test workflow (`POST /v1/testing/noopOperations`): `true`
     /// or `false`, default `true` with --dev, else `false`.
     #[arg(long, env = "KINETIC_TEST_WORKFLOWS")]
@@ -136,6 +139,8 @@ pub struct Settings {
     pub workers: usize,
     pub lease: Duration,
     pub operation_retention: Duration,
+    /// How long audit events are kept (`KINETIC_AUDIT_RETENTION_DAYS`).
+    pub audit_retention: Duration,
     pub test_workflows: bool,
     pub shutdown_grace: Duration,
     pub data_dir: PathBuf,
@@ -266,6 +271,7 @@ impl Settings {
             operation_retention: Duration::from_secs(
                 u64::from(a.operation_retention_days) * 86_400,
             ),
+            audit_retention: Duration::from_secs(u64::from(a.audit_retention_days) * 86_400),
             test_workflows: a.test_workflows.unwrap_or(a.dev),
             shutdown_grace: Duration::from_secs(a.shutdown_grace_seconds),
             data_dir: a.data_dir,

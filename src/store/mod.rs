@@ -9,6 +9,7 @@
 pub mod access;
 pub mod clusters;
 pub mod db;
+pub mod events;
 mod keyed;
 mod keyset;
 pub mod manifests;
