@@ -2,10 +2,11 @@
 //! console), accepted or refused, becomes one event once its response is made
 //! ([`crate::service::audit`] decides which requests and what they act on).
 //!
-//! Invariant: a request that is not recorded (every GET and HEAD, previews, read-only
-//! custom methods) passes through untouched, with no allocation and no database work;
-//! a recorded one costs one INSERT after its answer is ready, and the answer goes out
-//! whether or not the event could be written.
+//! Invariant: every request runs in its audit scope (the events services append while
+//! it runs, such as CREDENTIALS_ISSUED on a GET, carry its `x-request-id`); one that is
+//! not recorded (every GET and HEAD, previews, read-only custom methods) costs nothing
+//! more, no database work; a recorded one costs one INSERT after its answer is ready,
+//! and the answer goes out whether or not the event could be written.
 
 use axum::extract::{Request, State};
 use axum::http::header::LOCATION;
@@ -21,22 +22,22 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Middleware: run the request inside its audit scope and record it if it changes state.
 pub async fn record(State(s): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(resource) =
-        audit::recorded(req.method().as_str(), req.uri().path(), req.uri().query())
-    else {
-        return next.run(req).await;
-    };
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
     let request_id = req
         .headers()
         .get(&REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let Some(resource) =
+        audit::recorded(req.method().as_str(), req.uri().path(), req.uri().query())
+    else {
+        return audit::scoped(request_id, false, next.run(req)).await.0;
+    };
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
     // Refused before any handler authenticated it (an unknown query parameter, a body
     // too large): the caller is still who their credentials say.
     let headers = path.starts_with("/v1/").then(|| req.headers().clone());
-    let (resp, actor) = audit::scoped(request_id.clone(), next.run(req)).await;
+    let (resp, actor) = audit::scoped(request_id.clone(), true, next.run(req)).await;
     let actor = match (actor, headers) {
         (Some(a), _) => Some(a),
         (None, Some(h)) if resp.status() != StatusCode::UNAUTHORIZED => s

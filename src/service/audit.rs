@@ -47,6 +47,8 @@ pub struct Refusal(pub String);
 /// What a request carries for the events written while it runs.
 struct RequestScope {
     request_id: Option<String>,
+    /// Whether the request itself is recorded (only then is its actor kept).
+    recorded: bool,
     actor: OnceLock<String>,
 }
 
@@ -55,10 +57,16 @@ tokio::task_local! {
 }
 
 /// Run `f` (a request's handling) with `request_id` available to the events it writes;
-/// returns its output and the actor that authenticated, if any did.
-pub async fn scoped<F: Future>(request_id: Option<String>, f: F) -> (F::Output, Option<String>) {
+/// returns its output and, for a `recorded` request, the actor that authenticated, if
+/// any did.
+pub async fn scoped<F: Future>(
+    request_id: Option<String>,
+    recorded: bool,
+    f: F,
+) -> (F::Output, Option<String>) {
     let scope = RequestScope {
         request_id,
+        recorded,
         actor: OnceLock::new(),
     };
     REQUEST
@@ -73,7 +81,9 @@ pub async fn scoped<F: Future>(request_id: Option<String>, f: F) -> (F::Output, 
 /// The request's caller, once authenticated (the first one named stays).
 pub fn note_actor(email: &Email) {
     let _ = REQUEST.try_with(|r| {
-        r.actor.get_or_init(|| email.as_str().to_owned());
+        if r.recorded {
+            r.actor.get_or_init(|| email.as_str().to_owned());
+        }
     });
 }
 

@@ -433,3 +433,25 @@ async fn console_posts_are_recorded_and_the_console_shows_the_trail() {
         assert_eq!(r.status(), status, "{user} {path}");
     }
 }
+
+#[tokio::test]
+async fn credentials_issued_are_recorded_without_the_kubeconfig() {
+    let (app, _sim, _, _) = crate::credentials::acme_kc().await;
+    let path = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc/credentials";
+    let r = app
+        .request_as(BOB, Method::GET, path)
+        .header("x-request-id", "rid-creds")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let kubeconfig = r.text().await.unwrap();
+    let list = events(&app, ALICE, "type=CREDENTIALS_ISSUED").await;
+    let cluster = "projects/acme-project/zones/us-central1-a/clusters/kc";
+    let e = one(&list, "CREDENTIALS_ISSUED", cluster);
+    assert_eq!(e["actor"], BOB);
+    assert_eq!(e["requestId"], "rid-creds");
+    assert_eq!(e["details"], json!({"cluster": cluster}));
+    assert!(!e.to_string().contains("gke-gcloud-auth-plugin"), "{e}");
+    assert!(kubeconfig.contains("gke-gcloud-auth-plugin"));
+}
