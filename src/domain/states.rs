@@ -236,9 +236,9 @@ states!(
         OperationApproved = "OPERATION_APPROVED",
         /// An operation waiting for approval was rejected.
         OperationRejected = "OPERATION_REJECTED",
-        /// Someone joined the team (`details.role`).
+        /// Someone joined the team (`details.after`: the role; `before` is null).
         MemberAdded = "MEMBER_ADDED",
-        /// Someone left the team (`details.role`: the role they had).
+        /// Someone left the team (`details.before`: the role they had; `after` is null).
         MemberRemoved = "MEMBER_REMOVED",
         /// A member's role changed (`details.before`, `details.after`).
         MemberRoleChanged = "MEMBER_ROLE_CHANGED",

@@ -29,8 +29,8 @@ pub struct Event {
     #[schema(nullable = false)]
     pub request_id: Option<String>,
     /// What the type records: `{method, path, status, reason}` for requests, `{from, to,
-    /// operationType, operationTarget, reason}` for operation states, `{role}` or
-    /// `{before, after}` for members, `{cluster}` for credentials.
+    /// operationType, operationTarget, reason}` for operation states, `{before,
+    /// after}` roles for members, `{cluster}` for credentials.
     #[schema(value_type = Object)]
     pub details: Value,
 }

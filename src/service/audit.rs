@@ -153,20 +153,18 @@ pub fn recorded(method: &str, path: &str, query: Option<&str>) -> Option<Resourc
         return None;
     }
     if let Some(rest) = path.strip_prefix("/v1/") {
-        let (rest, verb) = match rest.rsplit_once('/') {
-            Some((head, last)) => match last.split_once(':') {
-                Some((id, verb)) => (format!("{head}/{id}"), Some(verb)),
-                None => (rest.to_owned(), None),
-            },
-            None => match rest.split_once(':') {
-                Some((id, verb)) => (id.to_owned(), Some(verb)),
-                None => (rest.to_owned(), None),
-            },
+        // A custom method's verb (AIP-136) is letters after the last `:` (a member named
+        // `group:eng@example.com` has none).
+        let (rest, verb) = match rest.rsplit_once(':') {
+            Some((head, v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphabetic()) => {
+                (head, Some(v))
+            }
+            _ => (rest, None),
         };
         if verb.is_some_and(|v| READ_ONLY_VERBS.contains(&v) || v.starts_with(PREVIEW_PREFIX)) {
             return None;
         }
-        return Some(resource(decode(&rest)));
+        return Some(resource(decode(rest)));
     }
     let rest = path.strip_prefix("/console/")?;
     if method != "POST" || rest == "dev/user" {
@@ -466,6 +464,15 @@ mod tests {
                 ),
             ),
             ("POST", "/v1/teams", None, res("teams", Owner::None)),
+            (
+                "DELETE",
+                "/v1/teams/acme/members/group:eng@example.com",
+                None,
+                res(
+                    "teams/acme/members/group:eng@example.com",
+                    Owner::Team("acme".into()),
+                ),
+            ),
             (
                 "PUT",
                 "/v1/projects/p/zones/z/clusters/c",

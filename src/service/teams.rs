@@ -367,7 +367,10 @@ pub async fn put_member(
     let (reason, event) = match old {
         None => (
             Some(SyncReason::MemberAdded),
-            Some((EventType::MemberAdded, json!({"role": role}))),
+            Some((
+                EventType::MemberAdded,
+                json!({"before": null, "after": role}),
+            )),
         ),
         Some(r) if r != role => (
             Some(SyncReason::MemberChanged),
@@ -439,7 +442,7 @@ pub async fn delete_member(
     store::teams::touch_team(&mut tx, team).await?;
     access_sync::enqueue_team(&mut tx, team, who, SyncReason::MemberRemoved).await?;
     let target = format!("teams/{team}/members/{entry}");
-    let details = json!({"role": old});
+    let details = json!({"before": old, "after": null});
     audit::append_by(
         &mut *tx,
         caller,

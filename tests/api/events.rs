@@ -105,7 +105,7 @@ async fn member_changes_and_requests_are_recorded_with_actor_target_and_request_
     let added = one(&list, "MEMBER_ADDED", &bob);
     assert_eq!(added["actor"], ALICE);
     assert_eq!(added["requestId"], "rid-add");
-    assert_eq!(added["details"], json!({"role": "VIEWER"}));
+    assert_eq!(added["details"], json!({"before": null, "after": "VIEWER"}));
     assert!(
         added["name"]
             .as_str()
@@ -177,7 +177,10 @@ async fn member_changes_and_requests_are_recorded_with_actor_target_and_request_
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     let list = events(&app, ALICE, "type=MEMBER_REMOVED").await;
     assert_eq!(list.len(), 1, "{list:#?}");
-    assert_eq!(list[0]["details"], json!({"role": "VIEWER"}));
+    assert_eq!(
+        list[0]["details"],
+        json!({"before": "VIEWER", "after": null})
+    );
     assert_eq!(list[0]["actor"], ALICE);
 }
 
