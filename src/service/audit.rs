@@ -205,7 +205,8 @@ fn owner(collection: Option<&str>, id: Option<&str>) -> Owner {
     }
 }
 
-/// `%XX` escapes decoded (a bad escape is kept as written).
+/// `%XX` escapes decoded (a bad escape, or one of a control character, which a name
+/// never holds and PostgreSQL's text cannot hold as NUL, is kept as written).
 fn decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -216,7 +217,7 @@ fn decode(s: &str) -> String {
             .and_then(|h| std::str::from_utf8(h).ok())
             .and_then(|h| u8::from_str_radix(h, 16).ok());
         match (b[i], hex) {
-            (b'%', Some(v)) => {
+            (b'%', Some(v)) if !v.is_ascii_control() => {
                 out.push(v);
                 i += 3;
             }
@@ -319,6 +320,12 @@ pub fn parse_filter(text: &str) -> Result<EventFilter> {
                 t.op.as_str()
             )));
         }
+        if t.value.chars().any(char::is_control) {
+            return Err(filter_error(format!(
+                "{} holds a control character, which no event's field does",
+                t.key
+            )));
+        }
         match t.key {
             "actor" => f.actor = Some(t.value.to_lowercase()),
             "type" => {
@@ -378,10 +385,28 @@ pub fn render(row: EventRow) -> Event {
     }
 }
 
-async fn page_of(db: &Db, f: EventFilter, scope: &str, page: &PageRequest) -> Result<Page<Event>> {
-    let after: Option<(DateTime<Utc>, Uuid)> = page.after(scope)?;
-    let rows = store_events::list(db, &f, after, page.limit()? + 1).await?;
-    page.page(scope, rows, |r| (r.time, r.id), render)
+/// A list request checked: its filter, where its page starts and how long it is.
+struct Query {
+    filter: EventFilter,
+    scope: String,
+    after: Option<(DateTime<Utc>, Uuid)>,
+    limit: i64,
+}
+
+impl Query {
+    fn parse(filter: &str, scope: String, page: &PageRequest) -> Result<Query> {
+        Ok(Query {
+            filter: parse_filter(filter)?,
+            after: page.after(&scope)?,
+            limit: page.limit()?,
+            scope,
+        })
+    }
+
+    async fn run(self, db: &Db, page: &PageRequest) -> Result<Page<Event>> {
+        let rows = store_events::list(db, &self.filter, self.after, self.limit + 1).await?;
+        page.page(&self.scope, rows, |r| (r.time, r.id), render)
+    }
 }
 
 /// A team's events, newest first (any member; 404 to others).
@@ -394,25 +419,26 @@ pub async fn list_team(
 ) -> Result<Page<Event>> {
     let team = team.as_str();
     access::require(db, caller, team, Role::Viewer, "reading the team's events").await?;
-    let mut f = parse_filter(filter)?;
-    f.team = Some(team.to_owned());
-    page_of(db, f, &format!("events/{team}?{filter}"), page).await
+    let mut q = Query::parse(filter, format!("events/{team}?{filter}"), page)?;
+    q.filter.team = Some(team.to_owned());
+    q.run(db, page).await
 }
 
-/// Every team's events (and those of none), newest first: service admins only.
+/// Every team's events (and those of none), newest first: service admins only (a
+/// malformed request is 400 to anyone: its shape discloses nothing).
 pub async fn list_all(
     db: &Db,
     caller: &Caller,
     filter: &str,
     page: &PageRequest,
 ) -> Result<Page<Event>> {
+    let q = Query::parse(filter, format!("events?{filter}"), page)?;
     if !caller.admin {
         return Err(Error::forbidden(
             "every team's events are for kineticd's service admins (KINETIC_ADMINS); a team's members read its events at /v1/teams/{team}/events",
         ));
     }
-    let f = parse_filter(filter)?;
-    page_of(db, f, &format!("events?{filter}"), page).await
+    q.run(db, page).await
 }
 
 #[cfg(test)]
@@ -474,6 +500,12 @@ mod tests {
                 ),
             ),
             (
+                "DELETE",
+                "/v1/teams/acme/members/a%00b%2",
+                None,
+                res("teams/acme/members/a%00b%2", Owner::Team("acme".into())),
+            ),
+            (
                 "PUT",
                 "/v1/projects/p/zones/z/clusters/c",
                 Some("validateOnly=false"),
@@ -528,6 +560,7 @@ mod tests {
             "type=BOGUS",
             "time>=yesterday",
             "actor>=a",
+            "target=\"a\u{0}b\"",
             "color=red",
             "type=MEMBER_ADDED OR type=MEMBER_REMOVED",
         ] {
