@@ -7,7 +7,8 @@
 //!   written after its response is made and before it is sent ([`record_request`]), in
 //!   one statement that also finds the request's team (from its path: a team, a
 //!   project's team, an operation's team). Reads, previews (`validateOnly`, `:preview*`)
-//!   and the read-only custom methods are never recorded ([`recorded`]).
+//!   and the read-only custom methods are never recorded ([`recorded`]), nor are
+//!   refusals that decided nothing about the change (429, database unavailable).
 //! - A request runs inside [`scoped`]: the services read its `x-request-id` there for
 //!   the events they append ([`request_id`]), and the extractor that authenticates it
 //!   names the actor there ([`note_actor`]), so no signature changes to carry them.
@@ -252,11 +253,12 @@ pub struct RequestOutcome<'a> {
 const RECORD_WAIT: Duration = Duration::from_secs(2);
 
 /// Record a request: REQUEST_ACCEPTED for a 1xx-3xx answer, REQUEST_REFUSED otherwise. A
-/// failure to write is logged (without the event) and the answer still goes out; a
-/// request refused because the database is unavailable is not recorded (it could not
-/// be).
+/// failure to write is logged (without the event) and the answer still goes out. Not
+/// recorded: a request refused because the database is unavailable (it could not be),
+/// and one refused by the caller's rate limit (429: it decided nothing, and recording
+/// each would turn a flood the limit stops into as many writes).
 pub async fn record_request(db: &Db, o: RequestOutcome<'_>) {
-    if o.reason == Some("DATABASE_UNAVAILABLE") {
+    if o.reason == Some("DATABASE_UNAVAILABLE") || o.status == 429 {
         return;
     }
     let refused = o.status >= 400;

@@ -458,3 +458,28 @@ async fn credentials_issued_are_recorded_without_the_kubeconfig() {
     assert!(!e.to_string().contains("gke-gcloud-auth-plugin"), "{e}");
     assert!(kubeconfig.contains("gke-gcloud-auth-plugin"));
 }
+
+#[tokio::test]
+async fn rate_limited_requests_are_not_recorded() {
+    let app = crate::support::app_with_rate(0.001, 2).await;
+    app.team(ALICE, "acme", &[]).await;
+    let patch = json!({"displayName": "Acme"});
+    assert_eq!(
+        app.patch(ALICE, "/v1/teams/acme", patch.clone())
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let r = app.patch(ALICE, "/v1/teams/acme", patch).await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    // The admin's own bucket reads them.
+    let all = ok(app.get(ADMIN, "/v1/events?pageSize=1000").await);
+    let statuses: Vec<&Value> = all["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"].as_str().unwrap().starts_with("REQUEST_"))
+        .map(|e| &e["details"]["status"])
+        .collect();
+    assert_eq!(statuses, vec![&json!(200), &json!(201)]);
+}
