@@ -65,6 +65,7 @@ where
         }
         let auth = state.authenticator();
         let caller = auth.authenticate(parts).await?;
+        crate::service::audit::note_actor(&caller.email);
         auth.limits.charge(&caller.email)?;
         parts.extensions.insert(caller.clone());
         Ok(caller)

@@ -32,6 +32,7 @@ macro_rules! list_response {
 }
 
 pub mod accelerators;
+pub mod audit;
 pub mod auth;
 pub mod capacity;
 pub mod check_workload;
@@ -43,6 +44,7 @@ pub mod diagnose;
 pub mod docs;
 pub mod drill;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod gate;
 pub mod health;

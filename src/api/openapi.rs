@@ -84,6 +84,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::health::router())
         .routes(utoipa_axum::routes!(super::metrics::metrics_text))
         .merge(super::teams::router())
+        .merge(super::events::router())
         .merge(super::profiles::router())
         .merge(super::clusters::router())
         .merge(super::accelerators::router())

@@ -314,6 +314,7 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
         "listClusters",
         &[&["INVALID_FILTER", "INVALID_NAME", "TEAM_NOT_FOUND"]],
     ),
+    ("listEvents", &[&["INVALID_FILTER", "PERMISSION_DENIED"]]),
     ("listMembers", &[TEAM]),
     ("listNodePools", &[CLUSTER]),
     ("listOperations", &[&["INVALID_FILTER"]]),
@@ -322,6 +323,7 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
         "listProjectClusters",
         &[&["INVALID_FILTER", "INVALID_NAME", "PROJECT_NOT_FOUND"]],
     ),
+    ("listTeamEvents", &[TEAM, &["INVALID_FILTER"]]),
     ("listTeams", &[]),
     (
         "replaceMember",

@@ -2,7 +2,8 @@
 //! the router with its middleware, and the serve loop with graceful shutdown.
 //!
 //! Invariant: every response passes through the same middleware stack (request id,
-//! metrics, tracing, body limit, panic catching), including errors and unmatched routes.
+//! metrics, tracing, the audit trail's recording, body limit, panic catching), including
+//! errors and unmatched routes.
 
 mod connections;
 
@@ -171,6 +172,12 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.auth.limits.clone(),
             crate::api::limits::deadline,
+        ))
+        // Outside the deadline, the panic catcher and the gate: their refusals are
+        // recorded too.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::api::audit::record,
         ))
         .layer(axum::middleware::from_fn(crate::api::metrics::track))
         .layer(

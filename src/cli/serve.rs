@@ -96,6 +96,7 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
     tokio::spawn(retention::run(
         db.clone(),
         settings.operation_retention,
+        settings.audit_retention,
         std::time::Duration::from_secs(3600),
         background.clone(),
     ));

@@ -93,6 +93,9 @@ pub struct ServeArgs {
     /// before it ends CANCELLED with APPROVAL_EXPIRED (default 7 days).
     #[arg(long, env = "KINETIC_APPROVAL_TTL_SECONDS", default_value_t = 604_800)]
     pub approval_ttl_seconds: u64,
+    /// Days audit events (`/v1/teams/{team}/events`) are kept before they are deleted.
+    #[arg(long, env = "KINETIC_AUDIT_RETENTION_DAYS", default_value_t = 400)]
+    pub audit_retention_days: u32,
     /// Enable the NOOP engine test workflow (`POST /v1/testing/noopOperations`): `true`
     /// or `false`, default `true` with --dev, else `false`.
     #[arg(long, env = "KINETIC_TEST_WORKFLOWS")]
@@ -142,6 +145,8 @@ pub struct Settings {
     pub operation_retention: Duration,
     /// How long a PENDING_APPROVAL operation waits for a decision.
     pub approval_ttl: Duration,
+    /// How long audit events are kept (`KINETIC_AUDIT_RETENTION_DAYS`).
+    pub audit_retention: Duration,
     pub test_workflows: bool,
     pub shutdown_grace: Duration,
     pub data_dir: PathBuf,
@@ -273,6 +278,7 @@ impl Settings {
                 u64::from(a.operation_retention_days) * 86_400,
             ),
             approval_ttl: Duration::from_secs(a.approval_ttl_seconds),
+            audit_retention: Duration::from_secs(u64::from(a.audit_retention_days) * 86_400),
             test_workflows: a.test_workflows.unwrap_or(a.dev),
             shutdown_grace: Duration::from_secs(a.shutdown_grace_seconds),
             data_dir: a.data_dir,

@@ -102,6 +102,8 @@ impl IntoResponse for PageError {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
+        resp.extensions_mut()
+            .insert(service::audit::Refusal(self.reason));
         resp
     }
 }

@@ -54,6 +54,7 @@ impl FromRequestParts<ConsoleState> for Viewer {
                 };
                 PageError::new(status, r.reason(), r.to_string())
             })?;
+        crate::service::audit::note_actor(&p.email);
         s.limits.charge(&p.email)?;
         let session = parts
             .extensions

@@ -29,6 +29,8 @@
 //! * `GET /console/accelerators`: the catalog with prices;
 //! * `GET /console/teams`, `POST /console/teams` (create), `GET /console/teams/{team}`,
 //!   `POST /console/teams/{team}/members` (add a member or change a role);
+//! * `GET /console/teams/{team}/events` (the team's audit trail, any member) and
+//!   `GET /console/events` (every team's, service admins), with `?filter=&pageToken=`;
 //! * `GET /console/clusters/{project}/{zone}/{cluster}`: records, live status and drift,
 //!   pools, capacity bars, pending pods;
 //! * `GET /console/up` (form; with its fields filled, the `validateOnly` preview and a
@@ -51,6 +53,9 @@
 //!   (`data-team` = id); member rows `member-row` (`data-email`), role form
 //!   `member-role-form`, select `member-role-select`, button `member-role-submit`; add
 //!   member: `member-add-form`, `member-email-input`, `member-add-role`, `member-add-submit`;
+//!   link to the team's events `team-events-link` (every team's: `all-events-link`);
+//! * events: rows `event-row` (`data-type`), filter form `events-filter-form` with
+//!   `events-filter-input` and `events-filter-submit`, next page link `events-next`;
 //! * home: cluster rows `cluster-row` (`data-cluster` = project/zone/name, link
 //!   `cluster-link`), running operation rows `running-op-row`;
 //! * up: form `up-form` (inputs `up-project`, `up-zone`, `up-cluster`, `up-accelerator`,
@@ -79,6 +84,7 @@ mod assets;
 mod clusters;
 mod dev_user;
 mod error;
+mod events;
 mod form;
 mod headers;
 mod home;
@@ -140,6 +146,8 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ConsoleState) -> Router<S
         .route("/console/teams", get(teams::list).post(teams::create))
         .route("/console/teams/{team}", get(teams::page))
         .route("/console/teams/{team}/members", post(teams::put_member))
+        .route("/console/teams/{team}/events", get(events::team))
+        .route("/console/events", get(events::all))
         .route(cluster, get(clusters::page))
         .route(
             &format!("{cluster}/pools/add"),

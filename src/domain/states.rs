@@ -222,6 +222,40 @@ impl PoolState {
     }
 }
 
+// The kinds of the audit trail's events (`events.type`; the `type=` filter of the event
+// lists). OPERATION_STATE_CHANGED is written by the database itself (a trigger on
+// `operations`, migration 0009), so its string is fixed there too.
+states!(
+    /// What an audit event records.
+    EventType, "event type" {
+        /// A state-changing request (API or console) that was answered with success.
+        RequestAccepted = "REQUEST_ACCEPTED",
+        /// A state-changing request refused (by role, by policy, by validation, ...);
+        /// `details.reason` is the error's reason.
+        RequestRefused = "REQUEST_REFUSED",
+        /// An operation entered a state (`details.from`, `details.to`).
+        OperationStateChanged = "OPERATION_STATE_CHANGED",
+        /// An operation waiting for approval was approved and queued.
+        OperationApproved = "OPERATION_APPROVED",
+        /// An operation waiting for approval was rejected.
+        OperationRejected = "OPERATION_REJECTED",
+        /// Someone joined the team (`details.after`: the role; `before` is null).
+        MemberAdded = "MEMBER_ADDED",
+        /// Someone left the team (`details.before`: the role they had; `after` is null).
+        MemberRemoved = "MEMBER_REMOVED",
+        /// A member's role changed (`details.before`, `details.after`).
+        MemberRoleChanged = "MEMBER_ROLE_CHANGED",
+        /// The team's policy changed (before and after).
+        PolicyChanged = "POLICY_CHANGED",
+        /// A kubeconfig was given out for a cluster (never the kubeconfig itself).
+        CredentialsIssued = "CREDENTIALS_ISSUED",
+        /// A team was created.
+        TeamCreated = "TEAM_CREATED",
+        /// A team was deleted.
+        TeamDeleted = "TEAM_DELETED",
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

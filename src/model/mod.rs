@@ -10,6 +10,7 @@ pub mod cloud_enums;
 pub mod cluster;
 pub mod diagnose;
 pub mod drill;
+pub mod event;
 pub mod money;
 pub mod operation;
 mod pool_view;

@@ -1,5 +1,6 @@
-//! Removes finished operations older than the retention period (default 30 days) and
-//! expired idempotency keys, and refreshes the queue gauges every few seconds from the
+//! Removes finished operations older than the retention period (default 30 days),
+//! expired idempotency keys and audit events older than theirs (default 400 days), and
+//! refreshes the queue gauges every few seconds from the
 //! database (so they count every process's operations; see `docs/metrics.md`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -8,7 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::OperationState;
-use crate::store::{Db, StoreError, operations};
+use crate::store::{Db, StoreError, events, operations};
 
 use super::queue::IDEMPOTENCY_TTL_HOURS;
 
@@ -19,6 +20,17 @@ pub async fn purge_once(db: &Db, retention: Duration) -> Result<u64, StoreError>
     let n = operations::purge_finished(db, cutoff, IDEMPOTENCY_TTL_HOURS).await?;
     if n > 0 {
         tracing::info!(removed = n, "finished operations past retention removed");
+    }
+    Ok(n)
+}
+
+/// One pass over the audit trail: delete events older than `retention`; returns how many.
+pub async fn purge_events_once(db: &Db, retention: Duration) -> Result<u64, StoreError> {
+    let cutoff = chrono::Utc::now()
+        - chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::days(400));
+    let n = events::purge_before(db, cutoff).await?;
+    if n > 0 {
+        tracing::info!(removed = n, "audit events past retention removed");
     }
     Ok(n)
 }
@@ -54,8 +66,15 @@ pub async fn refresh_gauges(
     Ok(())
 }
 
-/// Run purges every `every` until `stop`.
-pub async fn run(db: Db, retention: Duration, every: Duration, stop: CancellationToken) {
+/// Run purges every `every` until `stop`: operations past `retention`, audit events
+/// past `audit_retention`.
+pub async fn run(
+    db: Db,
+    retention: Duration,
+    audit_retention: Duration,
+    every: Duration,
+    stop: CancellationToken,
+) {
     let mut tick = tokio::time::interval(every);
     loop {
         tokio::select! {
@@ -64,6 +83,9 @@ pub async fn run(db: Db, retention: Duration, every: Duration, stop: Cancellatio
         }
         if let Err(e) = purge_once(&db, retention).await {
             tracing::warn!(error = %format_args!("{e:#}"), "retention pass failed");
+        }
+        if let Err(e) = purge_events_once(&db, audit_retention).await {
+            tracing::warn!(error = %format_args!("{e:#}"), "audit retention pass failed");
         }
     }
 }

@@ -11,13 +11,15 @@
 //! while `up` runs again) is 409 CLUSTER_STATE_NOT_RUNNING. One addition to gcloud's: the
 //! context's `namespace` is that of the caller's profile of this cluster (the active one
 //! if it points here, else the first by id); with no such profile there is none, as
-//! gcloud writes it (kubectl then uses `default`).
+//! gcloud writes it (kubectl then uses `default`). Every kubeconfig given out is a
+//! CREDENTIALS_ISSUED event naming the cluster (the kubeconfig itself is not kept).
 
 use serde::Serialize;
 
 use crate::cloud::gcp::types::container::Cluster as GkeCluster;
 use crate::domain::ClusterState;
 use crate::domain::resource_names::ClusterNames;
+use crate::domain::states::EventType;
 use crate::store::{self, Db};
 
 use super::clusters::{ClusterPath, record};
@@ -64,7 +66,21 @@ pub async fn kubeconfig(svc: &Services, caller: &Caller, path: &ClusterPath) -> 
     let n = ClusterNames::new(&path.project, &path.zone, &path.cluster);
     let gke = live::gke(&svc.cloud, &n).await?;
     let namespace = profile_namespace(&svc.db, caller, &path.name()).await?;
-    render(&context_name(path), &gke, namespace)
+    let kubeconfig = render(&context_name(path), &gke, namespace)?;
+    // What was given and to whom; never the kubeconfig.
+    let cluster = path.name();
+    let details = serde_json::json!({"cluster": cluster});
+    let team = Some(rec.team_id.as_str());
+    super::audit::append_by(
+        &svc.db,
+        caller,
+        team,
+        EventType::CredentialsIssued,
+        &cluster,
+        details,
+    )
+    .await?;
+    Ok(kubeconfig)
 }
 
 /// The namespace of the caller's profile of `cluster` (see the module's invariant).

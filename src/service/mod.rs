@@ -7,12 +7,14 @@
 pub mod accelerators;
 pub mod access;
 pub mod access_sync;
+pub mod audit;
 pub mod capacity;
 pub mod clusters;
 pub mod credentials;
 pub mod diagnose;
 pub mod error;
 pub mod etag;
+pub mod filter;
 pub mod live;
 pub mod noop_operations;
 pub mod operation_response;

@@ -208,28 +208,15 @@ fn filter_term(f: &mut OperationFilter, key: &str, v: String) -> Result<()> {
 /// Parse an AIP-160 style filter: `key=value` terms joined by `AND`.
 pub fn parse_filter(filter: &str) -> Result<OperationFilter> {
     let mut f = OperationFilter::default();
-    if filter.split_whitespace().any(|w| w == "OR") {
-        return Err(filter_error(
-            "terms are joined by AND; OR is not supported (send one request per alternative)"
-                .into(),
-        ));
-    }
-    for term in filter
-        .split(" AND ")
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-    {
-        let short: String = term.chars().take(80).collect();
-        let (k, v) = term
-            .split_once('=')
-            .ok_or_else(|| filter_error(format!("{short:?} is not key=value")))?;
-        let v = v.trim();
-        let v = v
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .unwrap_or(v);
-        let v = v.chars().take(600).collect();
-        filter_term(&mut f, k.trim(), v)?;
+    for t in super::filter::terms(filter, filter_error)? {
+        if t.op != super::filter::Op::Eq {
+            return Err(filter_error(format!(
+                "{}{} is not key=value (operations are filtered by equality)",
+                t.key,
+                t.op.as_str()
+            )));
+        }
+        filter_term(&mut f, t.key, t.value)?;
     }
     Ok(f)
 }

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::domain::accelerators;
 use crate::domain::policy::{self, LimitUse, Policy, PoolUse, Usage};
+use crate::domain::states::EventType;
 use crate::domain::{Role, TeamId};
 use crate::ops::queue::Idempotency;
 use crate::store::policies::{PolicyRecord, Standing};
@@ -196,6 +197,13 @@ pub async fn update(
     let value = serde_json::to_value(&after).map_err(|e| Error::internal(&e))?;
     let stored = store::policies::put(&mut tx, team, &value, who).await?;
     let answer = render(team, Some(&stored))?;
+    let details = serde_json::json!({
+        "before": shown.policy,
+        "after": answer.policy,
+        "updateMask": patch.mask,
+    });
+    let kind = EventType::PolicyChanged;
+    super::audit::append_by(&mut *tx, caller, Some(team), kind, &answer.name, details).await?;
     replies::commit(tx, who, idem, &answer).await?;
     Ok(answer)
 }

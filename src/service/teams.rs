@@ -3,7 +3,9 @@
 //! Invariant: a team always has at least one OWNER, a project with live clusters never
 //! leaves its team, and a project joins a team only after [`project_authority`] found
 //! the caller may bind it (checked before the transaction that claims it; a refusal
-//! changes nothing). Projects a team already holds are not checked again.
+//! changes nothing). Projects a team already holds are not checked again. Creating or
+//! deleting a team and every change of its roster is an audit event written in the
+//! change's own transaction.
 
 use super::replies::{self, Begun};
 use crate::ops::queue::Idempotency;
@@ -17,7 +19,9 @@ use crate::ops::workflows::cluster::access::SyncReason;
 use crate::store::{self, Db, teams::MemberRecord, teams::TeamRecord};
 
 use super::access::{self, Caller, team_not_found};
-use super::{Error, Page, PageRequest, Result, access_sync, project_authority};
+use super::{Error, Page, PageRequest, Result, access_sync, audit, project_authority};
+use crate::domain::states::EventType;
+use serde_json::json;
 
 pub fn render_team(t: TeamRecord) -> Team {
     Team {
@@ -88,6 +92,17 @@ pub async fn create(
     };
     let t = store::teams::insert_team(&mut tx, team_id.as_str(), &display, &projects, who).await?;
     let team = render_team(t);
+    let details = json!({"displayName": display, "projects": projects});
+    let team_id = team_id.as_str();
+    audit::append_by(
+        &mut *tx,
+        caller,
+        Some(team_id),
+        EventType::TeamCreated,
+        &team.name,
+        details,
+    )
+    .await?;
     replies::commit(tx, who, idem, &team).await?;
     tracing::info!(team = %team_id, by = %caller.email.log_id(), "team created");
     Ok(team)
@@ -280,6 +295,16 @@ pub async fn delete(
         .with("clusters", live));
     }
     store::teams::delete_team(&mut tx, team).await?;
+    let name = format!("teams/{team}");
+    audit::append_by(
+        &mut *tx,
+        caller,
+        Some(team),
+        EventType::TeamDeleted,
+        &name,
+        json!({}),
+    )
+    .await?;
     replies::commit(tx, who, idem, &()).await?;
     tracing::info!(team, by = %caller.email.log_id(), "team deleted");
     Ok(())
@@ -339,13 +364,29 @@ pub async fn put_member(
     }
     let m = store::teams::upsert_member(&mut tx, team, &entry, role.as_str()).await?;
     store::teams::touch_team(&mut tx, team).await?;
-    let reason = match old {
-        None => Some(SyncReason::MemberAdded),
-        Some(r) if r != role => Some(SyncReason::MemberChanged),
-        Some(_) => None,
+    let (reason, event) = match old {
+        None => (
+            Some(SyncReason::MemberAdded),
+            Some((
+                EventType::MemberAdded,
+                json!({"before": null, "after": role}),
+            )),
+        ),
+        Some(r) if r != role => (
+            Some(SyncReason::MemberChanged),
+            Some((
+                EventType::MemberRoleChanged,
+                json!({"before": r, "after": role}),
+            )),
+        ),
+        Some(_) => (None, None),
     };
     if let Some(reason) = reason {
         access_sync::enqueue_team(&mut tx, team, who, reason).await?;
+    }
+    if let Some((kind, details)) = event {
+        let target = format!("teams/{team}/members/{entry}");
+        audit::append_by(&mut *tx, caller, Some(team), kind, &target, details).await?;
     }
     let m = render_member(m);
     replies::commit(tx, who, idem, &m).await?;
@@ -400,6 +441,17 @@ pub async fn delete_member(
     store::teams::delete_member(&mut tx, team, &entry).await?;
     store::teams::touch_team(&mut tx, team).await?;
     access_sync::enqueue_team(&mut tx, team, who, SyncReason::MemberRemoved).await?;
+    let target = format!("teams/{team}/members/{entry}");
+    let details = json!({"before": old, "after": null});
+    audit::append_by(
+        &mut *tx,
+        caller,
+        Some(team),
+        EventType::MemberRemoved,
+        &target,
+        details,
+    )
+    .await?;
     replies::commit(tx, who, idem, &()).await?;
     tracing::info!(team, member = %member.email.log_id(), by = %caller.email.log_id(), "member removed");
     Ok(())

@@ -10,6 +10,7 @@ pub mod access;
 pub mod approvals;
 pub mod clusters;
 pub mod db;
+pub mod events;
 mod keyed;
 mod keyset;
 pub mod manifests;

@@ -30,7 +30,7 @@ const CONTEXT: &str = "gke_acme-project_us-central1-a_kc";
 /// An app on the simulator: ALICE's team `acme` (BOB a VIEWER) with cluster `kc`
 /// recorded RUNNING and created in the simulated GKE; the GKE cluster as it answers, and
 /// the record.
-async fn acme_kc() -> (TestApp, kineticd::sim::Sim, Cluster, ClusterRecord) {
+pub(crate) async fn acme_kc() -> (TestApp, kineticd::sim::Sim, Cluster, ClusterRecord) {
     let (app, sim) = TestApp::spawn_sim().await;
     app.team(ALICE, "acme", &[P]).await;
     app.member(ALICE, "acme", BOB, "VIEWER").await;

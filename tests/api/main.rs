@@ -19,6 +19,7 @@ mod corrupt;
 mod credentials;
 mod cross_site;
 mod etag_lock;
+mod events;
 mod hostile;
 mod iap_http;
 mod identity_input;

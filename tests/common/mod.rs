@@ -187,6 +187,7 @@ pub fn test_settings(url: &str) -> Settings {
         lease: std::time::Duration::from_secs(30),
         operation_retention: std::time::Duration::from_secs(30 * 86_400),
         approval_ttl: std::time::Duration::from_secs(7 * 86_400),
+        audit_retention: std::time::Duration::from_secs(400 * 86_400),
         test_workflows: true,
         shutdown_grace: std::time::Duration::from_secs(5),
         data_dir: std::env::temp_dir(),

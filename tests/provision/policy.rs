@@ -125,6 +125,19 @@ async fn the_policy_is_read_by_members_and_changed_by_admins_with_masks_and_etag
         now["etag"], cleared.body["etag"],
         "refusals changed nothing"
     );
+    // Every change is in the audit trail, before and after.
+    let changes = events(&env, "POLICY_CHANGED").await;
+    assert_eq!(changes.len(), 3, "{changes:?}");
+    let last = &changes[0];
+    assert_eq!(last["actor"], OWNER);
+    assert_eq!(
+        last["details"]["before"]["allowedZones"],
+        json!(["us-central1-a"])
+    );
+    assert!(
+        last["details"]["after"].get("allowedZones").is_none(),
+        "{last}"
+    );
 }
 
 /// The example: Bob asks for a pool of 8-GPU nodes whose default maximum (10
@@ -200,6 +213,15 @@ async fn a_default_maximum_is_lowered_to_the_cap_and_a_pool_past_it_is_refused()
         .as_array()
         .map(Vec::len);
     assert_eq!(before, after, "nothing was enqueued");
+    let refusals = events(&env, "REQUEST_REFUSED").await;
+    let by_policy = refusals
+        .iter()
+        .find(|e| e["details"]["reason"] == "POLICY_VIOLATION");
+    assert_eq!(
+        by_policy.map(|e| e["actor"].clone()),
+        Some(json!(BOB)),
+        "{refusals:?}"
+    );
 
     // A resize past the cap is refused too; shrinking is always allowed.
     let r = env
@@ -325,6 +347,25 @@ async fn requests_above_the_approval_line_wait_for_another_admin() {
     );
     assert_eq!(env.ok_calls("container", "nodePools.create").await.len(), 1);
     refused(&approve(ADA).await, 409, "OPERATION_NOT_PENDING_APPROVAL");
+    // The audit trail has the approval, by whom, and the refused self-approval.
+    let approved = events(&env, "OPERATION_APPROVED").await;
+    assert_eq!(approved.len(), 1, "{approved:?}");
+    assert_eq!(approved[0]["actor"], OWNER);
+    assert_eq!(approved[0]["target"], op["name"]);
+    assert_eq!(approved[0]["details"]["comment"], "go");
+    let refusals = events(&env, "REQUEST_REFUSED").await;
+    let own = refusals
+        .iter()
+        .any(|e| e["actor"] == ADA && e["details"]["reason"] == "APPROVAL_BY_REQUESTER");
+    assert!(own, "{refusals:?}");
+}
+
+/// The team's audit events of `kind`, newest first.
+async fn events(env: &Env, kind: &str) -> Vec<Value> {
+    let path = format!("/v1/teams/{TEAM}/events?filter=type%3D%22{kind}%22");
+    let r = env.app.get(OWNER, &path).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.body["events"].as_array().cloned().unwrap_or_default()
 }
 
 #[tokio::test]
@@ -354,6 +395,9 @@ async fn a_rejection_or_a_tightened_policy_ends_or_keeps_a_pending_request() {
             .unwrap_or_default()
             .contains("use a T4")
     );
+    let rejected = events(&env, "OPERATION_REJECTED").await;
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert_eq!(rejected[0]["actor"], ADA);
 
     // Approval checks the policy again: a cap set since the request refuses it, and the
     // request keeps waiting.

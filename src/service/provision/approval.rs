@@ -13,9 +13,11 @@
 //!   reason APPROVAL_REJECTED / APPROVAL_EXPIRED; nobody decides twice.
 
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::domain::policy::PolicyCheck;
+use crate::domain::states::EventType;
 use crate::domain::{Email, OperationState, Role};
 use crate::model::Operation;
 use crate::ops::kinds::OperationKind;
@@ -156,6 +158,11 @@ pub async fn approved(
     )
     .await?
     .ok_or_else(|| decided(&a.operation.to_string()))?;
+    let details = json!({"comment": a.comment, "requestedBy": row.created_by});
+    let kind = EventType::OperationApproved;
+    let team = row.team_id.as_deref();
+    let target = format!("operations/{}", row.id);
+    super::super::audit::append_as(&mut *tx, &a.by, team, kind, &target, details).await?;
     tx.commit().await.map_err(StoreError::from)?;
     super::super::operations::render(&row)
 }
@@ -283,6 +290,10 @@ async fn reject(
     )
     .await?
     .ok_or_else(|| decided(id))?;
+    let details = json!({"comment": comment, "requestedBy": row.created_by});
+    let (team, target) = (row.team_id.as_deref(), format!("operations/{}", row.id));
+    let kind = EventType::OperationRejected;
+    super::super::audit::append_by(&mut *tx, caller, team, kind, &target, details).await?;
     tx.commit().await.map_err(StoreError::from)?;
     store::operations::announce(&svc.db, &[format!("{}:CANCELLED", row.id)]).await?;
     super::super::operations::render(&row)
