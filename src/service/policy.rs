@@ -14,7 +14,7 @@ use crate::domain::policy::{self, LimitUse, Policy, PoolUse, Usage};
 use crate::domain::states::EventType;
 use crate::domain::{Role, TeamId};
 use crate::ops::queue::Idempotency;
-use crate::store::policies::{PolicyRecord, Standing};
+use crate::store::policies::{PolicyRecord, Standing, TeamPool};
 use crate::store::{self, Db, StoreError};
 
 use super::access::{self, Caller};
@@ -209,29 +209,38 @@ pub async fn update(
 }
 
 /// The team's pools as the policy counts them, named.
-pub fn pools_of(s: &Standing) -> Vec<(String, Option<PoolUse>)> {
-    s.pools
+fn named(pools: &[TeamPool]) -> Vec<(String, PoolUse)> {
+    pools
         .iter()
-        .map(|p| {
+        .filter_map(|p| {
             let name = format!(
                 "{}/nodePools/{}",
                 super::clusters::cluster_name(&p.project, &p.zone, &p.cluster),
                 p.pool
             );
-            let rec: Option<crate::store::PoolSpecRecord> =
-                serde_json::from_value(p.spec.clone()).ok();
-            (name, rec.and_then(|r| PoolUse::of_record(&r, &p.zone)))
+            let rec: crate::store::PoolSpecRecord = serde_json::from_value(p.spec.clone()).ok()?;
+            Some((name, PoolUse::of_record(&rec, &p.zone)?))
         })
         .collect()
 }
 
-/// What the team holds, from a standing read.
+/// What the team holds, from a standing read: each accelerator's nodes at the pools'
+/// maximum sizes as GPUs or TPU chips of its type (a pool whose accelerator left the
+/// catalogue counts as a pool only).
 pub fn usage_of(s: &Standing) -> Usage {
-    let pools = pools_of(s);
-    let counted: Vec<PoolUse> = pools.iter().filter_map(|(_, p)| p.clone()).collect();
-    let mut u = Usage::of(s.clusters.max(0) as u64, &counted);
-    // Pools whose accelerator left the catalogue still count as pools.
-    u.node_pools = pools.len() as u64;
+    let mut u = Usage {
+        clusters: s.clusters.max(0) as u64,
+        ..Usage::default()
+    };
+    for g in &s.groups {
+        u.node_pools += g.pools.max(0) as u64;
+        u.hourly_cost_usd += g.hourly_at_max;
+        u.month_spend_usd += g.hourly_at_max * policy::HOURS_PER_MONTH;
+        if let Ok(accelerators::Choice::Accelerator(a)) = accelerators::parse(&g.accelerator) {
+            let chips = g.nodes_at_max.max(0) as u64 * u64::from(a.per_node());
+            *u.accelerators.entry(a.pool_prefix()).or_default() += chips;
+        }
+    }
     u
 }
 
@@ -242,13 +251,10 @@ pub async fn evaluate(db: &Db, caller: &Caller, team: &TeamId) -> Result<PolicyE
     let s = store::policies::standing(db, team).await?;
     let p = decode(team, s.policy.as_ref())?;
     let usage = usage_of(&s);
-    let named: Vec<(String, PoolUse)> = pools_of(&s)
-        .into_iter()
-        .filter_map(|(n, p)| p.map(|p| (n, p)))
-        .collect();
+    let pools = named(&store::policies::team_pools(db, team).await?);
     Ok(PolicyEvaluation {
         name: format!("teams/{team}/policy"),
-        limits: policy::report(&p, &usage, &named),
+        limits: policy::report(&p, &usage, &pools),
         usage,
     })
 }

@@ -25,7 +25,7 @@ pub struct PolicyRecord {
 }
 
 /// One of the team's pools as stored, with its cluster.
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct TeamPool {
     pub project: String,
     pub cluster: String,
@@ -34,14 +34,27 @@ pub struct TeamPool {
     pub spec: Value,
 }
 
+/// The team's pools of one accelerator (as recorded: `gpu-l4`, `gpu-a100x4:spot`), summed
+/// at their maximum sizes.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolGroup {
+    pub accelerator: String,
+    pub pools: i64,
+    /// Nodes with every pool at its maximum (per-zone maxima times zones).
+    pub nodes_at_max: i64,
+    /// USD an hour at those maxima, from each pool's recorded price per node.
+    pub hourly_at_max: f64,
+}
+
 /// The policy and the usage it is checked against, read together.
 #[derive(Debug, Clone)]
 pub struct Standing {
     pub policy: Option<PolicyRecord>,
     /// Live (not DELETED) clusters of the team.
     pub clusters: i64,
-    /// Pools (not DELETED) of those clusters.
-    pub pools: Vec<TeamPool>,
+    /// Pools (not DELETED) of those clusters, by accelerator.
+    pub groups: Vec<PoolGroup>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -50,29 +63,56 @@ struct StandingRow {
     version: Option<i64>,
     update_time: Option<DateTime<Utc>>,
     clusters: i64,
-    pools: sqlx::types::Json<Vec<TeamPool>>,
+    groups: sqlx::types::Json<Vec<PoolGroup>>,
     seen: Option<i64>,
     bumped: Option<i64>,
 }
 
-const STANDING: &str = "WITH bump AS (UPDATE teams SET usage_seq = usage_seq + 1 \
-                                      WHERE team_id = $1 AND $2 RETURNING usage_seq) \
-     SELECT p.policy, p.version, p.update_time, \
-            (SELECT count(*) FROM clusters c WHERE c.team_id = $1 AND c.state <> 'DELETED') AS clusters, \
-            (SELECT coalesce(json_agg(json_build_object('project', c.project_id, 'cluster', c.name, 'zone', c.zone, \
-                                      'pool', n.pool_id, 'spec', n.spec) ORDER BY c.name, n.pool_id), '[]') \
-             FROM clusters c JOIN node_pools n ON n.cluster_id = c.id \
-             WHERE c.team_id = $1 AND c.state <> 'DELETED' AND n.state <> 'DELETED') AS pools, \
-            (SELECT usage_seq FROM teams WHERE team_id = $1) AS seen, \
-            (SELECT usage_seq FROM bump) AS bumped \
-     FROM (SELECT 1) one LEFT JOIN team_policies p ON p.team_id = $1";
+/// The team's live pools (not DELETED, of live clusters) as `n`, their clusters as `c`
+/// (the team is `$1`).
+const TEAM_POOLS: &str = "FROM clusters c JOIN node_pools n ON n.cluster_id = c.id \
+     WHERE c.team_id = $1 AND c.state <> 'DELETED' AND n.state <> 'DELETED'";
+
+/// Nodes of a pool at its maximum: the per-zone maximum times its zones (at least 1).
+const NODES_AT_MAX: &str = "(n.spec->>'maxNodes')::bigint \
+     * greatest(jsonb_array_length(coalesce(n.spec->'zones', '[]'::jsonb)), 1)";
+
+fn standing_sql() -> String {
+    format!(
+        "WITH bump AS (UPDATE teams SET usage_seq = usage_seq + 1 \
+                       WHERE team_id = $1 AND $2 RETURNING usage_seq) \
+         SELECT p.policy, p.version, p.update_time, \
+           (SELECT count(*) FROM clusters c WHERE c.team_id = $1 AND c.state <> 'DELETED') AS clusters, \
+           (SELECT coalesce(json_agg(g), '[]') FROM \
+              (SELECT n.spec->>'accelerator' AS accelerator, count(*) AS pools, \
+                      sum({NODES_AT_MAX}) AS \"nodesAtMax\", \
+                      sum(coalesce((n.spec#>>'{{estimatedHourlyCost,perNode}}')::float8, 0) * {NODES_AT_MAX}) \
+                        AS \"hourlyAtMax\" \
+               {TEAM_POOLS} GROUP BY 1) g) AS groups, \
+           (SELECT usage_seq FROM teams WHERE team_id = $1) AS seen, \
+           (SELECT usage_seq FROM bump) AS bumped \
+         FROM (SELECT 1) one LEFT JOIN team_policies p ON p.team_id = $1"
+    )
+}
+
+/// Every live pool of the team with its cluster (for reports).
+pub async fn team_pools(ex: impl PgExecutor<'_>, team: &str) -> Result<Vec<TeamPool>, StoreError> {
+    let sql = format!(
+        "SELECT c.project_id AS project, c.name AS cluster, c.zone, n.pool_id AS pool, n.spec \
+         {TEAM_POOLS} ORDER BY c.name, n.pool_id"
+    );
+    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(team)
+        .fetch_all(ex)
+        .await?)
+}
 
 async fn read(
     ex: impl PgExecutor<'_>,
     team: &str,
     lock: bool,
 ) -> Result<(Standing, bool), StoreError> {
-    let r: StandingRow = sqlx::query_as(STANDING)
+    let r: StandingRow = sqlx::query_as(sqlx::AssertSqlSafe(standing_sql()))
         .bind(team)
         .bind(lock)
         .fetch_one(ex)
@@ -90,7 +130,7 @@ async fn read(
         Standing {
             policy,
             clusters: r.clusters,
-            pools: r.pools.0,
+            groups: r.groups.0,
         },
         fresh,
     ))
