@@ -45,6 +45,7 @@ pub struct TeamPolicy {
     pub etag: String,
     /// Absent until the policy is first set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime, nullable = false)]
     pub update_time: Option<String>,
 }
 

@@ -92,7 +92,10 @@ pub fn fit(policy: &Policy, now: &Usage, ask: &Ask) -> (Vec<u64>, Vec<String>) {
     let mut notes = Vec::new();
     for p in &ask.pools {
         let mut max = p.max_nodes;
-        if let Some(&cap) = policy.max_accelerators.get(&p.type_name)
+        if let Some(cap) = policy
+            .max_accelerators
+            .get(&p.type_name)
+            .map(|&c| u64::from(c))
             && !p.max_asked
         {
             let have = used.get(&p.type_name).copied().unwrap_or(0);
@@ -164,7 +167,11 @@ pub fn evaluate(policy: &Policy, now: &Usage, ask: &Ask) -> PolicyCheck {
         for z in &p.zones {
             allowed_zone(policy, z, &format!("the {} pool", p.type_name), &mut v);
         }
-        if let Some(&cap) = policy.max_accelerators.get(&p.type_name) {
+        if let Some(cap) = policy
+            .max_accelerators
+            .get(&p.type_name)
+            .map(|&c| u64::from(c))
+        {
             let held = now.accelerators.get(&p.type_name).copied().unwrap_or(0);
             let want = after.accelerators.get(&p.type_name).copied().unwrap_or(0);
             if want > cap && want > held && !v.iter().any(|x| x.rule.ends_with(&p.type_name)) {
@@ -183,7 +190,7 @@ pub fn evaluate(policy: &Policy, now: &Usage, ask: &Ask) -> PolicyCheck {
     }
     cap_count(
         "maxClusters",
-        policy.max_clusters,
+        policy.max_clusters.map(u64::from),
         now.clusters,
         after.clusters,
         "clusters",
@@ -191,7 +198,7 @@ pub fn evaluate(policy: &Policy, now: &Usage, ask: &Ask) -> PolicyCheck {
     );
     cap_count(
         "maxNodePools",
-        policy.max_node_pools,
+        policy.max_node_pools.map(u64::from),
         now.node_pools,
         after.node_pools,
         "node pools",

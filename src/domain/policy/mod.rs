@@ -32,8 +32,11 @@ pub use usage::{Ask, Bounds, PoolUse, Usage};
 pub const HOURS_PER_MONTH: f64 = 730.0;
 
 /// A team's policy as stored and shown (every field optional: unset limits nothing).
+///
+/// Unknown fields are refused by the update ([`MASK_PATHS`] in the service) before a
+/// policy is parsed; a stored one with a field a later release added still decodes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Policy {
     /// Accelerator type names the team's pools may use (Kinetic's names without the
     /// count: `gpu-l4`, `gpu-a100`, `tpu-v5litepod`); empty allows all.
@@ -48,23 +51,28 @@ pub struct Policy {
     /// Per accelerator type name, the most GPUs or TPU chips the team's pools may reach
     /// at their maximum size.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub max_accelerators: BTreeMap<String, u64>,
+    pub max_accelerators: BTreeMap<String, u32>,
     /// The most live clusters the team may have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_clusters: Option<u64>,
+    #[schema(nullable = false)]
+    pub max_clusters: Option<u32>,
     /// The most node pools the team's clusters may have together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_node_pools: Option<u64>,
+    #[schema(nullable = false)]
+    pub max_node_pools: Option<u32>,
     /// The team's estimated cost per hour with every pool at its maximum (USD).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub max_hourly_cost_usd: Option<f64>,
     /// Requests that would raise the team's hourly cost at maximum above this wait for
     /// an ADMIN's or OWNER's approval (USD).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub approval_above_hourly_cost_usd: Option<f64>,
     /// The team's budget for a calendar month (USD), compared with the month's spend
     /// (estimated: every pool at its maximum for the whole month).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub monthly_budget_usd: Option<f64>,
 }
 

@@ -15,7 +15,7 @@ fn h100(min: u64, max: u64) -> PoolUse {
     }
 }
 
-fn capped(n: u64) -> Policy {
+fn capped(n: u32) -> Policy {
     Policy {
         max_accelerators: [("gpu-h100".to_owned(), n)].into(),
         ..Policy::default()

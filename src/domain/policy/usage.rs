@@ -104,9 +104,12 @@ pub struct Bounds {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
+    #[schema(value_type = u32)]
     pub clusters: u64,
+    #[schema(value_type = u32)]
     pub node_pools: u64,
     /// GPUs or TPU chips per type name at the pools' maximum sizes.
+    #[schema(value_type = BTreeMap<String, u32>)]
     pub accelerators: BTreeMap<String, u64>,
     /// Estimated USD an hour with every pool at its maximum.
     pub hourly_cost_usd: f64,
