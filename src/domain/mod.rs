@@ -24,6 +24,7 @@ pub mod resource_names;
 pub mod roles;
 pub mod rpc;
 pub mod states;
+pub mod usage;
 pub mod workload;
 
 pub use names::{

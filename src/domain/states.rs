@@ -253,6 +253,9 @@ states!(
         TeamCreated = "TEAM_CREATED",
         /// A team was deleted.
         TeamDeleted = "TEAM_DELETED",
+        /// The team's measured spend this month crossed 50, 80 or 100% of its budget
+        /// (`details.thresholdPercent`, `spentUsd`, `budgetUsd`, `month`); once each.
+        BudgetThreshold = "BUDGET_THRESHOLD",
     }
 );
 
