@@ -42,7 +42,11 @@ CREATE TABLE usage_clusters (
     cluster_id  uuid PRIMARY KEY,
     team_id     text NOT NULL,
     last_sample timestamptz NOT NULL,
-    last_round  bigint NOT NULL
+    last_round  bigint NOT NULL,
+    -- Since when samples have been contiguous, and the last one with any accelerator
+    -- requested (the cluster's idle rule).
+    seen_since  timestamptz NOT NULL,
+    last_busy   timestamptz
 );
 
 -- Background tasks with one owner across replicas (the usage collector): the holder
@@ -89,4 +93,21 @@ CREATE TABLE budget_alerts (
     spent     double precision NOT NULL,
     budget    double precision NOT NULL,
     PRIMARY KEY (team_id, month, threshold)
+);
+
+-- Idle rules and TTLs (issue 30 item 2). A cluster's TTL: when it is brought down.
+ALTER TABLE clusters ADD COLUMN expire_time timestamptz;
+
+-- Per rule and target (a pool, or the cluster itself with pool ''): the idle episode or
+-- expiry the marks are for (a new one resets them), whether the team was warned, the
+-- operation that acted, and a member's snooze.
+CREATE TABLE rule_marks (
+    cluster_id    uuid NOT NULL REFERENCES clusters (id) ON DELETE CASCADE,
+    pool          text NOT NULL DEFAULT '',
+    rule          text NOT NULL CHECK (rule IN ('POOL_IDLE', 'CLUSTER_IDLE', 'TTL')),
+    episode       timestamptz,
+    warned        boolean NOT NULL DEFAULT false,
+    operation_id  uuid,
+    snoozed_until timestamptz,
+    PRIMARY KEY (cluster_id, pool, rule)
 );

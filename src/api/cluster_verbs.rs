@@ -8,7 +8,7 @@
 //! handler; the cluster path is validated before any handler runs.
 
 use axum::extract::{FromRequestParts, Request, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use utoipa_axum::router::OpenApiRouter;
 
@@ -55,6 +55,12 @@ async fn cluster_verb(
         Some((cluster, "syncAccess")) => {
             let path = ClusterPath::parse(&project, &zone, cluster)?;
             super::sync_access::sync_cluster_access(&s, &caller, &path).await
+        }
+        Some((cluster, "snooze")) => {
+            let path = ClusterPath::parse(&project, &zone, cluster)?;
+            Ok(super::snooze::snooze_cluster(&s, &caller, &path, req)
+                .await?
+                .into_response())
         }
         Some((cluster, "diagnose")) => {
             let path = ClusterPath::parse(&project, &zone, cluster)?;

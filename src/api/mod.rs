@@ -66,6 +66,7 @@ pub mod reasons;
 pub mod resize;
 pub mod route_reasons;
 pub mod route_table;
+pub mod snooze;
 pub mod state;
 pub mod status;
 pub mod sync_access;

@@ -24,6 +24,8 @@ use super::error::ErrorBody;
         super::check_workload::check_workload,
         super::diagnose::diagnose_cluster,
         super::sync_access::sync_cluster_access,
+        super::snooze::snooze_cluster,
+        super::snooze::snooze_node_pool,
         super::operations::get_operation,
         super::operations::watch_operation,
         super::operations::cancel_operation,

@@ -8,8 +8,9 @@
 //! path is validated before any handler runs.
 
 use axum::extract::{FromRequestParts, Request, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
+use crate::service::Caller;
 use crate::service::clusters::ClusterPath;
 
 use super::drill::drill_node_pool;
@@ -27,6 +28,7 @@ pub const POOL_PATH: &str =
 /// mutations).
 pub async fn pool_verb(
     State(s): State<AppState>,
+    caller: Caller,
     ApiPath((project, zone, cluster, segment)): ApiPath<(String, String, String, String)>,
     req: Request,
 ) -> Result<Response, ApiError> {
@@ -37,6 +39,10 @@ pub async fn pool_verb(
             path.name()
         )));
     };
+    if verb == "snooze" {
+        let r = super::snooze::snooze_node_pool(&s, &caller, &path, pool, req).await?;
+        return Ok(r.into_response());
+    }
     let (mut parts, body) = req.into_parts();
     let r = MutationParts::from_request_parts(&mut parts, &s).await?;
     let IfMatch(if_match) = IfMatch::from_request_parts(&mut parts, &s).await?;

@@ -740,12 +740,28 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         "Fix `sharing` as the message says, or drop it.",
     ),
     e(
+        "INVALID_SNOOZE",
+        InvalidArgument,
+        Response,
+        &["field"],
+        "A `:snooze` duration is not a positive duration in seconds like \"7200s\".",
+        "Send {\"duration\": \"7200s\"}.",
+    ),
+    e(
         "INVALID_TIMEOUT",
         InvalidArgument,
         Response,
         &["limit"],
         "`timeout` (:wait) or `checkTimeout` (:diagnose) is not a duration above 0 and within `limit`.",
         "Send a duration like 10s or 500ms, at most `limit`.",
+    ),
+    e(
+        "INVALID_TTL",
+        InvalidArgument,
+        Response,
+        &["field"],
+        "`up`'s `ttl` is not a duration in seconds (\"86400s\"), `expireTime` is not an RFC 3339 time, both are given, or the expiry is less than a minute or more than a year away (`field` names which).",
+        "Send one of ttl (\"86400s\") or expireTime (RFC 3339), between a minute and a year from now.",
     ),
     e(
         "INVALID_UPDATE_MASK",
@@ -1145,6 +1161,14 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         &[],
         "No route for the path (or the test routes are disabled on this server).",
         "Check the path against /docs.",
+    ),
+    e(
+        "SNOOZE_TOO_LONG",
+        InvalidArgument,
+        Response,
+        &["maxSnooze"],
+        "A `:snooze` asks for longer than the team policy's `idle.maxSnooze` (default a day).",
+        "Snooze for at most maxSnooze; snooze again later, or ask an ADMIN to raise idle.maxSnooze.",
     ),
     e(
         "SPOT_CONFLICT",

@@ -138,7 +138,7 @@ const APPLY_CLUSTER: &[&[&str]] = &[
     CLUSTER_CHANGE,
     POOL_SPEC,
     POLICY,
-    &["CLOUD_UNAVAILABLE", "NO_ACCELERATOR_POOL"],
+    &["CLOUD_UNAVAILABLE", "INVALID_TTL", "NO_ACCELERATOR_POOL"],
 ];
 
 /// What `createNodePool` and its preview (`previewCreateNodePool`) can answer.
@@ -287,6 +287,31 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
     ("diagnoseCluster", &[CLUSTER, &["INVALID_TIMEOUT"]]),
     ("drillNodePool", DRILL_NODE_POOL),
     ("syncClusterAccess", &[CLUSTER, &["PERMISSION_DENIED"]]),
+    (
+        "snoozeCluster",
+        &[
+            CLUSTER,
+            &[
+                "CLOUD_UNAVAILABLE",
+                "INVALID_SNOOZE",
+                "PERMISSION_DENIED",
+                "SNOOZE_TOO_LONG",
+            ],
+        ],
+    ),
+    (
+        "snoozeNodePool",
+        &[
+            CLUSTER,
+            &[
+                "CLOUD_UNAVAILABLE",
+                "INVALID_SNOOZE",
+                "NODE_POOL_NOT_FOUND",
+                "PERMISSION_DENIED",
+                "SNOOZE_TOO_LONG",
+            ],
+        ],
+    ),
     ("previewDrillNodePool", DRILL_NODE_POOL),
     ("getAccelerator", &[&["UNKNOWN_ACCELERATOR=404"]]),
     ("getCaller", &[]),

@@ -109,6 +109,11 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
         )
         .run(background.clone()),
     );
+    tokio::spawn(crate::service::idle::run(
+        state.services.clone(),
+        settings.usage_interval,
+        background.clone(),
+    ));
     tokio::spawn(retention::run_gauges(
         db.clone(),
         std::time::Duration::from_secs(5),

@@ -256,6 +256,18 @@ states!(
         /// The team's measured spend this month crossed 50, 80 or 100% of its budget
         /// (`details.thresholdPercent`, `spentUsd`, `budgetUsd`, `month`); once each.
         BudgetThreshold = "BUDGET_THRESHOLD",
+        /// An idle rule will act on a pool or cluster at `details.actTime` unless it is
+        /// used or snoozed (`rule`, `action`, `idleSince`).
+        IdleWarning = "IDLE_WARNING",
+        /// An idle rule started an operation (`details.operation`, `action`, `rule`).
+        IdleAction = "IDLE_ACTION",
+        /// A member postponed idle actions (and a cluster's TTL) to
+        /// `details.snoozedUntil`.
+        IdleSnoozed = "IDLE_SNOOZED",
+        /// A cluster's TTL runs out at `details.actTime` (`expireTime`).
+        TtlWarning = "TTL_WARNING",
+        /// A cluster's TTL ran out: the rule started its `down` (`details.operation`).
+        TtlExpired = "TTL_EXPIRED",
     }
 );
 

@@ -61,6 +61,11 @@ pub struct Cluster {
     pub update_time: String,
     pub created_by: String,
     pub reconciling: bool,
+    /// When the cluster's TTL runs out and it is brought down (`up`'s `ttl` or
+    /// `expireTime`; `:snooze` postpones it). Absent: no TTL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, format = DateTime)]
+    pub expire_time: Option<String>,
     pub etag: String,
 }
 

@@ -86,6 +86,15 @@ impl Collector {
 
     /// Sample every interval until `stop`; the lease is given up on the way out.
     pub async fn run(self, stop: CancellationToken) {
+        metrics::describe_histogram!(
+            "kineticd_usage_round_seconds",
+            metrics::Unit::Seconds,
+            "Time one usage collector round took (the replica holding the collector's lease)"
+        );
+        metrics::describe_gauge!(
+            "kineticd_usage_unreachable_clusters",
+            "Clusters the last usage round could not read (their usage is a gap, not zero)"
+        );
         let mut tick = tokio::time::interval(self.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {

@@ -65,6 +65,7 @@ pub fn render_cluster(c: ClusterRecord, pools: Vec<NodePoolRecord>) -> Result<Cl
         update_time: model::timestamp(c.update_time),
         created_by: c.created_by,
         reconciling: c.reconciling,
+        expire_time: c.expire_time.map(model::timestamp),
         etag: model::etag(c.version, c.update_time),
         project: c.project_id,
         zone: c.zone,

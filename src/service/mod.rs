@@ -15,6 +15,7 @@ pub mod diagnose;
 pub mod error;
 pub mod etag;
 pub mod filter;
+pub mod idle;
 pub mod live;
 pub mod noop_operations;
 pub mod operation_response;

@@ -22,7 +22,7 @@ use super::replies::{self, Begun};
 use super::{Error, Result};
 
 /// The policy fields an update mask may name.
-pub const MASK_PATHS: [&str; 9] = [
+pub const MASK_PATHS: [&str; 10] = [
     "allowedAccelerators",
     "allowedZones",
     "allowedProvisioning",
@@ -32,6 +32,7 @@ pub const MASK_PATHS: [&str; 9] = [
     "maxHourlyCostUsd",
     "approvalAboveHourlyCostUsd",
     "monthlyBudgetUsd",
+    "idle",
 ];
 
 /// A team's policy as the API shows it.

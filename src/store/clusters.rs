@@ -31,6 +31,8 @@ pub struct ClusterRecord {
     pub create_time: DateTime<Utc>,
     pub update_time: DateTime<Utc>,
     pub version: i64,
+    /// When the cluster's TTL runs out (it is then brought down), on the cloud's clock.
+    pub expire_time: Option<DateTime<Utc>>,
 }
 
 /// A row as stored; [`ClusterRow::decode`] checks its state and spec.
@@ -50,6 +52,7 @@ pub(super) struct ClusterRow {
     create_time: DateTime<Utc>,
     update_time: DateTime<Utc>,
     version: i64,
+    expire_time: Option<DateTime<Utc>>,
 }
 
 impl Stored for ClusterRow {
@@ -75,6 +78,7 @@ impl Stored for ClusterRow {
             create_time: self.create_time,
             update_time: self.update_time,
             version: self.version,
+            expire_time: self.expire_time,
         })
     }
 }
@@ -93,7 +97,7 @@ pub struct NewCluster<'a> {
 }
 
 pub(super) const COLUMNS: &str = "id, project_id, zone, name, team_id, state, spec, resources, endpoint, \
-                       reconciling, created_by, create_time, update_time, version";
+                       reconciling, created_by, create_time, update_time, version, expire_time";
 
 pub async fn insert(
     ex: impl PgExecutor<'_>,
@@ -411,6 +415,23 @@ pub async fn set_spec(
     )
     .bind(id)
     .bind(Json(spec))
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Set (or clear) the cluster's TTL expiry; a change of the record (new etag).
+pub async fn set_expire_time(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    at: Option<DateTime<Utc>>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE clusters SET expire_time = $2, update_time = now(), version = version + 1 \
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(at)
     .execute(ex)
     .await?;
     Ok(())

@@ -11,6 +11,7 @@ pub mod approvals;
 pub mod clusters;
 pub mod db;
 pub mod events;
+pub mod idle;
 mod keyed;
 mod keyset;
 pub mod manifests;

@@ -178,15 +178,22 @@ pub async fn record_sample(
     .execute(&mut *tx)
     .await?;
     record_pools(&mut tx, cluster, now, contiguous, nodes).await?;
+    let busy = nodes.iter().any(|n| n.busy > 0);
     sqlx::query(
-        "INSERT INTO usage_clusters (cluster_id, team_id, last_sample, last_round) \
-         VALUES ($1, $2, $3, $4) ON CONFLICT (cluster_id) DO UPDATE \
-         SET last_sample = EXCLUDED.last_sample, last_round = EXCLUDED.last_round",
+        "INSERT INTO usage_clusters AS u \
+             (cluster_id, team_id, last_sample, last_round, seen_since, last_busy) \
+         VALUES ($1, $2, $3, $4, $3, CASE WHEN $5 THEN $3 END) \
+         ON CONFLICT (cluster_id) DO UPDATE SET \
+             last_sample = EXCLUDED.last_sample, last_round = EXCLUDED.last_round, \
+             seen_since = CASE WHEN $6 THEN u.seen_since ELSE EXCLUDED.seen_since END, \
+             last_busy = COALESCE(EXCLUDED.last_busy, CASE WHEN $6 THEN u.last_busy END)",
     )
     .bind(cluster.id)
     .bind(&cluster.team_id)
     .bind(now)
     .bind(round)
+    .bind(busy)
+    .bind(contiguous)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;

@@ -123,6 +123,8 @@ const ROUTES: &[Route] = &[
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:checkWorkload", READ, "a read-only check; POST for its body"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:diagnose", READ, "read-only checks; POST per AIP-136"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:syncAccess", MUTATION, "converge IAM and RBAC: needs MEMBER"),
+    r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:snooze", MUTATION, "postpone idle rules and the TTL: needs MEMBER"),
+    r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:snooze", MUTATION, "postpone a pool's idle rule: needs MEMBER"),
     r("GET", "/v1/teams", ANY_CALLER, "lists only the caller's teams"),
     r("POST", "/v1/teams", Caller { outsider: 201, viewer: 201 }, "anyone signed in may found a team"),
     r("GET", "/v1/teams/{team}", READ, "the team"),
@@ -174,6 +176,7 @@ fn body(method: &str, template: &str, who: &str) -> Option<Value> {
         ("PATCH", "policy") => json!({"maxClusters": 3}),
         ("POST", "{operation}:approve" | "{operation}:reject") => json!({"comment": "ok"}),
         ("POST", "{pool}:drill" | "{pool}:previewDrill") => json!({}),
+        ("POST", "{cluster}:snooze" | "{pool}:snooze") => json!({"duration": "3600s"}),
         ("POST", "{cluster}:checkWorkload") => {
             json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p"}, "spec": {"containers": []}})
         }

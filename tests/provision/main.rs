@@ -17,6 +17,7 @@ mod etags;
 mod faults;
 mod flex;
 mod flex_sim;
+mod idle;
 mod ordering;
 mod policy;
 mod pools;

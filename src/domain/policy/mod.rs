@@ -21,10 +21,12 @@ use serde::{Deserialize, Serialize};
 use super::provisioning::Provisioning;
 
 mod check;
+pub mod idle;
 mod report;
 mod usage;
 
 pub use check::{PolicyCheck, Verdict, Violation, evaluate, fit};
+pub use idle::{IdleAction, IdleError, IdleRules};
 pub use report::{LimitUse, report};
 pub use usage::{Ask, Bounds, PoolUse, Usage};
 
@@ -74,6 +76,10 @@ pub struct Policy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub monthly_budget_usd: Option<f64>,
+    /// What happens to idle pools and clusters, and how long a snooze may be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub idle: Option<IdleRules>,
 }
 
 /// Why a policy is not one.
@@ -91,6 +97,8 @@ pub enum PolicyError {
     BadAmount { field: &'static str, value: f64 },
     #[error("{field} lists {value} twice")]
     Repeated { field: &'static str, value: String },
+    #[error(transparent)]
+    Idle(IdleError),
 }
 
 impl PolicyError {
@@ -100,6 +108,7 @@ impl PolicyError {
             | PolicyError::BadAmount { field, .. }
             | PolicyError::Repeated { field, .. } => field,
             PolicyError::BadZone(_) => "allowedZones",
+            PolicyError::Idle(IdleError::Bad { field, .. }) => field,
         }
     }
 }
@@ -152,6 +161,9 @@ impl Policy {
             {
                 return Err(PolicyError::BadAmount { field, value: v });
             }
+        }
+        if let Some(idle) = &self.idle {
+            idle.rules().map_err(PolicyError::Idle)?;
         }
         Ok(())
     }

@@ -24,6 +24,7 @@ pub mod pools;
 pub mod reservations;
 pub mod resize;
 pub mod sharing;
+pub mod ttl;
 pub mod up;
 pub mod version;
 

@@ -21,6 +21,7 @@ use super::super::{Error, Result, Services};
 use super::guard::{self, Guard};
 use super::placement::check_placement;
 use super::pools::{check_quota, new_pool_ids};
+use super::ttl;
 use super::{
     Begin, Mutation, OpRequest, Plan, Submitted, approval, begin, parse_accelerator, pool_error,
     submit, transaction,
@@ -41,6 +42,17 @@ pub struct UpRequest {
     pub spot: Option<bool>,
     /// The first pool consumes this specific reservation (not with spot).
     pub reservation: Option<String>,
+    /// How long the cluster lives, from now on the cloud's clock (`"86400s"`): it is then
+    /// brought down by a `down` the TTL rule starts, after a TTL_WARNING `warnBefore`
+    /// ahead (the team policy's `idle.warnBefore`, default an hour); `:snooze` postpones
+    /// it. On an existing cluster: its new expiry. Not with `expireTime`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub ttl: Option<String>,
+    /// When the cluster is brought down (RFC 3339), as `ttl` does. Not with `ttl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub expire_time: Option<String>,
 }
 
 /// `up`: reconcile the cluster if it exists, create it otherwise.
@@ -74,7 +86,9 @@ async fn reconcile(
         ));
     }
     let force_destroy = req.force_destroy.unwrap_or(c.spec.force_destroy);
+    let expire = ttl::expiry(&svc.cloud, req.ttl.as_deref(), req.expire_time.as_deref()).await?;
     let mut p = reconcile_plan(svc, m, &c, req.accelerator.is_some(), force_destroy).await?;
+    p.warnings.extend(expire.map(expiry_note));
     // A reconcile adds nothing the policy counts (its pools are counted already): a
     // tightened policy never blocks a repair.
     p.policy = Some(crate::domain::policy::PolicyCheck::allowed());
@@ -88,6 +102,9 @@ async fn reconcile(
         ..c.spec.clone()
     };
     store::clusters::set_spec(&mut *tx, c.id, &spec).await?;
+    if expire.is_some() {
+        store::clusters::set_expire_time(&mut *tx, c.id, expire).await?;
+    }
     store::clusters::set_state(&mut *tx, c.id, ClusterState::Reconciling, true).await?;
     let op = up_operation(m, team, c.id, Vec::new(), false, &req);
     submit::<Provisioning<Up>, _>(tx, m, op, &p).await
@@ -154,6 +171,14 @@ fn up_operation<'a>(
     }
 }
 
+/// The plan's note of a TTL.
+fn expiry_note(at: chrono::DateTime<chrono::Utc>) -> String {
+    format!(
+        "the cluster expires at {}: it is then brought down (a TTL_WARNING comes first; :snooze postpones it)",
+        at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    )
+}
+
 /// A new cluster's first accelerator pool: its id, record and shape.
 struct FirstPool {
     id: String,
@@ -164,6 +189,7 @@ struct FirstPool {
 /// A new cluster, with its first pool unless it is a cpu cluster.
 async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Result<Submitted> {
     let choice = requested_accelerator(m, &req)?;
+    let expire = ttl::expiry(&svc.cloud, req.ttl.as_deref(), req.expire_time.as_deref()).await?;
     let acc = match &choice {
         Choice::Accelerator(r) => Some(r),
         Choice::Cpu => None,
@@ -187,6 +213,7 @@ async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Res
     let force_destroy = req.force_destroy.unwrap_or(true);
     let mut p = create_plan(svc, m, first.as_ref(), force_destroy);
     p.warnings.extend(warnings);
+    p.warnings.extend(expire.map(expiry_note));
     p.policy = Some(check.clone());
     let Some(mut tx) = held.take() else {
         p.access = access_preview(svc, m, team).await?;
@@ -210,6 +237,9 @@ async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Res
         reservation: req.reservation.clone(),
     };
     let record = insert_cluster(&mut tx, m, team, spec).await?;
+    if expire.is_some() {
+        store::clusters::set_expire_time(&mut *tx, record.id, expire).await?;
+    }
     if let Some(f) = &first {
         store::node_pools::insert(
             &mut *tx,
