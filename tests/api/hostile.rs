@@ -165,6 +165,7 @@ fn good_body(method: &str, template: &str) -> Option<Value> {
             Some(json!({"accelerator": "l4"}))
         }
         ("post", "/v1/testing/noopOperations") => Some(json!({"team": "acme", "steps": 1})),
+        ("post", t) if t.ends_with(":snooze") => Some(json!({"duration": "3600s"})),
         _ => None,
     }
 }
