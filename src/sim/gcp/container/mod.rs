@@ -175,8 +175,13 @@ pub fn tick(world: &mut World, clock: &Clock) {
 /// overshoot it by the scale-ups planned within that tick.
 pub fn quota_caps(world: &mut World) {
     let mut caps = Vec::new();
+    // One usage sum per (project, region), not per cluster: a tick runs before every
+    // call, so a per-cluster sum made every call cost clusters x pools squared.
+    let mut usages: BTreeMap<(&str, &str), BTreeMap<String, f64>> = BTreeMap::new();
     for c in world.container.clusters.values() {
-        let usage = usage(world, &c.project, &c.region);
+        let usage = usages
+            .entry((c.project.as_str(), c.region.as_str()))
+            .or_insert_with(|| usage(world, &c.project, &c.region));
         for p in &c.pools {
             let Some(count) = world.kube.pool_node_count(&c.kube_key, &p.spec.name) else {
                 continue;
