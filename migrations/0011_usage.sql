@@ -32,8 +32,10 @@ CREATE TABLE usage_intervals (
 );
 -- The collector's work: the open intervals of one cluster (grows with nodes, not history).
 CREATE UNIQUE INDEX usage_open_nodes ON usage_intervals (cluster_id, node) WHERE open;
--- A team's usage over a range.
+-- A team's usage over a range (intervals starting before its end, ending after its
+-- start: the month-to-date spend reads by end).
 CREATE INDEX usage_by_team ON usage_intervals (team_id, start_time);
+CREATE INDEX usage_by_team_end ON usage_intervals (team_id, end_time);
 
 -- Per cluster: the last good sample's time (the fence: a sample at or before it is
 -- dropped) and its round; a sample extends intervals only when the cluster's previous

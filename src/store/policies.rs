@@ -106,7 +106,7 @@ fn standing_sql() -> String {
            (SELECT usage_seq FROM teams WHERE team_id = $1) AS seen, \
            (SELECT usage_seq FROM bump) AS bumped, \
            mt.t AS month_now, \
-           (SELECT coalesce(sum(extract(epoch FROM least(u.end_time, mt.t) \
+           (SELECT coalesce(sum(date_part('epoch', least(u.end_time, mt.t) \
                                    - greatest(u.start_time, date_trunc('month', mt.t, 'UTC'))) \
                                 / 3600.0 * u.price_per_hour), 0)::float8 \
               FROM usage_intervals u WHERE u.team_id = $1 \

@@ -392,9 +392,15 @@ pub async fn sums(
 ) -> Result<Vec<UsageSum>, StoreError> {
     // Pieces: each interval cut to the range and, grouping by day, at every midnight.
     let pieces = if q.group_by == GroupBy::Day {
-        "CROSS JOIN LATERAL ( \
-             SELECT greatest(c.s, d) AS piece_start, least(c.e, d + interval '1 day') AS piece_end \
-             FROM generate_series(date_trunc('day', c.s, 'UTC'), c.e, interval '1 day') AS d) p"
+        // Only an interval that crosses midnight is cut (generate_series on every row
+        // makes the planner expect hundreds of pieces per interval).
+        "CROSS JOIN LATERAL (SELECT date_trunc('day', c.s, 'UTC') AS d0) f \
+         CROSS JOIN LATERAL ( \
+             SELECT c.s AS piece_start, c.e AS piece_end WHERE c.e <= f.d0 + interval '1 day' \
+             UNION ALL \
+             SELECT greatest(c.s, d), least(c.e, d + interval '1 day') \
+             FROM generate_series(f.d0, c.e, interval '1 day') AS d \
+             WHERE c.e > f.d0 + interval '1 day') p"
     } else {
         "CROSS JOIN LATERAL (SELECT c.s AS piece_start, c.e AS piece_end) p"
     };
@@ -406,7 +412,7 @@ pub async fn sums(
                AND u.end_time > u.start_time), \
          pieces AS ( \
              SELECT c.*, p.piece_start, p.piece_end, \
-                    extract(epoch FROM p.piece_end - p.piece_start) / 3600.0 AS hours \
+                    date_part('epoch', p.piece_end - p.piece_start) / 3600.0 AS hours \
              FROM c {pieces} WHERE p.piece_end > p.piece_start), \
          keyed AS (SELECT {keys}, hours, accelerators, busy, price_per_hour FROM pieces) \
          SELECT cluster, pool, accelerator, provisioning, member, day, \
@@ -463,7 +469,7 @@ pub async fn spend(
     end: DateTime<Utc>,
 ) -> Result<f64, StoreError> {
     let v: Option<f64> = sqlx::query_scalar(
-        "SELECT sum(extract(epoch FROM least(end_time, $3) - greatest(start_time, $2)) / 3600.0 \
+        "SELECT sum(date_part('epoch', least(end_time, $3) - greatest(start_time, $2)) / 3600.0 \
                     * price_per_hour)::float8 \
          FROM usage_intervals \
          WHERE team_id = $1 AND start_time < $3 AND end_time > $2",
@@ -513,7 +519,7 @@ pub async fn budget_crossings(
         "WITH m AS (SELECT date_trunc('month', $1::timestamptz, 'UTC') AS start), \
          spend AS ( \
              SELECT p.team_id, (p.policy->>'monthlyBudgetUsd')::float8 AS budget, \
-                    coalesce((SELECT sum(extract(epoch FROM least(u.end_time, $1) \
+                    coalesce((SELECT sum(date_part('epoch', least(u.end_time, $1) \
                                                  - greatest(u.start_time, m.start)) \
                                          / 3600.0 * u.price_per_hour) \
                               FROM usage_intervals u \
