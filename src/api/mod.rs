@@ -72,6 +72,7 @@ pub mod sync_access;
 pub mod teams;
 pub mod testing;
 pub mod verbs;
+pub mod webhooks;
 
 use serde::Deserialize;
 use utoipa::IntoParams;

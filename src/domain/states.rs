@@ -253,6 +253,21 @@ states!(
         TeamCreated = "TEAM_CREATED",
         /// A team was deleted.
         TeamDeleted = "TEAM_DELETED",
+        /// A webhook was added to the team (`details`: its url, events and format; never
+        /// its secret).
+        WebhookCreated = "WEBHOOK_CREATED",
+        /// A webhook was removed from the team.
+        WebhookDeleted = "WEBHOOK_DELETED",
+        /// An idle pool or cluster will be acted on soon (`details`: the rule, when).
+        IdleWarning = "IDLE_WARNING",
+        /// An idle rule acted through an operation.
+        IdleAction = "IDLE_ACTION",
+        /// A cluster's TTL ends soon.
+        TtlWarning = "TTL_WARNING",
+        /// The month's spend crossed a share of the budget (`details.percent`).
+        BudgetThreshold = "BUDGET_THRESHOLD",
+        /// Spot nodes of a pool were reclaimed.
+        SpotReclaimed = "SPOT_RECLAIMED",
     }
 );
 

@@ -25,6 +25,7 @@ pub mod rendered;
 pub mod replies;
 pub mod team_queue;
 pub mod teams;
+pub mod webhooks;
 
 pub use db::{Db, connect, migrate};
 pub use persisted::{ClusterSpecRecord, Corrupt, PoolSpecRecord, Row};
