@@ -344,6 +344,18 @@ mod tests {
     }
 
     #[test]
+    fn webhooks_reach_loopback_with_dev_only_unless_told() {
+        let dev = parse(&["--dev"]).unwrap().webhook_allow;
+        assert!(dev.loopback && !dev.private);
+        let prod = parse(&["--dev", "--webhook-allow", "none"]).unwrap().webhook_allow;
+        assert_eq!(prod, Allow::default());
+        let both = parse(&["--dev", "--webhook-allow", "private,loopback"]).unwrap();
+        assert!(both.webhook_allow.private && both.webhook_allow.loopback);
+        let e = parse(&["--dev", "--webhook-allow", "public"]).unwrap_err();
+        assert!(matches!(e, ConfigError::BadWebhookAllow(_)), "{e}");
+    }
+
+    #[test]
     fn iap_needs_audience_and_database() {
         let e = parse(&["--auth", "iap", "--database-url", "postgres://x/y"]).unwrap_err();
         assert!(matches!(e, ConfigError::MissingAudience));
