@@ -347,7 +347,9 @@ mod tests {
     fn webhooks_reach_loopback_with_dev_only_unless_told() {
         let dev = parse(&["--dev"]).unwrap().webhook_allow;
         assert!(dev.loopback && !dev.private);
-        let prod = parse(&["--dev", "--webhook-allow", "none"]).unwrap().webhook_allow;
+        let prod = parse(&["--dev", "--webhook-allow", "none"])
+            .unwrap()
+            .webhook_allow;
         assert_eq!(prod, Allow::default());
         let both = parse(&["--dev", "--webhook-allow", "private,loopback"]).unwrap();
         assert!(both.webhook_allow.private && both.webhook_allow.loopback);
