@@ -590,3 +590,41 @@ async fn deleting_a_webhook_removes_its_pending_deliveries() {
         .unwrap();
     assert_eq!(left, 0);
 }
+
+#[tokio::test]
+async fn two_replicas_send_each_delivery_once() {
+    let app = acme().await;
+    let rx = Receiver::start(&[]).await;
+    create(
+        &app,
+        OWNER,
+        json!({"url": rx.url, "events": ["IDLE_ACTION"]}),
+    )
+    .await;
+    let other = TestApp::spawn_with(app.db.clone(), app.url.clone(), |s| s).await;
+    let _a = workers(&app, true);
+    let _b = workers(&other, true);
+    const N: usize = 40;
+    for i in 0..N {
+        store::events::append(
+            &app.db,
+            &store::events::NewEvent {
+                team_id: Some("acme"),
+                actor: "kineticd",
+                event_type: EventType::IdleAction,
+                target: "teams/acme",
+                request_id: None,
+                details: json!({"i": i}),
+            },
+        )
+        .await
+        .unwrap();
+    }
+    rx.wait_for(N).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let got = rx.got();
+    let mut ids: Vec<String> = got.iter().map(|g| g.header("x-kinetic-delivery")).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!((got.len(), ids.len()), (N, N), "a delivery sent twice");
+}
