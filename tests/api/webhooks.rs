@@ -628,3 +628,62 @@ async fn two_replicas_send_each_delivery_once() {
     ids.dedup();
     assert_eq!((got.len(), ids.len()), (N, N), "a delivery sent twice");
 }
+
+#[tokio::test]
+async fn audit_types_map_to_webhook_events() {
+    let (db, _) = crate::common::fresh_db().await;
+    let cases = [
+        (
+            "OPERATION_STATE_CHANGED",
+            json!({"to": "SUCCEEDED"}),
+            vec!["OPERATION_FINISHED"],
+        ),
+        (
+            "OPERATION_STATE_CHANGED",
+            json!({"to": "FAILED"}),
+            vec!["OPERATION_FINISHED"],
+        ),
+        (
+            "OPERATION_STATE_CHANGED",
+            json!({"to": "CANCELLED"}),
+            vec!["OPERATION_FINISHED"],
+        ),
+        (
+            "OPERATION_STATE_CHANGED",
+            json!({"to": "CANCELLED", "reason": "APPROVAL_EXPIRED"}),
+            vec!["OPERATION_FINISHED", "APPROVAL_DECIDED"],
+        ),
+        (
+            "OPERATION_STATE_CHANGED",
+            json!({"to": "PENDING_APPROVAL"}),
+            vec!["APPROVAL_NEEDED"],
+        ),
+        ("OPERATION_STATE_CHANGED", json!({"to": "RUNNING"}), vec![]),
+        ("OPERATION_APPROVED", json!({}), vec!["APPROVAL_DECIDED"]),
+        ("OPERATION_REJECTED", json!({}), vec!["APPROVAL_DECIDED"]),
+        ("IDLE_WARNING", json!({}), vec!["IDLE_WARNING"]),
+        ("IDLE_ACTION", json!({}), vec!["IDLE_ACTION"]),
+        ("TTL_WARNING", json!({}), vec!["TTL_WARNING"]),
+        ("BUDGET_THRESHOLD", json!({}), vec!["BUDGET_THRESHOLD"]),
+        ("SPOT_RECLAIMED", json!({}), vec!["SPOT_RECLAIMED"]),
+        ("REQUEST_ACCEPTED", json!({}), vec![]),
+        ("MEMBER_ADDED", json!({}), vec![]),
+    ];
+    for (kind, details, want) in cases {
+        let got: Vec<String> = sqlx::query_scalar("SELECT webhook_events_of($1, $2)")
+            .bind(kind)
+            .bind(&details)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+        assert_eq!(got, want, "{kind} {details}");
+    }
+    // Every name the mapping yields is one a webhook may subscribe to.
+    for e in kineticd::domain::webhooks::WebhookEvent::ALL {
+        assert!(
+            ["OPERATION_FINISHED", "APPROVAL_NEEDED", "APPROVAL_DECIDED"].contains(&e.as_str())
+                || EventType::parse(e.as_str()).is_ok(),
+            "{e}"
+        );
+    }
+}
