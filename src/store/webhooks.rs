@@ -269,3 +269,18 @@ pub async fn attempts(ex: impl PgExecutor<'_>, id: Uuid) -> Result<Vec<AttemptRo
     .fetch_all(ex)
     .await?)
 }
+
+/// Delete DELIVERED and FAILED deliveries (with their tries) written before `cutoff`
+/// (retention); PENDING ones stay. Returns how many.
+pub async fn purge_settled_before(
+    ex: impl PgExecutor<'_>,
+    cutoff: DateTime<Utc>,
+) -> Result<u64, StoreError> {
+    Ok(
+        sqlx::query("DELETE FROM webhook_deliveries WHERE state <> 'PENDING' AND create_time < $1")
+            .bind(cutoff)
+            .execute(ex)
+            .await?
+            .rows_affected(),
+    )
+}

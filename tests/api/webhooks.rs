@@ -354,6 +354,20 @@ async fn a_pending_delivery_survives_a_restart_and_new_audit_types_fan_out() {
             .contains(&got[0].header("x-kinetic-delivery"))
     );
     assert_eq!(settled(&restarted, &w).await[0]["state"], "DELIVERED");
+
+    // Retention: a settled delivery older than the operations' retention goes.
+    let month = Duration::from_secs(30 * 86_400);
+    sqlx::query("UPDATE webhook_deliveries SET create_time = now() - interval '31 days'")
+        .execute(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(
+        kineticd::ops::retention::purge_deliveries_once(&app.db, month)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(log(&app, VIEWER, &w).await.is_empty());
 }
 
 #[tokio::test]
