@@ -56,10 +56,20 @@ struct Receiver {
     inner: Arc<Mutex<Inner>>,
 }
 
-async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> StatusCode {
+/// Records the request and answers the script's next status; a 3xx points elsewhere
+/// (a path with no route: 404 if a client followed it).
+async fn receive(
+    State(r): State<Receiver>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (
+    StatusCode,
+    [(axum::http::header::HeaderName, &'static str); 1],
+) {
     let mut i = r.inner.lock().unwrap();
     i.got.push(Got { headers, body });
-    StatusCode::from_u16(i.script.pop_front().unwrap_or(200)).unwrap()
+    let status = StatusCode::from_u16(i.script.pop_front().unwrap_or(200)).unwrap();
+    (status, [(axum::http::header::LOCATION, "/elsewhere")])
 }
 
 impl Receiver {
@@ -641,6 +651,72 @@ async fn two_replicas_send_each_delivery_once() {
     ids.sort();
     ids.dedup();
     assert_eq!((got.len(), ids.len()), (N, N), "a delivery sent twice");
+
+    // The log pages newest first through every delivery.
+    let w = &ok(app.get(VIEWER, HOOKS).await)["webhooks"][0];
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    loop {
+        let path = format!("{}/deliveries?pageSize=15&pageToken={token}", hook_path(w));
+        let page = ok(app.get(VIEWER, &path).await);
+        for d in page["deliveries"].as_array().unwrap() {
+            seen.push(d["id"].as_str().unwrap().to_owned());
+        }
+        match page["nextPageToken"].as_str() {
+            Some(t) => token = t.to_owned(),
+            None => break,
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ids);
+}
+
+#[tokio::test]
+async fn a_delivery_never_accepted_ends_failed_and_redirects_are_not_followed() {
+    let app = acme().await;
+    // Always a redirect (to a path that would answer 200): never followed, never delivered.
+    let rx = Receiver::start(&[307; 64]).await;
+    let w = create(
+        &app,
+        OWNER,
+        json!({"url": rx.url, "events": ["TTL_WARNING"]}),
+    )
+    .await;
+    let mut cfg = test_worker_config(1);
+    cfg.deliveries = DeliveryConfig {
+        allow: Allow {
+            loopback: true,
+            private: false,
+        },
+        backoff_base: Duration::from_millis(50),
+        backoff_cap: Duration::from_millis(100),
+        retry_period: Duration::from_millis(600),
+        poll: Duration::from_millis(50),
+        ..DeliveryConfig::default()
+    };
+    let _w = app.workers(cfg);
+    store::events::append(
+        &app.db,
+        &store::events::NewEvent {
+            team_id: Some("acme"),
+            actor: "kineticd",
+            event_type: EventType::TtlWarning,
+            target: "teams/acme",
+            request_id: None,
+            details: json!({}),
+        },
+    )
+    .await
+    .unwrap();
+    let l = settled(&app, &w).await;
+    assert_eq!(l[0]["state"], "FAILED", "{l:#?}");
+    assert_eq!(l[0]["lastStatus"], 307);
+    let tries = l[0]["attempts"].as_i64().unwrap();
+    assert!(tries >= 2, "{l:#?}");
+    assert!(l[0].get("nextAttemptTime").is_none() && l[0].get("deliverTime").is_none());
+    // Every try reached the webhook's own path, none followed the redirect.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rx.got().len() as i64, tries);
 }
 
 #[tokio::test]
