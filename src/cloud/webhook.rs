@@ -148,3 +148,40 @@ fn describe(e: &reqwest::Error) -> String {
     }
     out.chars().take(500).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use super::*;
+
+    async fn resolve(allow: Allow, host: &str) -> Result<Vec<SocketAddr>, String> {
+        Guarded(allow)
+            .resolve(Name::from_str(host).unwrap())
+            .await
+            .map(|a| a.collect())
+            .map_err(|e| e.to_string())
+    }
+
+    #[tokio::test]
+    async fn the_resolver_drops_refused_addresses() {
+        let none = Allow::default();
+        let lo = Allow {
+            loopback: true,
+            private: false,
+        };
+        // What a name resolves to is judged, not the name: a name that resolves (or
+        // rebinds) to loopback or the metadata server is refused.
+        let e = resolve(none, "127.0.0.1").await.unwrap_err();
+        assert!(e.contains("every address of 127.0.0.1 is refused"), "{e}");
+        let e = resolve(lo, "169.254.169.254").await.unwrap_err();
+        assert!(e.contains("metadata"), "{e}");
+        assert!(resolve(none, "localhost").await.is_err());
+        assert!(resolve(lo, "metadata.google.internal").await.is_err());
+        let kept = resolve(lo, "localhost").await.unwrap();
+        assert!(
+            !kept.is_empty() && kept.iter().all(|a| a.ip().is_loopback()),
+            "{kept:?}"
+        );
+    }
+}
