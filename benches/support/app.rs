@@ -86,6 +86,7 @@ pub async fn start_at(
         operation_retention: Duration::from_secs(30 * 86_400),
         approval_ttl: std::time::Duration::from_secs(7 * 86_400),
         audit_retention: Duration::from_secs(400 * 86_400),
+        usage_interval: std::time::Duration::from_secs(60),
         test_workflows: false,
         shutdown_grace: Duration::from_secs(5),
         data_dir: std::env::temp_dir(),

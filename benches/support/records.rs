@@ -65,7 +65,15 @@ pub async fn insert_cluster(
             "acceleratorCount": 1, "minNodes": 0, "maxNodes": 4, "spot": spot(k),
             "zones": [zone], "labels": {}, "taints": []
         }))?;
-        store::node_pools::insert(&mut *tx, rec.id, &id, PoolState::Running, &spec).await?;
+        store::node_pools::insert(
+            &mut *tx,
+            rec.id,
+            &id,
+            PoolState::Running,
+            &spec,
+            "test@example.com",
+        )
+        .await?;
     }
     Ok(())
 }

@@ -71,6 +71,7 @@ pub mod status;
 pub mod sync_access;
 pub mod teams;
 pub mod testing;
+pub mod usage;
 pub mod verbs;
 pub mod webhooks;
 

@@ -756,6 +756,14 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         "Name only the fields the message lists, or `*`.",
     ),
     e(
+        "INVALID_USAGE_QUERY",
+        InvalidArgument,
+        Response,
+        &["field"],
+        "A usage question is not one kineticd answers: an unknown groupBy, a time that is not RFC 3339, an endTime not after startTime, or a range over 400 days (`field` names the parameter).",
+        "Use groupBy cluster, pool, accelerator, provisioning, member or day, RFC 3339 times, and a range of at most 400 days.",
+    ),
+    e(
         "INVALID_WEBHOOK",
         InvalidArgument,
         Response,

@@ -233,6 +233,10 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
     ("getTeamPolicy", &[TEAM]),
     ("evaluateTeamPolicy", &[TEAM]),
     (
+        "getTeamUsage",
+        &[TEAM, &["CLOUD_UNAVAILABLE", "INVALID_USAGE_QUERY"]],
+    ),
+    (
         "updateTeamPolicy",
         &[
             TEAM,

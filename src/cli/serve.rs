@@ -104,6 +104,15 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
         std::time::Duration::from_secs(3600),
         background.clone(),
     ));
+    tokio::spawn(
+        ops::usage::Collector::new(
+            db.clone(),
+            state.cloud.clone(),
+            state.prices.clone(),
+            settings.usage_interval,
+        )
+        .run(background.clone()),
+    );
     tokio::spawn(retention::run_gauges(
         db.clone(),
         std::time::Duration::from_secs(5),

@@ -9,6 +9,7 @@
 //! by default, a step's through [`Cloud::for_steps`].
 
 pub mod call_metrics;
+pub mod clock;
 pub mod gcp;
 pub mod kube;
 pub mod rate;
@@ -28,6 +29,8 @@ pub struct Cloud {
     pub manifests: ManifestConfig,
     /// The shared outbound HTTP client (manifest downloads).
     pub http: reqwest::Client,
+    /// The cloud's time (usage, idle rules, TTLs).
+    pub clock: clock::CloudClock,
 }
 
 impl Cloud {
@@ -35,6 +38,7 @@ impl Cloud {
         // One call timeout for Google's and the clusters' APIs: a hung call of either
         // kind is given up after it and retried by its step.
         let timeout = config.call_timeout;
+        let clock = clock::CloudClock::new(config.clock.clone(), http.clone());
         // Calls are retried within a request's budget unless a caller says otherwise
         // (the workers' steps do: [`Cloud::for_steps`]).
         let budget = CallBudget::request(config.request_retry);
@@ -46,6 +50,7 @@ impl Cloud {
             kube,
             manifests,
             http,
+            clock,
         }
     }
 
@@ -58,6 +63,7 @@ impl Cloud {
             kube: self.kube.with_budget(budget),
             manifests: self.manifests.clone(),
             http: self.http.clone(),
+            clock: self.clock.clone(),
         }
     }
 

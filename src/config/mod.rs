@@ -94,6 +94,10 @@ pub struct ServeArgs {
     /// before it ends CANCELLED with APPROVAL_EXPIRED (default 7 days).
     #[arg(long, env = "KINETIC_APPROVAL_TTL_SECONDS", default_value_t = 604_800)]
     pub approval_ttl_seconds: u64,
+    /// Seconds between two samples of every RUNNING cluster's nodes by the usage
+    /// collector (1 to 3600; one replica samples at a time).
+    #[arg(long, env = "KINETIC_USAGE_INTERVAL_SECONDS", default_value_t = 60.0)]
+    pub usage_interval_seconds: f64,
     /// Days audit events (`/v1/teams/{team}/events`) are kept before they are deleted.
     #[arg(long, env = "KINETIC_AUDIT_RETENTION_DAYS", default_value_t = 400)]
     pub audit_retention_days: u32,
@@ -154,6 +158,8 @@ pub struct Settings {
     pub approval_ttl: Duration,
     /// How long audit events are kept (`KINETIC_AUDIT_RETENTION_DAYS`).
     pub audit_retention: Duration,
+    /// Between two usage samples (`KINETIC_USAGE_INTERVAL_SECONDS`).
+    pub usage_interval: Duration,
     pub test_workflows: bool,
     pub shutdown_grace: Duration,
     pub data_dir: PathBuf,
@@ -201,6 +207,8 @@ pub enum ConfigError {
     BadSimSpeed,
     #[error("KINETIC_LEASE_SECONDS must be between 1 and 3600")]
     BadLease,
+    #[error("KINETIC_USAGE_INTERVAL_SECONDS must be between 1 and 3600")]
+    BadUsageInterval,
     #[error("KINETIC_DB_MAX_CONNECTIONS must be at least 2")]
     TooFewConnections,
     #[error("DATABASE_URL is required without --dev (with --dev a private PostgreSQL is started)")]
@@ -241,6 +249,9 @@ impl Settings {
         }
         if !(1.0..=3600.0).contains(&a.lease_seconds) {
             return Err(ConfigError::BadLease);
+        }
+        if !(1.0..=3600.0).contains(&a.usage_interval_seconds) {
+            return Err(ConfigError::BadUsageInterval);
         }
         let sim_speed = a.sim_speed;
         if sim_speed.is_some_and(|s| !s.is_finite() || s < 0.0) {
@@ -297,6 +308,7 @@ impl Settings {
             ),
             approval_ttl: Duration::from_secs(a.approval_ttl_seconds),
             audit_retention: Duration::from_secs(u64::from(a.audit_retention_days) * 86_400),
+            usage_interval: Duration::from_secs_f64(a.usage_interval_seconds),
             test_workflows: a.test_workflows.unwrap_or(a.dev),
             shutdown_grace: Duration::from_secs(a.shutdown_grace_seconds),
             data_dir: a.data_dir,

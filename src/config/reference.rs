@@ -112,6 +112,13 @@ pub fn env_only() -> Vec<Variable> {
          kineticd_cloud_rate_limit metric and the `apis` check of `:diagnose`. Against a \
          simulator at KINETIC_SIM_SPEED > 1 it is multiplied by that speed, as its clock is",
     ));
+    out.push(env(
+        crate::cloud::gcp::config::CLOCK_VAR,
+        "",
+        "The cloud's clock, which usage, idle rules and TTLs are measured on: `wall` (this \
+         machine's clock) or the URL of a simulator's `/sim/v1/clock`. Unset: the \
+         simulator's clock when KINETIC_GCP_URL names one (and with --dev), else `wall`",
+    ));
     let manifests = ManifestConfig::default().env();
     for (url_var, url) in manifests.iter().filter(|(n, _)| n.ends_with("_URL")) {
         let what = if url_var.contains("LWS") {

@@ -94,6 +94,7 @@ mod paths;
 mod provision;
 mod session;
 mod teams;
+mod usage;
 mod view;
 
 use std::sync::Arc;
@@ -147,6 +148,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ConsoleState) -> Router<S
         .route("/console/teams/{team}", get(teams::page))
         .route("/console/teams/{team}/members", post(teams::put_member))
         .route("/console/teams/{team}/events", get(events::team))
+        .route("/console/teams/{team}/usage", get(usage::page))
         .route("/console/events", get(events::all))
         .route(cluster, get(clusters::page))
         .route(

@@ -25,6 +25,7 @@ pub mod roles;
 pub mod rpc;
 #[macro_use]
 pub mod states;
+pub mod usage;
 pub mod webhooks;
 pub mod workload;
 

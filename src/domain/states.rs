@@ -253,8 +253,11 @@ states!(
         TeamCreated = "TEAM_CREATED",
         /// A team was deleted.
         TeamDeleted = "TEAM_DELETED",
-        /// A webhook was added to the team (`details`: its url, events and format; never
-        /// its secret).
+        /// The team's measured spend this month crossed 50, 80 or 100% of its budget
+        /// (`details.thresholdPercent`, `spentUsd`, `budgetUsd`, `month`); once each.
+        BudgetThreshold = "BUDGET_THRESHOLD",
+        /// A webhook was added to the team (`details`: its URL's host, events and
+        /// format; never its secret).
         WebhookCreated = "WEBHOOK_CREATED",
         /// A webhook was removed from the team.
         WebhookDeleted = "WEBHOOK_DELETED",
@@ -264,8 +267,6 @@ states!(
         IdleAction = "IDLE_ACTION",
         /// A cluster's TTL ends soon.
         TtlWarning = "TTL_WARNING",
-        /// The month's spend crossed a share of the budget (`details.percent`).
-        BudgetThreshold = "BUDGET_THRESHOLD",
         /// Spot nodes of a pool were reclaimed.
         SpotReclaimed = "SPOT_RECLAIMED",
     }

@@ -23,6 +23,7 @@ pub mod record_states;
 pub mod retention;
 pub mod runner;
 pub mod steps;
+pub mod usage;
 pub mod worker;
 pub mod workflows;
 

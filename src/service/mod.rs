@@ -29,6 +29,7 @@ pub mod request_id;
 pub mod state;
 pub mod status;
 pub mod teams;
+pub mod usage;
 pub mod webhooks;
 pub mod workload;
 

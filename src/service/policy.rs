@@ -236,13 +236,13 @@ pub fn usage_of(s: &Standing) -> Usage {
     for g in &s.groups {
         u.node_pools += g.pools.max(0) as u64;
         u.hourly_cost_usd += g.hourly_at_max;
-        u.month_spend_usd += g.hourly_at_max * policy::HOURS_PER_MONTH;
         if let Ok(accelerators::Choice::Accelerator(a)) = accelerators::parse(&g.accelerator) {
             let chips = g.nodes_at_max.max(0) as u64 * u64::from(a.per_node());
             *u.accelerators.entry(a.pool_prefix()).or_default() += chips;
         }
     }
-    u
+    let m = &s.month;
+    u.with_month(m.spent_usd, m.hours_left)
 }
 
 /// The team's usage against each limit of its policy (any member).

@@ -84,10 +84,16 @@ async fn state(State(sim): State<Sim>) -> Json<Value> {
     Json(serde_json::to_value(&*w).unwrap_or(Value::Null))
 }
 
+/// The virtual clock: its mode, seconds since the simulator started, and the calendar
+/// time they stand for (`time`, RFC 3339: the cloud's clock kineticd reads in `--dev`).
 async fn clock(State(sim): State<Sim>) -> Json<Value> {
-    Json(
-        json!({"mode": format!("{:?}", sim.clock().mode()), "nowSeconds": sim.clock().now().as_secs_f64()}),
-    )
+    let c = sim.clock();
+    let now = c.now();
+    Json(json!({
+        "mode": format!("{:?}", c.mode()),
+        "nowSeconds": now.as_secs_f64(),
+        "time": c.wall(now).to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -129,6 +135,9 @@ async fn advance(State(sim): State<Sim>, Json(a): Json<Advance>) -> impl IntoRes
     drop(sim.world()); // apply what became due
     (
         StatusCode::OK,
-        Json(json!({"nowSeconds": sim.clock().now().as_secs_f64()})),
+        Json(json!({
+            "nowSeconds": sim.clock().now().as_secs_f64(),
+            "time": sim.clock().wall_now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        })),
     )
 }

@@ -2,7 +2,10 @@
 //! everything is instantly due), or only moves when a test advances it (Explicit).
 //!
 //! Invariant: virtual time never goes backwards; `is_due` is the only question the state
-//! machines ask, so every mode drives them the same way.
+//! machines ask, so every mode drives them the same way. Virtual time maps to one
+//! calendar ([`Clock::wall`]: the wall-clock time the simulator started, plus virtual
+//! time), so every timestamp the simulator writes and the time it tells kineticd
+//! (`GET /sim/v1/clock`, the cloud's clock in `--dev`) agree.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -19,6 +22,8 @@ pub enum ClockMode {
 pub struct Clock {
     mode: ClockMode,
     start: Instant,
+    /// The calendar time of virtual time zero.
+    epoch: chrono::DateTime<chrono::Utc>,
     offset: Mutex<Duration>,
 }
 
@@ -30,6 +35,7 @@ impl Clock {
         Clock {
             mode,
             start: Instant::now(),
+            epoch: chrono::Utc::now(),
             offset: Mutex::new(Duration::ZERO),
         }
     }
@@ -53,6 +59,16 @@ impl Clock {
             ClockMode::Auto { .. } => self.offset(),
             ClockMode::Explicit => self.offset(),
         }
+    }
+
+    /// The calendar time of virtual time `t`.
+    pub fn wall(&self, t: SimTime) -> chrono::DateTime<chrono::Utc> {
+        self.epoch + chrono::Duration::from_std(t).unwrap_or(chrono::Duration::MAX)
+    }
+
+    /// The calendar time now (virtual).
+    pub fn wall_now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.wall(self.now())
     }
 
     /// Whether virtual time `t` has been reached.

@@ -23,8 +23,10 @@ pub mod profiles;
 pub mod reads;
 pub mod rendered;
 pub mod replies;
+pub mod task_leases;
 pub mod team_queue;
 pub mod teams;
+pub mod usage;
 pub mod webhooks;
 
 pub use db::{Db, connect, migrate};

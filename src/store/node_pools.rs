@@ -67,10 +67,11 @@ pub async fn insert(
     pool_id: &str,
     state: PoolState,
     spec: &PoolSpecRecord,
+    created_by: &str,
 ) -> Result<NodePoolRecord, StoreError> {
     let sql = format!(
-        "INSERT INTO node_pools (cluster_id, pool_id, state, spec) VALUES ($1, $2, $3, $4) \
-         RETURNING {COLUMNS}"
+        "INSERT INTO node_pools (cluster_id, pool_id, state, spec, created_by) \
+         VALUES ($1, $2, $3, $4, $5) RETURNING {COLUMNS}"
     );
     one::<PoolRow>(
         sqlx::query_as(AssertSqlSafe(sql))
@@ -78,6 +79,7 @@ pub async fn insert(
             .bind(pool_id)
             .bind(state.as_str())
             .bind(Json(spec))
+            .bind(created_by)
             .fetch_one(ex)
             .await?,
     )

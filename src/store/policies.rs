@@ -55,6 +55,18 @@ pub struct Standing {
     pub clusters: i64,
     /// Pools (not DELETED) of those clusters, by accelerator.
     pub groups: Vec<PoolGroup>,
+    /// The month so far, on the cloud's clock as the usage collector last read it.
+    pub month: Month,
+}
+
+/// The month so far: measured spend and hours left.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Month {
+    pub now: DateTime<Utc>,
+    /// USD the team's nodes cost from the start of the month to `now` (measured).
+    pub spent_usd: f64,
+    /// Hours from `now` to the end of the month.
+    pub hours_left: f64,
 }
 
 #[derive(sqlx::FromRow)]
@@ -66,6 +78,8 @@ struct StandingRow {
     groups: sqlx::types::Json<Vec<PoolGroup>>,
     seen: Option<i64>,
     bumped: Option<i64>,
+    month_now: DateTime<Utc>,
+    month_spent: f64,
 }
 
 /// The team's live pools (not DELETED, of live clusters) as `n`, their clusters as `c`
@@ -90,8 +104,16 @@ fn standing_sql() -> String {
                         AS \"hourlyAtMax\" \
                {TEAM_POOLS} GROUP BY 1) g) AS groups, \
            (SELECT usage_seq FROM teams WHERE team_id = $1) AS seen, \
-           (SELECT usage_seq FROM bump) AS bumped \
-         FROM (SELECT 1) one LEFT JOIN team_policies p ON p.team_id = $1"
+           (SELECT usage_seq FROM bump) AS bumped, \
+           mt.t AS month_now, \
+           (SELECT coalesce(sum(extract(epoch FROM least(u.end_time, mt.t) \
+                                   - greatest(u.start_time, date_trunc('month', mt.t, 'UTC'))) \
+                                / 3600.0 * u.price_per_hour), 0)::float8 \
+              FROM usage_intervals u WHERE u.team_id = $1 \
+                AND u.end_time > date_trunc('month', mt.t, 'UTC') AND u.start_time < mt.t) \
+             AS month_spent \
+         FROM (SELECT coalesce(max(last_sample), now()) AS t FROM usage_clusters) mt \
+         LEFT JOIN team_policies p ON p.team_id = $1"
     )
 }
 
@@ -131,6 +153,13 @@ async fn read(
             policy,
             clusters: r.clusters,
             groups: r.groups.0,
+            month: Month {
+                now: r.month_now,
+                spent_usd: r.month_spent,
+                hours_left: (crate::domain::usage::next_month_start(r.month_now) - r.month_now)
+                    .num_seconds() as f64
+                    / 3600.0,
+            },
         },
         fresh,
     ))

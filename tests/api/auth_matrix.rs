@@ -134,6 +134,7 @@ const ROUTES: &[Route] = &[
     r("GET", "/v1/teams/{team}/policy", READ, "the team's policy: every member reads it"),
     r("PATCH", "/v1/teams/{team}/policy", MUTATION, "needs ADMIN"),
     r("GET", "/v1/teams/{team}/policy:evaluate", READ, "usage against the policy: every member reads it"),
+    r("GET", "/v1/teams/{team}/usage", READ, "measured usage: every member reads it"),
     r("GET", "/v1/teams/{team}/events", READ, "the team's audit trail, for every member"),
     r("POST", "/v1/teams/{team}/webhooks", MUTATION, "adding a webhook needs ADMIN"),
     r("GET", "/v1/teams/{team}/webhooks", READ, "the team's webhooks (no secrets): every member"),

@@ -47,9 +47,16 @@ fn spot_pool() -> NodePool {
 
 async fn record_pool(app: &TestApp, cluster: Uuid, id: &str, spec: Value) {
     let spec = serde_json::from_value(spec).expect("pool spec");
-    kineticd::store::node_pools::insert(&app.db, cluster, id, PoolState::Running, &spec)
-        .await
-        .expect("insert pool");
+    kineticd::store::node_pools::insert(
+        &app.db,
+        cluster,
+        id,
+        PoolState::Running,
+        &spec,
+        "test@example.com",
+    )
+    .await
+    .expect("insert pool");
 }
 
 /// The GKE cluster with `default-pool`, the 4-GPU pool (3 nodes, max 3) and the spot

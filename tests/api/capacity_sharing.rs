@@ -92,9 +92,16 @@ async fn setup_with(
     let rec = app.cluster("acme", P, Z, C).await;
     for (id, spec) in records {
         let spec = serde_json::from_value(spec).expect("pool spec");
-        kineticd::store::node_pools::insert(&app.db, rec.id, id, PoolState::Running, &spec)
-            .await
-            .expect("insert pool");
+        kineticd::store::node_pools::insert(
+            &app.db,
+            rec.id,
+            id,
+            PoolState::Running,
+            &spec,
+            "test@example.com",
+        )
+        .await
+        .expect("insert pool");
     }
     let cluster = Cluster {
         name: C.into(),

@@ -43,9 +43,16 @@ async fn setup_with(quotas: &[(&str, f64)]) -> (TestApp, kineticd::sim::Sim, Kub
         "gkeAcceleratorType": "nvidia-l4", "acceleratorCount": 1, "minNodes": 1, "maxNodes": 2,
         "spot": false, "zones": [Z], "driverVersion": "LATEST"});
     let spec = serde_json::from_value(spec).expect("pool spec");
-    store::node_pools::insert(&app.db, rec.id, POOL, PoolState::Running, &spec)
-        .await
-        .expect("insert pool");
+    store::node_pools::insert(
+        &app.db,
+        rec.id,
+        POOL,
+        PoolState::Running,
+        &spec,
+        "test@example.com",
+    )
+    .await
+    .expect("insert pool");
     let gcp = app.state.cloud.gcp.clone();
     let mut pool = autoscaled_pool(POOL, "g2-standard-4", "nvidia-l4", 1, 1);
     if let Some(a) = pool.autoscaling.as_mut() {

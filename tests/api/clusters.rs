@@ -36,9 +36,16 @@ pub fn pool_spec(accelerator: &str) -> Value {
 
 pub async fn add_pool(app: &TestApp, cluster: uuid::Uuid, pool: &str) {
     let spec = serde_json::from_value(pool_spec("gpu-l4")).expect("pool spec");
-    kineticd::store::node_pools::insert(&app.db, cluster, pool, PoolState::Running, &spec)
-        .await
-        .expect("insert pool");
+    kineticd::store::node_pools::insert(
+        &app.db,
+        cluster,
+        pool,
+        PoolState::Running,
+        &spec,
+        "test@example.com",
+    )
+    .await
+    .expect("insert pool");
 }
 
 #[tokio::test]

@@ -55,9 +55,16 @@ fn spec(accelerator: &str, min: i64, max: i64) -> Value {
 
 async fn record_pool(app: &TestApp, cluster: Uuid, id: &str, spec: Value) {
     let spec = serde_json::from_value(spec).expect("pool spec");
-    store::node_pools::insert(&app.db, cluster, id, PoolState::Running, &spec)
-        .await
-        .expect("insert pool");
+    store::node_pools::insert(
+        &app.db,
+        cluster,
+        id,
+        PoolState::Running,
+        &spec,
+        "test@example.com",
+    )
+    .await
+    .expect("insert pool");
 }
 
 /// An L4 pool as GKE holds it: `nodes` nodes, autoscaling `nodes..nodes+10`.

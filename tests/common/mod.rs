@@ -188,6 +188,7 @@ pub fn test_settings(url: &str) -> Settings {
         operation_retention: std::time::Duration::from_secs(30 * 86_400),
         approval_ttl: std::time::Duration::from_secs(7 * 86_400),
         audit_retention: std::time::Duration::from_secs(400 * 86_400),
+        usage_interval: std::time::Duration::from_secs(60),
         test_workflows: true,
         shutdown_grace: std::time::Duration::from_secs(5),
         data_dir: std::env::temp_dir(),

@@ -31,3 +31,4 @@ mod sharing;
 mod sim_journal;
 mod support;
 mod up;
+mod usage;

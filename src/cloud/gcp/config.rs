@@ -113,6 +113,10 @@ pub struct GcpConfig {
     /// The ceiling of the adaptive rate per project and API, in requests per second
     /// (`KINETIC_CLOUD_RATE_PER_SECOND`); 429s lower it, successes raise it back.
     pub rate_ceiling: f64,
+    /// The cloud's clock ([`crate::cloud::clock`]): `None` is this machine's wall clock
+    /// (Google's, kept by NTP); a simulator root sets its virtual clock
+    /// (`{root}/sim/v1/clock`); `KINETIC_CLOCK_URL` overrides (`wall` for the wall clock).
+    pub clock: Option<Url>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -133,6 +137,9 @@ pub enum ConfigError {
 pub const RETRY_VAR: &str = "KINETIC_CLOUD_RETRY_SECONDS";
 /// The variable that sets [`GcpConfig::rate_ceiling`].
 pub const RATE_VAR: &str = "KINETIC_CLOUD_RATE_PER_SECOND";
+
+/// The variable that sets [`GcpConfig::clock`].
+pub const CLOCK_VAR: &str = "KINETIC_CLOCK_URL";
 
 /// The variable that sets [`GcpConfig::call_timeout`].
 pub const CALL_TIMEOUT_VAR: &str = "KINETIC_CLOUD_CALL_TIMEOUT_SECONDS";
@@ -196,6 +203,7 @@ impl GcpConfig {
             poll: Default::default(),
             request_retry: DEFAULT_REQUEST_WINDOW,
             rate_ceiling: DEFAULT_CEILING,
+            clock: None,
         }
     }
 
@@ -217,6 +225,7 @@ impl GcpConfig {
             poll: Default::default(),
             request_retry: DEFAULT_REQUEST_WINDOW,
             rate_ceiling: DEFAULT_CEILING,
+            clock: Some(root.join("sim/v1/clock").expect("joinable")),
         }
     }
 
@@ -266,6 +275,15 @@ impl GcpConfig {
         }
         if let Some(r) = get(RATE_VAR) {
             cfg.rate_ceiling = parse_number(&r, 1.0, 100_000.0).ok_or(ConfigError::BadRate(r))?;
+        }
+        if let Some(c) = get(CLOCK_VAR) {
+            cfg.clock = match c.trim() {
+                "wall" => None,
+                url => Some(Url::parse(url).map_err(|_| ConfigError::BadUrl {
+                    var: CLOCK_VAR.to_owned(),
+                    value: c.clone(),
+                })?),
+            };
         }
         Ok(cfg)
     }

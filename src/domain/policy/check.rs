@@ -212,7 +212,7 @@ pub fn evaluate(policy: &Policy, now: &Usage, ask: &Ask) -> PolicyCheck {
         }));
         let month = (now.month_spend_usd, after.month_spend_usd);
         v.extend(cost_cap("monthlyBudgetUsd", policy.monthly_budget_usd, month, |a, c| {
-            format!("this month's spend would reach an estimated {a} USD (every pool at its maximum for the month); the team's budget is {c}")
+            format!("this month's spend would reach an estimated {a} USD (measured so far, plus every pool at its maximum for the rest of the month); the team's budget is {c}")
         }));
     }
     let denied = !v.is_empty();

@@ -113,9 +113,14 @@ pub struct Usage {
     pub accelerators: BTreeMap<String, u64>,
     /// Estimated USD an hour with every pool at its maximum.
     pub hourly_cost_usd: f64,
-    /// This month's spend (estimated until it is measured: every pool at its maximum
-    /// for the whole month).
+    /// This month's spend as forecast: what the team's nodes measurably cost so far this
+    /// month (`monthToDateUsd`) plus every pool at its maximum for the rest of it.
     pub month_spend_usd: f64,
+    /// What the team's nodes cost so far this month, measured by the usage collector.
+    pub month_to_date_usd: f64,
+    /// Hours left in the month (the forecast's horizon).
+    #[serde(skip)]
+    pub month_hours_left: f64,
 }
 
 impl Usage {
@@ -123,6 +128,7 @@ impl Usage {
     pub fn of(clusters: u64, pools: &[PoolUse]) -> Usage {
         let mut u = Usage {
             clusters,
+            month_hours_left: HOURS_PER_MONTH,
             ..Usage::default()
         };
         for p in pools {
@@ -135,7 +141,17 @@ impl Usage {
         self.node_pools += 1;
         *self.accelerators.entry(p.type_name.clone()).or_default() += p.chips_at_max();
         self.hourly_cost_usd += p.hourly_at_max();
-        self.month_spend_usd += p.hourly_at_max() * HOURS_PER_MONTH;
+        self.month_spend_usd += p.hourly_at_max() * self.month_hours_left;
+    }
+
+    /// The forecast from measured spend: `spent` so far this month and `hours_left` of
+    /// it at the pools' maximum hourly cost.
+    pub fn with_month(mut self, spent: f64, hours_left: f64) -> Usage {
+        let hours_left = hours_left.max(0.0);
+        self.month_to_date_usd = spent.max(0.0);
+        self.month_hours_left = hours_left;
+        self.month_spend_usd = self.month_to_date_usd + self.hourly_cost_usd * hours_left;
+        self
     }
 
     fn remove(&mut self, p: &PoolUse) {
@@ -145,7 +161,7 @@ impl Usage {
         }
         self.hourly_cost_usd = (self.hourly_cost_usd - p.hourly_at_max()).max(0.0);
         self.month_spend_usd =
-            (self.month_spend_usd - p.hourly_at_max() * HOURS_PER_MONTH).max(0.0);
+            (self.month_spend_usd - p.hourly_at_max() * self.month_hours_left).max(0.0);
     }
 }
 

@@ -405,7 +405,9 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
         return approval::pend::<Provisioning<AddPool>, _>(svc, tx, m, op, &p, verb, &check).await;
     }
     for r in &records {
-        store::node_pools::insert(&mut *tx, c.id, &r.pool_id, PoolState::Provisioning, r).await?;
+        let by = m.caller.email.as_str();
+        store::node_pools::insert(&mut *tx, c.id, &r.pool_id, PoolState::Provisioning, r, by)
+            .await?;
     }
     submit::<Provisioning<AddPool>, _>(tx, m, op, &p).await
 }

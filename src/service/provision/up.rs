@@ -217,6 +217,7 @@ async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Res
             &f.id,
             PoolState::Provisioning,
             &f.record,
+            m.caller.email.as_str(),
         )
         .await?;
     }

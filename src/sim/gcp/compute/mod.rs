@@ -23,7 +23,6 @@ use std::collections::BTreeMap;
 
 use axum::Router;
 use axum::routing::{get, post};
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::cloud::gcp::types::compute::{Network, Operation, OperationError, Router as CRouter};
@@ -94,7 +93,6 @@ pub struct State {
     pub migs: mig::Groups,
     /// Zonal reservations and their operations ([`reservations`]).
     pub reservations: reservations::Reservations,
-    epoch: Option<DateTime<Utc>>,
 }
 
 impl State {
@@ -112,11 +110,9 @@ impl State {
 
     /// RFC 3339 wall-clock stamp of virtual time `t`.
     pub(crate) fn stamp(&mut self, clock: &Clock, t: SimTime) -> String {
-        let epoch = *self.epoch.get_or_insert_with(|| {
-            Utc::now() - chrono::Duration::from_std(clock.now()).unwrap_or_default()
-        });
-        let at = epoch + chrono::Duration::from_std(t).unwrap_or_default();
-        at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        clock
+            .wall(t)
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
     }
 }
 

@@ -22,7 +22,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use axum::Router;
 use axum::routing::{get, post};
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::sim::Sim;
@@ -54,18 +53,14 @@ pub struct State {
     pub operations: Vec<OpRec>,
     /// `{zone}/{acceleratorType}` pairs out of stock (added through `/sim/v1/stockouts`).
     pub stockouts: BTreeSet<String>,
-    /// Wall-clock time of virtual time zero (timestamps follow the virtual clock).
-    epoch: Option<DateTime<Utc>>,
 }
 
 impl State {
     /// RFC 3339 wall-clock stamp of virtual time `t`.
     pub(crate) fn stamp(&mut self, clock: &Clock, t: SimTime) -> String {
-        let epoch = *self.epoch.get_or_insert_with(|| {
-            Utc::now() - chrono::Duration::from_std(clock.now()).unwrap_or_default()
-        });
-        let at = epoch + chrono::Duration::from_std(t).unwrap_or_default();
-        at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        clock
+            .wall(t)
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
     }
 }
 

@@ -1,0 +1,537 @@
+//! Usage records: node intervals, the gaps where a cluster could not be read, each
+//! pool's last busy time, and the sums a usage query asks for.
+//!
+//! Invariants:
+//! - A sample is applied in one transaction under its cluster's `usage_clusters` row
+//!   lock, and only when it is later than the cluster's last sample (the fence): two
+//!   collectors, a retried sample or a restarted process never count a second twice.
+//! - An interval is extended only by a sample contiguous with the one before (the
+//!   cluster's previous good sample was the collector's previous round); otherwise the
+//!   open intervals close where they were last seen and the time between is a gap
+//!   (unknown, not zero).
+//! - The collector's work per sample touches the cluster's open intervals only (a
+//!   partial unique index), so its cost grows with nodes, not with history.
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, PgExecutor, PgPool};
+use uuid::Uuid;
+
+use super::StoreError;
+use crate::domain::usage::{GroupBy, NodeSample, UsageQuery};
+
+/// A RUNNING cluster the collector samples.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Sampled {
+    pub id: Uuid,
+    pub team_id: String,
+    pub project_id: String,
+    pub zone: String,
+    pub name: String,
+    pub created_by: String,
+}
+
+/// Every RUNNING cluster.
+pub async fn running_clusters(ex: impl PgExecutor<'_>) -> Result<Vec<Sampled>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT id, team_id, project_id, zone, name, created_by FROM clusters \
+         WHERE state = 'RUNNING' ORDER BY id",
+    )
+    .fetch_all(ex)
+    .await?)
+}
+
+/// A live pool record's creator (pool id, creator), for booking nodes to members.
+pub async fn pool_creators(
+    ex: impl PgExecutor<'_>,
+    cluster_id: Uuid,
+) -> Result<Vec<(String, Option<String>)>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT pool_id, created_by FROM node_pools WHERE cluster_id = $1 AND state <> 'DELETED'",
+    )
+    .bind(cluster_id)
+    .fetch_all(ex)
+    .await?)
+}
+
+/// What applying a sample did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// Intervals extended (or opened) to the sample's time.
+    Recorded { contiguous: bool },
+    /// A sample at or after this one was already applied: nothing changed.
+    Stale,
+}
+
+/// Apply one good sample of `cluster` taken at `now` in collector round `round`.
+pub async fn record_sample(
+    db: &PgPool,
+    cluster: &Sampled,
+    now: DateTime<Utc>,
+    round: i64,
+    nodes: &[NodeSample],
+) -> Result<Applied, StoreError> {
+    let mut tx = db.begin().await?;
+    let prev: Option<(DateTime<Utc>, i64)> = sqlx::query_as(
+        "SELECT last_sample, last_round FROM usage_clusters WHERE cluster_id = $1 FOR UPDATE",
+    )
+    .bind(cluster.id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if prev.is_some_and(|(last, _)| last >= now) {
+        return Ok(Applied::Stale);
+    }
+    let open_gap: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM usage_gaps WHERE cluster_id = $1 AND end_time IS NULL")
+            .bind(cluster.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let contiguous =
+        open_gap.is_none() && prev.is_some_and(|(_, last_round)| last_round == round - 1);
+    if let Some(id) = open_gap {
+        sqlx::query("UPDATE usage_gaps SET end_time = $2 WHERE id = $1")
+            .bind(id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+    } else if let (Some((last, _)), false) = (prev, contiguous) {
+        insert_gap(
+            &mut *tx,
+            cluster,
+            last,
+            Some(now),
+            "not sampled (kineticd not running)",
+        )
+        .await?;
+    }
+    let cols = Columns::of(nodes);
+    if contiguous {
+        // A node still there whose facts changed (a pod started or ended, a new price):
+        // its interval runs to this sample and ends; the next opens below.
+        sqlx::query(
+            "UPDATE usage_intervals u SET end_time = $2, open = false \
+             FROM unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::text[], \
+                         $8::text[], $9::float8[], $10::int[]) \
+                 AS s(node, pool, accelerator, accelerators, provisioning, member, price, busy) \
+             WHERE u.cluster_id = $1 AND u.open AND s.node = u.node \
+               AND (s.pool <> u.pool OR s.accelerator IS DISTINCT FROM u.accelerator \
+                    OR s.accelerators <> u.accelerators OR s.provisioning <> u.provisioning \
+                    OR s.member IS DISTINCT FROM u.member OR s.price <> u.price_per_hour \
+                    OR s.busy <> u.busy)",
+        )
+        .bind(cluster.id)
+        .bind(now)
+        .bind(&cols.node)
+        .bind(&cols.pool)
+        .bind(&cols.accelerator)
+        .bind(&cols.accelerators)
+        .bind(&cols.provisioning)
+        .bind(&cols.member)
+        .bind(&cols.price)
+        .bind(&cols.busy)
+        .execute(&mut *tx)
+        .await?;
+        // A node gone ends where it was last seen.
+        sqlx::query(
+            "UPDATE usage_intervals SET open = false \
+             WHERE cluster_id = $1 AND open AND NOT (node = ANY($2))",
+        )
+        .bind(cluster.id)
+        .bind(&cols.node)
+        .execute(&mut *tx)
+        .await?;
+        // The rest ran unchanged until now.
+        sqlx::query("UPDATE usage_intervals SET end_time = $2 WHERE cluster_id = $1 AND open")
+            .bind(cluster.id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+    } else {
+        sqlx::query("UPDATE usage_intervals SET open = false WHERE cluster_id = $1 AND open")
+            .bind(cluster.id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    // Open an interval for every node without one.
+    sqlx::query(
+        "INSERT INTO usage_intervals (team_id, cluster_id, cluster_name, pool, node, accelerator, \
+             accelerators, provisioning, member, price_per_hour, start_time, end_time, busy) \
+         SELECT $1, $2, $3, s.pool, s.node, s.accelerator, s.accelerators, s.provisioning, \
+                s.member, s.price, $4, $4, s.busy \
+         FROM unnest($5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], \
+                     $11::float8[], $12::int[]) \
+             AS s(node, pool, accelerator, accelerators, provisioning, member, price, busy) \
+         WHERE NOT EXISTS (SELECT 1 FROM usage_intervals u \
+                           WHERE u.cluster_id = $2 AND u.open AND u.node = s.node)",
+    )
+    .bind(&cluster.team_id)
+    .bind(cluster.id)
+    .bind(&cluster.name)
+    .bind(now)
+    .bind(&cols.node)
+    .bind(&cols.pool)
+    .bind(&cols.accelerator)
+    .bind(&cols.accelerators)
+    .bind(&cols.provisioning)
+    .bind(&cols.member)
+    .bind(&cols.price)
+    .bind(&cols.busy)
+    .execute(&mut *tx)
+    .await?;
+    record_pools(&mut tx, cluster, now, contiguous, nodes).await?;
+    sqlx::query(
+        "INSERT INTO usage_clusters (cluster_id, team_id, last_sample, last_round) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT (cluster_id) DO UPDATE \
+         SET last_sample = EXCLUDED.last_sample, last_round = EXCLUDED.last_round",
+    )
+    .bind(cluster.id)
+    .bind(&cluster.team_id)
+    .bind(now)
+    .bind(round)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Applied::Recorded { contiguous })
+}
+
+/// Per pool: seen now; busy now when any node's pods request its accelerators. A pool no
+/// node of this sample belongs to is forgotten (it has no nodes to be idle on).
+async fn record_pools(
+    tx: &mut sqlx::PgConnection,
+    cluster: &Sampled,
+    now: DateTime<Utc>,
+    contiguous: bool,
+    nodes: &[NodeSample],
+) -> Result<(), StoreError> {
+    let mut pools: std::collections::BTreeMap<&str, bool> = Default::default();
+    for n in nodes {
+        *pools.entry(n.pool.as_str()).or_default() |= n.busy > 0;
+    }
+    let names: Vec<&str> = pools.keys().copied().collect();
+    let busy: Vec<bool> = pools.values().copied().collect();
+    sqlx::query("DELETE FROM usage_pools WHERE cluster_id = $1 AND NOT (pool = ANY($2))")
+        .bind(cluster.id)
+        .bind(&names)
+        .execute(&mut *tx)
+        .await?;
+    // After a break nothing is known about the time between: idleness counts afresh.
+    sqlx::query(
+        "INSERT INTO usage_pools AS p (cluster_id, pool, team_id, seen_since, last_seen, last_busy) \
+         SELECT $1, s.pool, $2, $3, $3, CASE WHEN s.busy THEN $3 END \
+         FROM unnest($4::text[], $5::bool[]) AS s(pool, busy) \
+         ON CONFLICT (cluster_id, pool) DO UPDATE SET \
+             seen_since = CASE WHEN $6 THEN p.seen_since ELSE EXCLUDED.seen_since END, \
+             last_seen = EXCLUDED.last_seen, \
+             last_busy = COALESCE(EXCLUDED.last_busy, CASE WHEN $6 THEN p.last_busy END)",
+    )
+    .bind(cluster.id)
+    .bind(&cluster.team_id)
+    .bind(now)
+    .bind(&names)
+    .bind(&busy)
+    .bind(contiguous)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// `cluster` could not be read at `now`: its open intervals stop where they were last
+/// seen, and a gap opens there (or now, for a cluster never sampled) until a good sample.
+pub async fn record_unreachable(
+    db: &PgPool,
+    cluster: &Sampled,
+    now: DateTime<Utc>,
+    reason: &str,
+) -> Result<(), StoreError> {
+    let mut tx = db.begin().await?;
+    let last: Option<DateTime<Utc>> = sqlx::query_scalar(
+        "SELECT last_sample FROM usage_clusters WHERE cluster_id = $1 FOR UPDATE",
+    )
+    .bind(cluster.id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let open: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM usage_gaps WHERE cluster_id = $1 AND end_time IS NULL")
+            .bind(cluster.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if open.is_none() {
+        sqlx::query("UPDATE usage_intervals SET open = false WHERE cluster_id = $1 AND open")
+            .bind(cluster.id)
+            .execute(&mut *tx)
+            .await?;
+        insert_gap(
+            &mut *tx,
+            cluster,
+            last.unwrap_or(now).min(now),
+            None,
+            reason,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn insert_gap(
+    ex: impl PgExecutor<'_>,
+    cluster: &Sampled,
+    start: DateTime<Utc>,
+    end: Option<DateTime<Utc>>,
+    reason: &str,
+) -> Result<(), StoreError> {
+    let mut reason = reason.to_owned();
+    if reason.len() > 500 {
+        let mut cut = 500;
+        while !reason.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        reason.truncate(cut);
+    }
+    sqlx::query(
+        "INSERT INTO usage_gaps (team_id, cluster_id, cluster_name, start_time, end_time, reason) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&cluster.team_id)
+    .bind(cluster.id)
+    .bind(&cluster.name)
+    .bind(start)
+    .bind(end)
+    .bind(reason)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// A sample's nodes as parallel arrays (one `unnest` per statement).
+struct Columns {
+    node: Vec<String>,
+    pool: Vec<String>,
+    accelerator: Vec<Option<String>>,
+    accelerators: Vec<i32>,
+    provisioning: Vec<String>,
+    member: Vec<Option<String>>,
+    price: Vec<f64>,
+    busy: Vec<i32>,
+}
+
+impl Columns {
+    fn of(nodes: &[NodeSample]) -> Columns {
+        let int = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+        Columns {
+            node: nodes.iter().map(|n| n.node.clone()).collect(),
+            pool: nodes.iter().map(|n| n.pool.clone()).collect(),
+            accelerator: nodes.iter().map(|n| n.accelerator.clone()).collect(),
+            accelerators: nodes.iter().map(|n| int(n.accelerators)).collect(),
+            provisioning: nodes.iter().map(|n| n.provisioning.clone()).collect(),
+            member: nodes.iter().map(|n| n.member.clone()).collect(),
+            price: nodes.iter().map(|n| n.price_per_hour).collect(),
+            busy: nodes.iter().map(|n| int(n.busy)).collect(),
+        }
+    }
+}
+
+/// One group's sums over the query's range.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct UsageSum {
+    pub cluster: Option<String>,
+    pub pool: Option<String>,
+    pub accelerator: Option<String>,
+    pub provisioning: Option<String>,
+    pub member: Option<String>,
+    pub day: Option<chrono::NaiveDate>,
+    pub node_hours: f64,
+    pub accelerator_hours: f64,
+    pub busy_accelerator_hours: f64,
+    pub cost_usd: f64,
+}
+
+/// The group's key columns (static SQL per grouping; the rest are NULL).
+fn keys(g: GroupBy) -> &'static str {
+    match g {
+        GroupBy::Cluster => {
+            "cluster_name AS cluster, NULL::text AS pool, NULL::text AS accelerator, \
+             NULL::text AS provisioning, NULL::text AS member, NULL::date AS day"
+        }
+        GroupBy::Pool => {
+            "cluster_name AS cluster, pool, NULL::text AS accelerator, \
+             NULL::text AS provisioning, NULL::text AS member, NULL::date AS day"
+        }
+        GroupBy::Accelerator => {
+            "NULL::text AS cluster, NULL::text AS pool, COALESCE(accelerator, 'none') AS accelerator, \
+             NULL::text AS provisioning, NULL::text AS member, NULL::date AS day"
+        }
+        GroupBy::Provisioning => {
+            "NULL::text AS cluster, NULL::text AS pool, NULL::text AS accelerator, \
+             provisioning, NULL::text AS member, NULL::date AS day"
+        }
+        GroupBy::Member => {
+            "NULL::text AS cluster, NULL::text AS pool, NULL::text AS accelerator, \
+             NULL::text AS provisioning, COALESCE(member, 'unknown') AS member, NULL::date AS day"
+        }
+        GroupBy::Day => {
+            "NULL::text AS cluster, NULL::text AS pool, NULL::text AS accelerator, \
+             NULL::text AS provisioning, NULL::text AS member, (piece_start AT TIME ZONE 'UTC')::date AS day"
+        }
+    }
+}
+
+/// Team `team`'s usage over the query's range, grouped. An interval partly inside the
+/// range (or, by day, spanning midnight) counts the part inside (its facts, busy
+/// included, held over the whole interval).
+pub async fn sums(
+    ex: impl PgExecutor<'_>,
+    team: &str,
+    q: &UsageQuery,
+) -> Result<Vec<UsageSum>, StoreError> {
+    // Pieces: each interval cut to the range and, grouping by day, at every midnight.
+    let pieces = if q.group_by == GroupBy::Day {
+        "CROSS JOIN LATERAL ( \
+             SELECT greatest(c.s, d) AS piece_start, least(c.e, d + interval '1 day') AS piece_end \
+             FROM generate_series(date_trunc('day', c.s, 'UTC'), c.e, interval '1 day') AS d) p"
+    } else {
+        "CROSS JOIN LATERAL (SELECT c.s AS piece_start, c.e AS piece_end) p"
+    };
+    let sql = format!(
+        "WITH c AS ( \
+             SELECT u.*, greatest(u.start_time, $2) AS s, least(u.end_time, $3) AS e \
+             FROM usage_intervals u \
+             WHERE u.team_id = $1 AND u.start_time < $3 AND u.end_time > $2 \
+               AND u.end_time > u.start_time), \
+         pieces AS ( \
+             SELECT c.*, p.piece_start, p.piece_end, \
+                    extract(epoch FROM p.piece_end - p.piece_start) / 3600.0 AS hours \
+             FROM c {pieces} WHERE p.piece_end > p.piece_start), \
+         keyed AS (SELECT {keys}, hours, accelerators, busy, price_per_hour FROM pieces) \
+         SELECT cluster, pool, accelerator, provisioning, member, day, \
+                sum(hours)::float8 AS node_hours, \
+                sum(hours * accelerators)::float8 AS accelerator_hours, \
+                sum(hours * busy)::float8 AS busy_accelerator_hours, \
+                sum(hours * price_per_hour)::float8 AS cost_usd \
+         FROM keyed GROUP BY cluster, pool, accelerator, provisioning, member, day \
+         ORDER BY day, cluster, pool, accelerator, provisioning, member",
+        keys = keys(q.group_by),
+    );
+    Ok(sqlx::query_as(AssertSqlSafe(sql))
+        .bind(team)
+        .bind(q.start)
+        .bind(q.end)
+        .fetch_all(ex)
+        .await?)
+}
+
+/// A span where a cluster's usage is unknown.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Gap {
+    pub cluster_name: String,
+    pub start_time: DateTime<Utc>,
+    /// `None`: still unreadable.
+    pub end_time: Option<DateTime<Utc>>,
+    pub reason: String,
+}
+
+/// Team `team`'s gaps overlapping the range.
+pub async fn gaps(
+    ex: impl PgExecutor<'_>,
+    team: &str,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Result<Vec<Gap>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT cluster_name, start_time, end_time, reason FROM usage_gaps \
+         WHERE team_id = $1 AND start_time < $3 AND (end_time IS NULL OR end_time > $2) \
+         ORDER BY start_time, cluster_name LIMIT 1000",
+    )
+    .bind(team)
+    .bind(start)
+    .bind(end)
+    .fetch_all(ex)
+    .await?)
+}
+
+/// Team `team`'s measured spend from `start` to `end` (USD).
+pub async fn spend(
+    ex: impl PgExecutor<'_>,
+    team: &str,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Result<f64, StoreError> {
+    let v: Option<f64> = sqlx::query_scalar(
+        "SELECT sum(extract(epoch FROM least(end_time, $3) - greatest(start_time, $2)) / 3600.0 \
+                    * price_per_hour)::float8 \
+         FROM usage_intervals \
+         WHERE team_id = $1 AND start_time < $3 AND end_time > $2",
+    )
+    .bind(team)
+    .bind(start)
+    .bind(end)
+    .fetch_one(ex)
+    .await?;
+    Ok(v.unwrap_or(0.0))
+}
+
+/// A pool as the idle rules see it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct PoolActivity {
+    pub cluster_id: Uuid,
+    pub pool: String,
+    pub team_id: String,
+    pub seen_since: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+    pub last_busy: Option<DateTime<Utc>>,
+}
+
+/// Every sampled pool of `cluster`.
+pub async fn pool_activity(
+    ex: impl PgExecutor<'_>,
+    cluster: Uuid,
+) -> Result<Vec<PoolActivity>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT cluster_id, pool, team_id, seen_since, last_seen, last_busy FROM usage_pools \
+         WHERE cluster_id = $1 ORDER BY pool",
+    )
+    .bind(cluster)
+    .fetch_all(ex)
+    .await?)
+}
+
+/// Append a BUDGET_THRESHOLD audit event for every team whose measured spend this month
+/// (to `now`) crossed 50, 80 or 100% of its policy's `monthlyBudgetUsd` and was not told
+/// yet; one statement, so a crossing is marked exactly when its event is written. Returns
+/// the teams told.
+pub async fn budget_crossings(
+    ex: impl PgExecutor<'_>,
+    now: DateTime<Utc>,
+) -> Result<Vec<(String, i32)>, StoreError> {
+    Ok(sqlx::query_as(
+        "WITH m AS (SELECT date_trunc('month', $1::timestamptz, 'UTC') AS start), \
+         spend AS ( \
+             SELECT p.team_id, (p.policy->>'monthlyBudgetUsd')::float8 AS budget, \
+                    coalesce((SELECT sum(extract(epoch FROM least(u.end_time, $1) \
+                                                 - greatest(u.start_time, m.start)) \
+                                         / 3600.0 * u.price_per_hour) \
+                              FROM usage_intervals u \
+                              WHERE u.team_id = p.team_id AND u.end_time > m.start \
+                                AND u.start_time < $1), 0)::float8 AS spent \
+             FROM team_policies p, m WHERE p.policy ? 'monthlyBudgetUsd'), \
+         crossed AS ( \
+             SELECT s.team_id, s.budget, s.spent, t.threshold \
+             FROM spend s CROSS JOIN (VALUES (50), (80), (100)) AS t(threshold) \
+             WHERE s.budget > 0 AND s.spent >= s.budget * t.threshold / 100.0), \
+         fresh AS ( \
+             INSERT INTO budget_alerts (team_id, month, threshold, spent, budget) \
+             SELECT c.team_id, m.start::date, c.threshold, c.spent, c.budget FROM crossed c, m \
+             ON CONFLICT DO NOTHING RETURNING team_id, threshold, spent, budget), \
+         told AS ( \
+             INSERT INTO events (team_id, actor, type, target, details) \
+             SELECT f.team_id, 'kineticd', 'BUDGET_THRESHOLD', 'teams/' || f.team_id || '/policy', \
+                    jsonb_build_object('thresholdPercent', f.threshold, \
+                                       'spentUsd', round(f.spent::numeric, 2), \
+                                       'budgetUsd', f.budget, \
+                                       'month', to_char($1 AT TIME ZONE 'UTC', 'YYYY-MM')) \
+             FROM fresh f RETURNING team_id) \
+         SELECT team_id, threshold FROM fresh ORDER BY team_id, threshold",
+    )
+    .bind(now)
+    .fetch_all(ex)
+    .await?)
+}

@@ -1,0 +1,449 @@
+//! Usage from the nodes that ran (issue 30 item 1): the collector samples a RUNNING
+//! cluster's nodes and pods through the simulator's Kubernetes API on the simulator's
+//! virtual clock; the usage API sums node, accelerator, busy and idle hours and cost;
+//! restarts and a second collector never count time twice; an unreadable cluster is a
+//! gap, not zero.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::PostParams;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use kineticd::domain::accelerators::{self, Choice};
+use kineticd::domain::provisioning::Provisioning;
+use kineticd::ops::usage::Collector;
+
+use crate::support::{Env, OWNER, env, kube, pool_of};
+
+const HOUR: f64 = 3600.0;
+const USAGE: &str = "/v1/teams/ml-team/usage";
+
+fn collector(env: &Env) -> Collector {
+    Collector::new(
+        env.app.db.clone(),
+        env.app.state.cloud.clone(),
+        Arc::clone(&env.app.state.prices),
+        Duration::from_secs(60),
+    )
+}
+
+async fn round(c: &Collector) -> kineticd::ops::usage::Round {
+    let r = c.round().await.expect("a usage round");
+    assert!(r.round.is_some(), "this collector holds the task: {r:?}");
+    r
+}
+
+/// The row of `pool` in a groupBy=pool answer.
+fn pool_row<'a>(usage: &'a Value, pool: &str) -> &'a Value {
+    usage["rows"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["pool"] == pool))
+        .unwrap_or_else(|| panic!("no row for {pool}: {usage}"))
+}
+
+async fn usage(env: &Env, query: &str) -> Value {
+    let r = env.app.get(OWNER, &format!("{USAGE}?{query}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.body
+}
+
+fn close(a: &Value, b: f64) -> bool {
+    a.as_f64().is_some_and(|a| (a - b).abs() < 1e-6)
+}
+
+/// A cluster with an L4 pool of two nodes (minNodes 2), and the pool's id.
+async fn l4_cluster(env: &Env, name: &str) -> String {
+    env.up_ok(name, json!({"accelerator": "cpu"})).await;
+    let add = env
+        .add_pool(name, json!({"accelerator": "l4", "minNodes": 2}))
+        .await;
+    assert_eq!(env.run_out(&add).await["metadata"]["state"], "SUCCEEDED");
+    pool_of(&add)
+}
+
+async fn run_gpu_pod(env: &Env, cluster: &str, pool: &str, name: &str) {
+    let k = kube(env, cluster);
+    let pods: Api<Pod> = Api::namespaced(k.client().await.expect("client"), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {"cloud.google.com/gke-nodepool": pool},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        },
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("create pod");
+    let running = k
+        .pods(Some("default"))
+        .await
+        .expect("pods")
+        .into_iter()
+        .any(|p| p.name == name && p.phase == "Running" && p.node.is_some());
+    assert!(running, "the GPU pod runs at once on an existing node");
+}
+
+#[tokio::test]
+async fn usage_counts_node_busy_and_idle_hours_and_cost_on_the_virtual_clock() {
+    let env = env().await;
+    let pool = l4_cluster(&env, "uc").await;
+    let c = collector(&env);
+    let first = round(&c).await;
+    assert_eq!((first.sampled, first.unreachable), (1, 0), "{first:?}");
+    env.advance(HOUR).await;
+    round(&c).await;
+    // One of the two GPUs busy from the sample that first sees its pod (the third) on:
+    // one hour of the three.
+    run_gpu_pod(&env, "uc", &pool, "train").await;
+    env.advance(HOUR).await;
+    round(&c).await;
+    env.advance(HOUR).await;
+    let last = round(&c).await;
+    assert_eq!(last.stale, 0);
+
+    let u = usage(&env, "groupBy=pool").await;
+    let row = pool_row(&u, &pool);
+    assert!(
+        close(&row["nodeHours"], 6.0),
+        "two nodes for three hours: {row}"
+    );
+    assert!(close(&row["acceleratorHours"], 6.0), "{row}");
+    assert!(close(&row["busyAcceleratorHours"], 1.0), "{row}");
+    assert!(close(&row["idleAcceleratorHours"], 5.0), "{row}");
+    assert_eq!(row["cluster"], "uc");
+    let Ok(Choice::Accelerator(l4)) = accelerators::parse("l4") else {
+        panic!("l4 is in the catalogue")
+    };
+    let price = env
+        .app
+        .state
+        .prices
+        .per_node_in(&l4, Provisioning::OnDemand)
+        .expect("an L4 price")
+        .0;
+    assert!(price > 0.0);
+    let cost = row["costUsd"].as_f64().expect("cost");
+    assert!((cost - 6.0 * price).abs() < 0.01, "{cost} vs 6 x {price}");
+    assert_eq!(u["gaps"], json!([]), "{u}");
+
+    // Every grouping sums to the same accelerator hours.
+    for g in ["cluster", "accelerator", "provisioning", "member", "day"] {
+        let by = usage(&env, &format!("groupBy={g}")).await;
+        assert!(close(&by["total"]["acceleratorHours"], 6.0), "{g}: {by}");
+    }
+    let by = usage(&env, "groupBy=accelerator").await;
+    let gpu = by["rows"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["accelerator"] == "gpu-l4"))
+        .expect("an L4 row");
+    assert!(close(&gpu["busyAcceleratorHours"], 1.0), "{by}");
+    let by = usage(&env, "groupBy=member").await;
+    assert!(
+        by["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .any(|r| r["member"] == OWNER),
+        "the pool is booked to who added it: {by}"
+    );
+
+    // A range inside the samples counts only its part, exactly: the last hour (both GPUs'
+    // hours, one busy the whole hour) and the hour before (none busy).
+    let end = u["endTime"].as_str().expect("endTime").to_owned();
+    let end_t = chrono::DateTime::parse_from_rfc3339(&end).expect("rfc3339");
+    let start = (end_t - chrono::Duration::hours(1)).to_rfc3339();
+    let q = format!(
+        "groupBy=pool&startTime={}&endTime={}",
+        urlencode(&start),
+        urlencode(&end)
+    );
+    let last_hour = usage(&env, &q).await;
+    let row = pool_row(&last_hour, &pool);
+    assert!(close(&row["nodeHours"], 2.0), "{row}");
+    assert!(close(&row["busyAcceleratorHours"], 1.0), "{row}");
+    let before = (end_t - chrono::Duration::hours(2)).to_rfc3339();
+    let q = format!(
+        "groupBy=pool&startTime={}&endTime={}",
+        urlencode(&before),
+        urlencode(&start)
+    );
+    let hour_before = usage(&env, &q).await;
+    let row = pool_row(&hour_before, &pool);
+    assert!(close(&row["busyAcceleratorHours"], 0.0), "{row}");
+    assert!(close(&row["idleAcceleratorHours"], 2.0), "{row}");
+
+    // CSV for spreadsheets.
+    let csv = env
+        .app
+        .request_as(
+            OWNER,
+            reqwest::Method::GET,
+            &format!("{USAGE}?groupBy=pool"),
+        )
+        .header("accept", "text/csv")
+        .send()
+        .await
+        .expect("csv");
+    assert_eq!(csv.status(), StatusCode::OK);
+    assert!(
+        csv.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv")
+    );
+    let text = csv.text().await.expect("body");
+    let mut lines = text.lines();
+    assert!(
+        lines
+            .next()
+            .expect("header")
+            .starts_with("cluster,pool,accelerator")
+    );
+    assert!(
+        lines.any(|l| l.starts_with(&format!("uc,{pool},,,,,6,6,1,5,"))),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_console_draws_usage_per_day_without_script() {
+    let env = env().await;
+    let pool = l4_cluster(&env, "uf").await;
+    let c = collector(&env);
+    round(&c).await;
+    run_gpu_pod(&env, "uf", &pool, "train").await;
+    env.advance(HOUR).await;
+    round(&c).await;
+    let page = env
+        .app
+        .request_as(OWNER, reqwest::Method::GET, "/console/teams/ml-team/usage")
+        .send()
+        .await
+        .expect("page");
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = page.text().await.expect("html");
+    let doc = scraper::Html::parse_document(&html);
+    let sel = |s: &str| scraper::Selector::parse(s).expect("selector");
+    assert!(
+        doc.select(&sel("svg[data-testid=usage-chart]"))
+            .next()
+            .is_some()
+    );
+    assert!(
+        doc.select(&sel("g[data-testid=usage-bar] rect")).count() >= 2,
+        "{html}"
+    );
+    // Drawn on the server: the busy bar has its height in the HTML itself.
+    let drawn = doc
+        .select(&sel("g[data-testid=usage-bar] rect"))
+        .filter_map(|r| r.value().attr("height")?.parse::<f64>().ok())
+        .any(|h| h > 0.0);
+    assert!(drawn, "{html}");
+    let rows: Vec<String> = doc
+        .select(&sel("tr[data-testid=usage-row]"))
+        .map(|r| r.text().collect::<String>())
+        .collect();
+    assert!(rows.iter().any(|r| r.contains(&pool)), "{rows:?}");
+    let outsider = env
+        .app
+        .request_as(
+            "mallory@example.com",
+            reqwest::Method::GET,
+            "/console/teams/ml-team/usage",
+        )
+        .send()
+        .await
+        .expect("page");
+    assert_eq!(outsider.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_budget_counts_measured_spend_and_tells_each_threshold_once() {
+    let env = env().await;
+    let pool = l4_cluster(&env, "ug").await;
+    let c = collector(&env);
+    round(&c).await;
+    env.advance(HOUR).await;
+    round(&c).await;
+    let spent = usage(&env, "groupBy=pool").await;
+    let hour_cost = pool_row(&spent, &pool)["costUsd"].as_f64().expect("cost");
+    assert!(hour_cost > 0.0, "{spent}");
+    // A budget of four such hours: the first hour is 25%, the second 50%, the fourth 100%.
+    let budget = (hour_cost * 4.0 * 100.0).round() / 100.0;
+    let p = env
+        .app
+        .patch(
+            OWNER,
+            "/v1/teams/ml-team/policy",
+            json!({"monthlyBudgetUsd": budget}),
+        )
+        .await;
+    assert_eq!(p.status, StatusCode::OK, "{}", p.body);
+    let eval = env
+        .app
+        .get(OWNER, "/v1/teams/ml-team/policy:evaluate")
+        .await;
+    let mtd = eval.body["usage"]["monthToDateUsd"]
+        .as_f64()
+        .expect("monthToDateUsd");
+    assert!(
+        (mtd - hour_cost).abs() < 0.01,
+        "measured, not estimated: {}",
+        eval.body
+    );
+    let forecast = eval.body["usage"]["monthSpendUsd"]
+        .as_f64()
+        .expect("forecast");
+    assert!(
+        forecast > mtd,
+        "the forecast adds the rest of the month: {}",
+        eval.body
+    );
+
+    assert_eq!(budget_events(&env).await, Vec::<i64>::new());
+    env.advance(HOUR).await;
+    round(&c).await;
+    assert_eq!(budget_events(&env).await, vec![50]);
+    env.advance(2.0 * HOUR).await;
+    round(&c).await;
+    assert_eq!(budget_events(&env).await, vec![50, 80, 100]);
+    env.advance(HOUR).await;
+    round(&c).await;
+    assert_eq!(
+        budget_events(&env).await,
+        vec![50, 80, 100],
+        "each threshold once a month"
+    );
+}
+
+/// The thresholds of the team's BUDGET_THRESHOLD events, sorted.
+async fn budget_events(env: &Env) -> Vec<i64> {
+    let r = env
+        .app
+        .get(
+            OWNER,
+            "/v1/teams/ml-team/events?filter=type%3D%22BUDGET_THRESHOLD%22",
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let mut t: Vec<i64> = r.body["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| {
+            e["details"]["thresholdPercent"]
+                .as_i64()
+                .expect("threshold")
+        })
+        .collect();
+    t.sort();
+    t
+}
+
+fn urlencode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+#[tokio::test]
+async fn a_second_collector_or_a_restart_never_counts_time_twice() {
+    let env = env().await;
+    let pool = l4_cluster(&env, "ud").await;
+    let a = collector(&env);
+    round(&a).await;
+    env.advance(HOUR).await;
+    round(&a).await;
+    // Another replica's collector finds the task held: it samples nothing.
+    let b = collector(&env);
+    let idle = b.round().await.expect("round");
+    assert_eq!(idle.round, None, "{idle:?}");
+    // The first process stops (its lease given up); the second takes over an hour later:
+    // it does not know what ran in between, so that hour is a gap, not usage.
+    kineticd::store::task_leases::release(&env.app.db, kineticd::ops::usage::TASK, &holder(&a))
+        .await
+        .expect("release");
+    env.advance(HOUR).await;
+    let r = round(&b).await;
+    assert_eq!(r.sampled, 1);
+    env.advance(HOUR).await;
+    round(&b).await;
+    let u = usage(&env, "groupBy=pool").await;
+    let row = pool_row(&u, &pool);
+    assert!(
+        close(&row["nodeHours"], 4.0),
+        "two nodes for the first and the last hour only: {u}"
+    );
+    let gaps = u["gaps"].as_array().expect("gaps");
+    assert_eq!(gaps.len(), 1, "{u}");
+    assert_eq!(gaps[0]["cluster"], "ud");
+    assert!(gaps[0]["endTime"].is_string(), "{u}");
+}
+
+/// The holder name of `c` (read back from the lease it holds).
+fn holder(c: &Collector) -> String {
+    c.holder().to_owned()
+}
+
+#[tokio::test]
+async fn an_unreadable_cluster_is_a_gap_not_zero() {
+    let env = env().await;
+    let pool = l4_cluster(&env, "ue").await;
+    let c = collector(&env);
+    round(&c).await;
+    env.advance(HOUR).await;
+    round(&c).await;
+    // The Kubernetes API refuses (403, not retried) for the next sample.
+    env.arm("kube", "kube.list", "HTTP_403", 1).await;
+    env.advance(HOUR).await;
+    let r = round(&c).await;
+    assert_eq!(r.unreachable, 1, "{r:?}");
+    let during = usage(&env, "groupBy=pool").await;
+    let gap = &during["gaps"][0];
+    assert_eq!(gap["cluster"], "ue", "{during}");
+    assert!(gap.get("endTime").is_none(), "still open: {during}");
+    assert!(
+        gap["reason"].as_str().unwrap_or("").contains("Kubernetes"),
+        "{during}"
+    );
+    env.advance(HOUR).await;
+    round(&c).await;
+    env.advance(HOUR).await;
+    round(&c).await;
+    let u = usage(&env, "groupBy=pool").await;
+    let row = pool_row(&u, &pool);
+    assert!(
+        close(&row["nodeHours"], 4.0),
+        "the two unknown hours are not counted: {u}"
+    );
+    assert!(u["gaps"][0]["endTime"].is_string(), "closed: {u}");
+}
+
+#[tokio::test]
+async fn bad_usage_questions_are_refused_with_the_parameter() {
+    let env = env().await;
+    for (query, field) in [
+        ("groupBy=team", "groupBy"),
+        (
+            "startTime=2026-02-01T00:00:00Z&endTime=2026-01-01T00:00:00Z",
+            "endTime",
+        ),
+        (
+            "startTime=2024-01-01T00:00:00Z&endTime=2026-01-01T00:00:00Z",
+            "endTime",
+        ),
+        ("startTime=yesterday", "startTime"),
+    ] {
+        let r = env.app.get(OWNER, &format!("{USAGE}?{query}")).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{query}: {}", r.body);
+        let d = &r.body["error"]["details"][0];
+        assert_eq!(d["reason"], "INVALID_USAGE_QUERY", "{query}");
+        assert_eq!(d["metadata"]["field"], field, "{query}");
+    }
+    let outsider = env.app.get("mallory@example.com", USAGE).await;
+    assert_eq!(outsider.status, StatusCode::NOT_FOUND, "{}", outsider.body);
+}
