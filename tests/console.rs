@@ -883,10 +883,25 @@ async fn the_team_page_shows_the_policy_and_approvals_decided_from_it() {
     );
     let id = operation_of(&b.submit(&preview, "[data-testid=confirm-form]").await);
 
+    // A webhook is listed read-only by its host: never its secret nor its URL's path.
+    let hook = env
+        .app
+        .post(
+            OWNER,
+            "/v1/teams/ml-team/webhooks",
+            json!({"url": "https://hooks.slack.example/services/T0/B0/sekret", "events": ["APPROVAL_NEEDED"], "format": "SLACK"}),
+        )
+        .await;
+    assert_eq!(hook.status, StatusCode::CREATED, "{}", hook.body);
+
     let o = Browser::new(&env, OWNER);
     let team = o.get_ok(&format!("/console/teams/{TEAM}")).await;
     let cap = "[data-testid=policy-limit][data-rule=\"maxAccelerators.gpu-t4\"]";
     assert_eq!(team.count(cap), 1, "{}", team.body);
+    assert_eq!(team.count("[data-testid=webhook-row]"), 1, "{}", team.body);
+    assert!(team.body.contains("hooks.slack.example"));
+    let secret = hook.body["secret"].as_str().unwrap();
+    assert!(!team.body.contains("sekret") && !team.body.contains(secret));
     let row = format!("[data-testid=approval-row][data-operation=\"operations/{id}\"]");
     assert_eq!(team.count(&row), 1, "{}", team.body);
     // Bob (a MEMBER) sees it waiting, without the buttons.

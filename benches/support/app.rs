@@ -97,6 +97,7 @@ pub async fn start_at(
         gcp_explicit: false,
         manifests: Default::default(),
         limits: Default::default(),
+        webhook_allow: Default::default(),
     };
     let state = AppState::start(db.clone(), &url, &settings, cloud).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

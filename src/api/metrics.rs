@@ -87,6 +87,11 @@ fn describe() {
         "Step attempts scheduled again after a retryable failure, by workflow"
     );
     describe_counter!(
+        "kineticd_webhook_attempts_total",
+        "Webhook delivery tries by this process, by outcome (DELIVERED: a 2xx answer; \
+         NOT_DELIVERED: another status, a refused address, a timeout); registered at 0"
+    );
+    describe_counter!(
         "kineticd_lease_rescues_total",
         "Operations claimed from a worker whose lease expired without being handed back"
     );

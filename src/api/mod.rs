@@ -74,6 +74,7 @@ pub mod teams;
 pub mod testing;
 pub mod usage;
 pub mod verbs;
+pub mod webhooks;
 
 use serde::Deserialize;
 use utoipa::IntoParams;

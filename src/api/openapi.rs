@@ -94,6 +94,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::capacity::router())
         .merge(super::credentials::router())
         .merge(super::policy::router())
+        .merge(super::webhooks::router())
         .merge(super::usage::router())
         .merge(super::cluster_verbs::router())
         .merge(super::operations::router())

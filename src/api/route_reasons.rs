@@ -120,6 +120,9 @@ const POOL: &[&str] = &["NODE_POOL_NOT_FOUND"];
 /// A team addressed by its path.
 const TEAM: &[&str] = &["INVALID_NAME", "TEAM_NOT_FOUND"];
 
+/// A webhook addressed by its path.
+const WEBHOOK: &[&str] = &["WEBHOOK_NOT_FOUND"];
+
 /// An operation addressed by its path.
 const OPERATION: &[&str] = &["OPERATION_NOT_FOUND"];
 
@@ -353,6 +356,22 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
         &[&["INVALID_FILTER", "INVALID_NAME", "PROJECT_NOT_FOUND"]],
     ),
     ("listTeamEvents", &[TEAM, &["INVALID_FILTER"]]),
+    (
+        "createWebhook",
+        &[
+            TEAM,
+            &[
+                "INVALID_WEBHOOK",
+                "PERMISSION_DENIED",
+                "WEBHOOK_LIMIT_REACHED",
+                "WEBHOOK_URL_REFUSED",
+            ],
+        ],
+    ),
+    ("listWebhooks", &[TEAM]),
+    ("getWebhook", &[TEAM, WEBHOOK]),
+    ("deleteWebhook", &[TEAM, WEBHOOK, &["PERMISSION_DENIED"]]),
+    ("listWebhookDeliveries", &[TEAM, WEBHOOK]),
     ("listTeams", &[]),
     (
         "replaceMember",

@@ -115,6 +115,7 @@ impl AppState {
                 prices: Arc::new(settings.prices.clone()),
                 page_key: page_key(&db).await?,
                 approval_ttl: settings.approval_ttl,
+                webhook_allow: settings.webhook_allow,
                 db,
                 cloud: Arc::new(cloud),
             },

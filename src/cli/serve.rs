@@ -88,6 +88,10 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
             WorkerConfig {
                 workers: settings.workers,
                 lease: settings.lease,
+                deliveries: ops::deliveries::DeliveryConfig {
+                    allow: settings.webhook_allow,
+                    ..Default::default()
+                },
                 ..WorkerConfig::default()
             },
         )

@@ -14,6 +14,7 @@ pub mod gcp;
 pub mod kube;
 pub mod rate;
 pub mod retry;
+pub mod webhook;
 
 use gcp::{GcpClients, GcpConfig};
 use kube::KubeClients;

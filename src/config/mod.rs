@@ -14,6 +14,7 @@ use crate::cloud::gcp::GcpConfig;
 use crate::cloud::kube::manifests::ManifestConfig;
 use crate::domain::Email;
 use crate::domain::pricing::PriceTable;
+use crate::domain::webhooks::Allow;
 
 pub mod limits;
 pub mod reference;
@@ -121,6 +122,12 @@ pub struct ServeArgs {
     /// `{"currency","perUnitHour":{"nvidia-l4":{"onDemand","spot"}}}` per GPU or TPU chip.
     #[arg(long, env = "KINETIC_PRICES_FILE")]
     pub prices_file: Option<PathBuf>,
+    /// Which non-public addresses webhook deliveries may reach: `loopback` (127.0.0.0/8,
+    /// ::1, localhost), `private` (RFC 1918, 100.64.0.0/10, fc00::/7), both
+    /// comma-separated, or `none`; plain http:// only to those. Link-local and metadata
+    /// addresses are never reached. Default `loopback` with --dev, else `none`.
+    #[arg(long, env = "KINETIC_WEBHOOK_ALLOW")]
+    pub webhook_allow: Option<String>,
     /// Folder for local state (the private PostgreSQL of --dev).
     #[arg(long, env = "KINETIC_DATA_DIR", default_value = ".kineticd")]
     pub data_dir: PathBuf,
@@ -172,6 +179,8 @@ pub struct Settings {
     pub prices: PriceTable,
     /// Rate, deadline and size limits (`config::limits`).
     pub limits: Limits,
+    /// Non-public addresses webhooks may reach (`KINETIC_WEBHOOK_ALLOW`).
+    pub webhook_allow: Allow,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -204,6 +213,8 @@ pub enum ConfigError {
     TooFewConnections,
     #[error("DATABASE_URL is required without --dev (with --dev a private PostgreSQL is started)")]
     MissingDatabase,
+    #[error("KINETIC_WEBHOOK_ALLOW: {0}")]
+    BadWebhookAllow(String),
     #[error(transparent)]
     Limits(#[from] limits::LimitError),
 }
@@ -267,6 +278,13 @@ impl Settings {
         let manifests =
             ManifestConfig::from_env().map_err(|e| ConfigError::Manifests(e.to_string()))?;
         let limits = a.limits.validate()?;
+        let webhook_allow = match &a.webhook_allow {
+            Some(v) => Allow::parse(v).map_err(ConfigError::BadWebhookAllow)?,
+            None => Allow {
+                loopback: a.dev,
+                private: false,
+            },
+        };
         let database_url = a.database_url.filter(|s| !s.trim().is_empty());
         if database_url.is_none() && !a.dev {
             return Err(ConfigError::MissingDatabase);
@@ -301,6 +319,7 @@ impl Settings {
             gcp_explicit,
             manifests,
             limits,
+            webhook_allow,
         })
     }
 }
@@ -334,6 +353,20 @@ mod tests {
         assert!(matches!(e, ConfigError::DevAuthNotLoopback(_)), "{e}");
         assert!(e.to_string().contains("loopback"));
         assert!(parse(&["--dev", "--listen", "[::1]:8080"]).is_ok());
+    }
+
+    #[test]
+    fn webhooks_reach_loopback_with_dev_only_unless_told() {
+        let dev = parse(&["--dev"]).unwrap().webhook_allow;
+        assert!(dev.loopback && !dev.private);
+        let prod = parse(&["--dev", "--webhook-allow", "none"])
+            .unwrap()
+            .webhook_allow;
+        assert_eq!(prod, Allow::default());
+        let both = parse(&["--dev", "--webhook-allow", "private,loopback"]).unwrap();
+        assert!(both.webhook_allow.private && both.webhook_allow.loopback);
+        let e = parse(&["--dev", "--webhook-allow", "public"]).unwrap_err();
+        assert!(matches!(e, ConfigError::BadWebhookAllow(_)), "{e}");
     }
 
     #[test]

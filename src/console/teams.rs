@@ -122,6 +122,17 @@ struct TeamPage {
     limits: Vec<LimitRow>,
     usage: String,
     approvals: Vec<ApprovalRow>,
+    /// The team's webhooks (read-only: the API adds and deletes them).
+    webhooks: Vec<HookRow>,
+}
+
+/// A webhook as the team page lists it: its URL's host only (a Slack URL's path is a
+/// credential), never its secret.
+struct HookRow {
+    name: String,
+    host: String,
+    events: String,
+    format: String,
 }
 
 struct LimitRow {
@@ -159,6 +170,7 @@ pub async fn page(
         ..ListClusters::default()
     })
     .await?;
+    let webhooks = service::webhooks::list(db, &v.caller, &id).await?;
     view::render(&TeamPage {
         chrome: Chrome::new(
             &v,
@@ -203,6 +215,23 @@ pub async fn page(
                 requested_by: a.requested_by,
                 expires: view::short_time(&a.expire_time),
                 reasons: a.reasons.join("; "),
+            })
+            .collect(),
+        webhooks: webhooks
+            .into_iter()
+            .map(|w| HookRow {
+                host: url::Url::parse(&w.url)
+                    .ok()
+                    .and_then(|u| u.host_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                events: w
+                    .events
+                    .iter()
+                    .map(|e| e.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                format: w.format.as_str().to_owned(),
+                name: w.name,
             })
             .collect(),
         id: t.team_id,

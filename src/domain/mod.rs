@@ -23,8 +23,10 @@ pub mod resize;
 pub mod resource_names;
 pub mod roles;
 pub mod rpc;
+#[macro_use]
 pub mod states;
 pub mod usage;
+pub mod webhooks;
 pub mod workload;
 
 pub use names::{

@@ -268,6 +268,13 @@ states!(
         TtlWarning = "TTL_WARNING",
         /// A cluster's TTL ran out: the rule started its `down` (`details.operation`).
         TtlExpired = "TTL_EXPIRED",
+        /// A webhook was added to the team (`details`: its URL's host, events and
+        /// format; never its secret).
+        WebhookCreated = "WEBHOOK_CREATED",
+        /// A webhook was removed from the team.
+        WebhookDeleted = "WEBHOOK_DELETED",
+        /// Spot nodes of a pool were reclaimed.
+        SpotReclaimed = "SPOT_RECLAIMED",
     }
 );
 

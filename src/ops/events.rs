@@ -1,6 +1,7 @@
 //! One LISTEN connection per process fans operation events out in memory: new work
 //! wakes idle workers, a cancel request reaches the worker running that operation, and
-//! state changes reach `:wait` / `:watch` callers.
+//! state changes reach `:wait` / `:watch` callers; new webhook deliveries wake the
+//! delivery loop.
 //!
 //! Invariant: waiters hold no database connection while they wait; after a lost
 //! connection every waiter and worker is told to re-read (notifications may have been
@@ -20,6 +21,10 @@ use uuid::Uuid;
 
 use crate::store::operations::EVENTS_CHANNEL;
 
+/// The channel the `events` trigger notifies when it wrote webhook deliveries
+/// (migration 0012).
+pub const DELIVERIES_CHANNEL: &str = "kinetic_webhooks";
+
 /// What happened to one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OpEvent {
@@ -32,6 +37,7 @@ pub enum OpEvent {
 #[derive(Default)]
 pub struct Events {
     work: Notify,
+    deliveries: Notify,
     subscribers: Mutex<HashMap<Uuid, broadcast::Sender<OpEvent>>>,
     running: Mutex<HashMap<Uuid, CancellationToken>>,
     /// Set (under the `subscribers` lock) by [`Events::close`].
@@ -78,7 +84,9 @@ impl Events {
     /// Start the listener on its own connection to `url` (not from the pool).
     pub async fn start(url: &str) -> Result<Arc<Events>, sqlx::Error> {
         let mut listener = PgListener::connect(url).await?;
-        listener.listen(EVENTS_CHANNEL).await?;
+        listener
+            .listen_all([EVENTS_CHANNEL, DELIVERIES_CHANNEL])
+            .await?;
         let events = Arc::new(Events::default());
         let weak = Arc::downgrade(&events);
         tokio::spawn(async move {
@@ -86,6 +94,9 @@ impl Events {
                 let r = listener.try_recv().await;
                 let Some(events) = weak.upgrade() else { return };
                 match r {
+                    Ok(Some(n)) if n.channel() == DELIVERIES_CHANNEL => {
+                        events.deliveries.notify_waiters()
+                    }
                     Ok(Some(n)) => events.dispatch(n.payload()),
                     Ok(None) => {
                         // Connection lost and re-established by the listener.
@@ -126,6 +137,7 @@ impl Events {
 
     fn resync(&self) {
         self.work.notify_waiters();
+        self.deliveries.notify_waiters();
         for tx in lock(&self.subscribers).values() {
             let _ = tx.send(OpEvent::Resync);
         }
@@ -134,6 +146,11 @@ impl Events {
     /// Idle workers wait on this; it fires on new or newly claimable work.
     pub fn work(&self) -> &Notify {
         &self.work
+    }
+
+    /// The delivery loop waits on this; it fires when webhook deliveries were written.
+    pub fn deliveries(&self) -> &Notify {
+        &self.deliveries
     }
 
     /// Follow one operation's changes. Subscribe before reading the operation, so a

@@ -10,6 +10,8 @@
 //! member's access never waits behind an `up`.
 
 pub mod approvals;
+pub mod deliveries;
+pub mod delivery_body;
 pub mod enqueue;
 pub mod events;
 pub mod kinds;

@@ -1,5 +1,6 @@
-//! Removes finished operations older than the retention period (default 30 days),
-//! expired idempotency keys and audit events older than theirs (default 400 days), and
+//! Removes finished operations older than the retention period (default 30 days), and
+//! settled webhook deliveries with them, expired idempotency keys and audit events older
+//! than theirs (default 400 days), and
 //! refreshes the queue gauges every few seconds from the
 //! database (so they count every process's operations; see `docs/metrics.md`).
 
@@ -9,7 +10,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::OperationState;
-use crate::store::{Db, StoreError, events, operations};
+use crate::store::{Db, StoreError, events, operations, webhooks};
 
 use super::queue::IDEMPOTENCY_TTL_HOURS;
 
@@ -31,6 +32,18 @@ pub async fn purge_events_once(db: &Db, retention: Duration) -> Result<u64, Stor
     let n = events::purge_before(db, cutoff).await?;
     if n > 0 {
         tracing::info!(removed = n, "audit events past retention removed");
+    }
+    Ok(n)
+}
+
+/// One pass over webhook deliveries: delete DELIVERED and FAILED ones older than
+/// `retention` (the operations'); returns how many.
+pub async fn purge_deliveries_once(db: &Db, retention: Duration) -> Result<u64, StoreError> {
+    let cutoff = chrono::Utc::now()
+        - chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::days(30));
+    let n = webhooks::purge_settled_before(db, cutoff).await?;
+    if n > 0 {
+        tracing::info!(removed = n, "webhook deliveries past retention removed");
     }
     Ok(n)
 }
@@ -83,6 +96,9 @@ pub async fn run(
         }
         if let Err(e) = purge_once(&db, retention).await {
             tracing::warn!(error = %format_args!("{e:#}"), "retention pass failed");
+        }
+        if let Err(e) = purge_deliveries_once(&db, retention).await {
+            tracing::warn!(error = %format_args!("{e:#}"), "webhook delivery retention pass failed");
         }
         if let Err(e) = purge_events_once(&db, audit_retention).await {
             tracing::warn!(error = %format_args!("{e:#}"), "audit retention pass failed");

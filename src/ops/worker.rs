@@ -22,6 +22,7 @@ use tracing::Instrument;
 
 use crate::store::{Db, operations};
 
+use super::deliveries::{self, DeliveryConfig};
 use super::events::Events;
 use super::leases::Leases;
 use super::runner::{self, Outcome, RunEnv};
@@ -46,6 +47,8 @@ pub struct WorkerConfig {
     pub poll: Duration,
     pub step_concurrency: usize,
     pub policy: RetryPolicy,
+    /// The webhook delivery loop this pool runs beside its operations.
+    pub deliveries: DeliveryConfig,
 }
 
 impl Default for WorkerConfig {
@@ -57,6 +60,7 @@ impl Default for WorkerConfig {
             poll: Duration::from_secs(2),
             step_concurrency: 8,
             policy: RetryPolicy::default(),
+            deliveries: DeliveryConfig::default(),
         }
     }
 }
@@ -95,6 +99,13 @@ impl WorkerPool {
         tokio::spawn(expire_approvals(
             db.clone(),
             cfg.poll,
+            stop_claiming.clone(),
+        ));
+        tokio::spawn(deliveries::run(
+            db.clone(),
+            events.clone(),
+            cfg.owner.clone(),
+            cfg.deliveries.clone(),
             stop_claiming.clone(),
         ));
         let env = RunEnv {

@@ -31,6 +31,7 @@ pub mod state;
 pub mod status;
 pub mod teams;
 pub mod usage;
+pub mod webhooks;
 pub mod workload;
 
 pub use access::Caller;

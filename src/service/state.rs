@@ -31,6 +31,8 @@ pub struct Services {
     pub page_key: PageKey,
     /// How long a PENDING_APPROVAL operation waits for a decision.
     pub approval_ttl: std::time::Duration,
+    /// Non-public addresses a webhook URL may name (`KINETIC_WEBHOOK_ALLOW`).
+    pub webhook_allow: crate::domain::webhooks::Allow,
 }
 
 impl Services {

@@ -28,6 +28,7 @@ pub mod task_leases;
 pub mod team_queue;
 pub mod teams;
 pub mod usage;
+pub mod webhooks;
 
 pub use db::{Db, connect, migrate};
 pub use persisted::{ClusterSpecRecord, Corrupt, PoolSpecRecord, Row};

@@ -28,6 +28,8 @@ use crate::support::{expect_error, iap_request};
 /// A second VIEWER: the target of member mutations (a VIEWER may remove only itself).
 const TARGET: &str = "target@example.com";
 const TEAM: &str = "acme";
+/// The seeded webhook's id.
+const WEBHOOK: &str = "wh-5eed0001";
 const PROJECT: &str = "acme-project";
 /// Strings of the seeded team that must never appear in a non-member's answer.
 const SECRETS: [&str; 3] = ["acme-project", "teams/acme", "gpu-l4-ab12"];
@@ -136,6 +138,11 @@ const ROUTES: &[Route] = &[
     r("GET", "/v1/teams/{team}/policy:evaluate", READ, "usage against the policy: every member reads it"),
     r("GET", "/v1/teams/{team}/usage", READ, "measured usage: every member reads it"),
     r("GET", "/v1/teams/{team}/events", READ, "the team's audit trail, for every member"),
+    r("POST", "/v1/teams/{team}/webhooks", MUTATION, "adding a webhook needs ADMIN"),
+    r("GET", "/v1/teams/{team}/webhooks", READ, "the team's webhooks (no secrets): every member"),
+    r("GET", "/v1/teams/{team}/webhooks/{webhook}", READ, "a webhook of the team (no secret)"),
+    r("DELETE", "/v1/teams/{team}/webhooks/{webhook}", MUTATION, "deleting a webhook needs ADMIN"),
+    r("GET", "/v1/teams/{team}/webhooks/{webhook}/deliveries", READ, "a webhook's delivery log: every member"),
     r("PUT", "/v1/teams/{team}/members/{email}", MUTATION, "needs ADMIN"),
     r("DELETE", "/v1/teams/{team}/members/{email}", MUTATION, "needs ADMIN (or the member itself)"),
     r("POST", "/v1/testing/noopOperations", MUTATION, "test-only route; creates an operation for the team, needs MEMBER"),
@@ -152,6 +159,7 @@ fn fill(template: &str, op: &str) -> String {
         .replace("{cluster}", "kc")
         .replace("{pool}", "gpu-l4-ab12")
         .replace("{team}", TEAM)
+        .replace("{webhook}", WEBHOOK)
         .replace("{email}", TARGET)
         + if template.ends_with(":wait") {
             "?timeout=1s"
@@ -181,6 +189,9 @@ fn body(method: &str, template: &str, who: &str) -> Option<Value> {
             json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p"}, "spec": {"containers": []}})
         }
         ("POST", "noopOperations") => json!({"team": TEAM, "steps": 1}),
+        ("POST", "webhooks") => {
+            json!({"url": "https://hooks.example.com/k", "events": ["OPERATION_FINISHED"]})
+        }
         _ => return None,
     })
 }
@@ -312,6 +323,20 @@ async fn every_route_refuses_strangers_and_viewers() {
         )
         .await;
     assert_eq!(r.status, 200, "{:#}", r.body);
+    kineticd::store::webhooks::insert(
+        &dev.db,
+        &kineticd::store::webhooks::NewWebhook {
+            team_id: TEAM,
+            id: WEBHOOK,
+            url: "https://hooks.example.com/seed",
+            events: &["OPERATION_FINISHED".to_owned()],
+            format: "JSON",
+            secret: "whsec_seed",
+            created_by: OWNER,
+        },
+    )
+    .await
+    .expect("seed webhook");
     // The outsider has a team of its own.
     dev.team(OUTSIDER, "outsiders", &["outsider-project"]).await;
 

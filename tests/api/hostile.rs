@@ -147,6 +147,7 @@ fn good_path_value(name: &str, operation: &str) -> String {
         "pool" => "pool-1".into(),
         "operation" => operation.into(),
         "spec" => "a100x4".into(),
+        "webhook" => "wh-00000000".into(),
         other => panic!("no good value for path parameter {other}: add one"),
     }
 }
@@ -166,6 +167,9 @@ fn good_body(method: &str, template: &str) -> Option<Value> {
         }
         ("post", "/v1/testing/noopOperations") => Some(json!({"team": "acme", "steps": 1})),
         ("post", t) if t.ends_with(":snooze") => Some(json!({"duration": "3600s"})),
+        ("post", "/v1/teams/{team}/webhooks") => {
+            Some(json!({"url": "https://hooks.example.com/k", "events": ["OPERATION_FINISHED"]}))
+        }
         _ => None,
     }
 }

@@ -37,3 +37,4 @@ mod status;
 mod support;
 mod teams;
 mod updates;
+mod webhooks;

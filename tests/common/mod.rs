@@ -199,6 +199,10 @@ pub fn test_settings(url: &str) -> Settings {
         gcp_explicit: false,
         manifests: Default::default(),
         limits: Default::default(),
+        webhook_allow: kineticd::domain::webhooks::Allow {
+            loopback: true,
+            private: false,
+        },
     }
 }
 
