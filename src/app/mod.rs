@@ -234,25 +234,33 @@ pub fn connection_limits(limits: &crate::config::Limits) -> ConnectionLimits {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGTERM or SIGINT. The SIGTERM handler is installed when this is called,
+/// not when the future is first polled: call it before serving, so a SIGTERM that comes
+/// as soon as the first probe is answered is a clean shutdown, not a kill.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .inspect_err(|e| tracing::warn!(error = %e, "SIGTERM handler not installed"))
+        .ok();
+    async move {
+        let ctrl_c = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        #[cfg(unix)]
+        let term = async move {
+            match term {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term => {},
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+        tracing::info!("shutdown signal received; draining");
     }
-    tracing::info!("shutdown signal received; draining");
 }

@@ -44,6 +44,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
+    // Installed first: a SIGTERM at any point from here on drains instead of killing.
+    let shutdown = app::shutdown_signal();
     let pool = store::db::PoolConfig {
         max_connections: settings.db_max_connections,
         acquire_timeout: settings.limits.db_acquire_timeout,
@@ -134,7 +136,7 @@ async fn serve(settings: &Settings, url: &str) -> anyhow::Result<()> {
         app::connection_limits(&settings.limits),
         async move { stop_http.cancelled().await },
     ));
-    app::shutdown_signal().await;
+    shutdown.await;
     stop.cancel();
     // Long polls answer now rather than hold the drain until the grace cuts them off.
     events.close();
