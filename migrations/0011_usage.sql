@@ -20,6 +20,7 @@ CREATE TABLE usage_intervals (
     cluster_name   text NOT NULL,
     pool           text NOT NULL,
     node           text NOT NULL,
+    node_uid       text NOT NULL DEFAULT '',
     accelerator    text,
     accelerators   integer NOT NULL CHECK (accelerators >= 0),
     provisioning   text NOT NULL,

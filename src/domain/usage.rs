@@ -15,6 +15,8 @@ pub const MAX_RANGE_DAYS: i64 = 400;
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeSample {
     pub node: String,
+    /// The node object's uid (a node recreated under its name is another node).
+    pub uid: String,
     /// The GKE node pool.
     pub pool: String,
     /// Kinetic's accelerator name (`l4`, `v5e`); `None` for a node without one.

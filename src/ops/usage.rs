@@ -307,6 +307,7 @@ pub fn node_sample(
     };
     NodeSample {
         node: n.name.clone(),
+        uid: n.uid.clone(),
         pool: n.pool.clone().unwrap_or_default(),
         accelerator,
         accelerators,

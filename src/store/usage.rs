@@ -105,6 +105,21 @@ pub async fn record_sample(
     }
     let cols = Columns::of(nodes);
     if contiguous {
+        // A node gone (or recreated under its name: another uid) ends where it was last
+        // seen.
+        let gone: Vec<(String, String, String, i32)> = sqlx::query_as(
+            "UPDATE usage_intervals u SET open = false \
+             WHERE u.cluster_id = $1 AND u.open AND NOT EXISTS ( \
+                 SELECT 1 FROM unnest($2::text[], $3::text[]) AS s(node, uid) \
+                 WHERE s.node = u.node AND s.uid = u.node_uid) \
+             RETURNING pool, node, provisioning, busy",
+        )
+        .bind(cluster.id)
+        .bind(&cols.node)
+        .bind(&cols.uid)
+        .fetch_all(&mut *tx)
+        .await?;
+        spot_reclaims(&mut tx, cluster, &gone).await?;
         // A node still there whose facts changed (a pod started or ended, a new price):
         // its interval runs to this sample and ends; the next opens below.
         sqlx::query(
@@ -130,15 +145,6 @@ pub async fn record_sample(
         .bind(&cols.busy)
         .execute(&mut *tx)
         .await?;
-        // A node gone ends where it was last seen.
-        sqlx::query(
-            "UPDATE usage_intervals SET open = false \
-             WHERE cluster_id = $1 AND open AND NOT (node = ANY($2))",
-        )
-        .bind(cluster.id)
-        .bind(&cols.node)
-        .execute(&mut *tx)
-        .await?;
         // The rest ran unchanged until now.
         sqlx::query("UPDATE usage_intervals SET end_time = $2 WHERE cluster_id = $1 AND open")
             .bind(cluster.id)
@@ -154,12 +160,13 @@ pub async fn record_sample(
     // Open an interval for every node without one.
     sqlx::query(
         "INSERT INTO usage_intervals (team_id, cluster_id, cluster_name, pool, node, accelerator, \
-             accelerators, provisioning, member, price_per_hour, start_time, end_time, busy) \
+             accelerators, provisioning, member, price_per_hour, start_time, end_time, busy, \
+             node_uid) \
          SELECT $1, $2, $3, s.pool, s.node, s.accelerator, s.accelerators, s.provisioning, \
-                s.member, s.price, $4, $4, s.busy \
+                s.member, s.price, $4, $4, s.busy, s.uid \
          FROM unnest($5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], \
-                     $11::float8[], $12::int[]) \
-             AS s(node, pool, accelerator, accelerators, provisioning, member, price, busy) \
+                     $11::float8[], $12::int[], $13::text[]) \
+             AS s(node, pool, accelerator, accelerators, provisioning, member, price, busy, uid) \
          WHERE NOT EXISTS (SELECT 1 FROM usage_intervals u \
                            WHERE u.cluster_id = $2 AND u.open AND u.node = s.node)",
     )
@@ -175,6 +182,7 @@ pub async fn record_sample(
     .bind(&cols.member)
     .bind(&cols.price)
     .bind(&cols.busy)
+    .bind(&cols.uid)
     .execute(&mut *tx)
     .await?;
     record_pools(&mut tx, cluster, now, contiguous, nodes).await?;
@@ -198,6 +206,43 @@ pub async fn record_sample(
     .await?;
     tx.commit().await?;
     Ok(Applied::Recorded { contiguous })
+}
+
+/// Spot nodes that vanished while their pods still requested accelerators were
+/// reclaimed (the autoscaler never removes a node whose pods request accelerators): one
+/// SPOT_RECLAIMED audit event per pool, in the sample's transaction.
+async fn spot_reclaims(
+    tx: &mut sqlx::PgConnection,
+    cluster: &Sampled,
+    gone: &[(String, String, String, i32)],
+) -> Result<(), StoreError> {
+    let mut by_pool: std::collections::BTreeMap<&str, (Vec<&str>, i64)> = Default::default();
+    for (pool, node, provisioning, busy) in gone {
+        if provisioning == "SPOT" && *busy > 0 {
+            let e = by_pool.entry(pool.as_str()).or_default();
+            e.0.push(node.as_str());
+            e.1 += i64::from(*busy);
+        }
+    }
+    for (pool, (nodes, busy)) in by_pool {
+        let target = format!(
+            "projects/{}/zones/{}/clusters/{}/nodePools/{pool}",
+            cluster.project_id, cluster.zone, cluster.name
+        );
+        super::events::append(
+            &mut *tx,
+            &super::events::NewEvent {
+                team_id: Some(&cluster.team_id),
+                actor: "kineticd",
+                event_type: crate::domain::states::EventType::SpotReclaimed,
+                target: &target,
+                request_id: None,
+                details: serde_json::json!({"nodes": nodes, "busyAccelerators": busy}),
+            },
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Per pool: seen now; busy now when any node's pods request its accelerators. A pool no
@@ -312,6 +357,7 @@ async fn insert_gap(
 /// A sample's nodes as parallel arrays (one `unnest` per statement).
 struct Columns {
     node: Vec<String>,
+    uid: Vec<String>,
     pool: Vec<String>,
     accelerator: Vec<Option<String>>,
     accelerators: Vec<i32>,
@@ -326,6 +372,7 @@ impl Columns {
         let int = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
         Columns {
             node: nodes.iter().map(|n| n.node.clone()).collect(),
+            uid: nodes.iter().map(|n| n.uid.clone()).collect(),
             pool: nodes.iter().map(|n| n.pool.clone()).collect(),
             accelerator: nodes.iter().map(|n| n.accelerator.clone()).collect(),
             accelerators: nodes.iter().map(|n| int(n.accelerators)).collect(),

@@ -322,6 +322,62 @@ async fn the_budget_counts_measured_spend_and_tells_each_threshold_once() {
     );
 }
 
+#[tokio::test]
+async fn busy_spot_nodes_that_vanish_are_reported_reclaimed() {
+    let env = env().await;
+    env.up_ok("uh", json!({"accelerator": "cpu"})).await;
+    let add = env
+        .add_pool(
+            "uh",
+            json!({"accelerator": "l4", "minNodes": 2, "spot": true}),
+        )
+        .await;
+    assert_eq!(env.run_out(&add).await["metadata"]["state"], "SUCCEEDED");
+    let pool = pool_of(&add);
+    run_gpu_pod(&env, "uh", &pool, "train").await;
+    let c = collector(&env);
+    round(&c).await;
+    env.advance(60.0).await;
+    round(&c).await;
+    let r = env
+        .app
+        .http
+        .post(format!(
+            "{}/sim/v1/kube/{}/pools/{pool}:reclaim",
+            env.sim.url(),
+            crate::support::kube_key("uh")
+        ))
+        .send()
+        .await
+        .expect("reclaim");
+    assert!(r.status().is_success(), "{}", r.status());
+    env.advance(60.0).await;
+    round(&c).await;
+    let e = env
+        .app
+        .get(
+            OWNER,
+            "/v1/teams/ml-team/events?filter=type%3D%22SPOT_RECLAIMED%22",
+        )
+        .await;
+    assert_eq!(e.status, StatusCode::OK, "{}", e.body);
+    let events = e.body["events"].as_array().expect("events");
+    assert_eq!(events.len(), 1, "{}", e.body);
+    assert!(
+        events[0]["target"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with(&format!("/nodePools/{pool}")),
+        "{}",
+        e.body
+    );
+    assert_eq!(events[0]["details"]["busyAccelerators"], 1, "{}", e.body);
+    assert_eq!(
+        events[0]["details"]["nodes"].as_array().map(Vec::len),
+        Some(1)
+    );
+}
+
 /// The thresholds of the team's BUDGET_THRESHOLD events, sorted.
 async fn budget_events(env: &Env) -> Vec<i64> {
     let r = env

@@ -29,6 +29,10 @@ pub struct Taint {
 #[serde(rename_all = "camelCase")]
 pub struct NodeInfo {
     pub name: String,
+    /// The node object's uid: a node recreated under the same name (a reclaimed spot
+    /// VM that its group brought back) has a new one.
+    #[serde(skip)]
+    pub uid: String,
     /// GKE node pool (`cloud.google.com/gke-nodepool`).
     pub pool: Option<String>,
     pub zone: Option<String>,
@@ -59,6 +63,7 @@ impl NodeInfo {
             .any(|c| c.type_ == "Ready" && c.status == "True");
         NodeInfo {
             name: n.metadata.name.clone().unwrap_or_default(),
+            uid: n.metadata.uid.clone().unwrap_or_default(),
             pool: labels.get(NODEPOOL_LABEL).cloned(),
             zone: labels.get("topology.kubernetes.io/zone").cloned(),
             instance_type: labels.get("node.kubernetes.io/instance-type").cloned(),

@@ -40,6 +40,7 @@ fn node(name: &str, pool: &str, gpus: u64, tpus: u64, spot: bool) -> NodeInfo {
         taints.push(taint("cloud.google.com/gke-spot", "true"));
     }
     NodeInfo {
+        uid: String::new(),
         name: name.into(),
         pool: Some(pool.into()),
         zone: Some("us-central1-a".into()),

@@ -180,6 +180,7 @@ fn template(id: &str, rec: &PoolSpecRecord) -> Option<NodeInfo> {
         Kind::Tpu => (0, per_node),
     };
     Some(NodeInfo {
+        uid: String::new(),
         name: format!("{id} (template)"),
         pool: Some(id.into()),
         zone: None,

@@ -51,7 +51,7 @@ pub struct UpRequest {
     pub ttl: Option<String>,
     /// When the cluster is brought down (RFC 3339), as `ttl` does. Not with `ttl`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
+    #[schema(nullable = false, format = DateTime)]
     pub expire_time: Option<String>,
 }
 

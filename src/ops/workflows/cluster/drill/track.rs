@@ -226,6 +226,7 @@ mod tests {
 
     fn node(name: &str, pool: &str) -> NodeInfo {
         NodeInfo {
+            uid: String::new(),
             name: name.into(),
             pool: Some(pool.into()),
             zone: None,
