@@ -8,7 +8,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -70,18 +70,8 @@ async fn get_cluster_credentials(
 /// Whether `Accept` prefers JSON: its first media range that names JSON or YAML is
 /// `application/json` (quality values are not weighed; `*/*` or none is YAML).
 fn wants_json(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|r| {
-            r.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
+    super::extract::accepted(headers)
+        .into_iter()
         .find(|m| m == "application/json" || m.ends_with("yaml"))
         .is_some_and(|m| m == "application/json")
 }
@@ -89,6 +79,7 @@ fn wants_json(headers: &HeaderMap) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::header::ACCEPT;
 
     fn accept(v: &[&str]) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -323,3 +323,21 @@ impl<S: Send + Sync> FromRequestParts<S> for PoolTarget {
         Ok(PoolTarget(path, pool, if_match))
     }
 }
+
+/// The media types `Accept` lists, in its order, lowercased, without parameters (quality
+/// values are not weighed).
+pub fn accepted(headers: &axum::http::HeaderMap) -> Vec<String> {
+    headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|r| {
+            r.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .collect()
+}

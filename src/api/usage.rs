@@ -6,7 +6,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::header::{ACCEPT, CONTENT_DISPOSITION, CONTENT_TYPE};
+use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -83,18 +83,8 @@ async fn get_usage(
 
 /// Whether `Accept` names `text/csv` before any JSON range.
 fn wants_csv(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|r| {
-            r.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
+    super::extract::accepted(headers)
+        .into_iter()
         .find(|m| m == "text/csv" || m == "application/json")
         .is_some_and(|m| m == "text/csv")
 }

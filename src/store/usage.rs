@@ -122,7 +122,7 @@ pub async fn record_sample(
         spot_reclaims(&mut tx, cluster, &gone).await?;
         // A node still there whose facts changed (a pod started or ended, a new price):
         // its interval runs to this sample and ends; the next opens below.
-        sqlx::query(
+        let q = sqlx::query(
             "UPDATE usage_intervals u SET end_time = $2, open = false \
              FROM unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::text[], \
                          $8::text[], $9::float8[], $10::int[]) \
@@ -134,17 +134,8 @@ pub async fn record_sample(
                     OR s.busy <> u.busy)",
         )
         .bind(cluster.id)
-        .bind(now)
-        .bind(&cols.node)
-        .bind(&cols.pool)
-        .bind(&cols.accelerator)
-        .bind(&cols.accelerators)
-        .bind(&cols.provisioning)
-        .bind(&cols.member)
-        .bind(&cols.price)
-        .bind(&cols.busy)
-        .execute(&mut *tx)
-        .await?;
+        .bind(now);
+        cols.bind(q).execute(&mut *tx).await?;
         // The rest ran unchanged until now.
         sqlx::query("UPDATE usage_intervals SET end_time = $2 WHERE cluster_id = $1 AND open")
             .bind(cluster.id)
@@ -158,7 +149,7 @@ pub async fn record_sample(
             .await?;
     }
     // Open an interval for every node without one.
-    sqlx::query(
+    let q = sqlx::query(
         "INSERT INTO usage_intervals (team_id, cluster_id, cluster_name, pool, node, accelerator, \
              accelerators, provisioning, member, price_per_hour, start_time, end_time, busy, \
              node_uid) \
@@ -173,18 +164,8 @@ pub async fn record_sample(
     .bind(&cluster.team_id)
     .bind(cluster.id)
     .bind(&cluster.name)
-    .bind(now)
-    .bind(&cols.node)
-    .bind(&cols.pool)
-    .bind(&cols.accelerator)
-    .bind(&cols.accelerators)
-    .bind(&cols.provisioning)
-    .bind(&cols.member)
-    .bind(&cols.price)
-    .bind(&cols.busy)
-    .bind(&cols.uid)
-    .execute(&mut *tx)
-    .await?;
+    .bind(now);
+    cols.bind(q).bind(&cols.uid).execute(&mut *tx).await?;
     record_pools(&mut tx, cluster, now, contiguous, nodes).await?;
     let busy = nodes.iter().any(|n| n.busy > 0);
     sqlx::query(
@@ -368,6 +349,22 @@ struct Columns {
 }
 
 impl Columns {
+    /// Bind the facts in the order the statements unnest them: node, pool, accelerator,
+    /// accelerators, provisioning, member, price, busy.
+    fn bind<'q>(
+        &'q self,
+        q: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        q.bind(&self.node)
+            .bind(&self.pool)
+            .bind(&self.accelerator)
+            .bind(&self.accelerators)
+            .bind(&self.provisioning)
+            .bind(&self.member)
+            .bind(&self.price)
+            .bind(&self.busy)
+    }
+
     fn of(nodes: &[NodeSample]) -> Columns {
         let int = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
         Columns {

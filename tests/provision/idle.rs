@@ -3,9 +3,6 @@
 //! busy pool is never touched; a TTL brings its cluster down. Time moves on the
 //! simulator's virtual clock.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::PostParams;
@@ -15,21 +12,12 @@ use serde_json::{Value, json};
 use kineticd::ops::usage::Collector;
 use kineticd::service::idle::{self, IDLE_RULE, TTL_RULE};
 
-use crate::support::{Env, OWNER, cluster_path, env, kube, pool_of, pool_path};
+use crate::support::{Env, OWNER, cluster_path, env, kube, l4_cluster, pool_path, usage_collector};
 
 const HOUR: f64 = 3600.0;
 const POLICY: &str = "/v1/teams/ml-team/policy";
 const BOB: &str = "bob@example.com";
 const CAROL: &str = "carol@example.com";
-
-fn collector(env: &Env) -> Collector {
-    Collector::new(
-        env.app.db.clone(),
-        env.app.state.cloud.clone(),
-        Arc::clone(&env.app.state.prices),
-        Duration::from_secs(60),
-    )
-}
 
 /// Advance the virtual clock, sample, and run one pass of the rules.
 async fn tick(env: &Env, c: &Collector, seconds: f64) -> idle::Pass {
@@ -45,15 +33,6 @@ async fn tick(env: &Env, c: &Collector, seconds: f64) -> idle::Pass {
 async fn policy(env: &Env, idle: Value) {
     let r = env.app.patch(OWNER, POLICY, json!({ "idle": idle })).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-}
-
-async fn l4_cluster(env: &Env, name: &str) -> String {
-    env.up_ok(name, json!({"accelerator": "cpu"})).await;
-    let add = env
-        .add_pool(name, json!({"accelerator": "l4", "minNodes": 2}))
-        .await;
-    assert_eq!(env.run_out(&add).await["metadata"]["state"], "SUCCEEDED");
-    pool_of(&add)
 }
 
 /// The team's events of `kind`, oldest first.
@@ -86,7 +65,7 @@ async fn an_idle_pool_is_warned_then_scaled_to_zero_by_the_rule() {
         json!({"poolIdleAfter": "7200s", "warnBefore": "1800s", "action": "SCALE_TO_ZERO"}),
     )
     .await;
-    let c = collector(&env);
+    let c = usage_collector(&env);
     let first = tick(&env, &c, 0.0).await;
     assert_eq!(first, idle::Pass::default());
     // 1.5 h idle: within the warning lead of the 2 h rule.
@@ -144,7 +123,7 @@ async fn a_busy_pool_is_never_idle() {
     pods.create(&PostParams::default(), &pod)
         .await
         .expect("pod");
-    let c = collector(&env);
+    let c = usage_collector(&env);
     for _ in 0..4 {
         assert_eq!(tick(&env, &c, HOUR).await, idle::Pass::default());
     }
@@ -171,7 +150,7 @@ async fn members_snooze_within_the_policy_maximum_and_each_snooze_is_audited() {
         json!({"poolIdleAfter": "7200s", "warnBefore": "1800s", "maxSnooze": "7200s"}),
     )
     .await;
-    let c = collector(&env);
+    let c = usage_collector(&env);
     tick(&env, &c, 0.0).await;
     tick(&env, &c, HOUR).await;
     let snooze = format!("{}:snooze", pool_path("ic", &pool));
@@ -257,7 +236,7 @@ async fn a_ttl_warns_can_be_snoozed_and_brings_the_cluster_down() {
         .expect("expireTime")
         .to_owned();
 
-    let c = collector(&env);
+    let c = usage_collector(&env);
     assert_eq!(tick(&env, &c, 0.0).await, idle::Pass::default());
     let w = tick(&env, &c, 3000.0).await;
     assert_eq!(w.warned.len(), 1, "{w:?}");

@@ -523,3 +523,25 @@ impl Env {
         self._workers = self.app.workers(test_worker_config(WORKERS));
     }
 }
+
+/// The usage collector of `env`'s app (a 60 s interval; tests call its rounds).
+#[allow(dead_code)] // each test binary module uses a subset
+pub fn usage_collector(env: &Env) -> kineticd::ops::usage::Collector {
+    kineticd::ops::usage::Collector::new(
+        env.app.db.clone(),
+        env.app.state.cloud.clone(),
+        std::sync::Arc::clone(&env.app.state.prices),
+        std::time::Duration::from_secs(60),
+    )
+}
+
+/// A CPU cluster `name` up with an L4 pool of two nodes (minNodes 2); the pool's id.
+#[allow(dead_code)] // each test binary module uses a subset
+pub async fn l4_cluster(env: &Env, name: &str) -> String {
+    env.up_ok(name, json!({"accelerator": "cpu"})).await;
+    let add = env
+        .add_pool(name, json!({"accelerator": "l4", "minNodes": 2}))
+        .await;
+    assert_eq!(env.run_out(&add).await["metadata"]["state"], "SUCCEEDED");
+    pool_of(&add)
+}

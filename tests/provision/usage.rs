@@ -4,9 +4,6 @@
 //! restarts and a second collector never count time twice; an unreadable cluster is a
 //! gap, not zero.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::PostParams;
@@ -17,19 +14,10 @@ use kineticd::domain::accelerators::{self, Choice};
 use kineticd::domain::provisioning::Provisioning;
 use kineticd::ops::usage::Collector;
 
-use crate::support::{Env, OWNER, env, kube, pool_of};
+use crate::support::{Env, OWNER, env, kube, l4_cluster, pool_of, usage_collector};
 
 const HOUR: f64 = 3600.0;
 const USAGE: &str = "/v1/teams/ml-team/usage";
-
-fn collector(env: &Env) -> Collector {
-    Collector::new(
-        env.app.db.clone(),
-        env.app.state.cloud.clone(),
-        Arc::clone(&env.app.state.prices),
-        Duration::from_secs(60),
-    )
-}
 
 async fn round(c: &Collector) -> kineticd::ops::usage::Round {
     let r = c.round().await.expect("a usage round");
@@ -53,16 +41,6 @@ async fn usage(env: &Env, query: &str) -> Value {
 
 fn close(a: &Value, b: f64) -> bool {
     a.as_f64().is_some_and(|a| (a - b).abs() < 1e-6)
-}
-
-/// A cluster with an L4 pool of two nodes (minNodes 2), and the pool's id.
-async fn l4_cluster(env: &Env, name: &str) -> String {
-    env.up_ok(name, json!({"accelerator": "cpu"})).await;
-    let add = env
-        .add_pool(name, json!({"accelerator": "l4", "minNodes": 2}))
-        .await;
-    assert_eq!(env.run_out(&add).await["metadata"]["state"], "SUCCEEDED");
-    pool_of(&add)
 }
 
 async fn run_gpu_pod(env: &Env, cluster: &str, pool: &str, name: &str) {
@@ -93,7 +71,7 @@ async fn run_gpu_pod(env: &Env, cluster: &str, pool: &str, name: &str) {
 async fn usage_counts_node_busy_and_idle_hours_and_cost_on_the_virtual_clock() {
     let env = env().await;
     let pool = l4_cluster(&env, "uc").await;
-    let c = collector(&env);
+    let c = usage_collector(&env);
     let first = round(&c).await;
     assert_eq!((first.sampled, first.unreachable), (1, 0), "{first:?}");
     env.advance(HOUR).await;
@@ -215,7 +193,7 @@ async fn usage_counts_node_busy_and_idle_hours_and_cost_on_the_virtual_clock() {
 async fn the_console_draws_usage_per_day_without_script() {
     let env = env().await;
     let pool = l4_cluster(&env, "uf").await;
-    let c = collector(&env);
+    let c = usage_collector(&env);
     round(&c).await;
     run_gpu_pod(&env, "uf", &pool, "train").await;
     env.advance(HOUR).await;
@@ -267,7 +245,7 @@ async fn the_console_draws_usage_per_day_without_script() {
 async fn the_budget_counts_measured_spend_and_tells_each_threshold_once() {
     let env = env().await;
     let pool = l4_cluster(&env, "ug").await;
-    let c = collector(&env);
+    let c = usage_collector(&env);
     round(&c).await;
     env.advance(HOUR).await;
     round(&c).await;
@@ -335,7 +313,7 @@ async fn busy_spot_nodes_that_vanish_are_reported_reclaimed() {
     assert_eq!(env.run_out(&add).await["metadata"]["state"], "SUCCEEDED");
     let pool = pool_of(&add);
     run_gpu_pod(&env, "uh", &pool, "train").await;
-    let c = collector(&env);
+    let c = usage_collector(&env);
     round(&c).await;
     env.advance(60.0).await;
     round(&c).await;
@@ -410,12 +388,12 @@ fn urlencode(s: &str) -> String {
 async fn a_second_collector_or_a_restart_never_counts_time_twice() {
     let env = env().await;
     let pool = l4_cluster(&env, "ud").await;
-    let a = collector(&env);
+    let a = usage_collector(&env);
     round(&a).await;
     env.advance(HOUR).await;
     round(&a).await;
     // Another replica's collector finds the task held: it samples nothing.
-    let b = collector(&env);
+    let b = usage_collector(&env);
     let idle = b.round().await.expect("round");
     assert_eq!(idle.round, None, "{idle:?}");
     // The first process stops (its lease given up); the second takes over an hour later:
@@ -449,7 +427,7 @@ fn holder(c: &Collector) -> String {
 async fn an_unreadable_cluster_is_a_gap_not_zero() {
     let env = env().await;
     let pool = l4_cluster(&env, "ue").await;
-    let c = collector(&env);
+    let c = usage_collector(&env);
     round(&c).await;
     env.advance(HOUR).await;
     round(&c).await;
