@@ -54,6 +54,15 @@ pub fn parse(text: &str, max: Duration) -> Result<Duration, DurationError> {
     from_seconds(v * scale, max, &text.chars().take(40).collect::<String>())
 }
 
+/// Parse a Google JSON duration (`"7200s"`, `"1.5s"`: seconds with an `s`), at most
+/// `max`; `500ms`, `2h` and bare numbers are refused.
+pub fn parse_json(text: &str, max: Duration) -> Result<Duration, DurationError> {
+    match text.trim().strip_suffix('s') {
+        Some(n) if !n.ends_with('m') => parse(text, max),
+        _ => Err(DurationError::Malformed(text.chars().take(40).collect())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -382,11 +382,8 @@ async fn snooze_until(svc: &Services, team: &str, req: &SnoozeRequest) -> Result
     let idle = policy.as_ref().and_then(|p| p.policy.get("idle").cloned());
     let max = rules_of(team, idle.as_ref()).map_or(idle::DEFAULT_MAX_SNOOZE, |r| r.max_snooze);
     let bad = |m: String| Error::invalid("INVALID_SNOOZE", m).with("field", "duration");
-    let d = req
-        .duration
-        .strip_suffix('s')
-        .filter(|n| !n.ends_with('m'))
-        .and_then(|_| crate::domain::duration::parse(&req.duration, idle::MAX_RULE).ok())
+    let d = crate::domain::duration::parse_json(&req.duration, idle::MAX_RULE)
+        .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| {
             bad(format!(

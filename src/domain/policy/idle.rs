@@ -89,19 +89,15 @@ pub struct Rules {
 
 fn parse(field: &'static str, v: &Option<String>) -> Result<Option<Duration>, IdleError> {
     let Some(text) = v else { return Ok(None) };
-    let d = text
-        .strip_suffix('s')
-        .filter(|n| !n.ends_with('m'))
-        .ok_or_else(|| IdleError::Bad {
-            field,
-            why: format!("{text:?} is not a duration in seconds like \"7200s\""),
-        })
-        .and_then(|_| {
-            duration::parse(text, MAX_RULE).map_err(|e| IdleError::Bad {
-                field,
-                why: e.to_string(),
-            })
-        })?;
+    let d = duration::parse_json(text, MAX_RULE).map_err(|e| IdleError::Bad {
+        field,
+        why: match e {
+            duration::DurationError::Malformed(_) => {
+                format!("{text:?} is not a duration in seconds like \"7200s\"")
+            }
+            e => e.to_string(),
+        },
+    })?;
     Ok(Some(d))
 }
 

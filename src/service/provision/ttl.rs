@@ -56,20 +56,15 @@ pub async fn expiry(
         (None, None) => Ok(None),
         (Some(_), Some(_)) => Err(bad("ttl", "give ttl or expireTime, not both".to_owned())),
         (Some(t), None) => {
-            let d = t
-                .strip_suffix('s')
-                .filter(|n| !n.ends_with('m'))
-                .ok_or(())
-                .and_then(|_| duration::parse(t, MAX_TTL).map_err(|_| ()))
-                .map_err(|()| {
-                    bad(
-                        "ttl",
-                        format!(
-                            "ttl {t:?} is not a duration in seconds like \"86400s\" of at most {}s",
-                            MAX_TTL.as_secs()
-                        ),
-                    )
-                })?;
+            let d = duration::parse_json(t, MAX_TTL).map_err(|_| {
+                bad(
+                    "ttl",
+                    format!(
+                        "ttl {t:?} is not a duration in seconds like \"86400s\" of at most {}s",
+                        MAX_TTL.as_secs()
+                    ),
+                )
+            })?;
             let now = cloud_now(cloud).await?;
             within(
                 "ttl",
