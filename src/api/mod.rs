@@ -32,6 +32,7 @@ macro_rules! list_response {
 }
 
 pub mod accelerators;
+pub mod adopt;
 pub mod audit;
 pub mod auth;
 pub mod capacity;

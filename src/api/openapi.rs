@@ -25,6 +25,8 @@ use super::error::ErrorBody;
         super::diagnose::diagnose_cluster,
         super::sync_access::sync_cluster_access,
         super::snooze::snooze_cluster,
+        super::adopt::discover_clusters,
+        super::adopt::import_node_pool,
         super::snooze::snooze_node_pool,
         super::operations::get_operation,
         super::operations::watch_operation,

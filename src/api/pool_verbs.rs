@@ -39,6 +39,10 @@ pub async fn pool_verb(
             path.name()
         )));
     };
+    if verb == "import" {
+        let r = super::adopt::import_node_pool(&s, &caller, &path, pool).await?;
+        return Ok(r.into_response());
+    }
     if verb == "snooze" {
         let r = super::snooze::snooze_node_pool(&s, &caller, &path, pool, req).await?;
         return Ok(r.into_response());

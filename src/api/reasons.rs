@@ -911,6 +911,14 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         "Check the name (GET .../nodePools lists them).",
     ),
     e(
+        "NODE_POOL_NOT_IMPORTABLE",
+        FailedPrecondition,
+        Response,
+        &["pool"],
+        "An import found the GKE pool unfit for a record: its machine is no accelerator of the catalogue, or GKE is deleting it.",
+        "Leave it to GKE (or remove it there); only accelerator pools are recorded.",
+    ),
+    e(
         "NODE_POOL_NOT_IN_GKE",
         FailedPrecondition,
         Operation,
@@ -941,6 +949,14 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         &["pool", "state"],
         "Resizing or drilling a pool that is not RUNNING.",
         "Wait for its operation to finish, or repair it with up, then retry.",
+    ),
+    e(
+        "NODE_POOL_RECORDED",
+        AlreadyExists,
+        Response,
+        &["pool"],
+        "An import named a pool that has a record already.",
+        "Nothing to do: GET the pool to see its record.",
     ),
     e(
         "NOTHING_TO_UPDATE",
@@ -1149,9 +1165,9 @@ pub const CATALOGUE: &[ReasonDoc] = &[
     e(
         "RESOURCE_NOT_OURS",
         FailedPrecondition,
-        Operation,
+        Both,
         &["resource"],
-        "A cloud resource with the name kineticd would use exists but was not created by kinetic.",
+        "A cloud resource with the name kineticd would use (or adopt, or import) exists but was not created by kinetic.",
         "Delete or rename that resource, or use another cluster name.",
     ),
     e(

@@ -141,7 +141,12 @@ const APPLY_CLUSTER: &[&[&str]] = &[
     CLUSTER_CHANGE,
     POOL_SPEC,
     POLICY,
-    &["CLOUD_UNAVAILABLE", "INVALID_TTL", "NO_ACCELERATOR_POOL"],
+    &[
+        "CLOUD_UNAVAILABLE",
+        "INVALID_TTL",
+        "NO_ACCELERATOR_POOL",
+        "RESOURCE_NOT_OURS",
+    ],
 ];
 
 /// What `createNodePool` and its preview (`previewCreateNodePool`) can answer.
@@ -315,6 +320,20 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
             ],
         ],
     ),
+    (
+        "importNodePool",
+        &[
+            CLUSTER,
+            &[
+                "CLOUD_UNAVAILABLE",
+                "NODE_POOL_NOT_FOUND",
+                "NODE_POOL_NOT_IMPORTABLE",
+                "NODE_POOL_RECORDED",
+                "PERMISSION_DENIED",
+                "RESOURCE_NOT_OURS",
+            ],
+        ],
+    ),
     ("previewDrillNodePool", DRILL_NODE_POOL),
     ("getAccelerator", &[&["UNKNOWN_ACCELERATOR=404"]]),
     ("getCaller", &[]),
@@ -339,7 +358,8 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
     ("getOperation", &[OPERATION, VERBS]),
     ("getProfile", &[PROFILE, VERBS]),
     ("getReadiness", &[&["NOT_READY"]]),
-    ("getTeam", &[TEAM]),
+    ("getTeam", &[TEAM, VERBS]),
+    ("discoverClusters", &[TEAM]),
     ("listAccelerators", &[]),
     ("listClusterAccelerators", &[CLUSTER]),
     (

@@ -4,6 +4,7 @@ use super::idempotency::{RequestIdQuery, RequestKey};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -15,7 +16,7 @@ use crate::model::{Me, Member, Team};
 use crate::service::{self, Caller};
 
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiPath, ApiQuery, IfMatch};
+use super::extract::{ApiJson, ApiPath, ApiQuery, IfMatch, split_verb, unknown_verb};
 use super::{IfMatchHeader, PageQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -98,9 +99,18 @@ async fn get_team(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath(team): ApiPath<String>,
-) -> Result<Json<Team>, ApiError> {
-    let team = TeamId::parse(&team)?;
-    Ok(Json(service::teams::get(&s.db, &caller, &team).await?))
+) -> Result<Response, ApiError> {
+    // Custom methods share the team's path segment (`{team}:discoverClusters`).
+    match split_verb(&team) {
+        Some((team, "discoverClusters")) => Ok(super::adopt::discover_clusters(&s, &caller, team)
+            .await?
+            .into_response()),
+        Some(_) => Err(unknown_verb(&format!("GET /v1/teams/{team}"))),
+        None => {
+            let team = TeamId::parse(&team)?;
+            Ok(Json(service::teams::get(&s.db, &caller, &team).await?).into_response())
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, Serialize, ToSchema)]

@@ -92,6 +92,17 @@ impl TaintEffect {
         }
     }
 
+    /// From GKE's spelling ([`TaintEffect::as_str`]); `None` for any other text.
+    pub fn from_gke(s: &str) -> Option<TaintEffect> {
+        [
+            TaintEffect::NoSchedule,
+            TaintEffect::PreferNoSchedule,
+            TaintEffect::NoExecute,
+        ]
+        .into_iter()
+        .find(|e| e.as_str() == s)
+    }
+
     /// Kubernetes' spelling: NoSchedule | PreferNoSchedule | NoExecute.
     pub fn kube_str(self) -> &'static str {
         match self {

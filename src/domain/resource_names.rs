@@ -67,6 +67,13 @@ pub const KSA_NAME: &str = "kinetic";
 
 /// Labels on everything kineticd creates.
 pub const LABELS: [(&str, &str); 2] = [("kinetic", "true"), ("goog-packaged-solution", "kinetic")];
+/// The label that marks a resource as created by kineticd / Kinetic.
+pub const OURS: (&str, &str) = LABELS[0];
+
+/// Whether labels mark a resource as kinetic's ([`OURS`]).
+pub fn is_ours(labels: &std::collections::BTreeMap<String, String>) -> bool {
+    labels.get(OURS.0).map(String::as_str) == Some(OURS.1)
+}
 
 /// Artifact Registry location for a region: the multi-region for us/europe/asia.
 pub fn repository_location(region: &str) -> String {

@@ -275,6 +275,9 @@ states!(
         WebhookDeleted = "WEBHOOK_DELETED",
         /// Spot nodes of a pool were reclaimed.
         SpotReclaimed = "SPOT_RECLAIMED",
+        /// A node pool GKE had without a record was imported (`details.record`: what
+        /// the record says).
+        PoolImported = "POOL_IMPORTED",
     }
 );
 

@@ -166,16 +166,10 @@ pub fn driver_action(after: &[StepId]) -> Action {
 /// when a GPU pool needs it.
 pub fn add(n: &ClusterNames, pools: &[PoolSpecRecord], prices: &PriceTable) -> Plan {
     let mut actions = Vec::new();
-    let (mut at_min, mut at_max, mut priced) = (0.0, 0.0, false);
     for p in pools {
         let mut a = pool_action(n, &p.pool_id, ActionKind::Create, "requested pool");
         a.resource = Resource::NodePool(Some(Box::new(pool_details(p))));
         actions.push(a);
-        if let Some(c) = &p.estimated_hourly_cost {
-            at_min += c.at_min;
-            at_max += c.at_max;
-            priced = true;
-        }
     }
     let gpu: Vec<StepId> = pools
         .iter()
@@ -191,13 +185,27 @@ pub fn add(n: &ClusterNames, pools: &[PoolSpecRecord], prices: &PriceTable) -> P
     Plan {
         actions,
         warnings: Vec::new(),
-        estimated_hourly_cost: priced.then(|| Cost {
-            currency: prices.currency.clone(),
-            at_min,
-            at_max,
-        }),
+        estimated_hourly_cost: total_cost(pools.iter(), prices),
         ..Plan::default()
     }
+}
+
+/// The estimated hourly cost of `pools` together (`None` when none is priced).
+pub fn total_cost<'a>(
+    pools: impl Iterator<Item = &'a PoolSpecRecord>,
+    prices: &PriceTable,
+) -> Option<Cost> {
+    let (mut at_min, mut at_max, mut priced) = (0.0, 0.0, false);
+    for c in pools.filter_map(|p| p.estimated_hourly_cost.as_ref()) {
+        at_min += c.at_min;
+        at_max += c.at_max;
+        priced = true;
+    }
+    priced.then(|| Cost {
+        currency: prices.currency.clone(),
+        at_min,
+        at_max,
+    })
 }
 
 /// The (spot, on-demand) pools of `pools` that form a failover pair tied to a compute

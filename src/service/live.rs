@@ -116,16 +116,21 @@ pub async fn gke(cloud: &Cloud, n: &ClusterNames) -> Result<GkeCluster> {
                     ),
                 )
             } else {
-                unavailable(
-                    "CLOUD_UNAVAILABLE",
-                    format!("the GKE cluster could not be read: {e}"),
-                )
-                .with("service", e.service)
-                .with("method", e.method)
-                .with("cloudReason", &e.reason)
-                .was("GKE_UNAVAILABLE")
+                gke_unreadable(&e)
             }
         })
+}
+
+/// 503 CLOUD_UNAVAILABLE: GKE's `clusters.get` answered `e`.
+pub fn gke_unreadable(e: &crate::cloud::gcp::GcpError) -> Error {
+    unavailable(
+        "CLOUD_UNAVAILABLE",
+        format!("the GKE cluster could not be read: {e}"),
+    )
+    .with("service", e.service)
+    .with("method", e.method)
+    .with("cloudReason", &e.reason)
+    .was("GKE_UNAVAILABLE")
 }
 
 /// How to reach the API server of `gke`: 503 CLUSTER_NOT_READY (with Retry-After) until

@@ -7,6 +7,7 @@
 pub mod accelerators;
 pub mod access;
 pub mod access_sync;
+pub mod adopt;
 pub mod audit;
 pub mod capacity;
 pub mod clusters;

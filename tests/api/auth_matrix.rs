@@ -127,6 +127,8 @@ const ROUTES: &[Route] = &[
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:syncAccess", MUTATION, "converge IAM and RBAC: needs MEMBER"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}:snooze", MUTATION, "postpone idle rules and the TTL: needs MEMBER"),
     r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:snooze", MUTATION, "postpone a pool's idle rule: needs MEMBER"),
+    r("POST", "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}:import", MUTATION, "record an unrecorded GKE pool: needs MEMBER"),
+    r("GET", "/v1/teams/{team}:discoverClusters", READ, "what the team's projects hold unrecorded: a read"),
     r("GET", "/v1/teams", ANY_CALLER, "lists only the caller's teams"),
     r("POST", "/v1/teams", Caller { outsider: 201, viewer: 201 }, "anyone signed in may found a team"),
     r("GET", "/v1/teams/{team}", READ, "the team"),

@@ -115,7 +115,14 @@ async fn openapi_document_describes_the_routes() {
             assert_ne!(r.status, 405, "{m} {template}: {:#}", r.body);
             assert_ne!(r.reason(), "ROUTE_NOT_FOUND", "{m} {template}");
             assert_ne!(r.reason(), "METHOD_NOT_FOUND", "{m} {template}");
-            assert!(r.status.as_u16() < 500, "{m} {template}: {:#}", r.body);
+            // This app has no cloud: a route that must ask it first (`up` asks GKE
+            // whether the cluster exists, to adopt it) may say so, and only so.
+            let cloudless = r.status == 503 && r.reason() == "CLOUD_UNAVAILABLE";
+            assert!(
+                r.status.as_u16() < 500 || cloudless,
+                "{m} {template}: {:#}",
+                r.body
+            );
         }
     }
 }

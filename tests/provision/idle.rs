@@ -37,15 +37,7 @@ async fn policy(env: &Env, idle: Value) {
 
 /// The team's events of `kind`, oldest first.
 async fn events(env: &Env, kind: &str) -> Vec<Value> {
-    let r = env
-        .app
-        .get(
-            OWNER,
-            &format!("/v1/teams/ml-team/events?filter=type%3D%22{kind}%22"),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let mut e = r.body["events"].as_array().expect("events").clone();
+    let mut e = env.events(kind).await;
     e.reverse();
     e
 }

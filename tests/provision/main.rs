@@ -7,6 +7,7 @@ mod common;
 mod access;
 mod access_sync;
 mod access_view;
+mod adopt;
 mod compat;
 mod computeclass;
 mod diagnose;

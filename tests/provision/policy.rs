@@ -362,10 +362,7 @@ async fn requests_above_the_approval_line_wait_for_another_admin() {
 
 /// The team's audit events of `kind`, newest first.
 async fn events(env: &Env, kind: &str) -> Vec<Value> {
-    let path = format!("/v1/teams/{TEAM}/events?filter=type%3D%22{kind}%22");
-    let r = env.app.get(OWNER, &path).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body["events"].as_array().cloned().unwrap_or_default()
+    env.events(kind).await
 }
 
 #[tokio::test]

@@ -394,6 +394,23 @@ impl Env {
         self.app.get(OWNER, &path).await.body
     }
 
+    /// The team's audit events of `kind`, newest first.
+    pub async fn events(&self, kind: &str) -> Vec<Value> {
+        let path = format!("/v1/teams/ml-team/events?filter=type%3D%22{kind}%22");
+        let r = self.app.get(OWNER, &path).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body["events"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Another kineticd on this simulator with a database of its own, empty but for the
+    /// team: a deployment that lost its database, or a team new to kineticd whose
+    /// clusters `kinetic up` made.
+    pub async fn lost_database(&self) -> Env {
+        let (db, url) = crate::common::fresh_db().await;
+        let app = TestApp::spawn_on(db, url, &self.sim.url(), |s| s).await;
+        env_of(app, self.sim.clone()).await
+    }
+
     /// Run an operation to the end, asserting success.
     pub async fn ok(&self, op: &Value) -> Value {
         let done = self.done(op).await;

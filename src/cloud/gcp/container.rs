@@ -14,8 +14,9 @@ use super::error::GcpError;
 use super::http::{Call, GcpHttp};
 use super::lro::{self, LroPolicy};
 use super::types::container::{
-    Cluster, CreateClusterRequest, CreateNodePoolRequest, ListNodePoolsResponse, NodePool,
-    NodePoolAutoscaling, Operation, SetNodePoolAutoscalingRequest, SetNodePoolSizeRequest,
+    Cluster, CreateClusterRequest, CreateNodePoolRequest, ListClustersResponse,
+    ListNodePoolsResponse, NodePool, NodePoolAutoscaling, Operation, SetNodePoolAutoscalingRequest,
+    SetNodePoolSizeRequest,
 };
 
 const SVC: Service = Service::Container;
@@ -107,6 +108,16 @@ impl Container {
     ) -> Result<Operation, GcpError> {
         let path = cluster_path(project, location, cluster);
         self.http.delete(SVC, "clusters.delete", path).await
+    }
+
+    /// `clusters.list` of `location` (`-`: every location; GKE does not page it).
+    pub async fn list_clusters(
+        &self,
+        project: &str,
+        location: &str,
+    ) -> Result<ListClustersResponse, GcpError> {
+        let path = format!("{}/clusters", parent(project, location));
+        self.http.get(SVC, "clusters.list", path).await
     }
 
     /// `nodePools.create`: POST `.../clusters/{c}/nodePools` `{"nodePool": ...}`.

@@ -247,6 +247,16 @@ impl GcpError {
         self.http_status == 409 && self.status == "ALREADY_EXISTS"
     }
 
+    /// 403: the API is not enabled in the project (it answers nothing until `up`
+    /// enables it).
+    pub fn is_service_disabled(&self) -> bool {
+        self.http_status == 403
+            && matches!(
+                self.reason.as_str(),
+                "SERVICE_DISABLED" | "accessNotConfigured"
+            )
+    }
+
     pub fn is_retryable(&self) -> bool {
         self.retry == RetryClass::Retryable
     }

@@ -9,6 +9,7 @@
 //! missing.
 
 pub mod access;
+pub mod adopt;
 mod project;
 
 use std::collections::BTreeMap;
@@ -70,6 +71,8 @@ pub struct LiveState {
     pub missing: std::collections::BTreeSet<String>,
 }
 
+/// Why a resource of an existing cluster is KEPT.
+pub const KEPT_REASON: &str = "exists per the records; re-checked and repaired if missing";
 /// Why a KEEP turned into a CREATE.
 pub const MISSING_REASON: &str = "recorded but missing in the cloud: re-created";
 /// Why the APIs are planned again on an existing cluster.
@@ -118,10 +121,7 @@ struct Pools {
 impl<'a> Up<'a> {
     fn of(input: &'a UpInput<'a>) -> Up<'a> {
         let (infra, why) = if input.cluster_exists {
-            (
-                ActionKind::Keep,
-                "exists per the records; re-checked and repaired if missing",
-            )
+            (ActionKind::Keep, KEPT_REASON)
         } else {
             (ActionKind::Create, "new cluster")
         };

@@ -13,6 +13,7 @@
 //! and again under the cluster's row lock in the enqueue transaction ([`lock`]), so a
 //! change committed in between is refused, never overwritten.
 
+mod adopt;
 pub mod approval;
 pub mod down;
 pub mod drill;
@@ -26,6 +27,7 @@ pub mod resize;
 pub mod sharing;
 pub mod ttl;
 pub mod up;
+mod up_parts;
 pub mod version;
 
 use uuid::Uuid;

@@ -1,59 +1,27 @@
 //! `up` (PUT a cluster): create the cluster with its first pool, or reconcile an
 //! existing one (pools kept, accelerator ignored, missing resources repaired).
 
-use serde::{Deserialize, Serialize};
-
 use crate::domain::accelerators::{Choice, Resolved};
 use crate::domain::pools::{PoolShape, shape, spot_of};
 use crate::domain::resource_names::ClusterNames;
 use crate::domain::{ClusterState, PoolState};
 use crate::ops::workflows::cluster::{Provisioning, Up};
 use crate::plan::pools::{PoolToAdd, pool_record};
-use crate::plan::resources::cluster_resources;
 use crate::plan::up::{NewPool, UpInput, plan};
-use crate::store::{
-    self, ClusterSpecRecord, PoolSpecRecord, clusters::ClusterRecord, clusters::NewCluster,
-};
+use crate::store::{self, ClusterSpecRecord, PoolSpecRecord, clusters::ClusterRecord};
 
-use super::super::status::access::wanted;
 use super::super::status::up_live_state;
 use super::super::{Error, Result, Services};
 use super::guard::{self, Guard};
 use super::placement::check_placement;
 use super::pools::{check_quota, new_pool_ids};
 use super::ttl;
+pub use super::up_parts::UpRequest;
+use super::up_parts::{access_preview, expiry_note, insert_cluster, up_operation};
 use super::{
-    Begin, Mutation, OpRequest, Plan, Submitted, approval, begin, parse_accelerator, pool_error,
-    submit, transaction,
+    Begin, Mutation, Plan, Submitted, approval, begin, parse_accelerator, pool_error, submit,
+    transaction,
 };
-
-/// The body of `PUT .../clusters/{c}`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct UpRequest {
-    /// The first pool's accelerator (`gpu-l4`, `tpu-v5litepod-16`, `a100x4`, ...), or
-    /// `cpu` for none. Required to create; ignored (with a plan warning) on an existing cluster.
-    pub accelerator: Option<String>,
-    /// Nodes of the first pool kept warm (default 0: scale to zero).
-    pub min_nodes: Option<u32>,
-    /// `down` empties non-empty buckets (default true); false makes `down` refuse.
-    pub force_destroy: Option<bool>,
-    /// The first pool uses spot VMs.
-    pub spot: Option<bool>,
-    /// The first pool consumes this specific reservation (not with spot).
-    pub reservation: Option<String>,
-    /// How long the cluster lives, from now on the cloud's clock (`"86400s"`): it is then
-    /// brought down by a `down` the TTL rule starts, after a TTL_WARNING `warnBefore`
-    /// ahead (the team policy's `idle.warnBefore`, default an hour); `:snooze` postpones
-    /// it. On an existing cluster: its new expiry. Not with `expireTime`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
-    pub ttl: Option<String>,
-    /// When the cluster is brought down (RFC 3339), as `ttl` does. Not with `ttl`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false, format = DateTime)]
-    pub expire_time: Option<String>,
-}
 
 /// `up`: reconcile the cluster if it exists, create it otherwise.
 pub async fn up(svc: &Services, m: &Mutation, req: UpRequest) -> Result<Submitted> {
@@ -137,48 +105,6 @@ async fn reconcile_plan(
     }))
 }
 
-/// What the SYNC_ACCESS after `up` will grant `team`'s roster on the cluster (shown by
-/// the preview only: the operation's stored plan is its actions).
-async fn access_preview(
-    svc: &Services,
-    m: &Mutation,
-    team: &str,
-) -> Result<Option<crate::plan::up::access::AccessPreview>> {
-    let want = wanted(&svc.db, team, &m.path.name()).await?;
-    Ok(crate::plan::up::access::preview(
-        &m.names(),
-        &want.roster.members,
-        &want.bindings,
-    ))
-}
-
-/// The UP_CLUSTER operation's own part.
-fn up_operation<'a>(
-    m: &Mutation,
-    team: &'a str,
-    cluster_id: uuid::Uuid,
-    pools: Vec<String>,
-    new_cluster: bool,
-    req: &UpRequest,
-) -> OpRequest<'a, serde_json::Value> {
-    OpRequest {
-        target: m.path.name(),
-        team,
-        cluster_id,
-        pools,
-        new_cluster,
-        request: serde_json::to_value(req).unwrap_or_default(),
-    }
-}
-
-/// The plan's note of a TTL.
-fn expiry_note(at: chrono::DateTime<chrono::Utc>) -> String {
-    format!(
-        "the cluster expires at {}: it is then brought down (a TTL_WARNING comes first; :snooze postpones it)",
-        at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-    )
-}
-
 /// A new cluster's first accelerator pool: its id, record and shape.
 struct FirstPool {
     id: String,
@@ -186,8 +112,12 @@ struct FirstPool {
     shape: PoolShape,
 }
 
-/// A new cluster, with its first pool unless it is a cpu cluster.
+/// A new cluster, with its first pool unless it is a cpu cluster; a cluster GKE already
+/// has is adopted instead ([`super::adopt`]).
 async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Result<Submitted> {
+    if let Some(found) = super::super::adopt::found(&svc.cloud, &m.names(), &svc.prices).await? {
+        return super::adopt::adopt(svc, m, team, req, found).await;
+    }
     let choice = requested_accelerator(m, &req)?;
     let expire = ttl::expiry(&svc.cloud, req.ttl.as_deref(), req.expire_time.as_deref()).await?;
     let acc = match &choice {
@@ -236,7 +166,7 @@ async fn create(svc: &Services, m: &Mutation, team: &str, req: UpRequest) -> Res
         spot: Some(first.as_ref().is_some_and(|f| f.shape.spot)),
         reservation: req.reservation.clone(),
     };
-    let record = insert_cluster(&mut tx, m, team, spec).await?;
+    let record = insert_cluster(&mut tx, m, team, spec, ClusterState::Provisioning).await?;
     if expire.is_some() {
         store::clusters::set_expire_time(&mut *tx, record.id, expire).await?;
     }
@@ -354,36 +284,5 @@ fn create_plan(
         force_destroy,
         prices: &svc.prices,
         live: None,
-    })
-}
-
-/// Insert the new cluster's record; a concurrent creation of the same name is refused.
-async fn insert_cluster(
-    tx: &mut sqlx::PgConnection,
-    m: &Mutation,
-    team: &str,
-    spec: ClusterSpecRecord,
-) -> Result<ClusterRecord> {
-    let path = &m.path;
-    store::clusters::insert(
-        tx,
-        NewCluster {
-            project_id: path.project.as_str(),
-            zone: path.zone.as_str(),
-            name: path.cluster.as_str(),
-            team_id: team,
-            state: ClusterState::Provisioning,
-            spec,
-            resources: serde_json::to_value(cluster_resources(&m.names())).unwrap_or_default(),
-            created_by: m.caller.email.as_str(),
-        },
-    )
-    .await
-    .map_err(|e| match e {
-        store::StoreError::Db(ref d) if store::unique_violation(d).is_some() => Error::aborted(
-            "CLUSTER_CHANGED",
-            format!("cluster {} was created by a concurrent request; send the request again to reconcile it", path.name()),
-        ),
-        e => e.into(),
     })
 }

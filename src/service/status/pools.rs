@@ -11,15 +11,14 @@ use crate::cloud::Cloud;
 use crate::cloud::gcp::types::container::{Cluster as GkeCluster, NodeConfig, NodePool as GkePool};
 use crate::cloud::kube::{ClusterAccess, Inventory};
 use crate::domain::PoolState;
-use crate::domain::accelerators::{self, Kind};
 use crate::domain::resource_names::ClusterNames;
 use crate::model::status::{Drift, DriftProblem, KubernetesStatus, NodeCounts};
 use crate::store::PoolSpecRecord;
 
 use super::Probe;
 
-/// GKE's own CPU pool, created with every cluster and never recorded.
-pub const DEFAULT_POOL: &str = "default-pool";
+pub use super::super::adopt::import::DEFAULT_POOL;
+use super::super::adopt::import::{self, NotImportable};
 /// How long the Kubernetes API may take before it counts as unreachable.
 pub(super) const KUBE_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -112,9 +111,7 @@ pub fn pool_drift(
                 resource: name(id),
                 resource_type: "container.nodePool".into(),
                 problem: DriftProblem::Unrecorded,
-                message: "GKE has this node pool but kineticd has no record of it; \
-                          remove it in GKE or it keeps costing money unseen"
-                    .into(),
+                message: unrecorded_advice(live),
             }),
             Some(r) => {
                 let diffs = differences(&r.spec, live);
@@ -193,61 +190,43 @@ pub fn differences(spec: &PoolSpecRecord, live: &GkePool) -> Vec<String> {
         ));
     }
     out.extend(sharing_differences(spec, &cfg));
-    match live
-        .autoscaling
-        .as_ref()
-        .filter(|a| a.enabled == Some(true))
-    {
+    match import::bounds(live) {
         None => out.push(format!(
             "autoscaling: recorded {}..{}, GKE off",
             spec.min_nodes, spec.max_nodes
         )),
-        Some(a) => {
-            // Per-zone bounds, as records keep them (flex-start pools send totals).
-            let zones = i32::try_from(live.locations.len().max(1)).unwrap_or(1);
-            let per_zone = |direct: Option<i32>, total: Option<i32>| {
-                i64::from(
-                    direct
-                        .or(total.map(|t| (t + zones - 1) / zones))
-                        .unwrap_or(0),
-                )
-            };
-            let min = per_zone(a.min_node_count, a.total_min_node_count);
-            let max = per_zone(a.max_node_count, a.total_max_node_count);
-            if (min, max) != (spec.min_nodes, spec.max_nodes) {
-                out.push(format!(
-                    "autoscaling: recorded {}..{}, GKE {min}..{max}",
-                    spec.min_nodes, spec.max_nodes
-                ));
-            }
+        Some((min, max)) if (min, max) != (spec.min_nodes, spec.max_nodes) => {
+            out.push(format!(
+                "autoscaling: recorded {}..{}, GKE {min}..{max}",
+                spec.min_nodes, spec.max_nodes
+            ));
         }
+        Some(_) => {}
     }
     out
 }
 
 /// The catalog entry a GKE pool's configuration matches (for unrecorded pools).
 pub fn accelerator_of(p: &GkePool) -> Option<String> {
-    let cfg = p.config.as_ref()?;
-    let machine = cfg.machine_type.as_deref()?;
-    let gpu = cfg.accelerators.first();
-    let topology = p
-        .placement_policy
-        .as_ref()
-        .and_then(|pp| pp.tpu_topology.as_deref());
-    accelerators::all()
-        .into_iter()
-        .find(|r| match (r.kind, gpu) {
-            (Kind::Gpu, Some(g)) => {
-                g.accelerator_type == r.gke_accelerator_type
-                    && g.accelerator_count == i64::from(r.count)
-            }
-            (Kind::Tpu, None) => {
-                r.machine_type == machine
-                    && (topology == r.topology || (topology.is_none() && !r.is_multi_host()))
-            }
-            _ => false,
-        })
-        .map(|r| r.base_name())
+    import::accelerator_of(p).map(|r| r.base_name())
+}
+
+/// What to do about a pool GKE has and kineticd has no record of: import it when it
+/// can be, else remove it.
+fn unrecorded_advice(live: &GkePool) -> String {
+    match import::importable(live) {
+        Ok(_) => format!(
+            "GKE has this node pool but kineticd has no record of it; it carries kinetic's \
+             mark: import it with POST .../nodePools/{}:import (or run up, which imports \
+             every such pool)",
+            live.name
+        ),
+        Err(why @ (NotImportable::NotOurs | NotImportable::NoAccelerator(_))) => format!(
+            "GKE has this node pool but kineticd has no record of it, and cannot import it \
+             ({why}); remove it in GKE or it keeps costing money unseen"
+        ),
+        Err(why) => format!("GKE has this node pool but kineticd has no record of it ({why})"),
+    }
 }
 
 #[cfg(test)]

@@ -410,6 +410,17 @@ pub struct SetNodePoolAutoscalingRequest {
     pub name: Option<String>,
 }
 
+/// `ListClustersResponse`: every cluster of the location(s) asked (`locations/-`: all),
+/// and the zones GKE could not read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ListClustersResponse {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<Cluster>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_zones: Vec<String>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ListNodePoolsResponse {

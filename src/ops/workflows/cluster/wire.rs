@@ -26,8 +26,6 @@ use crate::store::PoolSpecRecord;
 
 /// OAuth scope of every node.
 pub const NODE_SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
-/// The label that marks a resource as created by kineticd / Kinetic.
-pub const OURS: (&str, &str) = LABELS[0];
 /// The cluster's default (system) pool.
 pub const DEFAULT_POOL: &str = "default-pool";
 
@@ -42,10 +40,7 @@ pub fn labels(cluster: Option<&str>) -> BTreeMap<String, String> {
     l
 }
 
-/// Whether labels mark a resource as ours.
-pub fn is_ours(labels: &BTreeMap<String, String>) -> bool {
-    labels.get(OURS.0).map(String::as_str) == Some(OURS.1)
-}
+pub use crate::domain::resource_names::{OURS, is_ours};
 
 pub use super::flex_wire::flex_pool;
 pub use crate::plan::BucketKind;
