@@ -9,8 +9,6 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::time::{Duration, Instant};
-
 use kineticd::sim::faults::{FaultKind, FaultSpec};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -34,7 +32,6 @@ fn rate_limit(service: &str) -> FaultSpec {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_ups_ride_out_thirty_percent_429s() {
-    let started = Instant::now();
     let (app, sim) = TestApp::spawn_sim().await;
     let _workers = app.workers(test_worker_config(UPS));
     app.team(OWNER, "busy", &[PROJECT]).await;
@@ -124,10 +121,5 @@ async fn concurrent_ups_ride_out_thirty_percent_429s() {
             .as_str()
             .is_some_and(|m| m.contains("requests/s")),
         "{apis}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(30),
-        "took {:?}",
-        started.elapsed()
     );
 }

@@ -76,12 +76,11 @@ pub struct ServeArgs {
     /// else `json`; RUST_LOG filters.
     #[arg(long, env = "KINETIC_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
-    /// Operations this process runs at once (0: API-only replica). Each is a task that
-    /// waits on Google holding no database connection (its writes borrow one from the
-    /// pool), so this bounds memory and cloud calls, not threads. Keep it under half of
-    /// KINETIC_DB_MAX_CONNECTIONS for now: 100 at once on a pool of 20 was seen to hold
-    /// every connection (issue 27, not yet understood).
-    #[arg(long, env = "KINETIC_WORKERS", default_value_t = 8)]
+    /// Operations this process runs at once (0: API-only replica). Each is a task, and
+    /// each of its steps a task of its own, that waits on Google holding no database
+    /// connection (a write borrows one from the pool for its statement), so this bounds
+    /// memory and cloud calls, not threads or connections.
+    #[arg(long, env = "KINETIC_WORKERS", default_value_t = 256)]
     pub workers: usize,
     /// Seconds an operation's lease lasts without a heartbeat (1 to 3600): a dead worker's
     /// operation is resumed by another worker after it.

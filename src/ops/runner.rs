@@ -22,12 +22,12 @@ use std::time::Duration;
 use chrono::Utc;
 
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::domain::OperationState;
@@ -117,9 +117,8 @@ impl Run {
         outage::hand_back(&self.env.db, self.op.id, self.op.generation, failed, stop).await
     }
 
-    /// One attempt of step `i` (after `delay`), inside its `step` span. The step never
-    /// touches the shared state across an await: it may not be polled while the
-    /// [`Driver`] waits (it lives in the driver's `FuturesUnordered`), so only the driver
+    /// One attempt of step `i` (after `delay`), inside its `step` span, run as a task of
+    /// its own ([`StepFuture`]). The step never writes the shared state: only the driver
     /// writes, and a retry goes back through it.
     async fn step(
         self: Arc<Self>,
@@ -476,7 +475,13 @@ fn sleep_until_deadline(deadline: Option<chrono::DateTime<Utc>>) -> Pin<Box<Slee
     Box::pin(tokio::time::sleep(until))
 }
 
-type StepFuture = BoxFuture<'static, (usize, StepOutcome)>;
+/// A step attempt running as its own task: it progresses (and gives back any database
+/// connection it holds) while the driver waits on something else, such as a connection
+/// for its own write. Polled inside the driver's `FuturesUnordered` instead, a step that
+/// had checked out a connection stood still while its driver waited for one, and enough
+/// such operations at once held every connection of the pool and none could move
+/// (issue 27's wedge of 100 concurrent `up`s). Dropping the handle aborts the attempt.
+type StepFuture = AbortOnDropHandle<(usize, StepOutcome)>;
 
 /// What woke the driver.
 enum Event {
@@ -557,7 +562,8 @@ impl Driver {
 
     fn push(&mut self, i: usize, delay: Duration) {
         let step = self.run.clone().step(i, self.cancel.clone(), delay);
-        self.inflight.push(Box::pin(step));
+        let task = tokio::spawn(step.in_current_span());
+        self.inflight.push(AbortOnDropHandle::new(task));
     }
 
     /// Start every ready step (up to the concurrency limit), marked RUNNING in memory.
@@ -606,7 +612,12 @@ impl Driver {
             _ = &mut self.deadline => Event::Deadline,
             _ = drain.cancelled(), if !self.draining => Event::Drain,
             _ = flush => Event::Flush,
-            Some((i, outcome)) = self.inflight.next() => Event::Step(i, outcome),
+            Some(joined) = self.inflight.next() => match joined {
+                Ok((i, outcome)) => Event::Step(i, outcome),
+                // A step that panicked brings its operation down as it did when the
+                // driver polled it.
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
+            },
         }
     }
 
