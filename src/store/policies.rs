@@ -7,7 +7,9 @@
 //!   committed after the statement's snapshot was taken (it waited on the lock), the
 //!   read is stale and is repeated once, now under the lock. So the check and the
 //!   enqueue of concurrent requests of one team happen one at a time, and a request
-//!   always counts every pool committed before it.
+//!   always counts every pool committed before it. A team without a policy has nothing
+//!   to count, so its requests take no lock and run side by side; a policy set while
+//!   they run judges the requests checked after it commits.
 //! - A policy is replaced only at the version it was read at ([`put`]).
 
 use chrono::{DateTime, Utc};
@@ -94,7 +96,9 @@ const NODES_AT_MAX: &str = "(n.spec->>'maxNodes')::bigint \
 fn standing_sql() -> String {
     format!(
         "WITH bump AS (UPDATE teams SET usage_seq = usage_seq + 1 \
-                       WHERE team_id = $1 AND $2 RETURNING usage_seq) \
+                       WHERE team_id = $1 AND $2 \
+                         AND EXISTS (SELECT 1 FROM team_policies WHERE team_id = $1) \
+                       RETURNING usage_seq) \
          SELECT p.policy, p.version, p.update_time, \
            (SELECT count(*) FROM clusters c WHERE c.team_id = $1 AND c.state <> 'DELETED') AS clusters, \
            (SELECT coalesce(json_agg(g), '[]') FROM \
@@ -139,7 +143,10 @@ async fn read(
         .bind(lock)
         .fetch_one(ex)
         .await?;
-    let fresh = !lock || matches!((r.seen, r.bumped), (Some(s), Some(b)) if b == s + 1);
+    // Without a policy nothing is counted, so nothing is locked: a team without one
+    // accepts concurrent requests side by side.
+    let unlocked = r.policy.is_none() && r.bumped.is_none();
+    let fresh = !lock || unlocked || matches!((r.seen, r.bumped), (Some(s), Some(b)) if b == s + 1);
     let policy = match (r.policy, r.version, r.update_time) {
         (Some(policy), Some(version), Some(update_time)) => Some(PolicyRecord {
             policy,
