@@ -83,6 +83,7 @@ pub const ASSETS_VERSION: &str = env!("CARGO_PKG_VERSION");
 mod assets;
 mod clusters;
 mod dev_user;
+mod discover;
 mod error;
 mod events;
 mod form;
@@ -149,6 +150,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ConsoleState) -> Router<S
         .route("/console/teams/{team}/members", post(teams::put_member))
         .route("/console/teams/{team}/events", get(events::team))
         .route("/console/teams/{team}/usage", get(usage::page))
+        .route("/console/teams/{team}/discover", get(discover::page))
         .route("/console/events", get(events::all))
         .route(cluster, get(clusters::page))
         .route(

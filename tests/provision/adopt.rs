@@ -354,4 +354,28 @@ async fn discovery_lists_a_lost_cluster_with_what_up_would_adopt() {
             .unwrap()
             .is_empty()
     );
+
+    // The console shows the same, with the `up` that adopts it; outsiders get nothing.
+    let page = |who: &'static str| {
+        lost.app
+            .request_as(who, reqwest::Method::GET, "/console/teams/ml-team/discover")
+            .send()
+    };
+    let r = page(OWNER).await.expect("page");
+    assert_eq!(r.status(), StatusCode::OK);
+    let html = r.text().await.expect("html");
+    let doc = scraper::Html::parse_document(&html);
+    let sel = scraper::Selector::parse("tr[data-testid=discover-cluster]").unwrap();
+    let row: Vec<String> = doc
+        .select(&sel)
+        .map(|r| r.text().collect::<String>())
+        .collect();
+    assert_eq!(row.len(), 1, "{html}");
+    assert!(
+        row[0].contains("clusters/legacy") && row[0].contains(&l4),
+        "{row:?}"
+    );
+    assert!(row[0].contains("PUT /v1/projects/"), "{row:?}");
+    let outsider = page("mallory@example.com").await.expect("page");
+    assert_eq!(outsider.status(), StatusCode::NOT_FOUND);
 }
