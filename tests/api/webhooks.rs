@@ -165,6 +165,15 @@ async fn acme() -> TestApp {
     app
 }
 
+/// [`acme`] with a webhook of `body` (without its url), created by `user`, to a new
+/// receiver answering `script`.
+async fn hooked(script: &[u16], user: &str, body: Value) -> (TestApp, Receiver, Value) {
+    let app = acme().await;
+    let rx = Receiver::start(script).await;
+    let w = rx.hook(&app, user, body).await;
+    (app, rx, w)
+}
+
 async fn create(app: &TestApp, user: &str, body: Value) -> Value {
     let r = app.post(user, HOOKS, body).await;
     assert_eq!(r.status, 201, "{:#}", r.body);
@@ -220,11 +229,7 @@ async fn log_once(app: &TestApp, w: &Value, done: impl Fn(&Value) -> bool) -> Ve
 
 #[tokio::test]
 async fn an_operation_that_ends_is_delivered_once_signed() {
-    let app = acme().await;
-    let rx = Receiver::start(&[]).await;
-    let w = rx
-        .hook(&app, BOSS, json!({"events": ["OPERATION_FINISHED"]}))
-        .await;
+    let (app, rx, w) = hooked(&[], BOSS, json!({"events": ["OPERATION_FINISHED"]})).await;
     let secret = w["secret"].as_str().unwrap().to_owned();
     assert!(
         secret.starts_with("whsec_") && secret.len() == 6 + 64,
@@ -291,15 +296,8 @@ async fn an_operation_that_ends_is_delivered_once_signed() {
 
 #[tokio::test]
 async fn a_failed_try_is_retried_and_every_try_logged() {
-    let app = acme().await;
-    let rx = Receiver::start(&[500]).await;
-    let w = rx
-        .hook(
-            &app,
-            OWNER,
-            json!({"events": ["OPERATION_FINISHED", "APPROVAL_NEEDED"]}),
-        )
-        .await;
+    let events = json!({"events": ["OPERATION_FINISHED", "APPROVAL_NEEDED"]});
+    let (app, rx, w) = hooked(&[500], OWNER, events).await;
     let _w = workers(&app, true);
     let op = app.noop(OWNER, json!({"team": "acme", "steps": 1})).await;
     app.wait_done(OWNER, op["name"].as_str().unwrap()).await;
@@ -324,15 +322,8 @@ async fn a_failed_try_is_retried_and_every_try_logged() {
 
 #[tokio::test]
 async fn a_pending_delivery_survives_a_restart_and_new_audit_types_fan_out() {
-    let app = acme().await;
-    let rx = Receiver::start(&[]).await;
-    let w = rx
-        .hook(
-            &app,
-            BOSS,
-            json!({"events": ["BUDGET_THRESHOLD"], "format": "SLACK"}),
-        )
-        .await;
+    let slack = json!({"events": ["BUDGET_THRESHOLD"], "format": "SLACK"});
+    let (app, rx, w) = hooked(&[], BOSS, slack).await;
     // The collector's audit event (appended by the lead's work later), with no worker
     // running: the delivery waits in PostgreSQL.
     append(
@@ -395,11 +386,7 @@ async fn a_pending_delivery_survives_a_restart_and_new_audit_types_fan_out() {
 async fn a_delivery_to_an_address_the_worker_refuses_is_not_sent() {
     // Allowed when it was created (--dev allows loopback), refused by a deployment
     // that does not: checked again at delivery, the receiver never sees it.
-    let app = acme().await;
-    let rx = Receiver::start(&[]).await;
-    let w = rx
-        .hook(&app, OWNER, json!({"events": ["SPOT_RECLAIMED"]}))
-        .await;
+    let (app, rx, w) = hooked(&[], OWNER, json!({"events": ["SPOT_RECLAIMED"]})).await;
     let _w = workers(&app, false);
     append(&app, EventType::SpotReclaimed, "teams/acme", json!({})).await;
     let l = log_once(&app, &w, |d| d["attempts"].as_i64() >= Some(1)).await;
@@ -593,10 +580,7 @@ async fn deleting_a_webhook_removes_its_pending_deliveries() {
 
 #[tokio::test]
 async fn two_replicas_send_each_delivery_once() {
-    let app = acme().await;
-    let rx = Receiver::start(&[]).await;
-    rx.hook(&app, OWNER, json!({"events": ["IDLE_ACTION"]}))
-        .await;
+    let (app, rx, _) = hooked(&[], OWNER, json!({"events": ["IDLE_ACTION"]})).await;
     let other = TestApp::spawn_with(app.db.clone(), app.url.clone(), |s| s).await;
     let _a = workers(&app, true);
     let _b = workers(&other, true);
@@ -633,12 +617,8 @@ async fn two_replicas_send_each_delivery_once() {
 
 #[tokio::test]
 async fn a_delivery_never_accepted_ends_failed_and_redirects_are_not_followed() {
-    let app = acme().await;
     // Always a redirect (to a path that would answer 200): never followed, never delivered.
-    let rx = Receiver::start(&[307; 64]).await;
-    let w = rx
-        .hook(&app, OWNER, json!({"events": ["TTL_WARNING"]}))
-        .await;
+    let (app, rx, w) = hooked(&[307; 64], OWNER, json!({"events": ["TTL_WARNING"]})).await;
     let mut cfg = test_worker_config(1);
     cfg.deliveries = DeliveryConfig {
         backoff_base: Duration::from_millis(50),

@@ -46,6 +46,12 @@ async fn pool_usage_between(env: &Env, start: &str, end: &str) -> Value {
     usage(env, &q).await
 }
 
+/// The collector's round `seconds` (virtual) later.
+async fn later(env: &Env, c: &Collector, seconds: f64) -> kineticd::ops::usage::Round {
+    env.advance(seconds).await;
+    round(c).await
+}
+
 /// A fresh environment with an L4 pool on cluster `cluster`, and a collector that has
 /// sampled it at the start and at the end of an hour; the pool.
 async fn sampled_hour(cluster: &str) -> (Env, String, Collector) {
@@ -53,8 +59,7 @@ async fn sampled_hour(cluster: &str) -> (Env, String, Collector) {
     let pool = l4_cluster(&env, cluster).await;
     let c = usage_collector(&env);
     round(&c).await;
-    env.advance(HOUR).await;
-    round(&c).await;
+    later(&env, &c, HOUR).await;
     (env, pool, c)
 }
 
@@ -81,15 +86,12 @@ async fn usage_counts_node_busy_and_idle_hours_and_cost_on_the_virtual_clock() {
     let c = usage_collector(&env);
     let first = round(&c).await;
     assert_eq!((first.sampled, first.unreachable), (1, 0), "{first:?}");
-    env.advance(HOUR).await;
-    round(&c).await;
+    later(&env, &c, HOUR).await;
     // One of the two GPUs busy from the sample that first sees its pod (the third) on:
     // one hour of the three.
     run_gpu_pod(&env, "uc", &pool, "train").await;
-    env.advance(HOUR).await;
-    round(&c).await;
-    env.advance(HOUR).await;
-    let last = round(&c).await;
+    later(&env, &c, HOUR).await;
+    let last = later(&env, &c, HOUR).await;
     assert_eq!(last.stale, 0);
 
     let u = usage(&env, "groupBy=pool").await;
@@ -193,8 +195,7 @@ async fn the_console_draws_usage_per_day_without_script() {
     let c = usage_collector(&env);
     round(&c).await;
     run_gpu_pod(&env, "uf", &pool, "train").await;
-    env.advance(HOUR).await;
-    round(&c).await;
+    later(&env, &c, HOUR).await;
     let page = env
         .app
         .request_as(OWNER, reqwest::Method::GET, "/console/teams/ml-team/usage")
@@ -277,14 +278,11 @@ async fn the_budget_counts_measured_spend_and_tells_each_threshold_once() {
     );
 
     assert_eq!(budget_events(&env).await, Vec::<i64>::new());
-    env.advance(HOUR).await;
-    round(&c).await;
+    later(&env, &c, HOUR).await;
     assert_eq!(budget_events(&env).await, vec![50]);
-    env.advance(2.0 * HOUR).await;
-    round(&c).await;
+    later(&env, &c, 2.0 * HOUR).await;
     assert_eq!(budget_events(&env).await, vec![50, 80, 100]);
-    env.advance(HOUR).await;
-    round(&c).await;
+    later(&env, &c, HOUR).await;
     assert_eq!(
         budget_events(&env).await,
         vec![50, 80, 100],
@@ -307,8 +305,7 @@ async fn busy_spot_nodes_that_vanish_are_reported_reclaimed() {
     run_gpu_pod(&env, "uh", &pool, "train").await;
     let c = usage_collector(&env);
     round(&c).await;
-    env.advance(60.0).await;
-    round(&c).await;
+    later(&env, &c, 60.0).await;
     let r = env
         .app
         .http
@@ -321,8 +318,7 @@ async fn busy_spot_nodes_that_vanish_are_reported_reclaimed() {
         .await
         .expect("reclaim");
     assert!(r.status().is_success(), "{}", r.status());
-    env.advance(60.0).await;
-    round(&c).await;
+    later(&env, &c, 60.0).await;
     let events = team_events(&env, "SPOT_RECLAIMED").await;
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(
@@ -378,11 +374,9 @@ async fn a_second_collector_or_a_restart_never_counts_time_twice() {
     kineticd::store::task_leases::release(&env.app.db, kineticd::ops::usage::TASK, &holder(&a))
         .await
         .expect("release");
-    env.advance(HOUR).await;
-    let r = round(&b).await;
+    let r = later(&env, &b, HOUR).await;
     assert_eq!(r.sampled, 1);
-    env.advance(HOUR).await;
-    round(&b).await;
+    later(&env, &b, HOUR).await;
     let u = usage(&env, "groupBy=pool").await;
     let row = pool_row(&u, &pool);
     assert!(
@@ -405,8 +399,7 @@ async fn an_unreadable_cluster_is_a_gap_not_zero() {
     let (env, pool, c) = sampled_hour("ue").await;
     // The Kubernetes API refuses (403, not retried) for the next sample.
     env.arm("kube", "kube.list", "HTTP_403", 1).await;
-    env.advance(HOUR).await;
-    let r = round(&c).await;
+    let r = later(&env, &c, HOUR).await;
     assert_eq!(r.unreachable, 1, "{r:?}");
     let during = usage(&env, "groupBy=pool").await;
     let gap = &during["gaps"][0];
@@ -416,10 +409,8 @@ async fn an_unreadable_cluster_is_a_gap_not_zero() {
         gap["reason"].as_str().unwrap_or("").contains("Kubernetes"),
         "{during}"
     );
-    env.advance(HOUR).await;
-    round(&c).await;
-    env.advance(HOUR).await;
-    round(&c).await;
+    later(&env, &c, HOUR).await;
+    later(&env, &c, HOUR).await;
     let u = usage(&env, "groupBy=pool").await;
     let row = pool_row(&u, &pool);
     assert!(
