@@ -26,13 +26,11 @@ mod records;
 #[path = "../support/mod.rs"]
 mod support;
 
-use std::time::Instant;
-
 use anyhow::{Result, bail};
 use kineticd::devdb::PrivatePostgres;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::{env_or, median};
+use support::{env_or, median_seconds};
 
 const OWNER: &str = "bench@example.com";
 const TEAM: &str = "bench-team";
@@ -88,7 +86,7 @@ async fn run(pg: &PrivatePostgres, runs: usize, clusters: usize, pools: usize) -
     println!(
         "team: {clusters} clusters x {pools} pools; preview: {all} statements, {marked} of them the policy's (verdict {verdict})"
     );
-    let without = time(runs, preview).await?;
+    let without = median_seconds(runs, preview).await?;
 
     call(
         Method::PATCH,
@@ -107,7 +105,7 @@ async fn run(pg: &PrivatePostgres, runs: usize, clusters: usize, pools: usize) -
     let (plan, all_p, marked_p) = count::counting_marked(MARKER, preview()).await;
     let v = plan?["policy"].clone();
     println!("with every limit set: {all_p} statements, {marked_p} of them the policy's ({v})");
-    let with = time(runs, preview).await?;
+    let with = median_seconds(runs, preview).await?;
 
     let (op, all_a, marked_a) =
         count::counting_marked(MARKER, call(Method::POST, pools_path.clone(), ask.clone())).await;
@@ -118,12 +116,12 @@ async fn run(pg: &PrivatePostgres, runs: usize, clusters: usize, pools: usize) -
     );
 
     // One round trip, and the policy's statement alone, on the app's pool.
-    let trip = time(runs, || async {
+    let trip = median_seconds(runs, || async {
         sqlx::query("SELECT 1").execute(&app.db).await?;
         Ok(Value::Null)
     })
     .await?;
-    let standing = time(runs, || async {
+    let standing = median_seconds(runs, || async {
         kineticd::store::policies::standing(&app.db, TEAM).await?;
         Ok(Value::Null)
     })
@@ -148,19 +146,4 @@ async fn run(pg: &PrivatePostgres, runs: usize, clusters: usize, pools: usize) -
         );
     }
     Ok(())
-}
-
-/// The median seconds of `runs` calls of `f`.
-async fn time<F, Fut>(runs: usize, f: F) -> Result<f64>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<Value>>,
-{
-    let mut v = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t = Instant::now();
-        f().await?;
-        v.push(t.elapsed().as_secs_f64());
-    }
-    Ok(median(v))
 }

@@ -53,7 +53,7 @@ use kineticd::ops::usage::{Collector, Round};
 use kineticd::store::usage;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::{env_or, median};
+use support::{env_or, median, median_seconds};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -117,7 +117,7 @@ async fn run(pg: &PrivatePostgres, k: &Knobs, sections: &support::Sections) -> R
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         support::loadavg()
     );
-    let trip = time(k.runs.max(50), || async {
+    let trip = median_seconds(k.runs.max(50), || async {
         sqlx::query("SELECT 1").execute(&app.db).await?;
         Ok(())
     })
@@ -139,16 +139,16 @@ async fn call(app: &app_support::App, m: Method, path: &str, body: Value) -> Res
     app_support::call_api(&app.http, &app.api, OWNER, m, path, body).await
 }
 
+/// Create team `team` owning `project`.
+async fn create_team(app: &app_support::App, team: &str, project: &str) -> Result<Value> {
+    let body = json!({"teamId": team, "projects": [project]});
+    call(app, Method::POST, "/v1/teams", body).await
+}
+
 // ---- 1. the collector ----
 
 async fn collector(app: &app_support::App, k: &Knobs, trip: f64) -> Result<()> {
-    call(
-        app,
-        Method::POST,
-        "/v1/teams",
-        json!({"teamId": TEAM, "projects": [PROJECT]}),
-    )
-    .await?;
+    create_team(app, TEAM, PROJECT).await?;
     // A budget far out of reach: every round's budget check reads the team's month.
     call(
         app,
@@ -369,7 +369,7 @@ async fn budget_check(app: &app_support::App, runs: usize) -> Result<f64> {
             .bind(TEAM)
             .fetch_one(&app.db)
             .await?;
-    time(runs, || async {
+    median_seconds(runs, || async {
         usage::budget_crossings(&app.db, now).await?;
         Ok(())
     })
@@ -409,13 +409,7 @@ async fn write_history(app: &app_support::App, per_node: usize) -> Result<u64> {
 // ---- 2. the query ----
 
 async fn query(app: &app_support::App, k: &Knobs, trip: f64) -> Result<()> {
-    call(
-        app,
-        Method::POST,
-        "/v1/teams",
-        json!({"teamId": QTEAM, "projects": [QPROJECT]}),
-    )
-    .await?;
+    create_team(app, QTEAM, QPROJECT).await?;
     let start: DateTime<Utc> = MONTH_START.parse()?;
     let end: DateTime<Utc> = MONTH_END.parse()?;
     let written = write_intervals(app, k.intervals, start, end).await?;
@@ -457,13 +451,13 @@ async fn query(app: &app_support::App, k: &Knobs, trip: f64) -> Result<()> {
         for _ in 0..5 {
             call(app, Method::GET, &path, Value::Null).await?;
         }
-        let http = time(k.runs, || async {
+        let http = median_seconds(k.runs, || async {
             call(app, Method::GET, &path, Value::Null).await?;
             Ok(())
         })
         .await?;
         let q = UsageQuery::new(start, end, g)?;
-        let sums = time(k.runs, || async {
+        let sums = median_seconds(k.runs, || async {
             usage::sums(&app.db, QTEAM, &q).await?;
             Ok(())
         })
@@ -474,7 +468,7 @@ async fn query(app: &app_support::App, k: &Knobs, trip: f64) -> Result<()> {
         let mut plain = app.db.acquire().await?.detach();
         sqlx::query("SET jit = off").execute(&mut plain).await?;
         let plain = Mutex::new(plain);
-        let no_jit = time(k.runs, || async {
+        let no_jit = median_seconds(k.runs, || async {
             usage::sums(&mut *plain.lock().await, QTEAM, &q).await?;
             Ok(())
         })
@@ -566,19 +560,4 @@ async fn write_intervals(
         .execute(&app.db)
         .await?;
     Ok(done.rows_affected())
-}
-
-/// The median seconds of `runs` calls of `f`.
-async fn time<F, Fut>(runs: usize, f: F) -> Result<f64>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<()>>,
-{
-    let mut v = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t = Instant::now();
-        f().await?;
-        v.push(t.elapsed().as_secs_f64());
-    }
-    Ok(median(v))
 }

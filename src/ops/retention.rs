@@ -16,36 +16,35 @@ use super::queue::IDEMPOTENCY_TTL_HOURS;
 
 /// One pass: delete what is past retention; returns the number of operations removed.
 pub async fn purge_once(db: &Db, retention: Duration) -> Result<u64, StoreError> {
-    let cutoff = chrono::Utc::now()
-        - chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::days(30));
-    let n = operations::purge_finished(db, cutoff, IDEMPOTENCY_TTL_HOURS).await?;
-    if n > 0 {
-        tracing::info!(removed = n, "finished operations past retention removed");
-    }
-    Ok(n)
+    let n = operations::purge_finished(db, cutoff(retention, 30), IDEMPOTENCY_TTL_HOURS).await?;
+    Ok(logged(n, "finished operations"))
 }
 
 /// One pass over the audit trail: delete events older than `retention`; returns how many.
 pub async fn purge_events_once(db: &Db, retention: Duration) -> Result<u64, StoreError> {
-    let cutoff = chrono::Utc::now()
-        - chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::days(400));
-    let n = events::purge_before(db, cutoff).await?;
-    if n > 0 {
-        tracing::info!(removed = n, "audit events past retention removed");
-    }
-    Ok(n)
+    let n = events::purge_before(db, cutoff(retention, 400)).await?;
+    Ok(logged(n, "audit events"))
 }
 
 /// One pass over webhook deliveries: delete DELIVERED and FAILED ones older than
 /// `retention` (the operations'); returns how many.
 pub async fn purge_deliveries_once(db: &Db, retention: Duration) -> Result<u64, StoreError> {
-    let cutoff = chrono::Utc::now()
-        - chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::days(30));
-    let n = webhooks::purge_settled_before(db, cutoff).await?;
+    let n = webhooks::purge_settled_before(db, cutoff(retention, 30)).await?;
+    Ok(logged(n, "webhook deliveries"))
+}
+
+/// Now minus `retention` (minus `fallback_days` when `retention` is beyond dates).
+fn cutoff(retention: Duration, fallback_days: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now()
+        - chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::days(fallback_days))
+}
+
+/// `n`, logged when a purge removed any `what`.
+fn logged(n: u64, what: &str) -> u64 {
     if n > 0 {
-        tracing::info!(removed = n, "webhook deliveries past retention removed");
+        tracing::info!(removed = n, "{what} past retention removed");
     }
-    Ok(n)
+    n
 }
 
 /// Refresh the queue gauges from the database (all processes' operations):

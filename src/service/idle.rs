@@ -430,22 +430,12 @@ pub async fn snooze_pool(
     let name = format!("{}/nodePools/{pool}", path.name());
     let mut tx = svc.db.begin().await.map_err(store::StoreError::from)?;
     let until = store::idle::snooze(&mut tx, c.id, pool.as_str(), Rule::PoolIdle, until).await?;
-    let details = json!({"snoozedUntil": stamp(until), "duration": req.duration});
-    audit::append_by(
-        &mut *tx,
-        caller,
-        Some(&team),
-        EventType::IdleSnoozed,
-        &name,
-        details,
-    )
-    .await?;
-    tx.commit().await.map_err(store::StoreError::from)?;
-    Ok(Snoozed {
+    let snoozed = Snoozed {
         name,
         snoozed_until: until,
         expire_time: None,
-    })
+    };
+    commit_snooze(tx, caller, &team, req, snoozed).await
 }
 
 /// `POST .../clusters/{c}:snooze`: no idle action on the cluster or any of its pools,
@@ -468,26 +458,38 @@ pub async fn snooze_cluster(
         store::idle::snooze(&mut tx, c.id, &p.pool_id, Rule::PoolIdle, until).await?;
     }
     let expire = store::idle::extend_expiry(&mut tx, c.id, until).await?;
-    let mut details = json!({"snoozedUntil": stamp(until), "duration": req.duration});
-    if let Some(e) = expire {
+    let snoozed = Snoozed {
+        name: path.name(),
+        snoozed_until: until,
+        expire_time: expire,
+    };
+    commit_snooze(tx, caller, &team, req, snoozed).await
+}
+
+/// Audit a snooze (IDLE_SNOOZED on its pool or cluster) and commit it.
+async fn commit_snooze(
+    mut tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    caller: &Caller,
+    team: &str,
+    req: &SnoozeRequest,
+    snoozed: Snoozed,
+) -> Result<Snoozed> {
+    let mut details =
+        json!({"snoozedUntil": stamp(snoozed.snoozed_until), "duration": req.duration});
+    if let Some(e) = snoozed.expire_time {
         details["expireTime"] = json!(stamp(e));
     }
-    let name = path.name();
     audit::append_by(
         &mut *tx,
         caller,
-        Some(&team),
+        Some(team),
         EventType::IdleSnoozed,
-        &name,
+        &snoozed.name,
         details,
     )
     .await?;
     tx.commit().await.map_err(store::StoreError::from)?;
-    Ok(Snoozed {
-        name,
-        snoozed_until: until,
-        expire_time: expire,
-    })
+    Ok(snoozed)
 }
 
 /// The live cluster a member snoozes, and its team.

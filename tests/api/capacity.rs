@@ -9,11 +9,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kineticd::cloud::gcp::types::container::{Cluster, NodePool, NodeTaint};
 use kineticd::cloud::kube::{ClusterAccess, KubeCluster};
-use kineticd::domain::PoolState;
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
 use crate::common::{TestApp, entry};
@@ -45,20 +43,6 @@ fn spot_pool() -> NodePool {
     pool
 }
 
-async fn record_pool(app: &TestApp, cluster: Uuid, id: &str, spec: Value) {
-    let spec = serde_json::from_value(spec).expect("pool spec");
-    kineticd::store::node_pools::insert(
-        &app.db,
-        cluster,
-        id,
-        PoolState::Running,
-        &spec,
-        "test@example.com",
-    )
-    .await
-    .expect("insert pool");
-}
-
 /// The GKE cluster with `default-pool`, the 4-GPU pool (3 nodes, max 3) and the spot
 /// pool (1 node, max 1), their records, and a Kubernetes client for it.
 async fn gke_cluster(app: &TestApp) -> KubeCluster {
@@ -74,7 +58,7 @@ async fn gke_cluster(app: &TestApp) -> KubeCluster {
         let spec = json!({"accelerator": acc, "kind": "GPU", "machineType": machine,
             "gkeAcceleratorType": "nvidia-l4", "acceleratorCount": count,
             "minNodes": nodes, "maxNodes": nodes, "spot": spot, "reservation": null});
-        record_pool(app, rec.id, id, spec).await;
+        app.pool(rec.id, id, spec).await;
     }
     let gcp = &app.state.cloud.gcp;
     let cluster = Cluster {

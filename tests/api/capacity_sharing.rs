@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use kineticd::cloud::gcp::types::container::{Cluster, GpuSharingConfig, NodePool};
 use kineticd::cloud::kube::{ClusterAccess, KubeCluster};
-use kineticd::domain::PoolState;
 use serde_json::{Value, json};
 
 use crate::common::TestApp;
@@ -91,17 +90,7 @@ async fn setup_with(
     app.team(ALICE, "acme", &[P]).await;
     let rec = app.cluster("acme", P, Z, C).await;
     for (id, spec) in records {
-        let spec = serde_json::from_value(spec).expect("pool spec");
-        kineticd::store::node_pools::insert(
-            &app.db,
-            rec.id,
-            id,
-            PoolState::Running,
-            &spec,
-            "test@example.com",
-        )
-        .await
-        .expect("insert pool");
+        app.pool(rec.id, id, spec).await;
     }
     let cluster = Cluster {
         name: C.into(),

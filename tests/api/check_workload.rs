@@ -9,8 +9,6 @@ use std::time::Duration;
 use kineticd::cloud::gcp::GcpClients;
 use kineticd::cloud::gcp::types::container::Cluster;
 use kineticd::cloud::kube::{ClusterAccess, KubeCluster};
-use kineticd::domain::PoolState;
-use kineticd::store;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -42,17 +40,7 @@ async fn setup_with(quotas: &[(&str, f64)]) -> (TestApp, kineticd::sim::Sim, Kub
     let spec = json!({"accelerator": "gpu-l4", "kind": "GPU", "machineType": "g2-standard-4",
         "gkeAcceleratorType": "nvidia-l4", "acceleratorCount": 1, "minNodes": 1, "maxNodes": 2,
         "spot": false, "zones": [Z], "driverVersion": "LATEST"});
-    let spec = serde_json::from_value(spec).expect("pool spec");
-    store::node_pools::insert(
-        &app.db,
-        rec.id,
-        POOL,
-        PoolState::Running,
-        &spec,
-        "test@example.com",
-    )
-    .await
-    .expect("insert pool");
+    app.pool(rec.id, POOL, spec).await;
     let gcp = app.state.cloud.gcp.clone();
     let mut pool = autoscaled_pool(POOL, "g2-standard-4", "nvidia-l4", 1, 1);
     if let Some(a) = pool.autoscaling.as_mut() {

@@ -1,6 +1,5 @@
 //! Cluster and node-pool records: get, the list filters, validation, team isolation.
 
-use kineticd::domain::PoolState;
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN, TestApp};
@@ -35,17 +34,7 @@ pub fn pool_spec(accelerator: &str) -> Value {
 }
 
 pub async fn add_pool(app: &TestApp, cluster: uuid::Uuid, pool: &str) {
-    let spec = serde_json::from_value(pool_spec("gpu-l4")).expect("pool spec");
-    kineticd::store::node_pools::insert(
-        &app.db,
-        cluster,
-        pool,
-        PoolState::Running,
-        &spec,
-        "test@example.com",
-    )
-    .await
-    .expect("insert pool");
+    app.pool(cluster, pool, pool_spec("gpu-l4")).await;
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use kineticd::cloud::gcp::types::compute::{self, Network};
 use kineticd::cloud::gcp::types::container::{Cluster, NodePool};
 use kineticd::cloud::gcp::types::storage::Bucket;
 use kineticd::domain::resource_names::ClusterNames;
-use kineticd::domain::{ClusterName, ClusterState, PoolState, ProjectId, ZoneName};
+use kineticd::domain::{ClusterName, ClusterState, ProjectId, ZoneName};
 use kineticd::sim::Sim;
 use kineticd::store;
 use reqwest::StatusCode;
@@ -51,20 +51,6 @@ fn spec(accelerator: &str, min: i64, max: i64) -> Value {
     json!({"accelerator": accelerator, "kind": "GPU", "machineType": "g2-standard-4",
            "gkeAcceleratorType": "nvidia-l4", "acceleratorCount": 1,
            "minNodes": min, "maxNodes": max, "spot": spot, "reservation": null})
-}
-
-async fn record_pool(app: &TestApp, cluster: Uuid, id: &str, spec: Value) {
-    let spec = serde_json::from_value(spec).expect("pool spec");
-    store::node_pools::insert(
-        &app.db,
-        cluster,
-        id,
-        PoolState::Running,
-        &spec,
-        "test@example.com",
-    )
-    .await
-    .expect("insert pool");
 }
 
 /// An L4 pool as GKE holds it: `nodes` nodes, autoscaling `nodes..nodes+10`.
@@ -187,7 +173,7 @@ async fn status_reads_everything_live_and_reports_drift() {
     let (app, _sim, gcp) = acme_on_sim().await;
     let n = names();
     let rec = app.cluster("acme", P, Z, C).await;
-    record_pool(&app, rec.id, "gpu-l4-ab12", spec("gpu-l4", 1, 11)).await;
+    app.pool(rec.id, "gpu-l4-ab12", spec("gpu-l4", 1, 11)).await;
     provision(&gcp, &[l4_pool("gpu-l4-ab12", 1, false)]).await;
 
     // Everything present: no drift, live facts filled in.
@@ -262,10 +248,11 @@ async fn status_reads_everything_live_and_reports_drift() {
     // A GKE pool without a record is UNRECORDED (and listed, with its accelerator).
     add_gke_pool(&gcp, &l4_pool("gpu-l4-zz99", 1, false)).await;
     // A recorded pool GKE has with another shape is DIFFERENT.
-    record_pool(&app, rec.id, "gpu-l4-sp01", spec("gpu-l4:spot", 0, 10)).await;
+    app.pool(rec.id, "gpu-l4-sp01", spec("gpu-l4:spot", 0, 10))
+        .await;
     add_gke_pool(&gcp, &l4_pool("gpu-l4-sp01", 0, false)).await;
     // A recorded pool GKE does not have is MISSING.
-    record_pool(&app, rec.id, "gpu-l4-gone", spec("gpu-l4", 0, 10)).await;
+    app.pool(rec.id, "gpu-l4-gone", spec("gpu-l4", 0, 10)).await;
     let s = ok(app.get(ALICE, STATUS).await);
     let d = drift(&s);
     let pools = "projects/acme-project/locations/us-central1-a/clusters/kc/nodePools";
@@ -320,7 +307,7 @@ async fn status_reads_everything_live_and_reports_drift() {
 async fn unreadable_resources_and_kubernetes_do_not_fail_the_request() {
     let (app, sim, gcp) = acme_on_sim().await;
     let rec = app.cluster("acme", P, Z, C).await;
-    record_pool(&app, rec.id, "gpu-l4-ab12", spec("gpu-l4", 1, 11)).await;
+    app.pool(rec.id, "gpu-l4-ab12", spec("gpu-l4", 1, 11)).await;
     provision(&gcp, &[l4_pool("gpu-l4-ab12", 1, false)]).await;
 
     let arm = |body: Value| {
@@ -444,14 +431,10 @@ async fn cluster_accelerators_mark_recorded_pools_live() {
     app.team(ALICE, "acme", &[P]).await;
     app.member(ALICE, "acme", BOB, "VIEWER").await;
     let rec = app.cluster("acme", P, Z, C).await;
-    record_pool(&app, rec.id, "gpu-l4-ab12", spec("gpu-l4:spot", 0, 10)).await;
-    record_pool(
-        &app,
-        rec.id,
-        "tpu-v5litepod-cd34",
-        spec("tpu-v5litepod-16", 0, 4),
-    )
-    .await;
+    app.pool(rec.id, "gpu-l4-ab12", spec("gpu-l4:spot", 0, 10))
+        .await;
+    app.pool(rec.id, "tpu-v5litepod-cd34", spec("tpu-v5litepod-16", 0, 4))
+        .await;
 
     let r = ok(app.get(BOB, ACCELERATORS).await);
     let list = r["accelerators"].as_array().unwrap();

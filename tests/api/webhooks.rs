@@ -90,6 +90,12 @@ impl Receiver {
         r
     }
 
+    /// Create a webhook (`body` without its url) to this receiver as `user`.
+    async fn hook(&self, app: &TestApp, user: &str, mut body: Value) -> Value {
+        body["url"] = self.url.clone().into();
+        create(app, user, body).await
+    }
+
     fn got(&self) -> Vec<Got> {
         self.inner.lock().unwrap().got.clone()
     }
@@ -115,7 +121,13 @@ impl Receiver {
 /// Workers whose delivery loop may reach loopback (as `--dev`) and retries quickly.
 fn workers(app: &TestApp, allow_loopback: bool) -> WorkerPool {
     let mut cfg = test_worker_config(2);
-    cfg.deliveries = DeliveryConfig {
+    cfg.deliveries = deliveries(allow_loopback);
+    app.workers(cfg)
+}
+
+/// A delivery loop that may reach loopback (as `--dev`) and retries quickly.
+fn deliveries(allow_loopback: bool) -> DeliveryConfig {
+    DeliveryConfig {
         allow: Allow {
             loopback: allow_loopback,
             private: false,
@@ -124,8 +136,24 @@ fn workers(app: &TestApp, allow_loopback: bool) -> WorkerPool {
         backoff_cap: Duration::from_millis(400),
         poll: Duration::from_millis(100),
         ..DeliveryConfig::default()
-    };
-    app.workers(cfg)
+    }
+}
+
+/// Append team `acme`'s audit event as kineticd's own collectors do.
+async fn append(app: &TestApp, event_type: EventType, target: &str, details: Value) {
+    store::events::append(
+        &app.db,
+        &store::events::NewEvent {
+            team_id: Some("acme"),
+            actor: "kineticd",
+            event_type,
+            target,
+            request_id: None,
+            details,
+        },
+    )
+    .await
+    .unwrap();
 }
 
 /// Team `acme` with OWNER, BOSS (ADMIN) and VIEWER.
@@ -135,6 +163,15 @@ async fn acme() -> TestApp {
     assert_eq!(put_role(&app, OWNER, BOSS, "ADMIN").await.status, 200);
     assert_eq!(put_role(&app, OWNER, VIEWER, "VIEWER").await.status, 200);
     app
+}
+
+/// [`acme`] with a webhook of `body` (without its url), created by `user`, to a new
+/// receiver answering `script`.
+async fn hooked(script: &[u16], user: &str, body: Value) -> (TestApp, Receiver, Value) {
+    let app = acme().await;
+    let rx = Receiver::start(script).await;
+    let w = rx.hook(&app, user, body).await;
+    (app, rx, w)
 }
 
 async fn create(app: &TestApp, user: &str, body: Value) -> Value {
@@ -174,30 +211,25 @@ async fn log(app: &TestApp, user: &str, w: &Value) -> Vec<Value> {
 
 /// The log once its newest delivery is no longer PENDING (20 s at most).
 async fn settled(app: &TestApp, w: &Value) -> Vec<Value> {
+    log_once(app, w, |d| d["state"] != "PENDING").await
+}
+
+/// The log once its newest delivery is as `done` says (20 s at most).
+async fn log_once(app: &TestApp, w: &Value, done: impl Fn(&Value) -> bool) -> Vec<Value> {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
         let l = log(app, VIEWER, w).await;
-        if l.first().is_some_and(|d| d["state"] != "PENDING") {
+        if l.first().is_some_and(&done) {
             return l;
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still pending: {l:#?}"
-        );
+        assert!(std::time::Instant::now() < deadline, "{l:#?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
 #[tokio::test]
 async fn an_operation_that_ends_is_delivered_once_signed() {
-    let app = acme().await;
-    let rx = Receiver::start(&[]).await;
-    let w = create(
-        &app,
-        BOSS,
-        json!({"url": rx.url, "events": ["OPERATION_FINISHED"]}),
-    )
-    .await;
+    let (app, rx, w) = hooked(&[], BOSS, json!({"events": ["OPERATION_FINISHED"]})).await;
     let secret = w["secret"].as_str().unwrap().to_owned();
     assert!(
         secret.starts_with("whsec_") && secret.len() == 6 + 64,
@@ -264,14 +296,8 @@ async fn an_operation_that_ends_is_delivered_once_signed() {
 
 #[tokio::test]
 async fn a_failed_try_is_retried_and_every_try_logged() {
-    let app = acme().await;
-    let rx = Receiver::start(&[500]).await;
-    let w = create(
-        &app,
-        OWNER,
-        json!({"url": rx.url, "events": ["OPERATION_FINISHED", "APPROVAL_NEEDED"]}),
-    )
-    .await;
+    let events = json!({"events": ["OPERATION_FINISHED", "APPROVAL_NEEDED"]});
+    let (app, rx, w) = hooked(&[500], OWNER, events).await;
     let _w = workers(&app, true);
     let op = app.noop(OWNER, json!({"team": "acme", "steps": 1})).await;
     app.wait_done(OWNER, op["name"].as_str().unwrap()).await;
@@ -296,43 +322,19 @@ async fn a_failed_try_is_retried_and_every_try_logged() {
 
 #[tokio::test]
 async fn a_pending_delivery_survives_a_restart_and_new_audit_types_fan_out() {
-    let app = acme().await;
-    let rx = Receiver::start(&[]).await;
-    let w = create(
-        &app,
-        BOSS,
-        json!({"url": rx.url, "events": ["BUDGET_THRESHOLD"], "format": "SLACK"}),
-    )
-    .await;
+    let slack = json!({"events": ["BUDGET_THRESHOLD"], "format": "SLACK"});
+    let (app, rx, w) = hooked(&[], BOSS, slack).await;
     // The collector's audit event (appended by the lead's work later), with no worker
     // running: the delivery waits in PostgreSQL.
-    store::events::append(
-        &app.db,
-        &store::events::NewEvent {
-            team_id: Some("acme"),
-            actor: "kineticd",
-            event_type: EventType::BudgetThreshold,
-            target: "teams/acme/policy",
-            request_id: None,
-            details: json!({"percent": 80}),
-        },
+    append(
+        &app,
+        EventType::BudgetThreshold,
+        "teams/acme/policy",
+        json!({"percent": 80}),
     )
-    .await
-    .unwrap();
+    .await;
     // An event of another type, or of another team, is no delivery.
-    store::events::append(
-        &app.db,
-        &store::events::NewEvent {
-            team_id: Some("acme"),
-            actor: "kineticd",
-            event_type: EventType::SpotReclaimed,
-            target: "teams/acme",
-            request_id: None,
-            details: json!({}),
-        },
-    )
-    .await
-    .unwrap();
+    append(&app, EventType::SpotReclaimed, "teams/acme", json!({})).await;
     let l = log(&app, VIEWER, &w).await;
     assert_eq!(l.len(), 1, "{l:#?}");
     assert_eq!(
@@ -384,37 +386,10 @@ async fn a_pending_delivery_survives_a_restart_and_new_audit_types_fan_out() {
 async fn a_delivery_to_an_address_the_worker_refuses_is_not_sent() {
     // Allowed when it was created (--dev allows loopback), refused by a deployment
     // that does not: checked again at delivery, the receiver never sees it.
-    let app = acme().await;
-    let rx = Receiver::start(&[]).await;
-    let w = create(
-        &app,
-        OWNER,
-        json!({"url": rx.url, "events": ["SPOT_RECLAIMED"]}),
-    )
-    .await;
+    let (app, rx, w) = hooked(&[], OWNER, json!({"events": ["SPOT_RECLAIMED"]})).await;
     let _w = workers(&app, false);
-    store::events::append(
-        &app.db,
-        &store::events::NewEvent {
-            team_id: Some("acme"),
-            actor: "kineticd",
-            event_type: EventType::SpotReclaimed,
-            target: "teams/acme",
-            request_id: None,
-            details: json!({}),
-        },
-    )
-    .await
-    .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let l = loop {
-        let l = log(&app, VIEWER, &w).await;
-        if l.first().is_some_and(|d| d["attempts"].as_i64() >= Some(1)) {
-            break l;
-        }
-        assert!(std::time::Instant::now() < deadline, "{l:#?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    append(&app, EventType::SpotReclaimed, "teams/acme", json!({})).await;
+    let l = log_once(&app, &w, |d| d["attempts"].as_i64() >= Some(1)).await;
     assert_eq!(l[0]["state"], "PENDING");
     assert!(l[0].get("lastStatus").is_none());
     assert!(
@@ -593,19 +568,7 @@ async fn deleting_a_webhook_removes_its_pending_deliveries() {
         json!({"url": "https://hooks.example.com/x", "events": ["IDLE_WARNING"]}),
     )
     .await;
-    store::events::append(
-        &app.db,
-        &store::events::NewEvent {
-            team_id: Some("acme"),
-            actor: "kineticd",
-            event_type: EventType::IdleWarning,
-            target: "teams/acme",
-            request_id: None,
-            details: json!({}),
-        },
-    )
-    .await
-    .unwrap();
+    append(&app, EventType::IdleWarning, "teams/acme", json!({})).await;
     assert_eq!(log(&app, OWNER, &w).await.len(), 1);
     assert_eq!(app.delete(OWNER, &hook_path(&w)).await.status, 204);
     let left: i64 = sqlx::query_scalar("SELECT count(*) FROM webhook_deliveries")
@@ -617,32 +580,13 @@ async fn deleting_a_webhook_removes_its_pending_deliveries() {
 
 #[tokio::test]
 async fn two_replicas_send_each_delivery_once() {
-    let app = acme().await;
-    let rx = Receiver::start(&[]).await;
-    create(
-        &app,
-        OWNER,
-        json!({"url": rx.url, "events": ["IDLE_ACTION"]}),
-    )
-    .await;
+    let (app, rx, _) = hooked(&[], OWNER, json!({"events": ["IDLE_ACTION"]})).await;
     let other = TestApp::spawn_with(app.db.clone(), app.url.clone(), |s| s).await;
     let _a = workers(&app, true);
     let _b = workers(&other, true);
     const N: usize = 40;
     for i in 0..N {
-        store::events::append(
-            &app.db,
-            &store::events::NewEvent {
-                team_id: Some("acme"),
-                actor: "kineticd",
-                event_type: EventType::IdleAction,
-                target: "teams/acme",
-                request_id: None,
-                details: json!({"i": i}),
-            },
-        )
-        .await
-        .unwrap();
+        append(&app, EventType::IdleAction, "teams/acme", json!({"i": i})).await;
     }
     rx.wait_for(N).await;
     tokio::time::sleep(Duration::from_millis(600)).await;
@@ -673,41 +617,18 @@ async fn two_replicas_send_each_delivery_once() {
 
 #[tokio::test]
 async fn a_delivery_never_accepted_ends_failed_and_redirects_are_not_followed() {
-    let app = acme().await;
     // Always a redirect (to a path that would answer 200): never followed, never delivered.
-    let rx = Receiver::start(&[307; 64]).await;
-    let w = create(
-        &app,
-        OWNER,
-        json!({"url": rx.url, "events": ["TTL_WARNING"]}),
-    )
-    .await;
+    let (app, rx, w) = hooked(&[307; 64], OWNER, json!({"events": ["TTL_WARNING"]})).await;
     let mut cfg = test_worker_config(1);
     cfg.deliveries = DeliveryConfig {
-        allow: Allow {
-            loopback: true,
-            private: false,
-        },
         backoff_base: Duration::from_millis(50),
         backoff_cap: Duration::from_millis(100),
         retry_period: Duration::from_millis(600),
         poll: Duration::from_millis(50),
-        ..DeliveryConfig::default()
+        ..deliveries(true)
     };
     let _w = app.workers(cfg);
-    store::events::append(
-        &app.db,
-        &store::events::NewEvent {
-            team_id: Some("acme"),
-            actor: "kineticd",
-            event_type: EventType::TtlWarning,
-            target: "teams/acme",
-            request_id: None,
-            details: json!({}),
-        },
-    )
-    .await
-    .unwrap();
+    append(&app, EventType::TtlWarning, "teams/acme", json!({})).await;
     let l = settled(&app, &w).await;
     assert_eq!(l[0]["state"], "FAILED", "{l:#?}");
     assert_eq!(l[0]["lastStatus"], 307);

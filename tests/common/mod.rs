@@ -558,6 +558,21 @@ impl TestApp {
         .await
         .expect("insert cluster")
     }
+
+    /// Insert a RUNNING node pool record directly into `cluster` (the spec as JSON).
+    pub async fn pool(&self, cluster: uuid::Uuid, id: &str, spec: Value) {
+        let spec = serde_json::from_value(spec).expect("pool spec");
+        store::node_pools::insert(
+            &self.db,
+            cluster,
+            id,
+            kineticd::domain::PoolState::Running,
+            &spec,
+            "test@example.com",
+        )
+        .await
+        .expect("insert pool");
+    }
 }
 
 /// A simulator at speed 0 (every cloud operation instantly done) on 127.0.0.1:0, and the

@@ -3,16 +3,15 @@
 //! busy pool is never touched; a TTL brings its cluster down. Time moves on the
 //! simulator's virtual clock.
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::api::PostParams;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use kineticd::ops::usage::Collector;
 use kineticd::service::idle::{self, IDLE_RULE, TTL_RULE};
 
-use crate::support::{Env, OWNER, cluster_path, env, kube, l4_cluster, pool_path, usage_collector};
+use crate::support::{
+    Env, OWNER, cluster_path, env, l4_cluster, pool_path, start_gpu_pod, usage_collector,
+};
 
 const HOUR: f64 = 3600.0;
 const POLICY: &str = "/v1/teams/ml-team/policy";
@@ -35,6 +34,15 @@ async fn policy(env: &Env, idle: Value) {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
 }
 
+/// A fresh environment with an L4 pool on cluster `cluster` under the team's idle
+/// rules `idle`; the pool.
+async fn idle_pool(cluster: &str, idle: Value) -> (Env, String) {
+    let env = env().await;
+    let pool = l4_cluster(&env, cluster).await;
+    policy(&env, idle).await;
+    (env, pool)
+}
+
 /// The team's events of `kind`, oldest first.
 async fn events(env: &Env, kind: &str) -> Vec<Value> {
     let mut e = env.events(kind).await;
@@ -50,13 +58,8 @@ async fn operation(env: &Env, name: &str) -> Value {
 
 #[tokio::test]
 async fn an_idle_pool_is_warned_then_scaled_to_zero_by_the_rule() {
-    let env = env().await;
-    let pool = l4_cluster(&env, "ia").await;
-    policy(
-        &env,
-        json!({"poolIdleAfter": "7200s", "warnBefore": "1800s", "action": "SCALE_TO_ZERO"}),
-    )
-    .await;
+    let rules = json!({"poolIdleAfter": "7200s", "warnBefore": "1800s", "action": "SCALE_TO_ZERO"});
+    let (env, pool) = idle_pool("ia", rules).await;
     let c = usage_collector(&env);
     let first = tick(&env, &c, 0.0).await;
     assert_eq!(first, idle::Pass::default());
@@ -94,27 +97,9 @@ async fn an_idle_pool_is_warned_then_scaled_to_zero_by_the_rule() {
 
 #[tokio::test]
 async fn a_busy_pool_is_never_idle() {
-    let env = env().await;
-    let pool = l4_cluster(&env, "ib").await;
-    policy(
-        &env,
-        json!({"poolIdleAfter": "3600s", "action": "REMOVE_POOL", "warnBefore": "600s"}),
-    )
-    .await;
-    let k = kube(&env, "ib");
-    let pods: Api<Pod> = Api::namespaced(k.client().await.expect("client"), "default");
-    let pod: Pod = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train"},
-        "spec": {
-            "nodeSelector": {"cloud.google.com/gke-nodepool": pool},
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-            "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
-        },
-    }))
-    .expect("pod");
-    pods.create(&PostParams::default(), &pod)
-        .await
-        .expect("pod");
+    let rules = json!({"poolIdleAfter": "3600s", "action": "REMOVE_POOL", "warnBefore": "600s"});
+    let (env, pool) = idle_pool("ib", rules).await;
+    let pods = start_gpu_pod(&env, "ib", &pool, "train").await;
     let c = usage_collector(&env);
     for _ in 0..4 {
         assert_eq!(tick(&env, &c, HOUR).await, idle::Pass::default());

@@ -140,6 +140,20 @@ async fn the_policy_is_read_by_members_and_changed_by_admins_with_masks_and_etag
     );
 }
 
+/// Bob's `pool add` of `body` at `pools` with validateOnly: the plan, whose policy
+/// verdict must be `verdict`.
+async fn preview_pool(env: &Env, pools: &str, body: &Value, verdict: &str) -> Value {
+    let path = format!("{pools}?validateOnly=true");
+    let preview = env.app.post(BOB, &path, body.clone()).await;
+    assert_eq!(preview.status, StatusCode::OK, "{}", preview.body);
+    assert_eq!(
+        preview.body["policy"]["verdict"], verdict,
+        "{}",
+        preview.body
+    );
+    preview.body
+}
+
 /// The example: Bob asks for a pool of 8-GPU nodes whose default maximum (10
 /// nodes) would hold 80 GPUs; the team allows 16.
 #[tokio::test]
@@ -150,17 +164,8 @@ async fn a_default_maximum_is_lowered_to_the_cap_and_a_pool_past_it_is_refused()
     let pools = format!("{}/nodePools", cluster_path("kc"));
     let ask = json!({"accelerator": "gpu-l4x8"});
 
-    let preview = env
-        .app
-        .post(BOB, &format!("{pools}?validateOnly=true"), ask.clone())
-        .await;
-    assert_eq!(preview.status, StatusCode::OK, "{}", preview.body);
-    assert_eq!(
-        preview.body["policy"]["verdict"], "ALLOWED",
-        "{}",
-        preview.body
-    );
-    let warnings = preview.body["warnings"].to_string();
+    let preview = preview_pool(&env, &pools, &ask, "ALLOWED").await;
+    let warnings = preview["warnings"].to_string();
     assert!(warnings.contains("lowered from 10 to 2"), "{warnings}");
 
     let r = env.app.post(BOB, &pools, ask.clone()).await;
@@ -182,17 +187,8 @@ async fn a_default_maximum_is_lowered_to_the_cap_and_a_pool_past_it_is_refused()
 
     // 16 held: a pool of one more node does not fit even at its minimum.
     let more = json!({"accelerator": "gpu-l4x8", "minNodes": 1});
-    let preview = env
-        .app
-        .post(BOB, &format!("{pools}?validateOnly=true"), more.clone())
-        .await;
-    assert_eq!(preview.status, StatusCode::OK, "{}", preview.body);
-    assert_eq!(
-        preview.body["policy"]["verdict"], "DENIED",
-        "{}",
-        preview.body
-    );
-    let v = &preview.body["policy"]["violations"][0];
+    let preview = preview_pool(&env, &pools, &more, "DENIED").await;
+    let v = &preview["policy"]["violations"][0];
     assert_eq!(
         (
             v["rule"].as_str(),
@@ -277,6 +273,12 @@ async fn a_default_maximum_is_lowered_to_the_cap_and_a_pool_past_it_is_refused()
     env.done(&up.body).await;
 }
 
+/// The team's roster, and a policy that asks an approval above USD 1 an hour.
+async fn approval_above_one_dollar(env: &Env) {
+    roster(env).await;
+    set_policy(env, json!({"approvalAboveHourlyCostUsd": 1.0})).await;
+}
+
 async fn pending_pool(env: &Env, who: &str) -> Value {
     let pools = format!("{}/nodePools", cluster_path("kc"));
     let r = env
@@ -303,8 +305,7 @@ fn name(op: &Value) -> &str {
 #[tokio::test]
 async fn requests_above_the_approval_line_wait_for_another_admin() {
     let env = env_up("kc").await;
-    roster(&env).await;
-    set_policy(&env, json!({"approvalAboveHourlyCostUsd": 1.0})).await;
+    approval_above_one_dollar(&env).await;
     let op = pending_pool(&env, ADA).await;
     // It holds nothing: no pool record, no GKE call, and other work on the cluster runs.
     assert!(
@@ -368,8 +369,7 @@ async fn events(env: &Env, kind: &str) -> Vec<Value> {
 #[tokio::test]
 async fn a_rejection_or_a_tightened_policy_ends_or_keeps_a_pending_request() {
     let env = env_up("kc").await;
-    roster(&env).await;
-    set_policy(&env, json!({"approvalAboveHourlyCostUsd": 1.0})).await;
+    approval_above_one_dollar(&env).await;
     let op = pending_pool(&env, BOB).await;
     let r = env
         .app
@@ -428,8 +428,7 @@ async fn an_approval_nobody_gives_expires() {
     })
     .await;
     env.up_ok("kc", json!({"accelerator": "cpu"})).await;
-    roster(&env).await;
-    set_policy(&env, json!({"approvalAboveHourlyCostUsd": 1.0})).await;
+    approval_above_one_dollar(&env).await;
     let op = pending_pool(&env, BOB).await;
     let done = env.app.wait_done(BOB, name(&op)).await;
     assert_eq!(done["metadata"]["state"], "CANCELLED", "{done}");

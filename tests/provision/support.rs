@@ -1,9 +1,12 @@
 //! Shared set-up: an app on a simulator with workers, a team owning a project, and
 //! helpers to run provisioning requests to their end and read the simulator's journal.
 
+use k8s_openapi::api::core::v1::Pod;
 use kineticd::cloud::kube::{AccessToken, ClusterAccess, KubeClients, KubeCluster, KubeError};
 use kineticd::ops::WorkerPool;
 use kineticd::sim::Sim;
+use kube::Api;
+use kube::api::PostParams;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -227,6 +230,26 @@ pub fn kube(env: &Env, cluster: &str) -> KubeCluster {
         endpoint: format!("{}/kube/{}", env.sim.url(), kube_key(cluster)),
         ca_certificate: None,
     })
+}
+
+/// Start pod `name` asking for one GPU on node pool `pool` of `cluster`; the default
+/// namespace's pod API, to end it with.
+pub async fn start_gpu_pod(env: &Env, cluster: &str, pool: &str, name: &str) -> Api<Pod> {
+    let k = kube(env, cluster);
+    let pods: Api<Pod> = Api::namespaced(k.client().await.expect("client"), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {"cloud.google.com/gke-nodepool": pool},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        },
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("create pod");
+    pods
 }
 
 #[allow(dead_code)] // each test binary module uses a subset

@@ -4,9 +4,6 @@
 //! restarts and a second collector never count time twice; an unreadable cluster is a
 //! gap, not zero.
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::api::PostParams;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -14,7 +11,7 @@ use kineticd::domain::accelerators::{self, Choice};
 use kineticd::domain::provisioning::Provisioning;
 use kineticd::ops::usage::Collector;
 
-use crate::support::{Env, OWNER, env, kube, l4_cluster, pool_of, usage_collector};
+use crate::support::{Env, OWNER, env, kube, l4_cluster, pool_of, start_gpu_pod, usage_collector};
 
 const HOUR: f64 = 3600.0;
 const USAGE: &str = "/v1/teams/ml-team/usage";
@@ -39,25 +36,40 @@ async fn usage(env: &Env, query: &str) -> Value {
     r.body
 }
 
+/// The usage by pool from `start` to `end` (RFC 3339).
+async fn pool_usage_between(env: &Env, start: &str, end: &str) -> Value {
+    let q = format!(
+        "groupBy=pool&startTime={}&endTime={}",
+        urlencode(start),
+        urlencode(end)
+    );
+    usage(env, &q).await
+}
+
+/// The collector's round `seconds` (virtual) later.
+async fn later(env: &Env, c: &Collector, seconds: f64) -> kineticd::ops::usage::Round {
+    env.advance(seconds).await;
+    round(c).await
+}
+
+/// A fresh environment with an L4 pool on cluster `cluster`, and a collector that has
+/// sampled it at the start and at the end of an hour; the pool.
+async fn sampled_hour(cluster: &str) -> (Env, String, Collector) {
+    let env = env().await;
+    let pool = l4_cluster(&env, cluster).await;
+    let c = usage_collector(&env);
+    round(&c).await;
+    later(&env, &c, HOUR).await;
+    (env, pool, c)
+}
+
 fn close(a: &Value, b: f64) -> bool {
     a.as_f64().is_some_and(|a| (a - b).abs() < 1e-6)
 }
 
 async fn run_gpu_pod(env: &Env, cluster: &str, pool: &str, name: &str) {
+    start_gpu_pod(env, cluster, pool, name).await;
     let k = kube(env, cluster);
-    let pods: Api<Pod> = Api::namespaced(k.client().await.expect("client"), "default");
-    let pod: Pod = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-        "spec": {
-            "nodeSelector": {"cloud.google.com/gke-nodepool": pool},
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-            "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
-        },
-    }))
-    .expect("pod");
-    pods.create(&PostParams::default(), &pod)
-        .await
-        .expect("create pod");
     let running = k
         .pods(Some("default"))
         .await
@@ -74,15 +86,12 @@ async fn usage_counts_node_busy_and_idle_hours_and_cost_on_the_virtual_clock() {
     let c = usage_collector(&env);
     let first = round(&c).await;
     assert_eq!((first.sampled, first.unreachable), (1, 0), "{first:?}");
-    env.advance(HOUR).await;
-    round(&c).await;
+    later(&env, &c, HOUR).await;
     // One of the two GPUs busy from the sample that first sees its pod (the third) on:
     // one hour of the three.
     run_gpu_pod(&env, "uc", &pool, "train").await;
-    env.advance(HOUR).await;
-    round(&c).await;
-    env.advance(HOUR).await;
-    let last = round(&c).await;
+    later(&env, &c, HOUR).await;
+    let last = later(&env, &c, HOUR).await;
     assert_eq!(last.stale, 0);
 
     let u = usage(&env, "groupBy=pool").await;
@@ -136,22 +145,12 @@ async fn usage_counts_node_busy_and_idle_hours_and_cost_on_the_virtual_clock() {
     let end = u["endTime"].as_str().expect("endTime").to_owned();
     let end_t = chrono::DateTime::parse_from_rfc3339(&end).expect("rfc3339");
     let start = (end_t - chrono::Duration::hours(1)).to_rfc3339();
-    let q = format!(
-        "groupBy=pool&startTime={}&endTime={}",
-        urlencode(&start),
-        urlencode(&end)
-    );
-    let last_hour = usage(&env, &q).await;
+    let last_hour = pool_usage_between(&env, &start, &end).await;
     let row = pool_row(&last_hour, &pool);
     assert!(close(&row["nodeHours"], 2.0), "{row}");
     assert!(close(&row["busyAcceleratorHours"], 1.0), "{row}");
     let before = (end_t - chrono::Duration::hours(2)).to_rfc3339();
-    let q = format!(
-        "groupBy=pool&startTime={}&endTime={}",
-        urlencode(&before),
-        urlencode(&start)
-    );
-    let hour_before = usage(&env, &q).await;
+    let hour_before = pool_usage_between(&env, &before, &start).await;
     let row = pool_row(&hour_before, &pool);
     assert!(close(&row["busyAcceleratorHours"], 0.0), "{row}");
     assert!(close(&row["idleAcceleratorHours"], 2.0), "{row}");
@@ -196,8 +195,7 @@ async fn the_console_draws_usage_per_day_without_script() {
     let c = usage_collector(&env);
     round(&c).await;
     run_gpu_pod(&env, "uf", &pool, "train").await;
-    env.advance(HOUR).await;
-    round(&c).await;
+    later(&env, &c, HOUR).await;
     let page = env
         .app
         .request_as(OWNER, reqwest::Method::GET, "/console/teams/ml-team/usage")
@@ -243,12 +241,7 @@ async fn the_console_draws_usage_per_day_without_script() {
 
 #[tokio::test]
 async fn the_budget_counts_measured_spend_and_tells_each_threshold_once() {
-    let env = env().await;
-    let pool = l4_cluster(&env, "ug").await;
-    let c = usage_collector(&env);
-    round(&c).await;
-    env.advance(HOUR).await;
-    round(&c).await;
+    let (env, pool, c) = sampled_hour("ug").await;
     let spent = usage(&env, "groupBy=pool").await;
     let hour_cost = pool_row(&spent, &pool)["costUsd"].as_f64().expect("cost");
     assert!(hour_cost > 0.0, "{spent}");
@@ -285,14 +278,11 @@ async fn the_budget_counts_measured_spend_and_tells_each_threshold_once() {
     );
 
     assert_eq!(budget_events(&env).await, Vec::<i64>::new());
-    env.advance(HOUR).await;
-    round(&c).await;
+    later(&env, &c, HOUR).await;
     assert_eq!(budget_events(&env).await, vec![50]);
-    env.advance(2.0 * HOUR).await;
-    round(&c).await;
+    later(&env, &c, 2.0 * HOUR).await;
     assert_eq!(budget_events(&env).await, vec![50, 80, 100]);
-    env.advance(HOUR).await;
-    round(&c).await;
+    later(&env, &c, HOUR).await;
     assert_eq!(
         budget_events(&env).await,
         vec![50, 80, 100],
@@ -315,8 +305,7 @@ async fn busy_spot_nodes_that_vanish_are_reported_reclaimed() {
     run_gpu_pod(&env, "uh", &pool, "train").await;
     let c = usage_collector(&env);
     round(&c).await;
-    env.advance(60.0).await;
-    round(&c).await;
+    later(&env, &c, 60.0).await;
     let r = env
         .app
         .http
@@ -329,27 +318,17 @@ async fn busy_spot_nodes_that_vanish_are_reported_reclaimed() {
         .await
         .expect("reclaim");
     assert!(r.status().is_success(), "{}", r.status());
-    env.advance(60.0).await;
-    round(&c).await;
-    let e = env
-        .app
-        .get(
-            OWNER,
-            "/v1/teams/ml-team/events?filter=type%3D%22SPOT_RECLAIMED%22",
-        )
-        .await;
-    assert_eq!(e.status, StatusCode::OK, "{}", e.body);
-    let events = e.body["events"].as_array().expect("events");
-    assert_eq!(events.len(), 1, "{}", e.body);
+    later(&env, &c, 60.0).await;
+    let events = team_events(&env, "SPOT_RECLAIMED").await;
+    assert_eq!(events.len(), 1, "{events:?}");
     assert!(
         events[0]["target"]
             .as_str()
             .unwrap_or("")
             .ends_with(&format!("/nodePools/{pool}")),
-        "{}",
-        e.body
+        "{events:?}"
     );
-    assert_eq!(events[0]["details"]["busyAccelerators"], 1, "{}", e.body);
+    assert_eq!(events[0]["details"]["busyAccelerators"], 1, "{events:?}");
     assert_eq!(
         events[0]["details"]["nodes"].as_array().map(Vec::len),
         Some(1)
@@ -358,17 +337,8 @@ async fn busy_spot_nodes_that_vanish_are_reported_reclaimed() {
 
 /// The thresholds of the team's BUDGET_THRESHOLD events, sorted.
 async fn budget_events(env: &Env) -> Vec<i64> {
-    let r = env
-        .app
-        .get(
-            OWNER,
-            "/v1/teams/ml-team/events?filter=type%3D%22BUDGET_THRESHOLD%22",
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let mut t: Vec<i64> = r.body["events"]
-        .as_array()
-        .expect("events")
+    let mut t: Vec<i64> = team_events(env, "BUDGET_THRESHOLD")
+        .await
         .iter()
         .map(|e| {
             e["details"]["thresholdPercent"]
@@ -380,18 +350,21 @@ async fn budget_events(env: &Env) -> Vec<i64> {
     t
 }
 
+/// The team's audit events of type `kind`.
+async fn team_events(env: &Env, kind: &str) -> Vec<Value> {
+    let path = format!("/v1/teams/ml-team/events?filter=type%3D%22{kind}%22");
+    let r = env.app.get(OWNER, &path).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.body["events"].as_array().expect("events").clone()
+}
+
 fn urlencode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 #[tokio::test]
 async fn a_second_collector_or_a_restart_never_counts_time_twice() {
-    let env = env().await;
-    let pool = l4_cluster(&env, "ud").await;
-    let a = usage_collector(&env);
-    round(&a).await;
-    env.advance(HOUR).await;
-    round(&a).await;
+    let (env, pool, a) = sampled_hour("ud").await;
     // Another replica's collector finds the task held: it samples nothing.
     let b = usage_collector(&env);
     let idle = b.round().await.expect("round");
@@ -401,11 +374,9 @@ async fn a_second_collector_or_a_restart_never_counts_time_twice() {
     kineticd::store::task_leases::release(&env.app.db, kineticd::ops::usage::TASK, &holder(&a))
         .await
         .expect("release");
-    env.advance(HOUR).await;
-    let r = round(&b).await;
+    let r = later(&env, &b, HOUR).await;
     assert_eq!(r.sampled, 1);
-    env.advance(HOUR).await;
-    round(&b).await;
+    later(&env, &b, HOUR).await;
     let u = usage(&env, "groupBy=pool").await;
     let row = pool_row(&u, &pool);
     assert!(
@@ -425,16 +396,10 @@ fn holder(c: &Collector) -> String {
 
 #[tokio::test]
 async fn an_unreadable_cluster_is_a_gap_not_zero() {
-    let env = env().await;
-    let pool = l4_cluster(&env, "ue").await;
-    let c = usage_collector(&env);
-    round(&c).await;
-    env.advance(HOUR).await;
-    round(&c).await;
+    let (env, pool, c) = sampled_hour("ue").await;
     // The Kubernetes API refuses (403, not retried) for the next sample.
     env.arm("kube", "kube.list", "HTTP_403", 1).await;
-    env.advance(HOUR).await;
-    let r = round(&c).await;
+    let r = later(&env, &c, HOUR).await;
     assert_eq!(r.unreachable, 1, "{r:?}");
     let during = usage(&env, "groupBy=pool").await;
     let gap = &during["gaps"][0];
@@ -444,10 +409,8 @@ async fn an_unreadable_cluster_is_a_gap_not_zero() {
         gap["reason"].as_str().unwrap_or("").contains("Kubernetes"),
         "{during}"
     );
-    env.advance(HOUR).await;
-    round(&c).await;
-    env.advance(HOUR).await;
-    round(&c).await;
+    later(&env, &c, HOUR).await;
+    later(&env, &c, HOUR).await;
     let u = usage(&env, "groupBy=pool").await;
     let row = pool_row(&u, &pool);
     assert!(
