@@ -264,3 +264,55 @@ async fn bad_questions_are_400_and_outsiders_404() {
         .await;
     expect_not_found(&r, "TEAM_NOT_FOUND");
 }
+
+/// The console asks the same question from a small form and shows the ranked table; a
+/// refused question is shown above the form; outsiders get the 404 page.
+#[tokio::test]
+async fn the_console_page_asks_and_ranks() {
+    let (app, _sim) = fleet(&[]).await;
+    let page = |user: &'static str, query: &'static str| {
+        let path = format!("/console/teams/acme/placements{query}");
+        let req = app.request_as(user, reqwest::Method::GET, &path);
+        async move {
+            let r = req.send().await.expect("page");
+            (r.status(), r.text().await.expect("html"))
+        }
+    };
+    let sel = |s: &str| scraper::Selector::parse(s).expect("selector");
+    let (status, html) = page(BOB, "").await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{html}");
+    let doc = scraper::Html::parse_document(&html);
+    assert!(doc.select(&sel("form[data-testid=placements-form] label[for=placements-count]")).next().is_some(), "{html}");
+    assert!(doc.select(&sel("tr[data-testid=placement-row]")).next().is_none());
+
+    let (status, html) = page(BOB, "?accelerator=l4&count=2").await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{html}");
+    let doc = scraper::Html::parse_document(&html);
+    let kinds: Vec<&str> = doc
+        .select(&sel("tr[data-testid=placement-row]"))
+        .filter_map(|r| r.value().attr("data-kind"))
+        .collect();
+    assert_eq!(kinds[..2], ["EXISTING_CAPACITY", "RESERVATION"], "{html}");
+    assert!(kinds[2..].iter().all(|k| *k == "NEW_POOL") && kinds.len() > 2, "{kinds:?}");
+    let first: String = doc
+        .select(&sel("tr[data-testid=placement-row]"))
+        .next()
+        .unwrap()
+        .text()
+        .collect();
+    assert!(first.contains(POOL) && first.contains("250.0"), "{first}");
+
+    let (status, html) = page(BOB, "?accelerator=l4&count=0").await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{html}");
+    let doc = scraper::Html::parse_document(&html);
+    let reason: String = doc
+        .select(&sel("[data-testid=form-error-reason]"))
+        .flat_map(|e| e.text())
+        .collect();
+    assert_eq!(reason, "INVALID_PLACEMENT_QUERY", "{html}");
+
+    let (status, _) = page(EVE, "?accelerator=l4&count=2").await;
+    assert_eq!(status, reqwest::StatusCode::NOT_FOUND);
+    let (status, _) = page(EVE, "").await;
+    assert_eq!(status, reqwest::StatusCode::NOT_FOUND);
+}
