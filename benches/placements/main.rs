@@ -95,8 +95,15 @@ async fn run(pg: &PrivatePostgres, clusters: usize, nodes: usize, runs: usize) -
     let mut times = Vec::with_capacity(runs);
     for i in 0..=runs {
         let t = Instant::now();
-        let v = app_support::call_api(&app.http, &app.api, OWNER, Method::POST, &path, body.clone())
-            .await?;
+        let v = app_support::call_api(
+            &app.http,
+            &app.api,
+            OWNER,
+            Method::POST,
+            &path,
+            body.clone(),
+        )
+        .await?;
         let secs = t.elapsed().as_secs_f64();
         check(&v, clusters)?;
         // The first search warms the connections (GKE, Kubernetes clients): not counted.

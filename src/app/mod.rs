@@ -117,6 +117,7 @@ impl AppState {
                 approval_ttl: settings.approval_ttl,
                 webhook_allow: settings.webhook_allow,
                 placement_deadline: settings.limits.placement_deadline,
+                cluster_access: Default::default(),
                 db,
                 cloud: Arc::new(cloud),
             },

@@ -60,7 +60,11 @@ pub struct LimitArgs {
     pub idle_timeout_seconds: f64,
     /// Seconds a placement search (`placements:search`) gives its cloud reads, which run
     /// at once (0.1 to 60): what has not answered by then is a warning in the answer.
-    #[arg(long, env = "KINETIC_PLACEMENT_DEADLINE_SECONDS", default_value_t = 2.0)]
+    #[arg(
+        long,
+        env = "KINETIC_PLACEMENT_DEADLINE_SECONDS",
+        default_value_t = 2.0
+    )]
     pub placement_deadline_seconds: f64,
 }
 

@@ -114,7 +114,12 @@ pub async fn page(
         };
         match crate::service::placements::search(&s.services, &v.caller, &id, &question).await {
             Ok(r) => {
-                page.rows = r.placements.iter().enumerate().map(|(i, p)| row(i, p)).collect();
+                page.rows = r
+                    .placements
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| row(i, p))
+                    .collect();
                 page.warnings = r.warnings;
             }
             Err(e) if e.code == RpcCode::InvalidArgument => page.error = Some(e.into()),

@@ -35,6 +35,8 @@ pub struct Services {
     pub webhook_allow: crate::domain::webhooks::Allow,
     /// The bound on a placement search's cloud reads (`KINETIC_PLACEMENT_DEADLINE_SECONDS`).
     pub placement_deadline: std::time::Duration,
+    /// Team clusters' Kubernetes endpoints, remembered between placement searches.
+    pub cluster_access: Arc<crate::service::placements::access_cache::AccessCache>,
 }
 
 impl Services {

@@ -127,7 +127,11 @@ async fn free_capacity_first_then_reservations_then_new_pools() {
     let p = placements(&v);
     let kinds: Vec<&str> = p.iter().map(|x| x["kind"].as_str().unwrap()).collect();
     let first_new = kinds.iter().position(|k| *k == "NEW_POOL").unwrap();
-    assert_eq!(kinds[..first_new], ["EXISTING_CAPACITY", "RESERVATION"], "{v:#}");
+    assert_eq!(
+        kinds[..first_new],
+        ["EXISTING_CAPACITY", "RESERVATION"],
+        "{v:#}"
+    );
     assert!(kinds[first_new..].iter().all(|k| *k == "NEW_POOL"), "{v:#}");
     let scores: Vec<f64> = p.iter().map(|x| x["score"].as_f64().unwrap()).collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
@@ -142,7 +146,10 @@ async fn free_capacity_first_then_reservations_then_new_pools() {
     assert_eq!(e["score"], 250.0);
     // Three reserved VMs of one L4 each: they cover the two.
     let r = &p[1];
-    assert_eq!(r["reservation"], format!("projects/{P}/zones/{RZ}/reservations/r-l4"));
+    assert_eq!(
+        r["reservation"],
+        format!("projects/{P}/zones/{RZ}/reservations/r-l4")
+    );
     assert_eq!(r["zone"], RZ);
     assert_eq!(r["freeAccelerators"], 3);
     assert_eq!(r["cluster"], ACME_KC);
@@ -156,9 +163,15 @@ async fn free_capacity_first_then_reservations_then_new_pools() {
     assert_eq!(n["cluster"], ACME_KC);
     // Two on-demand L4s at USD 0.71.
     assert_eq!(n["hourlyCostUsd"], 1.42);
-    assert_eq!(n["obtainability"], 0.89, "the simulator's advice for 2 VMs: {n:#}");
+    assert_eq!(
+        n["obtainability"], 0.89,
+        "the simulator's advice for 2 VMs: {n:#}"
+    );
     let reasons = n["reasons"].to_string();
-    assert!(reasons.contains("quota NVIDIA_L4_GPUS in us-central1: 30 free, 2 needed"), "{reasons}");
+    assert!(
+        reasons.contains("quota NVIDIA_L4_GPUS in us-central1: 30 free, 2 needed"),
+        "{reasons}"
+    );
 }
 
 #[tokio::test]
@@ -187,7 +200,11 @@ async fn stockouts_recorded_and_advised_lower_a_zone() {
     .expect("failed operation");
     let zones = json!(["us-central1-a", "us-central1-b", "us-central1-c"]);
     let v = ok(app
-        .post(ALICE, SEARCH, json!({"accelerator": "l4", "count": 2, "zones": zones}))
+        .post(
+            ALICE,
+            SEARCH,
+            json!({"accelerator": "l4", "count": 2, "zones": zones}),
+        )
         .await);
     let p = placements(&v);
     let (a, b, c) = (
@@ -206,9 +223,18 @@ async fn stockouts_recorded_and_advised_lower_a_zone() {
         .map(|x| x["zone"].as_str().unwrap())
         .collect();
     assert_eq!(order, ["us-central1-a", "us-central1-b", "us-central1-c"]);
-    assert!(b["reasons"].to_string().contains("1 operation failed for lack of capacity"), "{b:#}");
+    assert!(
+        b["reasons"]
+            .to_string()
+            .contains("1 operation failed for lack of capacity"),
+        "{b:#}"
+    );
     // Only the zones asked about.
-    assert!(p.iter().all(|x| zones.as_array().unwrap().contains(&x["zone"])), "{p:#?}");
+    assert!(
+        p.iter()
+            .all(|x| zones.as_array().unwrap().contains(&x["zone"])),
+        "{p:#?}"
+    );
 }
 
 #[tokio::test]
@@ -226,11 +252,17 @@ async fn an_unreadable_cloud_answer_is_a_warning() {
         .post(ALICE, SEARCH, json!({"accelerator": "l4", "count": 1}))
         .await);
     let warnings = v["warnings"].to_string();
-    assert!(warnings.contains("capacity advice for zone us-central1-a is not available"), "{warnings}");
+    assert!(
+        warnings.contains("capacity advice for zone us-central1-a is not available"),
+        "{warnings}"
+    );
     let p = placements(&v);
     let n = new_pool(&p, "us-central1-a");
     assert!(n.get("obtainability").is_none(), "{n:#}");
-    assert!(n["reasons"].to_string().contains("no capacity advice"), "{n:#}");
+    assert!(
+        n["reasons"].to_string().contains("no capacity advice"),
+        "{n:#}"
+    );
     // The rest still answers.
     assert_eq!(p[0]["kind"], "EXISTING_CAPACITY");
 }
@@ -244,16 +276,48 @@ async fn bad_questions_are_400_and_outsiders_404() {
     expect_invalid(&r, "UNKNOWN_ACCELERATOR", "l5");
     for (body, field, text) in [
         (json!({"count": 1}), "accelerator", "required"),
-        (json!({"accelerator": "cpu", "count": 1}), "accelerator", "GPU or TPU"),
+        (
+            json!({"accelerator": "cpu", "count": 1}),
+            "accelerator",
+            "GPU or TPU",
+        ),
         (json!({"accelerator": "l4"}), "count", "required"),
-        (json!({"accelerator": "l4", "count": 0}), "count", "between 1 and 10000"),
-        (json!({"accelerator": "l4", "count": 10_001}), "count", "between 1 and 10000"),
-        (json!({"accelerator": "l4", "count": 1, "provisioning": "CHEAP"}), "provisioning", "CHEAP"),
-        (json!({"accelerator": "l4:spot", "count": 1, "provisioning": "ON_DEMAND"}), "provisioning", "spot"),
-        (json!({"accelerator": "l4", "count": 1, "zones": ["x"]}), "zones", "\"x\""),
+        (
+            json!({"accelerator": "l4", "count": 0}),
+            "count",
+            "between 1 and 10000",
+        ),
+        (
+            json!({"accelerator": "l4", "count": 10_001}),
+            "count",
+            "between 1 and 10000",
+        ),
+        (
+            json!({"accelerator": "l4", "count": 1, "provisioning": "CHEAP"}),
+            "provisioning",
+            "CHEAP",
+        ),
+        (
+            json!({"accelerator": "l4:spot", "count": 1, "provisioning": "ON_DEMAND"}),
+            "provisioning",
+            "spot",
+        ),
+        (
+            json!({"accelerator": "l4", "count": 1, "zones": ["x"]}),
+            "zones",
+            "\"x\"",
+        ),
         // Not a zone of its region, and a region Compute does not have.
-        (json!({"accelerator": "l4", "count": 1, "zones": ["us-central1-z"]}), "zones", "us-central1-z"),
-        (json!({"accelerator": "l4", "count": 1, "zones": ["mars-north1-a"]}), "zones", "mars-north1-a"),
+        (
+            json!({"accelerator": "l4", "count": 1, "zones": ["us-central1-z"]}),
+            "zones",
+            "us-central1-z",
+        ),
+        (
+            json!({"accelerator": "l4", "count": 1, "zones": ["mars-north1-a"]}),
+            "zones",
+            "mars-north1-a",
+        ),
     ] {
         let r = ask(body.clone()).await;
         expect_invalid(&r, "INVALID_PLACEMENT_QUERY", text);
@@ -282,8 +346,19 @@ async fn the_console_page_asks_and_ranks() {
     let (status, html) = page(BOB, "").await;
     assert_eq!(status, reqwest::StatusCode::OK, "{html}");
     let doc = scraper::Html::parse_document(&html);
-    assert!(doc.select(&sel("form[data-testid=placements-form] label[for=placements-count]")).next().is_some(), "{html}");
-    assert!(doc.select(&sel("tr[data-testid=placement-row]")).next().is_none());
+    assert!(
+        doc.select(&sel(
+            "form[data-testid=placements-form] label[for=placements-count]"
+        ))
+        .next()
+        .is_some(),
+        "{html}"
+    );
+    assert!(
+        doc.select(&sel("tr[data-testid=placement-row]"))
+            .next()
+            .is_none()
+    );
 
     let (status, html) = page(BOB, "?accelerator=l4&count=2").await;
     assert_eq!(status, reqwest::StatusCode::OK, "{html}");
@@ -293,7 +368,10 @@ async fn the_console_page_asks_and_ranks() {
         .filter_map(|r| r.value().attr("data-kind"))
         .collect();
     assert_eq!(kinds[..2], ["EXISTING_CAPACITY", "RESERVATION"], "{html}");
-    assert!(kinds[2..].iter().all(|k| *k == "NEW_POOL") && kinds.len() > 2, "{kinds:?}");
+    assert!(
+        kinds[2..].iter().all(|k| *k == "NEW_POOL") && kinds.len() > 2,
+        "{kinds:?}"
+    );
     let first: String = doc
         .select(&sel("tr[data-testid=placement-row]"))
         .next()

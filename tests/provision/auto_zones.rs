@@ -71,10 +71,17 @@ async fn zones_auto_is_for_spot_pools_alone() {
             r.body
         );
         assert!(
-            r.body["error"]["message"].as_str().unwrap().contains("auto"),
+            r.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("auto"),
             "{}",
             r.body
         );
     }
-    assert!(env.ok_calls("container", "nodePools.create").await.is_empty());
+    assert!(
+        env.ok_calls("container", "nodePools.create")
+            .await
+            .is_empty()
+    );
 }

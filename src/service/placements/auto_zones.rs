@@ -26,7 +26,12 @@ pub struct AutoZones {
 
 /// The spot pool of `acc` (of `count` accelerators at its minimum) in cluster `n`'s
 /// region: the zones to spread over.
-pub async fn choose(svc: &Services, n: &ClusterNames, acc: &Resolved, nodes: u32) -> Result<AutoZones> {
+pub async fn choose(
+    svc: &Services,
+    n: &ClusterNames,
+    acc: &Resolved,
+    nodes: u32,
+) -> Result<AutoZones> {
     let mode = Provisioning::Spot;
     let count = u64::from(nodes.max(1)) * u64::from(acc.count.max(1));
     let ask = Ask {
@@ -37,7 +42,15 @@ pub async fn choose(svc: &Services, n: &ClusterNames, acc: &Resolved, nodes: u32
         reservations: false,
     };
     let region = (n.project.clone(), n.region.clone());
-    let r = reads::read(&svc.cloud, &ask, Vec::new(), vec![region], svc.placement_deadline).await;
+    let r = reads::read(
+        &svc.cloud,
+        &svc.cluster_access,
+        &ask,
+        Vec::new(),
+        vec![region],
+        svc.placement_deadline,
+    )
+    .await;
     let mut notes: Vec<String> = r
         .warnings
         .iter()
@@ -101,9 +114,10 @@ pub async fn choose(svc: &Services, n: &ClusterNames, acc: &Resolved, nodes: u32
     let why: Vec<String> = ranked
         .iter()
         .map(|p| {
-            let advice = p
-                .obtainability
-                .map_or_else(|| "no advice".to_owned(), |o| format!("obtainability {o:.2}"));
+            let advice = p.obtainability.map_or_else(
+                || "no advice".to_owned(),
+                |o| format!("obtainability {o:.2}"),
+            );
             format!(
                 "{} (score {:.1}: {advice}, {} stockouts in 7 days)",
                 p.zone, p.score, p.recent_stockouts

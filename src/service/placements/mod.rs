@@ -11,6 +11,7 @@
 //! must be in reach of the team's projects: a zone Compute says does not exist there is
 //! 400, like a malformed one.
 
+pub mod access_cache;
 pub mod auto_zones;
 pub mod rank;
 pub mod reads;
@@ -145,7 +146,9 @@ pub async fn search(
         if !question.zones.is_empty() {
             return Err(refuse(
                 "zones",
-                format!("team {team} has no projects, so no zone is in its reach: ask a team ADMIN to add one (PATCH /v1/teams/{team})"),
+                format!(
+                    "team {team} has no projects, so no zone is in its reach: ask a team ADMIN to add one (PATCH /v1/teams/{team})"
+                ),
             ));
         }
         warnings.push(format!(
@@ -182,6 +185,7 @@ pub async fn search(
     let regions: Vec<(String, String)> = plan.regions.keys().cloned().collect();
     let r = reads::read(
         &svc.cloud,
+        &svc.cluster_access,
         &ask,
         names,
         regions,
@@ -362,9 +366,10 @@ fn reserved(acc: &Resolved, r: &Reads, plan: &Targets) -> Vec<Reserved> {
                 }
                 if acc.kind == Kind::Gpu
                     && !props.guest_accelerators.is_empty()
-                    && !props.guest_accelerators.iter().any(|a| {
-                        last_segment(&a.accelerator_type) == acc.gke_accelerator_type
-                    })
+                    && !props
+                        .guest_accelerators
+                        .iter()
+                        .any(|a| last_segment(&a.accelerator_type) == acc.gke_accelerator_type)
                 {
                     continue;
                 }

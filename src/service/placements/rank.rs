@@ -274,11 +274,7 @@ pub fn rank(f: &Facts<'_>) -> Vec<Placement> {
     let price = unit_price(f);
     let mut out: Vec<Placement> = f.free.iter().map(|x| existing(f, x)).collect();
     out.extend(f.reserved.iter().map(|r| reservation(f, r)));
-    out.extend(
-        f.candidates
-            .iter()
-            .map(|c| new_pool(f, c, price, price)),
-    );
+    out.extend(f.candidates.iter().map(|c| new_pool(f, c, price, price)));
     out.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)

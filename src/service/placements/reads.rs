@@ -3,6 +3,9 @@
 //! accelerators); per candidate region its quotas and zones, then per zone whether it
 //! offers the accelerator, Compute's capacity advice and the project's reservations.
 //!
+//! A cluster's endpoint is remembered between searches ([`AccessCache`]), so a search
+//! asks GKE only for clusters it has not reached in the last ten minutes.
+//!
 //! Invariant: nothing here fails the search: a read that errs or misses the deadline
 //! is a warning naming what was not read, and what depended on it is left out (a
 //! cluster's free accelerators, a zone) or left unjudged (quota, advice: `None`).
@@ -20,13 +23,14 @@ use crate::cloud::gcp::types::advice::{
 };
 use crate::cloud::gcp::types::compute::Region;
 use crate::cloud::gcp::types::reservation::{Reservation, ReservedAccelerator};
-use crate::cloud::kube::{NodeInfo, PodInfo};
+use crate::cloud::kube::{ClusterAccess, NodeInfo, PodInfo};
 use crate::domain::accelerators::{Kind, Resolved};
 use crate::domain::provisioning::Provisioning;
 use crate::domain::resource_names::ClusterNames;
 
 use super::super::live;
 use super::super::provision::placement::offered;
+use super::access_cache::AccessCache;
 
 /// One team cluster as read: its nodes and pods (`Err`: the warning).
 pub struct ClusterRead {
@@ -84,6 +88,7 @@ fn late(what: &str, deadline: Duration) -> String {
 /// once, each bounded by `budget` from now.
 pub async fn read(
     cloud: &Cloud,
+    cache: &AccessCache,
     ask: &Ask<'_>,
     clusters: Vec<ClusterNames>,
     regions: Vec<(String, String)>,
@@ -93,7 +98,7 @@ pub async fn read(
     let cluster_reads = join_all(
         clusters
             .into_iter()
-            .map(|n| read_cluster(cloud, n, deadline, budget)),
+            .map(|n| read_cluster(cloud, cache, n, deadline, budget)),
     );
     let region_reads = join_all(
         regions
@@ -123,19 +128,27 @@ pub async fn read(
 
 async fn read_cluster(
     cloud: &Cloud,
+    cache: &AccessCache,
     n: ClusterNames,
     deadline: Instant,
     budget: Duration,
 ) -> ClusterRead {
     let name = format!("cluster {}", n.gke_cluster());
+    let key = n.gke_cluster();
     let work = async {
+        if let Some(access) = cache.get(&key) {
+            match lists(cloud, access).await {
+                Ok(r) => return Ok(r),
+                // Perhaps recreated: ask GKE again below.
+                Err(_) => cache.forget(&key),
+            }
+        }
         let gke = live::gke(cloud, &n).await.map_err(|e| e.to_string())?;
         let access = live::access(&gke).map_err(|e| e.to_string())?;
-        let k = cloud.kube.cluster(access);
-        let (nodes, pods) = tokio::join!(k.nodes(), k.pods(None));
-        let nodes = nodes.map_err(|e| format!("its nodes could not be listed: {e}"))?;
-        let pods = pods.map_err(|e| format!("its pods could not be listed: {e}"))?;
-        Ok::<_, String>((nodes, pods))
+        cache.put(&key, access.clone());
+        lists(cloud, access)
+            .await
+            .inspect_err(|_| cache.forget(&key))
     };
     let read = match timeout_at(deadline, work).await {
         Ok(Ok(r)) => Ok(r),
@@ -148,6 +161,18 @@ async fn read_cluster(
         )),
     };
     ClusterRead { names: n, read }
+}
+
+/// The cluster's nodes and pods (listed at once).
+async fn lists(
+    cloud: &Cloud,
+    access: ClusterAccess,
+) -> Result<(Vec<NodeInfo>, Vec<PodInfo>), String> {
+    let k = cloud.kube.cluster(access);
+    let (nodes, pods) = tokio::join!(k.nodes(), k.pods(None));
+    let nodes = nodes.map_err(|e| format!("its nodes could not be listed: {e}"))?;
+    let pods = pods.map_err(|e| format!("its pods could not be listed: {e}"))?;
+    Ok((nodes, pods))
 }
 
 /// Compute's provisioning model for a kineticd mode.

@@ -135,10 +135,6 @@ pub struct Shard {
 impl CapacityAdviceResponse {
     /// The first recommendation's obtainability (Compute gives one recommendation).
     pub fn obtainability(&self) -> Option<f64> {
-        self.recommendations
-            .first()?
-            .scores
-            .as_ref()?
-            .obtainability
+        self.recommendations.first()?.scores.as_ref()?.obtainability
     }
 }

@@ -46,7 +46,13 @@ fn shape(req: &CapacityAdviceRequest) -> Result<(String, Option<String>), SimErr
     let accel = sel
         .guest_accelerators
         .first()
-        .map(|a| a.accelerator_type.rsplit('/').next().unwrap_or("").to_owned())
+        .map(|a| {
+            a.accelerator_type
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .to_owned()
+        })
         .or_else(|| catalog::bundled_gpu(&machine).map(|(a, _)| a.to_owned()))
         .or_else(|| catalog::tpu_machine(&machine).map(|t| t.accelerator.to_owned()));
     Ok((machine, accel))
@@ -121,7 +127,9 @@ pub fn capacity(
     {
         return Err(SimError::invalid(
             F,
-            format!("Invalid value for field 'distributionPolicy.zones': '{z}'. The zone is not in region {region}."),
+            format!(
+                "Invalid value for field 'distributionPolicy.zones': '{z}'. The zone is not in region {region}."
+            ),
         ));
     }
     let w = sim.world();
