@@ -22,18 +22,13 @@ mod records;
 #[path = "../support/mod.rs"]
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Result, bail, ensure};
-use futures::StreamExt;
-use kineticd::cloud::gcp::types::container::{
-    AcceleratorConfig, Cluster, NodeConfig, NodePool, NodePoolAutoscaling,
-};
 use kineticd::devdb::PrivatePostgres;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::{env_or, median};
-use tokio_util::sync::CancellationToken;
 
 const OWNER: &str = "bench@example.com";
 const ZONE: &str = "us-central1-a";
@@ -79,7 +74,8 @@ async fn run(pg: &PrivatePostgres, clusters: usize, nodes: usize, runs: usize) -
     )
     .await?;
     let t = Instant::now();
-    simulate_clusters(&app, clusters, nodes).await?;
+    let names = (0..clusters).map(|c| format!("p{c:04}")).collect();
+    app_support::l4_clusters(&app, PROJECT, ZONE, names, POOL, nodes).await?;
     let mut tx = app.db.begin().await?;
     let at = records::Place::new(PROJECT, ZONE, TEAM, OWNER);
     for c in 0..clusters {
@@ -137,52 +133,4 @@ fn check(v: &Value, clusters: usize) -> Result<()> {
     );
     ensure!(v["warnings"] == json!([]), "warnings: {}", v["warnings"]);
     Ok(())
-}
-
-/// Every cluster through the simulator's GKE API (8 at once), waited for.
-async fn simulate_clusters(app: &app_support::App, clusters: usize, nodes: usize) -> Result<()> {
-    let gcp = &app.state.cloud.gcp;
-    let nodes = i32::try_from(nodes)?;
-    let pool = NodePool {
-        name: POOL.into(),
-        initial_node_count: Some(nodes),
-        autoscaling: Some(NodePoolAutoscaling {
-            enabled: Some(true),
-            min_node_count: Some(nodes),
-            max_node_count: Some(nodes),
-            ..Default::default()
-        }),
-        config: Some(NodeConfig {
-            machine_type: Some("g2-standard-8".into()),
-            accelerators: vec![AcceleratorConfig {
-                accelerator_count: 1,
-                accelerator_type: "nvidia-l4".into(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let results: Vec<Result<()>> = futures::stream::iter(0..clusters)
-        .map(|c| {
-            let cluster = Cluster {
-                name: format!("p{c:04}"),
-                node_pools: vec![pool.clone()],
-                ..Default::default()
-            };
-            async move {
-                let op = gcp
-                    .container
-                    .create_cluster(PROJECT, ZONE, &cluster)
-                    .await?;
-                gcp.container
-                    .wait_operation(&op, &CancellationToken::new(), Duration::from_secs(120))
-                    .await?;
-                Ok(())
-            }
-        })
-        .buffer_unordered(8)
-        .collect()
-        .await;
-    results.into_iter().collect()
 }

@@ -8,9 +8,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kineticd::cloud::gcp::types::container::Cluster;
-use kineticd::cloud::gcp::types::reservation::{
-    AllocationSpecificSkuReservation, Reservation, ReservedAccelerator, ReservedInstanceProperties,
-};
 use kineticd::cloud::kube::ClusterAccess;
 use kube::Api;
 use kube::api::PostParams;
@@ -18,7 +15,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::common::TestApp;
-use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool};
+use crate::common::gke::{autoscaled_pool, create_cluster_and_wait, default_pool, l4_reservation};
 use crate::support::{
     ACME_KC, ALICE, BOB, C, EVE, P, Z, expect_invalid, expect_not_found, meta, ok,
 };
@@ -77,23 +74,7 @@ async fn fleet(stockouts: &[(&str, &str)]) -> (TestApp, kineticd::sim::Sim) {
     pods.create(&PostParams::default(), &pod)
         .await
         .expect("create pod");
-    let r = Reservation {
-        name: "r-l4".into(),
-        specific_reservation: Some(AllocationSpecificSkuReservation {
-            count: Some(3),
-            instance_properties: Some(ReservedInstanceProperties {
-                machine_type: "g2-standard-4".into(),
-                guest_accelerators: vec![ReservedAccelerator {
-                    accelerator_type: "nvidia-l4".into(),
-                    accelerator_count: Some(1),
-                }],
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        specific_reservation_required: Some(true),
-        ..Default::default()
-    };
+    let r = l4_reservation("r-l4", 3);
     let op = gcp
         .compute
         .insert_reservation(P, RZ, &r, Uuid::new_v4())
