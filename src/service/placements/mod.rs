@@ -166,6 +166,14 @@ pub async fn search(
         })
         .collect();
     let plan = Targets::of(&names, &projects, &question.zones);
+    // Clusters outside the regions of the zones asked about have nothing to offer.
+    let names: Vec<ClusterNames> = names
+        .into_iter()
+        .filter(|n| {
+            plan.regions
+                .contains_key(&(n.project.clone(), n.region.clone()))
+        })
+        .collect();
     if plan.regions.is_empty() && question.zones.is_empty() && !projects.is_empty() {
         warnings.push(format!(
             "team {team} has no clusters: name \"zones\" to be advised where to up one"
