@@ -138,7 +138,7 @@ fn is_identifier(id: &str) -> bool {
     const VERBS: &[&str] = &[
         "get", "list", "create", "update", "delete", "replace", "apply", "cancel", "wait", "watch",
         "activate", "check", "diagnose", "drill", "preview", "sync", "approve", "reject",
-        "evaluate", "snooze", "discover", "import",
+        "evaluate", "snooze", "discover", "import", "search",
     ];
     id.chars().all(|c| c.is_ascii_alphanumeric())
         && VERBS.iter().any(|v| {

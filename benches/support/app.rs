@@ -140,3 +140,76 @@ pub async fn call_api(
     }
     Ok(v)
 }
+
+/// GKE clusters `names` in `project`/`zone` through the simulator's GKE API (8 at once),
+/// each with one L4 pool `pool` of `nodes` g2-standard-8 nodes (minNodes = maxNodes, so
+/// the simulator's Kubernetes API holds them), waited for and RUNNING.
+#[allow(dead_code)] // the usage and placements benches build clusters; others do not
+pub async fn l4_clusters(
+    app: &App,
+    project: &str,
+    zone: &str,
+    names: Vec<String>,
+    pool: &str,
+    nodes: usize,
+) -> Result<()> {
+    use futures::StreamExt;
+    use kineticd::cloud::gcp::types::container::{
+        AcceleratorConfig, Cluster, NodeConfig, NodePool, NodePoolAutoscaling,
+    };
+    let gcp = &app.state.cloud.gcp;
+    let nodes = i32::try_from(nodes)?;
+    let pool = NodePool {
+        name: pool.into(),
+        initial_node_count: Some(nodes),
+        autoscaling: Some(NodePoolAutoscaling {
+            enabled: Some(true),
+            min_node_count: Some(nodes),
+            max_node_count: Some(nodes),
+            ..Default::default()
+        }),
+        config: Some(NodeConfig {
+            machine_type: Some("g2-standard-8".into()),
+            accelerators: vec![AcceleratorConfig {
+                accelerator_count: 1,
+                accelerator_type: "nvidia-l4".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let results: Vec<Result<()>> = futures::stream::iter(names)
+        .map(|name| {
+            let cluster = Cluster {
+                name,
+                node_pools: vec![pool.clone()],
+                ..Default::default()
+            };
+            async move {
+                let op = gcp
+                    .container
+                    .create_cluster(project, zone, &cluster)
+                    .await?;
+                let cancel = tokio_util::sync::CancellationToken::new();
+                gcp.container
+                    .wait_operation(&op, &cancel, Duration::from_secs(120))
+                    .await?;
+                let got = gcp
+                    .container
+                    .get_cluster(project, zone, &cluster.name)
+                    .await?;
+                anyhow::ensure!(
+                    got.status.as_deref() == Some("RUNNING"),
+                    "cluster {} is {:?}",
+                    cluster.name,
+                    got.status
+                );
+                Ok(())
+            }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}

@@ -43,10 +43,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use chrono::{DateTime, Utc};
-use futures::StreamExt;
-use kineticd::cloud::gcp::types::container::{
-    AcceleratorConfig, Cluster, NodeConfig, NodePool, NodePoolAutoscaling,
-};
 use kineticd::devdb::PrivatePostgres;
 use kineticd::domain::usage::{GroupBy, UsageQuery};
 use kineticd::ops::usage::{Collector, Round};
@@ -55,7 +51,6 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use support::{env_or, median, median_seconds};
 use tokio::sync::Mutex;
-use tokio_util::sync::CancellationToken;
 
 const OWNER: &str = "bench@example.com";
 const ZONE: &str = "us-central1-a";
@@ -158,7 +153,8 @@ async fn collector(app: &app_support::App, k: &Knobs, trip: f64) -> Result<()> {
     )
     .await?;
     let t = Instant::now();
-    simulate_clusters(app, k).await?;
+    let names = (0..k.clusters).map(cluster_name).collect();
+    app_support::l4_clusters(app, PROJECT, ZONE, names, POOL, k.nodes).await?;
     let mut tx = app.db.begin().await?;
     let at = records::Place::new(PROJECT, ZONE, TEAM, OWNER);
     for c in 0..k.clusters {
@@ -239,64 +235,6 @@ async fn collector(app: &app_support::App, k: &Knobs, trip: f64) -> Result<()> {
 
 fn cluster_name(c: usize) -> String {
     format!("u{c:04}")
-}
-
-/// Every cluster through the simulator's GKE API (8 at once), waited for and RUNNING.
-async fn simulate_clusters(app: &app_support::App, k: &Knobs) -> Result<()> {
-    let gcp = &app.state.cloud.gcp;
-    let nodes = i32::try_from(k.nodes)?;
-    let pool = NodePool {
-        name: POOL.into(),
-        initial_node_count: Some(nodes),
-        autoscaling: Some(NodePoolAutoscaling {
-            enabled: Some(true),
-            min_node_count: Some(nodes),
-            max_node_count: Some(nodes),
-            ..Default::default()
-        }),
-        config: Some(NodeConfig {
-            machine_type: Some("g2-standard-8".into()),
-            accelerators: vec![AcceleratorConfig {
-                accelerator_count: 1,
-                accelerator_type: "nvidia-l4".into(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let results: Vec<Result<()>> = futures::stream::iter(0..k.clusters)
-        .map(|c| {
-            let cluster = Cluster {
-                name: cluster_name(c),
-                node_pools: vec![pool.clone()],
-                ..Default::default()
-            };
-            async move {
-                let op = gcp
-                    .container
-                    .create_cluster(PROJECT, ZONE, &cluster)
-                    .await?;
-                gcp.container
-                    .wait_operation(&op, &CancellationToken::new(), Duration::from_secs(120))
-                    .await?;
-                let got = gcp
-                    .container
-                    .get_cluster(PROJECT, ZONE, &cluster.name)
-                    .await?;
-                ensure!(
-                    got.status.as_deref() == Some("RUNNING"),
-                    "cluster {} is {:?}",
-                    cluster.name,
-                    got.status
-                );
-                Ok(())
-            }
-        })
-        .buffer_unordered(8)
-        .collect()
-        .await;
-    results.into_iter().collect()
 }
 
 /// `KBENCH_ROUNDS` timed rounds; each must sample every node.

@@ -57,6 +57,7 @@ pub mod openapi30;
 pub mod operation_union;
 pub mod operations;
 pub mod panic;
+pub mod placements;
 pub mod policy;
 pub mod pool_verbs;
 pub mod preview;

@@ -98,6 +98,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(super::policy::router())
         .merge(super::webhooks::router())
         .merge(super::usage::router())
+        .merge(super::placements::router())
         .merge(super::cluster_verbs::router())
         .merge(super::operations::router())
         .merge(super::testing::router())

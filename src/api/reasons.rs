@@ -676,6 +676,14 @@ pub const CATALOGUE: &[ReasonDoc] = &[
         "Fix the URL path.",
     ),
     e(
+        "INVALID_PLACEMENT_QUERY",
+        InvalidArgument,
+        Response,
+        &["field", "zone", "project"],
+        "A placement search (`placements:search`) lacks `accelerator` or `count`, asks for a count outside 1..10000, names a provisioning mode that is not one (or contradicts a `:spot` accelerator), or names a zone that is malformed or not in the reach of the team's projects.",
+        "Fix the field named in `field`; zones must exist in the regions Compute offers to the team's projects.",
+    ),
+    e(
         "INVALID_POLICY",
         InvalidArgument,
         Response,

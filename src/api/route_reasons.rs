@@ -238,6 +238,10 @@ pub const TABLE: &[(&str, &[&[&str]])] = &[
     ("getTeamPolicy", &[TEAM]),
     ("evaluateTeamPolicy", &[TEAM]),
     (
+        "searchPlacements",
+        &[TEAM, &["INVALID_PLACEMENT_QUERY", "UNKNOWN_ACCELERATOR"]],
+    ),
+    (
         "getTeamUsage",
         &[TEAM, &["CLOUD_UNAVAILABLE", "INVALID_USAGE_QUERY"]],
     ),

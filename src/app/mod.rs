@@ -116,6 +116,8 @@ impl AppState {
                 page_key: page_key(&db).await?,
                 approval_ttl: settings.approval_ttl,
                 webhook_allow: settings.webhook_allow,
+                placement_deadline: settings.limits.placement_deadline,
+                cluster_access: Default::default(),
                 db,
                 cloud: Arc::new(cloud),
             },

@@ -58,6 +58,14 @@ pub struct LimitArgs {
     /// kineticd is closing and answer 502. 0: no limit.
     #[arg(long, env = "KINETIC_IDLE_TIMEOUT_SECONDS", default_value_t = 620.0)]
     pub idle_timeout_seconds: f64,
+    /// Seconds a placement search (`placements:search`) gives its cloud reads, which run
+    /// at once (0.1 to 60): what has not answered by then is a warning in the answer.
+    #[arg(
+        long,
+        env = "KINETIC_PLACEMENT_DEADLINE_SECONDS",
+        default_value_t = 2.0
+    )]
+    pub placement_deadline_seconds: f64,
 }
 
 /// A token bucket: `per_second` tokens a second, at most `burst` saved.
@@ -79,6 +87,8 @@ pub struct Limits {
     pub header_read_timeout: Option<Duration>,
     /// The bound on a connection's wait for its next request.
     pub idle_timeout: Option<Duration>,
+    /// The bound on a placement search's cloud reads (all at once).
+    pub placement_deadline: Duration,
 }
 
 impl Default for Limits {
@@ -91,6 +101,7 @@ impl Default for Limits {
             max_watches_per_caller: None,
             header_read_timeout: None,
             idle_timeout: None,
+            placement_deadline: Duration::from_secs(2),
         }
     }
 }
@@ -111,6 +122,8 @@ pub enum LimitError {
          numbers >= 0 (0 = no limit)"
     )]
     BadConnectionTimeout,
+    #[error("KINETIC_PLACEMENT_DEADLINE_SECONDS must be between 0.1 and 60")]
+    BadPlacementDeadline,
 }
 
 impl LimitArgs {
@@ -136,6 +149,10 @@ impl LimitArgs {
         let header_read_timeout = seconds(self.header_read_timeout_seconds)?;
         let idle_timeout = seconds(self.idle_timeout_seconds)?;
         let nonzero = |n: u32| (n > 0).then_some(n);
+        let d = self.placement_deadline_seconds;
+        if !(0.1..=60.0).contains(&d) {
+            return Err(LimitError::BadPlacementDeadline);
+        }
         Ok(Limits {
             rate: (r > 0.0).then_some(Rate {
                 per_second: r,
@@ -147,6 +164,7 @@ impl LimitArgs {
             max_watches_per_caller: nonzero(self.max_watches_per_caller),
             header_read_timeout,
             idle_timeout,
+            placement_deadline: Duration::from_secs_f64(d),
         })
     }
 }

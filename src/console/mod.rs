@@ -92,6 +92,7 @@ mod home;
 mod identity;
 mod operations;
 mod paths;
+mod placements;
 mod provision;
 mod session;
 mod teams;
@@ -151,6 +152,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: ConsoleState) -> Router<S
         .route("/console/teams/{team}/events", get(events::team))
         .route("/console/teams/{team}/usage", get(usage::page))
         .route("/console/teams/{team}/discover", get(discover::page))
+        .route("/console/teams/{team}/placements", get(placements::page))
         .route("/console/events", get(events::all))
         .route(cluster, get(clusters::page))
         .route(

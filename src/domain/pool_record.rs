@@ -104,6 +104,11 @@ pub struct PoolSpecRecord {
     /// MIG partition size (`1g.5gb`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition_size: Option<String>,
+    /// GKE's autoscaling `locationPolicy`: `ANY` for a spot pool added with
+    /// `zones: ["auto"]` (the autoscaler picks whichever zone has capacity); absent:
+    /// GKE's default (BALANCED), and rows written before it stay byte-identical.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location_policy: Option<String>,
 }
 
 impl PoolSpecRecord {
@@ -160,6 +165,7 @@ impl Default for PoolSpecRecord {
             provisioning: None,
             sharing: None,
             partition_size: None,
+            location_policy: None,
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod drill;
 pub mod event;
 pub mod money;
 pub mod operation;
+pub mod placement;
 mod pool_view;
 pub mod profile;
 pub mod status;

@@ -86,6 +86,7 @@ pub fn pool_record(p: &PoolToAdd<'_>, prices: &PriceTable) -> PoolSpecRecord {
             .as_ref()
             .and_then(|g| g.partition)
             .map(|(size, _)| size.to_owned()),
+        location_policy: None,
     }
 }
 

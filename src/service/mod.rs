@@ -22,6 +22,7 @@ pub mod noop_operations;
 pub mod operation_response;
 pub mod operations;
 pub mod page;
+pub mod placements;
 pub mod policy;
 pub mod profiles;
 pub mod project_authority;

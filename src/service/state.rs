@@ -33,6 +33,10 @@ pub struct Services {
     pub approval_ttl: std::time::Duration,
     /// Non-public addresses a webhook URL may name (`KINETIC_WEBHOOK_ALLOW`).
     pub webhook_allow: crate::domain::webhooks::Allow,
+    /// The bound on a placement search's cloud reads (`KINETIC_PLACEMENT_DEADLINE_SECONDS`).
+    pub placement_deadline: std::time::Duration,
+    /// Team clusters' Kubernetes endpoints, remembered between placement searches.
+    pub cluster_access: Arc<crate::service::placements::access_cache::AccessCache>,
 }
 
 impl Services {

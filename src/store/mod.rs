@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod approvals;
+pub mod capacity_failures;
 pub mod clusters;
 pub mod db;
 pub mod events;

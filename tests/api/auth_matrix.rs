@@ -139,6 +139,7 @@ const ROUTES: &[Route] = &[
     r("PATCH", "/v1/teams/{team}/policy", MUTATION, "needs ADMIN"),
     r("GET", "/v1/teams/{team}/policy:evaluate", READ, "usage against the policy: every member reads it"),
     r("GET", "/v1/teams/{team}/usage", READ, "measured usage: every member reads it"),
+    r("POST", "/v1/teams/{team}/placements:search", READ, "placement advice changes nothing: every member asks"),
     r("GET", "/v1/teams/{team}/events", READ, "the team's audit trail, for every member"),
     r("POST", "/v1/teams/{team}/webhooks", MUTATION, "adding a webhook needs ADMIN"),
     r("GET", "/v1/teams/{team}/webhooks", READ, "the team's webhooks (no secrets): every member"),
@@ -190,6 +191,7 @@ fn body(method: &str, template: &str, who: &str) -> Option<Value> {
         ("POST", "{cluster}:checkWorkload") => {
             json!({"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p"}, "spec": {"containers": []}})
         }
+        ("POST", "placements:search") => json!({"accelerator": "gpu-l4", "count": 1}),
         ("POST", "noopOperations") => json!({"team": TEAM, "steps": 1}),
         ("POST", "webhooks") => {
             json!({"url": "https://hooks.example.com/k", "events": ["OPERATION_FINISHED"]})

@@ -165,6 +165,9 @@ fn good_body(method: &str, template: &str) -> Option<Value> {
         ("post", t) if t.ends_with("/nodePools") || t.ends_with("/nodePools:previewCreate") => {
             Some(json!({"accelerator": "l4"}))
         }
+        ("post", "/v1/teams/{team}/placements:search") => {
+            Some(json!({"accelerator": "l4", "count": 1}))
+        }
         ("post", "/v1/testing/noopOperations") => Some(json!({"team": "acme", "steps": 1})),
         ("post", t) if t.ends_with(":snooze") => Some(json!({"duration": "3600s"})),
         ("post", "/v1/teams/{team}/webhooks") => {

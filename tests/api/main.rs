@@ -27,6 +27,7 @@ mod keyset;
 mod limits;
 mod members;
 mod pagination;
+mod placements;
 mod profiles;
 mod project_claims;
 mod query_params;

@@ -6,10 +6,7 @@
 use std::time::Duration;
 
 use kineticd::cloud::gcp::GcpClients;
-use kineticd::cloud::gcp::types::reservation::{
-    AllocationSpecificSkuReservation, Reservation, ReservedAccelerator, ReservedInstanceProperties,
-    ShareSettings,
-};
+use kineticd::cloud::gcp::types::reservation::{Reservation, ShareSettings};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -19,25 +16,7 @@ use crate::storage::simctl::{
     Want, arm, assert_not_found, assert_unknown_field, failed_with, journal,
 };
 
-fn l4(name: &str, count: i64) -> Reservation {
-    Reservation {
-        name: name.into(),
-        specific_reservation: Some(AllocationSpecificSkuReservation {
-            count: Some(count),
-            instance_properties: Some(ReservedInstanceProperties {
-                machine_type: "g2-standard-4".into(),
-                guest_accelerators: vec![ReservedAccelerator {
-                    accelerator_type: "nvidia-l4".into(),
-                    accelerator_count: Some(1),
-                }],
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        specific_reservation_required: Some(true),
-        ..Default::default()
-    }
-}
+use crate::common::gke::l4_reservation as l4;
 
 async fn wait(gcp: &GcpClients, op: &kineticd::cloud::gcp::types::compute::Operation) {
     gcp.compute

@@ -7,6 +7,9 @@ use kineticd::cloud::gcp::GcpClients;
 use kineticd::cloud::gcp::types::container::{
     AcceleratorConfig, Cluster, NodeConfig, NodePool, NodePoolAutoscaling, Operation,
 };
+use kineticd::cloud::gcp::types::reservation::{
+    AllocationSpecificSkuReservation, Reservation, ReservedAccelerator, ReservedInstanceProperties,
+};
 use tokio_util::sync::CancellationToken;
 
 /// GKE's node labels of GPU partitions (multi-instance GPUs) and of GPU sharing.
@@ -85,4 +88,25 @@ pub async fn create_cluster_and_wait(
         .get_cluster(project, zone, &cluster.name)
         .await
         .expect("get cluster")
+}
+
+/// A specific reservation `name` of `count` g2-standard-4 VMs with one L4 each.
+pub fn l4_reservation(name: &str, count: i64) -> Reservation {
+    Reservation {
+        name: name.into(),
+        specific_reservation: Some(AllocationSpecificSkuReservation {
+            count: Some(count),
+            instance_properties: Some(ReservedInstanceProperties {
+                machine_type: "g2-standard-4".into(),
+                guest_accelerators: vec![ReservedAccelerator {
+                    accelerator_type: "nvidia-l4".into(),
+                    accelerator_count: Some(1),
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        specific_reservation_required: Some(true),
+        ..Default::default()
+    }
 }

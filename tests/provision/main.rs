@@ -8,6 +8,7 @@ mod access;
 mod access_sync;
 mod access_view;
 mod adopt;
+mod auto_zones;
 mod compat;
 mod computeclass;
 mod diagnose;

@@ -97,7 +97,7 @@ async fn check_zone(cloud: &Cloud, project: &str, zone: &str) -> Result<bool> {
 }
 
 /// Whether `zone` offers `acc` (an error: Compute could not say).
-async fn offered(
+pub async fn offered(
     cloud: &Cloud,
     project: &str,
     zone: &str,

@@ -20,7 +20,11 @@ pub struct AddPoolRequest {
     pub spot: Option<bool>,
     /// Consume this specific reservation (not with spot).
     pub reservation: Option<String>,
-    /// Zones of the cluster's region to spread the pool over (default: the cluster's zone).
+    /// Zones of the cluster's region to spread the pool over (default: the cluster's
+    /// zone). `["auto"]` (spot pools only): the zones of the region the placement advice
+    /// ranks (`placements:search`), with GKE's autoscaling `locationPolicy: ANY`, so the
+    /// autoscaler creates nodes wherever there is capacity; the plan says which zones
+    /// and why.
     pub zones: Option<Vec<String>>,
     /// GKE-managed driver: DEFAULT, LATEST or INSTALLATION_DISABLED (GPU pools only);
     /// unset: the NVIDIA driver installer DaemonSet is applied.

@@ -154,6 +154,48 @@ pub async fn check_quota(
     check_region_quota(cloud, n, ask).await
 }
 
+/// The spelling of `zones` that asks the placement advice to choose (spot pools only).
+pub const AUTO_ZONES: &str = "auto";
+
+/// Whether `zones` is `["auto"]` (400 INVALID_ZONE when `auto` is mixed with zones).
+fn wants_auto(req: &AddPoolRequest) -> Result<bool> {
+    let Some(z) = &req.zones else {
+        return Ok(false);
+    };
+    if !z.iter().any(|s| s == AUTO_ZONES) {
+        return Ok(false);
+    }
+    if z.len() > 1 {
+        return Err(Error::invalid(
+            "INVALID_ZONE",
+            "zones [\"auto\"] stands alone: name zones, or let the placement advice choose them",
+        )
+        .with("zone", AUTO_ZONES));
+    }
+    Ok(true)
+}
+
+/// For `zones: ["auto"]`: every pool a spot pool (400 INVALID_ZONE otherwise), and the
+/// zones the placement advice ranks, with the plan notes saying which and why.
+async fn auto_zones(
+    svc: &Services,
+    m: &Mutation,
+    acc: &Resolved,
+    shapes: &[PoolShape],
+) -> Result<(Vec<String>, Vec<String>)> {
+    if shapes.iter().any(|s| !s.spot) {
+        return Err(Error::invalid(
+            "INVALID_ZONE",
+            "zones [\"auto\"] is for spot pools (\"spot\": true or provisioning SPOT, no failover): on-demand and reserved capacity should be placed in named zones",
+        )
+        .with("zone", AUTO_ZONES));
+    }
+    let nodes = shapes.first().map_or(0, |s| s.min_nodes);
+    let picked =
+        crate::service::placements::auto_zones::choose(svc, &m.names(), acc, nodes).await?;
+    Ok((picked.zones, picked.notes))
+}
+
 fn zones(path: &ClusterPath, req: &AddPoolRequest) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for z in req.zones.iter().flatten() {
@@ -368,9 +410,18 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
     };
     let acc = pool_accelerator(&req)?;
     check_driver_version(&acc, &req)?;
-    let zones = zones(&m.path, &req)?;
+    let auto = wants_auto(&req)?;
+    let mut zones = if auto {
+        Vec::new()
+    } else {
+        zones(&m.path, &req)?
+    };
     let mode = flex::resolve(&acc, &req)?;
     let mut shapes = shapes(&acc, &req, &mode)?;
+    let mut auto_notes = Vec::new();
+    if auto {
+        (zones, auto_notes) = auto_zones(svc, m, &acc, &shapes).await?;
+    }
     let gpu = super::sharing::check(&acc, &req)?;
     shapes.iter_mut().for_each(|s| s.gpu_sharing = gpu.clone());
     let mut warnings = super::sharing::check_version(&svc.cloud, m, gpu.as_ref()).await?;
@@ -387,8 +438,15 @@ pub async fn add_pool(svc: &Services, m: &Mutation, req: AddPoolRequest) -> Resu
     let zone = m.path.zone.to_string();
     let (check, notes) =
         guard::fit_and_judge(&guard, &svc.prices, &mut shapes, &zones, &zone, false);
-    let records = pool_records(svc, m, &existing, &acc, &shapes, &zones, &req);
+    let mut records = pool_records(svc, m, &existing, &acc, &shapes, &zones, &req);
+    if auto {
+        // GKE's autoscaler picks whichever of the zones has capacity.
+        records
+            .iter_mut()
+            .for_each(|r| r.location_policy = Some("ANY".into()));
+    }
     let mut p = add(&m.names(), &records, &svc.prices);
+    p.warnings.extend(auto_notes);
     p.warnings.extend(warnings);
     p.warnings.extend(notes);
     p.policy = Some(check.clone());

@@ -6,6 +6,7 @@
 //! deduplicated by Compute instead of creating or deleting twice;
 //! [`Compute::wait_operation`] never reports success for a DONE operation with `error`.
 
+pub mod advice;
 pub mod mig;
 pub mod reservations;
 

@@ -6,6 +6,7 @@
 //! ones (no `deny_unknown_fields`: the simulator checks unknown fields separately,
 //! with `serde_ignored`, to answer 400 like Google does).
 
+pub mod advice;
 pub mod artifact_registry;
 pub mod compute;
 pub mod container;

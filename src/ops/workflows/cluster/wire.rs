@@ -272,6 +272,7 @@ fn base_pool(n: &ClusterNames, p: &PoolSpecRecord) -> NodePool {
             enabled: Some(true),
             min_node_count: Some(p.min_nodes as i32),
             max_node_count: Some(p.max_nodes as i32),
+            location_policy: p.location_policy.clone(),
             ..Default::default()
         }),
         management: Some(management()),

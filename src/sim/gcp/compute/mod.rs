@@ -1,6 +1,6 @@
 //! Simulated Compute Engine (compute v1) under `/compute/v1/`: VPC networks (global
 //! operations), Cloud Routers with NAT (regional operations), regions with quotas,
-//! zones, accelerator and machine types per zone, zonal reservations, with the list and
+//! zones, accelerator and machine types per zone, zonal reservations, capacity advice, with the list and
 //! aggregated-list calls gcloud makes; plus `/sim/v1/quotas` and
 //! `/sim/v1/compute/.../routers/{router}/nats`.
 //!
@@ -8,6 +8,7 @@
 //! the simulator clock and change the resources only when DONE (in [`tick`]); a
 //! `requestId` seen before returns the operation it started instead of acting twice.
 
+mod advice;
 pub mod catalog;
 mod handlers;
 mod info;
@@ -154,6 +155,10 @@ pub fn routes() -> Router<Sim> {
         .route(
             &format!("{P}/regions/{{region}}"),
             get(C.method("regions.get", info::get_region)),
+        )
+        .route(
+            &format!("{P}/regions/{{region}}/advice/capacity"),
+            post(C.method("advice.capacity", advice::capacity)),
         )
         .route(
             &format!("{P}/regions/{{region}}/operations/{{operation}}"),
