@@ -188,7 +188,7 @@ pub fn record_of(
     let driver = gpu
         .and_then(|g| g.gpu_driver_installation_config.as_ref())
         .map(|d| d.gpu_driver_version.as_str());
-    Ok(pool_record(
+    let mut record = pool_record(
         &PoolToAdd {
             id: &p.name,
             shape: &shape,
@@ -197,7 +197,17 @@ pub fn record_of(
             paired_pool: paired.as_deref(),
         },
         prices,
-    ))
+    );
+    // A flex-start pool's ANY comes with its mode; another pool's is its own choice
+    // (`zones: ["auto"]`).
+    if !provisioning.is_flex_start() {
+        record.location_policy = p
+            .autoscaling
+            .as_ref()
+            .and_then(|a| a.location_policy.clone())
+            .filter(|l| !l.is_empty());
+    }
+    Ok(record)
 }
 
 /// The other pool of `p`'s failover pair: the one that joined the same compute class.
@@ -317,6 +327,14 @@ mod tests {
                 None,
             ),
         ];
+        let mut spread = record(
+            "gpu-l4-ffff",
+            &shape(&acc("gpu-l4"), 0, true, None, None).unwrap(),
+            &["us-central1-a".to_owned(), "us-central1-c".to_owned()],
+            None,
+        );
+        spread.location_policy = Some("ANY".into());
+        cases.push(spread);
         let class = ClassName::for_pair("gpu-l4-s111");
         let mut spot = shape(&acc("gpu-l4"), 0, false, None, Some(FailoverRole::Spot)).unwrap();
         let mut on_demand =
