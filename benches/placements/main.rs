@@ -26,16 +26,13 @@ use std::time::Instant;
 
 use anyhow::{Result, bail, ensure};
 use kineticd::devdb::PrivatePostgres;
+use records::FIRST_POOL as POOL;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::{env_or, median};
+use support::{OWNER, ZONE, env_or, median};
 
-const OWNER: &str = "bench@example.com";
-const ZONE: &str = "us-central1-a";
 const TEAM: &str = "place-team";
 const PROJECT: &str = "place-proj";
-/// The pool every simulated cluster has, named as `records::insert_cluster` names its first.
-const POOL: &str = "gpu-l4-0000";
 const TARGET_MS: f64 = 300.0;
 
 fn main() -> Result<()> {

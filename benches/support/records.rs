@@ -30,7 +30,11 @@ impl<'a> Place<'a> {
     }
 }
 
-/// A RUNNING gpu-l4 cluster `name` with `pools` L4 pools (`gpu-l4-0000`, ...); pool `k`
+/// The first pool [`insert_cluster`] records.
+#[allow(dead_code)] // named by some of the benches that include this file
+pub const FIRST_POOL: &str = "gpu-l4-0000";
+
+/// A RUNNING gpu-l4 cluster `name` with `pools` L4 pools ([`FIRST_POOL`], ...); pool `k`
 /// is spot when `spot(k)`.
 pub async fn insert_cluster(
     tx: &mut sqlx::PgConnection,

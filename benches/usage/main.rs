@@ -47,21 +47,18 @@ use kineticd::devdb::PrivatePostgres;
 use kineticd::domain::usage::{GroupBy, UsageQuery};
 use kineticd::ops::usage::{Collector, Round};
 use kineticd::store::usage;
+use records::FIRST_POOL as POOL;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::{env_or, median, median_seconds};
+use support::{OWNER, ZONE, env_or, median, median_seconds};
 use tokio::sync::Mutex;
 
-const OWNER: &str = "bench@example.com";
-const ZONE: &str = "us-central1-a";
 /// The collector's team (its clusters are sampled).
 const TEAM: &str = "bench-team";
 const PROJECT: &str = "bench-proj";
 /// The query's team (its intervals are written directly).
 const QTEAM: &str = "usage-team";
 const QPROJECT: &str = "usage-proj";
-/// The pool every simulated cluster has, named as `records::insert_cluster` names its first.
-const POOL: &str = "gpu-l4-0000";
 /// The collector's interval: a round must end within it.
 const INTERVAL: Duration = Duration::from_secs(60);
 /// The usage query's limit.
