@@ -50,17 +50,7 @@ fn main() -> Result<()> {
 }
 
 async fn run(pg: &PrivatePostgres, clusters: usize, nodes: usize, runs: usize) -> Result<()> {
-    let gpus = (clusters * nodes) as f64 * 2.0;
-    let app = app_support::start(pg, "kbench_placements", 0.0, |c| {
-        c.quotas.insert("NVIDIA_L4_GPUS".into(), gpus);
-        c.quotas.insert("CPUS".into(), gpus * 8.0);
-    })
-    .await?;
-    println!(
-        "machine: {} CPUs, load average {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        support::loadavg()
-    );
+    let app = app_support::start_for_l4_nodes(pg, "kbench_placements", clusters * nodes).await?;
     app_support::call_api(
         &app.http,
         &app.api,

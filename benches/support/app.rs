@@ -53,6 +53,24 @@ pub async fn start(
     start_at(&pg.url(name), 20, speed, tweak).await
 }
 
+/// [`start`] at simulator speed 0 with regional quota for `nodes` g2-standard-8 L4 nodes
+/// (8 vCPUs and one L4 each, twice over), after printing the machine's CPUs and load.
+#[allow(dead_code)] // used by some of the benches that include this file
+pub async fn start_for_l4_nodes(pg: &PrivatePostgres, name: &str, nodes: usize) -> Result<App> {
+    let gpus = nodes as f64 * 2.0;
+    let app = start(pg, name, 0.0, |c| {
+        c.quotas.insert("NVIDIA_L4_GPUS".into(), gpus);
+        c.quotas.insert("CPUS".into(), gpus * 8.0);
+    })
+    .await?;
+    println!(
+        "machine: {} CPUs, load average {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        super::support::loadavg()
+    );
+    Ok(app)
+}
+
 /// The app on the (existing, possibly empty) database at `url`, migrated, with a pool of
 /// `pool` connections; otherwise as [`start`].
 pub async fn start_at(

@@ -97,18 +97,7 @@ fn main() -> Result<()> {
 }
 
 async fn run(pg: &PrivatePostgres, k: &Knobs, sections: &support::Sections) -> Result<()> {
-    let gpus = (k.clusters * k.nodes) as f64 * 2.0;
-    let app = app_support::start(pg, "kbench_usage", 0.0, |c| {
-        // Room for every node (g2-standard-8: 8 vCPUs, one L4).
-        c.quotas.insert("NVIDIA_L4_GPUS".into(), gpus);
-        c.quotas.insert("CPUS".into(), gpus * 8.0);
-    })
-    .await?;
-    println!(
-        "machine: {} CPUs, load average {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        support::loadavg()
-    );
+    let app = app_support::start_for_l4_nodes(pg, "kbench_usage", k.clusters * k.nodes).await?;
     let trip = median_seconds(k.runs.max(50), || async {
         sqlx::query("SELECT 1").execute(&app.db).await?;
         Ok(())

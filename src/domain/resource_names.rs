@@ -67,6 +67,8 @@ pub const KSA_NAME: &str = "kinetic";
 
 /// Labels on everything kineticd creates.
 pub const LABELS: [(&str, &str); 2] = [("kinetic", "true"), ("goog-packaged-solution", "kinetic")];
+/// GKE's own CPU pool, created with every cluster and never recorded.
+pub const DEFAULT_POOL: &str = "default-pool";
 /// The label that marks a resource as created by kineticd / Kinetic.
 pub const OURS: (&str, &str) = LABELS[0];
 

@@ -20,11 +20,10 @@ use crate::domain::pool_record::PoolSpecRecord;
 use crate::domain::pools::{FailoverRole, PoolShape, Taint, TaintEffect};
 use crate::domain::pricing::PriceTable;
 use crate::domain::provisioning::Provisioning;
+pub use crate::domain::resource_names::DEFAULT_POOL;
 use crate::domain::resource_names::is_ours;
 use crate::plan::pools::{PoolToAdd, pool_record};
 
-/// GKE's own CPU pool, created with every cluster and never recorded.
-pub const DEFAULT_POOL: &str = "default-pool";
 /// The label a failover pair's pools carry (`spot` or `on-demand`).
 const PAIR_SIDE: &str = "gpu-pool-type";
 

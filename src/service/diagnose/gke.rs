@@ -9,13 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cloud::gcp::types::container::NodePool as GkePool;
 use crate::domain::PoolState;
+use crate::domain::resource_names::DEFAULT_POOL;
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 use crate::store::node_pools::NodePoolRecord;
 
 use super::{Read, Shared, check, count, ok, unread};
 
-/// GKE's own pool, created with every cluster.
-const DEFAULT_POOL: &str = "default-pool";
 /// GKE: node pools may be up to two minor versions older than the control plane, never
 /// newer (cloud.google.com/kubernetes-engine/versioning, "Version support").
 pub const MAX_MINOR_SKEW: i64 = 2;

@@ -36,14 +36,6 @@ fn unavailable(e: &GcpError, what: &str) -> Error {
 }
 
 /// Compute's API is off in the project (it answers nothing until `up` enables it).
-fn api_disabled(e: &GcpError) -> bool {
-    e.http_status == 403
-        && matches!(
-            e.reason.as_str(),
-            "SERVICE_DISABLED" | "accessNotConfigured"
-        )
-}
-
 fn region_of(z: &Zone) -> &str {
     z.region_name().unwrap_or("")
 }
@@ -56,7 +48,7 @@ async fn check_zone(cloud: &Cloud, project: &str, zone: &str) -> Result<bool> {
     match compute.get_zone(project, zone).await {
         Ok(_) => return Ok(true),
         Err(e) if e.is_not_found() => {}
-        Err(e) if api_disabled(&e) => return Ok(false),
+        Err(e) if e.is_service_disabled() => return Ok(false),
         Err(e) => return Err(unavailable(&e, &format!("zone {zone}"))),
     }
     let all = compute

@@ -26,8 +26,6 @@ use crate::store::PoolSpecRecord;
 
 /// OAuth scope of every node.
 pub const NODE_SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
-/// The cluster's default (system) pool.
-pub const DEFAULT_POOL: &str = "default-pool";
 
 pub fn labels(cluster: Option<&str>) -> BTreeMap<String, String> {
     let mut l: BTreeMap<String, String> = LABELS
@@ -40,7 +38,7 @@ pub fn labels(cluster: Option<&str>) -> BTreeMap<String, String> {
     l
 }
 
-pub use crate::domain::resource_names::{OURS, is_ours};
+pub use crate::domain::resource_names::{DEFAULT_POOL, OURS, is_ours};
 
 pub use super::flex_wire::flex_pool;
 pub use crate::plan::BucketKind;
