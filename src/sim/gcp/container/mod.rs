@@ -79,24 +79,42 @@ pub fn stocked_out(sim: &Sim, state: &State, zone: &str, accelerator: &str) -> b
 pub fn usage(world: &World, project: &str, region: &str) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     for c in world.container.clusters.values() {
-        if c.project != project || c.region != region {
-            continue;
-        }
-        for p in &c.pools {
-            if p.status == "ERROR" {
-                continue;
-            }
-            let per_zone = world
-                .kube
-                .pool_node_count(&c.kube_key, &p.spec.name)
-                .unwrap_or(p.size);
-            let nodes = f64::from(per_zone) * p.zones.len() as f64;
-            for (metric, units) in p.shape.units() {
-                *out.entry(metric).or_insert(0.0) += units * nodes;
-            }
+        if c.project == project && c.region == region {
+            add_usage(world, c, &mut out);
         }
     }
     out
+}
+
+/// Quota usage of every (project, region) that has a cluster, in one pass over the
+/// clusters (a tick runs before every call: one filtered pass per region would make
+/// each call cost regions x clusters).
+fn usages(world: &World) -> BTreeMap<(&str, &str), BTreeMap<String, f64>> {
+    let mut out: BTreeMap<(&str, &str), BTreeMap<String, f64>> = BTreeMap::new();
+    for c in world.container.clusters.values() {
+        let usage = out
+            .entry((c.project.as_str(), c.region.as_str()))
+            .or_default();
+        add_usage(world, c, usage);
+    }
+    out
+}
+
+/// Add what `c`'s node pools hold (or are being given) to `out`, by metric.
+fn add_usage(world: &World, c: &ClusterRec, out: &mut BTreeMap<String, f64>) {
+    for p in &c.pools {
+        if p.status == "ERROR" {
+            continue;
+        }
+        let per_zone = world
+            .kube
+            .pool_node_count(&c.kube_key, &p.spec.name)
+            .unwrap_or(p.size);
+        let nodes = f64::from(per_zone) * p.zones.len() as f64;
+        for (metric, units) in p.shape.units() {
+            *out.entry(metric).or_insert(0.0) += units * nodes;
+        }
+    }
 }
 
 /// Names of the GKE clusters (`projects/{p}/locations/{l}/clusters/{c}`) on `network`.
@@ -175,13 +193,12 @@ pub fn tick(world: &mut World, clock: &Clock) {
 /// overshoot it by the scale-ups planned within that tick.
 pub fn quota_caps(world: &mut World) {
     let mut caps = Vec::new();
-    // One usage sum per (project, region), not per cluster: a tick runs before every
-    // call, so a per-cluster sum made every call cost clusters x pools squared.
-    let mut usages: BTreeMap<(&str, &str), BTreeMap<String, f64>> = BTreeMap::new();
+    let usages = usages(world);
+    let none = BTreeMap::new();
     for c in world.container.clusters.values() {
         let usage = usages
-            .entry((c.project.as_str(), c.region.as_str()))
-            .or_insert_with(|| usage(world, &c.project, &c.region));
+            .get(&(c.project.as_str(), c.region.as_str()))
+            .unwrap_or(&none);
         for p in &c.pools {
             let Some(count) = world.kube.pool_node_count(&c.kube_key, &p.spec.name) else {
                 continue;
