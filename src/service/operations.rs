@@ -248,9 +248,7 @@ pub async fn cancel(
     idem: Option<&crate::ops::queue::Idempotency>,
 ) -> Result<Operation> {
     let who = caller.email.as_str();
-    if let Some(op) = super::replies::replayed(db, who, idem).await? {
-        return Ok(op);
-    }
+    super::replies::replay_or_go!(db, who, idem);
     let row = visible(db, caller, id, Role::Viewer, "reading operations").await?;
     if row.created_by != caller.email.as_str()
         && let Some(team) = &row.team_id

@@ -18,7 +18,7 @@ use crate::store::policies::{PolicyRecord, Standing, TeamPool};
 use crate::store::{self, Db, StoreError};
 
 use super::access::{self, Caller};
-use super::replies::{self, Begun};
+use super::replies;
 use super::{Error, Result};
 
 /// The policy fields an update mask may name.
@@ -183,15 +183,10 @@ pub async fn update(
     idem: Option<&Idempotency>,
 ) -> Result<TeamPolicy> {
     let who = caller.email.as_str();
-    if let Some(p) = replies::replayed(db, who, idem).await? {
-        return Ok(p);
-    }
+    replies::replay_or_go!(db, who, idem);
     let team = team.as_str();
     access::require(db, caller, team, Role::Admin, "changing the policy").await?;
-    let mut tx = match replies::begin(db, who, idem).await? {
-        Begun::Replay(p) => return Ok(p),
-        Begun::Go(tx) => tx,
-    };
+    let mut tx = replies::begin_or_replay!(db, who, idem);
     let before = store::policies::lock(&mut tx, team).await?;
     let shown = render(team, before.as_ref())?;
     super::etag::check(patch.etag.as_deref(), &shown.etag, &shown.name)?;

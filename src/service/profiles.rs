@@ -3,7 +3,7 @@
 //! Invariant: a caller only ever reads or changes their own profiles; `stale` is
 //! computed at read time from the clusters the caller can see, never stored.
 
-use super::replies::{self, Begun};
+use super::replies;
 use crate::domain::{ClusterName, ProfileId, ProjectId, ZoneName};
 use crate::model::{self, Profile};
 use crate::ops::queue::Idempotency;
@@ -161,10 +161,7 @@ pub async fn put(
         "projects/{}/zones/{}/clusters/{}",
         cref.project, cref.zone, cref.cluster
     );
-    let mut tx = match replies::begin(db, who, idem).await? {
-        Begun::Replay(answer) => return Ok(answer),
-        Begun::Go(tx) => tx,
-    };
+    let mut tx = replies::begin_or_replay!(db, who, idem);
     let (p, created) =
         store::profiles::upsert(&mut *tx, who, id.as_str(), &canonical, namespace).await?;
     let answer = (render(db, caller, p).await?, created);
@@ -179,10 +176,7 @@ pub async fn delete(
     idem: Option<&Idempotency>,
 ) -> Result<()> {
     let who = caller.email.as_str();
-    let mut tx = match replies::begin(db, who, idem).await? {
-        Begun::Replay(()) => return Ok(()),
-        Begun::Go(tx) => tx,
-    };
+    let mut tx = replies::begin_or_replay!(db, who, idem);
     if !store::profiles::delete(&mut *tx, who, id.as_str()).await? {
         return Err(not_found(id.as_str()));
     }
@@ -196,10 +190,7 @@ pub async fn activate(
     idem: Option<&Idempotency>,
 ) -> Result<Profile> {
     let who = caller.email.as_str();
-    let mut tx = match replies::begin(db, who, idem).await? {
-        Begun::Replay(answer) => return Ok(answer),
-        Begun::Go(tx) => tx,
-    };
+    let mut tx = replies::begin_or_replay!(db, who, idem);
     let p = store::profiles::activate(&mut tx, who, id.as_str())
         .await?
         .ok_or_else(|| not_found(id.as_str()))?;

@@ -109,3 +109,26 @@ pub async fn remember<T: Serialize + DeserializeOwned>(
         }
     }
 }
+
+/// `replay_or_go!(db, who, idem)`: return the earlier answer from the enclosing function
+/// when the key was answered before (a read, before any check that would take locks).
+macro_rules! replay_or_go {
+    ($db:expr, $who:expr, $idem:expr) => {
+        if let Some(answer) = $crate::service::replies::replayed($db, $who, $idem).await? {
+            return Ok(answer);
+        }
+    };
+}
+pub(crate) use replay_or_go;
+
+/// `let mut tx = begin_or_replay!(db, who, idem);`: [`begin`] the mutation's
+/// transaction, or return the earlier answer from the enclosing function.
+macro_rules! begin_or_replay {
+    ($db:expr, $who:expr, $idem:expr) => {
+        match $crate::service::replies::begin($db, $who, $idem).await? {
+            $crate::service::replies::Begun::Replay(answer) => return Ok(answer),
+            $crate::service::replies::Begun::Go(tx) => tx,
+        }
+    };
+}
+pub(crate) use begin_or_replay;

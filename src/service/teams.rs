@@ -7,7 +7,7 @@
 //! deleting a team and every change of its roster is an audit event written in the
 //! change's own transaction.
 
-use super::replies::{self, Begun};
+use super::replies;
 use crate::ops::queue::Idempotency;
 use std::collections::BTreeSet;
 
@@ -78,18 +78,13 @@ pub async fn create(
     idem: Option<&Idempotency>,
 ) -> Result<Team> {
     let who = caller.email.as_str();
-    if let Some(t) = replies::replayed(db, who, idem).await? {
-        return Ok(t);
-    }
+    replies::replay_or_go!(db, who, idem);
     let team_id = TeamId::parse(&req.team_id)?;
     let display = req.display_name.unwrap_or_default();
     check_display_name(&display)?;
     let projects = parse_projects(&req.projects)?;
     project_authority::check_all(cloud, caller, team_id.as_str(), &projects).await?;
-    let mut tx = match replies::begin(db, who, idem).await? {
-        Begun::Replay(t) => return Ok(t),
-        Begun::Go(tx) => tx,
-    };
+    let mut tx = replies::begin_or_replay!(db, who, idem);
     let t = store::teams::insert_team(&mut tx, team_id.as_str(), &display, &projects, who).await?;
     let team = render_team(t);
     let details = json!({"displayName": display, "projects": projects});
@@ -201,9 +196,7 @@ pub async fn update(
     idem: Option<&Idempotency>,
 ) -> Result<Team> {
     let who = caller.email.as_str();
-    if let Some(t) = replies::replayed(db, who, idem).await? {
-        return Ok(t);
-    }
+    replies::replay_or_go!(db, who, idem);
     let team = team.as_str();
     access::require(db, caller, team, Role::Admin, "changing the team").await?;
     if let Some(d) = &patch.display_name {
@@ -223,10 +216,7 @@ pub async fn update(
         }
         None => None,
     };
-    let mut tx = match replies::begin(db, who, idem).await? {
-        Begun::Replay(t) => return Ok(t),
-        Begun::Go(tx) => tx,
-    };
+    let mut tx = replies::begin_or_replay!(db, who, idem);
     let current = lock_checked(&mut tx, team, patch.etag.as_deref()).await?;
     if let Some(d) = &patch.display_name {
         store::teams::update_display_name(&mut tx, team, d).await?;
@@ -276,15 +266,10 @@ pub async fn delete(
     idem: Option<&Idempotency>,
 ) -> Result<()> {
     let who = caller.email.as_str();
-    if let Some(()) = replies::replayed(db, who, idem).await? {
-        return Ok(());
-    }
+    replies::replay_or_go!(db, who, idem);
     let team = team.as_str();
     access::require(db, caller, team, Role::Owner, "deleting the team").await?;
-    let mut tx = match replies::begin(db, who, idem).await? {
-        Begun::Replay(()) => return Ok(()),
-        Begun::Go(tx) => tx,
-    };
+    let mut tx = replies::begin_or_replay!(db, who, idem);
     lock_checked(&mut tx, team, etag).await?;
     let live = store::clusters::count_live_in_team(&mut *tx, team).await?;
     if live > 0 {
@@ -341,15 +326,10 @@ pub async fn put_member(
     idem: Option<&Idempotency>,
 ) -> Result<Member> {
     let who = caller.email.as_str();
-    if let Some(m) = replies::replayed(db, who, idem).await? {
-        return Ok(m);
-    }
+    replies::replay_or_go!(db, who, idem);
     let team = team.as_str();
     let my_role = access::require(db, caller, team, Role::Admin, "managing members").await?;
-    let mut tx = match replies::begin(db, who, idem).await? {
-        Begun::Replay(m) => return Ok(m),
-        Begun::Go(tx) => tx,
-    };
+    let mut tx = replies::begin_or_replay!(db, who, idem);
     lock_checked(&mut tx, team, team_etag).await?;
     let owners = store::teams::lock_owner_count(&mut tx, team).await?;
     let entry = member.to_string();
@@ -405,9 +385,7 @@ pub async fn delete_member(
     idem: Option<&Idempotency>,
 ) -> Result<()> {
     let who = caller.email.as_str();
-    if let Some(()) = replies::replayed(db, who, idem).await? {
-        return Ok(());
-    }
+    replies::replay_or_go!(db, who, idem);
     let team = team.as_str();
     let my_role = access::team_role(db, caller, team)
         .await?
@@ -416,10 +394,7 @@ pub async fn delete_member(
     if !is_self {
         access::check(my_role, Role::Admin, "removing members", team)?;
     }
-    let mut tx = match replies::begin(db, who, idem).await? {
-        Begun::Replay(()) => return Ok(()),
-        Begun::Go(tx) => tx,
-    };
+    let mut tx = replies::begin_or_replay!(db, who, idem);
     lock_checked(&mut tx, team, team_etag).await?;
     let owners = store::teams::lock_owner_count(&mut tx, team).await?;
     let entry = member.to_string();
