@@ -41,7 +41,7 @@ pub fn get_region(
     let quotas = quota::limits(&w, &region)
         .into_iter()
         .map(|(metric, limit)| Quota {
-            usage: usage.get(&metric).copied().unwrap_or(0.0),
+            usage: usage.get(metric.as_str()).copied().unwrap_or(0.0),
             metric,
             limit,
             owner: None,

@@ -51,7 +51,7 @@ pub fn exceeded(
     let usage = container::usage(world, project, region);
     extra.iter().find_map(|(metric, add)| {
         let lim = limit(world, region, metric)?;
-        let used = usage.get(metric).copied().unwrap_or(0.0);
+        let used = usage.get(metric.as_str()).copied().unwrap_or(0.0);
         (*add > 0.0 && used + add > lim).then(|| (metric.clone(), lim))
     })
 }

@@ -76,7 +76,7 @@ pub fn stocked_out(sim: &Sim, state: &State, zone: &str, accelerator: &str) -> b
 
 /// Quota usage in `project`/`region` by metric, from the node pools that hold nodes
 /// (or are being given them).
-pub fn usage(world: &World, project: &str, region: &str) -> BTreeMap<String, f64> {
+pub fn usage(world: &World, project: &str, region: &str) -> BTreeMap<&'static str, f64> {
     let mut out = BTreeMap::new();
     for c in world.container.clusters.values() {
         if c.project == project && c.region == region {
@@ -89,8 +89,10 @@ pub fn usage(world: &World, project: &str, region: &str) -> BTreeMap<String, f64
 /// Quota usage of every (project, region) that has a cluster, in one pass over the
 /// clusters (a tick runs before every call: one filtered pass per region would make
 /// each call cost regions x clusters).
-fn usages(world: &World) -> BTreeMap<(&str, &str), BTreeMap<String, f64>> {
-    let mut out: BTreeMap<(&str, &str), BTreeMap<String, f64>> = BTreeMap::new();
+type Usage = BTreeMap<&'static str, f64>;
+
+fn usages(world: &World) -> BTreeMap<(&str, &str), Usage> {
+    let mut out: BTreeMap<(&str, &str), Usage> = BTreeMap::new();
     for c in world.container.clusters.values() {
         let usage = out
             .entry((c.project.as_str(), c.region.as_str()))
@@ -101,7 +103,7 @@ fn usages(world: &World) -> BTreeMap<(&str, &str), BTreeMap<String, f64>> {
 }
 
 /// Add what `c`'s node pools hold (or are being given) to `out`, by metric.
-fn add_usage(world: &World, c: &ClusterRec, out: &mut BTreeMap<String, f64>) {
+fn add_usage(world: &World, c: &ClusterRec, out: &mut Usage) {
     for p in &c.pools {
         if p.status == "ERROR" {
             continue;
@@ -210,12 +212,12 @@ pub fn quota_caps(world: &mut World) {
                 .into_iter()
                 .filter(|(_, units)| *units > 0.0)
                 .filter_map(|(metric, units)| {
-                    let limit = compute::quota::limit(world, &c.region, &metric)?;
-                    let free = (limit - usage.get(&metric).copied().unwrap_or(0.0)).max(0.0);
+                    let limit = compute::quota::limit(world, &c.region, metric)?;
+                    let free = (limit - usage.get(metric).copied().unwrap_or(0.0)).max(0.0);
                     Some((metric, (free / (units * zones)).floor() as u32))
                 })
                 .min_by_key(|(_, more)| *more)
-                .map(|(metric, more)| (count.saturating_add(more), metric));
+                .map(|(metric, more)| (count.saturating_add(more), metric.to_owned()));
             let cap =
                 compute::reservations::tighter(cap, compute::reservations::cap(world, c, p, count));
             caps.push((c.kube_key.clone(), p.spec.name.clone(), cap));

@@ -59,8 +59,8 @@ impl Shape {
     }
 
     /// Quota consumed by one node: `CPUS`, and the GPU or TPU metric when it has one.
-    pub fn units(&self) -> BTreeMap<String, f64> {
-        let mut out = BTreeMap::from([("CPUS".to_owned(), f64::from(self.vcpus))]);
+    pub fn units(&self) -> BTreeMap<&'static str, f64> {
+        let mut out = BTreeMap::from([("CPUS", f64::from(self.vcpus))]);
         let preemptible = self.spot || self.flex_start;
         let pick =
             |m: Option<&'static str>, s: Option<&'static str>| if preemptible { s } else { m };
@@ -74,7 +74,7 @@ impl Shape {
                 .map(|m| (m, *chips_per_host)),
         };
         if let Some((metric, n)) = accel {
-            out.insert(metric.to_owned(), f64::from(n));
+            out.insert(metric, f64::from(n));
         }
         out
     }

@@ -237,14 +237,17 @@ pub fn decide(
     if forced == Some(FaultKind::QuotaExceeded) {
         let metric = units
             .keys()
-            .find(|m| m.as_str() != "CPUS")
-            .cloned()
-            .unwrap_or_else(|| "CPUS".to_owned());
-        let limit = quota::limit(world, region, &metric).unwrap_or(0.0);
-        return Some(quota_failure(&metric, limit, region));
+            .find(|m| **m != "CPUS")
+            .copied()
+            .unwrap_or("CPUS");
+        let limit = quota::limit(world, region, metric).unwrap_or(0.0);
+        return Some(quota_failure(metric, limit, region));
     }
     let nodes = f64::from(added) * zones.len() as f64;
-    let extra: BTreeMap<String, f64> = units.into_iter().map(|(m, u)| (m, u * nodes)).collect();
+    let extra: BTreeMap<String, f64> = units
+        .into_iter()
+        .map(|(m, u)| (m.to_owned(), u * nodes))
+        .collect();
     if let Some((metric, limit)) = quota::exceeded(world, project, region, &extra) {
         return Some(quota_failure(&metric, limit, region));
     }
