@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod api_paths;
+pub mod checks;
 pub mod dev_server;
 pub mod gke;
 pub mod iap_keys;

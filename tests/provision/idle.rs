@@ -10,7 +10,8 @@ use kineticd::ops::usage::Collector;
 use kineticd::service::idle::{self, IDLE_RULE, TTL_RULE};
 
 use crate::support::{
-    Env, OWNER, cluster_path, env, l4_cluster, pool_path, start_gpu_pod, usage_collector,
+    Env, OWNER, assert_error, cluster_path, env, l4_cluster, pool_path, start_gpu_pod,
+    usage_collector,
 };
 
 const HOUR: f64 = 3600.0;
@@ -130,37 +131,14 @@ async fn members_snooze_within_the_policy_maximum_and_each_snooze_is_audited() {
     let c = usage_collector(&env);
     tick(&env, &c, 0.0).await;
     tick(&env, &c, HOUR).await;
-    let snooze = format!("{}:snooze", pool_path("ic", &pool));
-    let too_long = env
-        .app
-        .post(BOB, &snooze, json!({"duration": "10800s"}))
-        .await;
-    assert_eq!(
-        too_long.status,
-        StatusCode::BAD_REQUEST,
-        "{}",
-        too_long.body
-    );
-    assert_eq!(
-        too_long.body["error"]["details"][0]["reason"],
-        "SNOOZE_TOO_LONG"
-    );
-    let viewer = env
-        .app
-        .post(CAROL, &snooze, json!({"duration": "3600s"}))
-        .await;
+    let path = format!("{}:snooze", pool_path("ic", &pool));
+    let snooze = |who, duration| env.app.post(who, &path, json!({ "duration": duration }));
+    assert_error(&snooze(BOB, "10800s").await, 400, "SNOOZE_TOO_LONG");
+    let viewer = snooze(CAROL, "3600s").await;
     assert_eq!(viewer.status, StatusCode::FORBIDDEN, "{}", viewer.body);
-    let bad = env
-        .app
-        .post(BOB, &snooze, json!({"duration": "1.5h"}))
-        .await;
-    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
-    assert_eq!(bad.body["error"]["details"][0]["reason"], "INVALID_SNOOZE");
+    assert_error(&snooze(BOB, "1.5h").await, 400, "INVALID_SNOOZE");
     // Bob snoozes 1.5 h at 1 h: the action moves from 2 h to 2.5 h.
-    let ok = env
-        .app
-        .post(BOB, &snooze, json!({"duration": "5400s"}))
-        .await;
+    let ok = snooze(BOB, "5400s").await;
     assert_eq!(ok.status, StatusCode::OK, "{}", ok.body);
     assert!(ok.body["snoozedUntil"].is_string(), "{}", ok.body);
     let s = events(&env, "IDLE_SNOOZED").await;

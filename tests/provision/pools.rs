@@ -145,14 +145,7 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
             .delete_node_pool(PROJECT, ZONE, "kp", pool)
             .await
             .unwrap();
-        gcp.container
-            .wait_operation(
-                &del,
-                &Default::default(),
-                std::time::Duration::from_secs(120),
-            )
-            .await
-            .unwrap();
+        env.wait_container(&del).await;
     }
     env.up_ok("kp", json!({})).await;
     let calls = env.ok_calls("container", "nodePools.create").await;

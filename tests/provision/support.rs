@@ -153,6 +153,13 @@ pub fn assert_message_has(r: &Resp, text: &str) {
     assert!(message.contains(text), "{}", r.body);
 }
 
+/// Asserts that `r` is an error with HTTP `status` and `reason`.
+#[track_caller]
+pub fn assert_error(r: &Resp, status: u16, reason: &str) {
+    assert_eq!(r.status.as_u16(), status, "{}", r.body);
+    assert_eq!(r.reason(), reason, "{}", r.body);
+}
+
 /// Asserts that `r`, the answer to `body`, is a 400 with `reason` whose message says `says`.
 #[track_caller]
 pub fn assert_refused(r: &Resp, body: &Value, reason: &str, says: &str) {
@@ -325,6 +332,15 @@ impl Env {
             .wait_operation(op, &Default::default(), std::time::Duration::from_secs(120))
             .await
             .expect("compute operation");
+    }
+
+    /// Wait (120 s at most) for a GKE operation the test started itself.
+    pub async fn wait_container(&self, op: &kineticd::cloud::gcp::types::container::Operation) {
+        self.gcp()
+            .container
+            .wait_operation(op, &Default::default(), std::time::Duration::from_secs(120))
+            .await
+            .expect("GKE operation");
     }
 
     /// `GET` the status of `cluster` (drift included), as the owner.
