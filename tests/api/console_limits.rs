@@ -5,12 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::TestApp;
 use crate::common::checks::assert_content_type;
+use crate::common::{BOB, TestApp};
 use crate::support::{app_with_rate, cancel_frees_the_stream, expect_error, one_watch_app};
 
 const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
 
 /// A console GET as `user` (the dev identity header, as the API's): status, headers, HTML.
 async fn page(app: &TestApp, user: &str, path: &str) -> (u16, reqwest::header::HeaderMap, String) {

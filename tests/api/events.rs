@@ -8,11 +8,10 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::common::{ADMIN, OUTSIDER, TestApp};
+use crate::common::{ADMIN, BOB, OUTSIDER, TestApp};
 use crate::support::{expect_error, expect_not_found, ok, page_walk, put_role, with_query};
 
 const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
 
 /// The team's events, newest first, as `user`, with an optional filter.
 async fn events(app: &TestApp, user: &str, filter: &str) -> Vec<Value> {

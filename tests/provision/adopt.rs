@@ -4,6 +4,8 @@
 //! team's projects hold unrecorded; `nodePools/{pool}:import` records one pool; what
 //! lacks kinetic's mark is refused.
 
+use std::time::Duration;
+
 use kineticd::cloud::gcp::types::container::NodePool;
 use kineticd::domain::resource_names::ClusterNames;
 use kineticd::ops::workflows::cluster::wire;
@@ -11,6 +13,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::common::checks::names_flagged;
+use crate::common::gke::{create_cluster_and_wait, gke_done};
 use crate::support::{Env, OWNER, PROJECT, ZONE, assert_error, cluster_path, env, pool_path};
 
 /// A team's cluster as `kinetic up` leaves it: an L4 pool kept at 2 nodes and a spot
@@ -161,12 +164,7 @@ async fn a_cluster_without_kinetics_mark_is_refused_and_discovered_as_not_adopta
     env.wait_compute(&op).await;
     let mut c = wire::cluster(&n);
     c.resource_labels.clear();
-    let op = gcp
-        .container
-        .create_cluster(PROJECT, ZONE, &c)
-        .await
-        .expect("create");
-    env.wait_container(&op).await;
+    create_cluster_and_wait(&gcp, PROJECT, ZONE, &c, Duration::from_secs(60)).await;
 
     // Neither a preview nor an up takes it over.
     let alien = cluster_path("alien");
@@ -236,7 +234,7 @@ async fn gke_pool(env: &Env, cluster: &str, id: &str, ours: bool) {
         .create_node_pool(PROJECT, ZONE, cluster, &pool)
         .await
         .expect("create pool");
-    env.wait_container(&op).await;
+    gke_done(&gcp, &op, Duration::from_secs(60), "pool created").await;
 }
 
 #[tokio::test]

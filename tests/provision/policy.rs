@@ -7,15 +7,12 @@ use serde_json::{Value, json};
 use crate::common::Resp;
 use crate::common::checks::strs;
 use crate::support::{
-    Env, OWNER, assert_error, assert_message_has, cluster_path, env, env_up, pool_path,
+    BOB, CAROL, Env, OWNER, POLICY, TEAM, assert_error, assert_message_has, cluster_path, env,
+    env_up, pool_path,
 };
 
-const TEAM: &str = "ml-team";
-const BOB: &str = "bob@example.com";
-const CAROL: &str = "carol@example.com";
 const ADA: &str = "ada@example.com";
 const OUTSIDER: &str = "mallory@example.com";
-const POLICY: &str = "/v1/teams/ml-team/policy";
 
 async fn roster(env: &Env) {
     env.app.member(OWNER, TEAM, BOB, "MEMBER").await;
