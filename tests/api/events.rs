@@ -88,13 +88,7 @@ async fn member_changes_and_requests_are_recorded_with_actor_target_and_request_
     let status = put_member_as(&app, BOB, carol, "MEMBER", "rid-refused").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     // Refused by validation: no team to speak of, as anyone.
-    let r = app
-        .put(
-            ALICE,
-            "/v1/teams/acme/members/not-an-email",
-            json!({"role": "MEMBER"}),
-        )
-        .await;
+    let r = put_role(&app, ALICE, "not-an-email", "MEMBER").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     // Reads are not recorded, nor are previews.
     ok(app.get(ALICE, "/v1/teams/acme/members").await);

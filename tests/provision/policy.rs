@@ -4,8 +4,8 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::common::Resp;
 use crate::common::checks::strs;
+use crate::common::{Resp, entry};
 use crate::support::{
     BOB, CAROL, Env, OWNER, POLICY, TEAM, assert_error, assert_message_has, cluster_path, env,
     env_up, pool_path,
@@ -227,19 +227,12 @@ async fn a_default_maximum_is_lowered_to_the_cap_and_a_pool_past_it_is_refused()
     let e = env.app.get(CAROL, &format!("{POLICY}:evaluate")).await;
     assert_eq!(e.status, StatusCode::OK, "{}", e.body);
     assert_eq!(e.body["usage"]["accelerators"]["gpu-l4"], 8, "{}", e.body);
-    let limits = e.body["limits"].as_array().expect("limits");
-    let cap = limits
-        .iter()
-        .find(|l| l["rule"] == "maxAccelerators.gpu-l4")
-        .expect("cap row");
+    let cap = entry(&e.body, "limits", "rule", "maxAccelerators.gpu-l4");
     assert_eq!(
         (cap["exceeded"].clone(), cap["current"].clone()),
         (json!(true), json!("8"))
     );
-    let allowed = limits
-        .iter()
-        .find(|l| l["rule"] == "allowedAccelerators")
-        .expect("set row");
+    let allowed = entry(&e.body, "limits", "rule", "allowedAccelerators");
     assert!(
         allowed["current"]
             .as_str()
