@@ -95,6 +95,15 @@ fn line_with<'a>(text: &'a str, parts: &[&str]) -> &'a str {
         .unwrap_or_else(|| panic!("no line with {parts:?} in:\n{text}"))
 }
 
+/// Asserts that the header line of a `kubectl get` table (the line with `NAME`) has
+/// exactly the columns `columns` (separated by white space), in order.
+#[track_caller]
+fn assert_header(table: &str, columns: &str) {
+    let header: Vec<&str> = line_with(table, &["NAME"]).split_whitespace().collect();
+    let columns: Vec<&str> = columns.split_whitespace().collect();
+    assert_eq!(header, columns, "{table}");
+}
+
 async fn advance(sim: &kineticd::sim::Sim, seconds: u64) {
     let body = json!({"seconds": seconds});
     sim_admin(
@@ -181,11 +190,7 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
     let limits = k.gpu_web("{.spec.template.spec.containers[0].resources.limits}", &[]);
     assert_eq!(limits, r#"{"nvidia.com/gpu":"1"}"#);
     let pods = k.until(&["get", "pods"], "gpu-web-");
-    let header = line_with(&pods, &["NAME"]);
-    assert_eq!(
-        header.split_whitespace().collect::<Vec<_>>(),
-        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
-    );
+    assert_header(&pods, "NAME READY STATUS RESTARTS AGE");
     let row: Vec<&str> = line_with(&pods, &["gpu-web-"]).split_whitespace().collect();
     assert_eq!(&row[1..4], ["0/1", "Pending", "0"], "{pods}");
     let pod = row[0].to_owned();
@@ -222,21 +227,10 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
     // The autoscaler's node arrives after its delay on the simulator clock.
     advance(&sim, 61).await;
     let wide = k.until(&["get", "nodes", "-o", "wide"], "gke-l4-");
-    let header: Vec<&str> = line_with(&wide, &["NAME"]).split_whitespace().collect();
-    assert_eq!(
-        header,
-        [
-            "NAME",
-            "STATUS",
-            "ROLES",
-            "AGE",
-            "VERSION",
-            "INTERNAL-IP",
-            "EXTERNAL-IP",
-            "OS-IMAGE",
-            "KERNEL-VERSION",
-            "CONTAINER-RUNTIME"
-        ]
+    assert_header(
+        &wide,
+        "NAME STATUS ROLES AGE VERSION INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION \
+         CONTAINER-RUNTIME",
     );
     let gpu_node = line_with(
         &wide,
@@ -252,22 +246,9 @@ async fn a_gpu_deployment_lives_its_life_through_kubectl() {
     .unwrap()
     .to_owned();
     let pods = k.until(&["get", "pods", "-o", "wide"], "Running");
-    let header: Vec<&str> = line_with(&pods, &["NAME"]).split_whitespace().collect();
-    assert_eq!(
-        header,
-        [
-            "NAME",
-            "READY",
-            "STATUS",
-            "RESTARTS",
-            "AGE",
-            "IP",
-            "NODE",
-            "NOMINATED",
-            "NODE",
-            "READINESS",
-            "GATES"
-        ]
+    assert_header(
+        &pods,
+        "NAME READY STATUS RESTARTS AGE IP NODE NOMINATED NODE READINESS GATES",
     );
     line_with(&pods, &[&pod, "1/1", "Running", &gpu_node]);
     let described = k.ok(&["describe", "pod", &pod], None);

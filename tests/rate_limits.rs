@@ -13,7 +13,7 @@ use kineticd::sim::faults::{FaultKind, FaultSpec};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use common::{TestApp, test_worker_config};
+use common::{TestApp, entry, test_worker_config};
 
 const OWNER: &str = "owner@example.com";
 const PROJECT: &str = "busy-proj";
@@ -110,12 +110,7 @@ async fn concurrent_ups_ride_out_thirty_percent_429s() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let apis = r.body["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|c| c["id"] == "apis")
-        .expect("apis check");
+    let apis = entry(&r.body, "checks", "id", "apis");
     assert!(
         apis["message"]
             .as_str()

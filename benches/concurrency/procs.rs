@@ -3,12 +3,14 @@
 //!
 //! Invariant: every child dies with the bench (killed on drop, PR_SET_PDEATHSIG).
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
+
+#[path = "../../tests/serve_process/lines.rs"]
+mod lines;
 
 /// `kineticd sim --listen 127.0.0.1:0 --speed SPEED`, and the environment it printed for
 /// `kineticd serve`.
@@ -41,31 +43,14 @@ impl SimProcess {
             .stderr(Stdio::null())
             .spawn()
             .context("start kineticd sim")?;
-        let out = child.stdout.take().context("sim stdout")?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut env = Vec::new();
-        loop {
-            let line = rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .context("kineticd sim did not say where it listens within 60 s")?;
-            if let Some((k, v)) = line
-                .strip_prefix("export ")
-                .and_then(|kv| kv.split_once('='))
-            {
-                env.push((k.to_owned(), v.to_owned()));
-            }
-            if line.starts_with("# kineticd simulator listening on ") {
-                break;
-            }
-        }
+        let rx = lines::line_channel(child.stdout.take().context("sim stdout")?);
+        let printed = lines::lines_until(&rx, lines::SIM_LISTENING, Duration::from_secs(60))
+            .map_err(|_| anyhow!("kineticd sim did not say where it listens within 60 s"))?;
+        let env: Vec<(String, String)> = printed
+            .iter()
+            .filter_map(|l| l.strip_prefix("export ")?.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
         if env.is_empty() {
             bail!("kineticd sim printed no environment");
         }

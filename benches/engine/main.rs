@@ -43,9 +43,8 @@ use kineticd::ops::{self, Events, WorkerConfig, WorkerPool};
 use kineticd::store::Db;
 
 use server::Server;
-use support::OWNER;
+use support::{OWNER, TEAM};
 
-const TEAM: &str = "bench-team";
 /// Operations in the throughput run, and steps per NOOP operation.
 const OPS: usize = 1_000;
 const STEPS: u32 = 10;

@@ -30,12 +30,8 @@ use anyhow::{Result, bail};
 use kineticd::devdb::PrivatePostgres;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::{env_or, median_seconds};
+use support::{OWNER, PROJECT, TEAM, ZONE, env_or, median_seconds};
 
-const OWNER: &str = "bench@example.com";
-const TEAM: &str = "bench-team";
-const PROJECT: &str = "bench-proj";
-const ZONE: &str = "us-central1-a";
 /// What marks the policy's statement in sqlx's log.
 const MARKER: &str = "usage_seq";
 

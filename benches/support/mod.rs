@@ -21,6 +21,9 @@ pub fn bench_args(name: &str) -> Option<Vec<String>> {
 /// the zone they create it in.
 pub const OWNER: &str = "bench@example.com";
 pub const ZONE: &str = "us-central1-a";
+/// The team of the benches that need one team, and its project.
+pub const TEAM: &str = "bench-team";
+pub const PROJECT: &str = "bench-proj";
 
 /// The sections a run was asked for: its arguments other than options (none: all).
 pub struct Sections(Vec<String>);

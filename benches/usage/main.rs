@@ -50,13 +50,11 @@ use kineticd::store::usage;
 use records::FIRST_POOL as POOL;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::{OWNER, ZONE, env_or, median, median_seconds};
+use support::{OWNER, PROJECT, TEAM, ZONE, env_or, median, median_seconds};
 use tokio::sync::Mutex;
 
-/// The collector's team (its clusters are sampled).
-const TEAM: &str = "bench-team";
-const PROJECT: &str = "bench-proj";
-/// The query's team (its intervals are written directly).
+/// The query's team (its intervals are written directly; the collector samples `TEAM`'s
+/// clusters).
 const QTEAM: &str = "usage-team";
 const QPROJECT: &str = "usage-proj";
 /// The collector's interval: a round must end within it.
@@ -307,7 +305,7 @@ async fn write_history(app: &app_support::App, per_node: usize) -> Result<u64> {
         return Ok(0);
     }
     let step = 90.0 * 86_400.0 / per_node as f64;
-    let done = sqlx::query(
+    let insert = sqlx::query(
         "WITH first AS (SELECT min(start_time) AS t0 FROM usage_intervals WHERE team_id = $1) \
          INSERT INTO usage_intervals (team_id, cluster_id, cluster_name, pool, node, accelerator, \
              accelerators, provisioning, member, price_per_hour, start_time, end_time, busy, open) \
@@ -321,9 +319,17 @@ async fn write_history(app: &app_support::App, per_node: usize) -> Result<u64> {
     )
     .bind(TEAM)
     .bind(i32::try_from(per_node)?)
-    .bind(step)
-    .execute(&app.db)
-    .await?;
+    .bind(step);
+    analyzed(app, insert).await
+}
+
+/// Runs `insert` (a statement writing usage intervals), then refreshes the planner's
+/// statistics of the table, as after the collector's writes; the rows written.
+async fn analyzed(
+    app: &app_support::App,
+    insert: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+) -> Result<u64> {
+    let done = insert.execute(&app.db).await?;
     sqlx::query("ANALYZE usage_intervals")
         .execute(&app.db)
         .await?;
@@ -453,7 +459,7 @@ async fn write_intervals(
     end: DateTime<Utc>,
 ) -> Result<u64> {
     let step = (end - start).as_seconds_f64() / n as f64;
-    let done = sqlx::query(
+    let insert = sqlx::query(
         "WITH s AS ( \
              SELECT i, i % 8 AS c, (i / 8) % 4 AS p, (i / 32) % 16 AS node, \
                     ((i % 8) + (i / 8) % 4) % 4 AS a \
@@ -477,11 +483,6 @@ async fn write_intervals(
     .bind(QTEAM)
     .bind(i32::try_from(n)?)
     .bind(start)
-    .bind(step)
-    .execute(&app.db)
-    .await?;
-    sqlx::query("ANALYZE usage_intervals")
-        .execute(&app.db)
-        .await?;
-    Ok(done.rows_affected())
+    .bind(step);
+    analyzed(app, insert).await
 }

@@ -2,13 +2,12 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{ADMIN, TestApp};
+use crate::common::{ADMIN, BOB, TestApp};
 use crate::support::{
     NOPE, acme_app, acme_cluster, expect_error, expect_not_found, meta, names, ok,
 };
 
 const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
 const KC: &str = "/v1/projects/acme-project/zones/us-central1-a/clusters/kc";
 
 /// A NodePool spec as the operation engine stores it (camelCase NodePool fields).

@@ -5,11 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::TestApp;
+use crate::common::checks::assert_content_type;
+use crate::common::{BOB, TestApp};
 use crate::support::{app_with_rate, cancel_frees_the_stream, expect_error, one_watch_app};
 
 const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
 
 /// A console GET as `user` (the dev identity header, as the API's): status, headers, HTML.
 async fn page(app: &TestApp, user: &str, path: &str) -> (u16, reqwest::header::HeaderMap, String) {
@@ -35,13 +35,7 @@ async fn console_pages_charge_the_callers_api_bucket_and_are_refused_with_a_429_
     // The console refuses too, with an error page naming the reason and the wait.
     let (status, headers, body) = page(&app, ALICE, "/console/teams").await;
     assert_eq!(status, 429, "{body}");
-    assert!(
-        headers["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/html"),
-        "{headers:?}"
-    );
+    assert_content_type(&headers, "text/html");
     assert!(body.contains("RATE_LIMITED"), "{body}");
     let wait: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
     assert!(wait >= 1, "Retry-After {wait}");

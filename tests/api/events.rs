@@ -8,11 +8,10 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::common::{ADMIN, OUTSIDER, TestApp};
+use crate::common::{ADMIN, BOB, OUTSIDER, TestApp};
 use crate::support::{expect_error, expect_not_found, ok, page_walk, put_role, with_query};
 
 const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
 
 /// The team's events, newest first, as `user`, with an optional filter.
 async fn events(app: &TestApp, user: &str, filter: &str) -> Vec<Value> {
@@ -89,13 +88,7 @@ async fn member_changes_and_requests_are_recorded_with_actor_target_and_request_
     let status = put_member_as(&app, BOB, carol, "MEMBER", "rid-refused").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     // Refused by validation: no team to speak of, as anyone.
-    let r = app
-        .put(
-            ALICE,
-            "/v1/teams/acme/members/not-an-email",
-            json!({"role": "MEMBER"}),
-        )
-        .await;
+    let r = put_role(&app, ALICE, "not-an-email", "MEMBER").await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     // Reads are not recorded, nor are previews.
     ok(app.get(ALICE, "/v1/teams/acme/members").await);

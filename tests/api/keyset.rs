@@ -6,11 +6,10 @@
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
-use crate::common::{ADMIN, TestApp};
+use crate::common::{ADMIN, BOB, TestApp};
 use crate::support::page_walk;
 
 const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
 const MINE: [&str; 3] = ["team-a", "team-b", "team-c"];
 const ALL: [&str; 4] = ["team-a", "team-b", "team-c", "team-z"];
 

@@ -14,14 +14,13 @@ use tokio::task::JoinSet;
 
 use kineticd::store::db::{PoolConfig, connect_pool};
 
-use crate::common::{ADMIN, TestApp, fresh_db};
+use crate::common::{ADMIN, BOB, TestApp, fresh_db};
 use crate::support::{
     app_with_rate, cancel_frees_the_stream, expect_error, message, meta, one_watch_app,
     queued_noop, wait_runs_its_timeout,
 };
 
 const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
 
 fn pool(max_connections: u32, acquire: Duration, cap: Option<u32>) -> PoolConfig {
     PoolConfig {

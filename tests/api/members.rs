@@ -2,15 +2,13 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{ADMIN, TestApp};
+use crate::common::{ADMIN, BOB, CAROL, TestApp};
 use crate::support::{
     expect_error, expect_error_saying, expect_invalid, expect_not_found, message, meta, ok,
     put_role,
 };
 
 const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
-const CAROL: &str = "carol@example.com";
 
 fn roles(body: &Value) -> Vec<(String, String)> {
     body["members"]

@@ -2,13 +2,12 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{ADMIN, TestApp};
+use crate::common::{ADMIN, BOB, TestApp};
 use crate::support::{
     acme_app, acme_cluster, expect_error, expect_invalid, expect_not_found, message, names, ok,
 };
 
 const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
 const KC: &str = "projects/acme-project/zones/us-central1-a/clusters/kc";
 
 async fn put(app: &TestApp, user: &str, id: &str, body: Value) -> Value {

@@ -10,11 +10,10 @@ use kineticd::cloud::gcp::types::iam::{Binding, Expr, Policy};
 use kineticd::sim::Sim;
 use serde_json::{Value, json};
 
-use crate::common::{ADMIN, Resp, TestApp};
+use crate::common::{ADMIN, BOB, Resp, TestApp};
 use crate::support::{expect_error, expect_not_found, message, meta, ok};
 
 const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
 const PROJECT: &str = "proj-alpha2";
 
 /// A binding of `role` to `members`; `conditional`: only until 2030.

@@ -4,6 +4,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::common::TestApp;
+use crate::common::checks::assert_content_type;
 use crate::support::{anonymous_get, expect_error, ok};
 
 const ALICE: &str = "alice@example.com";
@@ -39,8 +40,7 @@ async fn metrics_count_requests_by_route_template() {
     assert_eq!(r.status, 404);
     let resp = app.http.get(app.url_of("/metrics")).send().await.unwrap();
     assert_eq!(resp.status(), 200);
-    let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
-    assert!(ct.starts_with("text/plain"), "{ct}");
+    assert_content_type(resp.headers(), "text/plain");
     let text = resp.text().await.unwrap();
     assert!(
         text.contains(
@@ -143,8 +143,7 @@ async fn docs_page_is_served_locally() {
     let app = TestApp::spawn().await;
     let resp = app.http.get(app.url_of("/docs/")).send().await.unwrap();
     assert_eq!(resp.status(), 200);
-    let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
-    assert!(ct.starts_with("text/html"), "{ct}");
+    assert_content_type(resp.headers(), "text/html");
     let html = resp.text().await.unwrap();
     assert!(html.to_lowercase().contains("swagger"), "{html}");
     // Every script and stylesheet is served by us (works with no internet).

@@ -175,7 +175,7 @@ pub async fn create_pod(cluster: &kineticd::cloud::kube::KubeCluster, body: &Val
 
 /// The callers of the cluster tests: alice owns `acme`, bob is a member, eve is not.
 pub const ALICE: &str = "alice@example.com";
-pub const BOB: &str = "bob@example.com";
+pub use crate::common::BOB;
 pub const EVE: &str = "eve@example.com";
 /// [`acme_cluster`]'s project, zone and name.
 pub const P: &str = "acme-project";

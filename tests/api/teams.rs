@@ -3,14 +3,13 @@
 use chrono::DateTime;
 use serde_json::{Value, json};
 
-use crate::common::{ADMIN, TestApp};
+use crate::common::{ADMIN, BOB, TestApp};
 use crate::support::{
     acme_app, acme_cluster, expect_error, expect_error_saying, expect_not_found, message, meta,
     names, ok,
 };
 
 const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
 
 #[track_caller]
 fn assert_rfc3339(v: &Value) {

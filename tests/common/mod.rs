@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod api_paths;
+pub mod checks;
 pub mod dev_server;
 pub mod gke;
 pub mod iap_keys;
@@ -173,6 +174,9 @@ pub const ADMIN: &str = "admin@example.com";
 pub const OWNER: &str = "owner@example.com";
 pub const VIEWER: &str = "viewer@example.com";
 pub const OUTSIDER: &str = "outsider@example.com";
+/// Others a test makes members of a team, each with the role the test gives them.
+pub const BOB: &str = "bob@example.com";
+pub const CAROL: &str = "carol@example.com";
 
 pub fn test_settings(url: &str) -> Settings {
     Settings {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::common::checks::assert_content_type;
 use crate::common::{TestApp, test_worker_config};
 use crate::{USER, app_with_team, app_with_worker, noop};
 
@@ -122,12 +123,7 @@ async fn watch_streams_progress_in_order_then_done() {
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
-    assert!(
-        resp.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/event-stream")
-    );
+    assert_content_type(resp.headers(), "text/event-stream");
     let pool = app.workers(test_worker_config(1));
     let text = tokio::time::timeout(Duration::from_secs(60), resp.text())
         .await

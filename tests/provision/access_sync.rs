@@ -18,10 +18,6 @@ use crate::common::kubectl::{JOB, Kubectl, can_i, kubectl_available};
 use crate::common::tls_front;
 use crate::support::*;
 
-const BOB: &str = "bob@example.com";
-const CAROL: &str = "carol@example.com";
-const TEAM: &str = "ml-team";
-
 /// The SYNC_ACCESS operations of the team so far, newest first.
 async fn syncs(env: &Env) -> Vec<Value> {
     env.operations_of("SYNC_ACCESS").await["operations"]

@@ -4,13 +4,17 @@
 //! team's projects hold unrecorded; `nodePools/{pool}:import` records one pool; what
 //! lacks kinetic's mark is refused.
 
+use std::time::Duration;
+
 use kineticd::cloud::gcp::types::container::NodePool;
 use kineticd::domain::resource_names::ClusterNames;
 use kineticd::ops::workflows::cluster::wire;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Env, OWNER, PROJECT, ZONE, cluster_path, env, pool_path};
+use crate::common::checks::names_flagged;
+use crate::common::gke::{create_cluster_and_wait, gke_done};
+use crate::support::{Env, OWNER, PROJECT, ZONE, assert_error, cluster_path, env, pool_path};
 
 /// A team's cluster as `kinetic up` leaves it: an L4 pool kept at 2 nodes and a spot
 /// TPU pool; the L4 pool's id and the TPU pool's.
@@ -160,32 +164,18 @@ async fn a_cluster_without_kinetics_mark_is_refused_and_discovered_as_not_adopta
     env.wait_compute(&op).await;
     let mut c = wire::cluster(&n);
     c.resource_labels.clear();
-    let op = gcp
-        .container
-        .create_cluster(PROJECT, ZONE, &c)
-        .await
-        .expect("create");
-    gcp.container
-        .wait_operation(&op, &Default::default(), std::time::Duration::from_secs(60))
-        .await
-        .expect("created");
+    create_cluster_and_wait(&gcp, PROJECT, ZONE, &c, Duration::from_secs(60)).await;
 
-    let path = format!("{}?validateOnly=true", cluster_path("alien"));
-    let r = env
-        .app
-        .put(OWNER, &path, json!({"accelerator": "gpu-l4"}))
-        .await;
-    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-    assert_eq!(r.body["error"]["details"][0]["reason"], "RESOURCE_NOT_OURS");
-    let r = env
-        .app
-        .put(
-            OWNER,
-            &cluster_path("alien"),
-            json!({"accelerator": "gpu-l4"}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    // Neither a preview nor an up takes it over.
+    let alien = cluster_path("alien");
+    for path in [format!("{alien}?validateOnly=true"), alien] {
+        let r = env
+            .app
+            .put(OWNER, &path, json!({"accelerator": "gpu-l4"}))
+            .await;
+        assert_eq!(r.status, StatusCode::CONFLICT, "{path}: {}", r.body);
+        assert_eq!(r.reason(), "RESOURCE_NOT_OURS", "{path}: {}", r.body);
+    }
 
     let d = discover(&env).await;
     let alien = d["clusters"]
@@ -244,10 +234,7 @@ async fn gke_pool(env: &Env, cluster: &str, id: &str, ours: bool) {
         .create_node_pool(PROJECT, ZONE, cluster, &pool)
         .await
         .expect("create pool");
-    gcp.container
-        .wait_operation(&op, &Default::default(), std::time::Duration::from_secs(60))
-        .await
-        .expect("pool created");
+    gke_done(&gcp, &op, Duration::from_secs(60), "pool created").await;
 }
 
 #[tokio::test]
@@ -298,20 +285,12 @@ async fn unrecorded_pools_are_offered_for_import_and_imported_once() {
     assert_eq!(r.body["minNodes"], 1);
     assert_eq!(r.body["state"], "RUNNING");
     let again = env.app.post(OWNER, &import("gpu-l4-cli1"), json!({})).await;
-    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.body);
-    assert_eq!(
-        again.body["error"]["details"][0]["reason"],
-        "NODE_POOL_RECORDED"
-    );
+    assert_error(&again, 409, "NODE_POOL_RECORDED");
     let events = env.events("POOL_IMPORTED").await;
     assert_eq!(events.len(), 1, "{events:?}");
 
     let foreign = env.app.post(OWNER, &import("gpu-l4-hand"), json!({})).await;
-    assert_eq!(foreign.status, StatusCode::CONFLICT, "{}", foreign.body);
-    assert_eq!(
-        foreign.body["error"]["details"][0]["reason"],
-        "RESOURCE_NOT_OURS"
-    );
+    assert_error(&foreign, 409, "RESOURCE_NOT_OURS");
     let missing = env.app.post(OWNER, &import("gpu-l4-none"), json!({})).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.body);
 
@@ -335,13 +314,7 @@ async fn discovery_lists_a_lost_cluster_with_what_up_would_adopt() {
         .unwrap_or_else(|| panic!("{d}"))
         .clone();
     assert_eq!(c["adoptable"], true, "{c}");
-    let pools: Vec<&str> = c["nodePools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["importable"] == true)
-        .map(|p| p["name"].as_str().unwrap())
-        .collect();
+    let pools = names_flagged(&c, "nodePools", "importable");
     assert!(
         pools.contains(&l4.as_str()) && pools.contains(&tpu.as_str()),
         "{c}"

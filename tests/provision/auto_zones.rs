@@ -64,20 +64,7 @@ async fn zones_auto_is_for_spot_pools_alone() {
         json!({"accelerator": "l4", "spot": true, "zones": ["auto", "us-central1-a"]}),
     ] {
         let r = env.post_pool("ky", body.clone()).await;
-        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
-        assert_eq!(
-            r.body["error"]["details"][0]["reason"], "INVALID_ZONE",
-            "{body}: {}",
-            r.body
-        );
-        assert!(
-            r.body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("auto"),
-            "{}",
-            r.body
-        );
+        assert_refused(&r, &body, "INVALID_ZONE", "auto");
     }
     assert!(
         env.ok_calls("container", "nodePools.create")

@@ -435,13 +435,7 @@ async fn drills_are_refused_without_a_pair_or_with_bad_input() {
     ];
     for (body, reason, says) in bad {
         let r = post_drill(&env, "kr", &lone, body.clone()).await;
-        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
-        assert_eq!(
-            r.body["error"]["details"][0]["reason"], reason,
-            "{}",
-            r.body
-        );
-        crate::support::assert_message_has(&r, says);
+        crate::support::assert_refused(&r, &body, reason, says);
     }
     let r = post_drill(&env, "kr", &lone, json!({"mood": "calm"})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);

@@ -9,14 +9,19 @@ use serde_json::{Value, json};
 use kineticd::ops::usage::Collector;
 use kineticd::service::idle::{self, IDLE_RULE, TTL_RULE};
 
+use crate::common::Resp;
 use crate::support::{
-    Env, OWNER, cluster_path, env, l4_cluster, pool_path, start_gpu_pod, usage_collector,
+    BOB, CAROL, Env, OWNER, POLICY, TEAM, cluster_path, env, l4_cluster, pool_path, start_gpu_pod,
+    usage_collector,
 };
 
 const HOUR: f64 = 3600.0;
-const POLICY: &str = "/v1/teams/ml-team/policy";
-const BOB: &str = "bob@example.com";
-const CAROL: &str = "carol@example.com";
+
+/// `who` snoozes the cluster or pool at `path` for `duration`.
+async fn snooze(env: &Env, who: &str, path: &str, duration: &str) -> Resp {
+    let body = json!({ "duration": duration });
+    env.app.post(who, &format!("{path}:snooze"), body).await
+}
 
 /// Advance the virtual clock, sample, and run one pass of the rules.
 async fn tick(env: &Env, c: &Collector, seconds: f64) -> idle::Pass {
@@ -119,8 +124,8 @@ async fn a_busy_pool_is_never_idle() {
 #[tokio::test]
 async fn members_snooze_within_the_policy_maximum_and_each_snooze_is_audited() {
     let env = env().await;
-    env.app.member(OWNER, "ml-team", BOB, "MEMBER").await;
-    env.app.member(OWNER, "ml-team", CAROL, "VIEWER").await;
+    env.app.member(OWNER, TEAM, BOB, "MEMBER").await;
+    env.app.member(OWNER, TEAM, CAROL, "VIEWER").await;
     let pool = l4_cluster(&env, "ic").await;
     policy(
         &env,
@@ -130,37 +135,19 @@ async fn members_snooze_within_the_policy_maximum_and_each_snooze_is_audited() {
     let c = usage_collector(&env);
     tick(&env, &c, 0.0).await;
     tick(&env, &c, HOUR).await;
-    let snooze = format!("{}:snooze", pool_path("ic", &pool));
-    let too_long = env
-        .app
-        .post(BOB, &snooze, json!({"duration": "10800s"}))
-        .await;
-    assert_eq!(
-        too_long.status,
-        StatusCode::BAD_REQUEST,
-        "{}",
-        too_long.body
-    );
-    assert_eq!(
-        too_long.body["error"]["details"][0]["reason"],
-        "SNOOZE_TOO_LONG"
-    );
-    let viewer = env
-        .app
-        .post(CAROL, &snooze, json!({"duration": "3600s"}))
-        .await;
-    assert_eq!(viewer.status, StatusCode::FORBIDDEN, "{}", viewer.body);
-    let bad = env
-        .app
-        .post(BOB, &snooze, json!({"duration": "1.5h"}))
-        .await;
-    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
-    assert_eq!(bad.body["error"]["details"][0]["reason"], "INVALID_SNOOZE");
+    let path = pool_path("ic", &pool);
+    // Past the maximum, by a viewer, or not a duration: refused.
+    for (who, duration, status, reason) in [
+        (BOB, "10800s", 400, "SNOOZE_TOO_LONG"),
+        (CAROL, "3600s", 403, "PERMISSION_DENIED"),
+        (BOB, "1.5h", 400, "INVALID_SNOOZE"),
+    ] {
+        let r = snooze(&env, who, &path, duration).await;
+        let got = (r.status.as_u16(), r.reason());
+        assert_eq!(got, (status, reason), "{who} {duration}: {}", r.body);
+    }
     // Bob snoozes 1.5 h at 1 h: the action moves from 2 h to 2.5 h.
-    let ok = env
-        .app
-        .post(BOB, &snooze, json!({"duration": "5400s"}))
-        .await;
+    let ok = snooze(&env, BOB, &path, "5400s").await;
     assert_eq!(ok.status, StatusCode::OK, "{}", ok.body);
     assert!(ok.body["snoozedUntil"].is_string(), "{}", ok.body);
     let s = events(&env, "IDLE_SNOOZED").await;
@@ -221,14 +208,7 @@ async fn a_ttl_warns_can_be_snoozed_and_brings_the_cluster_down() {
     assert_eq!(t[0]["actor"], TTL_RULE);
     assert_eq!(t[0]["details"]["expireTime"], expire);
     // A snooze of the cluster postpones its expiry (the default maximum is a day).
-    let s = env
-        .app
-        .post(
-            OWNER,
-            &format!("{path}:snooze"),
-            json!({"duration": "1800s"}),
-        )
-        .await;
+    let s = snooze(&env, OWNER, &path, "1800s").await;
     assert_eq!(s.status, StatusCode::OK, "{}", s.body);
     let later = s.body["expireTime"]
         .as_str()

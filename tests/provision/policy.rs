@@ -4,15 +4,15 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::common::Resp;
-use crate::support::{Env, OWNER, cluster_path, env, env_up, pool_path};
+use crate::common::checks::strs;
+use crate::common::{Resp, entry};
+use crate::support::{
+    BOB, CAROL, Env, OWNER, POLICY, TEAM, assert_error, assert_message_has, cluster_path, env,
+    env_up, pool_path,
+};
 
-const TEAM: &str = "ml-team";
-const BOB: &str = "bob@example.com";
-const CAROL: &str = "carol@example.com";
 const ADA: &str = "ada@example.com";
 const OUTSIDER: &str = "mallory@example.com";
-const POLICY: &str = "/v1/teams/ml-team/policy";
 
 async fn roster(env: &Env) {
     env.app.member(OWNER, TEAM, BOB, "MEMBER").await;
@@ -29,16 +29,6 @@ async fn set_policy(env: &Env, body: Value) -> Value {
     r.body
 }
 
-#[track_caller]
-fn refused(r: &Resp, status: u16, reason: &str) {
-    assert_eq!(r.status.as_u16(), status, "{}", r.body);
-    assert_eq!(
-        r.body["error"]["details"][0]["reason"], reason,
-        "{}",
-        r.body
-    );
-}
-
 fn metadata(r: &Resp) -> &Value {
     &r.body["error"]["details"][0]["metadata"]
 }
@@ -51,9 +41,9 @@ async fn the_policy_is_read_by_members_and_changed_by_admins_with_masks_and_etag
     assert_eq!(empty.status, StatusCode::OK, "{}", empty.body);
     assert_eq!(empty.body["name"], "teams/ml-team/policy");
     assert!(empty.body.get("maxClusters").is_none(), "{}", empty.body);
-    refused(&env.app.get(OUTSIDER, POLICY).await, 404, "TEAM_NOT_FOUND");
+    assert_error(&env.app.get(OUTSIDER, POLICY).await, 404, "TEAM_NOT_FOUND");
     let by_member = env.app.patch(BOB, POLICY, json!({"maxClusters": 1})).await;
-    refused(&by_member, 403, "PERMISSION_DENIED");
+    assert_error(&by_member, 403, "PERMISSION_DENIED");
 
     let p = set_policy(
         &env,
@@ -81,7 +71,7 @@ async fn the_policy_is_read_by_members_and_changed_by_admins_with_masks_and_etag
         .app
         .patch(ADA, POLICY, json!({"maxClusters": 5, "etag": p["etag"]}))
         .await;
-    refused(&stale, 409, "ETAG_MISMATCH");
+    assert_error(&stale, 409, "ETAG_MISMATCH");
     // A masked field absent from the body is cleared.
     let path = format!("{POLICY}?updateMask=allowedZones,maxHourlyCostUsd");
     let cleared = env.app.patch(OWNER, &path, json!({})).await;
@@ -112,14 +102,14 @@ async fn the_policy_is_read_by_members_and_changed_by_admins_with_masks_and_etag
         (json!({"maxGpus": 1}), "maxGpus"),
     ] {
         let r = env.app.patch(OWNER, POLICY, body.clone()).await;
-        refused(&r, 400, "INVALID_POLICY");
+        assert_error(&r, 400, "INVALID_POLICY");
         assert_eq!(metadata(&r)["field"], field, "{body}: {}", r.body);
     }
     let bad_mask = env
         .app
         .patch(OWNER, &format!("{POLICY}?updateMask=nope"), json!({}))
         .await;
-    refused(&bad_mask, 400, "INVALID_UPDATE_MASK");
+    assert_error(&bad_mask, 400, "INVALID_UPDATE_MASK");
     let now = env.app.get(BOB, POLICY).await.body;
     assert_eq!(
         now["etag"], cleared.body["etag"],
@@ -190,19 +180,15 @@ async fn a_default_maximum_is_lowered_to_the_cap_and_a_pool_past_it_is_refused()
     let preview = preview_pool(&env, &pools, &more, "DENIED").await;
     let v = &preview["policy"]["violations"][0];
     assert_eq!(
-        (
-            v["rule"].as_str(),
-            v["limit"].as_str(),
-            v["current"].as_str()
-        ),
-        (Some("maxAccelerators.gpu-l4"), Some("16"), Some("16")),
+        strs(v, ["rule", "limit", "current"]),
+        [Some("maxAccelerators.gpu-l4"), Some("16"), Some("16")],
         "{v}"
     );
     let before = env.app.get(OWNER, "/v1/operations").await.body["operations"]
         .as_array()
         .map(Vec::len);
     let r = env.app.post(BOB, &pools, more).await;
-    refused(&r, 403, "POLICY_VIOLATION");
+    assert_error(&r, 403, "POLICY_VIOLATION");
     assert_eq!(metadata(&r)["rule"], "maxAccelerators.gpu-l4");
     assert_eq!(metadata(&r)["limit"], "16");
     let after = env.app.get(OWNER, "/v1/operations").await.body["operations"]
@@ -224,7 +210,7 @@ async fn a_default_maximum_is_lowered_to_the_cap_and_a_pool_past_it_is_refused()
         .app
         .patch(BOB, &pool_path("kc", &pool), json!({"maxNodes": 3}))
         .await;
-    refused(&r, 403, "POLICY_VIOLATION");
+    assert_error(&r, 403, "POLICY_VIOLATION");
     let r = env
         .app
         .patch(BOB, &pool_path("kc", &pool), json!({"maxNodes": 1}))
@@ -241,19 +227,12 @@ async fn a_default_maximum_is_lowered_to_the_cap_and_a_pool_past_it_is_refused()
     let e = env.app.get(CAROL, &format!("{POLICY}:evaluate")).await;
     assert_eq!(e.status, StatusCode::OK, "{}", e.body);
     assert_eq!(e.body["usage"]["accelerators"]["gpu-l4"], 8, "{}", e.body);
-    let limits = e.body["limits"].as_array().expect("limits");
-    let cap = limits
-        .iter()
-        .find(|l| l["rule"] == "maxAccelerators.gpu-l4")
-        .expect("cap row");
+    let cap = entry(&e.body, "limits", "rule", "maxAccelerators.gpu-l4");
     assert_eq!(
         (cap["exceeded"].clone(), cap["current"].clone()),
         (json!(true), json!("8"))
     );
-    let allowed = limits
-        .iter()
-        .find(|l| l["rule"] == "allowedAccelerators")
-        .expect("set row");
+    let allowed = entry(&e.body, "limits", "rule", "allowedAccelerators");
     assert!(
         allowed["current"]
             .as_str()
@@ -331,10 +310,10 @@ async fn requests_above_the_approval_line_wait_for_another_admin() {
         let app = &env.app;
         async move { app.post(who, &path, json!({"comment": "go"})).await }
     };
-    refused(&approve(ADA).await, 403, "APPROVAL_BY_REQUESTER");
-    refused(&approve(BOB).await, 403, "PERMISSION_DENIED");
-    refused(&approve(CAROL).await, 403, "PERMISSION_DENIED");
-    refused(&approve(OUTSIDER).await, 404, "OPERATION_NOT_FOUND");
+    assert_error(&approve(ADA).await, 403, "APPROVAL_BY_REQUESTER");
+    assert_error(&approve(BOB).await, 403, "PERMISSION_DENIED");
+    assert_error(&approve(CAROL).await, 403, "PERMISSION_DENIED");
+    assert_error(&approve(OUTSIDER).await, 404, "OPERATION_NOT_FOUND");
     let ok = approve(OWNER).await;
     assert_eq!(ok.status, StatusCode::OK, "{}", ok.body);
     assert_eq!(ok.body["metadata"]["state"], "QUEUED", "{}", ok.body);
@@ -347,7 +326,7 @@ async fn requests_above_the_approval_line_wait_for_another_admin() {
         "its target is the pool made"
     );
     assert_eq!(env.ok_calls("container", "nodePools.create").await.len(), 1);
-    refused(&approve(ADA).await, 409, "OPERATION_NOT_PENDING_APPROVAL");
+    assert_error(&approve(ADA).await, 409, "OPERATION_NOT_PENDING_APPROVAL");
     // The audit trail has the approval, by whom, and the refused self-approval.
     let approved = events(&env, "OPERATION_APPROVED").await;
     assert_eq!(approved.len(), 1, "{approved:?}");
@@ -381,17 +360,8 @@ async fn a_rejection_or_a_tightened_policy_ends_or_keeps_a_pending_request() {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["metadata"]["state"], "CANCELLED");
-    assert_eq!(
-        r.body["error"]["details"][0]["reason"], "APPROVAL_REJECTED",
-        "{}",
-        r.body
-    );
-    assert!(
-        r.body["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("use a T4")
-    );
+    assert_eq!(r.reason(), "APPROVAL_REJECTED", "{}", r.body);
+    assert_message_has(&r, "use a T4");
     let rejected = events(&env, "OPERATION_REJECTED").await;
     assert_eq!(rejected.len(), 1, "{rejected:?}");
     assert_eq!(rejected[0]["actor"], ADA);
@@ -404,7 +374,7 @@ async fn a_rejection_or_a_tightened_policy_ends_or_keeps_a_pending_request() {
         .app
         .post(OWNER, &format!("/v1/{}:approve", name(&op)), json!({}))
         .await;
-    refused(&r, 403, "POLICY_VIOLATION");
+    assert_error(&r, 403, "POLICY_VIOLATION");
     let still = env.app.get(BOB, &format!("/v1/{}", name(&op))).await;
     assert_eq!(
         still.body["metadata"]["state"], "PENDING_APPROVAL",
@@ -464,7 +434,7 @@ async fn concurrent_requests_cannot_together_pass_a_cap() {
         .filter(|r| r.status == StatusCode::ACCEPTED)
         .count();
     for r in answers.iter().filter(|r| r.status != StatusCode::ACCEPTED) {
-        refused(r, 403, "POLICY_VIOLATION");
+        assert_error(r, 403, "POLICY_VIOLATION");
         assert_eq!(metadata(r)["rule"], "maxNodePools");
     }
     assert_eq!(accepted, 3, "{answers:?}");

@@ -2,9 +2,12 @@
 //! refusals before any operation exists, quota pre-check, spot and reservation kept by
 //! every later operation, failover pairs, ordering per cluster.
 
+use std::time::Duration;
+
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::common::gke::gke_done;
 use crate::support::*;
 
 #[tokio::test]
@@ -145,14 +148,7 @@ async fn pools_are_named_at_once_and_shaped_per_the_reference() {
             .delete_node_pool(PROJECT, ZONE, "kp", pool)
             .await
             .unwrap();
-        gcp.container
-            .wait_operation(
-                &del,
-                &Default::default(),
-                std::time::Duration::from_secs(120),
-            )
-            .await
-            .unwrap();
+        gke_done(&gcp, &del, Duration::from_secs(120), "pool deleted").await;
     }
     env.up_ok("kp", json!({})).await;
     let calls = env.ok_calls("container", "nodePools.create").await;

@@ -9,6 +9,7 @@ use kineticd::cloud::gcp::types::container::NodePoolAutoscaling;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::common::checks::strs;
 use crate::reservations::{l4, reserve};
 use crate::support::*;
 
@@ -196,12 +197,8 @@ async fn a_reservation_bound_pool_grows_its_minimum_only_into_free_reserved_vms(
     )
     .await;
     assert_eq!(
-        (
-            m["count"].as_str(),
-            m["inUseCount"].as_str(),
-            m["needed"].as_str()
-        ),
-        (Some("3"), Some("1"), Some("3")),
+        strs(&m, ["count", "inUseCount", "needed"]),
+        [Some("3"), Some("1"), Some("3")],
         "{m}"
     );
     assert_eq!(m["reservation"], "l4-res");

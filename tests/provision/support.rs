@@ -18,6 +18,11 @@ const WORKERS: usize = 2;
 pub const OWNER: &str = "owner@example.com";
 pub const PROJECT: &str = "ml-proj";
 pub const ZONE: &str = "us-central1-a";
+/// The team every environment founds (its owner `OWNER`, its project `PROJECT`), and
+/// its policy.
+pub const TEAM: &str = "ml-team";
+pub const POLICY: &str = "/v1/teams/ml-team/policy";
+pub use crate::common::{BOB, CAROL};
 
 /// Every method that creates a resource.
 pub const CREATES: [(&str, &str); 7] = [
@@ -129,7 +134,7 @@ pub async fn env_with_settings(
 }
 
 async fn env_of(app: TestApp, sim: Sim) -> Env {
-    app.team(OWNER, "ml-team", &[PROJECT]).await;
+    app.team(OWNER, TEAM, &[PROJECT]).await;
     // Binding the project read its IAM policy: the journal starts after the set-up.
     let cleared = app
         .http
@@ -151,6 +156,13 @@ async fn env_of(app: TestApp, sim: Sim) -> Env {
 pub fn assert_message_has(r: &Resp, text: &str) {
     let message = r.body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains(text), "{}", r.body);
+}
+
+/// Asserts that `r` is an error with HTTP `status` and `reason`.
+#[track_caller]
+pub fn assert_error(r: &Resp, status: u16, reason: &str) {
+    assert_eq!(r.status.as_u16(), status, "{}", r.body);
+    assert_eq!(r.reason(), reason, "{}", r.body);
 }
 
 /// Asserts that `r`, the answer to `body`, is a 400 with `reason` whose message says `says`.
@@ -419,7 +431,7 @@ impl Env {
 
     /// The team's audit events of `kind`, newest first.
     pub async fn events(&self, kind: &str) -> Vec<Value> {
-        let path = format!("/v1/teams/ml-team/events?filter=type%3D%22{kind}%22");
+        let path = format!("/v1/teams/{TEAM}/events?filter=type%3D%22{kind}%22");
         let r = self.app.get(OWNER, &path).await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
         r.body["events"].as_array().cloned().unwrap_or_default()

@@ -5,6 +5,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::common::checks::names_flagged;
 use crate::support::*;
 
 /// The writes that create nothing: API enables, IAM policies, server-side applies.
@@ -611,13 +612,7 @@ async fn status_after_up_reads_everything_live_with_no_drift() {
         .get(OWNER, &format!("{}/accelerators", cluster_path("ks")))
         .await
         .body;
-    let live: Vec<&str> = cat["accelerators"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["live"] == true)
-        .map(|a| a["name"].as_str().unwrap())
-        .collect();
+    let live = names_flagged(&cat, "accelerators", "live");
     assert_eq!(live, ["gpu-l4x2"]);
 }
 

@@ -11,6 +11,7 @@ use kineticd::domain::accelerators::{self, Choice};
 use kineticd::domain::provisioning::Provisioning;
 use kineticd::ops::usage::Collector;
 
+use crate::common::checks::assert_content_type;
 use crate::support::{Env, OWNER, env, kube, l4_cluster, pool_of, start_gpu_pod, usage_collector};
 
 const HOUR: f64 = 3600.0;
@@ -28,6 +29,13 @@ fn pool_row<'a>(usage: &'a Value, pool: &str) -> &'a Value {
         .as_array()
         .and_then(|rows| rows.iter().find(|r| r["pool"] == pool))
         .unwrap_or_else(|| panic!("no row for {pool}: {usage}"))
+}
+
+/// The usage by pool, and its row for `pool`.
+async fn by_pool(env: &Env, pool: &str) -> (Value, Value) {
+    let u = usage(env, "groupBy=pool").await;
+    let row = pool_row(&u, pool).clone();
+    (u, row)
 }
 
 async fn usage(env: &Env, query: &str) -> Value {
@@ -94,8 +102,7 @@ async fn usage_counts_node_busy_and_idle_hours_and_cost_on_the_virtual_clock() {
     let last = later(&env, &c, HOUR).await;
     assert_eq!(last.stale, 0);
 
-    let u = usage(&env, "groupBy=pool").await;
-    let row = pool_row(&u, &pool);
+    let (u, row) = by_pool(&env, &pool).await;
     assert!(
         close(&row["nodeHours"], 6.0),
         "two nodes for three hours: {row}"
@@ -168,12 +175,7 @@ async fn usage_counts_node_busy_and_idle_hours_and_cost_on_the_virtual_clock() {
         .await
         .expect("csv");
     assert_eq!(csv.status(), StatusCode::OK);
-    assert!(
-        csv.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/csv")
-    );
+    assert_content_type(csv.headers(), "text/csv");
     let text = csv.text().await.expect("body");
     let mut lines = text.lines();
     assert!(
@@ -377,8 +379,7 @@ async fn a_second_collector_or_a_restart_never_counts_time_twice() {
     let r = later(&env, &b, HOUR).await;
     assert_eq!(r.sampled, 1);
     later(&env, &b, HOUR).await;
-    let u = usage(&env, "groupBy=pool").await;
-    let row = pool_row(&u, &pool);
+    let (u, row) = by_pool(&env, &pool).await;
     assert!(
         close(&row["nodeHours"], 4.0),
         "two nodes for the first and the last hour only: {u}"
@@ -411,8 +412,7 @@ async fn an_unreadable_cluster_is_a_gap_not_zero() {
     );
     later(&env, &c, HOUR).await;
     later(&env, &c, HOUR).await;
-    let u = usage(&env, "groupBy=pool").await;
-    let row = pool_row(&u, &pool);
+    let (u, row) = by_pool(&env, &pool).await;
     assert!(
         close(&row["nodeHours"], 4.0),
         "the two unknown hours are not counted: {u}"

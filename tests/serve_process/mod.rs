@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -13,6 +12,7 @@ use std::time::{Duration, Instant};
 
 pub mod chaos;
 pub mod journal;
+pub mod lines;
 
 /// A log file in the temporary folder, named after the test and this process.
 pub struct LogPath(pub PathBuf);
@@ -205,33 +205,16 @@ impl SimProcess {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start kineticd sim");
-        let stdout = child.stdout.take().expect("stdout");
+        let rx = lines::line_channel(child.stdout.take().expect("stdout"));
         let child = Killed(child);
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut printed = Vec::new();
-        loop {
-            let line = rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .unwrap_or_else(|_| {
-                    panic!("kineticd sim did not say it listens within 60 s: {printed:#?}")
-                });
-            let done = line.starts_with("# kineticd simulator listening on ");
-            printed.push(line);
-            if done {
-                return SimProcess {
-                    child,
-                    printed,
-                    rest: rx,
-                };
-            }
+        let printed = lines::lines_until(&rx, lines::SIM_LISTENING, Duration::from_secs(60))
+            .unwrap_or_else(|printed| {
+                panic!("kineticd sim did not say it listens within 60 s: {printed:#?}")
+            });
+        SimProcess {
+            child,
+            printed,
+            rest: rx,
         }
     }
 
