@@ -63,9 +63,10 @@ impl Stored for ClusterRow {
             table: "clusters",
             id: &self.id,
         };
+        let (state, spec) = row.state_and_spec(&self.state, self.spec)?;
         Ok(ClusterRecord {
-            state: row.state("state", &self.state)?,
-            spec: row.json("spec", self.spec)?,
+            state,
+            spec,
             id: self.id,
             project_id: self.project_id,
             zone: self.zone,
@@ -352,10 +353,7 @@ pub async fn lock_states(
         table: "clusters",
         id: &id,
     };
-    Ok(Some((
-        row.state("state", &state)?,
-        row.opt_state("settled_state", settled.as_deref())?,
-    )))
+    Ok(Some(row.states(&state, settled.as_deref())?))
 }
 
 /// Show `state` with `settled` as the last settled state (`reconciling` follows

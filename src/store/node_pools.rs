@@ -48,9 +48,10 @@ impl Stored for PoolRow {
             table: "node_pools",
             id: &id,
         };
+        let (state, spec) = row.state_and_spec(&self.state, self.spec)?;
         Ok(NodePoolRecord {
-            state: row.state("state", &self.state)?,
-            spec: row.json("spec", self.spec)?,
+            state,
+            spec,
             cluster_id: self.cluster_id,
             pool_id: self.pool_id,
             create_time: self.create_time,
@@ -170,8 +171,7 @@ pub async fn lock_states(
             table: "node_pools",
             id: &id,
         };
-        let state = row.state("state", &state)?;
-        let settled = row.opt_state("settled_state", settled.as_deref())?;
+        let (state, settled) = row.states(&state, settled.as_deref())?;
         Ok::<_, StoreError>((pool, state, settled))
     };
     rows.into_iter().map(decode).collect()
