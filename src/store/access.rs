@@ -141,13 +141,11 @@ async fn oldest_in(
     op_type: &str,
     states: &[&str],
 ) -> Result<Option<uuid::Uuid>, StoreError> {
-    Ok(sqlx::query_scalar(
+    Ok(keyed::scalars(
         "SELECT id FROM operations WHERE serial_key = $1 AND op_type = $2 \
          AND state = ANY($3) ORDER BY id LIMIT 1",
+        (serial_key, op_type, states),
     )
-    .bind(serial_key)
-    .bind(op_type)
-    .bind(states)
     .fetch_optional(ex)
     .await?)
 }

@@ -15,8 +15,8 @@ use serde_json::Value;
 use sqlx::{AssertSqlSafe, PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use super::StoreError;
 use super::operations::{COLUMNS, EVENTS_CHANNEL, OperationRow};
+use super::{StoreError, keyed};
 
 /// A pending operation's approval record.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -49,18 +49,21 @@ pub struct NewApproval<'a> {
 }
 
 pub async fn insert(tx: &mut PgConnection, a: &NewApproval<'_>) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO approvals (operation_id, team_id, requested_by, serial_key, request, policy, expire_time) \
-         VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))",
+    let sql = "INSERT INTO approvals (operation_id, team_id, requested_by, serial_key, request, policy, expire_time) \
+         VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))";
+    keyed::execute(
+        &mut *tx,
+        sql,
+        (
+            a.operation_id,
+            a.team_id,
+            a.requested_by,
+            a.serial_key,
+            a.request,
+            a.policy,
+            a.ttl_seconds,
+        ),
     )
-    .bind(a.operation_id)
-    .bind(a.team_id)
-    .bind(a.requested_by)
-    .bind(a.serial_key)
-    .bind(a.request)
-    .bind(a.policy)
-    .bind(a.ttl_seconds)
-    .execute(&mut *tx)
     .await?;
     Ok(())
 }
@@ -68,10 +71,7 @@ pub async fn insert(tx: &mut PgConnection, a: &NewApproval<'_>) -> Result<(), St
 /// The approval record of an operation, if it ever waited for one.
 pub async fn get(ex: impl PgExecutor<'_>, id: Uuid) -> Result<Option<ApprovalRecord>, StoreError> {
     let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE operation_id = $1");
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(id)
-        .fetch_optional(ex)
-        .await?)
+    keyed::optional(ex, AssertSqlSafe(sql), (id,)).await
 }
 
 /// The undecided approvals of `teams` (every team when `None`), oldest first.
@@ -86,11 +86,7 @@ pub async fn pending(
            AND EXISTS (SELECT 1 FROM operations o WHERE o.id = a.operation_id AND o.state = 'PENDING_APPROVAL') \
          ORDER BY operation_id LIMIT $2"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(teams)
-        .bind(limit)
-        .fetch_all(ex)
-        .await?)
+    keyed::all(ex, AssertSqlSafe(sql), (teams, limit)).await
 }
 
 /// The operation's new content when approved: it is planned again on approval.
@@ -125,18 +121,22 @@ pub async fn approve(
          n AS (SELECT pg_notify('{EVENTS_CHANNEL}', 'new')) \
          SELECT {COLUMNS} FROM u, n"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(a.id)
-        .bind(a.serial_key)
-        .bind(a.cluster_id)
-        .bind(a.input)
-        .bind(a.plan)
-        .bind(a.steps.to_string())
-        .bind(a.by)
-        .bind(a.comment)
-        .bind(a.target)
-        .fetch_optional(&mut *tx)
-        .await?)
+    keyed::optional(
+        &mut *tx,
+        AssertSqlSafe(sql),
+        (
+            a.id,
+            a.serial_key,
+            a.cluster_id,
+            a.input,
+            a.plan,
+            a.steps.to_string(),
+            a.by,
+            a.comment,
+            a.target,
+        ),
+    )
+    .await
 }
 
 /// End a pending operation CANCELLED with `error` (`decision`: REJECTED or EXPIRED);
@@ -157,24 +157,22 @@ pub async fn end(
                FROM d WHERE o.id = d.operation_id AND o.state = 'PENDING_APPROVAL' RETURNING o.*) \
          SELECT {COLUMNS} FROM u"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(id)
-        .bind(decision)
-        .bind(by)
-        .bind(comment)
-        .bind(error)
-        .fetch_optional(&mut *tx)
-        .await?)
+    keyed::optional(
+        &mut *tx,
+        AssertSqlSafe(sql),
+        (id, decision, by, comment, error),
+    )
+    .await
 }
 
 /// Pending operations whose approval expired, locked for ending (at most `limit`).
 pub async fn expired(tx: &mut PgConnection, limit: i64) -> Result<Vec<Uuid>, StoreError> {
-    Ok(sqlx::query_scalar(
+    Ok(keyed::scalars(
         "SELECT a.operation_id FROM approvals a JOIN operations o ON o.id = a.operation_id \
          WHERE a.decision IS NULL AND a.expire_time <= now() AND o.state = 'PENDING_APPROVAL' \
          ORDER BY a.expire_time LIMIT $1 FOR UPDATE OF a SKIP LOCKED",
+        (limit,),
     )
-    .bind(limit)
     .fetch_all(&mut *tx)
     .await?)
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use sqlx::PgExecutor;
 
-use super::StoreError;
+use super::{StoreError, keyed};
 
 /// Capacity failures per zone among `zones` in the last `days` days (zones without any
 /// are absent).
@@ -25,7 +25,8 @@ pub async fn per_zone(
     if zones.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let rows: Vec<(String, i64)> = sqlx::query_as(
+    let rows: Vec<(String, i64)> = keyed::all(
+        ex,
         "SELECT f.zone, count(*)::bigint FROM ( \
            SELECT COALESCE(NULLIF(o.error->'details'->0->'metadata'->>'zone', ''), \
                            substring(o.error->'details'->0->'metadata'->>'cloudMessage' \
@@ -39,10 +40,8 @@ pub async fn per_zone(
                    OR o.error->'details'->0->'metadata'->>'cloudReason' \
                       IN ('GCE_STOCKOUT', 'ZONE_RESOURCE_POOL_EXHAUSTED')) \
          ) f WHERE f.zone = ANY($1) GROUP BY f.zone",
+        (zones, days),
     )
-    .bind(zones)
-    .bind(days)
-    .fetch_all(ex)
     .await?;
     Ok(rows.into_iter().collect())
 }

@@ -10,9 +10,9 @@ use sqlx::PgExecutor;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::StoreError;
 use super::keyset::{self, Teams};
 use super::persisted::{ClusterSpecRecord, Corrupt, Row, Stored, all, maybe, one};
+use super::{StoreError, keyed};
 use crate::domain::{ClusterState, SettledState};
 
 #[derive(Debug, Clone)]
@@ -63,9 +63,10 @@ impl Stored for ClusterRow {
             table: "clusters",
             id: &self.id,
         };
+        let (state, spec) = row.state_and_spec(&self.state, self.spec)?;
         Ok(ClusterRecord {
-            state: row.state("state", &self.state)?,
-            spec: row.json("spec", self.spec)?,
+            state,
+            spec,
             id: self.id,
             project_id: self.project_id,
             zone: self.zone,
@@ -108,18 +109,22 @@ pub async fn insert(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING {COLUMNS}"
     );
     one::<ClusterRow>(
-        sqlx::query_as(AssertSqlSafe(sql))
-            .bind(Uuid::now_v7())
-            .bind(c.project_id)
-            .bind(c.zone)
-            .bind(c.name)
-            .bind(c.team_id)
-            .bind(c.state.as_str())
-            .bind(Json(&c.spec))
-            .bind(c.resources)
-            .bind(c.created_by)
-            .fetch_one(ex)
-            .await?,
+        keyed::one(
+            ex,
+            AssertSqlSafe(sql),
+            (
+                Uuid::now_v7(),
+                c.project_id,
+                c.zone,
+                c.name,
+                c.team_id,
+                c.state.as_str(),
+                Json(&c.spec),
+                c.resources,
+                c.created_by,
+            ),
+        )
+        .await?,
     )
 }
 
@@ -153,14 +158,7 @@ pub async fn by_name(
         "SELECT {COLUMNS} FROM clusters WHERE project_id = $1 AND zone = $2 AND name = $3 {}",
         pick.tail()
     );
-    maybe::<ClusterRow>(
-        sqlx::query_as(AssertSqlSafe(sql))
-            .bind(project)
-            .bind(zone)
-            .bind(name)
-            .fetch_optional(ex)
-            .await?,
-    )
+    maybe::<ClusterRow>(keyed::optional(ex, AssertSqlSafe(sql), (project, zone, name)).await?)
 }
 
 /// Filters for [`list`]; `None` means "any" (except `state`: `None` hides DELETED
@@ -211,18 +209,14 @@ where
         None => "state <> 'DELETED'".to_owned(),
         Some(_) => "state = $3".to_owned(),
     }];
-    for (set, cond) in [
+    conds.extend(keyset::set_conditions([
         (f.project.is_some(), "project_id = $4"),
         (f.zone.is_some(), "zone = $5"),
         (
             after.is_some(),
             "(project_id, zone, name, id) > ($6, $7, $8, $9)",
         ),
-    ] {
-        if set {
-            conds.push(cond.to_owned());
-        }
-    }
+    ]));
     let teams = Teams {
         member: f.member.as_ref().map(|_| "$11"),
         team: f.team.as_ref().map(|_| "$2"),
@@ -245,20 +239,24 @@ where
         ),
         None => (None, None, None, None),
     };
-    Ok(sqlx::query_as(AssertSqlSafe(wrap(sql)))
-        .bind(f.teams.as_deref())
-        .bind(f.team.as_deref())
-        .bind(f.state.map(ClusterState::as_str))
-        .bind(f.project.as_deref())
-        .bind(f.zone.as_deref())
-        .bind(a)
-        .bind(b)
-        .bind(c)
-        .bind(d)
-        .bind(limit)
-        .bind(f.member.as_deref())
-        .fetch_all(ex)
-        .await?)
+    keyed::all(
+        ex,
+        AssertSqlSafe(wrap(sql)),
+        (
+            f.teams.as_deref(),
+            f.team.as_deref(),
+            f.state.map(ClusterState::as_str),
+            f.project.as_deref(),
+            f.zone.as_deref(),
+            a,
+            b,
+            c,
+            d,
+            limit,
+            f.member.as_deref(),
+        ),
+    )
+    .await
 }
 
 /// Number of live (not DELETED) clusters in any of `projects`.
@@ -266,20 +264,20 @@ pub async fn count_live_in_projects(
     ex: impl PgExecutor<'_>,
     projects: &[String],
 ) -> Result<i64, StoreError> {
-    Ok(sqlx::query_scalar(
+    Ok(keyed::scalars(
         "SELECT count(*) FROM clusters WHERE project_id = ANY($1) AND state <> 'DELETED'",
+        (projects,),
     )
-    .bind(projects)
     .fetch_one(ex)
     .await?)
 }
 
 /// Number of live clusters owned by a team.
 pub async fn count_live_in_team(ex: impl PgExecutor<'_>, team: &str) -> Result<i64, StoreError> {
-    Ok(sqlx::query_scalar(
+    Ok(keyed::scalars(
         "SELECT count(*) FROM clusters WHERE team_id = $1 AND state <> 'DELETED'",
+        (team,),
     )
-    .bind(team)
     .fetch_one(ex)
     .await?)
 }
@@ -295,17 +293,14 @@ pub async fn live_among(
         return Ok(HashSet::new());
     }
     let column = |i: usize| -> Vec<&str> { names.iter().map(|n| [n.0, n.1, n.2][i]).collect() };
-    let rows: Vec<(String, String, String)> = sqlx::query_as(
+    let rows: Vec<(String, String, String)> = keyed::all(
+        ex,
         "SELECT DISTINCT c.project_id, c.zone, c.name \
          FROM unnest($1::text[], $2::text[], $3::text[]) AS n(project_id, zone, name) \
          JOIN clusters c ON c.project_id = n.project_id AND c.zone = n.zone AND c.name = n.name \
          WHERE c.state <> 'DELETED' AND ($4::text[] IS NULL OR c.team_id = ANY($4))",
+        (column(0), column(1), column(2), teams),
     )
-    .bind(column(0))
-    .bind(column(1))
-    .bind(column(2))
-    .bind(teams)
-    .fetch_all(ex)
     .await?;
     Ok(rows.into_iter().collect())
 }
@@ -326,17 +321,15 @@ pub async fn set_state(
     state: ClusterState,
     reconciling: bool,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE clusters SET state = $2, reconciling = $3, update_time = now(), version = version + 1, \
+    let sql = "UPDATE clusters SET state = $2, reconciling = $3, update_time = now(), version = version + 1, \
          settled_state = CASE WHEN state = ANY($4) THEN state ELSE settled_state END, \
          delete_time = CASE WHEN $2 = 'DELETED' THEN now() ELSE delete_time END \
-         WHERE id = $1",
+         WHERE id = $1";
+    keyed::execute(
+        ex,
+        sql,
+        (id, state.as_str(), reconciling, settled_strings()),
     )
-    .bind(id)
-    .bind(state.as_str())
-    .bind(reconciling)
-    .bind(settled_strings())
-    .execute(ex)
     .await?;
     Ok(())
 }
@@ -347,11 +340,12 @@ pub async fn lock_states(
     ex: impl PgExecutor<'_>,
     id: Uuid,
 ) -> Result<Option<(ClusterState, Option<SettledState>)>, StoreError> {
-    let row: Option<(String, Option<String>)> =
-        sqlx::query_as("SELECT state, settled_state FROM clusters WHERE id = $1 FOR UPDATE")
-            .bind(id)
-            .fetch_optional(ex)
-            .await?;
+    let row: Option<(String, Option<String>)> = keyed::optional(
+        ex,
+        "SELECT state, settled_state FROM clusters WHERE id = $1 FOR UPDATE",
+        (id,),
+    )
+    .await?;
     let Some((state, settled)) = row else {
         return Ok(None);
     };
@@ -359,10 +353,7 @@ pub async fn lock_states(
         table: "clusters",
         id: &id,
     };
-    Ok(Some((
-        row.state("state", &state)?,
-        row.opt_state("settled_state", settled.as_deref())?,
-    )))
+    Ok(Some(row.states(&state, settled.as_deref())?))
 }
 
 /// Show `state` with `settled` as the last settled state (`reconciling` follows
@@ -373,16 +364,14 @@ pub async fn show(
     state: ClusterState,
     settled: Option<SettledState>,
 ) -> Result<(), StoreError> {
-    sqlx::query(
+    keyed::execute(
+        ex,
         "UPDATE clusters SET state = $2, settled_state = $3, reconciling = ($2 = 'RECONCILING'), \
          update_time = now(), version = version + 1, \
          delete_time = CASE WHEN $2 = 'DELETED' THEN now() ELSE delete_time END \
          WHERE id = $1 AND (state, settled_state) IS DISTINCT FROM ($2, $3)",
+        (id, state.as_str(), settled.map(SettledState::as_str)),
     )
-    .bind(id)
-    .bind(state.as_str())
-    .bind(settled.map(SettledState::as_str))
-    .execute(ex)
     .await?;
     Ok(())
 }
@@ -393,15 +382,7 @@ pub async fn set_endpoint(
     id: Uuid,
     endpoint: &str,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE clusters SET endpoint = $2, update_time = now(), version = version + 1 \
-         WHERE id = $1 AND endpoint IS DISTINCT FROM $2",
-    )
-    .bind(id)
-    .bind(endpoint)
-    .execute(ex)
-    .await?;
-    Ok(())
+    change(ex, id, "endpoint", endpoint, Change::IfDifferent).await
 }
 
 /// Replace the desired spec of a record (a second `up` may change forceDestroy).
@@ -410,14 +391,7 @@ pub async fn set_spec(
     id: Uuid,
     spec: &ClusterSpecRecord,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE clusters SET spec = $2, update_time = now(), version = version + 1 WHERE id = $1",
-    )
-    .bind(id)
-    .bind(Json(spec))
-    .execute(ex)
-    .await?;
-    Ok(())
+    change(ex, id, "spec", Json(spec), Change::Always).await
 }
 
 /// Set (or clear) the cluster's TTL expiry; a change of the record (new etag).
@@ -426,24 +400,40 @@ pub async fn set_expire_time(
     id: Uuid,
     at: Option<DateTime<Utc>>,
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "UPDATE clusters SET expire_time = $2, update_time = now(), version = version + 1 \
-         WHERE id = $1",
-    )
-    .bind(id)
-    .bind(at)
-    .execute(ex)
-    .await?;
+    change(ex, id, "expire_time", at, Change::Always).await
+}
+
+/// Whether [`change`] writes a value equal to the stored one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Always,
+    /// Only a different value is a change (an equal one keeps the version).
+    IfDifferent,
+}
+
+/// Set `column` of record `id` to `value`, a change of the record (new `update_time`
+/// and version, so a new etag).
+async fn change<'q>(
+    ex: impl PgExecutor<'_>,
+    id: Uuid,
+    column: &'static str,
+    value: impl 'q + sqlx::Encode<'q, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+    when: Change,
+) -> Result<(), StoreError> {
+    let guard = match when {
+        Change::Always => String::new(),
+        Change::IfDifferent => format!(" AND {column} IS DISTINCT FROM $2"),
+    };
+    let sql = format!(
+        "UPDATE clusters SET {column} = $2, update_time = now(), version = version + 1 \
+         WHERE id = $1{guard}"
+    );
+    keyed::execute(ex, AssertSqlSafe(sql), (id, value)).await?;
     Ok(())
 }
 
 /// The record by id.
 pub async fn by_id(ex: impl PgExecutor<'_>, id: Uuid) -> Result<Option<ClusterRecord>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM clusters WHERE id = $1");
-    maybe::<ClusterRow>(
-        sqlx::query_as(AssertSqlSafe(sql))
-            .bind(id)
-            .fetch_optional(ex)
-            .await?,
-    )
+    maybe::<ClusterRow>(keyed::optional(ex, AssertSqlSafe(sql), (id,)).await?)
 }

@@ -14,8 +14,8 @@ use serde_json::Value;
 use sqlx::{AssertSqlSafe, PgExecutor};
 use uuid::Uuid;
 
-use super::StoreError;
 use super::keyset::{self, Teams};
+use super::{StoreError, keyed};
 use crate::domain::states::EventType;
 
 /// An event to append (borrowed from the change it records).
@@ -72,17 +72,21 @@ pub async fn append_owned_by(
         "INSERT INTO events (team_id, actor, type, target, request_id, details) \
          VALUES ({owner}, $2, $3, $4, $5, $6)"
     );
-    sqlx::query(AssertSqlSafe(sql))
-        .bind(e.team_id)
-        .bind(e.actor)
-        .bind(e.event_type.as_str())
-        .bind(e.target)
-        .bind(e.request_id)
-        .bind(&e.details)
-        .bind(project)
-        .bind(operation)
-        .execute(ex)
-        .await?;
+    keyed::execute(
+        ex,
+        AssertSqlSafe(sql),
+        (
+            e.team_id,
+            e.actor,
+            e.event_type.as_str(),
+            e.target,
+            e.request_id,
+            &e.details,
+            project,
+            operation,
+        ),
+    )
+    .await?;
     Ok(())
 }
 
@@ -125,7 +129,7 @@ pub async fn list(
     after: Option<(DateTime<Utc>, Uuid)>,
     limit: i64,
 ) -> Result<Vec<EventRow>, StoreError> {
-    let conds: Vec<String> = [
+    let conds = keyset::set_conditions([
         (f.actor.is_some(), "actor = $2"),
         (f.event_type.is_some(), "type = $3"),
         (f.target.is_some(), "target = $4"),
@@ -134,11 +138,7 @@ pub async fn list(
         (f.time_to.is_some(), "time <= $7"),
         (f.time_before.is_some(), "time < $8"),
         (after.is_some(), "(time, id) < ($9, $10)"),
-    ]
-    .into_iter()
-    .filter(|(set, _)| *set)
-    .map(|(_, c)| c.to_owned())
-    .collect();
+    ]);
     let teams = Teams {
         team: f.team.as_ref().map(|_| "$1"),
         ..Teams::default()
@@ -151,20 +151,24 @@ pub async fn list(
         "$11",
         teams,
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(f.team.as_deref())
-        .bind(f.actor.as_deref())
-        .bind(f.event_type.map(EventType::as_str))
-        .bind(f.target.as_deref())
-        .bind(f.time_from)
-        .bind(f.time_after)
-        .bind(f.time_to)
-        .bind(f.time_before)
-        .bind(after.map(|a| a.0))
-        .bind(after.map(|a| a.1))
-        .bind(limit)
-        .fetch_all(ex)
-        .await?)
+    keyed::all(
+        ex,
+        AssertSqlSafe(sql),
+        (
+            f.team.as_deref(),
+            f.actor.as_deref(),
+            f.event_type.map(EventType::as_str),
+            f.target.as_deref(),
+            f.time_from,
+            f.time_after,
+            f.time_to,
+            f.time_before,
+            after.map(|a| a.0),
+            after.map(|a| a.1),
+            limit,
+        ),
+    )
+    .await
 }
 
 /// Delete events older than `cutoff` (retention); returns how many.
@@ -172,9 +176,5 @@ pub async fn purge_before(
     ex: impl PgExecutor<'_>,
     cutoff: DateTime<Utc>,
 ) -> Result<u64, StoreError> {
-    Ok(sqlx::query("DELETE FROM events WHERE time < $1")
-        .bind(cutoff)
-        .execute(ex)
-        .await?
-        .rows_affected())
+    keyed::execute(ex, "DELETE FROM events WHERE time < $1", (cutoff,)).await
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use super::StoreError;
+use super::{StoreError, keyed};
 
 /// A rule's kind (`rule_marks.rule`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +97,8 @@ pub struct IdlePool {
 
 /// Team `team`'s sampled pools that kineticd records as RUNNING, in RUNNING clusters.
 pub async fn idle_pools(ex: impl PgExecutor<'_>, team: &str) -> Result<Vec<IdlePool>, StoreError> {
-    Ok(sqlx::query_as(
+    keyed::all(
+        ex,
         "SELECT c.id AS cluster_id, c.project_id, c.zone, c.name, u.pool, \
                 (n.spec->>'minNodes')::bigint AS min_nodes, \
                 u.seen_since, u.last_seen, u.last_busy, \
@@ -109,10 +110,9 @@ pub async fn idle_pools(ex: impl PgExecutor<'_>, team: &str) -> Result<Vec<IdleP
          LEFT JOIN rule_marks m ON m.cluster_id = u.cluster_id AND m.pool = u.pool \
                                AND m.rule = 'POOL_IDLE' \
          WHERE u.team_id = $1 ORDER BY c.name, u.pool",
+        (team,),
     )
-    .bind(team)
-    .fetch_all(ex)
-    .await?)
+    .await
 }
 
 /// A sampled RUNNING cluster, as the cluster idle rule sees it.
@@ -134,7 +134,8 @@ pub async fn idle_clusters(
     ex: impl PgExecutor<'_>,
     team: &str,
 ) -> Result<Vec<IdleCluster>, StoreError> {
-    Ok(sqlx::query_as(
+    keyed::all(
+        ex,
         "SELECT c.id AS cluster_id, c.project_id, c.zone, c.name, \
                 u.seen_since, u.last_sample, u.last_busy, \
                 m.episode, m.warned, m.operation_id, m.snoozed_until \
@@ -143,10 +144,9 @@ pub async fn idle_clusters(
          LEFT JOIN rule_marks m ON m.cluster_id = u.cluster_id AND m.pool = '' \
                                AND m.rule = 'CLUSTER_IDLE' \
          WHERE u.team_id = $1 ORDER BY c.name",
+        (team,),
     )
-    .bind(team)
-    .fetch_all(ex)
-    .await?)
+    .await
 }
 
 /// Record the marks of `rule` on (`cluster`, `pool`) for `episode` (pool `""`: the
@@ -160,20 +160,15 @@ pub async fn mark(
     warned: bool,
     operation: Option<Uuid>,
 ) -> Result<(), StoreError> {
-    sqlx::query(
+    keyed::execute(
+        &mut *tx,
         "INSERT INTO rule_marks (cluster_id, pool, rule, episode, warned, operation_id) \
          VALUES ($1, $2, $3, $4, $5, $6) \
          ON CONFLICT (cluster_id, pool, rule) DO UPDATE SET \
              episode = EXCLUDED.episode, warned = EXCLUDED.warned, \
              operation_id = EXCLUDED.operation_id",
+        (cluster, pool, rule.as_str(), episode, warned, operation),
     )
-    .bind(cluster)
-    .bind(pool)
-    .bind(rule.as_str())
-    .bind(episode)
-    .bind(warned)
-    .bind(operation)
-    .execute(&mut *tx)
     .await?;
     Ok(())
 }
@@ -187,16 +182,13 @@ pub async fn snooze(
     rule: Rule,
     until: DateTime<Utc>,
 ) -> Result<DateTime<Utc>, StoreError> {
-    Ok(sqlx::query_scalar(
+    Ok(keyed::scalars(
         "INSERT INTO rule_marks (cluster_id, pool, rule, snoozed_until) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (cluster_id, pool, rule) DO UPDATE SET \
              snoozed_until = greatest(rule_marks.snoozed_until, EXCLUDED.snoozed_until) \
          RETURNING snoozed_until",
+        (cluster, pool, rule.as_str(), until),
     )
-    .bind(cluster)
-    .bind(pool)
-    .bind(rule.as_str())
-    .bind(until)
     .fetch_one(&mut *tx)
     .await?)
 }
@@ -208,14 +200,13 @@ pub async fn extend_expiry(
     cluster: Uuid,
     until: DateTime<Utc>,
 ) -> Result<Option<DateTime<Utc>>, StoreError> {
-    Ok(sqlx::query_scalar(
+    Ok(keyed::scalars(
         "UPDATE clusters SET expire_time = greatest(expire_time, $2), \
              update_time = CASE WHEN expire_time < $2 THEN now() ELSE update_time END, \
              version = CASE WHEN expire_time < $2 THEN version + 1 ELSE version END \
          WHERE id = $1 AND expire_time IS NOT NULL RETURNING expire_time",
+        (cluster, until),
     )
-    .bind(cluster)
-    .bind(until)
     .fetch_optional(&mut *tx)
     .await?)
 }

@@ -61,6 +61,16 @@ impl Teams<'_> {
     }
 }
 
+/// The conditions of the filters that are set, in order (each a fixed text naming its
+/// placeholder): a filter not set adds nothing to the text.
+pub(super) fn set_conditions<const N: usize>(filters: [(bool, &str); N]) -> Vec<String> {
+    filters
+        .into_iter()
+        .filter(|(set, _)| *set)
+        .map(|(_, cond)| cond.to_owned())
+        .collect()
+}
+
 /// `columns` of `table` (aliased `t`) meeting all of `conds`, in `order` (bare column
 /// names, e.g. `create_time DESC, id DESC`), at most `limit` (a placeholder) rows; with
 /// `teams` restricting, one range per team merged (see the module's invariants).

@@ -48,9 +48,10 @@ impl Stored for PoolRow {
             table: "node_pools",
             id: &id,
         };
+        let (state, spec) = row.state_and_spec(&self.state, self.spec)?;
         Ok(NodePoolRecord {
-            state: row.state("state", &self.state)?,
-            spec: row.json("spec", self.spec)?,
+            state,
+            spec,
             cluster_id: self.cluster_id,
             pool_id: self.pool_id,
             create_time: self.create_time,
@@ -74,14 +75,12 @@ pub async fn insert(
          VALUES ($1, $2, $3, $4, $5) RETURNING {COLUMNS}"
     );
     one::<PoolRow>(
-        sqlx::query_as(AssertSqlSafe(sql))
-            .bind(cluster_id)
-            .bind(pool_id)
-            .bind(state.as_str())
-            .bind(Json(spec))
-            .bind(created_by)
-            .fetch_one(ex)
-            .await?,
+        keyed::one(
+            ex,
+            AssertSqlSafe(sql),
+            (cluster_id, pool_id, state.as_str(), Json(spec), created_by),
+        )
+        .await?,
     )
 }
 
@@ -91,11 +90,8 @@ pub async fn get(
     pool_id: &str,
 ) -> Result<Option<NodePoolRecord>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM node_pools WHERE cluster_id = $1 AND pool_id = $2");
-    let row: Option<PoolRow> = sqlx::query_as(AssertSqlSafe(sql))
-        .bind(cluster_id)
-        .bind(pool_id)
-        .fetch_optional(ex)
-        .await?;
+    let row: Option<PoolRow> =
+        keyed::optional(ex, AssertSqlSafe(sql), (cluster_id, pool_id)).await?;
     maybe(row)
 }
 
@@ -125,12 +121,7 @@ pub async fn list_for_clusters(
     let sql = format!(
         "SELECT {COLUMNS} FROM node_pools WHERE cluster_id = ANY($1) ORDER BY cluster_id, pool_id"
     );
-    all::<PoolRow>(
-        sqlx::query_as(AssertSqlSafe(sql))
-            .bind(cluster_ids)
-            .fetch_all(ex)
-            .await?,
-    )
+    all::<PoolRow>(keyed::all(ex, AssertSqlSafe(sql), (cluster_ids,)).await?)
 }
 
 /// Set the state of some pools of a cluster (all of them when `pool_ids` is `None`);
@@ -144,20 +135,21 @@ pub async fn set_state(
     except: &[PoolState],
 ) -> Result<u64, StoreError> {
     let except: Vec<&str> = except.iter().map(|s| s.as_str()).collect();
-    Ok(sqlx::query(
+    keyed::execute(
+        ex,
         "UPDATE node_pools SET state = $3, update_time = now(), \
          settled_state = CASE WHEN state = ANY($5) THEN state ELSE settled_state END \
          WHERE cluster_id = $1 \
          AND ($2::text[] IS NULL OR pool_id = ANY($2)) AND state <> ALL($4) AND state <> $3",
+        (
+            cluster_id,
+            pool_ids,
+            state.as_str(),
+            &except,
+            settled_strings(),
+        ),
     )
-    .bind(cluster_id)
-    .bind(pool_ids)
-    .bind(state.as_str())
-    .bind(&except)
-    .bind(settled_strings())
-    .execute(ex)
-    .await?
-    .rows_affected())
+    .await
 }
 
 /// Every pool of a cluster as (pool id, shown state, last settled state), locked for the
@@ -166,12 +158,12 @@ pub async fn lock_states(
     ex: impl PgExecutor<'_>,
     cluster_id: Uuid,
 ) -> Result<Vec<(String, PoolState, Option<SettledState>)>, StoreError> {
-    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+    let rows: Vec<(String, String, Option<String>)> = keyed::all(
+        ex,
         "SELECT pool_id, state, settled_state FROM node_pools WHERE cluster_id = $1 \
          ORDER BY pool_id FOR UPDATE",
+        (cluster_id,),
     )
-    .bind(cluster_id)
-    .fetch_all(ex)
     .await?;
     let decode = |(pool, state, settled): (String, String, Option<String>)| {
         let id = key(cluster_id, &pool);
@@ -179,8 +171,7 @@ pub async fn lock_states(
             table: "node_pools",
             id: &id,
         };
-        let state = row.state("state", &state)?;
-        let settled = row.opt_state("settled_state", settled.as_deref())?;
+        let (state, settled) = row.states(&state, settled.as_deref())?;
         Ok::<_, StoreError>((pool, state, settled))
     };
     rows.into_iter().map(decode).collect()
@@ -194,16 +185,18 @@ pub async fn show(
     state: PoolState,
     settled: Option<SettledState>,
 ) -> Result<(), StoreError> {
-    sqlx::query(
+    keyed::execute(
+        ex,
         "UPDATE node_pools SET state = $3, settled_state = $4, update_time = now() \
          WHERE cluster_id = $1 AND pool_id = $2 \
          AND (state, settled_state) IS DISTINCT FROM ($3, $4)",
+        (
+            cluster_id,
+            pool_id,
+            state.as_str(),
+            settled.map(SettledState::as_str),
+        ),
     )
-    .bind(cluster_id)
-    .bind(pool_id)
-    .bind(state.as_str())
-    .bind(settled.map(SettledState::as_str))
-    .execute(ex)
     .await?;
     Ok(())
 }
@@ -214,14 +207,12 @@ pub async fn delete(
     cluster_id: Uuid,
     pool_ids: &[String],
 ) -> Result<u64, StoreError> {
-    Ok(
-        sqlx::query("DELETE FROM node_pools WHERE cluster_id = $1 AND pool_id = ANY($2)")
-            .bind(cluster_id)
-            .bind(pool_ids)
-            .execute(ex)
-            .await?
-            .rows_affected(),
+    keyed::execute(
+        ex,
+        "DELETE FROM node_pools WHERE cluster_id = $1 AND pool_id = ANY($2)",
+        (cluster_id, pool_ids),
     )
+    .await
 }
 
 /// Record a pool's new autoscaling bounds (and the price estimate at them, when there is
@@ -238,15 +229,12 @@ pub async fn set_bounds(
     if let Some(c) = cost {
         patch["estimatedHourlyCost"] = serde_json::to_value(c).unwrap_or(Value::Null);
     }
-    Ok(sqlx::query(
+    Ok(keyed::execute(
+        ex,
         "UPDATE node_pools SET spec = spec || $3, update_time = now() \
          WHERE cluster_id = $1 AND pool_id = $2",
+        (cluster_id, pool_id, Json(patch)),
     )
-    .bind(cluster_id)
-    .bind(pool_id)
-    .bind(Json(patch))
-    .execute(ex)
     .await?
-    .rows_affected()
         > 0)
 }

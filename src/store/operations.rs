@@ -20,8 +20,8 @@ use serde_json::Value;
 use sqlx::{AssertSqlSafe, PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use super::StoreError;
 use super::keyset::{self, Teams};
+use super::{StoreError, keyed};
 use crate::domain::OperationState;
 
 /// The LISTEN/NOTIFY channel for operation events.
@@ -100,29 +100,30 @@ pub async fn insert(
          n AS (SELECT pg_notify('{EVENTS_CHANNEL}', 'new')) \
          SELECT ins.* FROM ins, n"
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(op.id)
-        .bind(op.op_type)
-        .bind(op.target)
-        .bind(op.serial_key)
-        .bind(op.team_id)
-        .bind(op.cluster_id)
-        .bind(op.created_by)
-        .bind(op.request_id)
-        .bind(op.input)
-        .bind(op.plan)
-        .bind(op.steps.to_string())
-        .bind(op.state.as_str())
-        .fetch_one(&mut *tx)
-        .await?)
+    keyed::one(
+        &mut *tx,
+        AssertSqlSafe(sql),
+        (
+            op.id,
+            op.op_type,
+            op.target,
+            op.serial_key,
+            op.team_id,
+            op.cluster_id,
+            op.created_by,
+            op.request_id,
+            op.input,
+            op.plan,
+            op.steps.to_string(),
+            op.state.as_str(),
+        ),
+    )
+    .await
 }
 
 pub async fn get(ex: impl PgExecutor<'_>, id: Uuid) -> Result<Option<OperationRow>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM operations WHERE id = $1");
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(id)
-        .fetch_optional(ex)
-        .await?)
+    keyed::optional(ex, AssertSqlSafe(sql), (id,)).await
 }
 
 /// Filters of `GET /v1/operations`; `None` means any.
@@ -151,8 +152,7 @@ pub async fn list(
     after: Option<(DateTime<Utc>, Uuid)>,
     limit: i64,
 ) -> Result<Vec<OperationRow>, StoreError> {
-    let mut conds = Vec::new();
-    for (set, cond) in [
+    let mut conds = keyset::set_conditions([
         (f.done == Some(true), "end_time IS NOT NULL"),
         (f.done == Some(false), "end_time IS NULL"),
         (f.state.is_some(), "state = $3"),
@@ -160,11 +160,7 @@ pub async fn list(
         (f.target.is_some(), "target = $5"),
         (f.created_by.is_some(), "created_by = $7"),
         (after.is_some(), "(create_time, id) < ($8, $9)"),
-    ] {
-        if set {
-            conds.push(cond.to_owned());
-        }
-    }
+    ]);
     let mut teams = Teams {
         member: f.member.as_ref().map(|_| "$11"),
         team: f.team.as_ref().map(|_| "$6"),
@@ -184,20 +180,24 @@ pub async fn list(
         "$10",
         teams,
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(f.teams.as_deref())
-        .bind(f.done)
-        .bind(f.state.map(OperationState::as_str))
-        .bind(f.op_type.as_deref())
-        .bind(f.target.as_deref())
-        .bind(f.team.as_deref())
-        .bind(f.created_by.as_deref())
-        .bind(after.map(|a| a.0))
-        .bind(after.map(|a| a.1))
-        .bind(limit)
-        .bind(f.member.as_deref())
-        .fetch_all(ex)
-        .await?)
+    keyed::all(
+        ex,
+        AssertSqlSafe(sql),
+        (
+            f.teams.as_deref(),
+            f.done,
+            f.state.map(OperationState::as_str),
+            f.op_type.as_deref(),
+            f.target.as_deref(),
+            f.team.as_deref(),
+            f.created_by.as_deref(),
+            after.map(|a| a.0),
+            after.map(|a| a.1),
+            limit,
+            f.member.as_deref(),
+        ),
+    )
+    .await
 }
 
 /// Claim the oldest claimable operation: QUEUED, or RUNNING/CANCELLING with an expired
@@ -258,14 +258,12 @@ pub async fn claim_many(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let claimed: Vec<Claimed> = sqlx::query_as(AssertSqlSafe(sql))
-        .bind(owner)
-        .bind(lease_seconds)
-        .bind(types)
-        .bind(secs)
-        .bind(limit.max(1))
-        .fetch_all(ex)
-        .await?;
+    let claimed: Vec<Claimed> = keyed::all(
+        ex,
+        AssertSqlSafe(sql),
+        (owner, lease_seconds, types, secs, limit.max(1)),
+    )
+    .await?;
     let mut rows: Vec<OperationRow> = claimed
         .into_iter()
         .map(|c| {
@@ -300,13 +298,11 @@ pub async fn heartbeat(
     generation: i64,
     lease_seconds: f64,
 ) -> Result<Option<bool>, StoreError> {
-    Ok(sqlx::query_scalar(
+    Ok(keyed::scalars(
         "UPDATE operations SET lease_expire_time = now() + make_interval(secs => $3) \
          WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING cancel_requested",
+        (id, generation, lease_seconds),
     )
-    .bind(id)
-    .bind(generation)
-    .bind(lease_seconds)
     .fetch_optional(ex)
     .await?)
 }
@@ -321,17 +317,15 @@ pub async fn heartbeat_many(
 ) -> Result<Vec<(Uuid, bool)>, StoreError> {
     let ids: Vec<Uuid> = leases.iter().map(|l| l.0).collect();
     let generations: Vec<i64> = leases.iter().map(|l| l.1).collect();
-    Ok(sqlx::query_as(
+    keyed::all(
+        ex,
         "UPDATE operations o SET lease_expire_time = now() + make_interval(secs => $3) \
          FROM unnest($1::uuid[], $2::int8[]) AS h(id, generation) \
          WHERE o.id = h.id AND o.generation = h.generation AND o.end_time IS NULL \
          RETURNING o.id, o.cancel_requested",
+        (ids, generations, lease_seconds),
     )
-    .bind(ids)
-    .bind(generations)
-    .bind(lease_seconds)
-    .fetch_all(ex)
-    .await?)
+    .await
 }
 
 /// Persist the steps array (fenced); the caller announces the change once it committed
@@ -403,21 +397,22 @@ pub async fn finish(
     generation: i64,
     f: Finish<'_>,
 ) -> Result<bool, StoreError> {
-    let n = sqlx::query(
+    let n = keyed::execute(
+        ex,
         "UPDATE operations SET state = $3, steps = $4::json, response = $5, error = $6, \
            end_time = now(), update_time = now(), lease_owner = NULL, lease_expire_time = NULL, \
            rendered = NULL, rendered_format = NULL \
          WHERE id = $1 AND generation = $2 AND end_time IS NULL",
+        (
+            id,
+            generation,
+            f.state.as_str(),
+            f.steps.to_string(),
+            f.response,
+            f.error,
+        ),
     )
-    .bind(id)
-    .bind(generation)
-    .bind(f.state.as_str())
-    .bind(f.steps.to_string())
-    .bind(f.response)
-    .bind(f.error)
-    .execute(ex)
-    .await?
-    .rows_affected();
+    .await?;
     Ok(n > 0)
 }
 
@@ -432,13 +427,12 @@ pub fn finished_events(id: Uuid, state: OperationState) -> [String; 2] {
 /// already; a notification lost in a crash is what listeners recover from anyway (they
 /// resync on reconnect, and every waiter has a fallback).
 pub async fn announce(ex: impl PgExecutor<'_>, payloads: &[String]) -> Result<(), StoreError> {
-    sqlx::query(
+    keyed::execute(
+        ex,
         "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, p) \
          FROM unnest($2::text[]) AS p",
+        (EVENTS_CHANNEL, payloads),
     )
-    .bind(EVENTS_CHANNEL)
-    .bind(payloads)
-    .execute(ex)
     .await?;
     Ok(())
 }
@@ -455,12 +449,7 @@ pub async fn release(
                     WHERE id = $1 AND generation = $2 AND end_time IS NULL RETURNING id) \
          SELECT pg_notify('{EVENTS_CHANNEL}', 'new') FROM u"
     );
-    let n = sqlx::query(AssertSqlSafe(sql))
-        .bind(id)
-        .bind(generation)
-        .execute(ex)
-        .await?
-        .rows_affected();
+    let n = keyed::execute(ex, AssertSqlSafe(sql), (id, generation)).await?;
     Ok(n > 0)
 }
 
@@ -503,12 +492,12 @@ pub async fn request_cancel(
                end_time = now(), update_time = now(), rendered = NULL, rendered_format = NULL \
              WHERE id = $1 RETURNING {COLUMNS}"
         );
-        let row: OperationRow = sqlx::query_as(AssertSqlSafe(sql))
-            .bind(id)
-            .bind(steps.to_string())
-            .bind(cancelled_error)
-            .fetch_one(&mut *tx)
-            .await?;
+        let row: OperationRow = keyed::one(
+            &mut *tx,
+            AssertSqlSafe(sql),
+            (id, steps.to_string(), cancelled_error),
+        )
+        .await?;
         notify(&mut *tx, &format!("{id}:CANCELLED")).await?;
         notify(&mut *tx, "new").await?;
         return Ok(Some(CancelRequested {
@@ -522,10 +511,7 @@ pub async fn request_cancel(
            state = CASE WHEN state = 'RUNNING' THEN 'CANCELLING' ELSE state END, update_time = now() \
          WHERE id = $1 RETURNING {COLUMNS}"
     );
-    let row: OperationRow = sqlx::query_as(AssertSqlSafe(sql))
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let row: OperationRow = keyed::one(&mut *tx, AssertSqlSafe(sql), (id,)).await?;
     notify(&mut *tx, &format!("{id}:cancel")).await?;
     notify(&mut *tx, &format!("{id}:{}", row.state)).await?;
     Ok(Some(CancelRequested {
@@ -541,13 +527,13 @@ pub async fn unfinished_on_cluster(
     ex: impl PgExecutor<'_>,
     cluster_id: Uuid,
 ) -> Result<Vec<Unfinished>, StoreError> {
-    Ok(sqlx::query_as(
+    keyed::all(
+        ex,
         "SELECT id, op_type, input FROM operations WHERE cluster_id = $1 AND end_time IS NULL \
            AND state <> 'PENDING_APPROVAL' ORDER BY queue_time, id",
+        (cluster_id,),
     )
-    .bind(cluster_id)
-    .fetch_all(ex)
-    .await?)
+    .await
 }
 
 /// An unfinished operation on a cluster: its id, type and input as stored.
@@ -571,18 +557,11 @@ impl Unfinished {
 
 async fn lock(tx: &mut PgConnection, id: Uuid) -> Result<Option<OperationRow>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM operations WHERE id = $1 FOR UPDATE");
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?)
+    keyed::optional(&mut *tx, AssertSqlSafe(sql), (id,)).await
 }
 
 pub async fn notify(ex: impl PgExecutor<'_>, payload: &str) -> Result<(), StoreError> {
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(EVENTS_CHANNEL)
-        .bind(payload)
-        .execute(ex)
-        .await?;
+    keyed::execute(ex, "SELECT pg_notify($1, $2)", (EVENTS_CHANNEL, payload)).await?;
     Ok(())
 }
 
@@ -594,15 +573,8 @@ pub async fn find_idempotent(
     key: &str,
     ttl_hours: i64,
 ) -> Result<Option<(Uuid, String)>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT operation_id, fingerprint FROM idempotency_keys \
-         WHERE caller = $1 AND key = $2 AND create_time > now() - make_interval(hours => $3::int)",
-    )
-    .bind(caller)
-    .bind(key)
-    .bind(ttl_hours)
-    .fetch_optional(ex)
-    .await?)
+    let columns = "operation_id, fingerprint";
+    super::replies::unexpired(ex, "idempotency_keys", columns, caller, key, ttl_hours).await
 }
 
 /// Record a key for a new operation in the enqueue transaction. Returns false when the
@@ -616,20 +588,16 @@ pub async fn insert_idempotency_key(
     operation_id: Uuid,
     ttl_hours: i64,
 ) -> Result<bool, StoreError> {
-    let n = sqlx::query(
-        "INSERT INTO idempotency_keys (caller, key, fingerprint, operation_id) VALUES ($1, $2, $3, $4) \
+    let sql = "INSERT INTO idempotency_keys (caller, key, fingerprint, operation_id) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (caller, key) DO UPDATE \
            SET fingerprint = EXCLUDED.fingerprint, operation_id = EXCLUDED.operation_id, create_time = now() \
-           WHERE idempotency_keys.create_time <= now() - make_interval(hours => $5::int)",
+           WHERE idempotency_keys.create_time <= now() - make_interval(hours => $5::int)";
+    let n = keyed::execute(
+        &mut *tx,
+        sql,
+        (caller, key, fingerprint, operation_id, ttl_hours),
     )
-    .bind(caller)
-    .bind(key)
-    .bind(fingerprint)
-    .bind(operation_id)
-    .bind(ttl_hours)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    .await?;
     Ok(n > 0)
 }
 
@@ -651,11 +619,12 @@ pub async fn purge_finished(
     cutoff: DateTime<Utc>,
     key_ttl_hours: i64,
 ) -> Result<u64, StoreError> {
-    let n = sqlx::query("DELETE FROM operations WHERE end_time IS NOT NULL AND end_time < $1")
-        .bind(cutoff)
-        .execute(ex)
-        .await?
-        .rows_affected();
+    let n = keyed::execute(
+        ex,
+        "DELETE FROM operations WHERE end_time IS NOT NULL AND end_time < $1",
+        (cutoff,),
+    )
+    .await?;
     sqlx::query(
         "DELETE FROM noop_effects e WHERE NOT EXISTS (SELECT 1 FROM operations o WHERE o.id = e.operation_id)",
     )
@@ -665,10 +634,7 @@ pub async fn purge_finished(
         let sql = format!(
             "DELETE FROM {table} WHERE create_time < now() - make_interval(hours => $1::int)"
         );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(key_ttl_hours)
-            .execute(ex)
-            .await?;
+        keyed::execute(ex, sqlx::AssertSqlSafe(sql), (key_ttl_hours,)).await?;
     }
     Ok(n)
 }

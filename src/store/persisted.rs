@@ -71,6 +71,27 @@ impl<I: Display> Row<'_, I> {
         value.map(|v| self.state(column, v)).transpose()
     }
 
+    /// A record row's `state` and `spec` columns (clusters, node pools), in that order.
+    pub fn state_and_spec<S: FromStr<Err = UnknownState>, T: DeserializeOwned>(
+        &self,
+        state: &str,
+        spec: Value,
+    ) -> Result<(S, T), Corrupt> {
+        Ok((self.state("state", state)?, self.json("spec", spec)?))
+    }
+
+    /// A record row's shown `state` and last `settled_state` (`None`: never settled).
+    pub fn states<S: FromStr<Err = UnknownState>, T: FromStr<Err = UnknownState>>(
+        &self,
+        state: &str,
+        settled: Option<&str>,
+    ) -> Result<(S, Option<T>), Corrupt> {
+        Ok((
+            self.state("state", state)?,
+            self.opt_state("settled_state", settled)?,
+        ))
+    }
+
     /// A JSON column into its record type.
     pub fn json<T: DeserializeOwned>(
         &self,

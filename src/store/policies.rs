@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{PgConnection, PgExecutor};
 
-use super::StoreError;
+use super::{StoreError, keyed};
 
 /// A team's stored policy.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -127,10 +127,7 @@ pub async fn team_pools(ex: impl PgExecutor<'_>, team: &str) -> Result<Vec<TeamP
         "SELECT c.project_id AS project, c.name AS cluster, c.zone, n.pool_id AS pool, n.spec \
          {TEAM_POOLS} ORDER BY c.name, n.pool_id"
     );
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(team)
-        .fetch_all(ex)
-        .await?)
+    keyed::all(ex, sqlx::AssertSqlSafe(sql), (team,)).await
 }
 
 async fn read(
@@ -138,11 +135,7 @@ async fn read(
     team: &str,
     lock: bool,
 ) -> Result<(Standing, bool), StoreError> {
-    let r: StandingRow = sqlx::query_as(sqlx::AssertSqlSafe(standing_sql()))
-        .bind(team)
-        .bind(lock)
-        .fetch_one(ex)
-        .await?;
+    let r: StandingRow = keyed::one(ex, sqlx::AssertSqlSafe(standing_sql()), (team, lock)).await?;
     // Without a policy nothing is counted, so nothing is locked: a team without one
     // accepts concurrent requests side by side.
     let unlocked = r.policy.is_none() && r.bumped.is_none();
@@ -188,22 +181,22 @@ pub async fn standing_locked(tx: &mut PgConnection, team: &str) -> Result<Standi
 
 /// The team's stored policy, if it has one.
 pub async fn get(ex: impl PgExecutor<'_>, team: &str) -> Result<Option<PolicyRecord>, StoreError> {
-    Ok(
-        sqlx::query_as("SELECT policy, version, update_time FROM team_policies WHERE team_id = $1")
-            .bind(team)
-            .fetch_optional(ex)
-            .await?,
+    keyed::optional(
+        ex,
+        "SELECT policy, version, update_time FROM team_policies WHERE team_id = $1",
+        (team,),
     )
+    .await
 }
 
 /// The team's policy locked for a change in `tx`.
 pub async fn lock(tx: &mut PgConnection, team: &str) -> Result<Option<PolicyRecord>, StoreError> {
-    Ok(sqlx::query_as(
+    keyed::optional(
+        &mut *tx,
         "SELECT policy, version, update_time FROM team_policies WHERE team_id = $1 FOR UPDATE",
+        (team,),
     )
-    .bind(team)
-    .fetch_optional(&mut *tx)
-    .await?)
+    .await
 }
 
 /// Store `policy` as the team's (a new version), returning the stored record.
@@ -213,15 +206,9 @@ pub async fn put(
     policy: &Value,
     by: &str,
 ) -> Result<PolicyRecord, StoreError> {
-    Ok(sqlx::query_as(
-        "INSERT INTO team_policies (team_id, policy, updated_by) VALUES ($1, $2, $3) \
+    let sql = "INSERT INTO team_policies (team_id, policy, updated_by) VALUES ($1, $2, $3) \
          ON CONFLICT (team_id) DO UPDATE SET policy = EXCLUDED.policy, \
            updated_by = EXCLUDED.updated_by, version = team_policies.version + 1, update_time = now() \
-         RETURNING policy, version, update_time",
-    )
-    .bind(team)
-    .bind(policy)
-    .bind(by)
-    .fetch_one(&mut *tx)
-    .await?)
+         RETURNING policy, version, update_time";
+    keyed::one(&mut *tx, sql, (team, policy, by)).await
 }

@@ -10,11 +10,11 @@ use serde_json::Value;
 use sqlx::{AssertSqlSafe, PgExecutor};
 use uuid::Uuid;
 
-use super::StoreError;
 use super::clusters::{self, ClusterFilter, ClusterKey, ClusterRecord, ClusterRow};
 use super::node_pools::{NodePoolRecord, PoolRow};
 use super::operations::{self, OperationRow};
 use super::persisted::Stored;
+use super::{StoreError, keyed};
 
 /// An operation and the reader's role in its team (`None`: no team, or not a member).
 #[derive(sqlx::FromRow)]
@@ -36,11 +36,7 @@ pub async fn operation(
          FROM (SELECT {} FROM operations WHERE id = $1) o",
         operations::COLUMNS
     );
-    let row: Option<OperationRead> = sqlx::query_as(AssertSqlSafe(sql))
-        .bind(id)
-        .bind(email)
-        .fetch_optional(ex)
-        .await?;
+    let row: Option<OperationRead> = keyed::optional(ex, AssertSqlSafe(sql), (id, email)).await?;
     Ok(row.map(|r| (r.op, r.reader_role)))
 }
 
@@ -132,13 +128,8 @@ pub async fn cluster(
          ORDER BY np.pool_id",
         clusters::COLUMNS
     );
-    let rows: Vec<ClusterJoinRow> = sqlx::query_as(AssertSqlSafe(sql))
-        .bind(project)
-        .bind(zone)
-        .bind(name)
-        .bind(email)
-        .fetch_all(ex)
-        .await?;
+    let rows: Vec<ClusterJoinRow> =
+        keyed::all(ex, AssertSqlSafe(sql), (project, zone, name, email)).await?;
     let mut pools = Vec::with_capacity(rows.len());
     let mut head = None;
     for r in rows {

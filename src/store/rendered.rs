@@ -16,8 +16,8 @@ use std::sync::LazyLock;
 use sqlx::{AssertSqlSafe, PgExecutor};
 use uuid::Uuid;
 
-use super::StoreError;
 use super::operations::{COLUMNS, OperationRow};
+use super::{StoreError, keyed};
 
 /// What the read found: the kept rendering, or the row to render.
 #[derive(Debug, Clone)]
@@ -82,12 +82,12 @@ pub async fn operation(
             select_list()
         )
     });
-    let row: Option<ReadRow> = sqlx::query_as(AssertSqlSafe(Cow::Borrowed(SQL.as_str())))
-        .bind(id)
-        .bind(email)
-        .bind(format)
-        .fetch_optional(ex)
-        .await?;
+    let row: Option<ReadRow> = keyed::optional(
+        ex,
+        AssertSqlSafe(Cow::Borrowed(SQL.as_str())),
+        (id, email, format),
+    )
+    .await?;
     Ok(row.map(|r| OperationRead {
         team_id: r.op.team_id.clone(),
         created_by: r.op.created_by.clone(),
@@ -109,17 +109,13 @@ pub async fn keep(
     format: &str,
     json: &str,
 ) -> Result<bool, StoreError> {
-    let n = sqlx::query(
+    let n = keyed::execute(
+        ex,
         "UPDATE operations SET rendered = $4, rendered_format = $3 \
          WHERE id = $1 AND end_time IS NOT NULL AND team_id = $2 \
            AND rendered_format IS DISTINCT FROM $3",
+        (id, team, format, json),
     )
-    .bind(id)
-    .bind(team)
-    .bind(format)
-    .bind(json)
-    .execute(ex)
-    .await?
-    .rows_affected();
+    .await?;
     Ok(n > 0)
 }

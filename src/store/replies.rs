@@ -7,10 +7,10 @@
 //! answer that does not decode is a [`super::persisted::Corrupt`] error, never a default.
 
 use serde_json::Value;
-use sqlx::{PgConnection, PgExecutor};
+use sqlx::{AssertSqlSafe, PgConnection, PgExecutor};
 
-use super::StoreError;
 use super::persisted::Row;
+use super::{StoreError, keyed};
 
 /// An answered request: the fingerprint it was bound to and its answer.
 pub struct Answered {
@@ -25,16 +25,27 @@ pub async fn answered(
     key: &str,
     ttl_hours: i64,
 ) -> Result<Option<Answered>, StoreError> {
-    let row: Option<(String, Value)> = sqlx::query_as(
-        "SELECT fingerprint, reply FROM request_replies \
-         WHERE caller = $1 AND key = $2 AND create_time > now() - make_interval(hours => $3::int)",
-    )
-    .bind(caller)
-    .bind(key)
-    .bind(ttl_hours)
-    .fetch_optional(ex)
-    .await?;
+    let columns = "fingerprint, reply";
+    let row: Option<(String, Value)> =
+        unexpired(ex, "request_replies", columns, caller, key, ttl_hours).await?;
     Ok(row.map(|(fingerprint, reply)| Answered { fingerprint, reply }))
+}
+
+/// `columns` of the row of `table` (`request_replies`, or `idempotency_keys`: rows
+/// under a caller's `(caller, key)`, stamped `create_time`) not older than `ttl_hours`.
+pub(super) async fn unexpired<T: keyed::Record>(
+    ex: impl PgExecutor<'_>,
+    table: &str,
+    columns: &str,
+    caller: &str,
+    key: &str,
+    ttl_hours: i64,
+) -> Result<Option<T>, StoreError> {
+    let sql = format!(
+        "SELECT {columns} FROM {table} \
+         WHERE caller = $1 AND key = $2 AND create_time > now() - make_interval(hours => $3::int)"
+    );
+    keyed::optional(ex, AssertSqlSafe(sql), (caller, key, ttl_hours)).await
 }
 
 /// Claim `(caller, key)` for this transaction's mutation: `None` when it is fresh (an
@@ -47,19 +58,15 @@ pub async fn claim(
     fingerprint: &str,
     ttl_hours: i64,
 ) -> Result<Option<Answered>, StoreError> {
-    let fresh = sqlx::query(
+    let fresh = keyed::execute(
+        &mut *tx,
         "INSERT INTO request_replies (caller, key, fingerprint) VALUES ($1, $2, $3) \
          ON CONFLICT (caller, key) DO UPDATE \
            SET fingerprint = EXCLUDED.fingerprint, reply = 'null', create_time = now() \
            WHERE request_replies.create_time <= now() - make_interval(hours => $4::int)",
+        (caller, key, fingerprint, ttl_hours),
     )
-    .bind(caller)
-    .bind(key)
-    .bind(fingerprint)
-    .bind(ttl_hours)
-    .execute(&mut *tx)
     .await?
-    .rows_affected()
         > 0;
     if fresh {
         return Ok(None);
@@ -76,12 +83,12 @@ pub async fn record(
     key: &str,
     reply: &Value,
 ) -> Result<(), StoreError> {
-    sqlx::query("UPDATE request_replies SET reply = $3 WHERE caller = $1 AND key = $2")
-        .bind(caller)
-        .bind(key)
-        .bind(reply)
-        .execute(&mut *tx)
-        .await?;
+    keyed::execute(
+        &mut *tx,
+        "UPDATE request_replies SET reply = $3 WHERE caller = $1 AND key = $2",
+        (caller, key, reply),
+    )
+    .await?;
     Ok(())
 }
 

@@ -8,7 +8,7 @@
 
 use sqlx::PgExecutor;
 
-use super::StoreError;
+use super::{StoreError, keyed};
 
 /// Take or renew task `name` for `holder` for `ttl_seconds`; the round this hold is, or
 /// `None` when another holder's lease is current.
@@ -18,7 +18,7 @@ pub async fn hold(
     holder: &str,
     ttl_seconds: f64,
 ) -> Result<Option<i64>, StoreError> {
-    let round: Option<i64> = sqlx::query_scalar(
+    let round: Option<i64> = keyed::scalars(
         "INSERT INTO task_leases AS l (name, holder, expire_time, round) \
          VALUES ($1, $2, now() + make_interval(secs => $3), 1) \
          ON CONFLICT (name) DO UPDATE SET \
@@ -27,10 +27,8 @@ pub async fn hold(
              holder = EXCLUDED.holder, expire_time = EXCLUDED.expire_time \
          WHERE l.holder = EXCLUDED.holder OR l.expire_time < now() \
          RETURNING round",
+        (name, holder, ttl_seconds),
     )
-    .bind(name)
-    .bind(holder)
-    .bind(ttl_seconds)
     .fetch_optional(ex)
     .await?;
     Ok(round)
@@ -38,13 +36,12 @@ pub async fn hold(
 
 /// Give task `name` up (a clean shutdown), so another replica takes over at once.
 pub async fn release(ex: impl PgExecutor<'_>, name: &str, holder: &str) -> Result<(), StoreError> {
-    sqlx::query(
+    keyed::execute(
+        ex,
         "UPDATE task_leases SET expire_time = now() - interval '1 second' \
          WHERE name = $1 AND holder = $2",
+        (name, holder),
     )
-    .bind(name)
-    .bind(holder)
-    .execute(ex)
     .await?;
     Ok(())
 }

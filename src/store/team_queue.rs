@@ -9,7 +9,7 @@
 
 use sqlx::PgConnection;
 
-use super::StoreError;
+use super::{StoreError, keyed};
 
 /// The PostgreSQL session setting holding the cap (a custom, dotted parameter).
 pub const CAP_SETTING: &str = "kinetic.max_operations_per_team";
@@ -23,16 +23,12 @@ pub struct OverCap {
 
 /// `Some` when `team` already has `cap` or more unfinished operations.
 pub async fn over_cap(tx: &mut PgConnection, team: &str) -> Result<Option<OverCap>, StoreError> {
-    let (cap, unfinished): (Option<i64>, i64) = sqlx::query_as(
-        "WITH c AS (SELECT nullif(current_setting('kinetic.max_operations_per_team', true), '')::bigint AS cap) \
+    let sql = "WITH c AS (SELECT nullif(current_setting('kinetic.max_operations_per_team', true), '')::bigint AS cap) \
          SELECT c.cap, (SELECT count(*) FROM operations \
                         WHERE c.cap IS NOT NULL AND end_time IS NULL AND team_id = $1 \
                               AND state <> 'PENDING_APPROVAL') \
-         FROM c",
-    )
-    .bind(team)
-    .fetch_one(&mut *tx)
-    .await?;
+         FROM c";
+    let (cap, unfinished): (Option<i64>, i64) = keyed::one(&mut *tx, sql, (team,)).await?;
     Ok(cap
         .filter(|&cap| unfinished >= cap)
         .map(|cap| OverCap { unfinished, cap }))

@@ -134,11 +134,12 @@ pub async fn set_projects(
     team_id: &str,
     projects: &[String],
 ) -> Result<(), StoreError> {
-    sqlx::query("DELETE FROM team_projects WHERE team_id = $1 AND NOT (project_id = ANY($2))")
-        .bind(team_id)
-        .bind(projects)
-        .execute(&mut *tx)
-        .await?;
+    keyed::execute(
+        &mut *tx,
+        "DELETE FROM team_projects WHERE team_id = $1 AND NOT (project_id = ANY($2))",
+        (team_id, projects),
+    )
+    .await?;
     let sql = "SELECT project_id FROM team_projects WHERE team_id = $1";
     let current: Vec<String> = keyed::scalars(sql, &[team_id]).fetch_all(&mut *tx).await?;
     let new: Vec<String> = projects

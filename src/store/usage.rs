@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, PgExecutor, PgPool};
 use uuid::Uuid;
 
-use super::StoreError;
+use super::{StoreError, keyed};
 use crate::domain::usage::{GroupBy, NodeSample, UsageQuery};
 
 /// A RUNNING cluster the collector samples.
@@ -45,12 +45,12 @@ pub async fn pool_creators(
     ex: impl PgExecutor<'_>,
     cluster_id: Uuid,
 ) -> Result<Vec<(String, Option<String>)>, StoreError> {
-    Ok(sqlx::query_as(
+    keyed::all(
+        ex,
         "SELECT pool_id, created_by FROM node_pools WHERE cluster_id = $1 AND state <> 'DELETED'",
+        (cluster_id,),
     )
-    .bind(cluster_id)
-    .fetch_all(ex)
-    .await?)
+    .await
 }
 
 /// What applying a sample did.
@@ -71,28 +71,30 @@ pub async fn record_sample(
     nodes: &[NodeSample],
 ) -> Result<Applied, StoreError> {
     let mut tx = db.begin().await?;
-    let prev: Option<(DateTime<Utc>, i64)> = sqlx::query_as(
+    let prev: Option<(DateTime<Utc>, i64)> = keyed::optional(
+        &mut *tx,
         "SELECT last_sample, last_round FROM usage_clusters WHERE cluster_id = $1 FOR UPDATE",
+        (cluster.id,),
     )
-    .bind(cluster.id)
-    .fetch_optional(&mut *tx)
     .await?;
     if prev.is_some_and(|(last, _)| last >= now) {
         return Ok(Applied::Stale);
     }
-    let open_gap: Option<i64> =
-        sqlx::query_scalar("SELECT id FROM usage_gaps WHERE cluster_id = $1 AND end_time IS NULL")
-            .bind(cluster.id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let open_gap: Option<i64> = keyed::scalars(
+        "SELECT id FROM usage_gaps WHERE cluster_id = $1 AND end_time IS NULL",
+        (cluster.id,),
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
     let contiguous =
         open_gap.is_none() && prev.is_some_and(|(_, last_round)| last_round == round - 1);
     if let Some(id) = open_gap {
-        sqlx::query("UPDATE usage_gaps SET end_time = $2 WHERE id = $1")
-            .bind(id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+        keyed::execute(
+            &mut *tx,
+            "UPDATE usage_gaps SET end_time = $2 WHERE id = $1",
+            (id, now),
+        )
+        .await?;
     } else if let (Some((last, _)), false) = (prev, contiguous) {
         insert_gap(
             &mut *tx,
@@ -107,17 +109,15 @@ pub async fn record_sample(
     if contiguous {
         // A node gone (or recreated under its name: another uid) ends where it was last
         // seen.
-        let gone: Vec<(String, String, String, i32)> = sqlx::query_as(
+        let gone: Vec<(String, String, String, i32)> = keyed::all(
+            &mut *tx,
             "UPDATE usage_intervals u SET open = false \
              WHERE u.cluster_id = $1 AND u.open AND NOT EXISTS ( \
                  SELECT 1 FROM unnest($2::text[], $3::text[]) AS s(node, uid) \
                  WHERE s.node = u.node AND s.uid = u.node_uid) \
              RETURNING pool, node, provisioning, busy",
+            (cluster.id, &cols.node, &cols.uid),
         )
-        .bind(cluster.id)
-        .bind(&cols.node)
-        .bind(&cols.uid)
-        .fetch_all(&mut *tx)
         .await?;
         spot_reclaims(&mut tx, cluster, &gone).await?;
         // A node still there whose facts changed (a pod started or ended, a new price):
@@ -137,16 +137,19 @@ pub async fn record_sample(
         .bind(now);
         cols.bind(q).execute(&mut *tx).await?;
         // The rest ran unchanged until now.
-        sqlx::query("UPDATE usage_intervals SET end_time = $2 WHERE cluster_id = $1 AND open")
-            .bind(cluster.id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+        keyed::execute(
+            &mut *tx,
+            "UPDATE usage_intervals SET end_time = $2 WHERE cluster_id = $1 AND open",
+            (cluster.id, now),
+        )
+        .await?;
     } else {
-        sqlx::query("UPDATE usage_intervals SET open = false WHERE cluster_id = $1 AND open")
-            .bind(cluster.id)
-            .execute(&mut *tx)
-            .await?;
+        keyed::execute(
+            &mut *tx,
+            "UPDATE usage_intervals SET open = false WHERE cluster_id = $1 AND open",
+            (cluster.id,),
+        )
+        .await?;
     }
     // Open an interval for every node without one.
     let q = sqlx::query(
@@ -168,7 +171,8 @@ pub async fn record_sample(
     cols.bind(q).bind(&cols.uid).execute(&mut *tx).await?;
     record_pools(&mut tx, cluster, now, contiguous, nodes).await?;
     let busy = nodes.iter().any(|n| n.busy > 0);
-    sqlx::query(
+    keyed::execute(
+        &mut *tx,
         "INSERT INTO usage_clusters AS u \
              (cluster_id, team_id, last_sample, last_round, seen_since, last_busy) \
          VALUES ($1, $2, $3, $4, $3, CASE WHEN $5 THEN $3 END) \
@@ -176,14 +180,8 @@ pub async fn record_sample(
              last_sample = EXCLUDED.last_sample, last_round = EXCLUDED.last_round, \
              seen_since = CASE WHEN $6 THEN u.seen_since ELSE EXCLUDED.seen_since END, \
              last_busy = COALESCE(EXCLUDED.last_busy, CASE WHEN $6 THEN u.last_busy END)",
+        (cluster.id, &cluster.team_id, now, round, busy, contiguous),
     )
-    .bind(cluster.id)
-    .bind(&cluster.team_id)
-    .bind(now)
-    .bind(round)
-    .bind(busy)
-    .bind(contiguous)
-    .execute(&mut *tx)
     .await?;
     tx.commit().await?;
     Ok(Applied::Recorded { contiguous })
@@ -241,28 +239,25 @@ async fn record_pools(
     }
     let names: Vec<&str> = pools.keys().copied().collect();
     let busy: Vec<bool> = pools.values().copied().collect();
-    sqlx::query("DELETE FROM usage_pools WHERE cluster_id = $1 AND NOT (pool = ANY($2))")
-        .bind(cluster.id)
-        .bind(&names)
-        .execute(&mut *tx)
-        .await?;
+    keyed::execute(
+        &mut *tx,
+        "DELETE FROM usage_pools WHERE cluster_id = $1 AND NOT (pool = ANY($2))",
+        (cluster.id, &names),
+    )
+    .await?;
     // After a break nothing is known about the time between: idleness counts afresh.
-    sqlx::query(
-        "INSERT INTO usage_pools AS p (cluster_id, pool, team_id, seen_since, last_seen, last_busy) \
+    let sql = "INSERT INTO usage_pools AS p (cluster_id, pool, team_id, seen_since, last_seen, last_busy) \
          SELECT $1, s.pool, $2, $3, $3, CASE WHEN s.busy THEN $3 END \
          FROM unnest($4::text[], $5::bool[]) AS s(pool, busy) \
          ON CONFLICT (cluster_id, pool) DO UPDATE SET \
              seen_since = CASE WHEN $6 THEN p.seen_since ELSE EXCLUDED.seen_since END, \
              last_seen = EXCLUDED.last_seen, \
-             last_busy = COALESCE(EXCLUDED.last_busy, CASE WHEN $6 THEN p.last_busy END)",
+             last_busy = COALESCE(EXCLUDED.last_busy, CASE WHEN $6 THEN p.last_busy END)";
+    keyed::execute(
+        &mut *tx,
+        sql,
+        (cluster.id, &cluster.team_id, now, &names, &busy, contiguous),
     )
-    .bind(cluster.id)
-    .bind(&cluster.team_id)
-    .bind(now)
-    .bind(&names)
-    .bind(&busy)
-    .bind(contiguous)
-    .execute(&mut *tx)
     .await?;
     Ok(())
 }
@@ -276,22 +271,25 @@ pub async fn record_unreachable(
     reason: &str,
 ) -> Result<(), StoreError> {
     let mut tx = db.begin().await?;
-    let last: Option<DateTime<Utc>> = sqlx::query_scalar(
+    let last: Option<DateTime<Utc>> = keyed::scalars(
         "SELECT last_sample FROM usage_clusters WHERE cluster_id = $1 FOR UPDATE",
+        (cluster.id,),
     )
-    .bind(cluster.id)
     .fetch_optional(&mut *tx)
     .await?;
-    let open: Option<i64> =
-        sqlx::query_scalar("SELECT id FROM usage_gaps WHERE cluster_id = $1 AND end_time IS NULL")
-            .bind(cluster.id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let open: Option<i64> = keyed::scalars(
+        "SELECT id FROM usage_gaps WHERE cluster_id = $1 AND end_time IS NULL",
+        (cluster.id,),
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
     if open.is_none() {
-        sqlx::query("UPDATE usage_intervals SET open = false WHERE cluster_id = $1 AND open")
-            .bind(cluster.id)
-            .execute(&mut *tx)
-            .await?;
+        keyed::execute(
+            &mut *tx,
+            "UPDATE usage_intervals SET open = false WHERE cluster_id = $1 AND open",
+            (cluster.id,),
+        )
+        .await?;
         insert_gap(
             &mut *tx,
             cluster,
@@ -320,17 +318,19 @@ async fn insert_gap(
         }
         reason.truncate(cut);
     }
-    sqlx::query(
+    keyed::execute(
+        ex,
         "INSERT INTO usage_gaps (team_id, cluster_id, cluster_name, start_time, end_time, reason) \
          VALUES ($1, $2, $3, $4, $5, $6)",
+        (
+            &cluster.team_id,
+            cluster.id,
+            &cluster.name,
+            start,
+            end,
+            reason,
+        ),
     )
-    .bind(&cluster.team_id)
-    .bind(cluster.id)
-    .bind(&cluster.name)
-    .bind(start)
-    .bind(end)
-    .bind(reason)
-    .execute(ex)
     .await?;
     Ok(())
 }
@@ -468,12 +468,7 @@ pub async fn sums(
          ORDER BY day, cluster, pool, accelerator, provisioning, member",
         keys = keys(q.group_by),
     );
-    Ok(sqlx::query_as(AssertSqlSafe(sql))
-        .bind(team)
-        .bind(q.start)
-        .bind(q.end)
-        .fetch_all(ex)
-        .await?)
+    keyed::all(ex, AssertSqlSafe(sql), (team, q.start, q.end)).await
 }
 
 /// A span where a cluster's usage is unknown.
@@ -493,16 +488,14 @@ pub async fn gaps(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Result<Vec<Gap>, StoreError> {
-    Ok(sqlx::query_as(
+    keyed::all(
+        ex,
         "SELECT cluster_name, start_time, end_time, reason FROM usage_gaps \
          WHERE team_id = $1 AND start_time < $3 AND (end_time IS NULL OR end_time > $2) \
          ORDER BY start_time, cluster_name LIMIT 1000",
+        (team, start, end),
     )
-    .bind(team)
-    .bind(start)
-    .bind(end)
-    .fetch_all(ex)
-    .await?)
+    .await
 }
 
 /// Team `team`'s measured spend from `start` to `end` (USD).
@@ -512,15 +505,13 @@ pub async fn spend(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Result<f64, StoreError> {
-    let v: Option<f64> = sqlx::query_scalar(
+    let v: Option<f64> = keyed::scalars(
         "SELECT sum(date_part('epoch', least(end_time, $3) - greatest(start_time, $2)) / 3600.0 \
                     * price_per_hour)::float8 \
          FROM usage_intervals \
          WHERE team_id = $1 AND start_time < $3 AND end_time > $2",
+        (team, start, end),
     )
-    .bind(team)
-    .bind(start)
-    .bind(end)
     .fetch_one(ex)
     .await?;
     Ok(v.unwrap_or(0.0))
@@ -542,13 +533,13 @@ pub async fn pool_activity(
     ex: impl PgExecutor<'_>,
     cluster: Uuid,
 ) -> Result<Vec<PoolActivity>, StoreError> {
-    Ok(sqlx::query_as(
+    keyed::all(
+        ex,
         "SELECT cluster_id, pool, team_id, seen_since, last_seen, last_busy FROM usage_pools \
          WHERE cluster_id = $1 ORDER BY pool",
+        (cluster,),
     )
-    .bind(cluster)
-    .fetch_all(ex)
-    .await?)
+    .await
 }
 
 /// Append a BUDGET_THRESHOLD audit event for every team whose measured spend this month
@@ -559,7 +550,8 @@ pub async fn budget_crossings(
     ex: impl PgExecutor<'_>,
     now: DateTime<Utc>,
 ) -> Result<Vec<(String, i32)>, StoreError> {
-    Ok(sqlx::query_as(
+    keyed::all(
+        ex,
         "WITH m AS (SELECT date_trunc('month', $1::timestamptz, 'UTC') AS start), \
          spend AS ( \
              SELECT p.team_id, (p.policy->>'monthlyBudgetUsd')::float8 AS budget, \
@@ -587,8 +579,7 @@ pub async fn budget_crossings(
                                        'month', to_char($1 AT TIME ZONE 'UTC', 'YYYY-MM')) \
              FROM fresh f RETURNING team_id) \
          SELECT team_id, threshold FROM fresh ORDER BY team_id, threshold",
+        (now,),
     )
-    .bind(now)
-    .fetch_all(ex)
-    .await?)
+    .await
 }

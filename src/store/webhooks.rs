@@ -14,10 +14,10 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{PgConnection, PgExecutor};
+use sqlx::{AssertSqlSafe, PgConnection, PgExecutor};
 use uuid::Uuid;
 
-use super::StoreError;
+use super::{StoreError, keyed};
 
 /// A stored webhook.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -49,19 +49,16 @@ pub struct NewWebhook<'a> {
 /// How many webhooks the team has, with the team's row locked until the transaction
 /// ends (`None`: no such team).
 pub async fn lock_count(tx: &mut PgConnection, team: &str) -> Result<Option<i64>, StoreError> {
-    let locked: Option<String> =
-        sqlx::query_scalar("SELECT team_id FROM teams WHERE team_id = $1 FOR UPDATE")
-            .bind(team)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let lock = "SELECT team_id FROM teams WHERE team_id = $1 FOR UPDATE";
+    let locked: Option<String> = keyed::scalars(lock, &[team])
+        .fetch_optional(&mut *tx)
+        .await?;
     if locked.is_none() {
         return Ok(None);
     }
+    let count = "SELECT count(*) FROM webhooks WHERE team_id = $1";
     Ok(Some(
-        sqlx::query_scalar("SELECT count(*) FROM webhooks WHERE team_id = $1")
-            .bind(team)
-            .fetch_one(&mut *tx)
-            .await?,
+        keyed::scalars(count, &[team]).fetch_one(&mut *tx).await?,
     ))
 }
 
@@ -70,25 +67,22 @@ pub async fn insert(ex: impl PgExecutor<'_>, w: &NewWebhook<'_>) -> Result<Webho
         "INSERT INTO webhooks (team_id, id, url, events, format, secret, created_by) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
     );
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(w.team_id)
-        .bind(w.id)
-        .bind(w.url)
-        .bind(w.events)
-        .bind(w.format)
-        .bind(w.secret)
-        .bind(w.created_by)
-        .fetch_one(ex)
-        .await?)
+    let params = (
+        w.team_id,
+        w.id,
+        w.url,
+        w.events,
+        w.format,
+        w.secret,
+        w.created_by,
+    );
+    keyed::one(ex, AssertSqlSafe(sql), params).await
 }
 
 /// The team's webhooks, oldest first.
 pub async fn list(ex: impl PgExecutor<'_>, team: &str) -> Result<Vec<WebhookRow>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE team_id = $1 ORDER BY create_time, id");
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(team)
-        .fetch_all(ex)
-        .await?)
+    keyed::all(ex, AssertSqlSafe(sql), &[team]).await
 }
 
 pub async fn get(
@@ -97,11 +91,7 @@ pub async fn get(
     id: &str,
 ) -> Result<Option<WebhookRow>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE team_id = $1 AND id = $2");
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(team)
-        .bind(id)
-        .fetch_optional(ex)
-        .await?)
+    keyed::optional(ex, AssertSqlSafe(sql), &[team, id]).await
 }
 
 /// Delete a webhook and (by cascade) its deliveries, pending ones included; the
@@ -112,11 +102,7 @@ pub async fn delete(
     id: &str,
 ) -> Result<Option<WebhookRow>, StoreError> {
     let sql = format!("DELETE FROM webhooks WHERE team_id = $1 AND id = $2 RETURNING {COLUMNS}");
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(team)
-        .bind(id)
-        .fetch_optional(ex)
-        .await?)
+    keyed::optional(ex, AssertSqlSafe(sql), &[team, id]).await
 }
 
 /// A delivery as its log shows it.
@@ -153,14 +139,8 @@ pub async fn list_deliveries(
          FROM webhook_deliveries WHERE team_id = $1 AND webhook_id = $2 {bound} \
          ORDER BY create_time DESC, id DESC LIMIT $5"
     );
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(team)
-        .bind(webhook)
-        .bind(after.map(|a| a.0))
-        .bind(after.map(|a| a.1))
-        .bind(limit)
-        .fetch_all(ex)
-        .await?)
+    let params = (team, webhook, after.map(|a| a.0), after.map(|a| a.1), limit);
+    keyed::all(ex, AssertSqlSafe(sql), params).await
 }
 
 /// A delivery claimed for one try, with what sending it needs.
@@ -185,8 +165,7 @@ pub async fn claim(
     lease_seconds: f64,
     limit: i64,
 ) -> Result<Vec<Claimed>, StoreError> {
-    Ok(sqlx::query_as(
-        "WITH due AS ( \
+    let sql = "WITH due AS ( \
              SELECT id FROM webhook_deliveries \
              WHERE state = 'PENDING' AND next_attempt_time <= now() \
                AND (lease_expire IS NULL OR lease_expire < now()) \
@@ -196,13 +175,8 @@ pub async fn claim(
            FROM due, webhooks w \
           WHERE d.id = due.id AND w.team_id = d.team_id AND w.id = d.webhook_id \
          RETURNING d.id, d.team_id, d.webhook_id, d.event, d.payload, d.attempts, \
-                   d.create_time, w.url, w.format, w.secret",
-    )
-    .bind(owner)
-    .bind(lease_seconds)
-    .bind(limit)
-    .fetch_all(ex)
-    .await?)
+                   d.create_time, w.url, w.format, w.secret";
+    keyed::all(ex, sql, (owner, lease_seconds, limit)).await
 }
 
 /// One try of a delivery and what follows it.
@@ -225,8 +199,7 @@ pub async fn record_attempt(
     owner: &str,
     a: &Attempt<'_>,
 ) -> Result<bool, StoreError> {
-    let n = sqlx::query(
-        "WITH d AS ( \
+    let sql = "WITH d AS ( \
              UPDATE webhook_deliveries SET attempts = attempts + 1, state = $3, \
                     last_status = $4, last_error = $5, next_attempt_time = $6, \
                     deliver_time = CASE WHEN $3 = 'DELIVERED' THEN $7 END, \
@@ -234,19 +207,18 @@ pub async fn record_attempt(
               WHERE id = $1 AND lease_owner = $2 AND state = 'PENDING' \
              RETURNING id, attempts) \
          INSERT INTO webhook_attempts (delivery_id, attempt, time, duration_ms, status, error) \
-         SELECT id, attempts, $7, $8, $4, $5 FROM d",
-    )
-    .bind(id)
-    .bind(owner)
-    .bind(a.state)
-    .bind(a.status)
-    .bind(a.error)
-    .bind(a.next)
-    .bind(a.time)
-    .bind(a.duration_ms)
-    .execute(ex)
-    .await?
-    .rows_affected();
+         SELECT id, attempts, $7, $8, $4, $5 FROM d";
+    let params = (
+        id,
+        owner,
+        a.state,
+        a.status,
+        a.error,
+        a.next,
+        a.time,
+        a.duration_ms,
+    );
+    let n = keyed::execute(ex, sql, params).await?;
     Ok(n == 1)
 }
 
@@ -261,13 +233,9 @@ pub struct AttemptRow {
 }
 
 pub async fn attempts(ex: impl PgExecutor<'_>, id: Uuid) -> Result<Vec<AttemptRow>, StoreError> {
-    Ok(sqlx::query_as(
-        "SELECT attempt, time, duration_ms, status, error FROM webhook_attempts \
-         WHERE delivery_id = $1 ORDER BY attempt",
-    )
-    .bind(id)
-    .fetch_all(ex)
-    .await?)
+    let sql = "SELECT attempt, time, duration_ms, status, error FROM webhook_attempts \
+               WHERE delivery_id = $1 ORDER BY attempt";
+    keyed::all(ex, sql, (id,)).await
 }
 
 /// Delete DELIVERED and FAILED deliveries (with their tries) written before `cutoff`
@@ -276,11 +244,6 @@ pub async fn purge_settled_before(
     ex: impl PgExecutor<'_>,
     cutoff: DateTime<Utc>,
 ) -> Result<u64, StoreError> {
-    Ok(
-        sqlx::query("DELETE FROM webhook_deliveries WHERE state <> 'PENDING' AND create_time < $1")
-            .bind(cutoff)
-            .execute(ex)
-            .await?
-            .rows_affected(),
-    )
+    let sql = "DELETE FROM webhook_deliveries WHERE state <> 'PENDING' AND create_time < $1";
+    keyed::execute(ex, sql, (cutoff,)).await
 }
