@@ -1,7 +1,6 @@
 //! `/v1/operations`: get, list, and the custom methods `:cancel`, `:wait`, `:watch`,
 //! `:approve` and `:reject`.
 
-use super::call::{Call, Reply};
 use super::idempotency::{RequestIdQuery, RequestKey};
 use std::convert::Infallible;
 
@@ -22,6 +21,7 @@ use crate::service::operations::WatchEvent;
 use crate::service::provision::approval::Decision;
 use crate::service::{self, Caller};
 
+use super::call::{Call, Reply};
 use super::error::ApiError;
 use super::extract::{ApiJsonOrEmpty, ApiPath, ApiQuery, split_verb, unknown_verb};
 

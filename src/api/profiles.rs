@@ -1,6 +1,5 @@
 //! `/v1/profiles`: the caller's own profiles, and the `:activate` custom method.
 
-use super::call::{Call, Paged, Reply};
 use super::idempotency::{RequestIdQuery, RequestKey};
 use axum::Json;
 use axum::http::StatusCode;
@@ -15,6 +14,7 @@ use crate::model::Profile;
 use crate::service::{self, Caller};
 
 use super::PageQuery;
+use super::call::{Call, Paged, Reply};
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiPath, split_verb, unknown_verb};
 

@@ -1,9 +1,5 @@
 //! `/v1/me`, `/v1/teams`, `/v1/teams/{team}/members`.
 
-use super::call::{Call, Paged, Reply};
-use super::extract::{
-    ApiJson, ApiPath, ApiQuery, IfMatch, TeamAt, TeamItemAt, split_verb, unknown_verb,
-};
 use super::idempotency::{RequestIdQuery, RequestKey};
 use axum::Json;
 use axum::http::StatusCode;
@@ -18,7 +14,11 @@ use crate::domain::{Role, TeamId};
 use crate::model::{Me, Member, Team};
 use crate::service;
 
+use super::call::{Call, Paged, Reply};
 use super::error::ApiError;
+use super::extract::{
+    ApiJson, ApiPath, ApiQuery, IfMatch, TeamAt, TeamItemAt, split_verb, unknown_verb,
+};
 use super::{IfMatchHeader, PageQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
