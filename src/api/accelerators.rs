@@ -1,16 +1,15 @@
 //! `/v1/accelerators`: the catalog, and resolving any accepted spelling.
 
 use axum::Json;
-use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::call::{Call, Reply};
 use super::state::AppState;
 use crate::model::accelerator::Accelerator;
-use crate::service::{self, Caller};
+use crate::service;
 
-use super::error::ApiError;
 use super::extract::ApiPath;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -28,10 +27,7 @@ pub struct ListAcceleratorsResponse {
 /// estimated prices.
 #[utoipa::path(get, path = "/v1/accelerators", operation_id = "listAccelerators", tag = "accelerators",
     responses((status = 200, description = "The accelerator catalog", body = ListAcceleratorsResponse)))]
-async fn list_accelerators(
-    State(s): State<AppState>,
-    _caller: Caller,
-) -> Json<ListAcceleratorsResponse> {
+async fn list_accelerators(Call(s, _): Call) -> Json<ListAcceleratorsResponse> {
     Json(ListAcceleratorsResponse {
         accelerators: service::accelerators::list(&s.prices),
     })
@@ -41,10 +37,6 @@ async fn list_accelerators(
 #[utoipa::path(get, path = "/v1/accelerators/{spec}", operation_id = "getAccelerator", tag = "accelerators",
     params(("spec" = String, Path, description = "any accepted spelling")),
     responses((status = 200, description = "The accelerator the spelling resolves to", body = Accelerator)))]
-async fn get_accelerator(
-    State(s): State<AppState>,
-    _caller: Caller,
-    ApiPath(spec): ApiPath<String>,
-) -> Result<Json<Accelerator>, ApiError> {
+async fn get_accelerator(Call(s, _): Call, ApiPath(spec): ApiPath<String>) -> Reply<Accelerator> {
     Ok(Json(service::accelerators::resolve(&spec, &s.prices)?))
 }

@@ -15,7 +15,7 @@ use crate::service::adopt::discover::Discovery;
 use crate::service::{self, Caller, clusters::ClusterPath};
 
 use super::PoolParams;
-use super::error::ApiError;
+use super::call::Reply;
 use super::state::AppState;
 
 /// **discoverClusters**: the GKE clusters in the team's projects that kineticd has no
@@ -25,11 +25,7 @@ use super::state::AppState;
 #[utoipa::path(get, path = "/v1/teams/{team}:discoverClusters", operation_id = "discoverClusters", tag = "teams",
     params(("team" = String, Path, description = "team id")),
     responses((status = 200, description = "Unrecorded clusters and pools", body = Discovery)))]
-pub async fn discover_clusters(
-    s: &AppState,
-    caller: &Caller,
-    team: &str,
-) -> Result<Json<Discovery>, ApiError> {
+pub async fn discover_clusters(s: &AppState, caller: &Caller, team: &str) -> Reply<Discovery> {
     let team = TeamId::parse(team)?;
     Ok(Json(
         service::adopt::discover::discover(&s.db, &s.cloud, &s.prices, caller, &team).await?,
@@ -48,7 +44,7 @@ pub async fn import_node_pool(
     caller: &Caller,
     path: &ClusterPath,
     pool: &str,
-) -> Result<Json<NodePool>, ApiError> {
+) -> Reply<NodePool> {
     Ok(Json(
         service::adopt::pool::import(s, caller, path, pool).await?,
     ))

@@ -7,18 +7,18 @@
 //! otherwise); it changes nothing, in the records or in the cloud.
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::ClusterParams;
+use super::call::Call;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ClusterAt;
 use super::state::AppState;
 use crate::model::capacity::ClusterCapacity;
+use crate::service;
 use crate::service::capacity::Timing;
-use crate::service::{self, Caller};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_cluster_capacity))
@@ -38,8 +38,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = 409, body = ErrorBody, description = "GKE_CLUSTER_NOT_FOUND or CLUSTER_NOT_READY: no API server to read"),
         (status = 503, body = ErrorBody, description = "GKE_UNAVAILABLE or KUBERNETES_UNAVAILABLE: the cluster could not be read")))]
 async fn get_cluster_capacity(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ClusterAt(path): ClusterAt,
 ) -> Result<Response, ApiError> {
     let report = service::capacity::get(&s, &caller, &path).await?;

@@ -7,17 +7,17 @@
 //! Invariant: an unknown verb is 404 `METHOD_NOT_FOUND`, never a
 //! handler; the cluster path is validated before any handler runs.
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, Request};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use utoipa_axum::router::OpenApiRouter;
 
+use super::call::Call;
 use super::error::ApiError;
 use super::extract::{ApiPath, ClusterTarget, IfMatch, split_verb, unknown_verb};
 use super::preview;
 use super::provision::MutationParts;
 use super::state::AppState;
-use crate::service::Caller;
 use crate::service::clusters::ClusterPath;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -29,8 +29,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 async fn cluster_verb(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiPath((project, zone, segment)): ApiPath<(String, String, String)>,
     req: Request,
 ) -> Result<Response, ApiError> {

@@ -2,22 +2,20 @@
 //! the operation engine.
 
 use axum::Json;
-use axum::extract::State;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::extract::{ClusterAt, PoolAt};
+use super::call::{Call, Paged, Reply};
+use super::extract::{ApiPath, ApiQuery, ClusterAt, PoolAt};
 use super::state::AppState;
 use super::{ClusterParams, PoolParams};
 use crate::domain::{PoolId, ProjectId, ZoneName};
 use crate::model::{Cluster, NodePool};
+use crate::service;
 use crate::service::clusters::ListClusters;
-use crate::service::{self, Caller};
 
 use super::PageQuery;
-use super::error::ApiError;
-use super::extract::{ApiPath, ApiQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -61,10 +59,9 @@ pub struct ListClustersQuery {
 #[utoipa::path(get, path = "/v1/clusters", operation_id = "listClusters", tag = "clusters", params(ListClustersQuery),
     responses((status = 200, description = "One page of the clusters of the caller's teams", body = ListClustersResponse)))]
 async fn list_clusters(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiQuery(q): ApiQuery<ListClustersQuery>,
-) -> Result<Json<ListClustersResponse>, ApiError> {
+) -> Reply<ListClustersResponse> {
     let page = PageQuery {
         page_size: q.page_size,
         page_token: q.page_token,
@@ -79,17 +76,16 @@ async fn list_clusters(
     params(("project" = String, Path), ("zone" = String, Path, description = "a zone, or - for all"), PageQuery),
     responses((status = 200, description = "One page of the project's clusters", body = ListClustersResponse)))]
 async fn list_project_clusters(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiPath((project, zone)): ApiPath<(String, String)>,
-    ApiQuery(q): ApiQuery<PageQuery>,
-) -> Result<Json<ListClustersResponse>, ApiError> {
+    Paged(page): Paged,
+) -> Reply<ListClustersResponse> {
     let list = ListClusters {
         project: Some(ProjectId::parse(&project)?),
         zone: (zone != "-").then(|| ZoneName::parse(&zone)).transpose()?,
         ..ListClusters::default()
     };
-    let page = service::clusters::list(&s.db, &caller, list, &q.request(&s.page_key)).await?;
+    let page = service::clusters::list(&s.db, &caller, list, &page).await?;
     Ok(Json(page.into()))
 }
 
@@ -97,11 +93,7 @@ async fn list_project_clusters(
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}", operation_id = "getCluster", tag = "clusters",
     params(ClusterParams),
     responses((status = 200, description = "The cluster record with its node pools", body = Cluster)))]
-async fn get_cluster(
-    State(s): State<AppState>,
-    caller: Caller,
-    ClusterAt(path): ClusterAt,
-) -> Result<Json<Cluster>, ApiError> {
+async fn get_cluster(Call(s, caller): Call, ClusterAt(path): ClusterAt) -> Reply<Cluster> {
     Ok(Json(service::clusters::get(&s.db, &caller, &path).await?))
 }
 
@@ -112,13 +104,11 @@ list_response!(ListNodePoolsResponse, node_pools: NodePool);
     params(ClusterParams, PageQuery),
     responses((status = 200, description = "One page of the cluster's node pools", body = ListNodePoolsResponse)))]
 async fn list_node_pools(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ClusterAt(path): ClusterAt,
-    ApiQuery(q): ApiQuery<PageQuery>,
-) -> Result<Json<ListNodePoolsResponse>, ApiError> {
-    let page =
-        service::clusters::list_pools(&s.db, &caller, &path, &q.request(&s.page_key)).await?;
+    Paged(page): Paged,
+) -> Reply<ListNodePoolsResponse> {
+    let page = service::clusters::list_pools(&s.db, &caller, &path, &page).await?;
     Ok(Json(page.into()))
 }
 
@@ -126,11 +116,7 @@ async fn list_node_pools(
 #[utoipa::path(get, path = "/v1/projects/{project}/zones/{zone}/clusters/{cluster}/nodePools/{pool}", operation_id = "getNodePool", tag = "nodePools",
     params(PoolParams),
     responses((status = 200, description = "The node pool record", body = NodePool)))]
-async fn get_node_pool(
-    State(s): State<AppState>,
-    caller: Caller,
-    PoolAt(path, pool): PoolAt,
-) -> Result<Json<NodePool>, ApiError> {
+async fn get_node_pool(Call(s, caller): Call, PoolAt(path, pool): PoolAt) -> Reply<NodePool> {
     let pool = PoolId::parse(&pool)?;
     Ok(Json(
         service::clusters::get_pool(&s.db, &caller, &path, &pool).await?,

@@ -7,7 +7,6 @@
 //! (`Cache-Control: no-store`) and is chosen by `Accept` alone (no query parameter).
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -16,10 +15,11 @@ use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::ClusterParams;
+use super::call::Call;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ClusterAt;
 use super::state::AppState;
-use crate::service::{self, Caller};
+use crate::service;
 
 /// The YAML media type of the default answer.
 const YAML: &str = "application/yaml";
@@ -50,8 +50,7 @@ pub struct ClusterCredentials {
         (status = 409, body = ErrorBody, description = "CLUSTER_STATE_NOT_RUNNING or GKE_CLUSTER_NOT_FOUND: no cluster to connect to"),
         (status = 503, body = ErrorBody, description = "CLUSTER_NOT_READY or CLOUD_UNAVAILABLE: the GKE cluster has no endpoint yet or could not be read")))]
 async fn get_cluster_credentials(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ClusterAt(path): ClusterAt,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {

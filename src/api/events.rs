@@ -2,17 +2,16 @@
 //! (every team's, for service admins).
 
 use axum::Json;
-use axum::extract::State;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::error::ApiError;
-use super::extract::{ApiPath, ApiQuery};
+use super::PageQuery;
+use super::call::{Call, Paged, Reply};
+use super::extract::{ApiQuery, TeamAt};
 use super::state::AppState;
-use crate::domain::TeamId;
 use crate::model::event::Event;
-use crate::service::{self, Caller, PageRequest};
+use crate::service;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -28,20 +27,6 @@ pub struct ListEventsQuery {
     /// `time` compared with `=`, `>=`, `>`, `<=` or `<` to an RFC 3339 timestamp
     /// (`time >= "2026-12-01T00:00:00Z"`).
     pub filter: Option<String>,
-    /// Results per page: default 50, at most 1000 (larger values are lowered).
-    pub page_size: Option<i32>,
-    /// `nextPageToken` of the previous page.
-    pub page_token: Option<String>,
-}
-
-impl ListEventsQuery {
-    fn page(&self, s: &AppState) -> PageRequest {
-        PageRequest {
-            size: self.page_size.map(i64::from),
-            token: self.page_token.clone(),
-            key: s.page_key.clone(),
-        }
-    }
 }
 
 list_response!(ListEventsResponse, events: Event);
@@ -50,31 +35,30 @@ list_response!(ListEventsResponse, events: Event);
 /// resources, its operations' states, membership, policy and credentials given out.
 /// Every member of the team (any role).
 #[utoipa::path(get, path = "/v1/teams/{team}/events", operation_id = "listTeamEvents", tag = "teams",
-    params(("team" = String, Path, description = "team id"), ListEventsQuery),
+    params(("team" = String, Path, description = "team id"), ListEventsQuery, PageQuery),
     responses((status = 200, description = "One page of the team's events, newest first", body = ListEventsResponse)))]
 async fn list_team_events(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(team): ApiPath<String>,
+    Call(s, caller): Call,
+    TeamAt(team): TeamAt,
     ApiQuery(q): ApiQuery<ListEventsQuery>,
-) -> Result<Json<ListEventsResponse>, ApiError> {
-    let team = TeamId::parse(&team)?;
-    let filter = q.filter.clone().unwrap_or_default();
-    let page = service::audit::list_team(&s.db, &caller, &team, &filter, &q.page(&s)).await?;
+    Paged(page): Paged,
+) -> Reply<ListEventsResponse> {
+    let filter = q.filter.unwrap_or_default();
+    let page = service::audit::list_team(&s.db, &caller, &team, &filter, &page).await?;
     Ok(Json(page.into()))
 }
 
 /// Every team's audit trail (and the events of no team, such as refused team
 /// creations), newest first. Service admins only.
 #[utoipa::path(get, path = "/v1/events", operation_id = "listEvents", tag = "teams",
-    params(ListEventsQuery),
+    params(ListEventsQuery, PageQuery),
     responses((status = 200, description = "One page of events, newest first", body = ListEventsResponse)))]
 async fn list_events(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiQuery(q): ApiQuery<ListEventsQuery>,
-) -> Result<Json<ListEventsResponse>, ApiError> {
-    let filter = q.filter.clone().unwrap_or_default();
-    let page = service::audit::list_all(&s.db, &caller, &filter, &q.page(&s)).await?;
+    Paged(page): Paged,
+) -> Reply<ListEventsResponse> {
+    let filter = q.filter.unwrap_or_default();
+    let page = service::audit::list_all(&s.db, &caller, &filter, &page).await?;
     Ok(Json(page.into()))
 }

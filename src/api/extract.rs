@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 use super::error::ApiError;
+use crate::domain::TeamId;
 use crate::service::clusters::ClusterPath;
 
 /// `axum::Json` with API errors.
@@ -279,6 +280,33 @@ impl<S: Send + Sync> FromRequestParts<S> for ClusterAt {
         let ApiPath((project, zone, cluster)) =
             ApiPath::<(String, String, String)>::from_request_parts(parts, state).await?;
         Ok(ClusterAt(ClusterPath::parse(&project, &zone, &cluster)?))
+    }
+}
+
+/// The team a `/v1/teams/{team}...` route names, parsed and validated (400 for a malformed
+/// id) before the handler runs.
+pub struct TeamAt(pub TeamId);
+
+impl<S: Send + Sync> FromRequestParts<S> for TeamAt {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let ApiPath(team) = ApiPath::<String>::from_request_parts(parts, state).await?;
+        Ok(TeamAt(TeamId::parse(&team)?))
+    }
+}
+
+/// The team and the id of what a `/v1/teams/{team}/{kind}/{id}` route names below it
+/// (a webhook, a member), the id as sent: the handler or the service reads it.
+pub struct TeamItemAt(pub TeamId, pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for TeamItemAt {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let ApiPath((team, item)) =
+            ApiPath::<(String, String)>::from_request_parts(parts, state).await?;
+        Ok(TeamItemAt(TeamId::parse(&team)?, item))
     }
 }
 

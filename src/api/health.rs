@@ -7,6 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::call::Reply;
 use super::state::AppState;
 
 use super::error::{ApiError, ErrorBody};
@@ -35,7 +36,7 @@ async fn healthz() -> Json<Health> {
 /// The database answers and every migration is applied.
 #[utoipa::path(get, path = "/readyz", operation_id = "getReadiness", tag = "service", security(),
     responses((status = 200, description = "Ready: the database answers and every migration is applied", body = Health), (status = 503, description = "NOT_READY: the database does not answer or a migration is not applied", body = ErrorBody)))]
-async fn readyz(State(s): State<AppState>) -> Result<Json<Health>, ApiError> {
+async fn readyz(State(s): State<AppState>) -> Reply<Health> {
     let unavailable =
         |why: &str| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "NOT_READY", why.to_owned());
     match s.ready().await {

@@ -35,6 +35,7 @@ pub mod accelerators;
 pub mod adopt;
 pub mod audit;
 pub mod auth;
+pub mod call;
 pub mod capacity;
 pub mod check_workload;
 pub mod cluster_verbs;

@@ -5,7 +5,6 @@ use super::idempotency::{RequestIdQuery, RequestKey};
 use std::convert::Infallible;
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::HeaderValue;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -22,6 +21,7 @@ use crate::service::operations::WatchEvent;
 use crate::service::provision::approval::Decision;
 use crate::service::{self, Caller};
 
+use super::call::{Call, Reply};
 use super::error::ApiError;
 use super::extract::{ApiJsonOrEmpty, ApiPath, ApiQuery, split_verb, unknown_verb};
 
@@ -49,10 +49,9 @@ list_response!(ListOperationsResponse, operations: Operation);
 #[utoipa::path(get, path = "/v1/operations", operation_id = "listOperations", tag = "operations", params(ListOperationsQuery),
     responses((status = 200, description = "One page of operations, newest first", body = ListOperationsResponse)))]
 async fn list_operations(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiQuery(q): ApiQuery<ListOperationsQuery>,
-) -> Result<Json<ListOperationsResponse>, ApiError> {
+) -> Reply<ListOperationsResponse> {
     let page = service::PageRequest {
         size: q.page_size.map(i64::from),
         token: q.page_token,
@@ -106,8 +105,7 @@ pub async fn watch_operation(
 }
 
 async fn get_or_watch(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiPath(segment): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     match split_verb(&segment) {
@@ -128,7 +126,7 @@ pub async fn cancel_operation(
     caller: &Caller,
     id: &str,
     key: &RequestKey,
-) -> Result<Json<Operation>, ApiError> {
+) -> Reply<Operation> {
     let idem = key.bind(&())?;
     Ok(Json(
         service::operations::cancel(&s.db, caller, id, idem.as_ref()).await?,
@@ -152,7 +150,7 @@ pub async fn wait_operation(
     caller: &Caller,
     id: &str,
     q: &WaitQuery,
-) -> Result<Json<Operation>, ApiError> {
+) -> Reply<Operation> {
     let timeout = service::operations::parse_timeout(q.timeout.as_deref())?;
     Ok(Json(
         service::operations::wait(&s.db, &s.events, caller, id, timeout).await?,
@@ -199,13 +197,12 @@ async fn decide(s: &AppState, caller: &Caller, id: &str, d: Decision) -> Decided
 }
 
 async fn verb(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiPath(segment): ApiPath<String>,
     ApiQuery(q): ApiQuery<WaitQuery>,
     key: RequestKey,
     ApiJsonOrEmpty(body): ApiJsonOrEmpty<DecisionRequest>,
-) -> Result<Json<Operation>, ApiError> {
+) -> Reply<Operation> {
     match split_verb(&segment) {
         Some((id, "cancel")) => cancel_operation(&s, &caller, id, &key).await,
         Some((id, "wait")) => wait_operation(&s, &caller, id, &q).await,

@@ -5,15 +5,14 @@
 //! search changes nothing), checks the question and reads the cloud.
 
 use axum::Json;
-use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::error::{ApiError, ErrorBody};
-use super::extract::{ApiJson, ApiPath};
+use super::call::{Call, Reply};
+use super::error::ErrorBody;
+use super::extract::{ApiJson, TeamAt};
 use super::state::AppState;
-use crate::domain::TeamId;
 use crate::model::placement::{PlacementQuery, PlacementSearch};
-use crate::service::{self, Caller};
+use crate::service;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(search_placements))
@@ -34,12 +33,10 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses((status = 200, description = "Placements, best first, and warnings", body = PlacementSearch),
         (status = 400, body = ErrorBody, description = "INVALID_PLACEMENT_QUERY (metadata.field) or UNKNOWN_ACCELERATOR")))]
 async fn search_placements(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(team): ApiPath<String>,
+    Call(s, caller): Call,
+    TeamAt(team): TeamAt,
     ApiJson(body): ApiJson<PlacementQuery>,
-) -> Result<Json<PlacementSearch>, ApiError> {
-    let team = TeamId::parse(&team)?;
+) -> Reply<PlacementSearch> {
     Ok(Json(
         service::placements::search(&s, &caller, &team, &body).await?,
     ))

@@ -5,20 +5,18 @@
 //! ADMIN and OWNER change), validates the whole policy and checks the etag.
 
 use axum::Json;
-use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::IfMatchHeader;
-use super::error::ApiError;
-use super::extract::{ApiJson, ApiPath, ApiQuery, IfMatch};
+use super::call::{Call, Reply};
+use super::extract::{ApiJson, ApiQuery, IfMatch, TeamAt};
 use super::idempotency::{RequestIdQuery, RequestKey};
 use super::state::AppState;
-use crate::domain::TeamId;
+use crate::service;
 use crate::service::policy::{PolicyEvaluation, PolicyPatch, TeamPolicy};
-use crate::service::{self, Caller};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -30,12 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/v1/teams/{team}/policy", operation_id = "getTeamPolicy", tag = "teams",
     params(("team" = String, Path, description = "team id")),
     responses((status = 200, description = "The team's policy", body = TeamPolicy)))]
-async fn get_policy(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(team): ApiPath<String>,
-) -> Result<Json<TeamPolicy>, ApiError> {
-    let team = TeamId::parse(&team)?;
+async fn get_policy(Call(s, caller): Call, TeamAt(team): TeamAt) -> Reply<TeamPolicy> {
     Ok(Json(service::policy::get(&s.db, &caller, &team).await?))
 }
 
@@ -59,15 +52,13 @@ pub struct UpdatePolicyQuery {
     params(("team" = String, Path, description = "team id"), UpdatePolicyQuery, RequestIdQuery, IfMatchHeader),
     responses((status = 200, description = "The stored policy", body = TeamPolicy)))]
 async fn update_policy(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(team): ApiPath<String>,
+    Call(s, caller): Call,
+    TeamAt(team): TeamAt,
     ApiQuery(q): ApiQuery<UpdatePolicyQuery>,
     IfMatch(if_match): IfMatch,
     key: RequestKey,
     ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<Json<TeamPolicy>, ApiError> {
-    let team = TeamId::parse(&team)?;
+) -> Reply<TeamPolicy> {
     let idem = key.bind(&(&q.update_mask, &body))?;
     let etag = body.get("etag").and_then(Value::as_str);
     let patch = PolicyPatch {
@@ -86,12 +77,7 @@ async fn update_policy(
 #[utoipa::path(get, path = "/v1/teams/{team}/policy:evaluate", operation_id = "evaluateTeamPolicy", tag = "teams",
     params(("team" = String, Path, description = "team id")),
     responses((status = 200, description = "Usage against each limit", body = PolicyEvaluation)))]
-async fn evaluate_policy(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(team): ApiPath<String>,
-) -> Result<Json<PolicyEvaluation>, ApiError> {
-    let team = TeamId::parse(&team)?;
+async fn evaluate_policy(Call(s, caller): Call, TeamAt(team): TeamAt) -> Reply<PolicyEvaluation> {
     Ok(Json(
         service::policy::evaluate(&s.db, &caller, &team).await?,
     ))

@@ -7,18 +7,17 @@
 //! Invariant: an unknown verb is 404 `METHOD_NOT_FOUND`, never a handler; the cluster
 //! path is validated before any handler runs.
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, Request};
 use axum::response::{IntoResponse, Response};
 
-use crate::service::Caller;
 use crate::service::clusters::ClusterPath;
 
+use super::call::Call;
 use super::drill::drill_node_pool;
 use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery, IfMatch, PoolTarget, split_verb, unknown_verb};
 use super::preview::{self, body_of};
 use super::provision::{MutationParts, respond};
-use super::state::AppState;
 
 /// The pool path the verbs hang on.
 pub const POOL_PATH: &str =
@@ -27,8 +26,7 @@ pub const POOL_PATH: &str =
 /// POST on a pool: its custom methods (the drill and the previews of the pool's
 /// mutations).
 pub async fn pool_verb(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiPath((project, zone, cluster, segment)): ApiPath<(String, String, String, String)>,
     req: Request,
 ) -> Result<Response, ApiError> {

@@ -2,7 +2,6 @@
 
 use super::idempotency::{RequestIdQuery, RequestKey};
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
 use serde::Deserialize;
@@ -15,8 +14,9 @@ use crate::model::Profile;
 use crate::service::{self, Caller};
 
 use super::PageQuery;
+use super::call::{Call, Paged, Reply};
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiPath, ApiQuery, split_verb, unknown_verb};
+use super::extract::{ApiJson, ApiPath, split_verb, unknown_verb};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -32,12 +32,8 @@ list_response!(ListProfilesResponse, profiles: Profile);
 /// The caller's profiles.
 #[utoipa::path(get, path = "/v1/profiles", operation_id = "listProfiles", tag = "profiles", params(PageQuery),
     responses((status = 200, description = "One page of the caller's profiles", body = ListProfilesResponse)))]
-async fn list_profiles(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiQuery(q): ApiQuery<PageQuery>,
-) -> Result<Json<ListProfilesResponse>, ApiError> {
-    let page = service::profiles::list(&s.db, &caller, &q.request(&s.page_key)).await?;
+async fn list_profiles(Call(s, caller): Call, Paged(page): Paged) -> Reply<ListProfilesResponse> {
+    let page = service::profiles::list(&s.db, &caller, &page).await?;
     Ok(Json(page.into()))
 }
 
@@ -45,11 +41,7 @@ async fn list_profiles(
 #[utoipa::path(get, path = "/v1/profiles/{profile}", operation_id = "getProfile", tag = "profiles",
     params(("profile" = String, Path, description = "profile id")),
     responses((status = 200, description = "The profile", body = Profile)))]
-async fn get_profile(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(id): ApiPath<String>,
-) -> Result<Json<Profile>, ApiError> {
+async fn get_profile(Call(s, caller): Call, ApiPath(id): ApiPath<String>) -> Reply<Profile> {
     let id = ProfileId::parse(&id)?;
     Ok(Json(service::profiles::get(&s.db, &caller, &id).await?))
 }
@@ -70,12 +62,11 @@ pub struct PutProfileRequest {
     params(("profile" = String, Path, description = "profile id"), RequestIdQuery),
     responses((status = 200, description = "The profile as stored", body = Profile)))]
 async fn put_profile(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiPath(id): ApiPath<String>,
     key: RequestKey,
     ApiJson(req): ApiJson<PutProfileRequest>,
-) -> Result<Json<Profile>, ApiError> {
+) -> Reply<Profile> {
     let id = ProfileId::parse(&id)?;
     let idem = key.bind(&req)?;
     let namespace = req.namespace.as_deref();
@@ -88,8 +79,7 @@ async fn put_profile(
     params(("profile" = String, Path, description = "profile id"), RequestIdQuery),
     responses((status = 204, description = "deleted")))]
 async fn delete_profile(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiPath(id): ApiPath<String>,
     key: RequestKey,
 ) -> Result<StatusCode, ApiError> {
@@ -107,7 +97,7 @@ pub async fn activate_profile(
     caller: &Caller,
     id: &str,
     key: &RequestKey,
-) -> Result<Json<Profile>, ApiError> {
+) -> Reply<Profile> {
     let id = ProfileId::parse(id)?;
     let idem = key.bind(&())?;
     Ok(Json(
@@ -116,11 +106,10 @@ pub async fn activate_profile(
 }
 
 async fn profile_verb(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiPath(segment): ApiPath<String>,
     key: RequestKey,
-) -> Result<Json<Profile>, ApiError> {
+) -> Reply<Profile> {
     match split_verb(&segment) {
         Some((id, "activate")) => activate_profile(&s, &caller, id, &key).await,
         _ => Err(unknown_verb(&format!("POST /v1/profiles/{segment}"))),

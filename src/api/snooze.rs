@@ -13,7 +13,7 @@ use axum::extract::{FromRequest, Request};
 use crate::service::idle::{SnoozeRequest, Snoozed};
 use crate::service::{self, Caller, clusters::ClusterPath};
 
-use super::error::ApiError;
+use super::call::Reply;
 use super::extract::ApiJson;
 use super::state::AppState;
 use super::{ClusterParams, PoolParams};
@@ -30,7 +30,7 @@ pub async fn snooze_cluster(
     caller: &Caller,
     path: &ClusterPath,
     req: Request,
-) -> Result<Json<Snoozed>, ApiError> {
+) -> Reply<Snoozed> {
     let ApiJson(body) = ApiJson::<SnoozeRequest>::from_request(req, s).await?;
     Ok(Json(
         service::idle::snooze_cluster(s, caller, path, &body).await?,
@@ -49,7 +49,7 @@ pub async fn snooze_node_pool(
     path: &ClusterPath,
     pool: &str,
     req: Request,
-) -> Result<Json<Snoozed>, ApiError> {
+) -> Reply<Snoozed> {
     let ApiJson(body) = ApiJson::<SnoozeRequest>::from_request(req, s).await?;
     Ok(Json(
         service::idle::snooze_pool(s, caller, path, pool, &body).await?,

@@ -5,17 +5,17 @@
 //! 404 otherwise) and change nothing, in the records or in the cloud.
 
 use axum::Json;
-use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::ClusterParams;
+use super::call::{Call, Reply};
 use super::extract::ClusterAt;
 use super::state::AppState;
 use crate::model::status::ClusterStatus;
-use crate::service::{self, Caller};
+use crate::service;
 
 use super::accelerators::ListAcceleratorsResponse;
-use super::error::{ApiError, ErrorBody};
+use super::error::ErrorBody;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -33,10 +33,9 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses((status = 200, description = "Live status of the cluster's resources and drift from the records", body = ClusterStatus),
         (status = 503, body = ErrorBody, description = "CLOUD_UNAVAILABLE: none of the cluster's cloud resources could be read")))]
 async fn get_cluster_status(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ClusterAt(path): ClusterAt,
-) -> Result<Json<ClusterStatus>, ApiError> {
+) -> Reply<ClusterStatus> {
     Ok(Json(service::status::get(&s, &caller, &path).await?))
 }
 
@@ -46,10 +45,9 @@ async fn get_cluster_status(
     params(ClusterParams),
     responses((status = 200, description = "The accelerator catalog, with live set on the cluster's accelerators", body = ListAcceleratorsResponse)))]
 async fn list_cluster_accelerators(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ClusterAt(path): ClusterAt,
-) -> Result<Json<ListAcceleratorsResponse>, ApiError> {
+) -> Reply<ListAcceleratorsResponse> {
     Ok(Json(ListAcceleratorsResponse {
         accelerators: service::accelerators::for_cluster(&s.db, &caller, &path, &s.prices).await?,
     }))

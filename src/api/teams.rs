@@ -2,7 +2,6 @@
 
 use super::idempotency::{RequestIdQuery, RequestKey};
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -13,10 +12,13 @@ use super::state::AppState;
 use crate::domain::access::Member as RosterEntry;
 use crate::domain::{Role, TeamId};
 use crate::model::{Me, Member, Team};
-use crate::service::{self, Caller};
+use crate::service;
 
+use super::call::{Call, Paged, Reply};
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiPath, ApiQuery, IfMatch, split_verb, unknown_verb};
+use super::extract::{
+    ApiJson, ApiPath, ApiQuery, IfMatch, TeamAt, TeamItemAt, split_verb, unknown_verb,
+};
 use super::{IfMatchHeader, PageQuery};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -31,7 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// Who am I: email, admin flag, teams with roles, active profile.
 #[utoipa::path(get, path = "/v1/me", operation_id = "getCaller", tag = "identity",
     responses((status = 200, description = "The caller", body = Me)))]
-async fn me(State(s): State<AppState>, caller: Caller) -> Result<Json<Me>, ApiError> {
+async fn me(Call(s, caller): Call) -> Reply<Me> {
     Ok(Json(service::teams::me(&s.db, &caller).await?))
 }
 
@@ -56,8 +58,7 @@ pub struct CreateTeamRequest {
     params(RequestIdQuery),
     responses((status = 201, description = "The created team", body = Team)))]
 async fn create_team(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     key: RequestKey,
     ApiJson(req): ApiJson<CreateTeamRequest>,
 ) -> Result<(StatusCode, Json<Team>), ApiError> {
@@ -82,12 +83,8 @@ list_response!(ListTeamsResponse, teams: Team);
 /// Teams the caller belongs to (service admins: all teams).
 #[utoipa::path(get, path = "/v1/teams", operation_id = "listTeams", tag = "teams", params(PageQuery),
     responses((status = 200, description = "One page of the caller's teams", body = ListTeamsResponse)))]
-async fn list_teams(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiQuery(q): ApiQuery<PageQuery>,
-) -> Result<Json<ListTeamsResponse>, ApiError> {
-    let page = service::teams::list(&s.db, &caller, &q.request(&s.page_key)).await?;
+async fn list_teams(Call(s, caller): Call, Paged(page): Paged) -> Reply<ListTeamsResponse> {
+    let page = service::teams::list(&s.db, &caller, &page).await?;
     Ok(Json(page.into()))
 }
 
@@ -96,8 +93,7 @@ async fn list_teams(
     params(("team" = String, Path, description = "team id")),
     responses((status = 200, description = "The team", body = Team)))]
 async fn get_team(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     ApiPath(team): ApiPath<String>,
 ) -> Result<Response, ApiError> {
     // Custom methods share the team's path segment (`{team}:discoverClusters`).
@@ -140,15 +136,13 @@ pub struct UpdateTeamQuery {
     params(("team" = String, Path, description = "team id"), UpdateTeamQuery, RequestIdQuery, IfMatchHeader),
     responses((status = 200, description = "The updated team", body = Team)))]
 async fn update_team(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(team): ApiPath<String>,
+    Call(s, caller): Call,
+    TeamAt(team): TeamAt,
     ApiQuery(q): ApiQuery<UpdateTeamQuery>,
     IfMatch(if_match): IfMatch,
     key: RequestKey,
     ApiJson(req): ApiJson<UpdateTeamRequest>,
-) -> Result<Json<Team>, ApiError> {
-    let team = TeamId::parse(&team)?;
+) -> Reply<Team> {
     let idem = key.bind(&(&q.update_mask, &req))?;
     let patch = service::teams::TeamPatch {
         display_name: req.display_name,
@@ -166,13 +160,11 @@ async fn update_team(
     params(("team" = String, Path, description = "team id"), RequestIdQuery, IfMatchHeader),
     responses((status = 204, description = "deleted")))]
 async fn delete_team(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(team): ApiPath<String>,
+    Call(s, caller): Call,
+    TeamAt(team): TeamAt,
     IfMatch(if_match): IfMatch,
     key: RequestKey,
 ) -> Result<StatusCode, ApiError> {
-    let team = TeamId::parse(&team)?;
     let idem = key.bind(&())?;
     service::teams::delete(&s.db, &caller, &team, if_match.as_deref(), idem.as_ref()).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -185,13 +177,11 @@ list_response!(ListMembersResponse, members: Member);
     params(("team" = String, Path, description = "team id"), PageQuery),
     responses((status = 200, description = "One page of the team's members", body = ListMembersResponse)))]
 async fn list_members(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(team): ApiPath<String>,
-    ApiQuery(q): ApiQuery<PageQuery>,
-) -> Result<Json<ListMembersResponse>, ApiError> {
-    let team = TeamId::parse(&team)?;
-    let page = service::teams::list_members(&s.db, &caller, &team, &q.request(&s.page_key)).await?;
+    Call(s, caller): Call,
+    TeamAt(team): TeamAt,
+    Paged(page): Paged,
+) -> Reply<ListMembersResponse> {
+    let page = service::teams::list_members(&s.db, &caller, &team, &page).await?;
     Ok(Json(page.into()))
 }
 
@@ -208,14 +198,13 @@ pub struct PutMemberRequest {
            ("email" = String, Path, description = "member: an address (a person or service account), or group:ADDRESS for a Google group"), RequestIdQuery, IfMatchHeader),
     responses((status = 200, description = "The member with its role", body = Member)))]
 async fn put_member(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath((team, email)): ApiPath<(String, String)>,
+    Call(s, caller): Call,
+    TeamItemAt(team, email): TeamItemAt,
     IfMatch(if_match): IfMatch,
     key: RequestKey,
     ApiJson(req): ApiJson<PutMemberRequest>,
-) -> Result<Json<Member>, ApiError> {
-    let (team, member) = (TeamId::parse(&team)?, RosterEntry::parse(&email)?);
+) -> Reply<Member> {
+    let member = RosterEntry::parse(&email)?;
     let etag = if_match.as_deref();
     let idem = key.bind(&req)?;
     let m = service::teams::put_member(
@@ -236,13 +225,12 @@ async fn put_member(
            ("email" = String, Path, description = "member: an address (a person or service account), or group:ADDRESS for a Google group"), RequestIdQuery, IfMatchHeader),
     responses((status = 204, description = "removed")))]
 async fn delete_member(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath((team, email)): ApiPath<(String, String)>,
+    Call(s, caller): Call,
+    TeamItemAt(team, email): TeamItemAt,
     IfMatch(if_match): IfMatch,
     key: RequestKey,
 ) -> Result<StatusCode, ApiError> {
-    let (team, member) = (TeamId::parse(&team)?, RosterEntry::parse(&email)?);
+    let member = RosterEntry::parse(&email)?;
     let (etag, idem) = (if_match.as_deref(), key.bind(&())?);
     service::teams::delete_member(&s.db, &caller, &team, &member, etag, idem.as_ref()).await?;
     Ok(StatusCode::NO_CONTENT)

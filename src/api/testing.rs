@@ -5,17 +5,17 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::call::Call;
 use super::state::AppState;
 use crate::domain::OperationTarget;
 use crate::model::Operation;
+use crate::service;
 use crate::service::noop_operations::NoopSpec;
-use crate::service::{self, Caller};
 
 use super::error::ApiError;
 use super::extract::{ApiJson, ApiQuery};
@@ -37,10 +37,7 @@ fn disabled() -> ApiError {
 
 /// Panic inside a handler (development and test mode only): the answer is the panic
 /// layer's 500 with the request id.
-async fn deliberate_panic(
-    State(s): State<AppState>,
-    _caller: Caller,
-) -> Result<StatusCode, ApiError> {
+async fn deliberate_panic(Call(s, _): Call) -> Result<StatusCode, ApiError> {
     if !s.test_workflows {
         return Err(disabled());
     }
@@ -83,8 +80,7 @@ pub struct MutationQuery {
     request_body = NoopRequest, params(MutationQuery),
     responses((status = 202, description = "The queued NOOP operation", body = Operation)))]
 async fn create_noop(
-    State(s): State<AppState>,
-    caller: Caller,
+    Call(s, caller): Call,
     headers: HeaderMap,
     ApiQuery(q): ApiQuery<MutationQuery>,
     ApiJson(req): ApiJson<NoopRequest>,

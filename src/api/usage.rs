@@ -5,7 +5,6 @@
 //! authorises, checks the question and sums.
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -13,12 +12,12 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::call::Call;
 use super::error::{ApiError, ErrorBody};
-use super::extract::{ApiPath, ApiQuery};
+use super::extract::{ApiQuery, TeamAt};
 use super::state::AppState;
-use crate::domain::TeamId;
+use crate::service;
 use crate::service::usage::{UsageAsk, UsageReport};
-use crate::service::{self, Caller};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_usage))
@@ -49,13 +48,11 @@ pub struct UsageParams {
             content((UsageReport = "application/json"), (String = "text/csv"))),
         (status = 400, body = ErrorBody, description = "INVALID_USAGE_QUERY: the message names the parameter")))]
 async fn get_usage(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(team): ApiPath<String>,
+    Call(s, caller): Call,
+    TeamAt(team): TeamAt,
     ApiQuery(q): ApiQuery<UsageParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let team = TeamId::parse(&team)?;
     let ask = UsageAsk {
         start_time: q.start_time,
         end_time: q.end_time,

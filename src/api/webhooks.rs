@@ -5,18 +5,16 @@
 //! OWNER add and delete), validates and records.
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
-use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::PageQuery;
+use super::call::{Call, Paged, Reply};
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::extract::{ApiJson, TeamAt, TeamItemAt};
 use super::state::AppState;
-use crate::domain::TeamId;
+use crate::service;
 use crate::service::webhooks::{CreateWebhookRequest, Delivery, Webhook};
-use crate::service::{self, Caller, PageRequest};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -42,12 +40,10 @@ pub struct ListWebhooksResponse {
     params(("team" = String, Path, description = "team id")),
     responses((status = 201, description = "The webhook, with its secret (shown once)", body = Webhook)))]
 async fn create_webhook(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(team): ApiPath<String>,
+    Call(s, caller): Call,
+    TeamAt(team): TeamAt,
     ApiJson(body): ApiJson<CreateWebhookRequest>,
 ) -> Result<(StatusCode, Json<Webhook>), ApiError> {
-    let team = TeamId::parse(&team)?;
     let w = service::webhooks::create(&s.services, &caller, &team, body).await?;
     Ok((StatusCode::CREATED, Json(w)))
 }
@@ -56,12 +52,7 @@ async fn create_webhook(
 #[utoipa::path(get, path = "/v1/teams/{team}/webhooks", operation_id = "listWebhooks", tag = "teams",
     params(("team" = String, Path, description = "team id")),
     responses((status = 200, description = "The team's webhooks", body = ListWebhooksResponse)))]
-async fn list_webhooks(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath(team): ApiPath<String>,
-) -> Result<Json<ListWebhooksResponse>, ApiError> {
-    let team = TeamId::parse(&team)?;
+async fn list_webhooks(Call(s, caller): Call, TeamAt(team): TeamAt) -> Reply<ListWebhooksResponse> {
     let webhooks = service::webhooks::list(&s.db, &caller, &team).await?;
     Ok(Json(ListWebhooksResponse { webhooks }))
 }
@@ -71,11 +62,9 @@ async fn list_webhooks(
     params(("team" = String, Path, description = "team id"), ("webhook" = String, Path, description = "webhook id (`wh-1a2b3c4d`)")),
     responses((status = 200, description = "The webhook", body = Webhook)))]
 async fn get_webhook(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath((team, webhook)): ApiPath<(String, String)>,
-) -> Result<Json<Webhook>, ApiError> {
-    let team = TeamId::parse(&team)?;
+    Call(s, caller): Call,
+    TeamItemAt(team, webhook): TeamItemAt,
+) -> Reply<Webhook> {
     Ok(Json(
         service::webhooks::get(&s.db, &caller, &team, &webhook).await?,
     ))
@@ -87,23 +76,11 @@ async fn get_webhook(
     params(("team" = String, Path, description = "team id"), ("webhook" = String, Path, description = "webhook id")),
     responses((status = 204, description = "Deleted")))]
 async fn delete_webhook(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath((team, webhook)): ApiPath<(String, String)>,
+    Call(s, caller): Call,
+    TeamItemAt(team, webhook): TeamItemAt,
 ) -> Result<StatusCode, ApiError> {
-    let team = TeamId::parse(&team)?;
     service::webhooks::delete(&s.db, &caller, &team, &webhook).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase")]
-#[into_params(parameter_in = Query)]
-pub struct ListDeliveriesQuery {
-    /// Results per page: default 50, at most 1000 (larger values are lowered).
-    pub page_size: Option<i32>,
-    /// `nextPageToken` of the previous page.
-    pub page_token: Option<String>,
 }
 
 list_response!(ListDeliveriesResponse, deliveries: Delivery);
@@ -111,20 +88,13 @@ list_response!(ListDeliveriesResponse, deliveries: Delivery);
 /// A webhook's deliveries, newest first: state, tries, the last status or error, and
 /// when the next try is due (any member).
 #[utoipa::path(get, path = "/v1/teams/{team}/webhooks/{webhook}/deliveries", operation_id = "listWebhookDeliveries", tag = "teams",
-    params(("team" = String, Path, description = "team id"), ("webhook" = String, Path, description = "webhook id"), ListDeliveriesQuery),
+    params(("team" = String, Path, description = "team id"), ("webhook" = String, Path, description = "webhook id"), PageQuery),
     responses((status = 200, description = "One page of deliveries, newest first", body = ListDeliveriesResponse)))]
 async fn list_deliveries(
-    State(s): State<AppState>,
-    caller: Caller,
-    ApiPath((team, webhook)): ApiPath<(String, String)>,
-    ApiQuery(q): ApiQuery<ListDeliveriesQuery>,
-) -> Result<Json<ListDeliveriesResponse>, ApiError> {
-    let team = TeamId::parse(&team)?;
-    let page = PageRequest {
-        size: q.page_size.map(i64::from),
-        token: q.page_token.clone(),
-        key: s.page_key.clone(),
-    };
+    Call(s, caller): Call,
+    TeamItemAt(team, webhook): TeamItemAt,
+    Paged(page): Paged,
+) -> Reply<ListDeliveriesResponse> {
     let page = service::webhooks::deliveries(&s.db, &caller, &team, &webhook, &page).await?;
     Ok(Json(page.into()))
 }

@@ -8,7 +8,6 @@
 //! each shows its service error in place.
 
 use askama::Template;
-use axum::extract::State;
 use axum::response::Response;
 
 use crate::domain::ClusterState;
@@ -17,9 +16,8 @@ use crate::model::status::ClusterStatus;
 use crate::model::{Cluster, NodePool};
 use crate::service::{self};
 
-use super::ConsoleState;
 use super::error::PageError;
-use super::identity::Viewer;
+use super::identity::Visit;
 use super::paths::ConsoleCluster;
 use super::view::{self, Chrome};
 
@@ -378,8 +376,7 @@ pub fn base_href(c: &Cluster) -> String {
 }
 
 pub async fn page(
-    State(s): State<ConsoleState>,
-    v: Viewer,
+    Visit(s, v): Visit,
     ConsoleCluster(path): ConsoleCluster,
 ) -> Result<Response, PageError> {
     let svc = &s.services;

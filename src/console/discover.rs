@@ -7,15 +7,13 @@
 //! `GET /v1/teams/{team}:discoverClusters` answers, warnings included; it changes nothing.
 
 use askama::Template;
-use axum::extract::{Path, State};
 use axum::response::Response;
 
-use crate::domain::TeamId;
 use crate::service::adopt::discover::{DiscoveredPool, Discovery};
 
-use super::ConsoleState;
 use super::error::PageError;
-use super::identity::Viewer;
+use super::identity::Visit;
+use super::paths::ConsoleTeam;
 use super::view::{self, Chrome};
 
 /// A pool as a line of the page.
@@ -97,12 +95,7 @@ fn lines(d: &Discovery) -> (Vec<ClusterLine>, Vec<UnrecordedLine>) {
 }
 
 /// `GET /console/teams/{team}/discover`.
-pub async fn page(
-    State(s): State<ConsoleState>,
-    v: Viewer,
-    Path(team): Path<String>,
-) -> Result<Response, PageError> {
-    let id = TeamId::parse(&team)?;
+pub async fn page(Visit(s, v): Visit, ConsoleTeam(id): ConsoleTeam) -> Result<Response, PageError> {
     let svc = &s.services;
     let d =
         crate::service::adopt::discover::discover(&svc.db, &svc.cloud, &svc.prices, &v.caller, &id)

@@ -6,17 +6,17 @@
 //! a non-admin the same 403 as from the API, and a filter means what it means there.
 
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::Query;
 use axum::response::Response;
 use serde::Deserialize;
 
-use crate::domain::TeamId;
 use crate::model::event::Event;
 use crate::service::{self, Page, PageRequest};
 
 use super::ConsoleState;
 use super::error::PageError;
-use super::identity::Viewer;
+use super::identity::{Viewer, Visit};
+use super::paths::ConsoleTeam;
 use super::view::{self, Chrome};
 
 /// `?filter=&pageToken=`.
@@ -119,12 +119,10 @@ fn page_request(s: &ConsoleState, q: &EventsQuery) -> PageRequest {
 
 /// `GET /console/teams/{team}/events`: the team's trail (any member).
 pub async fn team(
-    State(s): State<ConsoleState>,
-    v: Viewer,
-    Path(team): Path<String>,
+    Visit(s, v): Visit,
+    ConsoleTeam(id): ConsoleTeam,
     Query(q): Query<EventsQuery>,
 ) -> Result<Response, PageError> {
-    let id = TeamId::parse(&team)?;
     let db = &s.services.db;
     let page =
         service::audit::list_team(db, &v.caller, &id, &q.filter, &page_request(&s, &q)).await?;
@@ -133,11 +131,7 @@ pub async fn team(
 }
 
 /// `GET /console/events`: every team's trail (service admins).
-pub async fn all(
-    State(s): State<ConsoleState>,
-    v: Viewer,
-    Query(q): Query<EventsQuery>,
-) -> Result<Response, PageError> {
+pub async fn all(Visit(s, v): Visit, Query(q): Query<EventsQuery>) -> Result<Response, PageError> {
     let db = &s.services.db;
     let page = service::audit::list_all(db, &v.caller, &q.filter, &page_request(&s, &q)).await?;
     render(

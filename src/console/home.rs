@@ -7,7 +7,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use askama::Template;
-use axum::extract::State;
 use axum::response::Response;
 
 use crate::model::{Cluster, Operation};
@@ -16,7 +15,7 @@ use crate::service::{self, Caller, PageRequest};
 
 use super::ConsoleState;
 use super::error::PageError;
-use super::identity::Viewer;
+use super::identity::Visit;
 use super::view::{self, Chrome};
 
 pub struct ClusterRow {
@@ -158,7 +157,7 @@ pub async fn running_operations(
     )
 }
 
-pub async fn page(State(s): State<ConsoleState>, v: Viewer) -> Result<Response, PageError> {
+pub async fn page(Visit(s, v): Visit) -> Result<Response, PageError> {
     let me = service::teams::me(&s.services.db, &v.caller).await?;
     let clusters = all_clusters(&s, &v.caller, ListClusters::default).await?;
     let running = running_operations(&s, &v.caller, "done=false").await?;

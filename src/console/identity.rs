@@ -4,7 +4,8 @@
 //!
 //! Invariants: the dev cookie is read in dev mode only; in IAP mode it changes nothing.
 //! A request is charged to its caller's token bucket (the API's) once, when its
-//! [`Viewer`] is first extracted, before any handler reads anything.
+//! [`Viewer`] is first extracted, before any handler reads anything. A [`Visit`] is the
+//! state and that same [`Viewer`], taken as one by the pages that read both.
 
 use axum::extract::FromRequestParts;
 use axum::http::StatusCode;
@@ -72,5 +73,18 @@ impl FromRequestParts<ConsoleState> for Viewer {
         };
         parts.extensions.insert(v.clone());
         Ok(v)
+    }
+}
+
+/// The console's state and the [`Viewer`] of the request: what a page handler starts
+/// from (`State`, then `Viewer`).
+pub struct Visit(pub ConsoleState, pub Viewer);
+
+impl FromRequestParts<ConsoleState> for Visit {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &ConsoleState) -> Result<Self, PageError> {
+        let v = Viewer::from_request_parts(parts, s).await?;
+        Ok(Visit(s.clone(), v))
     }
 }

@@ -26,7 +26,7 @@ use crate::service::provision::approval::Decision;
 use super::ConsoleState;
 use super::error::PageError;
 use super::form::Posted;
-use super::identity::Viewer;
+use super::identity::{Viewer, Visit};
 use super::view::{self, Chrome};
 
 pub struct StepView {
@@ -312,11 +312,7 @@ pub async fn live(ViewedOperation { op, .. }: ViewedOperation) -> Result<Respons
 /// carrying the operation's state (the page fetches the fragment to show it). The
 /// stream holds one of the caller's event-stream places (the API's `:watch` takes them
 /// too) for as long as it lives.
-pub async fn events(
-    State(s): State<ConsoleState>,
-    v: Viewer,
-    Path(id): Path<String>,
-) -> Result<Response, PageError> {
+pub async fn events(Visit(s, v): Visit, Path(id): Path<String>) -> Result<Response, PageError> {
     let permit = s.limits.watch_permit(&v.caller.email)?;
     let stream = service::operations::watch(
         s.services.db.clone(),

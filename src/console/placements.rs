@@ -7,17 +7,16 @@
 //! the service refuses (400) is shown above the form, not as an error page.
 
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::Query;
 use axum::response::Response;
 use serde::Deserialize;
 
-use crate::domain::TeamId;
 use crate::domain::rpc::RpcCode;
 use crate::model::placement::{Placement, PlacementQuery};
 
-use super::ConsoleState;
 use super::error::PageError;
-use super::identity::Viewer;
+use super::identity::Visit;
+use super::paths::ConsoleTeam;
 use super::view::{self, Chrome};
 
 /// `?accelerator=&count=` (both empty: the form only).
@@ -86,12 +85,10 @@ fn row(i: usize, p: &Placement) -> Row {
 
 /// `GET /console/teams/{team}/placements`.
 pub async fn page(
-    State(s): State<ConsoleState>,
-    v: Viewer,
-    Path(team): Path<String>,
+    Visit(s, v): Visit,
+    ConsoleTeam(id): ConsoleTeam,
     Query(q): Query<Ask>,
 ) -> Result<Response, PageError> {
-    let id = TeamId::parse(&team)?;
     let accelerator = q.accelerator.unwrap_or_default().trim().to_owned();
     let count = q.count.unwrap_or_default().trim().to_owned();
     let here = format!("/console/teams/{}/placements", id.as_str());

@@ -28,7 +28,7 @@ use crate::service::{self, Caller};
 use super::ConsoleState;
 use super::error::PageError;
 use super::form::Posted;
-use super::identity::Viewer;
+use super::identity::{Viewer, Visit};
 use super::paths::{ConsoleCluster, ConsolePool};
 use super::view::{self, Chrome};
 
@@ -323,8 +323,7 @@ async fn preview_up(
 
 /// `GET /console/up`: the form; with `cluster` filled in, the preview and a confirm form.
 pub async fn up_form(
-    State(s): State<ConsoleState>,
-    v: Viewer,
+    Visit(s, v): Visit,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
     let mut f = UpFields {
@@ -446,8 +445,7 @@ async fn preview_pool(
 
 /// `GET .../pools/add`: the form; with `preview`, the plan and a confirm form.
 pub async fn pool_add_form(
-    State(s): State<ConsoleState>,
-    v: Viewer,
+    Visit(s, v): Visit,
     ConsoleCluster(path): ConsoleCluster,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
@@ -579,8 +577,7 @@ async fn run_removal(
 
 /// `GET .../pools/{pool}/remove`: the plan of removing the pool, and a confirm button.
 pub async fn pool_remove_confirm(
-    State(s): State<ConsoleState>,
-    v: Viewer,
+    Visit(s, v): Visit,
     ConsolePool { path, pool }: ConsolePool,
 ) -> Result<Response, PageError> {
     let resource = format!("{}/nodePools/{pool}", path.name());
@@ -608,8 +605,7 @@ pub async fn pool_remove(
 
 /// `GET .../down`: the plan of deleting the cluster, and a confirm button.
 pub async fn down_confirm(
-    State(s): State<ConsoleState>,
-    v: Viewer,
+    Visit(s, v): Visit,
     ConsoleCluster(path): ConsoleCluster,
 ) -> Result<Response, PageError> {
     let name = path.cluster.as_str();

@@ -16,7 +16,8 @@ use super::ConsoleState;
 use super::error::PageError;
 use super::form::Posted;
 use super::home::{ClusterRow, all_clusters};
-use super::identity::Viewer;
+use super::identity::Visit;
+use super::paths::ConsoleTeam;
 use super::view::{self, Chrome};
 
 pub const ROLES: [&str; 4] = ["VIEWER", "MEMBER", "ADMIN", "OWNER"];
@@ -43,7 +44,7 @@ fn page_of(s: &ConsoleState) -> PageRequest {
     }
 }
 
-pub async fn list(State(s): State<ConsoleState>, v: Viewer) -> Result<Response, PageError> {
+pub async fn list(Visit(s, v): Visit) -> Result<Response, PageError> {
     let teams = service::teams::list(&s.services.db, &v.caller, &page_of(&s)).await?;
     view::render(&Teams {
         chrome: Chrome::new(&v, "Teams", "/console/teams"),
@@ -150,12 +151,7 @@ struct ApprovalRow {
     reasons: String,
 }
 
-pub async fn page(
-    State(s): State<ConsoleState>,
-    v: Viewer,
-    Path(team): Path<String>,
-) -> Result<Response, PageError> {
-    let id = TeamId::parse(&team)?;
+pub async fn page(Visit(s, v): Visit, ConsoleTeam(id): ConsoleTeam) -> Result<Response, PageError> {
     let db = &s.services.db;
     let t = service::teams::get(db, &v.caller, &id).await?;
     let role = service::access::team_role(db, &v.caller, id.as_str())
@@ -285,7 +281,7 @@ struct Accelerators {
 }
 
 /// The catalog with prices (any authenticated caller).
-pub async fn accelerators(State(s): State<ConsoleState>, v: Viewer) -> Result<Response, PageError> {
+pub async fn accelerators(Visit(s, v): Visit) -> Result<Response, PageError> {
     let rows = service::accelerators::list(&s.services.prices)
         .into_iter()
         .map(|a| AccelRow {

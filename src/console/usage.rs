@@ -6,16 +6,15 @@
 //! the API answers (same members, same range rules, same gaps).
 
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::Query;
 use axum::response::Response;
 use serde::Deserialize;
 
-use crate::domain::TeamId;
 use crate::service::usage::{UsageAsk, UsageReport, UsageRow};
 
-use super::ConsoleState;
 use super::error::PageError;
-use super::identity::Viewer;
+use super::identity::Visit;
+use super::paths::ConsoleTeam;
 use super::view::{self, Chrome};
 
 /// `?startTime=&endTime=` (RFC 3339; default: the month so far).
@@ -132,12 +131,10 @@ fn row(r: &UsageRow) -> Row {
 
 /// `GET /console/teams/{team}/usage`.
 pub async fn page(
-    State(s): State<ConsoleState>,
-    v: Viewer,
-    Path(team): Path<String>,
+    Visit(s, v): Visit,
+    ConsoleTeam(id): ConsoleTeam,
     Query(q): Query<UsageQuery>,
 ) -> Result<Response, PageError> {
-    let id = TeamId::parse(&team)?;
     let svc = &s.services;
     let ask = |group: &str| UsageAsk {
         start_time: q.start_time.clone(),
