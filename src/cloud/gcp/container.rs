@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::config::Service;
@@ -72,6 +73,19 @@ impl Container {
         Container { http }
     }
 
+    /// A POST of `body` to `path` (a create, or a `:verb` action), answered with the
+    /// operation.
+    async fn post(
+        &self,
+        method: &'static str,
+        path: String,
+        body: &impl Serialize,
+    ) -> Result<Operation, GcpError> {
+        self.http
+            .call(Call::post(SVC, method, path).json(body))
+            .await
+    }
+
     /// `clusters.create`: POST `projects/{p}/locations/{l}/clusters` `{"cluster": ...}`.
     pub async fn create_cluster(
         &self,
@@ -83,9 +97,7 @@ impl Container {
             cluster: Some(cluster.clone()),
         };
         let path = format!("{}/clusters", parent(project, location));
-        self.http
-            .call(Call::post(SVC, "clusters.create", path).json(&body))
-            .await
+        self.post("clusters.create", path, &body).await
     }
 
     /// `clusters.get`.
@@ -132,9 +144,7 @@ impl Container {
             node_pool: Some(pool.clone()),
         };
         let path = format!("{}/nodePools", cluster_path(project, location, cluster));
-        self.http
-            .call(Call::post(SVC, "nodePools.create", path).json(&body))
-            .await
+        self.post("nodePools.create", path, &body).await
     }
 
     /// `nodePools.get`.
@@ -186,9 +196,7 @@ impl Container {
             node_count: Some(node_count),
         };
         let path = format!("{}:setSize", pool_path(project, location, cluster, pool));
-        self.http
-            .call(Call::post(SVC, "nodePools.setSize", path).json(&body))
-            .await
+        self.post("nodePools.setSize", path, &body).await
     }
 
     /// `nodePools.setAutoscaling`: POST `.../nodePools/{np}:setAutoscaling`
@@ -207,9 +215,7 @@ impl Container {
             name: Some(name.clone()),
         };
         let path = format!("{name}:setAutoscaling");
-        self.http
-            .call(Call::post(SVC, "nodePools.setAutoscaling", path).json(&body))
-            .await
+        self.post("nodePools.setAutoscaling", path, &body).await
     }
 
     /// `operations.get`: GET `projects/{p}/locations/{l}/operations/{name}`.

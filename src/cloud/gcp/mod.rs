@@ -13,6 +13,7 @@ pub mod error;
 pub mod http;
 pub mod iam;
 pub mod lro;
+mod pages;
 pub mod policy;
 pub mod resource_manager;
 pub mod service_usage;

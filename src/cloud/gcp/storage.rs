@@ -13,8 +13,10 @@ use tokio_util::sync::CancellationToken;
 use super::config::Service;
 use super::error::{GcpError, RetryClass};
 use super::http::{Call, GcpHttp};
+use super::pages::{all_pages, paged};
 use super::policy::{RmwPolicy, modify_policy};
 use super::types::iam::Policy;
+use super::types::list::List;
 use super::types::storage::{Bucket, BucketPolicy, Object, Objects};
 
 /// Reason of the error [`Storage::delete_bucket`] returns for a bucket still holding
@@ -38,6 +40,15 @@ pub struct ListObjects<'a> {
     pub prefix: Option<&'a str>,
     pub page_token: Option<&'a str>,
     pub max_results: Option<u32>,
+}
+
+/// `objects.list` of `bucket`, filtered by `prefix` (a page size and token still to add).
+fn objects<'a>(bucket: &str, prefix: Option<&str>) -> Call<'a> {
+    let call = Call::get(S, "objects.list", format!("b/{}/o", encode(bucket)));
+    match prefix {
+        Some(p) => call.query("prefix", p),
+        None => call,
+    }
 }
 
 impl Storage {
@@ -91,17 +102,10 @@ impl Storage {
         bucket: &str,
         opts: &ListObjects<'_>,
     ) -> Result<Objects, GcpError> {
-        let mut call = Call::get(S, "objects.list", format!("b/{}/o", encode(bucket)));
-        if let Some(p) = opts.prefix {
-            call = call.query("prefix", p);
-        }
-        if let Some(t) = opts.page_token {
-            call = call.query("pageToken", t);
-        }
-        if let Some(n) = opts.max_results {
-            call = call.query("maxResults", n);
-        }
-        self.http.call(call).await
+        let call = objects(bucket, opts.prefix);
+        self.http
+            .call(paged(call, opts.max_results, opts.page_token))
+            .await
     }
 
     /// objects.list, following `nextPageToken` to the end.
@@ -111,25 +115,10 @@ impl Storage {
         prefix: Option<&str>,
         page_size: Option<u32>,
     ) -> Result<Vec<Object>, GcpError> {
-        let mut all = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = self
-                .list_objects(
-                    bucket,
-                    &ListObjects {
-                        prefix,
-                        page_token: token.as_deref(),
-                        max_results: page_size,
-                    },
-                )
-                .await?;
-            all.extend(page.items);
-            match page.next_page_token {
-                Some(t) if !t.is_empty() => token = Some(t),
-                _ => return Ok(all),
-            }
-        }
+        // Every page: unlike Compute's lists, a bucket's objects have no bound. A page
+        // is read as the generic `List` (the same `items` and `nextPageToken`).
+        let call = objects(bucket, prefix);
+        all_pages::<List<Object>>(&self.http, call, page_size, usize::MAX).await
     }
 
     /// objects.delete.

@@ -17,6 +17,7 @@ use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 
 use super::inventory::NodeInfo;
+use super::wait::status_conditions;
 use super::{KubeCluster, KubeError};
 
 /// Node conditions that mean pressure when True.
@@ -34,11 +35,7 @@ pub struct NodeHealth {
 
 impl NodeHealth {
     pub fn from_node(n: &Node) -> NodeHealth {
-        let conds = n
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.clone())
-            .unwrap_or_default();
+        let conds = status_conditions(n.status.as_ref(), |s| s.conditions.as_ref());
         let pressures = conds
             .iter()
             .filter(|c| PRESSURES.contains(&c.type_.as_str()) && c.status == "True")

@@ -79,6 +79,14 @@ fn pending_generation(generation: Option<i64>, observed: Option<i64>) -> Option<
     })
 }
 
+/// The conditions of an object's `status` (empty when it has no status or no conditions).
+pub(crate) fn status_conditions<S, C: Clone>(
+    status: Option<&S>,
+    conditions: impl FnOnce(&S) -> Option<&Vec<C>>,
+) -> Vec<C> {
+    status.and_then(conditions).cloned().unwrap_or_default()
+}
+
 /// Whether a Deployment is Available for its current generation.
 pub fn deployment_check(d: &Deployment) -> Check {
     let status = d.status.clone().unwrap_or_default();
@@ -127,11 +135,7 @@ pub fn daemonset_check(ds: &DaemonSet, ready: bool) -> Check {
 
 /// Whether a CRD is Established.
 pub fn crd_check(crd: &CustomResourceDefinition) -> Check {
-    let conds = crd
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.clone())
-        .unwrap_or_default();
+    let conds = status_conditions(crd.status.as_ref(), |s| s.conditions.as_ref());
     let est = conds.iter().find(|c| c.type_ == "Established");
     let done = est.is_some_and(|c| c.status == "True");
     let message = match est {

@@ -10,7 +10,7 @@ use super::super::error::GcpError;
 use super::super::http::Call;
 use super::super::types::compute::Operation;
 use super::super::types::mig::{DeleteInstancesRequest, ManagedInstance, ManagedInstanceList};
-use super::{Compute, SVC, all_pages, paged};
+use super::{Compute, SVC, all_pages};
 
 /// A zonal managed instance group, as an `instanceGroupUrls` entry names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,17 +56,6 @@ impl MigRef {
 }
 
 impl Compute {
-    /// `instanceGroupManagers.listManagedInstances`, one page (a POST without a body).
-    pub async fn list_managed_instances_page(
-        &self,
-        mig: &MigRef,
-        max_results: Option<u32>,
-        page_token: Option<&str>,
-    ) -> Result<ManagedInstanceList, GcpError> {
-        let call = mig.list_managed_instances();
-        self.http.call(paged(call, max_results, page_token)).await
-    }
-
     /// Every managed instance of the group, all pages.
     pub async fn list_managed_instances(
         &self,

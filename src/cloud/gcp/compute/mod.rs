@@ -21,6 +21,7 @@ use super::config::Service;
 use super::error::GcpError;
 use super::http::{Call, GcpHttp};
 use super::lro::{self, LroPolicy};
+use super::pages::{self, paged};
 use super::types::compute::{
     AcceleratorType, AcceleratorTypeList, MachineType, Network, Operation, Region, Router, Zone,
     ZoneList,
@@ -32,17 +33,6 @@ const SVC: Service = Service::Compute;
 /// Hard stop for the every-page lists (a zone has a dozen types, Google ~130 zones).
 const MAX_PAGES: usize = 100;
 
-/// A list call with its page size and token.
-fn paged<'a>(mut call: Call<'a>, max_results: Option<u32>, page_token: Option<&str>) -> Call<'a> {
-    if let Some(n) = max_results {
-        call = call.query("maxResults", n);
-    }
-    if let Some(t) = page_token {
-        call = call.query("pageToken", t);
-    }
-    call
-}
-
 /// Follow `nextPageToken` from the first page of `call` to the last (at most
 /// [`MAX_PAGES`]), `max_results` a page.
 async fn all_pages<P: Page + DeserializeOwned>(
@@ -50,24 +40,7 @@ async fn all_pages<P: Page + DeserializeOwned>(
     call: Call<'_>,
     max_results: Option<u32>,
 ) -> Result<Vec<P::Item>, GcpError> {
-    let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    for _ in 0..MAX_PAGES {
-        let page: P = http
-            .call(paged(call.clone(), max_results, token.as_deref()))
-            .await?;
-        let (items, next) = page.into_parts();
-        out.extend(items);
-        match next.filter(|t| !t.is_empty()) {
-            Some(t) => token = Some(t),
-            None => return Ok(out),
-        }
-    }
-    Err(GcpError::transport(
-        SVC.name(),
-        call.method,
-        format!("more than {MAX_PAGES} pages"),
-    ))
+    pages::all_pages::<P>(http, call, max_results, MAX_PAGES).await
 }
 
 /// `acceleratorTypes.list` of a zone (a page size and token still to add).

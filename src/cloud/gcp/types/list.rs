@@ -1,5 +1,7 @@
 //! Compute Engine's list pages (`ZoneList`, `AcceleratorTypeList`, `ReservationList`,
-//! ...): one generic page type, since these schemas differ only in their item type.
+//! ...): one generic page type, since these schemas differ only in their item type
+//! (Storage's `objects.list` pages are read through it too when only their `items` are
+//! wanted: the same `items` and `nextPageToken`).
 //!
 //! Invariant: the fields are those every such Compute list schema has (`kind`, `id`,
 //! `items`, `nextPageToken`, `selfLink`); unset ones are not sent, and a page without
