@@ -115,6 +115,19 @@ impl ClusterKube {
         self.dirty = true;
     }
 
+    /// The most nodes per zone the region's quota lets `pool` reach, and the metric that
+    /// bounds it (`None`: no limit); a change makes the autoscaler plan again.
+    pub fn set_quota_cap(&mut self, pool: &str, cap: Option<(u32, String)>) {
+        if !self.pools.contains_key(pool) {
+            return;
+        }
+        let current = self.runtime.get(pool).and_then(|rt| rt.quota_cap.as_ref());
+        if current != cap.as_ref() {
+            self.runtime.entry(pool.to_owned()).or_default().quota_cap = cap;
+            self.mark_dirty();
+        }
+    }
+
     pub fn is_dirty(&self) -> bool {
         self.dirty
     }

@@ -163,20 +163,6 @@ impl State {
         }
     }
 
-    /// The most nodes per zone the region's quota lets `pool` reach, and the metric that
-    /// bounds it (`None`: no limit). The autoscaler plans no scale-up beyond it.
-    pub fn set_quota_cap(&mut self, key: &str, pool: &str, cap: Option<(u32, String)>) {
-        if let Some(c) = self.clusters.get_mut(key)
-            && c.pools.contains_key(pool)
-        {
-            let rt = c.runtime.entry(pool.to_owned()).or_default();
-            if rt.quota_cap != cap {
-                rt.quota_cap = cap;
-                c.mark_dirty();
-            }
-        }
-    }
-
     /// Spot reclaim of `pool` at virtual time `now` (see [`ClusterKube::reclaim`]).
     pub fn reclaim_pool(
         &mut self,

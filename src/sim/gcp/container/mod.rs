@@ -86,11 +86,12 @@ pub fn usage(world: &World, project: &str, region: &str) -> BTreeMap<&'static st
     out
 }
 
+/// Quota used in one (project, region), by metric.
+type Usage = BTreeMap<&'static str, f64>;
+
 /// Quota usage of every (project, region) that has a cluster, in one pass over the
 /// clusters (a tick runs before every call: one filtered pass per region would make
 /// each call cost regions x clusters).
-type Usage = BTreeMap<&'static str, f64>;
-
 fn usages(world: &World) -> BTreeMap<(&str, &str), Usage> {
     let mut out: BTreeMap<(&str, &str), Usage> = BTreeMap::new();
     for c in world.container.clusters.values() {
@@ -104,14 +105,14 @@ fn usages(world: &World) -> BTreeMap<(&str, &str), Usage> {
 
 /// Add what `c`'s node pools hold (or are being given) to `out`, by metric.
 fn add_usage(world: &World, c: &ClusterRec, out: &mut Usage) {
+    let kube = world.kube.clusters.get(&c.kube_key);
     for p in &c.pools {
         if p.status == "ERROR" {
             continue;
         }
-        let per_zone = world
-            .kube
-            .pool_node_count(&c.kube_key, &p.spec.name)
-            .unwrap_or(p.size);
+        let per_zone = kube
+            .and_then(|k| k.pools.get(&p.spec.name))
+            .map_or(p.size, |n| n.count);
         let nodes = f64::from(per_zone) * p.zones.len() as f64;
         for (metric, units) in p.shape.units() {
             *out.entry(metric).or_insert(0.0) += units * nodes;
@@ -194,36 +195,62 @@ pub fn tick(world: &mut World, clock: &Clock) {
 /// Computed from usage at the start of the tick: pools sharing a metric may together
 /// overshoot it by the scale-ups planned within that tick.
 pub fn quota_caps(world: &mut World) {
-    let mut caps = Vec::new();
+    // Computed under a shared borrow, cluster by cluster and pool by pool in the
+    // clusters' order (`None`: the pool has no nodes on the Kubernetes side), then
+    // handed over in the same order: one lookup of each cluster's Kubernetes side a pass.
     let usages = usages(world);
-    let none = BTreeMap::new();
-    for c in world.container.clusters.values() {
-        let usage = usages
-            .get(&(c.project.as_str(), c.region.as_str()))
-            .unwrap_or(&none);
-        for p in &c.pools {
-            let Some(count) = world.kube.pool_node_count(&c.kube_key, &p.spec.name) else {
-                continue;
-            };
-            let zones = p.zones.len().max(1) as f64;
-            let cap = p
-                .shape
-                .units()
-                .into_iter()
-                .filter(|(_, units)| *units > 0.0)
-                .filter_map(|(metric, units)| {
-                    let limit = compute::quota::limit(world, &c.region, metric)?;
-                    let free = (limit - usage.get(metric).copied().unwrap_or(0.0)).max(0.0);
-                    Some((metric, (free / (units * zones)).floor() as u32))
+    let none = Usage::new();
+    let caps: Vec<Vec<Option<QuotaCap>>> = world
+        .container
+        .clusters
+        .values()
+        .map(|c| {
+            let usage = usages
+                .get(&(c.project.as_str(), c.region.as_str()))
+                .unwrap_or(&none);
+            let kube = world.kube.clusters.get(&c.kube_key);
+            c.pools
+                .iter()
+                .map(|p| {
+                    let count = kube?.pools.get(&p.spec.name)?.count;
+                    Some(pool_cap(world, c, p, count, usage))
                 })
-                .min_by_key(|(_, more)| *more)
-                .map(|(metric, more)| (count.saturating_add(more), metric.to_owned()));
-            let cap =
-                compute::reservations::tighter(cap, compute::reservations::cap(world, c, p, count));
-            caps.push((c.kube_key.clone(), p.spec.name.clone(), cap));
+                .collect()
+        })
+        .collect();
+    let World {
+        container, kube, ..
+    } = world;
+    for (c, caps) in container.clusters.values().zip(caps) {
+        let Some(k) = kube.clusters.get_mut(&c.kube_key) else {
+            continue;
+        };
+        for (p, cap) in c.pools.iter().zip(caps) {
+            if let Some(cap) = cap {
+                k.set_quota_cap(&p.spec.name, cap);
+            }
         }
     }
-    for (key, pool, cap) in caps {
-        world.kube.set_quota_cap(&key, &pool, cap);
-    }
+}
+
+/// The most nodes per zone a pool may reach and the metric or reservation that bounds
+/// it (`None`: no bound).
+type QuotaCap = Option<(u32, String)>;
+
+/// [`QuotaCap`] of pool `p` of `c`, at `count` nodes per zone, under `usage`.
+fn pool_cap(world: &World, c: &ClusterRec, p: &PoolRec, count: u32, usage: &Usage) -> QuotaCap {
+    let zones = p.zones.len().max(1) as f64;
+    let cap = p
+        .shape
+        .units()
+        .into_iter()
+        .filter(|(_, units)| *units > 0.0)
+        .filter_map(|(metric, units)| {
+            let limit = compute::quota::limit(world, &c.region, metric)?;
+            let free = (limit - usage.get(metric).copied().unwrap_or(0.0)).max(0.0);
+            Some((metric, (free / (units * zones)).floor() as u32))
+        })
+        .min_by_key(|(_, more)| *more)
+        .map(|(metric, more)| (count.saturating_add(more), metric.to_owned()));
+    compute::reservations::tighter(cap, compute::reservations::cap(world, c, p, count))
 }
