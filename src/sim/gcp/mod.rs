@@ -6,6 +6,7 @@ pub mod container;
 pub mod iam;
 pub mod list;
 pub mod method;
+pub mod operations;
 pub mod resource_manager;
 pub mod service_usage;
 pub mod storage;

@@ -104,8 +104,7 @@ fn replay(state: &Compute, rid: Option<&str>) -> Option<Operation> {
 
 /// The operation named `name` as it stands now (names are unique: the newest is it).
 fn named_operation(state: &Compute, name: &str) -> Option<Operation> {
-    let mut ops = state.operations.iter().rev();
-    ops.find(|o| o.op.name == name).map(|o| o.op.clone())
+    state.operations.named(name).map(|o| o.op.clone())
 }
 
 struct Start<'a> {
@@ -562,8 +561,8 @@ fn find_op(
     let w = sim.world();
     w.compute
         .operations
-        .iter()
-        .find(|o| o.op.name == name && o.project == project && o.region.as_deref() == region)
+        .named(name)
+        .filter(|o| o.project == project && o.region.as_deref() == region)
         .map(|o| Json(o.op.clone()))
         .ok_or_else(|| {
             let scope = region.map_or("global".to_owned(), |r| format!("regions/{r}"));

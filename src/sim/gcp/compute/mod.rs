@@ -30,6 +30,7 @@ use crate::cloud::gcp::types::compute::{Network, Operation, OperationError, Rout
 use crate::sim::Sim;
 use crate::sim::clock::{Clock, SimTime};
 use crate::sim::gcp::method::Forcing;
+use crate::sim::gcp::operations::{Named, Operations};
 use crate::sim::world::World;
 
 /// Virtual durations of Compute operations.
@@ -76,6 +77,12 @@ pub struct OpRec {
     pub failure: Option<(OperationError, i32, String)>,
 }
 
+impl Named for OpRec {
+    fn name(&self) -> &str {
+        &self.op.name
+    }
+}
+
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct State {
@@ -83,7 +90,7 @@ pub struct State {
     pub networks: BTreeMap<String, Network>,
     /// By `{project}/{region}/{name}`.
     pub routers: BTreeMap<String, CRouter>,
-    pub operations: Vec<OpRec>,
+    pub operations: Operations<OpRec>,
     /// requestId -> the operation it started.
     pub request_ids: BTreeMap<String, String>,
     /// metric -> limit in every region (`SimConfig::quotas`, copied when the world is made).

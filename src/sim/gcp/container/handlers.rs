@@ -339,10 +339,8 @@ pub fn get_operation(
     let w = sim.world();
     w.container
         .operations
-        .iter()
-        .find(|o| {
-            o.op.name == name && o.project == project && o.op.location.as_deref() == Some(&location)
-        })
+        .named(&name)
+        .filter(|o| o.project == project && o.op.location.as_deref() == Some(&location))
         .map(|o| Json(o.op.clone()))
         .ok_or_else(|| {
             not_found(&format!(

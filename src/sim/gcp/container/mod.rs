@@ -28,6 +28,7 @@ use crate::sim::Sim;
 use crate::sim::clock::{Clock, SimTime};
 use crate::sim::gcp::compute::{self, catalog};
 use crate::sim::gcp::method::Forcing;
+use crate::sim::gcp::operations::{Named, Operations};
 use crate::sim::world::World;
 
 pub use model::{ClusterRec, DEFAULT_VERSION, OpRec, PoolRec, Shape};
@@ -50,7 +51,7 @@ pub struct State {
     /// By `{project}/{location}/{name}`.
     pub clusters: BTreeMap<String, ClusterRec>,
     /// Every operation, in creation order.
-    pub operations: Vec<OpRec>,
+    pub operations: Operations<OpRec>,
     /// `{zone}/{acceleratorType}` pairs out of stock (added through `/sim/v1/stockouts`).
     pub stockouts: BTreeSet<String>,
 }
@@ -61,6 +62,12 @@ impl State {
         clock
             .wall(t)
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    }
+}
+
+impl Named for OpRec {
+    fn name(&self) -> &str {
+        &self.op.name
     }
 }
 

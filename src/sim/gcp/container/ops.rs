@@ -90,9 +90,7 @@ pub fn start(world: &mut World, clock: &Clock, s: Start<'_>) -> Operation {
     world
         .container
         .operations
-        .iter()
-        .rev()
-        .find(|o| o.op.name == name)
+        .named(&name)
         .map(|o| o.op.clone())
         .unwrap_or_default()
 }
