@@ -20,7 +20,7 @@ pub mod world;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::Router;
 use axum::response::{IntoResponse, Response};
@@ -30,7 +30,7 @@ use clock::{Clock, ClockMode};
 use error::Flavor;
 use faults::{FaultKind, Faults};
 use journal::{Journal, SimMethod};
-use world::World;
+use world::{World, WorldGuard};
 
 /// Default speed: GKE's ~5 minute cluster create takes about 3 seconds.
 pub const DEFAULT_SPEED: f64 = 100.0;
@@ -170,10 +170,10 @@ impl Sim {
     }
 
     /// The state, with every due change applied. Do not hold across an `.await`.
-    pub fn world(&self) -> MutexGuard<'_, World> {
+    pub fn world(&self) -> WorldGuard<'_> {
         let mut w = self.0.world.lock().unwrap_or_else(|p| p.into_inner());
         w.tick(&self.0.clock);
-        w
+        WorldGuard(w)
     }
 
     /// Answer one call of `method` of `service`: the armed fault's response if one is

@@ -4,6 +4,9 @@
 //!
 //! Invariant: handlers never hold the world lock across an `.await`.
 
+use std::ops::{Deref, DerefMut};
+use std::sync::MutexGuard;
+
 use serde::Serialize;
 
 use super::clock::Clock;
@@ -21,6 +24,31 @@ pub struct World {
     pub service_usage: gcp::service_usage::State,
     pub artifact_registry: gcp::artifact_registry::State,
     pub kube: kube::State,
+    /// The quota caps handed to the Kubernetes side match the state: nothing they read
+    /// (pools, node counts, quotas, reservations) changed since they were computed.
+    /// Cleared by every mutable borrow of the world outside a tick ([`crate::sim::Sim::world`]'s
+    /// guard) and by every tick step that changed something.
+    #[serde(skip)]
+    pub caps_fresh: bool,
+}
+
+/// The world under its lock, ticked. Reading through it leaves the quota caps as they
+/// are; a mutable borrow marks them for computing again at the next tick, so no caller
+/// can change what they read without it being noticed.
+pub struct WorldGuard<'a>(pub(super) MutexGuard<'a, World>);
+
+impl Deref for WorldGuard<'_> {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.0
+    }
+}
+
+impl DerefMut for WorldGuard<'_> {
+    fn deref_mut(&mut self) -> &mut World {
+        self.0.caps_fresh = false;
+        &mut self.0
+    }
 }
 
 impl World {
@@ -35,9 +63,17 @@ impl World {
     pub fn tick(&mut self, clock: &Clock) {
         gcp::service_usage::tick(self, clock);
         gcp::artifact_registry::tick(self, clock);
-        gcp::compute::tick(self, clock);
-        gcp::container::tick(self, clock);
-        gcp::container::quota_caps(self);
-        kube::tick(&mut self.kube, clock);
+        let compute = gcp::compute::tick(self, clock);
+        let container = gcp::container::tick(self, clock);
+        // Quota caps cost a pass over every cluster's pools: with a thousand clusters
+        // that was half the simulator's time when done before every call. They are
+        // computed again only when something they read may have changed.
+        if compute || container || !self.caps_fresh {
+            gcp::container::quota_caps(self);
+            self.caps_fresh = true;
+        }
+        if kube::tick(&mut self.kube, clock) {
+            self.caps_fresh = false;
+        }
     }
 }

@@ -146,11 +146,13 @@ impl ClusterKube {
         self.authorizations.last().map(String::as_str)
     }
 
-    /// Reconcile if something changed or a timed transition is due.
-    pub fn tick(&mut self, clock: &Clock) {
-        if self.dirty || self.wake.is_some_and(|t| clock.is_due(t)) {
+    /// Reconcile if something changed or a timed transition is due; whether it did.
+    pub fn tick(&mut self, clock: &Clock) -> bool {
+        let due = self.dirty || self.wake.is_some_and(|t| clock.is_due(t));
+        if due {
             self.reconcile(clock);
         }
+        due
     }
 
     pub fn reconcile(&mut self, clock: &Clock) {

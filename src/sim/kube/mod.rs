@@ -185,8 +185,11 @@ pub fn routes() -> Router<Sim> {
 }
 
 /// Reconcile every cluster that changed or has a transition due.
-pub fn tick(state: &mut State, clock: &Clock) {
+/// Returns whether any cluster reconciled (node counts may have changed).
+pub fn tick(state: &mut State, clock: &Clock) -> bool {
+    let mut reconciled = false;
     for c in state.clusters.values_mut() {
-        c.tick(clock);
+        reconciled |= c.tick(clock);
     }
+    reconciled
 }

@@ -234,11 +234,13 @@ fn take_away(w: &mut World, g: &Group, n: usize, now: SimTime) {
 }
 
 /// Restore reclaimed groups whose backoff is over to their pool's minimum.
-pub fn tick(w: &mut World, clock: &Clock) {
+/// Returns whether a restore came due (a pool's node count may have changed).
+pub fn tick(w: &mut World, clock: &Clock) -> bool {
     let (due, waiting): (Vec<Restore>, Vec<Restore>) = std::mem::take(&mut w.compute.migs.restores)
         .into_iter()
         .partition(|r| clock.is_due(r.at));
     w.compute.migs.restores = waiting;
+    let changed = !due.is_empty();
     for r in due {
         let min = w
             .kube
@@ -252,6 +254,7 @@ pub fn tick(w: &mut World, clock: &Clock) {
             w.kube.set_pool_size(&r.kube_key, &r.pool, min);
         }
     }
+    changed
 }
 
 #[cfg(test)]

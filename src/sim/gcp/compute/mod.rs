@@ -241,10 +241,10 @@ pub fn routes() -> Router<Sim> {
         )
 }
 
-/// Move operations along; apply the effects of those that are DONE.
-pub fn tick(world: &mut World, clock: &Clock) {
-    mig::tick(world, clock);
-    reservations::tick(world, clock);
+/// Move operations along; apply the effects of those that are DONE. Returns whether
+/// anything quota caps read changed (nodes restored, a reservation made).
+pub fn tick(world: &mut World, clock: &Clock) -> bool {
+    let changed = mig::tick(world, clock) | reservations::tick(world, clock);
     let state = &mut world.compute;
     for i in 0..state.operations.len() {
         let o = &state.operations[i];
@@ -280,4 +280,5 @@ pub fn tick(world: &mut World, clock: &Clock) {
             operation::run(&mut state.operations[i].op);
         }
     }
+    changed
 }

@@ -250,13 +250,15 @@ pub async fn wait_operation(
 }
 
 /// Move the zonal operations along; a DONE insert adds its reservation.
-pub fn tick(world: &mut World, clock: &Clock) {
+/// Returns whether an operation finished (a reservation may have appeared).
+pub fn tick(world: &mut World, clock: &Clock) -> bool {
     let mut done = Vec::new();
     for o in &world.compute.reservations.operations {
         if o.op.status != "DONE" && clock.is_due(o.done_at) {
             done.push(o.op.name.clone());
         }
     }
+    let changed = !done.is_empty();
     for name in done {
         let end = world.compute.stamp(clock, clock.now());
         let state = &mut world.compute.reservations;
@@ -273,4 +275,5 @@ pub fn tick(world: &mut World, clock: &Clock) {
             operation::run(&mut o.op);
         }
     }
+    changed
 }

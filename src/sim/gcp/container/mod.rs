@@ -192,8 +192,9 @@ pub fn routes() -> Router<Sim> {
 
 /// Move operations along: RUNNING when their pending time has passed, DONE (with their
 /// effect) when their duration has.
-pub fn tick(world: &mut World, clock: &Clock) {
-    ops::advance(world, clock);
+/// Returns whether an operation finished.
+pub fn tick(world: &mut World, clock: &Clock) -> bool {
+    ops::advance(world, clock)
 }
 
 /// Tell the Kubernetes side how far the region's quota lets each pool grow (nodes per

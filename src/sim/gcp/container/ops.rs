@@ -268,7 +268,9 @@ pub fn decide(
 }
 
 /// Move every operation that is due.
-pub fn advance(world: &mut World, clock: &Clock) {
+/// Returns whether an operation finished (its effect applied).
+pub fn advance(world: &mut World, clock: &Clock) -> bool {
+    let mut finished = false;
     for i in 0..world.container.operations.len() {
         let o = &mut world.container.operations[i];
         if o.op.status == "DONE" {
@@ -276,10 +278,12 @@ pub fn advance(world: &mut World, clock: &Clock) {
         }
         if clock.is_due(o.done_at) {
             finish(world, clock, i);
+            finished = true;
         } else if o.op.status == "PENDING" && clock.is_due(o.running_at) {
             o.op.status = "RUNNING".into();
         }
     }
+    finished
 }
 
 fn finish(world: &mut World, clock: &Clock, i: usize) {
