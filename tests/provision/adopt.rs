@@ -279,6 +279,12 @@ async fn unrecorded_pools_are_offered_for_import_and_imported_once() {
 
     // Import records it as GKE has it, once, with an event; then there is no drift.
     let import = |id: &str| format!("{}:import", pool_path("kc", id));
+    // The cluster unreadable (its other pools decide a failover pair's link): refused,
+    // nothing recorded.
+    env.arm("container", "clusters.get", "HTTP_403", 1).await;
+    let unreadable = env.app.post(OWNER, &import("gpu-l4-cli1"), json!({})).await;
+    assert_error(&unreadable, 503, "CLOUD_UNAVAILABLE");
+    assert!(env.events("POOL_IMPORTED").await.is_empty());
     let r = env.app.post(OWNER, &import("gpu-l4-cli1"), json!({})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["accelerator"], "gpu-l4");

@@ -60,7 +60,11 @@ pub async fn import(
             super::super::live::gke_unreadable(&e)
         }
     })?;
-    let all = gke.map(|c| c.node_pools).unwrap_or_default();
+    // The cluster's other pools decide a failover pair's link: without them the record
+    // would be made wrong, so an unreadable cluster refuses the import (nothing written).
+    let all = gke
+        .map_err(|e| super::super::live::gke_unreadable(&e))?
+        .node_pools;
     let record = import::record_of(&live, &all, &n.zone, &svc.prices).map_err(|e| match e {
         NotImportable::NotOurs => super::not_ours(
             "node pool",
