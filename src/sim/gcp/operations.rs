@@ -41,11 +41,6 @@ impl<T: Named> Operations<T> {
     pub fn named(&self, name: &str) -> Option<&T> {
         self.by_name.get(name).map(|&i| &self.items[i])
     }
-
-    /// The newest operation named `name`, to change its state.
-    pub fn named_mut(&mut self, name: &str) -> Option<&mut T> {
-        self.by_name.get(name).map(|&i| &mut self.items[i])
-    }
 }
 
 impl<T> Deref for Operations<T> {
@@ -88,7 +83,8 @@ mod tests {
         assert_eq!(ops.named("a").map(|o| o.1), Some(3));
         assert_eq!(ops.named("b").map(|o| o.1), Some(2));
         assert!(ops.named("c").is_none());
-        ops.named_mut("b").unwrap().1 = 5;
+        ops[1].1 = 5;
         assert_eq!(ops.iter().map(|o| o.1).collect::<Vec<_>>(), [1, 5, 3]);
+        assert_eq!(ops.named("b").map(|o| o.1), Some(5));
     }
 }

@@ -81,10 +81,13 @@ pub fn stocked_out(sim: &Sim, state: &State, zone: &str, accelerator: &str) -> b
             .any(|(z, a)| z == zone && a == accelerator)
 }
 
+/// Quota used in one (project, region), by metric.
+pub type Usage = BTreeMap<&'static str, f64>;
+
 /// Quota usage in `project`/`region` by metric, from the node pools that hold nodes
 /// (or are being given them).
-pub fn usage(world: &World, project: &str, region: &str) -> BTreeMap<&'static str, f64> {
-    let mut out = BTreeMap::new();
+pub fn usage(world: &World, project: &str, region: &str) -> Usage {
+    let mut out = Usage::new();
     for c in world.container.clusters.values() {
         if c.project == project && c.region == region {
             add_usage(world, c, &mut out);
@@ -92,9 +95,6 @@ pub fn usage(world: &World, project: &str, region: &str) -> BTreeMap<&'static st
     }
     out
 }
-
-/// Quota used in one (project, region), by metric.
-type Usage = BTreeMap<&'static str, f64>;
 
 /// Quota usage of every (project, region) that has a cluster, in one pass over the
 /// clusters (a tick runs before every call: one filtered pass per region would make
