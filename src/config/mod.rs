@@ -370,25 +370,14 @@ mod tests {
 
     #[test]
     fn iap_needs_audience_and_database() {
-        let e = parse(&["--auth", "iap", "--database-url", "postgres://x/y"]).unwrap_err();
+        let iap = ["--auth", "iap"];
+        let audience = ["--iap-audience", "/projects/1/global/backendServices/2"];
+        let database = ["--database-url", "postgres://x/y"];
+        let e = parse(&[iap, database].concat()).unwrap_err();
         assert!(matches!(e, ConfigError::MissingAudience));
-        let e = parse(&[
-            "--auth",
-            "iap",
-            "--iap-audience",
-            "/projects/1/global/backendServices/2",
-        ])
-        .unwrap_err();
+        let e = parse(&[iap, audience].concat()).unwrap_err();
         assert!(matches!(e, ConfigError::MissingDatabase));
-        let s = parse(&[
-            "--iap-audience",
-            "/projects/1/global/backendServices/2",
-            "--database-url",
-            "postgres://x/y",
-            "--admins",
-            "A@x.io, b@y.io",
-        ])
-        .unwrap();
+        let s = parse(&[audience, database, ["--admins", "A@x.io, b@y.io"]].concat()).unwrap();
         assert!(matches!(s.identity, Identity::Iap { .. }));
         assert_eq!(s.admins[0].as_str(), "a@x.io");
         assert_eq!(s.log_format, LogFormat::Json);

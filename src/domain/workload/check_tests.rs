@@ -211,23 +211,19 @@ fn node_selector_matches_nothing() {
     let c = cluster(vec![l4("gpu", 1, 3)]);
     let bad = json!({"nodeSelector": {"team": "vision"}});
     let good = json!({"nodeSelector": {"cloud.google.com/gke-nodepool": "gpu"}});
-    produced_then_fixed(
-        Reason::NodeSelectorMatchesNothing,
-        pod(gpus(1), bad),
-        pod(gpus(1), good),
-        &c,
-    );
     // Through required node affinity too.
     let aff = |op: &str| {
         json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": "team", "operator": op}]}]}}}})
     };
-    produced_then_fixed(
-        Reason::NodeSelectorMatchesNothing,
-        pod(gpus(1), aff("Exists")),
-        pod(gpus(1), aff("DoesNotExist")),
-        &c,
-    );
+    for (w, fixed) in [(bad, good), (aff("Exists"), aff("DoesNotExist"))] {
+        produced_then_fixed(
+            Reason::NodeSelectorMatchesNothing,
+            pod(gpus(1), w),
+            pod(gpus(1), fixed),
+            &c,
+        );
+    }
 }
 
 #[test]
@@ -245,51 +241,37 @@ fn accelerator_count_too_large() {
 fn tpu_topology_mismatch_by_chips_and_by_selector() {
     let c = cluster(vec![v5e("tpu")]);
     let chips = |n: u32| json!({"limits": {"google.com/tpu": n}});
-    produced_then_fixed(
-        Reason::TpuTopologyMismatch,
-        pod(chips(4), json!({})),
-        pod(chips(8), json!({})),
-        &c,
-    );
     let topo = |t: &str| {
         json!({"nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
                                                  "cloud.google.com/gke-tpu-topology": t}})
     };
-    produced_then_fixed(
-        Reason::TpuTopologyMismatch,
-        pod(chips(8), topo("4x4")),
-        pod(chips(8), topo("2x4")),
-        &c,
-    );
     let acc = |a: &str| json!({"nodeSelector": {"cloud.google.com/gke-tpu-accelerator": a}});
-    produced_then_fixed(
-        Reason::TpuTopologyMismatch,
-        pod(chips(8), acc("tpu-v6e-slice")),
-        pod(chips(8), acc("tpu-v5-lite-podslice")),
-        &c,
-    );
+    for (w, fixed) in [
+        (pod(chips(4), json!({})), pod(chips(8), json!({}))),
+        (pod(chips(8), topo("4x4")), pod(chips(8), topo("2x4"))),
+        (
+            pod(chips(8), acc("tpu-v6e-slice")),
+            pod(chips(8), acc("tpu-v5-lite-podslice")),
+        ),
+    ] {
+        produced_then_fixed(Reason::TpuTopologyMismatch, w, fixed, &c);
+    }
 }
 
 #[test]
 fn zone_pinned_by_selector_and_by_affinity() {
     let c = cluster(vec![l4("gpu", 1, 3)]);
     let zone = |z: &str| json!({"nodeSelector": {"topology.kubernetes.io/zone": z}});
-    produced_then_fixed(
-        Reason::ZonePinned,
-        pod(gpus(1), zone("us-central1-b")),
-        pod(gpus(1), zone("us-central1-a")),
-        &c,
-    );
     let aff = |z: &str| {
         json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [z]}]}]}}}})
     };
-    produced_then_fixed(
-        Reason::ZonePinned,
-        pod(gpus(1), aff("us-east1-b")),
-        pod(gpus(1), aff("us-central1-a")),
-        &c,
-    );
+    for (w, fixed) in [
+        (zone("us-central1-b"), zone("us-central1-a")),
+        (aff("us-east1-b"), aff("us-central1-a")),
+    ] {
+        produced_then_fixed(Reason::ZonePinned, pod(gpus(1), w), pod(gpus(1), fixed), &c);
+    }
 }
 
 #[test]
