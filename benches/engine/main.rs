@@ -119,18 +119,14 @@ async fn run(server: &Server, sections: &support::Sections) -> Result<()> {
         rep.put_num("engine.step_commits_per_sec", t.steps_per_sec(), 1);
         rep.put_num("engine.throughput_wall_s", t.wall_s, 3);
         rep.put_num("engine.xacts_per_step", t.xacts_per_step(), 2);
-        rep.put_num(
-            "engine.client_cpu_us_per_step",
-            t.per_step_us(t.engine_cpu_s),
-            0,
-        );
-        if let Some(c) = t.pg_cpu_s {
+        rep.put_num("engine.client_cpu_us_per_step", t.per_step_us(t.cpu.own), 0);
+        if let Some(c) = t.cpu.server {
             rep.put_num("engine.pg_cpu_us_per_step", t.per_step_us(c), 0);
         }
         put_others(
             &mut rep,
             "engine.others_cpus_during_throughput",
-            t.others_cpus,
+            t.others_cpus(),
         );
         commits_per_sec = Some(t.steps_per_sec());
     }

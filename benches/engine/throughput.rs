@@ -26,11 +26,9 @@ pub struct Throughput {
     pub wall_s: f64,
     /// Transactions of the bench database during the drain, monitoring excluded.
     pub xacts: i64,
-    /// CPU seconds of this process (the engine) and of the server during the drain.
-    pub engine_cpu_s: f64,
-    pub pg_cpu_s: Option<f64>,
-    /// CPUs kept busy by other processes meanwhile.
-    pub others_cpus: Option<f64>,
+    /// CPU seconds used during the drain: `own` is this process (the engine), `server`
+    /// PostgreSQL.
+    pub cpu: Sample,
 }
 
 impl Throughput {
@@ -49,6 +47,10 @@ impl Throughput {
     /// CPU microseconds per step, from CPU seconds of the whole run.
     pub fn per_step_us(&self, cpu_s: f64) -> f64 {
         cpu_s / Self::steps() * 1e6
+    }
+    /// CPUs kept busy by other processes during the drain.
+    pub fn others_cpus(&self) -> Option<f64> {
+        self.cpu.others_cpus(self.wall_s)
     }
 }
 
@@ -93,13 +95,7 @@ pub async fn run(server: &Server) -> Result<Throughput> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let xacts = (server.xacts(&name).await? - before - mon_xacts).max(0);
 
-    let t = Throughput {
-        wall_s,
-        xacts,
-        engine_cpu_s: cpu.own,
-        pg_cpu_s: cpu.server,
-        others_cpus: cpu.others_cpus(wall_s),
-    };
+    let t = Throughput { wall_s, xacts, cpu };
     println!(
         "  drained in {:.3} s: {:.1} ops/s, {:.1} step commits/s, {} transactions ({:.2} per step, \
          incl. claims, finishes and the LISTEN backend's notification reads)",
@@ -111,9 +107,9 @@ pub async fn run(server: &Server) -> Result<Throughput> {
     );
     println!(
         "  CPU: engine process {:.2} s ({:.0} us/step), PostgreSQL {}",
-        t.engine_cpu_s,
-        t.per_step_us(t.engine_cpu_s),
-        t.pg_cpu_s.map_or("n/a".into(), |c| format!(
+        t.cpu.own,
+        t.per_step_us(t.cpu.own),
+        t.cpu.server.map_or("n/a".into(), |c| format!(
             "{c:.2} s ({:.0} us/step)",
             t.per_step_us(c)
         )),

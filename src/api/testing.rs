@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use serde::Deserialize;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::call::Call;
@@ -18,8 +18,8 @@ use crate::service;
 use crate::service::noop_operations::NoopSpec;
 
 use super::error::ApiError;
-use super::extract::{ApiJson, ApiQuery};
-use super::idempotency;
+use super::extract::ApiJson;
+use super::idempotency::{RequestIdQuery, RequestKey};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -67,34 +67,19 @@ pub struct NoopRequest {
     pub hang_at: Option<u32>,
 }
 
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(rename_all = "camelCase")]
-#[into_params(parameter_in = Query)]
-pub struct MutationQuery {
-    /// AIP-155 request id (or send the Idempotency-Key header).
-    pub request_id: Option<String>,
-}
-
 /// Enqueue a NOOP operation (engine testing; development and test mode only).
 #[utoipa::path(post, path = "/v1/testing/noopOperations", operation_id = "createNoopOperation", tag = "testing",
-    request_body = NoopRequest, params(MutationQuery),
+    request_body = NoopRequest, params(RequestIdQuery),
     responses((status = 202, description = "The queued NOOP operation", body = Operation)))]
 async fn create_noop(
     Call(s, caller): Call,
-    headers: HeaderMap,
-    ApiQuery(q): ApiQuery<MutationQuery>,
+    key: RequestKey,
     ApiJson(req): ApiJson<NoopRequest>,
 ) -> Result<(StatusCode, Json<Operation>), ApiError> {
     if !s.test_workflows {
         return Err(disabled());
     }
-    let idem = idempotency::for_request(
-        q.request_id.as_deref(),
-        &headers,
-        "POST",
-        "/v1/testing/noopOperations",
-        &req,
-    )?;
+    let idem = key.bind(&req)?;
     let spec = NoopSpec {
         steps: req.steps,
         step_millis: req.step_millis,

@@ -185,7 +185,14 @@ async fn stale_follows_the_cluster_record() {
     let live = acme_cluster(&app).await;
     app.cluster("bobs", "bob-project", "us-central1-a", "bc")
         .await;
-    crate::teams::deleted_cluster(&app, "acme", "acme-project", "gone").await;
+    crate::teams::deleted_cluster(
+        &app,
+        "acme",
+        "acme-project",
+        "gone",
+        json!({"accelerator": "cpu"}),
+    )
+    .await;
 
     let fresh = put(&app, ALICE, "live", json!({"cluster": KC})).await;
     assert_eq!(fresh["stale"], false, "a live cluster of the caller's team");

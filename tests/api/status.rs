@@ -12,9 +12,8 @@ use kineticd::cloud::gcp::types::compute::{self, Network};
 use kineticd::cloud::gcp::types::container::{Cluster, NodePool};
 use kineticd::cloud::gcp::types::storage::Bucket;
 use kineticd::domain::resource_names::ClusterNames;
-use kineticd::domain::{ClusterName, ClusterState, ProjectId, ZoneName};
+use kineticd::domain::{ClusterName, ProjectId, ZoneName};
 use kineticd::sim::Sim;
-use kineticd::store;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -381,21 +380,7 @@ async fn viewers_read_status_and_others_get_404() {
 async fn deleted_records_report_leftovers_only() {
     let (app, _sim, gcp) = acme_on_sim().await;
     let n = names();
-    store::clusters::insert(
-        &app.db,
-        store::clusters::NewCluster {
-            project_id: P,
-            zone: Z,
-            name: C,
-            team_id: "acme",
-            state: ClusterState::Deleted,
-            spec: serde_json::from_value(json!({"forceDestroy": true})).unwrap(),
-            resources: json!({}),
-            created_by: ALICE,
-        },
-    )
-    .await
-    .unwrap();
+    crate::teams::deleted_cluster(&app, "acme", P, C, json!({"forceDestroy": true})).await;
     // down leaves the state bucket on purpose; the network is a leftover.
     let b = Bucket {
         name: n.state_bucket.clone(),

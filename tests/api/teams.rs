@@ -281,7 +281,14 @@ async fn patch_cannot_remove_a_project_with_live_clusters() {
     );
     assert_eq!(t["displayName"], "");
     // A project whose clusters are all DELETED can go; so can one with none.
-    deleted_cluster(&app, "acme", "done-project", "old").await;
+    deleted_cluster(
+        &app,
+        "acme",
+        "done-project",
+        "old",
+        json!({"accelerator": "cpu"}),
+    )
+    .await;
     let t = ok(app
         .patch(
             ALICE,
@@ -292,8 +299,8 @@ async fn patch_cannot_remove_a_project_with_live_clusters() {
     assert_eq!(t["projects"], json!(["acme-project"]));
 }
 
-/// Insert a cluster record in state DELETED.
-pub async fn deleted_cluster(app: &TestApp, team: &str, project: &str, name: &str) {
+/// Insert a cluster record in state DELETED with `spec` (as JSON).
+pub async fn deleted_cluster(app: &TestApp, team: &str, project: &str, name: &str, spec: Value) {
     kineticd::store::clusters::insert(
         &app.db,
         kineticd::store::clusters::NewCluster {
@@ -302,7 +309,7 @@ pub async fn deleted_cluster(app: &TestApp, team: &str, project: &str, name: &st
             name,
             team_id: team,
             state: kineticd::domain::ClusterState::Deleted,
-            spec: serde_json::from_value(json!({"accelerator": "cpu"})).unwrap(),
+            spec: serde_json::from_value(spec).unwrap(),
             resources: json!({}),
             created_by: ALICE,
         },
@@ -350,7 +357,14 @@ async fn delete_team_refused_while_it_has_clusters() {
         .execute(&app.db)
         .await
         .unwrap();
-    deleted_cluster(&app, "acme", "acme-project", "older").await;
+    deleted_cluster(
+        &app,
+        "acme",
+        "acme-project",
+        "older",
+        json!({"accelerator": "cpu"}),
+    )
+    .await;
     let r = app.delete(ALICE, "/v1/teams/acme").await;
     assert_eq!(r.status, 204, "{:#}", r.body);
     expect_not_found(&app.get(ALICE, "/v1/teams/acme").await, "TEAM_NOT_FOUND");
