@@ -44,8 +44,7 @@ impl Default for RmwPolicy {
 /// of its policy read-modify-writes, `new` (with the default [`RmwPolicy`]) and
 /// `with_rmw_policy`.
 macro_rules! policy_client {
-    ($(#[$attr:meta])* $name:ident) => {
-        $(#[$attr])*
+    ($name:ident) => {
         #[derive(Debug, Clone)]
         pub struct $name {
             pub(super) http: $crate::cloud::gcp::http::GcpHttp,
