@@ -9,9 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::Service;
 use super::error::GcpError;
-use super::http::{Call, GcpHttp};
+use super::http::Call;
 use super::lro::LroPolicy;
-use super::policy::{IamResource, PolicyCollection, RmwPolicy};
+use super::policy::{IamResource, PolicyCollection, binding_edits, policy_client};
 use super::service_usage::aip151_operations;
 use super::types::artifact_registry::{Operation, Repository};
 use super::types::iam::Policy;
@@ -20,11 +20,7 @@ pub use super::types::artifact_registry::docker_host;
 
 const S: Service = Service::ArtifactRegistry;
 
-#[derive(Debug, Clone)]
-pub struct ArtifactRegistry {
-    pub(super) http: GcpHttp,
-    rmw: RmwPolicy,
-}
+policy_client!(ArtifactRegistry);
 
 /// `projects/{p}/locations/{l}/repositories/{id}`.
 pub fn repository_name(project: &str, location: &str, repository_id: &str) -> String {
@@ -32,19 +28,6 @@ pub fn repository_name(project: &str, location: &str, repository_id: &str) -> St
 }
 
 impl ArtifactRegistry {
-    pub fn new(http: GcpHttp) -> ArtifactRegistry {
-        ArtifactRegistry {
-            http,
-            rmw: RmwPolicy::default(),
-        }
-    }
-
-    /// The same client with another policy read-modify-write retry policy.
-    pub fn with_rmw_policy(mut self, rmw: RmwPolicy) -> ArtifactRegistry {
-        self.rmw = rmw;
-        self
-    }
-
     /// repositories.create. 409 when the repository exists.
     pub async fn create_repository(
         &self,
@@ -90,11 +73,11 @@ impl ArtifactRegistry {
         repository_id: &str,
     ) -> Result<Operation, GcpError> {
         self.http
-            .delete(
+            .call(Call::delete(
                 S,
                 "repositories.delete",
                 repository_name(project, location, repository_id),
-            )
+            ))
             .await
     }
 
@@ -150,17 +133,12 @@ impl ArtifactRegistry {
             .await
     }
 
-    /// Grant each `(role, member)` on the repository (idempotent read-modify-write).
-    pub async fn add_repository_bindings(
-        &self,
-        project: &str,
-        location: &str,
-        repository_id: &str,
-        grants: &[(&str, &str)],
-        cancel: &CancellationToken,
-    ) -> Result<Policy, GcpError> {
-        self.policy_of(project, location, repository_id)
-            .modify(cancel, |p| p.add_bindings(grants))
-            .await
+    binding_edits! {
+        /// Grant each `(role, member)` on the repository (idempotent read-modify-write).
+        add_repository_bindings = add_bindings via modify_repository_iam_policy(
+            project: &str,
+            location: &str,
+            repository_id: &str
+        );
     }
 }

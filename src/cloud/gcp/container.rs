@@ -86,6 +86,11 @@ impl Container {
             .await
     }
 
+    /// A DELETE of `path`, answered with the operation.
+    async fn delete(&self, method: &'static str, path: String) -> Result<Operation, GcpError> {
+        self.http.call(Call::delete(SVC, method, path)).await
+    }
+
     /// `clusters.create`: POST `projects/{p}/locations/{l}/clusters` `{"cluster": ...}`.
     pub async fn create_cluster(
         &self,
@@ -119,7 +124,7 @@ impl Container {
         cluster: &str,
     ) -> Result<Operation, GcpError> {
         let path = cluster_path(project, location, cluster);
-        self.http.delete(SVC, "clusters.delete", path).await
+        self.delete("clusters.delete", path).await
     }
 
     /// `clusters.list` of `location` (`-`: every location; GKE does not page it).
@@ -180,7 +185,7 @@ impl Container {
         pool: &str,
     ) -> Result<Operation, GcpError> {
         let path = pool_path(project, location, cluster, pool);
-        self.http.delete(SVC, "nodePools.delete", path).await
+        self.delete("nodePools.delete", path).await
     }
 
     /// `nodePools.setSize`: POST `.../nodePools/{np}:setSize` `{"nodeCount": N}` (per zone).

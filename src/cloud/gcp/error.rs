@@ -43,17 +43,13 @@ impl fmt::Display for GcpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}.{}: {} ({}{})",
-            self.service,
-            self.method,
-            self.message,
-            self.reason,
-            if self.http_status > 0 {
-                format!(", HTTP {}", self.http_status)
-            } else {
-                String::new()
-            }
-        )
+            "{}.{}: {} ({}",
+            self.service, self.method, self.message, self.reason
+        )?;
+        if self.http_status > 0 {
+            write!(f, ", HTTP {}", self.http_status)?;
+        }
+        f.write_str(")")
     }
 }
 

@@ -182,16 +182,6 @@ impl GcpHttp {
         self.call(Call::get(service, method, path)).await
     }
 
-    /// DELETE `path` and decode the answer (an operation, or an empty body as `()`).
-    pub async fn delete<T: DeserializeOwned>(
-        &self,
-        service: Service,
-        method: &'static str,
-        path: impl Into<String>,
-    ) -> Result<T, GcpError> {
-        self.call(Call::delete(service, method, path)).await
-    }
-
     /// Execute, discarding the body.
     pub async fn call_unit(&self, c: Call<'_>) -> Result<(), GcpError> {
         self.call_text(&c).await.map(|_| ())

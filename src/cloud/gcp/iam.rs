@@ -9,8 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::Service;
 use super::error::{GcpError, RetryClass};
-use super::http::{Call, GcpHttp};
-use super::policy::{IamResource, PolicyCollection, RmwPolicy};
+use super::http::Call;
+use super::policy::{IamResource, PolicyCollection, binding_edits, policy_client};
 use super::types::iam::{
     CreateServiceAccountRequest, Policy, Role, ServiceAccount, is_custom_role, validate_account_id,
 };
@@ -20,26 +20,9 @@ pub use super::types::iam::service_account_email;
 
 const S: Service = Service::Iam;
 
-#[derive(Debug, Clone)]
-pub struct Iam {
-    pub(super) http: GcpHttp,
-    rmw: RmwPolicy,
-}
+policy_client!(Iam);
 
 impl Iam {
-    pub fn new(http: GcpHttp) -> Iam {
-        Iam {
-            http,
-            rmw: RmwPolicy::default(),
-        }
-    }
-
-    /// The same client with another read-modify-write retry policy.
-    pub fn with_rmw_policy(mut self, rmw: RmwPolicy) -> Iam {
-        self.rmw = rmw;
-        self
-    }
-
     /// serviceAccounts.create (synchronous). 409 when `account_id` exists.
     pub async fn create_service_account(
         &self,
@@ -153,16 +136,10 @@ impl Iam {
         self.policy_of(project, email).modify(cancel, mutate).await
     }
 
-    /// Grant each `(role, member)` on the service account (idempotent).
-    pub async fn add_service_account_bindings(
-        &self,
-        project: &str,
-        email: &str,
-        grants: &[(&str, &str)],
-        cancel: &CancellationToken,
-    ) -> Result<Policy, GcpError> {
-        self.modify_service_account_iam_policy(project, email, cancel, |p| p.add_bindings(grants))
-            .await
+    binding_edits! {
+        /// Grant each `(role, member)` on the service account (idempotent).
+        add_service_account_bindings = add_bindings
+            via modify_service_account_iam_policy(project: &str, email: &str);
     }
 }
 

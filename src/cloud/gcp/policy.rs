@@ -40,6 +40,53 @@ impl Default for RmwPolicy {
     }
 }
 
+/// A client of resources that carry IAM policies: its HTTP handle and the retry policy
+/// of its policy read-modify-writes, `new` (with the default [`RmwPolicy`]) and
+/// `with_rmw_policy`.
+macro_rules! policy_client {
+    ($name:ident) => {
+        #[derive(Debug, Clone)]
+        pub struct $name {
+            pub(super) http: $crate::cloud::gcp::http::GcpHttp,
+            rmw: $crate::cloud::gcp::policy::RmwPolicy,
+        }
+
+        impl $name {
+            pub fn new(http: $crate::cloud::gcp::http::GcpHttp) -> $name {
+                $name {
+                    http,
+                    rmw: $crate::cloud::gcp::policy::RmwPolicy::default(),
+                }
+            }
+
+            /// The same client with another policy read-modify-write retry policy.
+            pub fn with_rmw_policy(mut self, rmw: $crate::cloud::gcp::policy::RmwPolicy) -> $name {
+                self.rmw = rmw;
+                self
+            }
+        }
+    };
+}
+pub(crate) use policy_client;
+
+/// Methods that grant (`add_bindings`) or revoke (`remove_bindings`) each `(role,
+/// member)` of `grants` on one resource, idempotently, through the client's
+/// read-modify-write method `$modify`, whose leading arguments name the resource.
+macro_rules! binding_edits {
+    ($($(#[$doc:meta])* $name:ident = $edit:ident via $modify:ident($($arg:ident: $ty:ty),+);)+) => {$(
+        $(#[$doc])*
+        pub async fn $name(
+            &self,
+            $($arg: $ty,)+
+            grants: &[(&str, &str)],
+            cancel: &tokio_util::sync::CancellationToken,
+        ) -> Result<$crate::cloud::gcp::types::iam::Policy, $crate::cloud::gcp::error::GcpError> {
+            self.$modify($($arg,)+ cancel, |p| p.$edit(grants)).await
+        }
+    )+};
+}
+pub(crate) use binding_edits;
+
 /// The collections whose resources carry an IAM policy (`{resource}:getIamPolicy` and
 /// `:setIamPolicy`); each asks for policy version 3 as its discovery document defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,34 +11,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::Service;
 use super::error::GcpError;
-use super::http::GcpHttp;
-use super::policy::{IamResource, PolicyCollection};
+use super::policy::{IamResource, PolicyCollection, binding_edits, policy_client};
 use super::types::resource_manager::{Policy, Project};
 
 pub use super::policy::{RmwPolicy, modify_policy};
 
 const S: Service = Service::ResourceManager;
 
-#[derive(Debug, Clone)]
-pub struct ResourceManager {
-    pub(super) http: GcpHttp,
-    rmw: RmwPolicy,
-}
+policy_client!(ResourceManager);
 
 impl ResourceManager {
-    pub fn new(http: GcpHttp) -> ResourceManager {
-        ResourceManager {
-            http,
-            rmw: RmwPolicy::default(),
-        }
-    }
-
-    /// The same client with another read-modify-write retry policy.
-    pub fn with_rmw_policy(mut self, rmw: RmwPolicy) -> ResourceManager {
-        self.rmw = rmw;
-        self
-    }
-
     /// projects.get (`project`: ID or number).
     pub async fn get_project(&self, project: &str) -> Result<Project, GcpError> {
         self.http
@@ -74,25 +56,10 @@ impl ResourceManager {
         self.policy_of(project).modify(cancel, mutate).await
     }
 
-    /// Grant each `(role, member)` on the project (idempotent).
-    pub async fn add_bindings(
-        &self,
-        project: &str,
-        grants: &[(&str, &str)],
-        cancel: &CancellationToken,
-    ) -> Result<Policy, GcpError> {
-        self.modify_iam_policy(project, cancel, |p| p.add_bindings(grants))
-            .await
-    }
-
-    /// Revoke each `(role, member)` on the project (idempotent).
-    pub async fn remove_bindings(
-        &self,
-        project: &str,
-        grants: &[(&str, &str)],
-        cancel: &CancellationToken,
-    ) -> Result<Policy, GcpError> {
-        self.modify_iam_policy(project, cancel, |p| p.remove_bindings(grants))
-            .await
+    binding_edits! {
+        /// Grant each `(role, member)` on the project (idempotent).
+        add_bindings = add_bindings via modify_iam_policy(project: &str);
+        /// Revoke each `(role, member)` on the project (idempotent).
+        remove_bindings = remove_bindings via modify_iam_policy(project: &str);
     }
 }

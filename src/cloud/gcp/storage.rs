@@ -12,9 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::Service;
 use super::error::{GcpError, RetryClass};
-use super::http::{Call, GcpHttp};
+use super::http::Call;
 use super::pages::{all_pages, paged};
-use super::policy::{RmwPolicy, modify_policy};
+use super::policy::{binding_edits, modify_policy, policy_client};
 use super::types::iam::Policy;
 use super::types::list::List;
 use super::types::storage::{Bucket, BucketPolicy, Object, Objects};
@@ -28,11 +28,7 @@ pub const MAX_PAGE: u32 = 1000;
 
 const S: Service = Service::Storage;
 
-#[derive(Debug, Clone)]
-pub struct Storage {
-    pub(super) http: GcpHttp,
-    rmw: RmwPolicy,
-}
+policy_client!(Storage);
 
 /// Paging and filtering for [`Storage::list_objects`].
 #[derive(Debug, Clone, Default)]
@@ -52,19 +48,6 @@ fn objects<'a>(bucket: &str, prefix: Option<&str>) -> Call<'a> {
 }
 
 impl Storage {
-    pub fn new(http: GcpHttp) -> Storage {
-        Storage {
-            http,
-            rmw: RmwPolicy::default(),
-        }
-    }
-
-    /// The same client with another policy read-modify-write retry policy.
-    pub fn with_rmw_policy(mut self, rmw: RmwPolicy) -> Storage {
-        self.rmw = rmw;
-        self
-    }
-
     /// buckets.insert: create `bucket` in `project`.
     pub async fn insert_bucket(&self, project: &str, bucket: &Bucket) -> Result<Bucket, GcpError> {
         self.http
@@ -234,15 +217,9 @@ impl Storage {
         .await
     }
 
-    /// Grant each `(role, member)` on the bucket (idempotent).
-    pub async fn add_bucket_bindings(
-        &self,
-        bucket: &str,
-        grants: &[(&str, &str)],
-        cancel: &CancellationToken,
-    ) -> Result<Policy, GcpError> {
-        self.modify_bucket_iam_policy(bucket, cancel, |p| p.add_bindings(grants))
-            .await
+    binding_edits! {
+        /// Grant each `(role, member)` on the bucket (idempotent).
+        add_bucket_bindings = add_bindings via modify_bucket_iam_policy(bucket: &str);
     }
 }
 

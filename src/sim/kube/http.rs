@@ -304,12 +304,17 @@ fn serve(c: &mut ClusterKube, target: &Target, req: &Req, caller: Option<&Caller
             let Some(def) = resolve(&defs, group, version, plural, ns, false) else {
                 return KStatus::no_resource().into();
             };
+            let at = verbs::At {
+                def: &def,
+                ns,
+                name,
+            };
             match (sub.as_deref(), &req.method) {
-                (None | Some("status"), &Method::GET) => verbs::get(c, &def, ns, name, req),
+                (None | Some("status"), &Method::GET) => verbs::get(c, at, req),
                 (Some(_), _) => KStatus::method_not_allowed("writing a subresource").into(),
-                (None, &Method::PATCH) => verbs::patch(c, &def, ns, name, req),
-                (None, &Method::PUT) => verbs::update(c, &def, ns, name, req),
-                (None, &Method::DELETE) => verbs::delete(c, &def, ns, name),
+                (None, &Method::PATCH) => verbs::patch(c, at, req),
+                (None, &Method::PUT) => verbs::update(c, at, req),
+                (None, &Method::DELETE) => verbs::delete(c, at),
                 (None, m) => KStatus::method_not_allowed(m.as_str()).into(),
             }
         }

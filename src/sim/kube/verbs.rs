@@ -31,6 +31,20 @@ fn key(def: &ResourceDef, ns: Option<&str>, name: &str) -> ObjKey {
     ObjKey::new(&def.group, &def.plural, ns.unwrap_or(""), name)
 }
 
+/// The object a request names: its resource, namespace (`None`: cluster-scoped) and name.
+#[derive(Debug, Clone, Copy)]
+pub struct At<'a> {
+    pub def: &'a ResourceDef,
+    pub ns: Option<&'a str>,
+    pub name: &'a str,
+}
+
+impl At<'_> {
+    fn key(&self) -> ObjKey {
+        key(self.def, self.ns, self.name)
+    }
+}
+
 fn object(code: StatusCode, def: &ResourceDef, k: ObjKey) -> Reply {
     Reply::Object(code, k, def.api_version())
 }
@@ -68,8 +82,9 @@ pub fn list(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, req: &Req) -> 
     )
 }
 
-pub fn get(c: &ClusterKube, def: &ResourceDef, ns: Option<&str>, name: &str, req: &Req) -> Reply {
-    let k = key(def, ns, name);
+pub fn get(c: &ClusterKube, at: At<'_>, req: &Req) -> Reply {
+    let At { def, name, .. } = at;
+    let k = at.key();
     let Some(obj) = c.api.get(&k) else {
         return def.not_found(name).into();
     };
@@ -97,16 +112,29 @@ pub fn create(c: &mut ClusterKube, def: &ResourceDef, ns: Option<&str>, req: &Re
             ));
         }
         let manager = req.param("fieldManager").unwrap_or("kube-client");
-        c.api.create(
-            k.clone(),
-            &body,
-            manager,
-            "Update",
-            initial_status(&def.kind),
-        );
-        c.mark_dirty();
-        Ok(object(StatusCode::CREATED, def, k))
+        Ok(store_new(c, def, k, &body, manager, "Update"))
     })
+}
+
+/// Store `body` as the new object `k` (written by `manager` through `operation`,
+/// `Update` or `Apply`) and answer 201 with it.
+fn store_new(
+    c: &mut ClusterKube,
+    def: &ResourceDef,
+    k: ObjKey,
+    body: &Value,
+    manager: &str,
+    operation: &str,
+) -> Reply {
+    c.api.create(
+        k.clone(),
+        body,
+        manager,
+        operation,
+        initial_status(&def.kind),
+    );
+    c.mark_dirty();
+    object(StatusCode::CREATED, def, k)
 }
 
 /// The write a PATCH asks for, by its media type.
@@ -142,15 +170,10 @@ fn patch_write(def: &ResourceDef, name: &str, req: &Req) -> Result<Write, KStatu
     })
 }
 
-pub fn patch(
-    c: &mut ClusterKube,
-    def: &ResourceDef,
-    ns: Option<&str>,
-    name: &str,
-    req: &Req,
-) -> Reply {
+pub fn patch(c: &mut ClusterKube, at: At<'_>, req: &Req) -> Reply {
+    let At { def, ns, name } = at;
     answer(|| {
-        let k = key(def, ns, name);
+        let k = at.key();
         let write = patch_write(def, name, req)?;
         let mut body = parse_body(req)?;
         let apply = matches!(write, Write::Apply { .. });
@@ -159,15 +182,7 @@ pub fn patch(
         match (&write, existing) {
             (Write::Apply { manager, .. }, None) => {
                 validate(c, def, ns, Some(name), &mut body, true)?;
-                c.api.create(
-                    k.clone(),
-                    &body,
-                    manager,
-                    "Apply",
-                    initial_status(&def.kind),
-                );
-                c.mark_dirty();
-                Ok(object(StatusCode::CREATED, def, k))
+                Ok(store_new(c, def, k, &body, manager, "Apply"))
             }
             (_, None) => Err(def.not_found(name)),
             (_, Some(existing)) => {
@@ -205,15 +220,10 @@ fn store_write(
     Ok(object(StatusCode::OK, def, k))
 }
 
-pub fn update(
-    c: &mut ClusterKube,
-    def: &ResourceDef,
-    ns: Option<&str>,
-    name: &str,
-    req: &Req,
-) -> Reply {
+pub fn update(c: &mut ClusterKube, at: At<'_>, req: &Req) -> Reply {
+    let At { def, ns, name } = at;
     answer(|| {
-        let k = key(def, ns, name);
+        let k = at.key();
         let mut body = parse_body(req)?;
         let Some(existing) = c.api.get(&k).cloned() else {
             return Err(def.not_found(name));
@@ -237,8 +247,9 @@ pub fn update(
     })
 }
 
-pub fn delete(c: &mut ClusterKube, def: &ResourceDef, ns: Option<&str>, name: &str) -> Reply {
-    let k = key(def, ns, name);
+pub fn delete(c: &mut ClusterKube, at: At<'_>) -> Reply {
+    let At { def, name, .. } = at;
+    let k = at.key();
     let Some(removed) = c.api.remove(&k) else {
         return def.not_found(name).into();
     };
