@@ -82,19 +82,13 @@ pub async fn check_version(
             n.cluster
         )
     };
-    let refuse = |version: &str| {
-        Error::invalid(
-            "GKE_VERSION_TOO_OLD",
-            format!(
-                "cluster {} runs GKE {version:?}; {mode} pools of {} need GKE {min} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or ask for ON_DEMAND or SPOT",
-                m.path.name(),
-                acc.base_name(),
-                n.cluster
-            ),
-        )
-        .with("currentMasterVersion", version)
-        .with("minimumVersion", min)
-        .with("provisioning", mode)
-    };
-    version::require(cloud, m, |v| *v >= min, unread, refuse).await
+    let needs = format!(
+        "{mode} pools of {} need GKE {min} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or ask for ON_DEMAND or SPOT",
+        acc.base_name(),
+        n.cluster
+    );
+    // The one error `require` answers is the refusal, which names the mode.
+    version::require(cloud, m, &min, unread, &needs)
+        .await
+        .map_err(|e| e.with("provisioning", mode))
 }

@@ -51,17 +51,9 @@ pub async fn check_version(
             s.strategy.as_str()
         )
     };
-    let refuse = |version: &str| {
-        Error::invalid(
-            "GKE_VERSION_TOO_OLD",
-            format!(
-                "cluster {} runs GKE {version:?}; GPU sharing with {} needs GKE {min} or later: upgrade the cluster or add the pool without \"sharing\"",
-                m.path.name(),
-                s.strategy.as_str()
-            ),
-        )
-        .with("currentMasterVersion", version)
-        .with("minimumVersion", min)
-    };
-    version::require(cloud, m, |v| *v >= min, unread, refuse).await
+    let needs = format!(
+        "GPU sharing with {} needs GKE {min} or later: upgrade the cluster or add the pool without \"sharing\"",
+        s.strategy.as_str()
+    );
+    version::require(cloud, m, &min, unread, &needs).await
 }
