@@ -76,12 +76,7 @@ pub async fn check_version(
         return Ok(Vec::new());
     };
     let n = m.names();
-    let unread = |e: &str| {
-        format!(
-            "the GKE version of cluster {} was not checked ({e}); {mode} needs GKE {min} or later",
-            n.cluster
-        )
-    };
+    let unread = |e: &str| format!("({e}); {mode} needs GKE {min} or later");
     let needs = format!(
         "{mode} pools of {} need GKE {min} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or ask for ON_DEMAND or SPOT",
         acc.base_name(),

@@ -380,12 +380,7 @@ fn pool_records(
 /// the class checks the running cluster's version again.
 async fn check_version(cloud: &Cloud, m: &Mutation) -> Result<Vec<String>> {
     let n = m.names();
-    let unread = |e: &str| {
-        format!(
-            "the GKE version of cluster {} was not checked ({e}); the compute class step checks it",
-            n.cluster
-        )
-    };
+    let unread = |e: &str| format!("({e}); the compute class step checks it");
     let needs = format!(
         "a failover pair needs custom compute classes, which need GKE {MIN_VERSION} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or add a pool without \"failover\"",
         n.cluster

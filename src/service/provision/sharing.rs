@@ -44,13 +44,7 @@ pub async fn check_version(
         return Ok(Vec::new());
     };
     let min = s.strategy.min_version();
-    let unread = |e: &str| {
-        format!(
-            "the GKE version of cluster {} was not checked for {} ({e})",
-            m.names().cluster,
-            s.strategy.as_str()
-        )
-    };
+    let unread = |e: &str| format!("for {} ({e})", s.strategy.as_str());
     let needs = format!(
         "GPU sharing with {} needs GKE {min} or later: upgrade the cluster or add the pool without \"sharing\"",
         s.strategy.as_str()

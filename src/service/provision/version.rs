@@ -42,7 +42,7 @@ pub async fn master_version(cloud: &Cloud, m: &Mutation) -> MasterVersion {
 /// A minimum-version check: `min` or later is no warning; an older version (or one
 /// that does not parse) is 400 GKE_VERSION_TOO_OLD, `cluster … runs GKE "…"; ` then
 /// `needs` (what needs `min`, and the way out); a version that cannot be read is the one
-/// warning `unread(why)`.
+/// warning `the GKE version of cluster … was not checked ` then `unread(why)`.
 pub async fn require(
     cloud: &Cloud,
     m: &Mutation,
@@ -51,7 +51,11 @@ pub async fn require(
     needs: &str,
 ) -> Result<Vec<String>> {
     match master_version(cloud, m).await {
-        MasterVersion::Unread(e) => Ok(vec![unread(&e)]),
+        MasterVersion::Unread(e) => Ok(vec![format!(
+            "the GKE version of cluster {} was not checked {}",
+            m.names().cluster,
+            unread(&e)
+        )]),
         MasterVersion::Read(_, Some(v)) if v >= *min => Ok(Vec::new()),
         MasterVersion::Read(v, _) => Err(Error::invalid(
             "GKE_VERSION_TOO_OLD",
