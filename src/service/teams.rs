@@ -309,6 +309,23 @@ pub async fn list_members(
     page.page(&scope, rows, |m| m.email.clone(), render_member)
 }
 
+/// A roster change begins: the team locked (its etag checked), then its OWNER rows
+/// (serialising owner changes). The OWNER count, `member` as stored, and its role now.
+async fn lock_roster(
+    tx: &mut sqlx::PgConnection,
+    team: &str,
+    etag: Option<&str>,
+    member: &RosterEntry,
+) -> Result<(i64, String, Option<Role>)> {
+    lock_checked(&mut *tx, team, etag).await?;
+    let owners = store::teams::lock_owner_count(&mut *tx, team).await?;
+    let entry = member.to_string();
+    let old = store::teams::role_in(&mut *tx, team, &entry)
+        .await?
+        .and_then(|r| Role::parse(&r));
+    Ok((owners, entry, old))
+}
+
 fn last_owner(team: &str) -> Error {
     Error::precondition(
         "LAST_OWNER",
@@ -330,12 +347,7 @@ pub async fn put_member(
     let team = team.as_str();
     let my_role = access::require(db, caller, team, Role::Admin, "managing members").await?;
     let mut tx = replies::begin_or_replay!(db, who, idem);
-    lock_checked(&mut tx, team, team_etag).await?;
-    let owners = store::teams::lock_owner_count(&mut tx, team).await?;
-    let entry = member.to_string();
-    let old = store::teams::role_in(&mut *tx, team, &entry)
-        .await?
-        .and_then(|r| Role::parse(&r));
+    let (owners, entry, old) = lock_roster(&mut tx, team, team_etag, member).await?;
     if role == Role::Owner || old == Some(Role::Owner) {
         access::check(my_role, Role::Owner, "granting or changing OWNER", team)?;
     }
@@ -395,18 +407,13 @@ pub async fn delete_member(
         access::check(my_role, Role::Admin, "removing members", team)?;
     }
     let mut tx = replies::begin_or_replay!(db, who, idem);
-    lock_checked(&mut tx, team, team_etag).await?;
-    let owners = store::teams::lock_owner_count(&mut tx, team).await?;
-    let entry = member.to_string();
-    let old = store::teams::role_in(&mut *tx, team, &entry)
-        .await?
-        .and_then(|r| Role::parse(&r))
-        .ok_or_else(|| {
-            Error::not_found(
-                "MEMBER_NOT_FOUND",
-                format!("{member} is not a member of teams/{team}"),
-            )
-        })?;
+    let (owners, entry, old) = lock_roster(&mut tx, team, team_etag, member).await?;
+    let old = old.ok_or_else(|| {
+        Error::not_found(
+            "MEMBER_NOT_FOUND",
+            format!("{member} is not a member of teams/{team}"),
+        )
+    })?;
     if old == Role::Owner && !is_self {
         access::check(my_role, Role::Owner, "removing an OWNER", team)?;
     }

@@ -517,31 +517,6 @@ pub async fn spend(
     Ok(v.unwrap_or(0.0))
 }
 
-/// A pool as the idle rules see it.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
-pub struct PoolActivity {
-    pub cluster_id: Uuid,
-    pub pool: String,
-    pub team_id: String,
-    pub seen_since: DateTime<Utc>,
-    pub last_seen: DateTime<Utc>,
-    pub last_busy: Option<DateTime<Utc>>,
-}
-
-/// Every sampled pool of `cluster`.
-pub async fn pool_activity(
-    ex: impl PgExecutor<'_>,
-    cluster: Uuid,
-) -> Result<Vec<PoolActivity>, StoreError> {
-    keyed::all(
-        ex,
-        "SELECT cluster_id, pool, team_id, seen_since, last_seen, last_busy FROM usage_pools \
-         WHERE cluster_id = $1 ORDER BY pool",
-        (cluster,),
-    )
-    .await
-}
-
 /// Append a BUDGET_THRESHOLD audit event for every team whose measured spend this month
 /// (to `now`) crossed 50, 80 or 100% of its policy's `monthlyBudgetUsd` and was not told
 /// yet; one statement, so a crossing is marked exactly when its event is written. Returns

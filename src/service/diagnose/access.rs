@@ -16,7 +16,7 @@ use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 use crate::store::Db;
 
 use super::super::status::access::{self as status_access, gaps, sync_fix};
-use super::{Read, Shared, check, count, ok, read, unread};
+use super::{Read, Shared, check, count, ok, read};
 
 const ID: &str = "access";
 /// What every roster member needs on the project to get the cluster's credentials.
@@ -77,15 +77,10 @@ async fn run(db: &Db, cloud: &Cloud, rec: &Record, s: &Shared) -> DiagnosisCheck
         read(s.deadline, policy_read, |_| false),
     );
     let Read::Found(have) = have else {
-        return unread(ID, "the cluster's RBAC bindings", &have, s.timeout);
+        return s.unread(ID, "the cluster's RBAC bindings", &have);
     };
     let Read::Found(policy) = policy else {
-        return unread(
-            ID,
-            &format!("the IAM policy of project {p}"),
-            &policy,
-            s.timeout,
-        );
+        return s.unread(ID, &format!("the IAM policy of project {p}"), &policy);
     };
     let mut problems: Vec<String> = gaps(&want.bindings, &have)
         .iter()

@@ -13,7 +13,7 @@ use crate::domain::resource_names::DEFAULT_POOL;
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 use crate::store::node_pools::NodePoolRecord;
 
-use super::{Read, Shared, check, count, ok, unread};
+use super::{Read, Shared, check, count, ok};
 
 /// GKE: node pools may be up to two minor versions older than the control plane, never
 /// newer (cloud.google.com/kubernetes-engine/versioning, "Version support").
@@ -41,7 +41,7 @@ pub fn cluster(s: &Shared) -> Vec<DiagnosisCheck> {
                 ),
             )];
         }
-        other => return vec![unread(ID, "the GKE cluster", other, s.timeout)],
+        other => return vec![s.unread(ID, "the GKE cluster", other)],
     };
     let status = c.status.as_deref().unwrap_or("STATUS_UNSPECIFIED");
     let master = c.current_master_version.as_deref().unwrap_or("unknown");
@@ -111,7 +111,7 @@ pub fn skew(master: &str, pool: &str) -> Option<(i64, CheckStatus)> {
 pub fn version_skew(s: &Shared) -> Vec<DiagnosisCheck> {
     const ID: &str = "version-skew";
     let Some(c) = s.gke.found() else {
-        return vec![unread(ID, "the GKE cluster", &s.gke, s.timeout)];
+        return vec![s.unread(ID, "the GKE cluster", &s.gke)];
     };
     let Some(master) = c.current_master_version.as_deref() else {
         return vec![check(
@@ -249,7 +249,7 @@ fn pool_line(
 pub fn node_pools(s: &Shared) -> Vec<DiagnosisCheck> {
     const ID: &str = "node-pools";
     let Some(c) = s.gke.found() else {
-        return vec![unread(ID, "the GKE cluster", &s.gke, s.timeout)];
+        return vec![s.unread(ID, "the GKE cluster", &s.gke)];
     };
     let gke: BTreeMap<&str, &GkePool> = c.node_pools.iter().map(|p| (p.name.as_str(), p)).collect();
     // pool -> (Ready nodes, nodes)
@@ -297,7 +297,7 @@ pub fn node_pools(s: &Shared) -> Vec<DiagnosisCheck> {
         )];
     }
     if matches!(s.nodes, Read::TimedOut | Read::Failed(_)) && worst == CheckStatus::Ok {
-        return vec![unread(ID, "the cluster's nodes", &s.nodes, s.timeout)];
+        return vec![s.unread(ID, "the cluster's nodes", &s.nodes)];
     }
     let message = format!(
         "{}: {}",

@@ -13,7 +13,7 @@ use crate::cloud::kube::{KubeError, PoolAccelerator, needs_nvidia_driver_install
 use crate::domain::resource_names::{KSA_NAME, KSA_NAMESPACE};
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 
-use super::{Read, Shared, check, ok, read, unread};
+use super::{Read, Shared, check, ok, read};
 
 const LWS_CRD: &str = "leaderworkersets.leaderworkerset.x-k8s.io";
 const LWS_NAMESPACE: &str = "lws-system";
@@ -55,28 +55,19 @@ pub async fn lws(s: &Shared) -> Vec<DiagnosisCheck> {
     );
     let crd = match crd {
         Read::Found(c) => c,
-        other => return vec![unread(ID, "the LWS CRD", &other, s.timeout)],
+        other => return vec![s.unread(ID, "the LWS CRD", &other)],
     };
     let dep = match dep {
         Read::Found(d) => d,
         other => {
-            return vec![unread(
-                ID,
-                "the LWS controller deployment",
-                &other,
-                s.timeout,
-            )];
+            return vec![s.unread(ID, "the LWS controller deployment", &other)];
         }
     };
     let (Some(crd), Some(dep)) = (crd, dep) else {
-        return vec![check(
-            ID,
-            CheckStatus::Fail,
-            format!(
-                "LeaderWorkerSet is not installed (CRD {LWS_CRD} or deployment {LWS_NAMESPACE}/{LWS_DEPLOYMENT} missing)"
-            ),
-            format!("{}: it applies the pinned LWS manifest", s.up()),
-        )];
+        let message = format!(
+            "LeaderWorkerSet is not installed (CRD {LWS_CRD} or deployment {LWS_NAMESPACE}/{LWS_DEPLOYMENT} missing)"
+        );
+        return vec![s.not_applied(ID, message, "LWS")];
     };
     let (c, d) = (crd_check(&crd), deployment_check(&dep));
     let message = format!(
@@ -124,7 +115,7 @@ pub async fn workload_identity(cloud: &Cloud, s: &Shared) -> Vec<DiagnosisCheck>
                 format!("{}: it re-creates it with its annotation", s.up()),
             )];
         }
-        other => return vec![unread(ID, "the job service account", &other, s.timeout)],
+        other => return vec![s.unread(ID, "the job service account", &other)],
     };
     let annotated = ksa
         .metadata
@@ -162,12 +153,7 @@ pub async fn workload_identity(cloud: &Cloud, s: &Shared) -> Vec<DiagnosisCheck>
             fixes.push(s.up());
         }
         other => {
-            return vec![unread(
-                ID,
-                &format!("the IAM policy of {email}"),
-                other,
-                s.timeout,
-            )];
+            return vec![s.unread(ID, &format!("the IAM policy of {email}"), other)];
         }
     }
     if problems.is_empty() {
@@ -190,7 +176,7 @@ pub async fn workload_identity(cloud: &Cloud, s: &Shared) -> Vec<DiagnosisCheck>
 pub async fn nvidia_driver(s: &Shared) -> Vec<DiagnosisCheck> {
     const ID: &str = "nvidia-driver";
     let Some(c) = s.gke.found() else {
-        return vec![unread(ID, "the GKE cluster", &s.gke, s.timeout)];
+        return vec![s.unread(ID, "the GKE cluster", &s.gke)];
     };
     let accs: Vec<(String, PoolAccelerator)> = c
         .node_pools
@@ -248,22 +234,13 @@ pub async fn nvidia_driver(s: &Shared) -> Vec<DiagnosisCheck> {
     let ds = match ds {
         Read::Found(Some(d)) => d,
         Read::Found(None) => {
-            return vec![check(
-                ID,
-                CheckStatus::Fail,
-                format!(
-                    "GPU pools without GKE-managed drivers need daemonset kube-system/{NVIDIA_DRIVER_DAEMONSET}, which is missing"
-                ),
-                format!("{}: it applies the pinned installer manifest", s.up()),
-            )];
+            let message = format!(
+                "GPU pools without GKE-managed drivers need daemonset kube-system/{NVIDIA_DRIVER_DAEMONSET}, which is missing"
+            );
+            return vec![s.not_applied(ID, message, "installer")];
         }
         other => {
-            return vec![unread(
-                ID,
-                "the driver installer daemonset",
-                &other,
-                s.timeout,
-            )];
+            return vec![s.unread(ID, "the driver installer daemonset", &other)];
         }
     };
     let r = daemonset_check(&ds, true);

@@ -175,8 +175,20 @@ impl Shared {
         self.kube_or_why(id)?;
         match r {
             Read::Found(v) => Ok(v),
-            other => Err(unread(id, what, other, self.timeout)),
+            other => Err(self.unread(id, what, other)),
         }
+    }
+
+    /// FAIL: what `up` installs from a pinned manifest (`manifest`: LWS, installer) is
+    /// missing, as `message` says.
+    pub fn not_applied(&self, id: &str, message: String, manifest: &str) -> DiagnosisCheck {
+        let fix = format!("{}: it applies the pinned {manifest} manifest", self.up());
+        check(id, CheckStatus::Fail, message, fix)
+    }
+
+    /// [`unread`] within this diagnosis's timeout.
+    pub fn unread<T>(&self, id: &str, what: &str, r: &Read<T>) -> DiagnosisCheck {
+        unread(id, what, r, self.timeout)
     }
 }
 

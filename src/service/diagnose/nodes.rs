@@ -14,7 +14,7 @@ use crate::cloud::kube::health::NodeHealth;
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 
 use super::kube::{listed, nf};
-use super::{Read, Shared, check, count, ok, read, unread};
+use super::{Read, Shared, check, count, ok, read};
 
 /// How far back Warning events count.
 const EVENT_WINDOW_MINUTES: i64 = 60;
@@ -45,40 +45,26 @@ pub fn nodes(s: &Shared) -> Vec<DiagnosisCheck> {
             .unwrap_or("NODE")
             .to_owned()
     };
+    // Some of the nodes are in a state: `{n} of {all} nodes {state}: {which}`.
+    let some = |status, which: &[String], state: &str, fix: String| {
+        let all = nodes.len();
+        let message = format!("{} of {all} nodes {state}: {}", which.len(), listed(which));
+        vec![check(ID, status, message, fix)]
+    };
     if !not_ready.is_empty() {
-        return vec![check(
-            ID,
-            CheckStatus::Fail,
-            format!(
-                "{} of {} nodes NotReady: {}",
-                not_ready.len(),
-                nodes.len(),
-                listed(&not_ready)
-            ),
-            format!(
-                "kubectl describe node {} shows the kubelet's reason; GKE auto-repair recreates a node NotReady for long, or delete its VM (gcloud compute instances delete {} --zone={} --project={}) to replace it",
-                first(&not_ready),
-                first(&not_ready),
-                s.n.zone,
-                s.n.project
-            ),
-        )];
+        let node = first(&not_ready);
+        let fix = format!(
+            "kubectl describe node {node} shows the kubelet's reason; GKE auto-repair recreates a node NotReady for long, or delete its VM (gcloud compute instances delete {node} --zone={} --project={}) to replace it",
+            s.n.zone, s.n.project
+        );
+        return some(CheckStatus::Fail, &not_ready, "NotReady", fix);
     }
     if !pressured.is_empty() {
-        return vec![check(
-            ID,
-            CheckStatus::Warn,
-            format!(
-                "{} of {} nodes under pressure: {}",
-                pressured.len(),
-                nodes.len(),
-                listed(&pressured)
-            ),
-            format!(
-                "kubectl describe node {} and kubectl top pods -A show what fills memory, disk or PIDs; lower those pods' usage or move them",
-                first(&pressured)
-            ),
-        )];
+        let fix = format!(
+            "kubectl describe node {} and kubectl top pods -A show what fills memory, disk or PIDs; lower those pods' usage or move them",
+            first(&pressured)
+        );
+        return some(CheckStatus::Warn, &pressured, "under pressure", fix);
     }
     vec![ok(
         ID,
@@ -132,7 +118,7 @@ pub async fn warning_events(s: &Shared) -> Vec<DiagnosisCheck> {
     let deadline = s.deadline;
     let events = match read(deadline, k.warning_events(), nf).await {
         Read::Found(e) => e,
-        other => return vec![unread(ID, "the event list", &other, s.timeout)],
+        other => return vec![s.unread(ID, "the event list", &other)],
     };
     let since = Utc::now() - chrono::Duration::minutes(EVENT_WINDOW_MINUTES);
     let mut recent: Vec<_> = events

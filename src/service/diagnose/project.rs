@@ -110,6 +110,16 @@ async fn apis(c: &Ctx<'_>) -> DiagnosisCheck {
     )
 }
 
+/// FAIL: `missing`, of the `of` resources (`what`) `up` creates, do not exist.
+fn some_missing(id: &str, missing: &[&str], of: usize, what: &str, fix: String) -> DiagnosisCheck {
+    let message = format!(
+        "{} of {of} {what} are missing: {}",
+        missing.len(),
+        missing.join(", ")
+    );
+    check(id, CheckStatus::Fail, message, fix)
+}
+
 async fn service_accounts(c: &Ctx<'_>) -> DiagnosisCheck {
     const ID: &str = "service-accounts";
     let g = &c.cloud.gcp;
@@ -130,19 +140,11 @@ async fn service_accounts(c: &Ctx<'_>) -> DiagnosisCheck {
         }
     }
     if !missing.is_empty() {
-        return check(
-            ID,
-            CheckStatus::Fail,
-            format!(
-                "{} of 2 service accounts are missing: {}",
-                missing.len(),
-                missing.join(", ")
-            ),
-            format!(
-                "{}: it re-creates the accounts and grants their roles",
-                c.up
-            ),
+        let fix = format!(
+            "{}: it re-creates the accounts and grants their roles",
+            c.up
         );
+        return some_missing(ID, &missing, 2, "service accounts", fix);
     }
     let Read::Found(policy) = &policy else {
         return unread(
@@ -232,16 +234,8 @@ async fn buckets(c: &Ctx<'_>) -> DiagnosisCheck {
         }
     }
     if !missing.is_empty() {
-        return check(
-            ID,
-            CheckStatus::Fail,
-            format!(
-                "{} of 3 buckets are missing: {}",
-                missing.len(),
-                missing.join(", ")
-            ),
-            format!("{}: it re-creates the buckets", c.up),
-        );
+        let fix = format!("{}: it re-creates the buckets", c.up);
+        return some_missing(ID, &missing, 3, "buckets", fix);
     }
     if !no_lifecycle.is_empty() {
         let cmds: Vec<String> = no_lifecycle

@@ -13,7 +13,7 @@ use crate::domain::accelerators::{self, Choice};
 use crate::domain::quota;
 use crate::model::diagnose::{CheckStatus, DiagnosisCheck};
 
-use super::{Read, Shared, check, ok, unread};
+use super::{Read, Shared, check, ok};
 
 /// Quota use at or above this share of the limit is a warning.
 const QUOTA_WARN_SHARE: f64 = 0.8;
@@ -40,12 +40,7 @@ pub fn quota_verdict(
 pub fn quota(s: &Shared) -> Vec<DiagnosisCheck> {
     const ID: &str = "quota";
     let Read::Found(region) = &s.region else {
-        return vec![unread(
-            ID,
-            &format!("region {}", s.n.region),
-            &s.region,
-            s.timeout,
-        )];
+        return vec![s.unread(ID, &format!("region {}", s.n.region), &s.region)];
     };
     let gke: BTreeMap<&str, &GkePool> = s
         .gke

@@ -223,9 +223,14 @@ pub enum Decision {
 
 /// `:approve` or `:reject` by `caller` (an ADMIN or OWNER other than the requester).
 pub async fn decide(svc: &Services, caller: &Caller, id: &str, d: Decision) -> Result<Operation> {
+    let action = match d {
+        Decision::Approve(_) => "approving operations",
+        Decision::Reject(_) => "rejecting operations",
+    };
+    let (rec, replay) = decision(svc, caller, id, action).await?;
     match d {
-        Decision::Approve(comment) => approve(svc, caller, id, comment).await,
-        Decision::Reject(comment) => reject(svc, caller, id, comment).await,
+        Decision::Approve(comment) => approve(svc, caller, id, &rec, replay, comment).await,
+        Decision::Reject(comment) => reject(svc, caller, id, &rec, comment).await,
     }
 }
 
@@ -233,9 +238,10 @@ async fn approve(
     svc: &Services,
     caller: &Caller,
     id: &str,
+    rec: &store::approvals::ApprovalRecord,
+    replay: Replay,
     comment: Option<String>,
 ) -> Result<Operation> {
-    let (rec, replay) = decision(svc, caller, id, "approving operations").await?;
     let email = Email::parse(&replay.requested_by)?;
     let m = Mutation {
         caller: Caller {
@@ -274,9 +280,9 @@ async fn reject(
     svc: &Services,
     caller: &Caller,
     id: &str,
+    rec: &store::approvals::ApprovalRecord,
     comment: Option<String>,
 ) -> Result<Operation> {
-    let (rec, _) = decision(svc, caller, id, "rejecting operations").await?;
     let by = caller.email.to_string();
     let error = crate::ops::approvals::rejected_status(&by, comment.as_deref());
     let mut tx = svc.db.begin().await.map_err(StoreError::from)?;

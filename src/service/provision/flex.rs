@@ -76,25 +76,14 @@ pub async fn check_version(
         return Ok(Vec::new());
     };
     let n = m.names();
-    let unread = |e: &str| {
-        format!(
-            "the GKE version of cluster {} was not checked ({e}); {mode} needs GKE {min} or later",
-            n.cluster
-        )
-    };
-    let refuse = |version: &str| {
-        Error::invalid(
-            "GKE_VERSION_TOO_OLD",
-            format!(
-                "cluster {} runs GKE {version:?}; {mode} pools of {} need GKE {min} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or ask for ON_DEMAND or SPOT",
-                m.path.name(),
-                acc.base_name(),
-                n.cluster
-            ),
-        )
-        .with("currentMasterVersion", version)
-        .with("minimumVersion", min)
-        .with("provisioning", mode)
-    };
-    version::require(cloud, m, |v| *v >= min, unread, refuse).await
+    let unread = |e: &str| format!("({e}); {mode} needs GKE {min} or later");
+    let needs = format!(
+        "{mode} pools of {} need GKE {min} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or ask for ON_DEMAND or SPOT",
+        acc.base_name(),
+        n.cluster
+    );
+    // The one error `require` answers is the refusal, which names the mode.
+    version::require(cloud, m, &min, unread, &needs)
+        .await
+        .map_err(|e| e.with("provisioning", mode))
 }

@@ -5,7 +5,7 @@
 
 use crate::cloud::Cloud;
 use crate::domain::accelerators::{Choice, Kind, Resolved};
-use crate::domain::compute_class::{ClassName, GkeVersion, MIN_VERSION, join_class};
+use crate::domain::compute_class::{ClassName, MIN_VERSION, join_class};
 use crate::domain::pools::{FailoverRole, PoolError, PoolShape, shape, spot_of};
 use crate::domain::provisioning::Resolution;
 use crate::domain::resource_names::{ClusterNames, derived_suffix, pool_id, pool_id_placeholder};
@@ -380,26 +380,12 @@ fn pool_records(
 /// the class checks the running cluster's version again.
 async fn check_version(cloud: &Cloud, m: &Mutation) -> Result<Vec<String>> {
     let n = m.names();
-    let unread = |e: &str| {
-        format!(
-            "the GKE version of cluster {} was not checked ({e}); the compute class step checks it",
-            n.cluster
-        )
-    };
-    let refuse = |version: &str| {
-        Error::invalid(
-            "GKE_VERSION_TOO_OLD",
-            format!(
-                "cluster {} runs GKE {version:?}; a failover pair needs custom compute classes, which need GKE {MIN_VERSION} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or add a pool without \"failover\"",
-                m.path.name(),
-                n.cluster
-            ),
-        )
-        .with("currentMasterVersion", version)
-        .with("minimumVersion", MIN_VERSION)
-    };
-    let ok = |v: &GkeVersion| v.supports_compute_classes();
-    version::require(cloud, m, ok, unread, refuse).await
+    let unread = |e: &str| format!("({e}); the compute class step checks it");
+    let needs = format!(
+        "a failover pair needs custom compute classes, which need GKE {MIN_VERSION} or later: upgrade the cluster (gcloud container clusters upgrade {} --master --cluster-version=...) or add a pool without \"failover\"",
+        n.cluster
+    );
+    version::require(cloud, m, &MIN_VERSION, unread, &needs).await
 }
 
 /// `pool add`: one pool (or a failover pair), checked, named and planned.

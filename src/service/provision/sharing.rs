@@ -44,24 +44,10 @@ pub async fn check_version(
         return Ok(Vec::new());
     };
     let min = s.strategy.min_version();
-    let unread = |e: &str| {
-        format!(
-            "the GKE version of cluster {} was not checked for {} ({e})",
-            m.names().cluster,
-            s.strategy.as_str()
-        )
-    };
-    let refuse = |version: &str| {
-        Error::invalid(
-            "GKE_VERSION_TOO_OLD",
-            format!(
-                "cluster {} runs GKE {version:?}; GPU sharing with {} needs GKE {min} or later: upgrade the cluster or add the pool without \"sharing\"",
-                m.path.name(),
-                s.strategy.as_str()
-            ),
-        )
-        .with("currentMasterVersion", version)
-        .with("minimumVersion", min)
-    };
-    version::require(cloud, m, |v| *v >= min, unread, refuse).await
+    let unread = |e: &str| format!("for {} ({e})", s.strategy.as_str());
+    let needs = format!(
+        "GPU sharing with {} needs GKE {min} or later: upgrade the cluster or add the pool without \"sharing\"",
+        s.strategy.as_str()
+    );
+    version::require(cloud, m, &min, unread, &needs).await
 }

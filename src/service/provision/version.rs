@@ -39,18 +39,29 @@ pub async fn master_version(cloud: &Cloud, m: &Mutation) -> MasterVersion {
     }
 }
 
-/// A minimum-version check: a version `ok` accepts is no warning; a version it refuses
-/// is `refuse(version)`; a version that cannot be read is the one warning `unread(why)`.
+/// A minimum-version check: `min` or later is no warning; an older version (or one
+/// that does not parse) is 400 GKE_VERSION_TOO_OLD, `cluster … runs GKE "…"; ` then
+/// `needs` (what needs `min`, and the way out); a version that cannot be read is the one
+/// warning `the GKE version of cluster … was not checked ` then `unread(why)`.
 pub async fn require(
     cloud: &Cloud,
     m: &Mutation,
-    ok: impl Fn(&GkeVersion) -> bool,
+    min: &GkeVersion,
     unread: impl FnOnce(&str) -> String,
-    refuse: impl FnOnce(&str) -> Error,
+    needs: &str,
 ) -> Result<Vec<String>> {
     match master_version(cloud, m).await {
-        MasterVersion::Unread(e) => Ok(vec![unread(&e)]),
-        MasterVersion::Read(_, Some(v)) if ok(&v) => Ok(Vec::new()),
-        MasterVersion::Read(v, _) => Err(refuse(&v)),
+        MasterVersion::Unread(e) => Ok(vec![format!(
+            "the GKE version of cluster {} was not checked {}",
+            m.names().cluster,
+            unread(&e)
+        )]),
+        MasterVersion::Read(_, Some(v)) if v >= *min => Ok(Vec::new()),
+        MasterVersion::Read(v, _) => Err(Error::invalid(
+            "GKE_VERSION_TOO_OLD",
+            format!("cluster {} runs GKE {v:?}; {needs}", m.path.name()),
+        )
+        .with("currentMasterVersion", v)
+        .with("minimumVersion", min)),
     }
 }
