@@ -9,7 +9,6 @@ use std::fmt::Debug;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{Event, Node, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::ListParams;
@@ -150,24 +149,6 @@ impl KubeCluster {
         let api = Api::<K>::namespaced(self.client().await?, namespace);
         let action = format!("get {kind} {namespace}/{name}");
         self.get_opt(api, name, action).await
-    }
-
-    /// Deployment `namespace/name`, `None` when absent.
-    pub async fn get_deployment(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Option<Deployment>, KubeError> {
-        self.get_namespaced("deployment", namespace, name).await
-    }
-
-    /// DaemonSet `namespace/name`, `None` when absent.
-    pub async fn get_daemonset(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Option<DaemonSet>, KubeError> {
-        self.get_namespaced("daemonset", namespace, name).await
     }
 
     /// CustomResourceDefinition `name`, `None` when absent.

@@ -49,7 +49,7 @@ pub async fn lws(s: &Shared) -> Vec<DiagnosisCheck> {
         read(deadline, k.get_crd(LWS_CRD), nf),
         read(
             deadline,
-            k.get_deployment(LWS_NAMESPACE, LWS_DEPLOYMENT),
+            k.get_namespaced("deployment", LWS_NAMESPACE, LWS_DEPLOYMENT),
             nf
         ),
     );
@@ -227,7 +227,7 @@ pub async fn nvidia_driver(s: &Shared) -> Vec<DiagnosisCheck> {
     let deadline = s.deadline;
     let ds = read(
         deadline,
-        k.get_daemonset("kube-system", NVIDIA_DRIVER_DAEMONSET),
+        k.get_namespaced("daemonset", "kube-system", NVIDIA_DRIVER_DAEMONSET),
         nf,
     )
     .await;
