@@ -16,37 +16,20 @@ use super::error::ApiError;
 use crate::domain::TeamId;
 use crate::service::clusters::ClusterPath;
 
-/// The impl the wrapping extractors share: `$name<T>` (with `T` bounded as given) holds
-/// `$value`, which answers API errors; or it holds what an axum extractor of the request's
-/// parts (`Query`, `Path`) gives, its rejection answered by `$refuse`.
-macro_rules! wrapping_extractor {
-    ($name:ident<T: $($bound:path),+>,
-     $trait:ident::$method:ident(|$input:ident: $input_ty:ty, $state:ident| $value:expr)) => {
-        impl<S, T> $trait<S> for $name<T>
-        where
-            T: $($bound +)+,
-            S: Send + Sync,
-        {
-            type Rejection = ApiError;
-
-            async fn $method($input: $input_ty, $state: &S) -> Result<Self, ApiError> {
-                $value.map($name)
-            }
-        }
-    };
-    ($name:ident<T: $($bound:path),+> = axum::extract::$axum:ident, $refuse:path) => {
-        wrapping_extractor!($name<T: $($bound),+>,
-            FromRequestParts::from_request_parts(|parts: &mut Parts, state| {
-                let v = axum::extract::$axum::<T>::from_request_parts(parts, state).await;
-                v.map(|v| v.0).map_err($refuse)
-            }));
-    };
-}
-
 /// `axum::Json` with API errors.
 pub struct ApiJson<T>(pub T);
-wrapping_extractor!(ApiJson<T: DeserializeOwned>,
-    FromRequest::from_request(|req: Request, state| decode(&json_bytes(req, state).await?)));
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        decode(&json_bytes(req, state).await?).map(ApiJson)
+    }
+}
 
 /// The body of a request declared as JSON (415 otherwise).
 async fn json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
@@ -128,28 +111,30 @@ fn json_kind(v: &serde_json::Value) -> &'static str {
 /// or a JSON `null` means `T::default()`: `curl -X PUT .../clusters/c` reconciles an
 /// existing cluster.
 pub struct ApiJsonOrEmpty<T>(pub T);
-wrapping_extractor!(ApiJsonOrEmpty<T: DeserializeOwned, Default>,
-    FromRequest::from_request(|req: Request, state| json_or_empty(req, state).await));
 
-async fn json_or_empty<T, S>(req: Request, state: &S) -> Result<T, ApiError>
+impl<S, T> FromRequest<S> for ApiJsonOrEmpty<T>
 where
     T: DeserializeOwned + Default,
     S: Send + Sync,
 {
-    if req.headers().get(CONTENT_TYPE).is_none() {
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| json_rejection(e.into()))?;
-        if bytes.is_empty() {
-            return Ok(T::default());
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if req.headers().get(CONTENT_TYPE).is_none() {
+            let bytes = Bytes::from_request(req, state)
+                .await
+                .map_err(|e| json_rejection(e.into()))?;
+            if bytes.is_empty() {
+                return Ok(ApiJsonOrEmpty(T::default()));
+            }
+            return Err(json_rejection(MissingJsonContentType::default().into()));
         }
-        return Err(json_rejection(MissingJsonContentType::default().into()));
+        let bytes = json_bytes(req, state).await?;
+        if bytes.trim_ascii() == b"null" {
+            return Ok(ApiJsonOrEmpty(T::default()));
+        }
+        decode(&bytes).map(ApiJsonOrEmpty)
     }
-    let bytes = json_bytes(req, state).await?;
-    if bytes.trim_ascii() == b"null" {
-        return Ok(T::default());
-    }
-    decode(&bytes)
 }
 
 /// `application/json` or `application/*+json` (parameters allowed), as axum's `Json`.
@@ -212,18 +197,40 @@ fn json_rejection(r: JsonRejection) -> ApiError {
 
 /// `axum::extract::Query` with API errors.
 pub struct ApiQuery<T>(pub T);
-wrapping_extractor!(ApiQuery<T: DeserializeOwned> = axum::extract::Query, query_rejection);
 
-fn query_rejection(r: QueryRejection) -> ApiError {
-    ApiError::invalid("INVALID_QUERY", format!("query string: {}", r.body_text()))
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| ApiQuery(q.0))
+            .map_err(|r: QueryRejection| {
+                ApiError::invalid("INVALID_QUERY", format!("query string: {}", r.body_text()))
+            })
+    }
 }
 
 /// `axum::extract::Path` with API errors.
 pub struct ApiPath<T>(pub T);
-wrapping_extractor!(ApiPath<T: DeserializeOwned, Send> = axum::extract::Path, path_rejection);
 
-fn path_rejection(r: PathRejection) -> ApiError {
-    ApiError::invalid("INVALID_PATH", r.body_text())
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| ApiPath(p.0))
+            .map_err(|r: PathRejection| ApiError::invalid("INVALID_PATH", r.body_text()))
+    }
 }
 
 /// Split a custom-method segment `id:verb` (AIP-136).

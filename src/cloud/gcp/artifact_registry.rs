@@ -11,7 +11,7 @@ use super::config::Service;
 use super::error::GcpError;
 use super::http::Call;
 use super::lro::LroPolicy;
-use super::policy::{IamResource, PolicyCollection, binding_edits, policy_client};
+use super::policy::{IamResource, PolicyCollection, policy_client};
 use super::service_usage::aip151_operations;
 use super::types::artifact_registry::{Operation, Repository};
 use super::types::iam::Policy;
@@ -133,12 +133,18 @@ impl ArtifactRegistry {
             .await
     }
 
-    binding_edits! {
-        /// Grant each `(role, member)` on the repository (idempotent read-modify-write).
-        add_repository_bindings = add_bindings via modify_repository_iam_policy(
-            project: &str,
-            location: &str,
-            repository_id: &str
-        );
+    /// Grant each `(role, member)` on the repository (idempotent read-modify-write).
+    pub async fn add_repository_bindings(
+        &self,
+        project: &str,
+        location: &str,
+        repository_id: &str,
+        grants: &[(&str, &str)],
+        cancel: &CancellationToken,
+    ) -> Result<Policy, GcpError> {
+        self.modify_repository_iam_policy(project, location, repository_id, cancel, |p| {
+            p.add_bindings(grants)
+        })
+        .await
     }
 }

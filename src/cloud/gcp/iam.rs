@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::Service;
 use super::error::{GcpError, RetryClass};
 use super::http::Call;
-use super::policy::{IamResource, PolicyCollection, binding_edits, policy_client};
+use super::policy::{IamResource, PolicyCollection, policy_client};
 use super::types::iam::{
     CreateServiceAccountRequest, Policy, Role, ServiceAccount, is_custom_role, validate_account_id,
 };
@@ -136,10 +136,16 @@ impl Iam {
         self.policy_of(project, email).modify(cancel, mutate).await
     }
 
-    binding_edits! {
-        /// Grant each `(role, member)` on the service account (idempotent).
-        add_service_account_bindings = add_bindings
-            via modify_service_account_iam_policy(project: &str, email: &str);
+    /// Grant each `(role, member)` on the service account (idempotent).
+    pub async fn add_service_account_bindings(
+        &self,
+        project: &str,
+        email: &str,
+        grants: &[(&str, &str)],
+        cancel: &CancellationToken,
+    ) -> Result<Policy, GcpError> {
+        self.modify_service_account_iam_policy(project, email, cancel, |p| p.add_bindings(grants))
+            .await
     }
 }
 

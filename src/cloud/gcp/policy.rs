@@ -69,24 +69,6 @@ macro_rules! policy_client {
 }
 pub(crate) use policy_client;
 
-/// Methods that grant (`add_bindings`) or revoke (`remove_bindings`) each `(role,
-/// member)` of `grants` on one resource, idempotently, through the client's
-/// read-modify-write method `$modify`, whose leading arguments name the resource.
-macro_rules! binding_edits {
-    ($($(#[$doc:meta])* $name:ident = $edit:ident via $modify:ident($($arg:ident: $ty:ty),+);)+) => {$(
-        $(#[$doc])*
-        pub async fn $name(
-            &self,
-            $($arg: $ty,)+
-            grants: &[(&str, &str)],
-            cancel: &tokio_util::sync::CancellationToken,
-        ) -> Result<$crate::cloud::gcp::types::iam::Policy, $crate::cloud::gcp::error::GcpError> {
-            self.$modify($($arg,)+ cancel, |p| p.$edit(grants)).await
-        }
-    )+};
-}
-pub(crate) use binding_edits;
-
 /// The collections whose resources carry an IAM policy (`{resource}:getIamPolicy` and
 /// `:setIamPolicy`); each asks for policy version 3 as its discovery document defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::Service;
 use super::error::GcpError;
-use super::policy::{IamResource, PolicyCollection, binding_edits, policy_client};
+use super::policy::{IamResource, PolicyCollection, policy_client};
 use super::types::resource_manager::{Policy, Project};
 
 pub use super::policy::{RmwPolicy, modify_policy};
@@ -56,10 +56,25 @@ impl ResourceManager {
         self.policy_of(project).modify(cancel, mutate).await
     }
 
-    binding_edits! {
-        /// Grant each `(role, member)` on the project (idempotent).
-        add_bindings = add_bindings via modify_iam_policy(project: &str);
-        /// Revoke each `(role, member)` on the project (idempotent).
-        remove_bindings = remove_bindings via modify_iam_policy(project: &str);
+    /// Grant each `(role, member)` on the project (idempotent).
+    pub async fn add_bindings(
+        &self,
+        project: &str,
+        grants: &[(&str, &str)],
+        cancel: &CancellationToken,
+    ) -> Result<Policy, GcpError> {
+        self.modify_iam_policy(project, cancel, |p| p.add_bindings(grants))
+            .await
+    }
+
+    /// Revoke each `(role, member)` on the project (idempotent).
+    pub async fn remove_bindings(
+        &self,
+        project: &str,
+        grants: &[(&str, &str)],
+        cancel: &CancellationToken,
+    ) -> Result<Policy, GcpError> {
+        self.modify_iam_policy(project, cancel, |p| p.remove_bindings(grants))
+            .await
     }
 }

@@ -14,7 +14,7 @@ use super::config::Service;
 use super::error::{GcpError, RetryClass};
 use super::http::Call;
 use super::pages::{all_pages, paged};
-use super::policy::{binding_edits, modify_policy, policy_client};
+use super::policy::{modify_policy, policy_client};
 use super::types::iam::Policy;
 use super::types::list::List;
 use super::types::storage::{Bucket, BucketPolicy, Object, Objects};
@@ -217,9 +217,15 @@ impl Storage {
         .await
     }
 
-    binding_edits! {
-        /// Grant each `(role, member)` on the bucket (idempotent).
-        add_bucket_bindings = add_bindings via modify_bucket_iam_policy(bucket: &str);
+    /// Grant each `(role, member)` on the bucket (idempotent).
+    pub async fn add_bucket_bindings(
+        &self,
+        bucket: &str,
+        grants: &[(&str, &str)],
+        cancel: &CancellationToken,
+    ) -> Result<Policy, GcpError> {
+        self.modify_bucket_iam_policy(bucket, cancel, |p| p.add_bindings(grants))
+            .await
     }
 }
 
