@@ -7,7 +7,7 @@
 //! time), so every timestamp the simulator writes and the time it tells kineticd
 //! (`GET /sim/v1/clock`, the cloud's clock in `--dev`) agree.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -24,7 +24,10 @@ pub struct Clock {
     start: Instant,
     /// The calendar time of virtual time zero.
     epoch: chrono::DateTime<chrono::Utc>,
-    offset: Mutex<Duration>,
+    /// How far [`Clock::advance`] moved virtual time, in nanoseconds, `u64::MAX` standing
+    /// for `Duration::MAX` (an atomic: every state machine asks the time, many times a
+    /// call).
+    offset_nanos: AtomicU64,
 }
 
 /// A point in virtual time (since the simulator started).
@@ -36,7 +39,7 @@ impl Clock {
             mode,
             start: Instant::now(),
             epoch: chrono::Utc::now(),
-            offset: Mutex::new(Duration::ZERO),
+            offset_nanos: AtomicU64::new(0),
         }
     }
 
@@ -45,7 +48,10 @@ impl Clock {
     }
 
     fn offset(&self) -> Duration {
-        *self.offset.lock().unwrap_or_else(|p| p.into_inner())
+        match self.offset_nanos.load(Ordering::Acquire) {
+            u64::MAX => Duration::MAX,
+            n => Duration::from_nanos(n),
+        }
     }
 
     /// Current virtual time.
@@ -76,10 +82,15 @@ impl Clock {
         matches!(self.mode, ClockMode::Auto { speed } if speed == 0.0) || self.now() >= t
     }
 
-    /// Move virtual time forward (any mode); saturates instead of overflowing.
+    /// Move virtual time forward (any mode); saturates instead of overflowing (past about
+    /// 584 years of advances, virtual time is `Duration::MAX`).
     pub fn advance(&self, by: Duration) {
-        let mut offset = self.offset.lock().unwrap_or_else(|p| p.into_inner());
-        *offset = offset.saturating_add(by);
+        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        let _ = self
+            .offset_nanos
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_add(by))
+            });
     }
 
     /// Real time until virtual time `t` (zero when due; `None` in Explicit mode).

@@ -27,7 +27,8 @@ pub struct World {
     /// The quota caps handed to the Kubernetes side match the state: nothing they read
     /// (pools, node counts, quotas, reservations) changed since they were computed.
     /// Cleared by every mutable borrow of the world outside a tick ([`crate::sim::Sim::world`]'s
-    /// guard) and by every tick step that changed something.
+    /// guard) but the Kubernetes side's ([`WorldGuard::kube_mut`]: its reconciles flag
+    /// the node counts they change), and by every tick step that changed something.
     #[serde(skip)]
     pub caps_fresh: bool,
 }
@@ -51,6 +52,16 @@ impl DerefMut for WorldGuard<'_> {
     }
 }
 
+impl WorldGuard<'_> {
+    /// The Kubernetes side, mutably, leaving the quota caps fresh: of what they read, only
+    /// the pools' node counts are there, and the reconcile that changes one flags it
+    /// ([`kube::take_counts_changed`]). So the Kubernetes API's own writes (objects, the
+    /// authorizations it records) do not recompute every cluster's caps.
+    pub fn kube_mut(&mut self) -> &mut kube::State {
+        &mut self.0.kube
+    }
+}
+
 impl World {
     /// An empty world under `config`'s quotas.
     pub fn new(config: &super::SimConfig) -> World {
@@ -65,10 +76,11 @@ impl World {
         gcp::artifact_registry::tick(self, clock);
         let compute = gcp::compute::tick(self, clock);
         let container = gcp::container::tick(self, clock);
+        let counts = kube::take_counts_changed(&mut self.kube);
         // Quota caps cost a pass over every cluster's pools: with a thousand clusters
         // that was half the simulator's time when done before every call. They are
         // computed again only when something they read may have changed.
-        if compute || container || !self.caps_fresh {
+        if compute || container || counts || !self.caps_fresh {
             gcp::container::quota_caps(self);
             self.caps_fresh = true;
         }

@@ -179,3 +179,32 @@ fn a_pod_that_does_not_tolerate_the_spot_side_falls_to_the_next_rule() {
         "why pairs no longer carry seed 003's spot taint"
     );
 }
+
+/// The quota caps are computed again only when a node count they read changed: a
+/// reconcile flags exactly the scale-ups it applies, once.
+#[test]
+fn a_reconcile_flags_the_node_counts_it_changes_once() {
+    let clock = Clock::new(ClockMode::Explicit);
+    let mut c = cluster("DoNotScaleUp");
+    c.reconcile(&clock);
+    assert!(
+        !c.take_counts_changed(),
+        "nothing to scale: no count changed"
+    );
+    add_pod(&mut c, "train", class_tolerations());
+    c.reconcile(&clock);
+    assert!(
+        !c.take_counts_changed(),
+        "a planned scale-up is not a node count yet"
+    );
+    step(&mut c, &clock, SCALE_UP_DELAY);
+    assert_eq!(c.pools["spot"].count, 1);
+    assert!(c.take_counts_changed(), "the scale-up landed");
+    assert!(!c.take_counts_changed(), "told once");
+    c.mark_dirty();
+    c.reconcile(&clock);
+    assert!(
+        !c.take_counts_changed(),
+        "a reconcile that changes no count"
+    );
+}

@@ -73,6 +73,10 @@ pub struct ClusterKube {
     observed: Observed,
     #[serde(skip)]
     dirty: bool,
+    /// A reconcile changed a pool's node count since [`ClusterKube::take_counts_changed`]
+    /// was last asked (the quota caps read those counts).
+    #[serde(skip)]
+    counts_changed: bool,
     #[serde(skip)]
     wake: Option<SimTime>,
 }
@@ -107,6 +111,7 @@ impl ClusterKube {
             key: key.to_owned(),
             observed: Observed::new(),
             dirty: true,
+            counts_changed: false,
             wake: None,
         }
     }
@@ -155,8 +160,17 @@ impl ClusterKube {
         due
     }
 
+    /// Whether a reconcile changed a pool's node count since the last call.
+    pub fn take_counts_changed(&mut self) -> bool {
+        std::mem::take(&mut self.counts_changed)
+    }
+
     pub fn reconcile(&mut self, clock: &Clock) {
         self.dirty = false;
+        let counts = |pools: &BTreeMap<String, PoolNodes>| -> Vec<u32> {
+            pools.values().map(|p| p.count).collect()
+        };
+        let before = counts(&self.pools);
         let mut wake = None;
         for _ in 0..16 {
             let mut changed = self.apply_due_scale_ups(clock);
@@ -181,6 +195,7 @@ impl ClusterKube {
             .values()
             .filter_map(|r| r.scale_to.map(|(t, _)| t));
         self.wake = earliest(scale_wake.map(Some).chain([wake]));
+        self.counts_changed |= counts(&self.pools) != before;
     }
 
     /// The autoscaler's events on the pods it could or could not help.

@@ -176,7 +176,7 @@ async fn handle(
     }
     let resp = {
         let mut world = sim.world();
-        match world.kube.clusters.get_mut(&key) {
+        match world.kube_mut().clusters.get_mut(&key) {
             None => unknown_cluster(&key),
             Some(c) => {
                 c.record_authorization(auth.as_deref());

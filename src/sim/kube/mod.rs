@@ -185,11 +185,21 @@ pub fn routes() -> Router<Sim> {
 }
 
 /// Reconcile every cluster that changed or has a transition due.
-/// Returns whether any cluster reconciled (node counts may have changed).
+/// Returns whether a pool's node count changed (what the quota caps read).
 pub fn tick(state: &mut State, clock: &Clock) -> bool {
-    let mut reconciled = false;
+    let mut counts = false;
     for c in state.clusters.values_mut() {
-        reconciled |= c.tick(clock);
+        c.tick(clock);
+        counts |= c.take_counts_changed();
     }
-    reconciled
+    counts
+}
+
+/// Whether a reconcile outside [`tick`] (one an API call ran) changed a pool's node
+/// count since the last look.
+pub fn take_counts_changed(state: &mut State) -> bool {
+    state
+        .clusters
+        .values_mut()
+        .fold(false, |any, c| c.take_counts_changed() | any)
 }

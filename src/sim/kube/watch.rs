@@ -69,7 +69,7 @@ impl Cursor {
     /// Changes after the cursor; `None` when the cluster is gone.
     fn poll(&mut self) -> Option<Vec<(Change, Value)>> {
         let mut world = self.sim.world();
-        let c = world.kube.clusters.get_mut(&self.key)?;
+        let c = world.kube_mut().clusters.get_mut(&self.key)?;
         c.tick(self.sim.clock());
         let (g, p) = (&self.def.group, &self.def.plural);
         let out: Vec<(Change, Value)> = c

@@ -58,18 +58,25 @@ impl State {
         self.accounts.contains_key(email)
     }
 
-    /// The account `key` (email or unique ID) names, seen from `project` (`-`: any).
-    fn find(&mut self, project: &str, key: &str) -> Result<&mut Account, SimError> {
+    /// The account `key` (email or unique ID) names, seen from `project` (`-`: any): one
+    /// lookup by email, a scan only for a unique ID.
+    fn find(&self, project: &str, key: &str) -> Result<&Account, SimError> {
+        let seen = |a: &&Account| project == "-" || a.account.project_id == project;
         self.accounts
-            .values_mut()
-            .find(|a| {
-                (a.account.email == key || a.account.unique_id == key)
-                    && (project == "-" || a.account.project_id == project)
+            .get(key)
+            .filter(seen)
+            .or_else(|| {
+                self.accounts
+                    .values()
+                    .find(|a| a.account.unique_id == key)
+                    .filter(seen)
             })
-            .ok_or_else(|| {
-                SimError::new(F, 404, "NOT_FOUND", "NOT_FOUND", "Unknown service account")
-            })
+            .ok_or_else(unknown_account)
     }
+}
+
+fn unknown_account() -> SimError {
+    SimError::new(F, 404, "NOT_FOUND", "NOT_FOUND", "Unknown service account")
 }
 
 pub fn routes() -> Router<Sim> {
@@ -147,7 +154,7 @@ fn get_account(
     sim: &Sim,
     Path((project, sa)): Path<(String, String)>,
 ) -> Result<Json<ServiceAccount>, SimError> {
-    let mut w = sim.world();
+    let w = sim.world();
     w.iam.find(&project, &sa).map(|a| Json(a.account.clone()))
 }
 
@@ -215,16 +222,20 @@ fn get_policy(
             format!("Invalid requested policy version {v}."),
         ));
     }
-    let mut w = sim.world();
+    let w = sim.world();
     Ok(Json(w.iam.find(project, sa)?.policy.policy.clone()))
 }
 
 fn set_policy(sim: &Sim, project: &str, sa: &str, body: &Bytes) -> Result<Json<Policy>, SimError> {
     let req: SetIamPolicyRequest = strict(F, body)?;
     let mut w = sim.world();
-    let known: Vec<String> = w.iam.accounts.keys().cloned().collect();
-    let acct = w.iam.find(project, sa)?;
-    acct.policy
-        .set(req, |email| known.iter().any(|k| k == email))
-        .map(Json)
+    let iam = &mut w.iam;
+    let email = iam.find(project, sa)?.account.email.clone();
+    // Out of the map while its policy is set, so the others can be looked up.
+    let mut acct = iam.accounts.remove(&email).ok_or_else(unknown_account)?;
+    let set = acct
+        .policy
+        .set(req, |e| e == email || iam.accounts.contains_key(e));
+    iam.accounts.insert(email, acct);
+    set.map(Json)
 }
