@@ -205,7 +205,7 @@ impl Sim {
             }
             forced => forced,
         };
-        tag(method, answer(forced))
+        tag(method, world::answering(service, || answer(forced)))
     }
 
     pub fn router(&self) -> Router {

@@ -4,6 +4,7 @@
 //!
 //! Invariant: handlers never hold the world lock across an `.await`.
 
+use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
 use std::sync::MutexGuard;
 
@@ -28,7 +29,8 @@ pub struct World {
     /// (pools, node counts, quotas, reservations) changed since they were computed.
     /// Cleared by every mutable borrow of the world outside a tick ([`crate::sim::Sim::world`]'s
     /// guard) but the Kubernetes side's ([`WorldGuard::kube_mut`]: its reconciles flag
-    /// the node counts they change), and by every tick step that changed something.
+    /// the node counts they change) and those of the services the caps do not read
+    /// ([`answering`]), and by every tick step that changed something.
     #[serde(skip)]
     pub caps_fresh: bool,
 }
@@ -47,9 +49,45 @@ impl Deref for WorldGuard<'_> {
 
 impl DerefMut for WorldGuard<'_> {
     fn deref_mut(&mut self) -> &mut World {
-        self.0.caps_fresh = false;
+        if !CAPS_BLIND.get() {
+            self.0.caps_fresh = false;
+        }
         &mut self.0
     }
+}
+
+/// The Google services whose state the quota caps do not read: none of their handlers
+/// writes GKE's clusters, Compute's quotas or reservations, or the Kubernetes side.
+const CAPS_BLIND_SERVICES: [&str; 5] = [
+    "iam",
+    "storage",
+    "cloudresourcemanager",
+    "serviceusage",
+    "artifactregistry",
+];
+
+thread_local! {
+    /// Set while a handler of one of [`CAPS_BLIND_SERVICES`] answers (synchronously, on
+    /// this thread): its mutable borrows of the world leave the quota caps fresh.
+    static CAPS_BLIND: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Run `answer`, a handler of `service`, marking the quota caps stale on a mutable borrow
+/// only when `service`'s state may be what they read.
+pub fn answering<R>(service: &str, answer: impl FnOnce() -> R) -> R {
+    if !CAPS_BLIND_SERVICES.contains(&service) {
+        return answer();
+    }
+    /// Clears the flag however `answer` ends (a panic included).
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            CAPS_BLIND.set(false);
+        }
+    }
+    CAPS_BLIND.set(true);
+    let _reset = Reset;
+    answer()
 }
 
 impl WorldGuard<'_> {
@@ -87,5 +125,47 @@ impl World {
         if kube::tick(&mut self.kube, clock) {
             self.caps_fresh = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Borrow the world mutably through a guard, as a handler does; whether the quota
+    /// caps are still fresh afterwards.
+    fn write(m: &Mutex<World>, how: impl FnOnce(&mut WorldGuard<'_>)) -> bool {
+        m.lock().unwrap().caps_fresh = true;
+        how(&mut WorldGuard(m.lock().unwrap()));
+        m.lock().unwrap().caps_fresh
+    }
+
+    #[test]
+    fn only_writes_the_caps_may_read_mark_them_stale() {
+        let m = Mutex::new(World::default());
+        let plain = |g: &mut WorldGuard<'_>| {
+            let _: &mut World = g;
+        };
+        assert!(!write(&m, plain), "a write of anything");
+        assert!(write(&m, |g| answering("iam", || plain(g))), "IAM's");
+        assert!(
+            write(&m, |g| answering("storage", || plain(g))),
+            "Storage's"
+        );
+        assert!(!write(&m, |g| answering("container", || plain(g))), "GKE's");
+        assert!(
+            !write(&m, |g| answering("compute", || plain(g))),
+            "Compute's"
+        );
+        assert!(
+            write(&m, |g| {
+                g.kube_mut();
+            }),
+            "the Kubernetes side's (its reconciles flag the node counts)"
+        );
+        let _ = std::panic::catch_unwind(|| answering("iam", || panic!("a handler panics")));
+        assert!(!write(&m, plain), "the flag does not outlive its answer");
     }
 }
