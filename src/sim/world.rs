@@ -122,9 +122,9 @@ impl World {
             gcp::container::quota_caps(self);
             self.caps_fresh = true;
         }
-        if kube::tick(&mut self.kube, clock) {
-            self.caps_fresh = false;
-        }
+        // What these reconciles change in the node counts is flagged, and taken above
+        // at the next tick, before anything reads the caps.
+        kube::tick(&mut self.kube, clock);
     }
 }
 

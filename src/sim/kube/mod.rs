@@ -184,19 +184,16 @@ pub fn routes() -> Router<Sim> {
         .merge(ailments::routes())
 }
 
-/// Reconcile every cluster that changed or has a transition due.
-/// Returns whether a pool's node count changed (what the quota caps read).
-pub fn tick(state: &mut State, clock: &Clock) -> bool {
-    let mut counts = false;
+/// Reconcile every cluster that changed or has a transition due (the node counts they
+/// change are flagged for [`take_counts_changed`]).
+pub fn tick(state: &mut State, clock: &Clock) {
     for c in state.clusters.values_mut() {
         c.tick(clock);
-        counts |= c.take_counts_changed();
     }
-    counts
 }
 
-/// Whether a reconcile outside [`tick`] (one an API call ran) changed a pool's node
-/// count since the last look.
+/// Whether a reconcile (a tick's, or one an API call ran) changed a pool's node count
+/// since the last look.
 pub fn take_counts_changed(state: &mut State) -> bool {
     state
         .clusters
